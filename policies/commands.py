@@ -1,0 +1,121 @@
+"""Commands as values: what someone asked for, with the facts read when it executes.
+
+The handler resolves everything that needs GitHub (the commit behind a branch, the issue
+body, the first assignee, the labels) before the command reaches the core.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+from typing import ClassVar
+
+from policies.model import Actor
+from policies.states import SelfVerification
+
+
+class CommandName(StrEnum):
+    """The state-changing slash-commands, spelled as users type them."""
+
+    DRAFT = "draft"
+    PUBLISH = "publish"
+    CLAIM = "claim"
+    DELIVER = "deliver"
+    ACCEPT = "accept"
+    SEND_BACK = "send-back"
+    REOPEN = "reopen"
+
+
+class AcceptMode(StrEnum):
+    """The three ways to accept, each recorded differently."""
+
+    REVIEW = "review"
+    SELF = "self"
+    OVERRIDE = "override"
+
+
+@dataclass(frozen=True)
+class Draft:
+    """`/draft`: make the issue a draft ticket."""
+
+    name: ClassVar[CommandName] = CommandName.DRAFT
+
+
+@dataclass(frozen=True)
+class Publish:
+    """`/publish [--no-code]`: open the ticket for claiming."""
+
+    description: str = ""
+    first_assignee: str | None = None
+    no_code: bool = False
+    name: ClassVar[CommandName] = CommandName.PUBLISH
+
+
+@dataclass(frozen=True)
+class Claim:
+    """`/claim [--check-in MINUTES] [branch=NAME]`: open a new attempt."""
+
+    check_in_minutes: int | None = None
+    branch: str | None = None
+    name: ClassVar[CommandName] = CommandName.CLAIM
+
+
+@dataclass(frozen=True)
+class Deliver:
+    """`/deliver` + summary: hand the work over; `commit` is already resolved."""
+
+    summary: str = ""
+    branch: str | None = None
+    commit: str | None = None
+    pull_request: int | None = None
+    artifacts: tuple[str, ...] = ()
+    name: ClassVar[CommandName] = CommandName.DELIVER
+
+    @property
+    def has_artifact(self) -> bool:
+        """At least one of branch, commit, linked PR or artifact URL."""
+        return bool(self.branch or self.commit or self.pull_request or self.artifacts)
+
+
+@dataclass(frozen=True)
+class Accept:
+    """`/accept`, `/accept --self` or `/accept --override REASON`."""
+
+    mode: AcceptMode = AcceptMode.REVIEW
+    reason: str = ""
+    name: ClassVar[CommandName] = CommandName.ACCEPT
+
+
+@dataclass(frozen=True)
+class SendBack:
+    """`/send-back FEEDBACK`: the same claimant tries again in a new attempt."""
+
+    feedback: str = ""
+    name: ClassVar[CommandName] = CommandName.SEND_BACK
+
+
+@dataclass(frozen=True)
+class Reopen:
+    """`/reopen REASON`: back to open, the claim cleared."""
+
+    reason: str = ""
+    name: ClassVar[CommandName] = CommandName.REOPEN
+
+
+Command = Draft | Publish | Claim | Deliver | Accept | SendBack | Reopen
+
+
+@dataclass(frozen=True)
+class Context:
+    """The circumstances of one execution: who, when, which comment, under which policy."""
+
+    actor: Actor
+    operation_id: str
+    at: datetime
+    comment_id: int | None = None
+    comment_at: datetime | None = None
+    policy_version: str = ""
+    high_risk: bool = False
+    self_verification: SelfVerification = SelfVerification.EXPLICIT
+    environments: tuple[str, ...] = ("production",)

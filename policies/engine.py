@@ -1,0 +1,440 @@
+"""The engine: `decide(ticket, command, context)` and `apply(ticket, event)`.
+
+`decide` checks the current state, the actor's role or relation and the row's guards,
+and answers with events or a refusal; `apply` folds one event into the ticket. Together
+they are the whole work rail. Neither performs I/O or reads a clock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from datetime import datetime
+from typing import Any
+
+from policies.commands import (
+    Accept,
+    AcceptMode,
+    Claim,
+    Command,
+    CommandName,
+    Context,
+    Deliver,
+    Draft,
+    Publish,
+    Reopen,
+    SendBack,
+)
+from policies.events import RAIL_EVENT_TYPES, Event, EventType, RailEvent
+from policies.model import Delivery, Review, Ticket, same_login
+from policies.rails import Observation, ObservationContext, Rails, apply_rail_event, decide_observation
+from policies.refusals import Refusal, RefusalCode
+from policies.states import (
+    DeploymentState,
+    Qualification,
+    Relation,
+    ReviewKind,
+    Role,
+    SelfVerification,
+    WorkState,
+)
+from policies.transitions import Transition, rows_for
+
+Decision = tuple[Event, ...] | Refusal
+
+
+def holds(ticket: Ticket, ctx: Context, qualification: Qualification) -> bool:
+    """Whether the actor holds a role, or stands in a relation to the ticket."""
+    if isinstance(qualification, Role):
+        return qualification in ctx.actor.roles
+    if qualification is Relation.OWNER:
+        return same_login(ctx.actor.login, ticket.owner)
+    return same_login(ctx.actor.login, ticket.claimant)
+
+
+def decide(ticket: Ticket, command: Command, ctx: Context) -> Decision:
+    """Events that carry out the command, or a refusal saying why and what would work."""
+    variant = command.mode if isinstance(command, Accept) else None
+    rows = rows_for(command.name, variant)
+    if not ticket.exists and not any(None in row.sources for row in rows):
+        return Refusal(
+            RefusalCode.NOT_A_TICKET,
+            f"{_name(command)}: this issue is not a ticket.",
+            "A requester or task owner can make it one with /draft or /publish.",
+        )
+    row = next((r for r in rows if ticket.work in r.sources), None)
+    if row is None:
+        return _wrong_state(ticket, command, rows)
+    used = next((q for q in row.allowed if holds(ticket, ctx, q)), None)
+    if used is None:
+        who = " or ".join(q.value for q in row.allowed)
+        return Refusal(
+            RefusalCode.NOT_ALLOWED,
+            f"{_name(command)} on a {ticket.work or 'new'} ticket needs {who}; "
+            f"@{ctx.actor.login} holds none of them.",
+            f"Ask someone who is {who}.",
+        )
+    return _GUARDS[command.name](ticket, command, ctx, row, used)
+
+
+def _name(command: Command) -> str:
+    if isinstance(command, Accept) and command.mode is not AcceptMode.REVIEW:
+        return f"/accept --{command.mode.value}"
+    return f"/{command.name.value}"
+
+
+def _wrong_state(ticket: Ticket, command: Command, rows: tuple[Transition, ...]) -> Refusal:
+    if ticket.exists and command.name is CommandName.DRAFT:
+        return Refusal(
+            RefusalCode.ALREADY_A_TICKET,
+            f"/draft: this issue is already a ticket ({ticket.work}).",
+            "Use /status to see where it stands.",
+        )
+    wanted = sorted({s.value for r in rows for s in r.sources if s is not None})
+    return Refusal(
+        RefusalCode.WRONG_STATE,
+        f"{_name(command)} needs the ticket to be {' or '.join(wanted) or 'new'}; it is {ticket.work}.",
+        "Use /status to see what can happen next and who can do it.",
+    )
+
+
+def _event(kind: EventType, ctx: Context, used: Qualification | None, data: Mapping[str, Any]) -> Event:
+    role = used.value if used is not None else None
+    return Event(kind, ctx.actor.login, role, ctx.at, ctx.operation_id, ctx.policy_version, data)
+
+
+def _iso(moment: datetime | None) -> str | None:
+    return moment.isoformat() if moment is not None else None
+
+
+def _missing(command: Command, what: str, example: str) -> Refusal:
+    return Refusal(
+        RefusalCode.MISSING_TEXT,
+        f"{_name(command)} needs {what}.",
+        f"Write it after the command, for example: {example}",
+    )
+
+
+Guard = Callable[[Ticket, Any, Context, Transition, Qualification], Decision]
+
+
+def _draft(ticket: Ticket, command: Draft, ctx: Context, row: Transition, used: Qualification) -> Decision:
+    data = {"via": "draft", "environments": list(ctx.environments)}
+    return (_event(EventType.CREATED, ctx, used, data),)
+
+
+def _publish(
+    ticket: Ticket, command: Publish, ctx: Context, row: Transition, used: Qualification
+) -> Decision:
+    if not command.description.strip():
+        return Refusal(
+            RefusalCode.MISSING_DESCRIPTION,
+            "/publish needs a description: the issue body is empty.",
+            "Describe the work in the issue body, then /publish again.",
+        )
+    events: list[Event] = []
+    if not ticket.exists:
+        created = {"via": "publish", "environments": list(ctx.environments)}
+        events.append(_event(EventType.CREATED, ctx, used, created))
+    published = {"owner": command.first_assignee or ctx.actor.login, "no_code": command.no_code}
+    events.append(_event(EventType.PUBLISHED, ctx, used, published))
+    return tuple(events)
+
+
+def _claim(ticket: Ticket, command: Claim, ctx: Context, row: Transition, used: Qualification) -> Decision:
+    if command.check_in_minutes is not None and command.check_in_minutes <= 0:
+        return Refusal(
+            RefusalCode.INVALID_ARGUMENT,
+            f"/claim --check-in needs a positive number of minutes, not {command.check_in_minutes}.",
+            "For example: /claim --check-in 60",
+        )
+    data = {
+        "attempt": ticket.attempt + 1,
+        "check_in_minutes": command.check_in_minutes,
+        "branch": command.branch,
+    }
+    return (_event(EventType.CLAIMED, ctx, used, data),)
+
+
+def _deliver(
+    ticket: Ticket, command: Deliver, ctx: Context, row: Transition, used: Qualification
+) -> Decision:
+    if not command.summary.strip():
+        return _missing(command, "a summary of the work", "/deliver Added retries to the uploader.")
+    if ticket.no_code and not command.artifacts:
+        return Refusal(
+            RefusalCode.MISSING_ARTIFACT,
+            "/deliver on a no-code ticket needs an artifact=URL.",
+            "For example: /deliver artifact=https://example.com/report Summary of the work.",
+        )
+    if not command.has_artifact:
+        return Refusal(
+            RefusalCode.MISSING_ARTIFACT,
+            "/deliver needs at least one artifact: branch=NAME, commit=SHA, a linked PR or artifact=URL.",
+            "For example: /deliver branch=agent/12-fix Fixed the parser.",
+        )
+    previous = ticket.last_delivery
+    if previous is not None and previous.same_work_as(command.commit, command.artifacts):
+        return Refusal(
+            RefusalCode.NO_PROGRESS,
+            f"/deliver: commit {command.commit or '(none)'} and the artifacts are the same as "
+            f"attempt {previous.attempt}'s delivery; a new summary alone is not progress.",
+            "Push new work (or name a new artifact), then /deliver again.",
+        )
+    attempt = ticket.attempt + 1 if ticket.work is WorkState.ACCEPTED else ticket.attempt
+    data = {
+        "attempt": attempt,
+        "summary": command.summary.strip(),
+        "branch": command.branch,
+        "commit": command.commit,
+        "pull_request": command.pull_request,
+        "artifacts": list(command.artifacts),
+        "comment_id": ctx.comment_id,
+        "comment_at": _iso(ctx.comment_at),
+    }
+    return (_event(EventType.DELIVERED, ctx, used, data),)
+
+
+def _stale(ticket: Ticket, command: Command, ctx: Context) -> Refusal | None:
+    """A decision written before the current delivery's `/deliver` comment looked at older work."""
+    delivery = ticket.current_delivery
+    if delivery is None or ctx.comment_at is None or delivery.comment_at is None:
+        return None
+    decision = (ctx.comment_at, ctx.comment_id or 0)
+    delivered = (delivery.comment_at, delivery.comment_id or 0)
+    if decision >= delivered:
+        return None
+    return Refusal(
+        RefusalCode.STALE_DECISION,
+        f"{_name(command)} was written before attempt {delivery.attempt}'s delivery; "
+        "it refers to older work.",
+        "Look at the current delivery, then comment again.",
+    )
+
+
+def _accept(ticket: Ticket, command: Accept, ctx: Context, row: Transition, used: Qualification) -> Decision:
+    delivery = ticket.current_delivery
+    assert delivery is not None  # a delivered ticket always has its delivery
+    stale = _stale(ticket, command, ctx)
+    if stale is not None:
+        return stale
+    is_runner = same_login(ctx.actor.login, delivery.runner)
+    refusal = _accept_refusal(command, ctx, is_runner)
+    if refusal is not None:
+        return refusal
+    kind = {
+        AcceptMode.REVIEW: ReviewKind.INDEPENDENT,
+        AcceptMode.SELF: ReviewKind.SELF_VERIFIED,
+        AcceptMode.OVERRIDE: ReviewKind.OVERRIDE,
+    }[command.mode]
+    data = {
+        "attempt": delivery.attempt,
+        "commit": delivery.commit,
+        "delivery_operation_id": delivery.operation_id,
+        "review": kind.value,
+        "reason": command.reason.strip() or None,
+    }
+    return (_event(EventType.ACCEPTED, ctx, used, data),)
+
+
+def _accept_refusal(command: Accept, ctx: Context, is_runner: bool) -> Refusal | None:
+    if command.mode is AcceptMode.OVERRIDE:
+        if not command.reason.strip():
+            return _missing(command, "a reason", "/accept --override Hotfix verified in staging.")
+        return None
+    if command.mode is AcceptMode.REVIEW:
+        if is_runner:
+            return Refusal(
+                RefusalCode.NOT_INDEPENDENT,
+                f"/accept: @{ctx.actor.login} delivered this work and cannot review it.",
+                "Ask another reviewer; /accept --self records self-verification where allowed.",
+            )
+        return None
+    if not is_runner:
+        return Refusal(
+            RefusalCode.SELF_NOT_ALLOWED,
+            "/accept --self is only for the runner who delivered the work.",
+            "Use /accept to record an independent review.",
+        )
+    if ctx.self_verification is SelfVerification.NEVER:
+        return Refusal(
+            RefusalCode.SELF_NOT_ALLOWED,
+            "/accept --self is disabled in this repository (self_verification: never).",
+            "Ask another reviewer to /accept.",
+        )
+    if ctx.high_risk:
+        return Refusal(
+            RefusalCode.SELF_NOT_ALLOWED,
+            "/accept --self: this ticket is high-risk and needs an independent review.",
+            "Ask another reviewer to /accept.",
+        )
+    return None
+
+
+def _send_back(
+    ticket: Ticket, command: SendBack, ctx: Context, row: Transition, used: Qualification
+) -> Decision:
+    delivery = ticket.current_delivery
+    assert delivery is not None
+    if not command.feedback.strip():
+        return _missing(command, "feedback for the runner", "/send-back The tests still fail on Windows.")
+    stale = _stale(ticket, command, ctx)
+    if stale is not None:
+        return stale
+    if same_login(ctx.actor.login, delivery.runner):
+        return Refusal(
+            RefusalCode.NOT_INDEPENDENT,
+            f"/send-back: @{ctx.actor.login} delivered this work and cannot review it.",
+            "Ask another reviewer, or /reopen to give the work up.",
+        )
+    data = {
+        "feedback": command.feedback.strip(),
+        "attempt": ticket.attempt + 1,
+        "previous_attempt": delivery.attempt,
+        "runner": ticket.claimant,
+    }
+    return (_event(EventType.SENT_BACK, ctx, used, data),)
+
+
+def _reopen(ticket: Ticket, command: Reopen, ctx: Context, row: Transition, used: Qualification) -> Decision:
+    if not command.reason.strip():
+        return _missing(command, "a reason", "/reopen The approach does not scale; needs a rethink.")
+    data = {
+        "reason": command.reason.strip(),
+        "from": ticket.work.value if ticket.work else None,
+        "released_by_claimant": used is Relation.CLAIMANT,
+        "previous_claimant": ticket.claimant,
+    }
+    return (_event(EventType.REOPENED, ctx, used, data),)
+
+
+_GUARDS: dict[CommandName, Guard] = {
+    CommandName.DRAFT: _draft,
+    CommandName.PUBLISH: _publish,
+    CommandName.CLAIM: _claim,
+    CommandName.DELIVER: _deliver,
+    CommandName.ACCEPT: _accept,
+    CommandName.SEND_BACK: _send_back,
+    CommandName.REOPEN: _reopen,
+}
+
+
+def observe(
+    ticket: Ticket, observation: Observation, ctx: ObservationContext
+) -> tuple[RailEvent, ...] | Refusal:
+    """Rail events for an observation about a ticket; never a WorkState change."""
+    if not ticket.exists:
+        return Refusal(RefusalCode.NOT_A_TICKET, f"{ticket.key} is not a ticket.")
+    return decide_observation(ticket.rails, observation, ctx)
+
+
+# -- apply ---------------------------------------------------------------------------
+
+
+def apply(ticket: Ticket, event: Event) -> Ticket:
+    """The ticket after one event; its revision rises by exactly one."""
+    ticket = replace(ticket, revision=ticket.revision + 1)
+    if event.type in RAIL_EVENT_TYPES:
+        rail_event = event if isinstance(event, RailEvent) else RailEvent(**vars(event))
+        return replace(ticket, rails=apply_rail_event(ticket.rails, rail_event))
+    return _APPLIERS[event.type](ticket, event)
+
+
+def apply_all(ticket: Ticket, events: tuple[Event, ...] | list[Event]) -> Ticket:
+    """Fold several events in order."""
+    for event in events:
+        ticket = apply(ticket, event)
+    return ticket
+
+
+def _parse_time(text: str | None) -> datetime | None:
+    return datetime.fromisoformat(text) if text else None
+
+
+def _created(ticket: Ticket, event: Event) -> Ticket:
+    environments = event.data.get("environments", [])
+    rails = Rails(deployments={env: DeploymentState.NOT_DEPLOYED for env in environments})
+    return replace(ticket, work=WorkState.DRAFT, rails=rails)
+
+
+def _published(ticket: Ticket, event: Event) -> Ticket:
+    no_code = bool(event.data["no_code"])
+    rails = ticket.rails.not_applicable() if no_code else ticket.rails
+    return replace(ticket, work=WorkState.OPEN, owner=event.data["owner"], no_code=no_code, rails=rails)
+
+
+def _claimed(ticket: Ticket, event: Event) -> Ticket:
+    return replace(
+        ticket,
+        work=WorkState.CLAIMED,
+        claimant=event.actor,
+        attempt=event.data["attempt"],
+        check_in_minutes=event.data["check_in_minutes"],
+        attempt_branch=event.data["branch"],
+        review=None,
+    )
+
+
+def _delivered(ticket: Ticket, event: Event) -> Ticket:
+    data = event.data
+    delivery = Delivery(
+        attempt=data["attempt"],
+        runner=event.actor,
+        summary=data["summary"],
+        branch=data["branch"],
+        commit=data["commit"],
+        pull_request=data["pull_request"],
+        artifacts=tuple(data["artifacts"]),
+        comment_id=data["comment_id"],
+        comment_at=_parse_time(data["comment_at"]),
+        operation_id=event.operation_id,
+        at=event.at,
+    )
+    return replace(
+        ticket,
+        work=WorkState.DELIVERED,
+        attempt=data["attempt"],
+        attempt_branch=data["branch"] or ticket.attempt_branch,
+        last_delivery=delivery,
+        deliveries=ticket.deliveries + 1,
+        review=None,
+    )
+
+
+def _accepted(ticket: Ticket, event: Event) -> Ticket:
+    data = event.data
+    review = Review(
+        reviewer=event.actor,
+        kind=ReviewKind(data["review"]),
+        attempt=data["attempt"],
+        commit=data["commit"],
+        reason=data["reason"],
+        at=event.at,
+    )
+    return replace(ticket, work=WorkState.ACCEPTED, review=review)
+
+
+def _sent_back(ticket: Ticket, event: Event) -> Ticket:
+    return replace(ticket, work=WorkState.CLAIMED, attempt=event.data["attempt"], review=None)
+
+
+def _reopened(ticket: Ticket, event: Event) -> Ticket:
+    return replace(
+        ticket,
+        work=WorkState.OPEN,
+        claimant=None,
+        check_in_minutes=None,
+        attempt_branch=None,
+        review=None,
+    )
+
+
+_APPLIERS: dict[EventType, Callable[[Ticket, Event], Ticket]] = {
+    EventType.CREATED: _created,
+    EventType.PUBLISHED: _published,
+    EventType.CLAIMED: _claimed,
+    EventType.DELIVERED: _delivered,
+    EventType.ACCEPTED: _accepted,
+    EventType.SENT_BACK: _sent_back,
+    EventType.REOPENED: _reopened,
+}

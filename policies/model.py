@@ -1,0 +1,113 @@
+"""The ticket aggregate and the values it holds.
+
+A ticket is rebuilt by folding its events (`policies.engine.apply`); nothing here
+performs I/O or reads a clock.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from policies.rails import Rails
+from policies.states import ReviewKind, Role, WorkState
+
+
+def same_login(left: str | None, right: str | None) -> bool:
+    """GitHub logins are case-insensitive: `Octocat` and `octocat` are one account."""
+    return left is not None and right is not None and left.casefold() == right.casefold()
+
+
+@dataclass(frozen=True)
+class TicketKey:
+    """A ticket is a GitHub issue: `owner/repo#number`."""
+
+    repository: str
+    number: int
+
+    def __str__(self) -> str:
+        return f"{self.repository}#{self.number}"
+
+    @classmethod
+    def parse(cls, text: str) -> TicketKey:
+        """Read `OWNER/REPO#N`; raise ValueError with a readable message otherwise."""
+        repository, sep, number = text.strip().rpartition("#")
+        owner, slash, name = repository.partition("/")
+        if not sep or not slash or not owner or not name or "/" in name or not number.isdigit():
+            raise ValueError(f"expected OWNER/REPO#NUMBER, got {text!r}")
+        return cls(repository=repository, number=int(number))
+
+
+@dataclass(frozen=True)
+class Actor:
+    """Who runs a command, with the roles resolved at the edge when the command executes."""
+
+    login: str
+    roles: frozenset[Role] = frozenset()
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """Work handed over by `/deliver`: one append-only delivery record."""
+
+    attempt: int
+    runner: str
+    summary: str
+    branch: str | None
+    commit: str | None
+    pull_request: int | None
+    artifacts: tuple[str, ...]
+    comment_id: int | None
+    comment_at: datetime | None
+    operation_id: str
+    at: datetime
+
+    def same_work_as(self, commit: str | None, artifacts: tuple[str, ...]) -> bool:
+        """A delivery whose resolved commit and artifacts are unchanged is not progress."""
+        return self.commit == commit and sorted(self.artifacts) == sorted(artifacts)
+
+
+@dataclass(frozen=True)
+class Review:
+    """How the current acceptance was reached, bound to one delivery and its commit."""
+
+    reviewer: str
+    kind: ReviewKind
+    attempt: int
+    commit: str | None
+    reason: str | None
+    at: datetime
+
+
+@dataclass(frozen=True)
+class Ticket:
+    """The aggregate: the work rail, its relations and attempts, and the two other rails.
+
+    `work is None` means the issue is not (yet) a ticket.
+    """
+
+    key: TicketKey
+    revision: int = 0
+    work: WorkState | None = None
+    no_code: bool = False
+    owner: str | None = None
+    claimant: str | None = None
+    attempt: int = 0
+    check_in_minutes: int | None = None
+    attempt_branch: str | None = None
+    last_delivery: Delivery | None = None
+    deliveries: int = 0
+    review: Review | None = None
+    rails: Rails = field(default_factory=Rails)
+
+    @property
+    def exists(self) -> bool:
+        """Whether the issue has become a ticket."""
+        return self.work is not None
+
+    @property
+    def current_delivery(self) -> Delivery | None:
+        """The delivery awaiting review, or accepted; None while no delivery is current."""
+        if self.work in (WorkState.DELIVERED, WorkState.ACCEPTED):
+            return self.last_delivery
+        return None

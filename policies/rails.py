@@ -1,0 +1,459 @@
+"""The repository and deployment rails, decided from observations.
+
+Observations go in, rail events come out. The facts they carry are merged with a join
+that is commutative, associative and idempotent, and the rails are a function of the
+merged facts alone, so the final rails do not depend on the order events arrive in.
+Nothing here can name a WorkState: `decide_observation` returns `RailEvent`s only, and
+`apply_rail_event` receives and returns `Rails`, never a ticket.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
+from datetime import datetime
+from typing import Any, TypeVar
+
+from policies.events import EventType, RailEvent
+from policies.states import DeploymentState, IntegrationState
+
+OWN_CHECK_NAME = "railyard"
+FAILING_CONCLUSIONS = frozenset({"failure", "timed_out", "action_required", "startup_failure"})
+DEPLOYING_STATUSES = frozenset({"in_progress", "queued", "pending"})
+FAILED_STATUSES = frozenset({"failure", "error"})
+
+
+# -- observations: what GitHub told us, in the app's own words -----------------------
+
+
+@dataclass(frozen=True)
+class BranchObserved:
+    """A branch was reported (by a delivery or a push) and looked up: `sha=None` is "not found"."""
+
+    branch: str
+    sha: str | None
+    observed_at: datetime
+
+
+@dataclass(frozen=True)
+class PullRequestObserved:
+    """A pull request as of `updated_at`, and whether it links the ticket at that moment."""
+
+    number: int
+    url: str
+    linked: bool
+    open: bool
+    merged: bool
+    head_sha: str | None
+    head_ref: str | None
+    merge_commit: str | None
+    updated_at: datetime
+
+
+@dataclass(frozen=True)
+class CheckObserved:
+    """A check on a commit; `conclusion=None` while it has not completed."""
+
+    head_sha: str
+    name: str
+    conclusion: str | None
+    check_id: int
+    completed_at: datetime
+
+
+@dataclass(frozen=True)
+class MergeabilityObserved:
+    """What the pull-request API said about mergeability of one head."""
+
+    number: int
+    head_sha: str
+    mergeable: bool | None
+    observed_at: datetime
+
+
+@dataclass(frozen=True)
+class DeploymentObserved:
+    """A deployment (status_id 0, no status) or one of its statuses.
+
+    `contains_merge` says whether the deployed sha contains the ticket's merge commit
+    (compare API: ahead or identical); None while that is unknown.
+    """
+
+    deployment_id: int
+    environment: str
+    sha: str
+    contains_merge: bool | None
+    status: str | None
+    status_id: int
+    observed_at: datetime
+
+
+Observation = BranchObserved | PullRequestObserved | CheckObserved | MergeabilityObserved | DeploymentObserved
+_KINDS: dict[str, type[Any]] = {
+    "branch": BranchObserved,
+    "pull_request": PullRequestObserved,
+    "check": CheckObserved,
+    "mergeability": MergeabilityObserved,
+    "deployment": DeploymentObserved,
+}
+_KIND_OF = {cls: kind for kind, cls in _KINDS.items()}
+
+
+def observation_to_data(observation: Observation) -> dict[str, Any]:
+    """A JSON-ready dict, tagged with the observation's kind."""
+    data: dict[str, Any] = {"kind": _KIND_OF[type(observation)]}
+    for f in fields(observation):
+        value = getattr(observation, f.name)
+        data[f.name] = value.isoformat() if isinstance(value, datetime) else value
+    return data
+
+
+def observation_from_data(data: Mapping[str, Any]) -> Observation:
+    """The inverse of `observation_to_data`."""
+    cls = _KINDS[data["kind"]]
+    values = {
+        f.name: datetime.fromisoformat(data[f.name]) if f.name.endswith("_at") else data[f.name]
+        for f in fields(cls)
+    }
+    result: Observation = cls(**values)
+    return result
+
+
+def fingerprint(observation: Observation) -> str:
+    """Identity of an observation: the same fact twice has the same fingerprint."""
+    canonical = json.dumps(observation_to_data(observation), sort_keys=True)
+    return hashlib.sha256(canonical.encode()).hexdigest()[:24]
+
+
+# -- facts: the join of every observation so far --------------------------------------
+
+
+@dataclass(frozen=True)
+class BranchFact:
+    """The newest lookup of one reported branch."""
+
+    sha: str | None
+    observed_at: datetime
+
+
+@dataclass(frozen=True)
+class PullRequestFact:
+    """The newest state of one pull request; `merged_while_linked` never goes back."""
+
+    number: int
+    url: str
+    linked: bool
+    open: bool
+    head_sha: str | None
+    head_ref: str | None
+    updated_at: datetime
+    merged_while_linked: bool = False
+    merge_commit: str | None = None
+
+
+@dataclass(frozen=True)
+class CheckFact:
+    """The newest result of one check name on one commit."""
+
+    head_sha: str
+    name: str
+    conclusion: str | None
+    check_id: int
+    completed_at: datetime
+
+
+@dataclass(frozen=True)
+class MergeabilityFact:
+    """The newest mergeability answer for one pull-request head."""
+
+    number: int
+    head_sha: str
+    mergeable: bool | None
+    observed_at: datetime
+
+
+@dataclass(frozen=True)
+class DeploymentFact:
+    """One deployment: what it deployed, its newest status, whether it ever succeeded."""
+
+    deployment_id: int
+    environment: str
+    sha: str
+    contains_merge: bool | None
+    status: str | None
+    status_id: int
+    ever_succeeded: bool
+
+
+@dataclass(frozen=True)
+class Rails:
+    """The repository and deployment rails of one ticket, with the evidence behind them."""
+
+    applicable: bool = True
+    integration: IntegrationState = IntegrationState.UNREPORTED
+    deployments: Mapping[str, DeploymentState] = field(default_factory=dict)
+    branches: Mapping[str, BranchFact] = field(default_factory=dict)
+    pull_requests: Mapping[int, PullRequestFact] = field(default_factory=dict)
+    checks: Mapping[tuple[str, str], CheckFact] = field(default_factory=dict)
+    mergeability: Mapping[tuple[int, str], MergeabilityFact] = field(default_factory=dict)
+    deployment_facts: Mapping[int, DeploymentFact] = field(default_factory=dict)
+    seen: frozenset[str] = frozenset()
+
+    @property
+    def deployment(self) -> DeploymentState:
+        """The headline: the first configured environment's state."""
+        if not self.applicable or not self.deployments:
+            return DeploymentState.NOT_APPLICABLE
+        return next(iter(self.deployments.values()))
+
+    @property
+    def merge_commit(self) -> str | None:
+        """The merge commit of the linked PR that merged, once one has."""
+        merged = sorted(p.number for p in self.pull_requests.values() if p.merged_while_linked)
+        return self.pull_requests[merged[0]].merge_commit if merged else None
+
+    def not_applicable(self) -> Rails:
+        """A no-code ticket: both rails `not_applicable` for good."""
+        return replace(
+            self,
+            applicable=False,
+            integration=IntegrationState.NOT_APPLICABLE,
+            deployments={env: DeploymentState.NOT_APPLICABLE for env in self.deployments},
+        )
+
+
+@dataclass(frozen=True)
+class RailPolicy:
+    """The configuration the rails are decided under."""
+
+    environments: tuple[str, ...] = ("production",)
+    required_checks: tuple[str, ...] = ()
+    own_check_name: str = OWN_CHECK_NAME
+
+
+@dataclass(frozen=True)
+class ObservationContext:
+    """Who reported the observation, when it was recorded, under which policy."""
+
+    actor: str
+    operation_id: str
+    at: datetime
+    policy_version: str = ""
+    policy: RailPolicy = field(default_factory=RailPolicy)
+
+
+_F = TypeVar("_F")
+
+
+def _newer(old: _F | None, new: _F, rank: Any) -> _F:
+    """The fact that wins the join: the higher rank; ranks are total, so order never matters."""
+    if old is None:
+        return new
+    return new if rank(new) > rank(old) else old
+
+
+def _join_pull_request(old: PullRequestFact | None, new: PullRequestFact) -> PullRequestFact:
+    def rank(p: PullRequestFact) -> tuple[Any, ...]:
+        return (p.updated_at, not p.open, p.linked, p.head_sha or "", p.head_ref or "", p.url)
+
+    winner = _newer(old, new, rank)
+    if old is None:
+        return winner
+    return replace(
+        winner,
+        merged_while_linked=old.merged_while_linked or new.merged_while_linked,
+        merge_commit=old.merge_commit or new.merge_commit,
+    )
+
+
+def _join_deployment(old: DeploymentFact | None, new: DeploymentFact) -> DeploymentFact:
+    if old is None:
+        return new
+    status = _newer(old, new, lambda d: (d.status_id, d.status or ""))
+    known = [d.contains_merge for d in (old, new) if d.contains_merge is not None]
+    return replace(
+        status,
+        contains_merge=any(known) if known else None,
+        ever_succeeded=old.ever_succeeded or new.ever_succeeded,
+    )
+
+
+def join(rails: Rails, observation: Observation) -> Rails:
+    """Merge one observation into the facts (the rails themselves are not recomputed)."""
+    seen = rails.seen | {fingerprint(observation)}
+    match observation:
+        case BranchObserved(branch=branch):
+            fact = BranchFact(observation.sha, observation.observed_at)
+            winner = _newer(rails.branches.get(branch), fact, lambda b: (b.observed_at, b.sha or ""))
+            return replace(rails, seen=seen, branches={**rails.branches, branch: winner})
+        case PullRequestObserved(number=number):
+            pr = _join_pull_request(rails.pull_requests.get(number), _pull_request_fact(observation))
+            return replace(rails, seen=seen, pull_requests={**rails.pull_requests, number: pr})
+        case CheckObserved(head_sha=sha, name=name):
+            check = CheckFact(
+                sha, name, observation.conclusion, observation.check_id, observation.completed_at
+            )
+
+            def check_rank(c: CheckFact) -> tuple[Any, ...]:
+                return (c.completed_at, c.check_id, c.conclusion or "")
+
+            winner_check = _newer(rails.checks.get((sha, name)), check, check_rank)
+            return replace(rails, seen=seen, checks={**rails.checks, (sha, name): winner_check})
+        case MergeabilityObserved(number=number, head_sha=sha):
+            answer = MergeabilityFact(number, sha, observation.mergeable, observation.observed_at)
+            winner_answer = _newer(
+                rails.mergeability.get((number, sha)),
+                answer,
+                lambda m: (m.observed_at, str(m.mergeable)),
+            )
+            mergeability = {**rails.mergeability, (number, sha): winner_answer}
+            return replace(rails, seen=seen, mergeability=mergeability)
+        case DeploymentObserved(deployment_id=deployment_id):
+            deployment = _join_deployment(
+                rails.deployment_facts.get(deployment_id), _deployment_fact(observation)
+            )
+            facts = {**rails.deployment_facts, deployment_id: deployment}
+            return replace(rails, seen=seen, deployment_facts=facts)
+    raise TypeError(f"not an observation: {observation!r}")
+
+
+def _pull_request_fact(o: PullRequestObserved) -> PullRequestFact:
+    return PullRequestFact(
+        number=o.number,
+        url=o.url,
+        linked=o.linked,
+        open=o.open and not o.merged,
+        head_sha=o.head_sha,
+        head_ref=o.head_ref,
+        updated_at=o.updated_at,
+        merged_while_linked=o.merged and o.linked,
+        merge_commit=o.merge_commit if o.merged and o.linked else None,
+    )
+
+
+def _deployment_fact(o: DeploymentObserved) -> DeploymentFact:
+    # GitHub marks superseded deployments `inactive`; that is history, not a new state.
+    current = o.status if o.status != "inactive" else None
+    return DeploymentFact(
+        deployment_id=o.deployment_id,
+        environment=o.environment,
+        sha=o.sha,
+        contains_merge=o.contains_merge,
+        status=current,
+        status_id=o.status_id if current is not None else -1,
+        ever_succeeded=o.status == "success",
+    )
+
+
+# -- the rails as functions of the facts ---------------------------------------------
+
+
+def _is_blocked(rails: Rails, pr: PullRequestFact, policy: RailPolicy) -> bool:
+    for check in rails.checks.values():
+        if check.head_sha != pr.head_sha or check.name == policy.own_check_name:
+            continue
+        if policy.required_checks and check.name not in policy.required_checks:
+            continue
+        if check.conclusion in FAILING_CONCLUSIONS:
+            return True
+    answer = rails.mergeability.get((pr.number, pr.head_sha or ""))
+    return answer is not None and answer.mergeable is False
+
+
+def integration_state(rails: Rails, policy: RailPolicy) -> IntegrationState:
+    """The repository rail as SPEC defines it, from the facts alone."""
+    if not rails.applicable:
+        return IntegrationState.NOT_APPLICABLE
+    if any(p.merged_while_linked for p in rails.pull_requests.values()):
+        return IntegrationState.MERGED
+    open_prs = [p for p in rails.pull_requests.values() if p.linked and p.open]
+    if open_prs:
+        if any(_is_blocked(rails, p, policy) for p in open_prs):
+            return IntegrationState.BLOCKED
+        return IntegrationState.PULL_REQUEST_OPEN
+    if any(b.sha is not None for b in rails.branches.values()):
+        return IntegrationState.BRANCH_REPORTED
+    return IntegrationState.UNREPORTED
+
+
+def environment_state(rails: Rails, environment: str) -> DeploymentState:
+    """One environment's deployment rail as SPEC defines it, ordered by deployment id."""
+    if not rails.applicable:
+        return DeploymentState.NOT_APPLICABLE
+    if rails.merge_commit is None:
+        return DeploymentState.NOT_DEPLOYED
+    ours = sorted(
+        (d for d in rails.deployment_facts.values() if d.environment == environment),
+        key=lambda d: d.deployment_id,
+    )
+    succeeded = [d for d in ours if d.ever_succeeded]
+    if succeeded and succeeded[-1].contains_merge:
+        return DeploymentState.DEPLOYED
+    containing = [d for d in ours if d.contains_merge]
+    if containing:
+        newest = containing[-1].status
+        if newest is None or newest in DEPLOYING_STATUSES:
+            return DeploymentState.DEPLOYING
+        if newest in FAILED_STATUSES:
+            return DeploymentState.FAILED
+    return DeploymentState.NOT_DEPLOYED
+
+
+def deployment_states(rails: Rails, policy: RailPolicy) -> dict[str, DeploymentState]:
+    """Every configured environment's state, in configuration order."""
+    return {env: environment_state(rails, env) for env in policy.environments}
+
+
+# -- decide and apply ----------------------------------------------------------------
+
+
+def decide_observation(
+    rails: Rails, observation: Observation, ctx: ObservationContext
+) -> tuple[RailEvent, ...]:
+    """Record an observation seen for the first time, and any rail it moves.
+
+    Returns nothing for a fact already recorded and for no-code tickets.
+    """
+    if not rails.applicable or fingerprint(observation) in rails.seen:
+        return ()
+    after = join(rails, observation)
+    kind = (
+        EventType.DEPLOYMENT_OBSERVED
+        if isinstance(observation, DeploymentObserved)
+        else EventType.REPOSITORY_OBSERVED
+    )
+    events = [_rail_event(kind, ctx, observation_to_data(observation))]
+    events.extend(rail_changes(after, ctx))
+    return tuple(events)
+
+
+def rail_changes(rails: Rails, ctx: ObservationContext) -> list[RailEvent]:
+    """The events that bring the recorded rails in line with the facts and the policy."""
+    events = []
+    integration = integration_state(rails, ctx.policy)
+    if integration != rails.integration:
+        change = {"from": rails.integration.value, "to": integration.value}
+        events.append(_rail_event(EventType.MERGE_STATE_CHANGED, ctx, change))
+    for env, state in deployment_states(rails, ctx.policy).items():
+        before = rails.deployments.get(env)
+        if state != before:
+            moved = {"environment": env, "from": before.value if before else None, "to": state.value}
+            events.append(_rail_event(EventType.DEPLOYMENT_STATE_CHANGED, ctx, moved))
+    return events
+
+
+def _rail_event(kind: EventType, ctx: ObservationContext, data: dict[str, Any]) -> RailEvent:
+    return RailEvent(kind, ctx.actor, "github", ctx.at, ctx.operation_id, ctx.policy_version, data)
+
+
+def apply_rail_event(rails: Rails, event: RailEvent) -> Rails:
+    """Fold one rail event into the rails."""
+    data = event.data
+    if event.type in (EventType.REPOSITORY_OBSERVED, EventType.DEPLOYMENT_OBSERVED):
+        return join(rails, observation_from_data(data))
+    if event.type == EventType.MERGE_STATE_CHANGED:
+        return replace(rails, integration=IntegrationState(data["to"]))
+    deployments = {**rails.deployments, data["environment"]: DeploymentState(data["to"])}
+    return replace(rails, deployments=deployments)

@@ -1,0 +1,38 @@
+"""Refusals: why a command changed nothing, and what would work instead."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class RefusalCode(StrEnum):
+    """Machine-readable reasons, stable across releases."""
+
+    NOT_A_TICKET = "not_a_ticket"
+    ALREADY_A_TICKET = "already_a_ticket"
+    WRONG_STATE = "wrong_state"
+    NOT_ALLOWED = "not_allowed"
+    NOT_INDEPENDENT = "not_independent"
+    SELF_NOT_ALLOWED = "self_verification_not_allowed"
+    MISSING_TEXT = "missing_text"
+    INVALID_ARGUMENT = "invalid_argument"
+    MISSING_DESCRIPTION = "missing_description"
+    MISSING_ARTIFACT = "missing_artifact"
+    NO_PROGRESS = "no_progress"
+    STALE_DECISION = "stale_decision"
+    STALE_REVISION = "stale_revision"
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A command that changed nothing: what was refused, why, and what would work.
+
+    `transient` refusals (GitHub unreachable, cannot verify) are not stored as the
+    command's final outcome, so the same operation can run again later.
+    """
+
+    code: RefusalCode
+    reason: str
+    hint: str = ""
+    transient: bool = False

@@ -1,0 +1,126 @@
+"""The transition table: SPEC's command table as data.
+
+`decide` enforces it and the README's state diagram is generated from it, so the table,
+the guard and the picture cannot drift apart.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from policies.commands import AcceptMode, CommandName
+from policies.states import Qualification, Relation, Role, WorkState
+
+
+@dataclass(frozen=True)
+class Transition:
+    """One row: a command (and variant) moves the ticket from any of `sources` to `target`.
+
+    `allowed` lists who may run it, in SPEC's order; the first one the actor holds is the
+    role or relation recorded. A source of None means the issue is not yet a ticket.
+    """
+
+    command: CommandName
+    sources: tuple[WorkState | None, ...]
+    target: WorkState
+    allowed: tuple[Qualification, ...]
+    variant: AcceptMode | None = None
+    note: str = ""
+
+
+W = WorkState
+TRANSITIONS: tuple[Transition, ...] = (
+    Transition(CommandName.DRAFT, (None,), W.DRAFT, (Role.REQUESTER, Role.TASK_OWNER)),
+    Transition(
+        CommandName.PUBLISH,
+        (None, W.DRAFT),
+        W.OPEN,
+        (Role.REQUESTER, Role.TASK_OWNER),
+        note="needs a description",
+    ),
+    Transition(CommandName.CLAIM, (W.OPEN,), W.CLAIMED, (Role.RUNNER,), note="new attempt"),
+    Transition(
+        CommandName.DELIVER,
+        (W.CLAIMED,),
+        W.DELIVERED,
+        (Relation.CLAIMANT,),
+        note="summary and an artifact",
+    ),
+    Transition(
+        CommandName.DELIVER,
+        (W.ACCEPTED,),
+        W.DELIVERED,
+        (Relation.CLAIMANT,),
+        note="last claimant, new attempt",
+    ),
+    Transition(
+        CommandName.ACCEPT,
+        (W.DELIVERED,),
+        W.ACCEPTED,
+        (Role.REVIEWER,),
+        variant=AcceptMode.REVIEW,
+        note="not the delivery's runner",
+    ),
+    Transition(
+        CommandName.ACCEPT,
+        (W.DELIVERED,),
+        W.ACCEPTED,
+        (Role.REVIEWER,),
+        variant=AcceptMode.SELF,
+        note="--self: the runner, not high-risk",
+    ),
+    Transition(
+        CommandName.ACCEPT,
+        (W.DELIVERED,),
+        W.ACCEPTED,
+        (Role.REPOSITORY_MAINTAINER, Role.RELEASE_OWNER),
+        variant=AcceptMode.OVERRIDE,
+        note="--override REASON",
+    ),
+    Transition(
+        CommandName.SEND_BACK,
+        (W.DELIVERED,),
+        W.CLAIMED,
+        (Role.REVIEWER,),
+        note="feedback; same claimant, new attempt",
+    ),
+    Transition(
+        CommandName.REOPEN,
+        (W.CLAIMED, W.DELIVERED),
+        W.OPEN,
+        (Role.REVIEWER, Relation.OWNER, Relation.CLAIMANT),
+        note="reason; claim cleared",
+    ),
+    Transition(
+        CommandName.REOPEN,
+        (W.ACCEPTED,),
+        W.OPEN,
+        (Relation.OWNER, Role.REPOSITORY_MAINTAINER),
+        note="reason; acceptance stays in history",
+    ),
+)
+
+
+def rows_for(command: CommandName, variant: AcceptMode | None = None) -> tuple[Transition, ...]:
+    """The rows a command (and, for `/accept`, its variant) can use."""
+    return tuple(
+        row
+        for row in TRANSITIONS
+        if row.command == command and (row.variant is None or row.variant == variant)
+    )
+
+
+def mermaid_diagram(transitions: tuple[Transition, ...] = TRANSITIONS) -> str:
+    """The work rail as a Mermaid state diagram, one arrow per source of each row."""
+    lines = ["stateDiagram-v2"]
+    for row in transitions:
+        who = ", ".join(q.value for q in row.allowed)
+        label = f"/{row.command.value}"
+        if row.variant is AcceptMode.SELF:
+            label += " --self"
+        elif row.variant is AcceptMode.OVERRIDE:
+            label += " --override"
+        for source in row.sources:
+            start = "[*]" if source is None else source.value
+            lines.append(f"    {start} --> {row.target.value}: {label} ({who})")
+    return "\n".join(lines) + "\n"
