@@ -91,6 +91,13 @@ class DeploymentObserved:
 
 
 Observation = BranchObserved | PullRequestObserved | CheckObserved | MergeabilityObserved | DeploymentObserved
+OBSERVATIONS = (
+    BranchObserved,
+    PullRequestObserved,
+    CheckObserved,
+    MergeabilityObserved,
+    DeploymentObserved,
+)
 _KINDS: dict[str, type[Any]] = {
     "branch": BranchObserved,
     "pull_request": PullRequestObserved,

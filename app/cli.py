@@ -1,0 +1,248 @@
+"""The `railyard` command line."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any, TextIO
+
+from sqlalchemy import inspect
+
+from app.database import Database
+from app.service import TicketService
+from app.settings import Settings
+from policies.model import Ticket, TicketKey
+
+EXIT_NOT_FOUND = 1
+EXIT_USAGE = 2
+
+
+def ticket_summary(ticket: Ticket) -> dict[str, Any]:
+    """The `status --json` shape."""
+    delivery = ticket.last_delivery
+    runner = ticket.claimant or (delivery.runner if delivery else None)
+    return {
+        "ticket": str(ticket.key),
+        "work": ticket.work.value if ticket.work else None,
+        "integration": ticket.rails.integration.value,
+        "deployment": ticket.rails.deployment.value,
+        "deployments": {env: state.value for env, state in ticket.rails.deployments.items()},
+        "revision": ticket.revision,
+        "attempt": ticket.attempt,
+        "runner": runner,
+        "claimant": ticket.claimant,
+        "owner": ticket.owner,
+        "no_code": ticket.no_code,
+        "review": ticket.review.kind.value if ticket.review else None,
+        "reviewer": ticket.review.reviewer if ticket.review else None,
+        "delivery": _delivery(ticket),
+        "merge_commit": ticket.rails.merge_commit,
+    }
+
+
+def _delivery(ticket: Ticket) -> dict[str, Any] | None:
+    delivery = ticket.last_delivery
+    if delivery is None:
+        return None
+    return {
+        "attempt": delivery.attempt,
+        "runner": delivery.runner,
+        "summary": delivery.summary,
+        "branch": delivery.branch,
+        "commit": delivery.commit,
+        "pull_request": delivery.pull_request,
+        "artifacts": list(delivery.artifacts),
+        "operation_id": delivery.operation_id,
+        "at": delivery.at.isoformat(),
+    }
+
+
+def event_items(service: TicketService, key: TicketKey) -> list[dict[str, Any]]:
+    """The `events --json` shape: the event log, with refused commands as `command_rejected`."""
+    items = [
+        {
+            "revision": recorded.revision,
+            "type": recorded.event.type.value,
+            "actor": recorded.event.actor,
+            "role": recorded.event.role,
+            "at": recorded.event.at.isoformat(),
+            "operation_id": recorded.event.operation_id,
+            "policy_version": recorded.event.policy_version,
+            "metadata": dict(recorded.event.data),
+        }
+        for recorded in service.history(key)
+    ]
+    for refused in service.refusals(key):
+        items.append(
+            {
+                "revision": refused["revision"],
+                "type": "command_rejected",
+                "actor": refused["actor"],
+                "role": None,
+                "at": refused["at"].isoformat(),
+                "operation_id": refused["operation_id"],
+                "policy_version": refused["policy_version"],
+                "metadata": {
+                    "command": refused["change"],
+                    "code": refused["refusal_code"],
+                    "reason": refused["refusal_reason"],
+                    "hint": refused["refusal_hint"],
+                },
+            }
+        )
+    # A refusal sorts after the event whose revision it saw.
+    items.sort(key=lambda item: (item["revision"], item["type"] == "command_rejected", item["at"]))
+    return items
+
+
+def _table(rows: list[list[str]], out: TextIO) -> None:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        out.write("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip())
+        out.write("\n")
+
+
+def _print_status(summary: dict[str, Any], out: TextIO) -> None:
+    def show(value: Any) -> str:
+        return "-" if value is None else str(value).replace("_", " ")
+
+    review = summary["review"]
+    rows = [
+        ["Ticket", summary["ticket"]],
+        ["Revision", str(summary["revision"])],
+        ["Work", show(summary["work"]) + (f" ({show(review)}, @{summary['reviewer']})" if review else "")],
+        ["Repository", show(summary["integration"])],
+        ["Deployment", show(summary["deployment"])],
+    ]
+    rows += [[f"  {env}", show(state)] for env, state in summary["deployments"].items()]
+    rows += [
+        ["Attempt", str(summary["attempt"])],
+        ["Runner", f"@{summary['runner']}" if summary["runner"] else "-"],
+        ["Owner", f"@{summary['owner']}" if summary["owner"] else "-"],
+    ]
+    delivery = summary["delivery"]
+    if delivery:
+        rows.append(["Last delivery", f"attempt {delivery['attempt']} by @{delivery['runner']}"])
+        rows.append(["  commit", show(delivery["commit"])])
+        rows.append(["  summary", delivery["summary"].splitlines()[0][:80]])
+    _table(rows, out)
+
+
+def _print_events(items: list[dict[str, Any]], out: TextIO) -> None:
+    rows = [["REV", "AT", "TYPE", "ACTOR", "ROLE", "OPERATION"]]
+    for item in items:
+        rows.append(
+            [
+                str(item["revision"]),
+                item["at"][:19].replace("T", " "),
+                item["type"],
+                item["actor"],
+                item["role"] or "-",
+                item["operation_id"],
+            ]
+        )
+    _table(rows, out)
+
+
+def _ready(database: Database, err: TextIO) -> bool:
+    if inspect(database.engine).has_table("tickets"):
+        return True
+    err.write("railyard: the database has no railyard tables yet; run `railyard migrate` first.\n")
+    return False
+
+
+def _ticket_key(text: str, err: TextIO) -> TicketKey | None:
+    try:
+        return TicketKey.parse(text)
+    except ValueError as error:
+        err.write(f"railyard: {error}\n")
+        return None
+
+
+def cmd_migrate(args: argparse.Namespace, database: Database, out: TextIO, err: TextIO) -> int:
+    """Bring the schema up to date."""
+    database.migrate()
+    out.write("railyard: database is up to date.\n")
+    return 0
+
+
+def cmd_status(args: argparse.Namespace, database: Database, out: TextIO, err: TextIO) -> int:
+    """Show one ticket's three rails."""
+    key = _ticket_key(args.ticket, err)
+    if key is None:
+        return EXIT_USAGE
+    if not _ready(database, err):
+        return EXIT_NOT_FOUND
+    ticket = TicketService(database).load(key)
+    if ticket is None:
+        err.write(f"railyard: {args.ticket} is not a ticket (nothing recorded for it).\n")
+        return EXIT_NOT_FOUND
+    summary = ticket_summary(ticket)
+    if args.json:
+        out.write(json.dumps(summary, indent=2) + "\n")
+    else:
+        _print_status(summary, out)
+    return 0
+
+
+def cmd_events(args: argparse.Namespace, database: Database, out: TextIO, err: TextIO) -> int:
+    """Show one ticket's event log."""
+    key = _ticket_key(args.ticket, err)
+    if key is None:
+        return EXIT_USAGE
+    if not _ready(database, err):
+        return EXIT_NOT_FOUND
+    service = TicketService(database)
+    if service.load(key) is None:
+        err.write(f"railyard: {args.ticket} is not a ticket (nothing recorded for it).\n")
+        return EXIT_NOT_FOUND
+    items = event_items(service, key)
+    if args.json:
+        out.write(json.dumps(items, indent=2) + "\n")
+    else:
+        _print_events(items, out)
+    return 0
+
+
+Handler = Callable[[argparse.Namespace, Database, TextIO, TextIO], int]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser, one sub-command per job."""
+    parser = argparse.ArgumentParser(prog="railyard", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+    commands.add_parser("migrate", help="create or upgrade the database schema").set_defaults(
+        handler=cmd_migrate
+    )
+    for name, handler, help_text in (
+        ("status", cmd_status, "show a ticket's work, repository and deployment rails"),
+        ("events", cmd_events, "show a ticket's event log"),
+    ):
+        sub = commands.add_parser(name, help=help_text)
+        sub.add_argument("ticket", metavar="OWNER/REPO#N")
+        sub.add_argument("--json", action="store_true", help="print JSON")
+        sub.set_defaults(handler=handler)
+    return parser
+
+
+def main(
+    argv: Sequence[str] | None = None,
+    settings: Settings | None = None,
+    out: TextIO = sys.stdout,
+    err: TextIO = sys.stderr,
+) -> int:
+    """Run one `railyard` command and return its exit status."""
+    args = build_parser().parse_args(argv)
+    settings = settings or Settings()
+    database = Database(settings.database_url)
+    try:
+        handler: Handler = args.handler
+        return handler(args, database, out, err)
+    finally:
+        database.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

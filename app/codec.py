@@ -1,0 +1,131 @@
+"""Ticket snapshots and events to and from JSON-ready dicts, for the database."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import fields
+from datetime import datetime
+from typing import Any, TypeVar
+
+from policies.events import Event, EventType
+from policies.model import Delivery, Review, Ticket, TicketKey
+from policies.rails import (
+    BranchFact,
+    CheckFact,
+    DeploymentFact,
+    MergeabilityFact,
+    PullRequestFact,
+    Rails,
+)
+from policies.states import DeploymentState, IntegrationState, ReviewKind, WorkState
+
+_T = TypeVar("_T")
+_CONVERTERS: dict[str, Callable[[Any], Any]] = {"kind": ReviewKind, "artifacts": tuple}
+
+
+def _flat(value: Any) -> dict[str, Any]:
+    out = {}
+    for f in fields(value):
+        item = getattr(value, f.name)
+        out[f.name] = item.isoformat() if isinstance(item, datetime) else item
+    return out
+
+
+def _is_time(name: str) -> bool:
+    return name == "at" or name.endswith("_at")
+
+
+def _unflat(cls: type[_T], data: Mapping[str, Any]) -> _T:
+    values = {}
+    for f in fields(cls):  # type: ignore[arg-type]
+        item = data[f.name]
+        if item is not None and _is_time(f.name):
+            item = datetime.fromisoformat(item)
+        elif item is not None and f.name in _CONVERTERS:
+            item = _CONVERTERS[f.name](item)
+        values[f.name] = item
+    return cls(**values)
+
+
+def rails_to_data(rails: Rails) -> dict[str, Any]:
+    """The rails and their evidence as JSON-ready data."""
+    return {
+        "applicable": rails.applicable,
+        "integration": rails.integration.value,
+        "deployments": {env: state.value for env, state in rails.deployments.items()},
+        "branches": {name: _flat(fact) for name, fact in rails.branches.items()},
+        "pull_requests": [_flat(pr) for pr in rails.pull_requests.values()],
+        "checks": [_flat(check) for check in rails.checks.values()],
+        "mergeability": [_flat(answer) for answer in rails.mergeability.values()],
+        "deployment_facts": [_flat(d) for d in rails.deployment_facts.values()],
+        "seen": sorted(rails.seen),
+    }
+
+
+def rails_from_data(data: Mapping[str, Any]) -> Rails:
+    """The inverse of `rails_to_data`."""
+    prs = (_unflat(PullRequestFact, pr) for pr in data["pull_requests"])
+    checks = (_unflat(CheckFact, c) for c in data["checks"])
+    answers = (_unflat(MergeabilityFact, m) for m in data["mergeability"])
+    deployments = (_unflat(DeploymentFact, d) for d in data["deployment_facts"])
+    return Rails(
+        applicable=data["applicable"],
+        integration=IntegrationState(data["integration"]),
+        deployments={env: DeploymentState(s) for env, s in data["deployments"].items()},
+        branches={name: _unflat(BranchFact, b) for name, b in data["branches"].items()},
+        pull_requests={pr.number: pr for pr in prs},
+        checks={(c.head_sha, c.name): c for c in checks},
+        mergeability={(m.number, m.head_sha): m for m in answers},
+        deployment_facts={d.deployment_id: d for d in deployments},
+        seen=frozenset(data["seen"]),
+    )
+
+
+def ticket_to_data(ticket: Ticket) -> dict[str, Any]:
+    """A ticket snapshot as JSON-ready data (the key lives in its own columns)."""
+    return {
+        "work": ticket.work.value if ticket.work else None,
+        "no_code": ticket.no_code,
+        "owner": ticket.owner,
+        "claimant": ticket.claimant,
+        "attempt": ticket.attempt,
+        "check_in_minutes": ticket.check_in_minutes,
+        "attempt_branch": ticket.attempt_branch,
+        "last_delivery": _flat(ticket.last_delivery) if ticket.last_delivery else None,
+        "deliveries": ticket.deliveries,
+        "review": _flat(ticket.review) if ticket.review else None,
+        "rails": rails_to_data(ticket.rails),
+    }
+
+
+def ticket_from_data(key: TicketKey, revision: int, data: Mapping[str, Any]) -> Ticket:
+    """The inverse of `ticket_to_data`."""
+    delivery, review = data["last_delivery"], data["review"]
+    return Ticket(
+        key=key,
+        revision=revision,
+        work=WorkState(data["work"]) if data["work"] else None,
+        no_code=data["no_code"],
+        owner=data["owner"],
+        claimant=data["claimant"],
+        attempt=data["attempt"],
+        check_in_minutes=data["check_in_minutes"],
+        attempt_branch=data["attempt_branch"],
+        last_delivery=_unflat(Delivery, delivery) if delivery else None,
+        deliveries=data["deliveries"],
+        review=_unflat(Review, review) if review else None,
+        rails=rails_from_data(data["rails"]),
+    )
+
+
+def event_from_row(row: Mapping[str, Any]) -> Event:
+    """An event as read back from the `ticket_events` table."""
+    return Event(
+        type=EventType(row["type"]),
+        actor=row["actor"],
+        role=row["role"],
+        at=row["at"],
+        operation_id=row["operation_id"],
+        policy_version=row["policy_version"],
+        data=row["data"],
+    )

@@ -1,0 +1,107 @@
+"""The database: one engine per process, durable commits, immediate write transactions.
+
+SQLite runs in WAL mode with `synchronous=FULL` (every commit is fsynced before it
+returns) and write transactions start with `BEGIN IMMEDIATE`, so writers queue on the
+busy timeout instead of failing half-way. PostgreSQL runs with `synchronous_commit=on`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from alembic import command
+from alembic.config import Config
+from sqlalchemy import Connection, create_engine, event
+from sqlalchemy.engine import Engine
+
+from app.settings import normalize_database_url
+
+MIGRATIONS = Path(__file__).parent / "migrations"
+BUSY_TIMEOUT_MS = 30_000
+_WRITE = "railyard_write"
+
+
+def _configure_sqlite(engine: Engine) -> None:
+    @event.listens_for(engine, "connect")
+    def _pragmas(dbapi_connection: Any, _record: Any) -> None:
+        # Let SQLAlchemy's "begin" event issue BEGIN itself (pysqlite would defer it).
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA synchronous=FULL")
+        cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _begin(connection: Connection) -> None:
+        immediate = connection.get_execution_options().get(_WRITE, False)
+        connection.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+
+
+def _configure_postgres(engine: Engine) -> None:
+    @event.listens_for(engine, "connect")
+    def _durable(dbapi_connection: Any, _record: Any) -> None:
+        cursor = dbapi_connection.cursor()
+        cursor.execute("SET synchronous_commit = on")
+        cursor.close()
+        dbapi_connection.commit()
+
+
+class Database:
+    """The process's engine, with explicit read and write transactions."""
+
+    def __init__(self, url: str, *, pool_size: int = 10) -> None:
+        self.url = normalize_database_url(url)
+        if self.is_sqlite:
+            self.engine = create_engine(
+                self.url,
+                connect_args={"timeout": BUSY_TIMEOUT_MS / 1000, "check_same_thread": False},
+                pool_size=pool_size,
+                max_overflow=pool_size,
+            )
+            _configure_sqlite(self.engine)
+        else:
+            self.engine = create_engine(self.url, pool_size=pool_size, max_overflow=pool_size)
+            _configure_postgres(self.engine)
+
+    @property
+    def is_sqlite(self) -> bool:
+        """Whether this is the default single-file database."""
+        return self.url.startswith("sqlite")
+
+    @contextmanager
+    def write(self) -> Iterator[Connection]:
+        """A write transaction, committed (and fsynced) when the block ends without error."""
+        with self.engine.connect() as connection:
+            connection.execution_options(**{_WRITE: True})
+            with connection.begin():
+                yield connection
+
+    @contextmanager
+    def read(self) -> Iterator[Connection]:
+        """A read-only transaction."""
+        with self.engine.connect() as connection, connection.begin():
+            yield connection
+
+    def migrate(self) -> None:
+        """Bring the schema to the newest migration (idempotent)."""
+        config = alembic_config(self.url)
+        with self.engine.begin() as connection:
+            config.attributes["connection"] = connection
+            command.upgrade(config, "head")
+
+    def close(self) -> None:
+        """Close every pooled connection."""
+        self.engine.dispose()
+
+
+def alembic_config(url: str) -> Config:
+    """Alembic's configuration, pointing at the migrations shipped inside the package."""
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    config.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
+    return config

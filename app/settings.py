@@ -1,0 +1,51 @@
+"""Settings: one typed object, read from the environment or a `.env` file, loaded once.
+
+Names follow Probot's where they exist. Secrets are `SecretStr`, so they never print.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+DEFAULT_DATABASE_URL = "sqlite:///railyard.db"
+
+
+def normalize_database_url(url: str) -> str:
+    """Accept the URLs people paste (`postgres://`, `postgresql://`) and pick the psycopg driver."""
+    for prefix in ("postgres://", "postgresql://"):
+        if url.startswith(prefix):
+            return "postgresql+psycopg://" + url[len(prefix) :]
+    return url
+
+
+class Settings(BaseSettings):
+    """Everything railyard reads from its environment."""
+
+    model_config = SettingsConfigDict(env_file=".env", extra="ignore", populate_by_name=True)
+
+    app_id: int | None = Field(default=None, alias="APP_ID")
+    private_key: SecretStr | None = Field(default=None, alias="PRIVATE_KEY")
+    private_key_path: Path | None = Field(default=None, alias="PRIVATE_KEY_PATH")
+    webhook_secret: SecretStr | None = Field(default=None, alias="WEBHOOK_SECRET")
+    github_api_url: str = Field(default="https://api.github.com", alias="GITHUB_API_URL")
+    public_url: str | None = Field(default=None, alias="PUBLIC_URL")
+    database_url: str = Field(default=DEFAULT_DATABASE_URL, alias="DATABASE_URL")
+    host: str = Field(default="127.0.0.1", alias="HOST")
+    port: int = Field(default=3000, alias="PORT")
+    metrics_token: SecretStr | None = Field(default=None, alias="METRICS_TOKEN")
+
+    @field_validator("database_url")
+    @classmethod
+    def _driver(cls, url: str) -> str:
+        return normalize_database_url(url)
+
+    @property
+    def webhook_secrets(self) -> list[SecretStr]:
+        """Every accepted webhook secret (comma-separated in WEBHOOK_SECRET, for rotation)."""
+        if self.webhook_secret is None:
+            return []
+        parts = self.webhook_secret.get_secret_value().split(",")
+        return [SecretStr(part.strip()) for part in parts if part.strip()]

@@ -1,0 +1,143 @@
+"""The database tables. The event log, attempts, delivery records and operations are
+append-only: the code never updates or deletes them, and triggers (see the migrations)
+refuse it at the database too.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import JSON, BigInteger, Column, DateTime, ForeignKey, Integer, Table, UniqueConstraint
+from sqlalchemy.engine import Dialect
+from sqlalchemy.types import TypeDecorator
+from sqlmodel import Field, SQLModel
+
+
+def table(model: type[SQLModel]) -> Table:
+    """The SQLAlchemy table behind a SQLModel class, for Core statements on the hot path."""
+    return SQLModel.metadata.tables[str(model.__tablename__)]
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """Timezone-aware UTC in, timezone-aware UTC out, on SQLite and PostgreSQL alike."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("naive datetime: railyard stores UTC times only")
+        value = value.astimezone(UTC)
+        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def _time(nullable: bool = False) -> Any:
+    return Field(sa_column=Column(UTCDateTime(), nullable=nullable))
+
+
+def _json() -> Any:
+    return Field(sa_column=Column(JSON, nullable=False))
+
+
+class TicketRow(SQLModel, table=True):
+    """One ticket: its revision and a snapshot of the folded event log."""
+
+    __tablename__ = "tickets"
+    __table_args__ = (UniqueConstraint("repository", "number", name="uq_tickets_repository_number"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    repository: str = Field(index=True)
+    number: int
+    revision: int
+    work: str | None
+    integration: str
+    deployment: str
+    snapshot: dict[str, Any] = _json()
+    created_at: datetime = _time()
+    updated_at: datetime = _time()
+
+
+class TicketEventRow(SQLModel, table=True):
+    """One event of a ticket's append-only log; (ticket, revision) is unique."""
+
+    __tablename__ = "ticket_events"
+    __table_args__ = (UniqueConstraint("ticket_id", "revision", name="uq_ticket_events_revision"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    ticket_id: int = Field(sa_column=Column(Integer, ForeignKey("tickets.id"), nullable=False))
+    revision: int
+    type: str
+    actor: str
+    role: str | None
+    at: datetime = _time()
+    operation_id: str = Field(index=True)
+    policy_version: str
+    data: dict[str, Any] = _json()
+
+
+class AttemptRow(SQLModel, table=True):
+    """One attempt at a ticket; numbers only rise."""
+
+    __tablename__ = "attempts"
+    __table_args__ = (UniqueConstraint("ticket_id", "number", name="uq_attempts_number"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    ticket_id: int = Field(sa_column=Column(Integer, ForeignKey("tickets.id"), nullable=False))
+    number: int
+    runner: str
+    opened_by: str  # the event type that opened it: claimed, sent_back, delivered
+    check_in_minutes: int | None
+    branch: str | None
+    operation_id: str
+    opened_at: datetime = _time()
+
+
+class DeliveryRecordRow(SQLModel, table=True):
+    """Work handed over by `/deliver`: append-only, one per accepted `/deliver`."""
+
+    __tablename__ = "delivery_records"
+
+    id: int | None = Field(default=None, primary_key=True)
+    ticket_id: int = Field(sa_column=Column(Integer, ForeignKey("tickets.id"), nullable=False))
+    attempt_id: int = Field(sa_column=Column(Integer, ForeignKey("attempts.id"), nullable=False))
+    attempt: int
+    runner: str
+    summary: str
+    branch: str | None
+    commit_sha: str | None
+    pull_request: int | None
+    artifacts: list[str] = Field(sa_column=Column(JSON, nullable=False))
+    comment_id: int | None = Field(default=None, sa_column=Column(BigInteger, nullable=True))
+    comment_at: datetime | None = _time(nullable=True)
+    operation_id: str = Field(unique=True)
+    policy_version: str
+    created_at: datetime = _time()
+
+
+class OperationRow(SQLModel, table=True):
+    """The outcome of one operation id: replaying it returns this and writes nothing."""
+
+    __tablename__ = "operations"
+
+    operation_id: str = Field(primary_key=True)
+    repository: str
+    number: int
+    ticket_id: int | None = Field(default=None, sa_column=Column(Integer, nullable=True))
+    change: str
+    actor: str
+    outcome: str  # applied | refused
+    revision: int  # the ticket's revision after the operation (or when it was refused)
+    first_revision: int | None
+    refusal_code: str | None
+    refusal_reason: str | None
+    refusal_hint: str | None
+    policy_version: str
+    at: datetime = _time()
