@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from policies.commands import Claim, Context, Publish
+from policies.commands import Claim, Command, Context, Publish
 from policies.engine import apply, decide, observe
 from policies.events import RAIL_EVENT_TYPES, Event, EventType, RailEvent
 from policies.model import Actor, Ticket, TicketKey
@@ -350,7 +350,7 @@ def test_newest_containing_attempt_failing_is_failed(status: str) -> None:
 
 def test_status_is_taken_from_the_newest_containing_attempt() -> None:
     """A failed attempt followed by a newer one in progress is deploying, not failed."""
-    observations = [MERGED, deployment(1, "failure"), deployment(2, "in_progress")]
+    observations: list[Observation] = [MERGED, deployment(1, "failure"), deployment(2, "in_progress")]
     assert deployments_of(*observations) == {"production": DS.DEPLOYING}
     assert deployments_of(*reversed(observations)) == {"production": DS.DEPLOYING}
 
@@ -396,7 +396,11 @@ def test_inactive_status_does_not_undo_a_success() -> None:
 def test_environments_are_kept_separately() -> None:
     """Each configured environment has its own deployment state."""
     policy = RailPolicy(environments=("staging", "production"))
-    observations = [MERGED, deployment(1, "success", environment="staging"), deployment(2, "failure")]
+    observations: list[Observation] = [
+        MERGED,
+        deployment(1, "success", environment="staging"),
+        deployment(2, "failure"),
+    ]
     assert deployments_of(*observations, policy=policy) == {"staging": DS.DEPLOYED, "production": DS.FAILED}
 
 
@@ -478,7 +482,7 @@ POLICIES = (
     RailPolicy(environments=("staging", "production"), required_checks=("ci",)),
     RailPolicy(environments=()),
 )
-times = st.integers(min_value=0, max_value=4).map(minute)
+times = st.integers(min_value=0, max_value=2).map(minute)
 
 
 @st.composite
@@ -605,7 +609,7 @@ def test_merged_never_leaves_merged(observations: list[Observation], policy: Rai
 def claimed_ticket() -> Ticket:
     """A published ticket claimed by a runner, built through decide and apply."""
     ticket = Ticket(TicketKey("acme/app", 12))
-    steps = [
+    steps: list[tuple[Command, Actor]] = [
         (Publish(description="Fix the parser."), Actor("lead", frozenset({Role.TASK_OWNER}))),
         (Claim(branch=BRANCH), Actor("coder-bot[bot]", frozenset({Role.RUNNER}))),
     ]
