@@ -7,7 +7,7 @@ from dataclasses import fields
 from datetime import datetime
 from typing import Any, TypeVar
 
-from policies.events import Event, EventType
+from policies.events import RAIL_EVENT_TYPES, Event, EventType, RailEvent
 from policies.model import Delivery, Review, Ticket, TicketKey
 from policies.rails import (
     BranchFact,
@@ -119,9 +119,11 @@ def ticket_from_data(key: TicketKey, revision: int, data: Mapping[str, Any]) -> 
 
 
 def event_from_row(row: Mapping[str, Any]) -> Event:
-    """An event as read back from the `ticket_events` table."""
-    return Event(
-        type=EventType(row["type"]),
+    """An event as read back from the `ticket_events` table (a `RailEvent` for rail types)."""
+    kind = EventType(row["type"])
+    cls = RailEvent if kind in RAIL_EVENT_TYPES else Event
+    return cls(
+        type=kind,
         actor=row["actor"],
         role=row["role"],
         at=row["at"],

@@ -24,7 +24,7 @@ from policies.commands import Command, Context
 from policies.engine import apply_all, decide, observe
 from policies.events import Event, EventType
 from policies.model import Ticket, TicketKey
-from policies.rails import OBSERVATIONS, Observation, ObservationContext
+from policies.rails import OBSERVATIONS, Observation, ObservationContext, observation_to_data
 from policies.refusals import Refusal, RefusalCode
 
 Change = Command | Observation
@@ -125,7 +125,8 @@ class TicketService:
             return self._stale(key, context, expected_revision, ticket.revision)
         decision = _decide(ticket, change, context)
         if isinstance(decision, Refusal):
-            if not decision.transient:
+            # Only commands have an outcome worth replaying; observations are deduplicated by the rails.
+            if not decision.transient and isinstance(context, Context):
                 _record_refusal(connection, key, row.id if row else None, ticket, change, context, decision)
             return Outcome(context.operation_id, key, ticket.revision, refusal=decision)
         if not decision:
@@ -196,8 +197,9 @@ def _decide(ticket: Ticket, change: Change, context: ChangeContext) -> tuple[Eve
 
 
 def _change_name(change: Change) -> str:
-    name = getattr(change, "name", None)
-    return f"/{name.value}" if name is not None else type(change).__name__
+    if isinstance(change, OBSERVATIONS):
+        return f"observation:{observation_to_data(change)['kind']}"
+    return f"/{change.name.value}"
 
 
 def _stored_outcome(connection: Connection, operation_id: str) -> Outcome | None:

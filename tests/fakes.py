@@ -32,16 +32,19 @@ class Clock:
         return self.now
 
 
+# GitHub comment ids are unique across all of GitHub; so are these, across all tests.
+_COMMENT_IDS = itertools.count(1_000_000_001)
+
+
 @dataclass
 class Comments:
     """Builds command contexts the way GitHub comments arrive: rising ids and times."""
 
     clock: Clock = field(default_factory=Clock)
-    ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1_000_000_001))
 
     def context(self, actor: Actor, **overrides: object) -> Context:
         """A context for a new comment by `actor`; the comment id is the operation id."""
-        comment_id = next(self.ids)
+        comment_id = next(_COMMENT_IDS)
         at = self.clock()
         values: dict[str, object] = {
             "actor": actor,

@@ -59,7 +59,9 @@ def test_a_full_lifecycle_is_stored_as_events_attempts_and_delivery_records(data
     assert count(database, attempts) == 2
     assert count(database, delivery_records) == 2
     with database.read() as connection:
-        records = connection.execute(select(delivery_records).order_by(delivery_records.c.id)).mappings().all()
+        records = (
+            connection.execute(select(delivery_records).order_by(delivery_records.c.id)).mappings().all()
+        )
     assert [(r["attempt"], r["commit_sha"], r["runner"]) for r in records] == [
         (1, "a" * 40, "coder-bot[bot]"),
         (2, "b" * 40, "coder-bot[bot]"),
