@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, insert, select, update
+from sqlalchemy import Connection, bindparam, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from app.codec import event_from_row, ticket_from_data, ticket_to_data
@@ -36,6 +36,18 @@ events_table = table(TicketEventRow)
 attempts = table(AttemptRow)
 delivery_records = table(DeliveryRecordRow)
 operations = table(OperationRow)
+
+# Statements are built once: building them per call costs more than the fsync.
+_SELECT_OPERATION = select(operations).where(operations.c.operation_id == bindparam("b_operation"))
+_SELECT_TICKET = select(tickets.c.id, tickets.c.revision, tickets.c.snapshot).where(
+    tickets.c.repository == bindparam("b_repository"), tickets.c.number == bindparam("b_number")
+)
+_UPDATE_TICKET = update(tickets).where(
+    tickets.c.id == bindparam("b_id"), tickets.c.revision == bindparam("b_revision")
+)
+_SELECT_ATTEMPT = select(attempts.c.id).where(
+    attempts.c.ticket_id == bindparam("b_ticket"), attempts.c.number == bindparam("b_number")
+)
 
 # The events that open a new attempt (their data carries the attempt number).
 _OPENS_ATTEMPT = {EventType.CLAIMED, EventType.SENT_BACK, EventType.DELIVERED}
@@ -115,11 +127,7 @@ class TicketService:
         stored = _stored_outcome(connection, context.operation_id)
         if stored is not None:
             return stored
-        row = connection.execute(
-            select(tickets.c.id, tickets.c.revision, tickets.c.snapshot).where(
-                tickets.c.repository == key.repository, tickets.c.number == key.number
-            )
-        ).first()
+        row = connection.execute(_SELECT_TICKET, _key_params(key)).first()
         ticket = ticket_from_data(key, row.revision, row.snapshot) if row else Ticket(key)
         if expected_revision is not None and ticket.revision != expected_revision:
             return self._stale(key, context, expected_revision, ticket.revision)
@@ -153,11 +161,7 @@ class TicketService:
         """The ticket as of its latest revision, or None when the issue is not a ticket."""
         key = normalize_key(key)
         with self.database.read() as connection:
-            row = connection.execute(
-                select(tickets.c.revision, tickets.c.snapshot).where(
-                    tickets.c.repository == key.repository, tickets.c.number == key.number
-                )
-            ).first()
+            row = connection.execute(_SELECT_TICKET, _key_params(key)).first()
         return ticket_from_data(key, row.revision, row.snapshot) if row else None
 
     def history(self, key: TicketKey) -> list[RecordedEvent]:
@@ -188,6 +192,10 @@ class TicketService:
             return [dict(row) for row in rows]
 
 
+def _key_params(key: TicketKey) -> dict[str, Any]:
+    return {"b_repository": key.repository, "b_number": key.number}
+
+
 def _decide(ticket: Ticket, change: Change, context: ChangeContext) -> tuple[Event, ...] | Refusal:
     if isinstance(change, OBSERVATIONS) and isinstance(context, ObservationContext):
         return observe(ticket, change, context)
@@ -203,7 +211,7 @@ def _change_name(change: Change) -> str:
 
 
 def _stored_outcome(connection: Connection, operation_id: str) -> Outcome | None:
-    op = connection.execute(select(operations).where(operations.c.operation_id == operation_id)).first()
+    op = connection.execute(_SELECT_OPERATION, {"b_operation": operation_id}).first()
     if op is None:
         return None
     stored_key = TicketKey(op.repository, op.number)
@@ -232,18 +240,18 @@ def _save_ticket(
     }
     if ticket_id is None:
         created = connection.execute(
-            insert(tickets).values(
-                repository=after.key.repository, number=after.key.number, created_at=context.at, **values
-            )
+            insert(tickets),
+            {
+                "repository": after.key.repository,
+                "number": after.key.number,
+                "created_at": context.at,
+                **values,
+            },
         )
         new_id = created.inserted_primary_key
         assert new_id is not None
         return int(new_id[0])
-    moved = connection.execute(
-        update(tickets)
-        .where(tickets.c.id == ticket_id, tickets.c.revision == before.revision)
-        .values(**values)
-    )
+    moved = connection.execute(_UPDATE_TICKET, {"b_id": ticket_id, "b_revision": before.revision, **values})
     if moved.rowcount != 1:
         raise _ConflictError
     return ticket_id
@@ -255,17 +263,18 @@ def _append(connection: Connection, ticket_id: int, before: Ticket, events: Sequ
     attempt = before.attempt
     for offset, event in enumerate(events, start=1):
         connection.execute(
-            insert(events_table).values(
-                ticket_id=ticket_id,
-                revision=before.revision + offset,
-                type=event.type.value,
-                actor=event.actor,
-                role=event.role,
-                at=event.at,
-                operation_id=event.operation_id,
-                policy_version=event.policy_version,
-                data=dict(event.data),
-            )
+            insert(events_table),
+            {
+                "ticket_id": ticket_id,
+                "revision": before.revision + offset,
+                "type": event.type.value,
+                "actor": event.actor,
+                "role": event.role,
+                "at": event.at,
+                "operation_id": event.operation_id,
+                "policy_version": event.policy_version,
+                "data": dict(event.data),
+            },
         )
         if event.type in _OPENS_ATTEMPT and event.data["attempt"] > attempt:
             attempt = event.data["attempt"]
@@ -280,16 +289,17 @@ def _append(connection: Connection, ticket_id: int, before: Ticket, events: Sequ
 def _open_attempt(connection: Connection, ticket_id: int, before: Ticket, event: Event) -> int:
     runner = event.actor if event.type is not EventType.SENT_BACK else event.data["runner"]
     result = connection.execute(
-        insert(attempts).values(
-            ticket_id=ticket_id,
-            number=event.data["attempt"],
-            runner=runner,
-            opened_by=event.type.value,
-            check_in_minutes=event.data.get("check_in_minutes", before.check_in_minutes),
-            branch=event.data.get("branch", before.attempt_branch),
-            operation_id=event.operation_id,
-            opened_at=event.at,
-        )
+        insert(attempts),
+        {
+            "ticket_id": ticket_id,
+            "number": event.data["attempt"],
+            "runner": runner,
+            "opened_by": event.type.value,
+            "check_in_minutes": event.data.get("check_in_minutes", before.check_in_minutes),
+            "branch": event.data.get("branch", before.attempt_branch),
+            "operation_id": event.operation_id,
+            "opened_at": event.at,
+        },
     )
     key = result.inserted_primary_key
     assert key is not None
@@ -297,33 +307,30 @@ def _open_attempt(connection: Connection, ticket_id: int, before: Ticket, event:
 
 
 def _attempt_id(connection: Connection, ticket_id: int, number: int) -> int:
-    return int(
-        connection.execute(
-            select(attempts.c.id).where(attempts.c.ticket_id == ticket_id, attempts.c.number == number)
-        ).scalar_one()
-    )
+    return int(connection.execute(_SELECT_ATTEMPT, {"b_ticket": ticket_id, "b_number": number}).scalar_one())
 
 
 def _record_delivery(connection: Connection, ticket_id: int, attempt_id: int, event: Event) -> None:
     data = event.data
     comment_at = data["comment_at"]
     connection.execute(
-        insert(delivery_records).values(
-            ticket_id=ticket_id,
-            attempt_id=attempt_id,
-            attempt=data["attempt"],
-            runner=event.actor,
-            summary=data["summary"],
-            branch=data["branch"],
-            commit_sha=data["commit"],
-            pull_request=data["pull_request"],
-            artifacts=list(data["artifacts"]),
-            comment_id=data["comment_id"],
-            comment_at=_parse(comment_at),
-            operation_id=event.operation_id,
-            policy_version=event.policy_version,
-            created_at=event.at,
-        )
+        insert(delivery_records),
+        {
+            "ticket_id": ticket_id,
+            "attempt_id": attempt_id,
+            "attempt": data["attempt"],
+            "runner": event.actor,
+            "summary": data["summary"],
+            "branch": data["branch"],
+            "commit_sha": data["commit"],
+            "pull_request": data["pull_request"],
+            "artifacts": list(data["artifacts"]),
+            "comment_id": data["comment_id"],
+            "comment_at": _parse(comment_at),
+            "operation_id": event.operation_id,
+            "policy_version": event.policy_version,
+            "created_at": event.at,
+        },
     )
 
 
@@ -345,19 +352,20 @@ def _record_applied(
     context: ChangeContext,
 ) -> None:
     connection.execute(
-        insert(operations).values(
-            operation_id=context.operation_id,
-            repository=key.repository,
-            number=key.number,
-            ticket_id=ticket_id,
-            change=_change_name(change),
-            actor=_actor(context),
-            outcome="applied",
-            revision=after.revision,
-            first_revision=before.revision + 1,
-            policy_version=context.policy_version,
-            at=context.at,
-        )
+        insert(operations),
+        {
+            "operation_id": context.operation_id,
+            "repository": key.repository,
+            "number": key.number,
+            "ticket_id": ticket_id,
+            "change": _change_name(change),
+            "actor": _actor(context),
+            "outcome": "applied",
+            "revision": after.revision,
+            "first_revision": before.revision + 1,
+            "policy_version": context.policy_version,
+            "at": context.at,
+        },
     )
 
 
@@ -371,20 +379,21 @@ def _record_refusal(
     refusal: Refusal,
 ) -> None:
     connection.execute(
-        insert(operations).values(
-            operation_id=context.operation_id,
-            repository=key.repository,
-            number=key.number,
-            ticket_id=ticket_id,
-            change=_change_name(change),
-            actor=_actor(context),
-            outcome="refused",
-            revision=ticket.revision,
-            first_revision=None,
-            refusal_code=refusal.code.value,
-            refusal_reason=refusal.reason,
-            refusal_hint=refusal.hint,
-            policy_version=context.policy_version,
-            at=context.at,
-        )
+        insert(operations),
+        {
+            "operation_id": context.operation_id,
+            "repository": key.repository,
+            "number": key.number,
+            "ticket_id": ticket_id,
+            "change": _change_name(change),
+            "actor": _actor(context),
+            "outcome": "refused",
+            "revision": ticket.revision,
+            "first_revision": None,
+            "refusal_code": refusal.code.value,
+            "refusal_reason": refusal.reason,
+            "refusal_hint": refusal.hint,
+            "policy_version": context.policy_version,
+            "at": context.at,
+        },
     )
