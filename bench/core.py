@@ -21,11 +21,11 @@ from sqlalchemy import text
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from app.database import Database  # noqa: E402
-from app.service import TicketService  # noqa: E402
-from policies.commands import Accept, Claim, Command, Deliver, Publish, SendBack  # noqa: E402
-from policies.model import Actor, TicketKey  # noqa: E402
-from tests.fakes import REQUESTER, REVIEWER, RUNNER, Comments  # noqa: E402
+from app.database import Database
+from app.service import TicketService
+from policies.commands import Accept, Claim, Command, Deliver, Publish, SendBack
+from policies.model import Actor, TicketKey
+from tests.fakes import REQUESTER, REVIEWER, RUNNER, Comments
 
 TRANSITIONS_PER_TICKET = 6
 
@@ -74,7 +74,9 @@ def measure(database: Database, tickets: int, threads: int, label: str) -> None:
 
 def main() -> None:
     """Parse arguments, run each database, print one line per run."""
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--tickets", type=int, default=1000)
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 4])
     parser.add_argument("--postgres", help="PostgreSQL URL (its public schema is reset!)")

@@ -1,0 +1,30 @@
+# The two jobs a fresh machine needs: `make serve` (once the server lands) and `make test`.
+VENV ?= .venv
+BIN := $(VENV)/bin
+
+.PHONY: setup test lint pytest bench diagram
+
+$(BIN)/railyard: pyproject.toml
+	python3 -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $@
+
+setup: $(BIN)/railyard
+
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
+# Starts this machine's PostgreSQL for the tests that need it (scripts/postgres-for-tests).
+pytest: setup
+	RAILYARD_TEST_POSTGRES_URL="$$(./scripts/postgres-for-tests)" $(BIN)/pytest
+
+test: lint pytest
+
+bench: setup
+	$(BIN)/python bench/core.py --postgres "$$(./scripts/postgres-for-tests)"
+
+diagram: setup
+	$(BIN)/python scripts/render-diagram.py
