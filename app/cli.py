@@ -5,12 +5,16 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
 from typing import Any, TextIO
 
 from sqlalchemy import inspect
 
 from app.database import Database
+from app.logs import configure_logging
+from app.queue import list_deliveries, requeue
 from app.service import TicketService
 from app.settings import Settings
 from policies.model import Ticket, TicketKey
@@ -206,6 +210,46 @@ def cmd_events(args: argparse.Namespace, database: Database, out: TextIO, err: T
     return 0
 
 
+def cmd_deliveries(args: argparse.Namespace, database: Database, out: TextIO, err: TextIO) -> int:
+    """List stored webhook deliveries, newest first."""
+    if not _ready(database, err):
+        return EXIT_NOT_FOUND
+    items = list_deliveries(database, args.status, args.limit)
+    if args.json:
+        out.write(json.dumps([{"id": i.pop("delivery_id"), **i} for i in items], indent=2) + "\n")
+        return 0
+    rows = [["ID", "EVENT", "ACTION", "STATUS", "TRIES", "RECEIVED", "ERROR"]]
+    for item in items:
+        received = datetime.fromtimestamp(item["received_at"], UTC).strftime("%Y-%m-%d %H:%M:%S")
+        error = (item["last_error"] or "").splitlines()[0][:60] if item["last_error"] else ""
+        rows.append(
+            [
+                item["delivery_id"],
+                item["event"],
+                item["action"] or "-",
+                item["status"],
+                str(item["attempts"]),
+                received,
+                error,
+            ]
+        )
+    _table(rows, out)
+    return 0
+
+
+def cmd_redeliver(args: argparse.Namespace, database: Database, out: TextIO, err: TextIO) -> int:
+    """Process stored deliveries again (safe: every change is keyed by its operation id)."""
+    if not _ready(database, err):
+        return EXIT_NOT_FOUND
+    found = requeue(database, args.ids, time.time())
+    for delivery_id in found:
+        out.write(f"railyard: {delivery_id} queued again.\n")
+    missing = [i for i in args.ids if i not in found]
+    for delivery_id in missing:
+        err.write(f"railyard: {delivery_id} is not stored here (or its payload has expired).\n")
+    return 0 if not missing else EXIT_NOT_FOUND
+
+
 Handler = Callable[[argparse.Namespace, Database, TextIO, TextIO], int]
 
 
@@ -224,6 +268,18 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_argument("ticket", metavar="OWNER/REPO#N")
         sub.add_argument("--json", action="store_true", help="print JSON")
         sub.set_defaults(handler=handler)
+    deliveries = commands.add_parser("deliveries", help="list stored webhook deliveries")
+    deliveries.add_argument("--status", choices=["pending", "done", "ignored", "failed"])
+    deliveries.add_argument("--limit", type=int, default=100)
+    deliveries.add_argument("--json", action="store_true", help="print JSON")
+    deliveries.set_defaults(handler=cmd_deliveries)
+    redeliver = commands.add_parser("redeliver", help="process stored webhook deliveries again")
+    redeliver.add_argument("ids", nargs="+", metavar="ID", help="X-GitHub-Delivery id")
+    redeliver.set_defaults(handler=cmd_redeliver)
+    commands.add_parser("serve", help="run the web server, worker and outbox").set_defaults(handler=None)
+    worker = commands.add_parser("worker", help="run an extra worker process (PostgreSQL)")
+    worker.add_argument("--concurrency", type=int, default=4)
+    worker.set_defaults(handler=None)
     return parser
 
 
@@ -236,6 +292,11 @@ def main(
     """Run one `railyard` command and return its exit status."""
     args = build_parser().parse_args(argv)
     settings = settings or Settings()
+    if args.command in ("serve", "worker"):
+        from app.runner import run_server, run_worker
+
+        configure_logging()
+        return run_server(settings) if args.command == "serve" else run_worker(settings, args.concurrency)
     database = Database(settings.database_url)
     try:
         handler: Handler = args.handler

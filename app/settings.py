@@ -43,6 +43,12 @@ class Settings(BaseSettings):
         return normalize_database_url(url)
 
     @property
+    def configured(self) -> bool:
+        """Whether the app's credentials are present; without them `serve` runs in setup mode."""
+        has_key = self.private_key is not None or self.private_key_path is not None
+        return self.app_id is not None and has_key and bool(self.webhook_secrets)
+
+    @property
     def webhook_secrets(self) -> list[SecretStr]:
         """Every accepted webhook secret (comma-separated in WEBHOOK_SECRET, for rotation)."""
         if self.webhook_secret is None:

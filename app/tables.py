@@ -8,7 +8,18 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import JSON, BigInteger, Column, DateTime, ForeignKey, Integer, Table, UniqueConstraint
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Column,
+    DateTime,
+    ForeignKey,
+    Index,
+    Integer,
+    Table,
+    Text,
+    UniqueConstraint,
+)
 from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeDecorator
 from sqlmodel import Field, SQLModel
@@ -141,3 +152,70 @@ class OperationRow(SQLModel, table=True):
     refusal_hint: str | None
     policy_version: str
     at: datetime = _time()
+
+
+class WebhookDeliveryRow(SQLModel, table=True):
+    """One HTTP request from GitHub, stored before it is acknowledged; the worker's queue.
+
+    Times are epoch seconds (floats): the queue compares them on every claim.
+    `status`: pending (to process, possibly leased or in backoff), done, ignored, failed.
+    """
+
+    __tablename__ = "webhook_deliveries"
+
+    seq: int | None = Field(default=None, primary_key=True)
+    delivery_id: str = Field(unique=True)
+    event: str
+    action: str | None
+    installation_id: int | None = Field(default=None, sa_column=Column(BigInteger, nullable=True))
+    repository: str | None
+    ordering_key: str | None
+    status: str
+    payload: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    payload_bytes: int
+    received_at: float
+    attempts: int = 0
+    next_attempt_at: float
+    lease_until: float | None = None
+    lease_owner: str | None = None
+    processed_at: float | None = None
+    last_error: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+
+
+class InstallationRow(SQLModel, table=True):
+    """An installation of the app; uninstalling marks it deleted and keeps every record."""
+
+    __tablename__ = "installations"
+
+    id: int = Field(sa_column=Column(BigInteger, primary_key=True, autoincrement=False))
+    account: str
+    status: str  # active | suspended | deleted
+    updated_at: float
+
+
+class InstallationRepositoryRow(SQLModel, table=True):
+    """A repository an installation can see."""
+
+    __tablename__ = "installation_repositories"
+    __table_args__ = (UniqueConstraint("installation_id", "repository", name="uq_installation_repository"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    installation_id: int = Field(sa_column=Column(BigInteger, nullable=False))
+    repository: str
+    active: bool
+    updated_at: float
+
+
+# The queue's claim looks for the oldest pending delivery of each ordering key.
+Index(
+    "ix_webhook_deliveries_pending",
+    WebhookDeliveryRow.__table__.c.ordering_key,  # type: ignore[attr-defined]
+    WebhookDeliveryRow.__table__.c.seq,  # type: ignore[attr-defined]
+    sqlite_where=WebhookDeliveryRow.__table__.c.status == "pending",  # type: ignore[attr-defined]
+    postgresql_where=WebhookDeliveryRow.__table__.c.status == "pending",  # type: ignore[attr-defined]
+)
+Index(
+    "ix_webhook_deliveries_status_seq",
+    WebhookDeliveryRow.__table__.c.status,  # type: ignore[attr-defined]
+    WebhookDeliveryRow.__table__.c.seq,  # type: ignore[attr-defined]
+)

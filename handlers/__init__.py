@@ -1,0 +1,15 @@
+"""Webhook handlers: GitHub payloads in, domain changes out.
+
+Each module registers its handlers on its own `Router` by `(event, action)`; `ROUTER`
+combines them. The worker dispatches every stored delivery through it.
+"""
+
+from __future__ import annotations
+
+from handlers.installations import router as installations_router
+from handlers.meta import router as meta_router
+from handlers.routing import Router
+
+ROUTER = Router.combine(meta_router, installations_router)
+
+__all__ = ["ROUTER", "Router"]

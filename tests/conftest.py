@@ -16,7 +16,10 @@ from sqlalchemy import text
 
 from app.database import Database
 
-APPEND_ONLY_AND_OTHER_TABLES = "operations, delivery_records, attempts, ticket_events, tickets"
+APPEND_ONLY_AND_OTHER_TABLES = (
+    "operations, delivery_records, attempts, ticket_events, tickets, "
+    "webhook_deliveries, installations, installation_repositories"
+)
 
 
 def postgres_url() -> str | None:

@@ -1,0 +1,401 @@
+"""The per-repository configuration, `.github/railyard.yml` (SPEC: "Roles and configuration").
+
+Parsing is pure: text in, a frozen `RepositoryConfig` or a `ConfigError` out. The
+`ConfigLoader` fetches the file through a function it is given and parses each distinct
+git blob only once; the blob sha is the policy version every recorded event carries.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Annotated, Any
+
+import yaml
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PlainSerializer,
+    PlainValidator,
+    Strict,
+    ValidationError,
+    model_validator,
+)
+from pydantic_core import ErrorDetails, PydanticCustomError
+
+from policies.rails import RailPolicy
+from policies.states import Role, SelfVerification
+
+CONFIG_PATH = ".github/railyard.yml"
+DEFAULT_POLICY_VERSION = "default"
+MAX_VALUES = 5000  # a real file has a few dozen; anchors and aliases can multiply them
+MAX_PROBLEMS = 20
+_SHOWN_CHARS = 40
+
+_NAME = r"[A-Za-z0-9][A-Za-z0-9_-]*"
+_LOGIN = re.compile(rf"{_NAME}(?:\[bot\])?")
+_TEAM = re.compile(rf"@(?P<org>{_NAME})/(?P<slug>[A-Za-z0-9_.-]+)")
+_PLAIN_KEY = re.compile(r"[A-Za-z0-9_-]+")
+_SECTIONS = frozenset({"roles", "high_risk", "tickets", "claims", "limits", "checks", "deployments"})
+
+
+# -- role entries ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RoleEntry:
+    """One entry of a role list: a GitHub team (`org` and `slug`) or a login (`login`)."""
+
+    login: str | None = None
+    org: str | None = None
+    slug: str | None = None
+
+    def __post_init__(self) -> None:
+        team = self.org is not None and self.slug is not None
+        if team == (self.login is not None) or (self.org is None) != (self.slug is None):
+            raise ValueError("a role entry is either a login or an org and a team slug")
+
+    @property
+    def is_team(self) -> bool:
+        """Whether the entry names a team (membership is checked when a command executes)."""
+        return self.slug is not None
+
+    @classmethod
+    def parse(cls, text: str) -> RoleEntry:
+        """Read `@org/team-slug` as a team and a bare name as a login; raise ValueError otherwise."""
+        entry = text.strip()
+        if team := _TEAM.fullmatch(entry):
+            return cls(org=team["org"], slug=team["slug"])
+        if _LOGIN.fullmatch(entry):
+            return cls(login=entry)
+        raise ValueError(_role_entry_problem(entry))
+
+    def __str__(self) -> str:
+        return f"@{self.org}/{self.slug}" if self.is_team else str(self.login)
+
+
+def _role_entry_problem(entry: str) -> str:
+    if not entry:
+        return "an entry is empty"
+    problem = f"{_show(entry)} is not a login or @org/team"
+    if any(char.isspace() for char in entry):
+        return f"{problem} (it contains a space)"
+    if entry.startswith("@") and "/" not in entry:
+        return f"{problem} (a team is written @org/team-slug)"
+    if "/" in entry and not entry.startswith("@"):
+        return f"{problem} (a team starts with @)"
+    return problem
+
+
+def _validate_role_entry(value: object) -> RoleEntry:
+    if isinstance(value, RoleEntry):
+        return value
+    if not isinstance(value, str):
+        raise PydanticCustomError(
+            "role_entry", "expected a login or @org/team, got {shown}", {"shown": _show(value)}
+        )
+    try:
+        return RoleEntry.parse(value)
+    except ValueError as error:
+        raise PydanticCustomError("role_entry", str(error)) from None
+
+
+RoleEntryField = Annotated[
+    RoleEntry, PlainValidator(_validate_role_entry), PlainSerializer(str, return_type=str)
+]
+PositiveInt = Annotated[int, Strict(), Field(gt=0)]
+Text = Annotated[str, Strict(), Field(min_length=1)]
+
+
+# -- the file's model -----------------------------------------------------------------
+
+
+class UnlinkedConclusion(StrEnum):
+    """The `checks.unlinked` setting: the check conclusion on PRs that link no ticket."""
+
+    SUCCESS = "success"
+    ACTION_REQUIRED = "action_required"
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class HighRiskConfig(_Section):
+    """`high_risk`: labels whose tickets need independent review."""
+
+    labels: tuple[Text, ...] = ()
+
+
+class TicketsConfig(_Section):
+    """`tickets`: which issues become tickets, which need no code, where branches are found."""
+
+    label: Text | None = None
+    no_code_label: Text = "no-code"
+    branch_pattern: Text | None = None
+
+
+class ClaimsConfig(_Section):
+    """`claims`: how long a claim may stay silent before it is overdue."""
+
+    max_silence_minutes: PositiveInt = 240
+
+
+class LimitsConfig(_Section):
+    """`limits`: how many commands one person may send per hour."""
+
+    commands_per_hour: PositiveInt = 30
+
+
+class ChecksConfig(_Section):
+    """`checks`: which checks can block a PR, and the check on PRs that link no ticket."""
+
+    required: tuple[Text, ...] = ()
+    unlinked: UnlinkedConclusion = UnlinkedConclusion.SUCCESS
+
+
+class DeploymentsConfig(_Section):
+    """`deployments`: the environments of the deployment rail, the headline one first."""
+
+    environments: tuple[Text, ...] = ("production",)
+
+
+class RepositoryConfig(_Section):
+    """`.github/railyard.yml`; `roles` holds only the roles the file names (`()` = nobody)."""
+
+    roles: Mapping[Role, tuple[RoleEntryField, ...]] = Field(default_factory=dict)
+    high_risk: HighRiskConfig = HighRiskConfig()
+    self_verification: SelfVerification = SelfVerification.EXPLICIT
+    tickets: TicketsConfig = TicketsConfig()
+    claims: ClaimsConfig = ClaimsConfig()
+    limits: LimitsConfig = LimitsConfig()
+    checks: ChecksConfig = ChecksConfig()
+    deployments: DeploymentsConfig = DeploymentsConfig()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _empty_sections_are_defaults(cls, data: Any) -> Any:
+        # `tickets:` with every line below it commented out reads as null.
+        if isinstance(data, dict):
+            return {k: v for k, v in data.items() if not (v is None and k in _SECTIONS)}
+        return data
+
+    @classmethod
+    def default(cls) -> RepositoryConfig:
+        """The configuration of a repository without a file: SPEC's defaults, roles by permission."""
+        return cls()
+
+    def to_rail_policy(self) -> RailPolicy:
+        """The part of the configuration the repository and deployment rails are decided under."""
+        return RailPolicy(environments=self.deployments.environments, required_checks=self.checks.required)
+
+
+# -- errors -----------------------------------------------------------------------------
+
+
+class ConfigError(Exception):
+    """The file cannot be used; `message` lists every problem with its location, one a line."""
+
+    def __init__(self, problems: Sequence[str]) -> None:
+        shown = list(problems[:MAX_PROBLEMS])
+        if len(problems) > MAX_PROBLEMS:
+            shown.append(f"... and {len(problems) - MAX_PROBLEMS} more problems")
+        self.problems = tuple(problems)
+        self.message = "\n".join(shown)
+        super().__init__(self.message)
+
+
+def _show(value: object) -> str:
+    """A short, single-line rendering of a value from the file."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, list | tuple):
+        return "a list"
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, str) and len(value) > _SHOWN_CHARS:
+        return repr(value[:_SHOWN_CHARS] + "...")
+    return repr(value)
+
+
+def _key(part: int | str) -> str:
+    if isinstance(part, str) and len(part) <= _SHOWN_CHARS and _PLAIN_KEY.fullmatch(part):
+        return part
+    return _show(part)
+
+
+def _location(loc: Sequence[int | str]) -> str:
+    """`('roles', 'runner', 1)` as `roles.runner[1]`."""
+    text = ""
+    for part in loc:
+        if isinstance(part, int):
+            text += f"[{part}]"
+        else:
+            text += f".{_key(part)}" if text else _key(part)
+    return text or "the file"
+
+
+def _key_location(loc: Sequence[int | str]) -> str:
+    """The location of a key: its last part is a key, even when YAML read it as a number."""
+    parent = _location(loc[:-1]) if loc[:-1] else ""
+    return f"{parent}.{_key(loc[-1])}" if parent else _key(loc[-1])
+
+
+_EXPECTED = {
+    "int_type": "expected a whole number",
+    "int_parsing": "expected a whole number",
+    "int_from_float": "expected a whole number",
+    "string_type": "expected a string",
+    "tuple_type": "expected a list",
+    "list_type": "expected a list",
+    "dict_type": "expected a mapping of keys to values",
+    "model_type": "expected a mapping of keys to values",
+    "model_attributes_type": "expected a mapping of keys to values",
+}
+
+
+def _problem(error: ErrorDetails) -> str:
+    """One pydantic error as a short line that names where in the file it is."""
+    kind, loc, value, ctx = error["type"], error["loc"], error.get("input"), error.get("ctx", {})
+    where = _location(loc)
+    if kind in ("extra_forbidden", "invalid_key"):
+        return f"unknown key: {_key_location(loc)}"
+    if loc[-1:] == ("[key]",):
+        roles = ", ".join(role.value for role in Role)
+        return f"unknown role: {_key_location(loc[:-1])} (roles are {roles})"
+    if kind in _EXPECTED:
+        hint = " (write [] for nobody)" if loc[:1] == ("roles",) and value is None else ""
+        return f"{where}: {_EXPECTED[kind]}, got {_show(value)}{hint}"
+    if kind == "enum":
+        return f"{where}: expected {ctx.get('expected')}, got {_show(value)}"
+    if kind == "greater_than":
+        return f"{where}: must be greater than {ctx.get('gt')}, got {_show(value)}"
+    if kind == "string_too_short":
+        return f"{where}: must not be empty"
+    return f"{where}: {error['msg']}"
+
+
+def _yaml_problem(error: yaml.YAMLError, text: str) -> str:
+    if isinstance(error, yaml.MarkedYAMLError):
+        what = error.problem or error.context or "invalid YAML"
+        if error.problem and error.context:
+            what = f"{error.problem} ({error.context})"
+        mark = error.problem_mark or error.context_mark
+        where = f"line {mark.line + 1}: " if mark is not None else ""
+        return f"{where}could not parse YAML: {what}"
+    if isinstance(error, yaml.reader.ReaderError):
+        line = text[: error.position].count("\n") + 1
+        return f"line {line}: could not parse YAML: a character YAML does not allow"
+    return "could not parse YAML"
+
+
+def _too_many_values(document: object) -> bool:
+    pending, seen = [document], 0
+    while pending:
+        item = pending.pop()
+        seen += 1
+        if seen > MAX_VALUES:
+            return True
+        if isinstance(item, dict):
+            pending.extend(item.keys())
+            pending.extend(item.values())
+        elif isinstance(item, list):
+            pending.extend(item)
+    return False
+
+
+# -- parsing ----------------------------------------------------------------------------
+
+
+def _load_yaml(text: str) -> object:
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        raise ConfigError([_yaml_problem(error, text)]) from None
+    except RecursionError:
+        raise ConfigError(["could not parse YAML: it is nested too deeply"]) from None
+
+
+def parse_repository_config(text: str | None) -> RepositoryConfig:
+    """Parse the file's text (None: no file); raise ConfigError naming every problem found."""
+    if text is None or not text.strip():
+        return RepositoryConfig.default()
+    document = _load_yaml(text)
+    if document is None:  # only comments, or `---`
+        return RepositoryConfig.default()
+    if not isinstance(document, dict):
+        raise ConfigError([f"the file must be a mapping of keys to values, not {_show(document)}"])
+    if _too_many_values(document):
+        raise ConfigError([f"the file holds more than {MAX_VALUES} values once aliases are expanded"])
+    try:
+        return RepositoryConfig.model_validate(document)
+    except ValidationError as error:
+        raise ConfigError([_problem(e) for e in error.errors(include_url=False)]) from None
+
+
+# -- loading ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RepoFile:
+    """A file on the default branch: its git blob sha and its text."""
+
+    sha: str
+    text: str
+
+
+@dataclass(frozen=True)
+class LoadedConfig:
+    """The configuration in force; when the file is broken, defaults and the `error` to report."""
+
+    config: RepositoryConfig
+    policy_version: str
+    error: str | None = None
+
+
+Fetch = Callable[[int, str], Awaitable[RepoFile | None]]
+Parse = Callable[[str | None], RepositoryConfig]
+
+
+def read_config(file: RepoFile | None, parse: Parse = parse_repository_config) -> LoadedConfig:
+    """The configuration a file puts in force; a broken file gives defaults and its error."""
+    if file is None:
+        return LoadedConfig(RepositoryConfig.default(), DEFAULT_POLICY_VERSION)
+    try:
+        return LoadedConfig(parse(file.text), file.sha)
+    except ConfigError as error:
+        return LoadedConfig(RepositoryConfig.default(), file.sha, error.message)
+
+
+class ConfigLoader:
+    """Fetches `.github/railyard.yml` on every load and parses each distinct blob sha once."""
+
+    def __init__(
+        self, fetch: Fetch, *, parse: Parse = parse_repository_config, cache_size: int = 1024
+    ) -> None:
+        """`fetch(installation_id, "owner/repo")` returns the default branch's file, or None."""
+        self._fetch = fetch
+        self._parse = parse
+        self._cache_size = cache_size
+        self._by_sha: OrderedDict[str, LoadedConfig] = OrderedDict()
+
+    async def load(self, installation_id: int, repository: str) -> LoadedConfig:
+        """The configuration in force now for `repository` ("owner/repo")."""
+        file = await self._fetch(installation_id, repository)
+        if file is None:
+            return read_config(None)
+        loaded = self._by_sha.get(file.sha)
+        if loaded is None:
+            loaded = read_config(file, self._parse)
+            self._by_sha[file.sha] = loaded
+            if len(self._by_sha) > self._cache_size:
+                self._by_sha.popitem(last=False)
+        else:
+            self._by_sha.move_to_end(file.sha)
+        return loaded

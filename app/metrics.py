@@ -1,0 +1,50 @@
+"""Prometheus metrics, in a registry of the process's own (nothing global)."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+
+class Metrics:
+    """Every metric railyard exports."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        r = self.registry
+        self.received = Counter(
+            "railyard_webhook_deliveries_received",
+            "Webhook deliveries answered, by event and outcome (stored, duplicate, rejected)",
+            ["event", "outcome"],
+            registry=r,
+        )
+        self.processed = Counter(
+            "railyard_webhook_deliveries_processed",
+            "Webhook deliveries processed, by event and final status (done, ignored, failed, retry)",
+            ["event", "status"],
+            registry=r,
+        )
+        self.ack_seconds = Histogram(
+            "railyard_webhook_ack_seconds",
+            "Time from request to durable acknowledgement",
+            buckets=(0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 1.0),
+            registry=r,
+        )
+        self.processing_seconds = Histogram(
+            "railyard_webhook_processing_seconds",
+            "Time to process one delivery, by event",
+            ["event"],
+            registry=r,
+        )
+        self.queue_depth = Gauge("railyard_queue_depth", "Pending webhook deliveries", registry=r)
+        self.queue_lag = Gauge(
+            "railyard_queue_lag_seconds", "Age of the oldest pending webhook delivery", registry=r
+        )
+        self.github_calls = Counter(
+            "railyard_github_api_calls", "GitHub API calls, by status code", ["status"], registry=r
+        )
+        self.rate_limit_remaining = Gauge(
+            "railyard_github_rate_limit_remaining",
+            "GitHub's x-ratelimit-remaining, by installation",
+            ["installation"],
+            registry=r,
+        )

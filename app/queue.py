@@ -1,0 +1,176 @@
+"""The stored webhook deliveries as a work queue.
+
+A delivery is claimable when it is pending, due, not leased by a live worker, and no
+earlier pending delivery shares its ordering key (so one in backoff holds back later
+ones for the same ticket, while different tickets proceed in parallel). Claims are
+leases: a worker that dies loses its lease when it expires and the delivery is taken up
+again. On PostgreSQL, `FOR UPDATE SKIP LOCKED` lets any number of workers share the queue.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import bindparam, func, select, text, update
+
+from app.database import Database
+from app.tables import WebhookDeliveryRow, table
+
+deliveries = table(WebhookDeliveryRow)
+
+PENDING, DONE, IGNORED, FAILED = "pending", "done", "ignored", "failed"
+FINAL_STATUSES = (DONE, IGNORED, FAILED)
+
+_CLAIMABLE = """
+SELECT d.seq, d.delivery_id, d.event, d.action, d.installation_id, d.payload, d.attempts
+FROM webhook_deliveries d
+WHERE d.status = 'pending' AND d.next_attempt_at <= :now
+  AND (d.lease_until IS NULL OR d.lease_until < :now)
+  AND NOT EXISTS (
+    SELECT 1 FROM webhook_deliveries e
+    WHERE e.status = 'pending' AND e.ordering_key = d.ordering_key AND e.seq < d.seq
+  )
+ORDER BY d.seq
+LIMIT :limit
+"""
+
+
+@dataclass(frozen=True)
+class ClaimedDelivery:
+    """A delivery leased to one worker; `attempt` counts from 1."""
+
+    seq: int
+    delivery_id: str
+    event: str
+    action: str | None
+    installation_id: int | None
+    payload: str | None
+    attempt: int
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Exponential backoff with full jitter, then a visible failure."""
+
+    max_attempts: int = 8
+    base_seconds: float = 2.0
+    cap_seconds: float = 600.0
+
+    def delay(self, attempt: int, rng: random.Random | None = None) -> float:
+        """Seconds to wait before attempt `attempt + 1`."""
+        ceiling = min(self.cap_seconds, self.base_seconds * 2 ** (attempt - 1))
+        return (rng or random).uniform(ceiling / 2, ceiling)
+
+
+class DeliveryQueue:
+    """Claim, complete, retry and inspect stored deliveries."""
+
+    def __init__(self, database: Database, *, owner: str, lease_seconds: float = 60.0) -> None:
+        self.database = database
+        self.owner = owner
+        self.lease_seconds = lease_seconds
+        suffix = " FOR UPDATE OF d SKIP LOCKED" if not database.is_sqlite else ""
+        self._claimable = text(_CLAIMABLE + suffix)
+
+    def claim(self, now: float, limit: int) -> list[ClaimedDelivery]:
+        """Lease up to `limit` claimable deliveries to this worker."""
+        with self.database.write() as connection:
+            rows = connection.execute(self._claimable, {"now": now, "limit": limit}).all()
+            if not rows:
+                return []
+            connection.execute(
+                update(deliveries)
+                .where(deliveries.c.seq.in_([row.seq for row in rows]))
+                .values(
+                    lease_until=now + self.lease_seconds,
+                    lease_owner=self.owner,
+                    attempts=deliveries.c.attempts + 1,
+                )
+            )
+        return [
+            ClaimedDelivery(
+                r.seq, r.delivery_id, r.event, r.action, r.installation_id, r.payload, r.attempts + 1
+            )
+            for r in rows
+        ]
+
+    def _finish(self, claimed: ClaimedDelivery, values: dict[str, Any]) -> bool:
+        with self.database.write() as connection:
+            result = connection.execute(
+                update(deliveries)
+                .where(
+                    deliveries.c.seq == claimed.seq,
+                    deliveries.c.lease_owner == self.owner,
+                    deliveries.c.attempts == claimed.attempt,
+                    deliveries.c.status == PENDING,
+                )
+                .values(lease_until=None, **values)
+            )
+        return result.rowcount == 1
+
+    def complete(self, claimed: ClaimedDelivery, status: str, now: float, note: str | None = None) -> bool:
+        """Mark a delivery done, ignored or failed; False if the lease was lost meanwhile."""
+        return self._finish(claimed, {"status": status, "processed_at": now, "last_error": note})
+
+    def retry(self, claimed: ClaimedDelivery, at: float, error: str) -> bool:
+        """Put a delivery back, due at `at`; later deliveries for its ticket wait behind it."""
+        return self._finish(claimed, {"next_attempt_at": at, "last_error": error})
+
+    def extend(self, claimed: ClaimedDelivery, now: float) -> None:
+        """Renew the lease of a delivery still being processed."""
+        with self.database.write() as connection:
+            connection.execute(
+                update(deliveries)
+                .where(deliveries.c.seq == claimed.seq, deliveries.c.lease_owner == self.owner)
+                .values(lease_until=now + self.lease_seconds)
+            )
+
+
+def queue_depth(database: Database) -> tuple[int, float | None]:
+    """How many deliveries are pending, and when the oldest of them was received."""
+    with database.read() as connection:
+        row = connection.execute(
+            select(func.count(), func.min(deliveries.c.received_at)).where(deliveries.c.status == PENDING)
+        ).one()
+    return int(row[0]), row[1]
+
+
+def list_deliveries(database: Database, status: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
+    """The newest stored deliveries, optionally of one status."""
+    statement = select(
+        deliveries.c.delivery_id,
+        deliveries.c.event,
+        deliveries.c.action,
+        deliveries.c.status,
+        deliveries.c.attempts,
+        deliveries.c.repository,
+        deliveries.c.received_at,
+        deliveries.c.processed_at,
+        deliveries.c.last_error,
+    ).order_by(deliveries.c.seq.desc())
+    if status is not None:
+        statement = statement.where(deliveries.c.status == status)
+    with database.read() as connection:
+        return [dict(row) for row in connection.execute(statement.limit(limit)).mappings()]
+
+
+def requeue(database: Database, delivery_ids: Sequence[str], now: float) -> list[str]:
+    """Process stored deliveries again (after a failure, or after an outage); returns those found.
+
+    Re-running is safe: every state change is keyed by its operation id.
+    """
+    found: list[str] = []
+    with database.write() as connection:
+        for delivery_id in delivery_ids:
+            result = connection.execute(
+                update(deliveries)
+                .where(deliveries.c.delivery_id == bindparam("b_id"), deliveries.c.payload.is_not(None))
+                .values(status=PENDING, next_attempt_at=now, lease_until=None, lease_owner=None, attempts=0),
+                {"b_id": delivery_id},
+            )
+            if result.rowcount:
+                found.append(delivery_id)
+    return found

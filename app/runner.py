@@ -1,0 +1,73 @@
+"""Running the long-lived processes: `railyard serve` and `railyard worker`."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sys
+
+import structlog
+from aiohttp import web
+
+from app.database import Database
+from app.metrics import Metrics
+from app.services import create_services
+from app.settings import Settings
+from app.web import create_app
+from app.worker import Worker
+from handlers import ROUTER
+
+log = structlog.get_logger(__name__)
+
+
+def _event_loop_policy() -> None:
+    try:
+        import uvloop
+    except ImportError:  # pragma: no cover - uvloop is a dependency on Linux and macOS
+        return
+    asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
+
+
+def run_server(settings: Settings) -> int:
+    """Serve until SIGINT or SIGTERM."""
+    _event_loop_policy()
+    if not settings.configured:
+        print(
+            "railyard: no app credentials (APP_ID, PRIVATE_KEY or PRIVATE_KEY_PATH, WEBHOOK_SECRET): "
+            "starting in setup mode; POST /webhooks answers 503.",
+            file=sys.stderr,
+        )
+    url = f"http://{settings.host}:{settings.port}"
+    web.run_app(
+        create_app(settings),
+        host=settings.host,
+        port=settings.port,
+        print=lambda _: print(f"railyard: listening on {url}", file=sys.stderr, flush=True),
+        access_log=None,
+        shutdown_timeout=10,
+    )
+    return 0
+
+
+def run_worker(settings: Settings, concurrency: int) -> int:
+    """Process the shared queue until SIGINT or SIGTERM (any number may run against PostgreSQL)."""
+    _event_loop_policy()
+    database = Database(settings.database_url)
+    if database.is_sqlite:
+        print("railyard: extra workers are meant for PostgreSQL; `serve` already runs one.", file=sys.stderr)
+    return asyncio.run(_work(database, concurrency))
+
+
+async def _work(database: Database, concurrency: int) -> int:
+    await asyncio.to_thread(database.migrate)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
+    worker = Worker(create_services(database), ROUTER, Metrics(), concurrency=concurrency)
+    log.info("worker started", worker=worker.name)
+    try:
+        await worker.run(stop)
+    finally:
+        database.close()
+    return 0

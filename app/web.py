@@ -1,0 +1,214 @@
+"""The web server: `POST /webhooks`, `GET /healthz`, `GET /metrics`, and the worker beside them.
+
+Only `create_app(settings)` builds anything. Webhook answers follow SPEC: 202 once stored,
+200 for a delivery id already stored, 401 for a missing or wrong signature, 400 for
+missing GitHub headers or a body that is not a JSON object, 413 past 25 MB, 503 in setup
+mode. Bad input never gets a 5xx.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import time
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import orjson
+import structlog
+from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from sqlalchemy import text
+
+from app.database import Database
+from app.intake import MAX_BODY_BYTES, DeliveryWriter, IncomingDelivery, verify_signature
+from app.metrics import Metrics
+from app.payloads import describe
+from app.queue import IGNORED, PENDING
+from app.services import Services, create_services
+from app.settings import Settings
+from app.worker import Worker
+from handlers import ROUTER
+from handlers.routing import Router
+
+log = structlog.get_logger(__name__)
+
+SETTINGS: web.AppKey[Settings] = web.AppKey("settings", Settings)
+DATABASE: web.AppKey[Database] = web.AppKey("database", Database)
+WRITER: web.AppKey[DeliveryWriter] = web.AppKey("writer", DeliveryWriter)
+METRICS: web.AppKey[Metrics] = web.AppKey("metrics", Metrics)
+WORKER: web.AppKey[Worker] = web.AppKey("worker", Worker)
+ROUTES: web.AppKey[Router] = web.AppKey("router", Router)
+SECRETS: web.AppKey[list[bytes]] = web.AppKey("secrets", list)
+CLOCK: web.AppKey[Callable[[], float]] = web.AppKey("clock", object)  # type: ignore[arg-type]
+
+
+def _answer(status: int, message: str, **extra: Any) -> web.Response:
+    body = orjson.dumps({"message": message, **extra})
+    return web.Response(status=status, body=body, content_type="application/json")
+
+
+async def receive_webhook(request: web.Request) -> web.Response:
+    """Verify, store durably, acknowledge."""
+    app = request.app
+    started = time.perf_counter()
+    if not app[SETTINGS].configured:
+        return _answer(503, "railyard is in setup mode: register the app first (see the server log)")
+    event = request.headers.get("X-GitHub-Event", "").strip()
+    delivery_id = request.headers.get("X-GitHub-Delivery", "").strip()
+    if not event or not delivery_id or len(delivery_id) > 200 or len(event) > 100:
+        return _reject(app, event, 400, "missing or malformed X-GitHub-Event / X-GitHub-Delivery headers")
+    if (request.content_length or 0) > MAX_BODY_BYTES:
+        return _reject(app, event, 413, "payload larger than 25 MB")
+    body = await request.read()
+    secrets: list[bytes] = app[SECRETS]
+    if not verify_signature(body, request.headers.get("X-Hub-Signature-256"), secrets):
+        return _reject(app, event, 401, "missing or wrong X-Hub-Signature-256")
+    try:
+        payload = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return _reject(app, event, 400, "body is not JSON")
+    if not isinstance(payload, dict):
+        return _reject(app, event, 400, "body is not a JSON object")
+    facts = describe(event, payload)
+    now = app[CLOCK]()
+    delivery = IncomingDelivery(
+        delivery_id=delivery_id,
+        event=event,
+        action=facts.action,
+        installation_id=facts.installation_id,
+        repository=facts.repository,
+        ordering_key=facts.ordering_key,
+        status=PENDING if event in app[ROUTES].events else IGNORED,
+        payload=body.decode(),
+        payload_bytes=len(body),
+        received_at=now,
+        next_attempt_at=now,
+    )
+    try:
+        stored = await app[WRITER].store(delivery)
+    except Exception:
+        log.exception("could not store a delivery", delivery_id=delivery_id, event=event)
+        return _answer(503, "could not store the delivery; GitHub can redeliver it", delivery=delivery_id)
+    app[METRICS].received.labels(event, "stored" if stored else "duplicate").inc()
+    app[METRICS].ack_seconds.observe(time.perf_counter() - started)
+    if not stored:
+        return _answer(200, "already stored", delivery=delivery_id)
+    if delivery.status == PENDING and WORKER in app:
+        app[WORKER].notify()
+    return _answer(202, "stored", delivery=delivery_id)
+
+
+def _reject(app: web.Application, event: str, status: int, message: str) -> web.Response:
+    app[METRICS].received.labels(event or "unknown", "rejected").inc()
+    return _answer(status, message)
+
+
+async def health(request: web.Request) -> web.Response:
+    """Database reachability, worker liveness and queue lag; 503 when something is wrong."""
+    app = request.app
+    report: dict[str, Any] = {"mode": "running" if app[SETTINGS].configured else "setup"}
+    try:
+        await asyncio.to_thread(_ping, app[DATABASE])
+        report["database"] = "ok"
+    except Exception as error:
+        report["database"] = f"unreachable: {type(error).__name__}"
+    healthy = report["database"] == "ok"
+    if WORKER in app and healthy:
+        worker = app[WORKER]
+        depth, lag = await worker.refresh_gauges()
+        age = time.time() - worker.heartbeat
+        report["worker"] = {"alive": age < 30, "last_heartbeat_seconds": round(age, 3)}
+        report["queue"] = {"pending": depth, "lag_seconds": round(lag, 3)}
+        healthy = report["worker"]["alive"]
+    report["status"] = "ok" if healthy else "degraded"
+    return web.json_response(report, status=200 if healthy else 503, dumps=lambda o: orjson.dumps(o).decode())
+
+
+def _ping(database: Database) -> None:
+    with database.read() as connection:
+        connection.execute(text("SELECT 1"))
+
+
+async def metrics(request: web.Request) -> web.Response:
+    """Prometheus text format, behind `METRICS_TOKEN` when one is set."""
+    token = request.app[SETTINGS].metrics_token
+    if token is not None:
+        given = request.headers.get("Authorization", "").removeprefix("Bearer ").strip().encode()
+        if not hmac.compare_digest(given, token.get_secret_value().encode()):
+            return _answer(401, "metrics need Authorization: Bearer METRICS_TOKEN")
+    if WORKER in request.app:
+        await request.app[WORKER].refresh_gauges()
+    body = generate_latest(request.app[METRICS].registry)
+    return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+
+async def index(request: web.Request) -> web.Response:
+    """A one-line description of what is running."""
+    if request.app[SETTINGS].configured:
+        return web.Response(text="railyard is running. Webhooks go to POST /webhooks.\n")
+    return web.Response(text="railyard is in setup mode: the app has no credentials yet.\n", status=503)
+
+
+async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
+    """Migrate, start the intake writer and the worker; stop them in reverse on shutdown."""
+    database = app[DATABASE]
+    await asyncio.to_thread(database.migrate)
+    writer = app[WRITER]
+    await writer.start()
+    stop = asyncio.Event()
+    worker_task = None
+    if WORKER in app:
+        worker_task = asyncio.create_task(app[WORKER].run(stop), name="railyard-worker")
+    log.info("railyard started", mode="running" if app[SETTINGS].configured else "setup")
+    try:
+        yield
+    finally:
+        stop.set()
+        if worker_task is not None:
+            await worker_task
+        await writer.close()
+        database.close()
+
+
+@web.middleware
+async def _never_a_traceback(request: web.Request, handler: Any) -> web.StreamResponse:
+    try:
+        response: web.StreamResponse = await handler(request)
+        return response
+    except web.HTTPException as error:
+        if error.status == 413:
+            return _answer(413, "payload larger than 25 MB")
+        raise
+    except Exception:
+        log.exception("unexpected error", path=request.path)
+        return _answer(500, "internal error; it has been logged")
+
+
+def create_app(
+    settings: Settings,
+    *,
+    services: Services | None = None,
+    router: Router = ROUTER,
+    clock: Callable[[], float] = time.time,
+    run_worker: bool = True,
+) -> web.Application:
+    """Build the server and everything it runs; nothing connects until it starts."""
+    app = web.Application(client_max_size=MAX_BODY_BYTES, middlewares=[_never_a_traceback])
+    database = services.database if services else Database(settings.database_url)
+    services = services or create_services(database, clock)
+    app[SETTINGS] = settings
+    app[DATABASE] = database
+    app[METRICS] = Metrics()
+    app[ROUTES] = router
+    app[CLOCK] = clock
+    app[SECRETS] = [secret.get_secret_value().encode() for secret in settings.webhook_secrets]
+    app[WRITER] = DeliveryWriter(database)
+    if run_worker and settings.configured:
+        app[WORKER] = Worker(services, router, app[METRICS])
+    app.cleanup_ctx.append(_lifecycle)
+    app.router.add_post("/webhooks", receive_webhook)
+    app.router.add_get("/healthz", health)
+    app.router.add_get("/metrics", metrics)
+    app.router.add_get("/", index)
+    return app

@@ -1,0 +1,154 @@
+"""The worker: takes stored deliveries off the queue and runs their handlers.
+
+Transient failures are retried with exponential backoff and jitter, then marked failed;
+any other exception marks the delivery failed at once, with the error, for an operator to
+see (`railyard deliveries --status failed`) and re-run (`railyard redeliver ID`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import time
+import traceback
+from dataclasses import dataclass, field
+
+import orjson
+import structlog
+from sqlalchemy.exc import OperationalError
+
+from app.errors import TransientError
+from app.installations import DELETED, SUSPENDED, installation_status
+from app.metrics import Metrics
+from app.queue import DONE, FAILED, IGNORED, ClaimedDelivery, DeliveryQueue, RetryPolicy, queue_depth
+from app.services import Services
+from handlers.routing import Router, WebhookEvent
+
+log = structlog.get_logger(__name__)
+
+
+def worker_name() -> str:
+    """A name unique to this process, recorded on every lease it takes."""
+    return f"{socket.gethostname()}:{os.getpid()}:{time.monotonic_ns() % 1_000_000}"
+
+
+@dataclass
+class Worker:
+    """One worker loop; `concurrency` deliveries (of different tickets) at a time."""
+
+    services: Services
+    router: Router
+    metrics: Metrics
+    concurrency: int = 4
+    lease_seconds: float = 60.0
+    poll_seconds: float = 0.2
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    name: str = field(default_factory=worker_name)
+    heartbeat: float = 0.0
+
+    def __post_init__(self) -> None:
+        self.queue = DeliveryQueue(self.services.database, owner=self.name, lease_seconds=self.lease_seconds)
+        self._wakeup = asyncio.Event()
+
+    def notify(self) -> None:
+        """A delivery was stored: look at the queue now rather than at the next poll."""
+        self._wakeup.set()
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Process deliveries until `stop` is set; in-flight deliveries finish first."""
+        running: set[asyncio.Task[None]] = set()
+        while not stop.is_set():
+            self.heartbeat = time.time()
+            free = self.concurrency - len(running)
+            claimed = await asyncio.to_thread(self.queue.claim, self.services.clock(), free) if free else []
+            for delivery in claimed:
+                task = asyncio.create_task(self.process(delivery), name=f"delivery-{delivery.delivery_id}")
+                running.add(task)
+                task.add_done_callback(running.discard)
+            if claimed and len(running) < self.concurrency:
+                continue
+            await self._idle(stop, running)
+        if running:
+            await asyncio.gather(*running)
+
+    async def _idle(self, stop: asyncio.Event, running: set[asyncio.Task[None]]) -> None:
+        waiters = [asyncio.create_task(self._wakeup.wait()), asyncio.create_task(stop.wait()), *running]
+        try:
+            await asyncio.wait(waiters, timeout=self.poll_seconds, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for waiter in waiters[:2]:
+                waiter.cancel()
+        self._wakeup.clear()
+
+    async def process(self, delivery: ClaimedDelivery) -> None:
+        """Run one delivery's handlers and record the outcome on the queue."""
+        started = time.perf_counter()
+        with structlog.contextvars.bound_contextvars(
+            delivery_id=delivery.delivery_id, event=delivery.event, action=delivery.action
+        ):
+            status, note, retry_at = await self._dispatch(delivery)
+            now = self.services.clock()
+            if retry_at is not None:
+                status = "retry"
+                kept = await asyncio.to_thread(self.queue.retry, delivery, retry_at, note or "")
+            else:
+                kept = await asyncio.to_thread(self.queue.complete, delivery, status, now, note)
+            if not kept:
+                log.warning("lease lost before the outcome was recorded; another worker took it over")
+            self.metrics.processed.labels(delivery.event, status).inc()
+            self.metrics.processing_seconds.labels(delivery.event).observe(time.perf_counter() - started)
+
+    async def _dispatch(self, delivery: ClaimedDelivery) -> tuple[str, str | None, float | None]:
+        """(final status, note, retry time): a retry time means "try again then"."""
+        handlers = self.router.handlers_for(delivery.event, delivery.action)
+        if not handlers or delivery.payload is None:
+            return IGNORED, None, None
+        if await self._uninstalled(delivery):
+            return IGNORED, "installation removed or suspended", None
+        event = WebhookEvent(
+            delivery.delivery_id,
+            delivery.event,
+            delivery.action,
+            delivery.installation_id,
+            orjson.loads(delivery.payload),
+        )
+        try:
+            for handler in handlers:
+                await handler(event, self.services)
+        except (TransientError, OperationalError) as error:
+            return self._backoff(delivery, error)
+        except Exception as error:
+            log.error("handler failed", exc_info=error)
+            return FAILED, "".join(traceback.format_exception_only(error)).strip(), None
+        log.info("processed")
+        return DONE, None, None
+
+    async def _uninstalled(self, delivery: ClaimedDelivery) -> bool:
+        if delivery.installation_id is None or delivery.event.startswith("installation"):
+            return False
+        status = await asyncio.to_thread(
+            installation_status, self.services.database, delivery.installation_id
+        )
+        return status in (DELETED, SUSPENDED)
+
+    def _backoff(self, delivery: ClaimedDelivery, error: Exception) -> tuple[str, str | None, float | None]:
+        note = f"{type(error).__name__}: {error}"
+        if delivery.attempt >= self.retry.max_attempts:
+            log.error("giving up after retries", attempts=delivery.attempt, error=note)
+            return FAILED, f"gave up after {delivery.attempt} attempts: {note}", None
+        at = self.services.clock() + self.retry.delay(delivery.attempt)
+        if isinstance(error, TransientError) and error.retry_at is not None:
+            at = max(at, error.retry_at)
+        log.warning(
+            "transient failure; will retry", attempt=delivery.attempt, retry_in=round(at - time.time(), 1)
+        )
+        return "retry", note, at
+
+    async def refresh_gauges(self) -> tuple[int, float]:
+        """Update the queue gauges (on each scrape and health check); return depth and lag."""
+        depth, oldest = await asyncio.to_thread(queue_depth, self.services.database)
+        lag = max(0.0, time.time() - oldest) if oldest else 0.0
+        self.metrics.queue_depth.set(depth)
+        self.metrics.queue_lag.set(lag)
+        return depth, lag
