@@ -84,9 +84,9 @@ def _role_entry_problem(entry: str) -> str:
     problem = f"{_show(entry)} is not a login or @org/team"
     if any(char.isspace() for char in entry):
         return f"{problem} (it contains a space)"
-    if entry.startswith("@") and "/" not in entry:
+    if entry.startswith("@"):
         return f"{problem} (a team is written @org/team-slug)"
-    if "/" in entry and not entry.startswith("@"):
+    if "/" in entry:
         return f"{problem} (a team starts with @)"
     return problem
 
