@@ -23,6 +23,7 @@ def redact(_logger: Any, _method: str, event: MutableMapping[str, Any]) -> Mutab
 def configure_logging(level: str = "INFO") -> None:
     """JSON lines on stderr, with timestamps, levels and bound context (delivery id, event...)."""
     logging.basicConfig(format="%(message)s", stream=sys.stderr, level=level)
+    logging.getLogger("alembic").setLevel(logging.WARNING)
     structlog.configure(
         processors=[
             structlog.contextvars.merge_contextvars,

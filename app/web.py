@@ -88,7 +88,7 @@ async def receive_webhook(request: web.Request) -> web.Response:
     try:
         stored = await app[WRITER].store(delivery)
     except Exception:
-        log.exception("could not store a delivery", delivery_id=delivery_id, event=event)
+        log.exception("could not store a delivery", delivery_id=delivery_id, github_event=event)
         return _answer(503, "could not store the delivery; GitHub can redeliver it", delivery=delivery_id)
     app[METRICS].received.labels(event, "stored" if stored else "duplicate").inc()
     app[METRICS].ack_seconds.observe(time.perf_counter() - started)

@@ -85,7 +85,7 @@ class Worker:
         """Run one delivery's handlers and record the outcome on the queue."""
         started = time.perf_counter()
         with structlog.contextvars.bound_contextvars(
-            delivery_id=delivery.delivery_id, event=delivery.event, action=delivery.action
+            delivery_id=delivery.delivery_id, github_event=delivery.event, action=delivery.action
         ):
             status, note, retry_at = await self._dispatch(delivery)
             now = self.services.clock()

@@ -2,9 +2,24 @@
 
 from __future__ import annotations
 
+import asyncio
 import itertools
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+from aiohttp import web
+
+from app.database import Database
+from app.intake import sign
+from app.queue import queue_depth
+from app.settings import Settings
+from app.web import create_app
 
 from policies.commands import Command, Context
 from policies.model import Actor
@@ -61,3 +76,81 @@ class Comments:
 def command_name(command: Command) -> str:
     """The slash-command word, for test ids."""
     return command.name.value
+
+
+# -- the web server, on a loopback port ------------------------------------------------
+
+WEBHOOK_SECRET = "it's a secret to everybody"
+FIXTURES = Path(__file__).parent / "fixtures" / "webhooks"
+
+
+def example(host: str, event: str, name: str) -> bytes:
+    """A real payload from `@octokit/webhooks-examples`, as stored under tests/fixtures."""
+    return (FIXTURES / host / event / name).read_bytes()
+
+
+def signed_headers(body: bytes, event: str, delivery_id: str, secret: str = WEBHOOK_SECRET) -> dict[str, str]:
+    """The headers GitHub sends with a webhook delivery."""
+    return {
+        "X-GitHub-Event": event,
+        "X-GitHub-Delivery": delivery_id,
+        "X-Hub-Signature-256": sign(body, secret.encode()),
+        "Content-Type": "application/json",
+        "User-Agent": "GitHub-Hookshot/test",
+    }
+
+
+def app_settings(database_url: str, **overrides: str) -> Settings:
+    """Settings of a configured app (setup mode when APP_ID is overridden to '')."""
+    values = {
+        "APP_ID": "12345",
+        "PRIVATE_KEY": "not-used-without-github-calls",
+        "WEBHOOK_SECRET": WEBHOOK_SECRET,
+        "DATABASE_URL": database_url,
+        "GITHUB_API_URL": "http://127.0.0.1:9/never-called",
+        **overrides,
+    }
+    return Settings(_env_file=None, **{k: v for k, v in values.items() if v != ""})  # type: ignore[call-arg]
+
+
+@asynccontextmanager
+async def running_server(settings: Settings, **create_options: Any) -> AsyncIterator[ServerHandle]:
+    """The real aiohttp server, started on 127.0.0.1 with a free port, and a client for it."""
+    app = create_app(settings, **create_options)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    async with aiohttp.ClientSession(f"http://127.0.0.1:{port}") as client:
+        try:
+            yield ServerHandle(app, client, f"http://127.0.0.1:{port}")
+        finally:
+            await runner.cleanup()
+
+
+@dataclass
+class ServerHandle:
+    """A running server: its app (for its collaborators) and an HTTP client pointed at it."""
+
+    app: web.Application
+    client: aiohttp.ClientSession
+    url: str
+
+    async def deliver(
+        self, event: str, body: bytes, delivery_id: str | None = None, secret: str = WEBHOOK_SECRET
+    ) -> aiohttp.ClientResponse:
+        """POST a signed webhook delivery."""
+        delivery_id = delivery_id or str(uuid.uuid4())
+        async with self.client.post("/webhooks", data=body, headers=signed_headers(body, event, delivery_id, secret)) as r:
+            await r.read()
+            return r
+
+
+async def drained(database: Database, timeout: float = 30.0) -> None:
+    """Wait until no stored delivery is pending (the worker has processed everything)."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while (await asyncio.to_thread(queue_depth, database))[0]:
+        if asyncio.get_running_loop().time() > deadline:
+            raise TimeoutError("the worker did not drain the queue in time")
+        await asyncio.sleep(0.05)
