@@ -14,12 +14,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import bindparam, func, select, text, update
+from sqlalchemy import bindparam, func, insert, select, text, update
 
 from app.database import Database
-from app.tables import WebhookDeliveryRow, table
+from app.tables import DeliveryRunRow, WebhookDeliveryRow, table
 
 deliveries = table(WebhookDeliveryRow)
+runs = table(DeliveryRunRow)
 
 PENDING, DONE, IGNORED, FAILED = "pending", "done", "ignored", "failed"
 FINAL_STATUSES = (DONE, IGNORED, FAILED)
@@ -97,7 +98,7 @@ class DeliveryQueue:
             for r in rows
         ]
 
-    def _finish(self, claimed: ClaimedDelivery, values: dict[str, Any]) -> bool:
+    def _finish(self, claimed: ClaimedDelivery, values: dict[str, Any], outcome: str, started: float) -> bool:
         with self.database.write() as connection:
             result = connection.execute(
                 update(deliveries)
@@ -109,15 +110,31 @@ class DeliveryQueue:
                 )
                 .values(lease_until=None, **values)
             )
-        return result.rowcount == 1
+            kept = result.rowcount == 1
+            connection.execute(
+                insert(runs),
+                {
+                    "delivery_seq": claimed.seq,
+                    "worker": self.owner,
+                    "attempt": claimed.attempt,
+                    "outcome": outcome,
+                    "lease_kept": kept,
+                    "started_at": started,
+                    "finished_at": values.get("processed_at") or started,
+                },
+            )
+        return kept
 
-    def complete(self, claimed: ClaimedDelivery, status: str, now: float, note: str | None = None) -> bool:
+    def complete(
+        self, claimed: ClaimedDelivery, status: str, now: float, note: str | None = None, started: float = 0.0
+    ) -> bool:
         """Mark a delivery done, ignored or failed; False if the lease was lost meanwhile."""
-        return self._finish(claimed, {"status": status, "processed_at": now, "last_error": note})
+        values = {"status": status, "processed_at": now, "last_error": note}
+        return self._finish(claimed, values, status, started or now)
 
-    def retry(self, claimed: ClaimedDelivery, at: float, error: str) -> bool:
+    def retry(self, claimed: ClaimedDelivery, at: float, error: str, started: float = 0.0) -> bool:
         """Put a delivery back, due at `at`; later deliveries for its ticket wait behind it."""
-        return self._finish(claimed, {"next_attempt_at": at, "last_error": error})
+        return self._finish(claimed, {"next_attempt_at": at, "last_error": error}, "retry", started or at)
 
     def extend(self, claimed: ClaimedDelivery, now: float) -> None:
         """Renew the lease of a delivery still being processed."""
@@ -127,6 +144,17 @@ class DeliveryQueue:
                 .where(deliveries.c.seq == claimed.seq, deliveries.c.lease_owner == self.owner)
                 .values(lease_until=now + self.lease_seconds)
             )
+
+
+def release_all_leases(database: Database) -> int:
+    """Free every lease (a single-process SQLite server at start: their holders are gone)."""
+    with database.write() as connection:
+        result = connection.execute(
+            update(deliveries)
+            .where(deliveries.c.status == PENDING, deliveries.c.lease_until.is_not(None))
+            .values(lease_until=None, lease_owner=None)
+        )
+    return int(result.rowcount)
 
 
 def queue_depth(database: Database) -> tuple[int, float | None]:

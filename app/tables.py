@@ -182,6 +182,21 @@ class WebhookDeliveryRow(SQLModel, table=True):
     last_error: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
 
 
+class DeliveryRunRow(SQLModel, table=True):
+    """One processing run of a delivery by one worker, recorded with its outcome (an audit trail)."""
+
+    __tablename__ = "delivery_runs"
+
+    id: int | None = Field(default=None, primary_key=True)
+    delivery_seq: int = Field(index=True)
+    worker: str
+    attempt: int
+    outcome: str  # done | ignored | failed | retry
+    lease_kept: bool
+    started_at: float
+    finished_at: float
+
+
 class InstallationRow(SQLModel, table=True):
     """An installation of the app; uninstalling marks it deleted and keeps every record."""
 

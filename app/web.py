@@ -24,7 +24,7 @@ from app.database import Database
 from app.intake import MAX_BODY_BYTES, DeliveryWriter, IncomingDelivery, verify_signature
 from app.metrics import Metrics
 from app.payloads import describe
-from app.queue import IGNORED, PENDING
+from app.queue import IGNORED, PENDING, release_all_leases
 from app.services import Services, create_services
 from app.settings import Settings
 from app.worker import Worker
@@ -154,6 +154,11 @@ async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
     """Migrate, start the intake writer and the worker; stop them in reverse on shutdown."""
     database = app[DATABASE]
     await asyncio.to_thread(database.migrate)
+    if database.is_sqlite:
+        # One server process owns a SQLite file: leases still held are a dead process's.
+        released = await asyncio.to_thread(release_all_leases, database)
+        if released:
+            log.warning("took over deliveries leased before a restart", count=released)
     writer = app[WRITER]
     await writer.start()
     stop = asyncio.Event()

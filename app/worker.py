@@ -83,7 +83,7 @@ class Worker:
 
     async def process(self, delivery: ClaimedDelivery) -> None:
         """Run one delivery's handlers and record the outcome on the queue."""
-        started = time.perf_counter()
+        started, began = time.perf_counter(), self.services.clock()
         with structlog.contextvars.bound_contextvars(
             delivery_id=delivery.delivery_id, github_event=delivery.event, action=delivery.action
         ):
@@ -91,9 +91,9 @@ class Worker:
             now = self.services.clock()
             if retry_at is not None:
                 status = "retry"
-                kept = await asyncio.to_thread(self.queue.retry, delivery, retry_at, note or "")
+                kept = await asyncio.to_thread(self.queue.retry, delivery, retry_at, note or "", began)
             else:
-                kept = await asyncio.to_thread(self.queue.complete, delivery, status, now, note)
+                kept = await asyncio.to_thread(self.queue.complete, delivery, status, now, note, began)
             if not kept:
                 log.warning("lease lost before the outcome was recorded; another worker took it over")
             self.metrics.processed.labels(delivery.event, status).inc()

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Copy the subscribed events' examples from `@octokit/webhooks-examples` into tests/fixtures.
 
-    npm pack @octokit/webhooks-examples@7.6.1 && tar xzf octokit-webhooks-examples-7.6.1.tgz
-    python scripts/extract-webhook-examples.py package
+npm pack @octokit/webhooks-examples@7.6.1 && tar xzf octokit-webhooks-examples-7.6.1.tgz
+python scripts/extract-webhook-examples.py package
 """
 
 from __future__ import annotations
@@ -11,10 +11,20 @@ import json
 import sys
 from pathlib import Path
 
-EVENTS = (
-    "issue_comment issues pull_request push check_suite check_run deployment deployment_status "
-    "merge_group installation installation_repositories ping"
-).split()
+EVENTS = [
+    "issue_comment",
+    "issues",
+    "pull_request",
+    "push",
+    "check_suite",
+    "check_run",
+    "deployment",
+    "deployment_status",
+    "merge_group",
+    "installation",
+    "installation_repositories",
+    "ping",
+]
 TARGET = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "webhooks"
 
 

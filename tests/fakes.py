@@ -4,6 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import os
+import signal
+import socket
+import subprocess
+import sys
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -20,7 +25,6 @@ from app.intake import sign
 from app.queue import queue_depth
 from app.settings import Settings
 from app.web import create_app
-
 from policies.commands import Command, Context
 from policies.model import Actor
 from policies.states import Role
@@ -142,7 +146,9 @@ class ServerHandle:
     ) -> aiohttp.ClientResponse:
         """POST a signed webhook delivery."""
         delivery_id = delivery_id or str(uuid.uuid4())
-        async with self.client.post("/webhooks", data=body, headers=signed_headers(body, event, delivery_id, secret)) as r:
+        async with self.client.post(
+            "/webhooks", data=body, headers=signed_headers(body, event, delivery_id, secret)
+        ) as r:
             await r.read()
             return r
 
@@ -154,3 +160,65 @@ async def drained(database: Database, timeout: float = 30.0) -> None:
         if asyncio.get_running_loop().time() > deadline:
             raise TimeoutError("the worker did not drain the queue in time")
         await asyncio.sleep(0.05)
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@dataclass
+class ServerProcess:
+    """`railyard serve` as a real process, for tests that kill and restart it."""
+
+    env: dict[str, str]
+    cwd: Path
+    port: int = field(default_factory=free_port)
+    process: subprocess.Popen[bytes] | None = None
+    log: Path | None = None
+
+    @property
+    def url(self) -> str:
+        """Where it listens."""
+        return f"http://127.0.0.1:{self.port}"
+
+    async def start(self, timeout: float = 30.0) -> None:
+        """Start it and wait until /healthz answers."""
+        self.log = self.cwd / f"serve-{self.port}.log"
+        env = {**os.environ, **self.env, "PORT": str(self.port), "HOST": "127.0.0.1"}
+        with self.log.open("ab") as log:
+            self.process = subprocess.Popen(
+                [str(Path(sys.executable).parent / "railyard"), "serve"],
+                env=env,
+                cwd=self.cwd,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+        deadline = asyncio.get_running_loop().time() + timeout
+        async with aiohttp.ClientSession() as client:
+            while True:
+                if self.process.poll() is not None:
+                    raise RuntimeError(f"railyard serve exited: {self.log.read_text()[-2000:]}")
+                try:
+                    async with client.get(f"{self.url}/healthz") as response:
+                        if response.status in (200, 503):
+                            return
+                except aiohttp.ClientError:
+                    pass
+                if asyncio.get_running_loop().time() > deadline:
+                    raise TimeoutError("railyard serve did not start")
+                await asyncio.sleep(0.05)
+
+    def kill(self) -> None:
+        """SIGKILL: no shutdown hooks, no flushing."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGKILL)
+            self.process.wait()
+
+    def stop(self) -> None:
+        """SIGTERM and wait for a clean exit."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            self.process.wait(timeout=30)

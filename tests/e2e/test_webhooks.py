@@ -13,10 +13,20 @@ from app.queue import list_deliveries
 from tests.fakes import FIXTURES, app_settings, drained, example, running_server, signed_headers
 
 PING = example("api.github.com", "ping", "01-none.json")
-SUBSCRIBED = (
-    "issue_comment issues pull_request push check_suite check_run deployment deployment_status "
-    "merge_group installation installation_repositories ping"
-).split()
+SUBSCRIBED = [
+    "issue_comment",
+    "issues",
+    "pull_request",
+    "push",
+    "check_suite",
+    "check_run",
+    "deployment",
+    "deployment_status",
+    "merge_group",
+    "installation",
+    "installation_repositories",
+    "ping",
+]
 
 
 @pytest.fixture
@@ -47,7 +57,9 @@ async def test_the_same_delivery_id_twice_answers_200_and_stores_one_row(sqlite_
     ("case", "status"),
     [("wrong secret", 401), ("missing signature", 401), ("not sha256", 401), ("tampered body", 401)],
 )
-async def test_a_missing_or_wrong_signature_is_refused_with_401(sqlite_url: str, case: str, status: int) -> None:
+async def test_a_missing_or_wrong_signature_is_refused_with_401(
+    sqlite_url: str, case: str, status: int
+) -> None:
     """Nothing unsigned (or signed with another secret) is stored."""
     headers = signed_headers(PING, "ping", f"bad-{case}")
     body = PING
@@ -77,7 +89,12 @@ async def test_any_of_several_secrets_is_accepted_for_rotation(sqlite_url: str) 
 
 @pytest.mark.parametrize(
     ("body", "message"),
-    [(b"{not json", "not JSON"), (b"[1, 2, 3]", "not a JSON object"), (b"\xff\xfe", "not JSON"), (b"", "not JSON")],
+    [
+        (b"{not json", "not JSON"),
+        (b"[1, 2, 3]", "not a JSON object"),
+        (b"\xff\xfe", "not JSON"),
+        (b"", "not JSON"),
+    ],
 )
 async def test_a_body_that_is_not_a_json_object_gets_400(sqlite_url: str, body: bytes, message: str) -> None:
     """Correctly signed garbage is a client error, never a 5xx, and is not stored."""
@@ -172,7 +189,9 @@ async def test_every_real_example_of_the_subscribed_events_is_stored_and_dispatc
         await drained(Database(sqlite_url))
     stored = list_deliveries(Database(sqlite_url), limit=1000)
     assert len(stored) == len(examples)
-    assert {d["status"] for d in stored} <= {"done", "ignored"}, [d for d in stored if d["status"] == "failed"]
+    assert {d["status"] for d in stored} <= {"done", "ignored"}, [
+        d for d in stored if d["status"] == "failed"
+    ]
 
 
 async def test_uninstalling_stops_all_actions_and_keeps_the_records(sqlite_url: str) -> None:

@@ -46,6 +46,18 @@ def upgrade() -> None:
     )
     op.create_index("ix_webhook_deliveries_status_seq", "webhook_deliveries", ["status", "seq"])
     op.create_table(
+        "delivery_runs",
+        sa.Column("id", sa.Integer(), primary_key=True),
+        sa.Column("delivery_seq", sa.Integer(), nullable=False),
+        sa.Column("worker", sa.String(), nullable=False),
+        sa.Column("attempt", sa.Integer(), nullable=False),
+        sa.Column("outcome", sa.String(), nullable=False),
+        sa.Column("lease_kept", sa.Boolean(), nullable=False),
+        sa.Column("started_at", sa.Float(), nullable=False),
+        sa.Column("finished_at", sa.Float(), nullable=False),
+    )
+    op.create_index("ix_delivery_runs_delivery_seq", "delivery_runs", ["delivery_seq"])
+    op.create_table(
         "installations",
         sa.Column("id", sa.BigInteger(), primary_key=True, autoincrement=False),
         sa.Column("account", sa.String(), nullable=False),
@@ -66,6 +78,7 @@ def upgrade() -> None:
 def downgrade() -> None:
     op.drop_table("installation_repositories")
     op.drop_table("installations")
+    op.drop_table("delivery_runs")
     op.drop_index("ix_webhook_deliveries_status_seq", "webhook_deliveries")
     op.drop_index("ix_webhook_deliveries_pending", "webhook_deliveries")
     op.drop_table("webhook_deliveries")
