@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
 import os
 import signal
@@ -19,6 +20,8 @@ from typing import Any
 
 import aiohttp
 from aiohttp import web
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
 
 from app.database import Database
 from app.intake import sign
@@ -222,3 +225,21 @@ class ServerProcess:
         if self.process is not None and self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
             self.process.wait(timeout=30)
+
+
+@functools.cache
+def private_key_pem() -> str:
+    """A throwaway RSA key, as the app's PRIVATE_KEY (generated once per test run)."""
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    return key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    ).decode()
+
+
+GITHUB_API = "http://127.0.0.1:9/api/v3"
+
+
+def token_response(token: str = "ghs_test_token", minutes: int = 60) -> dict[str, Any]:
+    """GitHub's answer to POST /app/installations/{id}/access_tokens."""
+    expires = (datetime.now(UTC) + timedelta(minutes=minutes)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return {"token": token, "expires_at": expires, "permissions": {"issues": "write"}, "repository_selection": "all"}
