@@ -42,6 +42,16 @@ class Metrics:
         self.github_calls = Counter(
             "railyard_github_api_calls", "GitHub API calls, by status code", ["status"], registry=r
         )
+        self.outbox_done = Counter(
+            "railyard_outbox_effects_done", "GitHub writes performed, by kind", ["kind"], registry=r
+        )
+        self.outbox_failed = Counter(
+            "railyard_outbox_effects_failed", "GitHub writes given up after the last retry", registry=r
+        )
+        self.outbox_pending = Gauge("railyard_outbox_effects_pending", "GitHub writes waiting", registry=r)
+        self.outbox_failed_total = Gauge(
+            "railyard_outbox_effects_failed_stored", "Failed GitHub writes kept for an operator", registry=r
+        )
         self.rate_limit_remaining = Gauge(
             "railyard_github_rate_limit_remaining",
             "GitHub's x-ratelimit-remaining, by installation",

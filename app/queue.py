@@ -9,7 +9,10 @@ again. On PostgreSQL, `FOR UPDATE SKIP LOCKED` lets any number of workers share 
 
 from __future__ import annotations
 
+import os
 import random
+import socket
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -37,6 +40,11 @@ WHERE d.status = 'pending' AND d.next_attempt_at <= :now
 ORDER BY d.seq
 LIMIT :limit
 """
+
+
+def worker_name() -> str:
+    """A name unique to this process, recorded on every lease it takes."""
+    return f"{socket.gethostname()}:{os.getpid()}:{time.monotonic_ns() % 1_000_000}"
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ before returns the stored outcome and writes nothing.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -19,6 +19,7 @@ from sqlalchemy.exc import IntegrityError
 
 from app.codec import event_from_row, ticket_from_data, ticket_to_data
 from app.database import Database
+from app.outbox import Effect, enqueue
 from app.tables import AttemptRow, DeliveryRecordRow, OperationRow, TicketEventRow, TicketRow, table
 from policies.commands import Command, Context
 from policies.engine import apply_all, decide, observe
@@ -28,6 +29,7 @@ from policies.rails import OBSERVATIONS, Observation, ObservationContext, observ
 from policies.refusals import Refusal, RefusalCode
 
 Change = Command | Observation
+EffectsFor = Callable[["Outcome"], Sequence[Effect]]
 ChangeContext = Context | ObservationContext
 MAX_CONFLICT_RETRIES = 20
 
@@ -100,13 +102,21 @@ class TicketService:
         context: ChangeContext,
         *,
         expected_revision: int | None = None,
+        effects: EffectsFor | None = None,
     ) -> Outcome:
-        """Apply a command or an observation to a ticket, at most once per operation id."""
+        """Apply a command or an observation to a ticket, at most once per operation id.
+
+        `effects(outcome)` names the GitHub writes the outcome calls for; they are enqueued
+        in the same transaction, so they exist exactly when the change does.
+        """
         key = normalize_key(key)
         for _ in range(MAX_CONFLICT_RETRIES):
             try:
                 with self.database.write() as connection:
-                    return self._execute_once(connection, key, change, context, expected_revision)
+                    outcome = self._execute_once(connection, key, change, context, expected_revision)
+                    if effects is not None and not outcome.replayed and not _transient(outcome):
+                        enqueue(connection, effects(outcome), context.at.timestamp())
+                    return outcome
             except _ConflictError:
                 if expected_revision is not None:
                     return self._stale(key, context, expected_revision)
@@ -194,6 +204,10 @@ class TicketService:
 
 def _key_params(key: TicketKey) -> dict[str, Any]:
     return {"b_repository": key.repository, "b_number": key.number}
+
+
+def _transient(outcome: Outcome) -> bool:
+    return outcome.refusal is not None and outcome.refusal.transient
 
 
 def _decide(ticket: Ticket, change: Change, context: ChangeContext) -> tuple[Event, ...] | Refusal:

@@ -234,3 +234,39 @@ Index(
     WebhookDeliveryRow.__table__.c.status,  # type: ignore[attr-defined]
     WebhookDeliveryRow.__table__.c.seq,  # type: ignore[attr-defined]
 )
+
+
+class OutboxEffectRow(SQLModel, table=True):
+    """An intended GitHub write, recorded in the same transaction as the change that needs it.
+
+    `dedupe_key` makes each intended effect unique: at most one visible effect per key.
+    `ambiguous`: an earlier attempt may have reached GitHub (a timeout or 5xx after sending),
+    so the next attempt looks before it writes again.
+    """
+
+    __tablename__ = "outbox_effects"
+
+    id: int | None = Field(default=None, primary_key=True)
+    dedupe_key: str = Field(unique=True)
+    installation_id: int = Field(sa_column=Column(BigInteger, nullable=False))
+    repository: str
+    kind: str
+    payload: dict[str, Any] = _json()
+    status: str  # pending | done | failed
+    attempts: int = 0
+    ambiguous: bool = False
+    next_attempt_at: float
+    lease_until: float | None = None
+    lease_owner: str | None = None
+    created_at: float
+    updated_at: float
+    done_at: float | None = None
+    last_error: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    result: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+
+
+Index(
+    "ix_outbox_effects_due",
+    OutboxEffectRow.__table__.c.status,  # type: ignore[attr-defined]
+    OutboxEffectRow.__table__.c.next_attempt_at,  # type: ignore[attr-defined]
+)

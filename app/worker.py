@@ -8,8 +8,6 @@ see (`railyard deliveries --status failed`) and re-run (`railyard redeliver ID`)
 from __future__ import annotations
 
 import asyncio
-import os
-import socket
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -21,16 +19,20 @@ from sqlalchemy.exc import OperationalError
 from app.errors import TransientError
 from app.installations import DELETED, SUSPENDED, installation_status
 from app.metrics import Metrics
-from app.queue import DONE, FAILED, IGNORED, ClaimedDelivery, DeliveryQueue, RetryPolicy, queue_depth
+from app.queue import (
+    DONE,
+    FAILED,
+    IGNORED,
+    ClaimedDelivery,
+    DeliveryQueue,
+    RetryPolicy,
+    queue_depth,
+    worker_name,
+)
 from app.services import Services
 from handlers.routing import Router, WebhookEvent
 
 log = structlog.get_logger(__name__)
-
-
-def worker_name() -> str:
-    """A name unique to this process, recorded on every lease it takes."""
-    return f"{socket.gethostname()}:{os.getpid()}:{time.monotonic_ns() % 1_000_000}"
 
 
 @dataclass

@@ -18,7 +18,7 @@ from app.database import Database
 
 APPEND_ONLY_AND_OTHER_TABLES = (
     "operations, delivery_records, attempts, ticket_events, tickets, "
-    "webhook_deliveries, delivery_runs, installations, installation_repositories"
+    "webhook_deliveries, delivery_runs, installations, installation_repositories, outbox_effects"
 )
 
 

@@ -1,0 +1,331 @@
+"""The outbox: intended GitHub writes, stored with the change that needs them, performed later.
+
+- At most one visible effect per intended effect: every effect has a unique `dedupe_key`;
+  a comment carries a hidden marker, and after an ambiguous failure (a timeout or 5xx after
+  GitHub may have received it) the outbox looks for that marker among the app's own
+  comments before creating it again.
+- Coalescing: a `coalesce` effect enqueued again while pending is not duplicated; renderers
+  registered for its kind compute the payload from the latest state when it is performed,
+  so a burst of changes becomes one write, at most one per `min_interval` per surface.
+- Rate limits: `RateLimited` reschedules at GitHub's time for the whole installation;
+  content-creating writes are spaced `spacing` seconds apart per installation.
+- After the last retry an effect is marked failed, visibly, never dropped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import structlog
+from sqlalchemy import Connection, case, func, select, text, update
+from sqlalchemy.dialects import postgresql, sqlite
+
+from app.database import Database
+from app.github import GitHubClient, GitHubError, GitHubUnavailable, RateLimited
+from app.metrics import Metrics
+from app.queue import RetryPolicy, worker_name
+from app.tables import OutboxEffectRow, table
+
+log = structlog.get_logger(__name__)
+effects_table = table(OutboxEffectRow)
+PENDING, DONE, FAILED = "pending", "done", "failed"
+
+_DUE = """
+SELECT id FROM outbox_effects
+WHERE status = 'pending' AND next_attempt_at <= :now AND (lease_until IS NULL OR lease_until < :now)
+ORDER BY next_attempt_at, id
+LIMIT :limit
+"""
+
+
+@dataclass(frozen=True)
+class Effect:
+    """One intended write. `payload` holds what the kind needs (number, body, content...)."""
+
+    kind: str
+    installation_id: int
+    repository: str
+    dedupe_key: str
+    payload: Mapping[str, Any] = field(default_factory=dict)
+    coalesce: bool = False
+
+
+def reaction(installation_id: int, repository: str, comment_id: int, content: str = "+1") -> Effect:
+    """React to a comment (GitHub answers 200 for a reaction that already exists)."""
+    key = f"reaction:{repository}:{comment_id}:{content}"
+    return Effect(
+        "reaction", installation_id, repository, key, {"comment_id": comment_id, "content": content}
+    )
+
+
+def comment(installation_id: int, repository: str, number: int, body: str, key: str) -> Effect:
+    """Create one comment on an issue or PR, once, whatever happens."""
+    return Effect("comment", installation_id, repository, f"comment:{key}", {"number": number, "body": body})
+
+
+def assign(installation_id: int, repository: str, number: int, logins: Sequence[str], key: str) -> Effect:
+    """Add assignees to an issue."""
+    payload = {"number": number, "assignees": list(logins)}
+    return Effect("assign", installation_id, repository, f"assign:{key}", payload)
+
+
+def marker(dedupe_key: str) -> str:
+    """The hidden marker that identifies the comment written for one effect."""
+    return f"<!-- railyard:effect:{hashlib.sha256(dedupe_key.encode()).hexdigest()[:20]} -->"
+
+
+def enqueue(connection: Connection, effects: Sequence[Effect], now: float, min_interval: float = 1.0) -> None:
+    """Record effects in the caller's transaction (so they commit, or not, with the change)."""
+    insert = sqlite.insert if connection.dialect.name == "sqlite" else postgresql.insert
+    later = func.max if connection.dialect.name == "sqlite" else func.greatest
+    for effect in effects:
+        statement = insert(effects_table).values(
+            dedupe_key=effect.dedupe_key,
+            installation_id=effect.installation_id,
+            repository=effect.repository,
+            kind=effect.kind,
+            payload=dict(effect.payload),
+            status=PENDING,
+            attempts=0,
+            ambiguous=False,
+            next_attempt_at=now,
+            created_at=now,
+            updated_at=now,
+        )
+        if not effect.coalesce:
+            connection.execute(statement.on_conflict_do_nothing(index_elements=["dedupe_key"]))
+            continue
+        current = effects_table.c
+        was_pending = current.status == PENDING
+        connection.execute(
+            statement.on_conflict_do_update(
+                index_elements=["dedupe_key"],
+                set_={
+                    "payload": statement.excluded.payload,
+                    "updated_at": statement.excluded.updated_at,
+                    "status": PENDING,
+                    "attempts": case((was_pending, current.attempts), else_=0),
+                    "next_attempt_at": case(
+                        (was_pending, current.next_attempt_at),
+                        else_=later(
+                            statement.excluded.next_attempt_at,
+                            func.coalesce(current.done_at, 0) + min_interval,
+                        ),
+                    ),
+                },
+            )
+        )
+
+
+Renderer = Callable[[dict[str, Any]], Awaitable[Mapping[str, Any] | None]]
+
+
+@dataclass
+class Outbox:
+    """Performs due effects; several outboxes (processes) can share one PostgreSQL table."""
+
+    database: Database
+    github: GitHubClient
+    metrics: Metrics
+    app_id: int
+    clock: Callable[[], float] = time.time
+    renderers: Mapping[str, Renderer] = field(default_factory=dict)
+    retry: RetryPolicy = field(default_factory=lambda: RetryPolicy(max_attempts=8, base_seconds=2.0))
+    lease_seconds: float = 60.0
+    spacing: float = 1.0
+    poll_seconds: float = 0.5
+    name: str = field(default_factory=worker_name)
+
+    def __post_init__(self) -> None:
+        suffix = " FOR UPDATE SKIP LOCKED" if not self.database.is_sqlite else ""
+        self._due = text(_DUE + suffix)
+        self._next_content_write: dict[int, float] = {}
+        self._wakeup = asyncio.Event()
+
+    def notify(self) -> None:
+        """Effects were enqueued: look now rather than at the next poll."""
+        self._wakeup.set()
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Perform effects until `stop` is set."""
+        while not stop.is_set():
+            if await self.run_once():
+                continue
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wakeup.wait(), timeout=self.poll_seconds)
+            self._wakeup.clear()
+
+    async def run_once(self, limit: int = 20) -> int:
+        """Perform the effects due now; return how many were attempted."""
+        rows = await asyncio.to_thread(self._claim, self.clock(), limit)
+        for row in rows:
+            await self._perform(row)
+        return len(rows)
+
+    def _claim(self, now: float, limit: int) -> list[dict[str, Any]]:
+        with self.database.write() as connection:
+            ids = [r.id for r in connection.execute(self._due, {"now": now, "limit": limit})]
+            if not ids:
+                return []
+            connection.execute(
+                update(effects_table)
+                .where(effects_table.c.id.in_(ids))
+                .values(lease_until=now + self.lease_seconds, lease_owner=self.name)
+            )
+            rows = connection.execute(select(effects_table).where(effects_table.c.id.in_(ids)))
+            return sorted((dict(row) for row in rows.mappings()), key=lambda r: ids.index(r["id"]))
+
+    async def _perform(self, row: dict[str, Any]) -> None:
+        with structlog.contextvars.bound_contextvars(effect=row["dedupe_key"], kind=row["kind"]):
+            try:
+                result = await self._write(row)
+            except RateLimited as error:
+                await self._finish(
+                    row, next_attempt_at=error.retry_at or self.clock() + 60, last_error=str(error)
+                )
+            except _Deferred as deferred:
+                await self._finish(row, next_attempt_at=deferred.until)
+            except GitHubUnavailable as error:
+                await self._failed_attempt(row, str(error), ambiguous=row["ambiguous"] or error.ambiguous)
+            except GitHubError as error:
+                log.error("effect failed", error=str(error))
+                await self._finish(row, status=FAILED, attempts=row["attempts"] + 1, last_error=str(error))
+                self.metrics.outbox_failed.inc()
+            else:
+                await self._finish(
+                    row,
+                    status=DONE,
+                    attempts=row["attempts"] + 1,
+                    ambiguous=False,
+                    done_at=self.clock(),
+                    result=result,
+                )
+                self.metrics.outbox_done.labels(row["kind"]).inc()
+
+    async def _failed_attempt(self, row: dict[str, Any], error: str, *, ambiguous: bool) -> None:
+        attempts = row["attempts"] + 1
+        if attempts >= self.retry.max_attempts:
+            log.error("effect failed after retries", attempts=attempts, error=error)
+            self.metrics.outbox_failed.inc()
+            await self._finish(row, status=FAILED, attempts=attempts, ambiguous=ambiguous, last_error=error)
+            return
+        at = self.clock() + self.retry.delay(attempts)
+        await self._finish(row, attempts=attempts, ambiguous=ambiguous, next_attempt_at=at, last_error=error)
+
+    async def _finish(self, row: dict[str, Any], **values: Any) -> None:
+        def write() -> None:
+            with self.database.write() as connection:
+                connection.execute(
+                    update(effects_table)
+                    .where(effects_table.c.id == row["id"], effects_table.c.lease_owner == self.name)
+                    .values(lease_until=None, updated_at=self.clock(), **values)
+                )
+
+        await asyncio.to_thread(write)
+
+    async def _write(self, row: dict[str, Any]) -> dict[str, Any] | None:
+        payload: Mapping[str, Any] | None = row["payload"]
+        renderer = self.renderers.get(row["kind"])
+        if renderer is not None:
+            payload = await renderer(row)
+            if payload is None:
+                return None  # nothing to write any more
+        assert payload is not None
+        kind, installation, repository = row["kind"], row["installation_id"], row["repository"]
+        if kind == "reaction":
+            await self.github.call(
+                "add_reaction",
+                installation,
+                repository=repository,
+                comment_id=payload["comment_id"],
+                json={"content": payload["content"]},
+            )
+            return None
+        if kind == "assign":
+            await self.github.call(
+                "add_assignees",
+                installation,
+                repository=repository,
+                number=payload["number"],
+                json={"assignees": payload["assignees"]},
+            )
+            return None
+        if kind in ("comment", "status_comment"):
+            return await self._comment_once(row, payload)
+        raise GitHubError(0, f"unknown effect kind {kind!r}")
+
+    async def _comment_once(self, row: dict[str, Any], payload: Mapping[str, Any]) -> dict[str, Any]:
+        installation, repository, number = row["installation_id"], row["repository"], payload["number"]
+        existing_id = payload.get("comment_id") or (row["result"] or {}).get("comment_id")
+        body = f"{payload['body']}\n\n{marker(row['dedupe_key'])}"
+        if existing_id:
+            await self.github.call(
+                "update_comment",
+                installation,
+                repository=repository,
+                comment_id=existing_id,
+                json={"body": body},
+            )
+            return {"comment_id": existing_id}
+        if row["ambiguous"]:
+            found = await self._find_own_comment(row, number)
+            if found is not None:
+                log.info("found the comment an earlier attempt created", comment_id=found)
+                return {"comment_id": found}
+        self._space_content_write(installation)
+        created = await self.github.call(
+            "create_comment", installation, repository=repository, number=number, json={"body": body}
+        )
+        return {"comment_id": created.get("id") if isinstance(created, dict) else None}
+
+    def _space_content_write(self, installation: int) -> None:
+        now = self.clock()
+        allowed = self._next_content_write.get(installation, 0.0)
+        if now < allowed:
+            raise _Deferred(allowed)
+        self._next_content_write[installation] = now + self.spacing
+
+    async def _find_own_comment(self, row: dict[str, Any], number: int) -> int | None:
+        """The comment carrying this effect's marker, written by this app, if any."""
+        wanted = marker(row["dedupe_key"])
+        since = datetime.fromtimestamp(row["created_at"] - 60, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        page = 1
+        while True:
+            comments = await self.github.call(
+                "list_comments",
+                row["installation_id"],
+                repository=row["repository"],
+                number=number,
+                params={"since": since, "per_page": 100, "page": page},
+            )
+            if not isinstance(comments, list) or not comments:
+                return None
+            for item in comments:
+                app = item.get("performed_via_github_app") or {}
+                if wanted in (item.get("body") or "") and app.get("id") == self.app_id:
+                    return int(item["id"])
+            page += 1
+
+
+class _Deferred(Exception):  # noqa: N818 - control flow, not an error
+    """Not now: content-creating writes are spaced; try again at `until`."""
+
+    def __init__(self, until: float) -> None:
+        super().__init__(f"deferred until {until}")
+        self.until = until
+
+
+def effect_counts(database: Database) -> dict[str, int]:
+    """How many effects are pending, done and failed."""
+    with database.read() as connection:
+        rows = connection.execute(
+            select(effects_table.c.status, func.count()).group_by(effects_table.c.status)
+        )
+        return {status: int(count) for status, count in rows}

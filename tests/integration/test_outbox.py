@@ -1,0 +1,234 @@
+"""The outbox against GitHub answered by respx, with faults injected: exactly one comment
+per intended comment, rate-limit waits honoured, content writes spaced, failures visible."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+import pytest
+import respx
+from sqlalchemy import select
+
+from app.database import Database
+from app.github import GitHubClient
+from app.metrics import Metrics
+from app.outbox import Effect, Outbox, comment, effect_counts, effects_table, enqueue, marker, reaction
+from tests.fakes import GITHUB_API, app_settings, private_key_pem, token_response
+
+APP_ID = 12345
+REPO = "acme/web"
+COMMENTS = f"{GITHUB_API}/repos/{REPO}/issues/12/comments"
+
+
+@dataclass
+class Clock:
+    """Time that only moves when the test says so."""
+
+    now: float = 1_800_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@dataclass
+class FakeIssue:
+    """GitHub's comments on one issue, with a queue of faults for the next POSTs."""
+
+    clock: Clock
+    comments: list[dict[str, Any]] = field(default_factory=list)
+    faults: list[str] = field(default_factory=list)
+    post_times: list[float] = field(default_factory=list)
+    ids: Iterator[int] = field(default_factory=lambda: itertools.count(9001))
+
+    def post(self, request: httpx.Request) -> httpx.Response:
+        self.post_times.append(self.clock.now)
+        fault = self.faults.pop(0) if self.faults else "ok"
+        if fault == "500":
+            return httpx.Response(500, json={"message": "Server Error"})
+        if fault == "secondary":
+            return httpx.Response(
+                403,
+                headers={"Retry-After": "60"},
+                json={"message": "You have exceeded a secondary rate limit. Please wait a few minutes."},
+            )
+        if fault == "429":
+            return httpx.Response(429, headers={"Retry-After": "20"}, json={"message": "Too many requests"})
+        created = {
+            "id": next(self.ids),
+            "body": json.loads(request.content)["body"],
+            "user": {"login": "railyard[bot]", "type": "Bot"},
+            "performed_via_github_app": {"id": APP_ID, "slug": "railyard"},
+        }
+        self.comments.append(created)  # the comment exists from here on, whatever we answer
+        if fault == "502 after create":
+            return httpx.Response(502, json={"message": "Bad Gateway"})
+        if fault == "timeout after create":
+            raise httpx.ReadTimeout("GitHub took too long to answer")
+        return httpx.Response(201, json=created)
+
+    def list(self, request: httpx.Request) -> httpx.Response:
+        page = int(request.url.params.get("page", "1"))
+        return httpx.Response(200, json=self.comments if page == 1 else [])
+
+
+@pytest.fixture
+async def outbox_parts(database: Database) -> Any:
+    """A started GitHub client, a fake issue behind respx, and an outbox with a test clock."""
+    clock = Clock()
+    settings = app_settings("sqlite://", GITHUB_API_URL=GITHUB_API, PRIVATE_KEY=private_key_pem())
+    github = GitHubClient(settings, Metrics(), clock=clock)
+    await github.start()
+    issue = FakeIssue(clock)
+    with respx.mock:
+        respx.post(f"{GITHUB_API}/app/installations/7/access_tokens").mock(
+            return_value=httpx.Response(201, json=token_response())
+        )
+        respx.post(COMMENTS).mock(side_effect=issue.post)
+        respx.get(COMMENTS).mock(side_effect=issue.list)
+        outbox = Outbox(database, github, Metrics(), app_id=APP_ID, clock=clock)
+        yield outbox, issue, clock
+    await github.close()
+
+
+def put(database: Database, clock: Clock, *effects: Effect) -> None:
+    """Enqueue effects as a handler would, inside a transaction."""
+    with database.write() as connection:
+        enqueue(connection, effects, clock.now)
+
+
+async def drive(outbox: Outbox, clock: Clock, until: Callable[[], bool], steps: int = 50) -> None:
+    """Run the outbox, jumping the clock to the next due effect each time nothing is due."""
+    for _ in range(steps):
+        if until():
+            return
+        if not await outbox.run_once():
+            with outbox.database.read() as connection:
+                due = connection.execute(
+                    select(effects_table.c.next_attempt_at).where(effects_table.c.status == "pending")
+                ).scalars()
+                clock.now = max(clock.now, min(due, default=clock.now)) + 0.001
+    raise AssertionError("the outbox did not finish")
+
+
+@pytest.mark.parametrize(
+    "faults",
+    [
+        ["500"],
+        ["502 after create"],
+        ["timeout after create"],
+        ["secondary"],
+        ["429"],
+        ["500", "502 after create", "timeout after create", "secondary", "429"],
+    ],
+)
+async def test_each_intended_comment_appears_exactly_once_despite_faults(
+    database: Database, outbox_parts: Any, faults: list[str]
+) -> None:
+    """500, 502 after creating, a timeout after creating, 403 secondary limit, 429: one comment."""
+    outbox, issue, clock = outbox_parts
+    issue.faults = list(faults)
+    put(database, clock, comment(7, REPO, 12, "Refused: /accept needs a reviewer.", key="op-1"))
+    await drive(outbox, clock, lambda: effect_counts(database).get("done") == 1)
+    assert len(issue.comments) == 1
+    assert marker("comment:op-1") in issue.comments[0]["body"]
+    assert issue.comments[0]["body"].startswith("Refused: /accept needs a reviewer.")
+
+
+async def test_rate_limit_waits_are_honoured_before_the_next_attempt(
+    database: Database, outbox_parts: Any
+) -> None:
+    """After Retry-After: 60 nothing is sent for that installation until 60 s have passed."""
+    outbox, issue, clock = outbox_parts
+    issue.faults = ["secondary", "429"]
+    start = clock.now
+    put(database, clock, comment(7, REPO, 12, "hello", key="op-2"))
+    await drive(outbox, clock, lambda: effect_counts(database).get("done") == 1)
+    assert len(issue.post_times) == 3
+    assert issue.post_times[1] >= start + 60
+    assert issue.post_times[2] >= issue.post_times[1] + 20
+
+
+async def test_content_creating_writes_are_spaced_a_second_apart(
+    database: Database, outbox_parts: Any
+) -> None:
+    """Five comments for one installation are posted at least one second apart."""
+    outbox, issue, clock = outbox_parts
+    put(database, clock, *(comment(7, REPO, 12, f"note {i}", key=f"op-s{i}") for i in range(5)))
+    await drive(outbox, clock, lambda: effect_counts(database).get("done") == 5)
+    gaps = [b - a for a, b in itertools.pairwise(issue.post_times)]
+    assert len(issue.comments) == 5 and min(gaps) >= 1.0
+
+
+async def test_the_same_effect_enqueued_twice_is_performed_once(
+    database: Database, outbox_parts: Any
+) -> None:
+    """A replayed command enqueues the same dedupe key again: still one comment."""
+    outbox, issue, clock = outbox_parts
+    effect = comment(7, REPO, 12, "once", key="op-3")
+    put(database, clock, effect)
+    put(database, clock, effect)
+    await drive(outbox, clock, lambda: effect_counts(database).get("done") == 1)
+    put(database, clock, effect)  # even after it was performed
+    assert await outbox.run_once() == 0
+    assert len(issue.comments) == 1
+
+
+async def test_after_the_last_retry_an_effect_is_visibly_failed(
+    database: Database, outbox_parts: Any
+) -> None:
+    """Eight 500s in a row: the effect is marked failed with the error, not dropped."""
+    outbox, issue, clock = outbox_parts
+    issue.faults = ["500"] * 8
+    put(database, clock, comment(7, REPO, 12, "doomed", key="op-4"))
+    await drive(outbox, clock, lambda: effect_counts(database).get("failed") == 1)
+    with database.read() as connection:
+        row = connection.execute(select(effects_table)).mappings().one()
+    assert row["status"] == "failed" and row["attempts"] == 8 and "500" in row["last_error"]
+    assert issue.comments == []
+
+
+async def test_a_comment_by_someone_else_with_the_marker_does_not_count(
+    database: Database, outbox_parts: Any
+) -> None:
+    """Only comments written by this app count: a forged marker does not suppress the write."""
+    outbox, issue, clock = outbox_parts
+    issue.comments.append(
+        {"id": 1, "body": marker("comment:op-5"), "user": {"login": "mallory", "type": "User"}}
+    )
+    issue.faults = ["502 after create"]
+    put(database, clock, comment(7, REPO, 12, "real", key="op-5"))
+    await drive(outbox, clock, lambda: effect_counts(database).get("done") == 1)
+    assert [c["id"] for c in issue.comments if c.get("performed_via_github_app")] == [9001]
+
+
+@respx.mock
+async def test_reactions_are_sent_and_recorded_done(database: Database, outbox_parts: Any) -> None:
+    """A reaction effect becomes one POST to the comment's reactions."""
+    outbox, _, clock = outbox_parts
+    route = respx.post(f"{GITHUB_API}/repos/{REPO}/issues/comments/555/reactions").mock(
+        return_value=httpx.Response(201, json={"id": 1, "content": "+1"})
+    )
+    put(database, clock, reaction(7, REPO, 555))
+    await drive(outbox, clock, lambda: effect_counts(database).get("done") == 1)
+    assert route.call_count == 1 and json.loads(route.calls.last.request.content) == {"content": "+1"}
+
+
+async def test_coalesced_effects_render_the_latest_state_once(database: Database, outbox_parts: Any) -> None:
+    """A burst of 100 changes to one surface becomes one write of the latest state."""
+    outbox, issue, clock = outbox_parts
+    state = {"version": 0}
+
+    async def render(row: dict[str, Any]) -> dict[str, Any]:
+        return {"number": 12, "body": f"status v{state['version']}"}
+
+    outbox.renderers = {"status_comment": render}
+    for version in range(1, 101):
+        state["version"] = version
+        put(database, clock, Effect("status_comment", 7, REPO, "status:acme/web#12", {}, coalesce=True))
+    await drive(outbox, clock, lambda: effect_counts(database).get("done") == 1)
+    assert len(issue.comments) == 1 and issue.comments[0]["body"].startswith("status v100")
