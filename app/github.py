@@ -21,6 +21,7 @@ from typing import Any
 
 import httpx
 import structlog
+from cryptography.hazmat.primitives import serialization
 from githubkit import GitHub
 from githubkit.auth import AppAuthStrategy
 from githubkit.cache import MemCacheStrategy
@@ -109,13 +110,29 @@ class RateLimited(TransientError):  # noqa: N818 - it names GitHub's state
     """GitHub said to wait until `retry_at` (epoch seconds), for the whole installation."""
 
 
+class ConfigurationError(ValueError):
+    """The app's settings cannot work; the message says which and how to fix it."""
+
+
 def read_private_key(settings: Settings) -> str:
-    """The app's PEM key from PRIVATE_KEY (escaped newlines allowed) or PRIVATE_KEY_PATH."""
+    """The app's PEM key from PRIVATE_KEY (escaped newlines allowed) or PRIVATE_KEY_PATH, checked."""
     if settings.private_key is not None:
-        return settings.private_key.get_secret_value().replace("\\n", "\n")
-    if settings.private_key_path is not None:
-        return settings.private_key_path.read_text()
-    raise ValueError("PRIVATE_KEY or PRIVATE_KEY_PATH is required")
+        pem, source = settings.private_key.get_secret_value().replace("\\n", "\n"), "PRIVATE_KEY"
+    elif settings.private_key_path is not None:
+        try:
+            pem, source = settings.private_key_path.read_text(), "PRIVATE_KEY_PATH"
+        except OSError as error:
+            raise ConfigurationError(f"PRIVATE_KEY_PATH cannot be read: {error.strerror}") from None
+    else:
+        raise ConfigurationError("PRIVATE_KEY or PRIVATE_KEY_PATH is required")
+    try:
+        serialization.load_pem_private_key(pem.encode(), password=None)
+    except (ValueError, TypeError):
+        # Never echo the key itself: say what is wrong with it.
+        raise ConfigurationError(
+            f"{source} is not a PEM private key (download a new .pem from the app's settings page)"
+        ) from None
+    return pem
 
 
 def _retry_after(response: httpx.Response, now: float) -> float | None:
@@ -231,6 +248,22 @@ class GitHubClient:
         url = endpoint.path.format(**{k: str(v).strip("/") for k, v in path.items()}).lstrip("/")
         response = await self._send(endpoint, name, url, installation_id, params, json)
         return self._decode(name, installation_id, response)
+
+    async def call_page(
+        self, name: str, installation_id: int | None, *, params: Mapping[str, Any] | None = None, **path: Any
+    ) -> tuple[Any, dict[str, str] | None]:
+        """Like `call` for a list endpoint; also the query of the `rel="next"` page, if any."""
+        endpoint = ENDPOINTS[name]
+        if endpoint.permission is None:
+            installation_id = None
+        until = self.blocked_until(installation_id)
+        if until is not None:
+            raise RateLimited(f"{name}: rate-limited for installation {installation_id}", retry_at=until)
+        url = endpoint.path.format(**{k: str(v).strip("/") for k, v in path.items()}).lstrip("/")
+        response = await self._send(endpoint, name, url, installation_id, params, None)
+        data = self._decode(name, installation_id, response)
+        following = response.links.get("next", {}).get("url")
+        return data, dict(httpx.URL(following).params) if following else None
 
     async def _send(
         self,

@@ -10,6 +10,7 @@ import structlog
 from aiohttp import web
 
 from app.database import Database
+from app.github import ConfigurationError
 from app.metrics import Metrics
 from app.services import create_services
 from app.settings import Settings
@@ -38,8 +39,13 @@ def run_server(settings: Settings) -> int:
             file=sys.stderr,
         )
     url = f"http://{settings.host}:{settings.port}"
+    try:
+        app = create_app(settings)
+    except ConfigurationError as error:
+        print(f"railyard: {error}", file=sys.stderr)
+        return 2
     web.run_app(
-        create_app(settings),
+        app,
         host=settings.host,
         port=settings.port,
         print=lambda _: print(f"railyard: listening on {url}", file=sys.stderr, flush=True),

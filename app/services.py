@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import base64
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
+from app.config import CONFIG_PATH, ConfigLoader, RepoFile
 from app.database import Database
+from app.github import GitHubClient, NotFound
 from app.service import TicketService
 
 
@@ -17,8 +20,31 @@ class Services:
     database: Database
     tickets: TicketService
     clock: Callable[[], float] = field(default=time.time)
+    github: GitHubClient | None = None
+    configs: ConfigLoader | None = None
 
 
-def create_services(database: Database, clock: Callable[[], float] = time.time) -> Services:
+def config_fetcher(github: GitHubClient) -> Callable[[int, str], Awaitable[RepoFile | None]]:
+    """Read `.github/railyard.yml` from a repository's default branch (None when absent)."""
+
+    async def fetch(installation_id: int, repository: str) -> RepoFile | None:
+        try:
+            found = await github.call("get_file", installation_id, repository=repository, path=CONFIG_PATH)
+        except NotFound:
+            return None
+        if not isinstance(found, dict) or found.get("type") != "file":
+            return None
+        text = base64.b64decode(found.get("content") or "").decode("utf-8", errors="replace")
+        return RepoFile(sha=str(found.get("sha")), text=text)
+
+    return fetch
+
+
+def create_services(
+    database: Database, clock: Callable[[], float] = time.time, github: GitHubClient | None = None
+) -> Services:
     """Wire the collaborators for one process."""
-    return Services(database=database, tickets=TicketService(database), clock=clock)
+    configs = ConfigLoader(config_fetcher(github)) if github is not None else None
+    return Services(
+        database=database, tickets=TicketService(database), clock=clock, github=github, configs=configs
+    )

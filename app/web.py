@@ -21,8 +21,11 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from sqlalchemy import text
 
 from app.database import Database
+from app.github import GitHubClient
 from app.intake import MAX_BODY_BYTES, DeliveryWriter, IncomingDelivery, verify_signature
+from app.maintenance import Maintenance
 from app.metrics import Metrics
+from app.outbox import Outbox
 from app.payloads import describe
 from app.queue import IGNORED, PENDING, release_all_leases
 from app.services import Services, create_services
@@ -40,6 +43,9 @@ METRICS: web.AppKey[Metrics] = web.AppKey("metrics", Metrics)
 WORKER: web.AppKey[Worker] = web.AppKey("worker", Worker)
 ROUTES: web.AppKey[Router] = web.AppKey("router", Router)
 SECRETS: web.AppKey[list[bytes]] = web.AppKey("secrets", list)
+GITHUB: web.AppKey[GitHubClient] = web.AppKey("github", GitHubClient)
+OUTBOX: web.AppKey[Outbox] = web.AppKey("outbox", Outbox)
+MAINTENANCE: web.AppKey[Maintenance] = web.AppKey("maintenance", Maintenance)
 CLOCK: web.AppKey[Callable[[], float]] = web.AppKey("clock", object)  # type: ignore[arg-type]
 
 
@@ -130,7 +136,7 @@ def _ping(database: Database) -> None:
         connection.execute(text("SELECT 1"))
 
 
-async def metrics(request: web.Request) -> web.Response:
+async def serve_metrics(request: web.Request) -> web.Response:
     """Prometheus text format, behind `METRICS_TOKEN` when one is set."""
     token = request.app[SETTINGS].metrics_token
     if token is not None:
@@ -162,17 +168,26 @@ async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
     writer = app[WRITER]
     await writer.start()
     stop = asyncio.Event()
-    worker_task = None
-    if WORKER in app:
-        worker_task = asyncio.create_task(app[WORKER].run(stop), name="railyard-worker")
+    tasks: list[asyncio.Task[None]] = []
+    github = app.get(GITHUB)
+    if github is not None:
+        await github.start()
+    for key, name in (
+        (WORKER, "railyard-worker"),
+        (OUTBOX, "railyard-outbox"),
+        (MAINTENANCE, "railyard-maintenance"),
+    ):
+        if key in app:
+            tasks.append(asyncio.create_task(app[key].run(stop), name=name))
     log.info("railyard started", mode="running" if app[SETTINGS].configured else "setup")
     try:
         yield
     finally:
         stop.set()
-        if worker_task is not None:
-            await worker_task
+        await asyncio.gather(*tasks)  # every background task is awaited, none left behind
         await writer.close()
+        if github is not None:
+            await github.close()
         database.close()
 
 
@@ -201,19 +216,27 @@ def create_app(
     """Build the server and everything it runs; nothing connects until it starts."""
     app = web.Application(client_max_size=MAX_BODY_BYTES, middlewares=[_never_a_traceback])
     database = services.database if services else Database(settings.database_url)
-    services = services or create_services(database, clock)
+    metrics = Metrics()
+    if services is None:
+        github = GitHubClient(settings, metrics, clock=clock) if settings.configured else None
+        services = create_services(database, clock, github)
     app[SETTINGS] = settings
     app[DATABASE] = database
-    app[METRICS] = Metrics()
+    app[METRICS] = metrics
     app[ROUTES] = router
     app[CLOCK] = clock
     app[SECRETS] = [secret.get_secret_value().encode() for secret in settings.webhook_secrets]
     app[WRITER] = DeliveryWriter(database)
     if run_worker and settings.configured:
         app[WORKER] = Worker(services, router, app[METRICS])
+        if services.github is not None:
+            app[GITHUB] = services.github
+            assert settings.app_id is not None
+            app[OUTBOX] = Outbox(database, services.github, app[METRICS], app_id=settings.app_id, clock=clock)
+        app[MAINTENANCE] = Maintenance(database, services.github, clock=clock)
     app.cleanup_ctx.append(_lifecycle)
     app.router.add_post("/webhooks", receive_webhook)
     app.router.add_get("/healthz", health)
-    app.router.add_get("/metrics", metrics)
+    app.router.add_get("/metrics", serve_metrics)
     app.router.add_get("/", index)
     return app

@@ -111,7 +111,7 @@ def app_settings(database_url: str, **overrides: str) -> Settings:
     """Settings of a configured app (setup mode when APP_ID is overridden to '')."""
     values = {
         "APP_ID": "12345",
-        "PRIVATE_KEY": "not-used-without-github-calls",
+        "PRIVATE_KEY": private_key_pem(),
         "WEBHOOK_SECRET": WEBHOOK_SECRET,
         "DATABASE_URL": database_url,
         "GITHUB_API_URL": "http://127.0.0.1:9/never-called",
@@ -242,4 +242,9 @@ GITHUB_API = "http://127.0.0.1:9/api/v3"
 def token_response(token: str = "ghs_test_token", minutes: int = 60) -> dict[str, Any]:
     """GitHub's answer to POST /app/installations/{id}/access_tokens."""
     expires = (datetime.now(UTC) + timedelta(minutes=minutes)).strftime("%Y-%m-%dT%H:%M:%SZ")
-    return {"token": token, "expires_at": expires, "permissions": {"issues": "write"}, "repository_selection": "all"}
+    return {
+        "token": token,
+        "expires_at": expires,
+        "permissions": {"issues": "write"},
+        "repository_selection": "all",
+    }

@@ -121,3 +121,22 @@ def test_the_installed_console_script_migrates_and_reports(tmp_path: Path) -> No
         [railyard, "status", "a/b#1"], env=env, capture_output=True, text=True, cwd=tmp_path
     )
     assert status.returncode == 1 and "not a ticket" in status.stderr
+
+
+def test_serve_refuses_a_private_key_that_is_not_pem_without_printing_it(tmp_path: Path) -> None:
+    """A broken PRIVATE_KEY is a clear startup error (exit 2) that never echoes the secret."""
+    env = {
+        **os.environ,
+        "DATABASE_URL": f"sqlite:///{tmp_path}/serve.db",
+        "APP_ID": "1",
+        "PRIVATE_KEY": "super-secret-but-not-a-key",
+        "WEBHOOK_SECRET": "s",
+        "PORT": "0",
+    }
+    railyard = Path(sys.executable).parent / "railyard"
+    result = subprocess.run(
+        [railyard, "serve"], env=env, capture_output=True, text=True, cwd=tmp_path, timeout=60
+    )
+    assert result.returncode == 2
+    assert "PRIVATE_KEY is not a PEM private key" in result.stderr
+    assert "super-secret" not in result.stderr + result.stdout

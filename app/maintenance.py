@@ -1,0 +1,140 @@
+"""Housekeeping that runs beside the server: retention, and recovery of lost deliveries.
+
+GitHub never redelivers on its own. Deliveries that failed while railyard was down or
+unreachable are listed by `GET /app/hook/deliveries`; those not stored here are asked for
+again with `POST /app/hook/deliveries/{id}/attempts`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+
+import structlog
+from sqlalchemy import delete, select, update
+
+from app.database import Database
+from app.errors import TransientError
+from app.github import GitHubClient, GitHubError
+from app.outbox import effects_table
+from app.queue import FINAL_STATUSES, deliveries, runs
+
+log = structlog.get_logger(__name__)
+DAY = 86_400.0
+
+
+@dataclass(frozen=True)
+class Retention:
+    """How long things are kept: payloads 7 days, delivery ids 30 days (SPEC's defaults)."""
+
+    payload_days: float = 7.0
+    delivery_id_days: float = 30.0
+
+
+def apply_retention(database: Database, now: float, retention: Retention = Retention()) -> tuple[int, int]:
+    """Forget expired delivery ids, then drop expired payloads; return (payloads dropped, ids forgotten).
+
+    Pending deliveries are never touched; the event log and delivery records are kept.
+    """
+    payload_cutoff = now - retention.payload_days * DAY
+    id_cutoff = now - retention.delivery_id_days * DAY
+    finished = deliveries.c.status.in_(FINAL_STATUSES)
+    with database.write() as connection:
+        expired = select(deliveries.c.seq).where(finished, deliveries.c.received_at < id_cutoff)
+        connection.execute(delete(runs).where(runs.c.delivery_seq.in_(expired)))
+        forgotten = connection.execute(
+            delete(deliveries).where(finished, deliveries.c.received_at < id_cutoff)
+        ).rowcount
+        dropped = connection.execute(
+            update(deliveries)
+            .where(finished, deliveries.c.received_at < payload_cutoff, deliveries.c.payload.is_not(None))
+            .values(payload=None)
+        ).rowcount
+        connection.execute(
+            delete(effects_table).where(
+                effects_table.c.status == "done", effects_table.c.updated_at < id_cutoff
+            )
+        )
+    return int(dropped), int(forgotten)
+
+
+def _stored(database: Database, guids: list[str]) -> set[str]:
+    with database.read() as connection:
+        rows = connection.execute(select(deliveries.c.delivery_id).where(deliveries.c.delivery_id.in_(guids)))
+        return {row[0] for row in rows}
+
+
+def _when(text: object) -> float:
+    try:
+        return datetime.fromisoformat(str(text).replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return 0.0
+
+
+async def recover_missed_deliveries(
+    database: Database, github: GitHubClient, now: float, lookback_hours: float = 72.0, max_pages: int = 20
+) -> list[str]:
+    """Ask GitHub to redeliver failed deliveries that never reached the database; return their guids."""
+    cutoff = now - lookback_hours * 3600
+    arrived: set[str] = set()
+    failed: dict[str, int] = {}
+    params: dict[str, str] | None = {"per_page": "100"}
+    for _ in range(max_pages):
+        if params is None:
+            break
+        page, params = await github.call_page("list_hook_deliveries", None, params=params)
+        if not isinstance(page, list) or not page:
+            break
+        for item in page:
+            guid, status_code = str(item.get("guid", "")), item.get("status_code")
+            if isinstance(status_code, int) and 200 <= status_code < 300:
+                arrived.add(guid)
+            elif guid and isinstance(item.get("id"), int):
+                failed.setdefault(guid, item["id"])
+        if min(_when(item.get("delivered_at")) for item in page) < cutoff:
+            break
+    missing = [guid for guid in failed if guid not in arrived]
+    missing = [guid for guid in missing if guid not in await asyncio.to_thread(_stored, database, missing)]
+    for guid in missing:
+        await github.call("redeliver", None, delivery_id=failed[guid])
+        log.info("asked GitHub to redeliver a delivery that never arrived", guid=guid)
+    return missing
+
+
+@dataclass
+class Maintenance:
+    """Runs retention and recovery periodically until stopped."""
+
+    database: Database
+    github: GitHubClient | None
+    clock: Callable[[], float] = time.time
+    retention: Retention = field(default_factory=Retention)
+    retention_every: float = 3600.0
+    recovery_every: float = 600.0
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Loop until `stop`; a failed round is logged and tried again next time."""
+        next_retention = next_recovery = 0.0
+        while not stop.is_set():
+            now = time.monotonic()
+            if now >= next_retention:
+                next_retention = now + self.retention_every
+                dropped, forgotten = await asyncio.to_thread(
+                    apply_retention, self.database, self.clock(), self.retention
+                )
+                if dropped or forgotten:
+                    log.info("retention", payloads_dropped=dropped, delivery_ids_dropped=forgotten)
+            if self.github is not None and now >= next_recovery:
+                next_recovery = now + self.recovery_every
+                try:
+                    await recover_missed_deliveries(self.database, self.github, self.clock())
+                except (TransientError, GitHubError) as error:
+                    log.warning("could not check GitHub for missed deliveries", error=str(error))
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(
+                    stop.wait(), timeout=min(self.retention_every, self.recovery_every, 60.0)
+                )

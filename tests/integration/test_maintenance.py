@@ -1,0 +1,104 @@
+"""Retention of stored payloads, and recovery of deliveries GitHub failed to make."""
+
+from __future__ import annotations
+
+import time
+
+import httpx
+import pytest
+import respx
+from sqlalchemy import select
+
+from app.database import Database
+from app.github import GitHubClient
+from app.intake import IncomingDelivery, write_batch
+from app.maintenance import DAY, apply_retention, recover_missed_deliveries
+from app.metrics import Metrics
+from app.queue import deliveries
+from tests.fakes import GITHUB_API, app_settings, private_key_pem
+
+NOW = 1_800_000_000.0
+
+
+def stored(delivery_id: str, received_at: float, status: str = "done") -> IncomingDelivery:
+    """A stored delivery received at a given time."""
+    return IncomingDelivery(
+        delivery_id, "ping", None, None, None, None, status, "{}", 2, received_at, received_at
+    )
+
+
+def rows(database: Database) -> dict[str, str | None]:
+    """delivery id -> payload (None once dropped)."""
+    with database.read() as connection:
+        return dict(connection.execute(select(deliveries.c.delivery_id, deliveries.c.payload)).all())
+
+
+def test_payloads_go_after_7_days_and_delivery_ids_after_30(database: Database) -> None:
+    """SPEC's retention: the payload is dropped at 7 days, the id kept until 30; pending is kept."""
+    write_batch(
+        database,
+        [
+            stored("fresh", NOW - 1 * DAY),
+            stored("week-old", NOW - 8 * DAY),
+            stored("month-old", NOW - 31 * DAY),
+            stored("stuck", NOW - 31 * DAY, status="pending"),
+        ],
+    )
+    assert apply_retention(database, NOW) == (1, 1)
+    assert rows(database) == {"fresh": "{}", "week-old": None, "stuck": "{}"}
+
+
+@pytest.fixture
+async def github() -> GitHubClient:
+    """A started client against respx."""
+    settings = app_settings("sqlite://", GITHUB_API_URL=GITHUB_API, PRIVATE_KEY=private_key_pem())
+    client = GitHubClient(settings, Metrics())
+    await client.start()
+    yield client  # type: ignore[misc]
+    await client.close()
+
+
+def hook_delivery(id_: int, guid: str, status_code: int, redelivery: bool = False) -> dict[str, object]:
+    """One item of GET /app/hook/deliveries, shaped like GitHub's."""
+    return {
+        "id": id_,
+        "guid": guid,
+        "delivered_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(NOW - 3600)),
+        "redelivery": redelivery,
+        "duration": 0.1,
+        "status": "OK" if status_code < 300 else "Invalid HTTP Response: 503",
+        "status_code": status_code,
+        "event": "issue_comment",
+        "action": "created",
+        "installation_id": 7,
+        "repository_id": 1,
+    }
+
+
+@respx.mock
+async def test_failed_deliveries_that_never_arrived_are_redelivered_once(
+    database: Database, github: GitHubClient
+) -> None:
+    """Only failed, unstored, not-later-successful deliveries are asked for again; pages are followed."""
+    write_batch(database, [stored("guid-stored", NOW)])
+    first_page = [
+        hook_delivery(1, "guid-lost", 503),
+        hook_delivery(2, "guid-stored", 503),
+        hook_delivery(3, "guid-fine", 202),
+    ]
+    second_page = [hook_delivery(4, "guid-retried-ok", 502), hook_delivery(5, "guid-retried-ok", 202, True)]
+    respx.get(f"{GITHUB_API}/app/hook/deliveries", params={"cursor": "page2"}).mock(
+        return_value=httpx.Response(200, json=second_page)
+    )
+    respx.get(f"{GITHUB_API}/app/hook/deliveries").mock(
+        return_value=httpx.Response(
+            200,
+            json=first_page,
+            headers={"Link": f'<{GITHUB_API}/app/hook/deliveries?per_page=100&cursor=page2>; rel="next"'},
+        )
+    )
+    redeliver = respx.post(url__regex=rf"{GITHUB_API}/app/hook/deliveries/\d+/attempts").mock(
+        return_value=httpx.Response(202, json={})
+    )
+    assert await recover_missed_deliveries(database, github, NOW) == ["guid-lost"]
+    assert [call.request.url.path for call in redeliver.calls] == ["/api/v3/app/hook/deliveries/1/attempts"]
