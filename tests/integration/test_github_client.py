@@ -61,11 +61,15 @@ async def test_extra_and_unknown_fields_are_returned_as_plain_json(client: GitHu
     respx.post(TOKEN_ROUTE).mock(return_value=httpx.Response(201, json=token_response()))
     body = {"id": 1, "body": "hi", "brand_new_field": {"x": [1]}, "user": None}
     respx.post(COMMENTS).mock(return_value=httpx.Response(201, json=body))
-    assert await client.call("create_comment", 7, repository="acme/web", number=12, json={"body": "hi"}) == body
+    assert (
+        await client.call("create_comment", 7, repository="acme/web", number=12, json={"body": "hi"}) == body
+    )
 
 
 @respx.mock
-async def test_a_secondary_rate_limit_blocks_the_whole_installation_without_sleeping(client: GitHubClient) -> None:
+async def test_a_secondary_rate_limit_blocks_the_whole_installation_without_sleeping(
+    client: GitHubClient,
+) -> None:
     """403 + Retry-After: this call and every later call fail fast until the wait is over."""
     respx.post(TOKEN_ROUTE).mock(return_value=httpx.Response(201, json=token_response()))
     limited = respx.post(COMMENTS).mock(
@@ -75,7 +79,9 @@ async def test_a_secondary_rate_limit_blocks_the_whole_installation_without_slee
             json={"message": "You have exceeded a secondary rate limit. Please wait a few minutes."},
         )
     )
-    other = respx.get(f"{GITHUB_API}/repos/acme/web/issues/13").mock(return_value=httpx.Response(200, json={}))
+    other = respx.get(f"{GITHUB_API}/repos/acme/web/issues/13").mock(
+        return_value=httpx.Response(200, json={})
+    )
     with pytest.raises(RateLimited) as first:
         await client.call("create_comment", 7, repository="acme/web", number=12, json={"body": "x"})
     assert first.value.retry_at == 1_800_000_030.0
@@ -91,7 +97,9 @@ async def test_a_primary_rate_limit_waits_for_the_reset_time(client: GitHubClien
     """x-ratelimit-remaining: 0 means wait until x-ratelimit-reset."""
     respx.post(TOKEN_ROUTE).mock(return_value=httpx.Response(201, json=token_response()))
     headers = {"x-ratelimit-remaining": "0", "x-ratelimit-reset": "1800000600"}
-    respx.get(COMMENTS).mock(return_value=httpx.Response(403, headers=headers, json={"message": "API rate limit"}))
+    respx.get(COMMENTS).mock(
+        return_value=httpx.Response(403, headers=headers, json={"message": "API rate limit"})
+    )
     with pytest.raises(RateLimited) as error:
         await client.call("list_comments", 7, repository="acme/web", number=12)
     assert error.value.retry_at == 1_800_000_600.0
