@@ -12,9 +12,8 @@ import hashlib
 import hmac
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import astuple, dataclass
-
-from sqlalchemy import Connection
+from dataclasses import dataclass
+from typing import Any
 
 from app.database import Database
 
@@ -64,48 +63,82 @@ class IncomingDelivery:
     next_attempt_at: float
     attempts: int = 0
 
+    def row(self) -> tuple[object, ...]:
+        """The INSERT's parameters (cheaper than `dataclasses.astuple`, which deep-copies)."""
+        return (
+            self.delivery_id,
+            self.event,
+            self.action,
+            self.installation_id,
+            self.repository,
+            self.ordering_key,
+            self.status,
+            self.payload,
+            self.payload_bytes,
+            self.received_at,
+            self.next_attempt_at,
+            self.attempts,
+        )
 
-def _write_sqlite(connection: Connection, batch: Sequence[IncomingDelivery]) -> list[bool]:
+
+def _write_sqlite(cursor: Any, batch: Sequence[IncomingDelivery]) -> list[bool]:
     # One writer at a time (BEGIN IMMEDIATE), so "not there yet" cannot change under us.
     ids = list({d.delivery_id for d in batch})
     marks = ",".join("?" * len(ids))
-    rows = connection.exec_driver_sql(
-        f"SELECT delivery_id FROM webhook_deliveries WHERE delivery_id IN ({marks})",  # noqa: S608
-        tuple(ids),
-    )
-    seen = {row[0] for row in rows}
+    cursor.execute(f"SELECT delivery_id FROM webhook_deliveries WHERE delivery_id IN ({marks})", ids)  # noqa: S608
+    seen = {row[0] for row in cursor.fetchall()}
     fresh, inserted = [], []
     for delivery in batch:
         is_new = delivery.delivery_id not in seen
         seen.add(delivery.delivery_id)
         inserted.append(is_new)
         if is_new:
-            fresh.append(astuple(delivery))
+            fresh.append(delivery.row())
     if fresh:
         marks = ",".join("?" * len(fresh[0]))
-        connection.exec_driver_sql(
-            f"INSERT INTO webhook_deliveries ({_COLUMNS}) VALUES ({marks})",  # noqa: S608
-            fresh,
-        )
+        cursor.executemany(f"INSERT INTO webhook_deliveries ({_COLUMNS}) VALUES ({marks})", fresh)  # noqa: S608
     return inserted
 
 
-def _write_postgres(connection: Connection, batch: Sequence[IncomingDelivery]) -> list[bool]:
+def _write_postgres(cursor: Any, batch: Sequence[IncomingDelivery]) -> list[bool]:
     # Several server processes may share PostgreSQL: let the unique index decide.
     marks = ",".join(["%s"] * 12)
     statement = (
         f"INSERT INTO webhook_deliveries ({_COLUMNS}) VALUES ({marks}) "  # noqa: S608
         "ON CONFLICT (delivery_id) DO NOTHING"
     )
-    return [connection.exec_driver_sql(statement, astuple(d)).rowcount == 1 for d in batch]
+    inserted = []
+    for delivery in batch:
+        cursor.execute(statement, delivery.row())
+        inserted.append(cursor.rowcount == 1)
+    return inserted
 
 
-def write_batch(database: Database, batch: Sequence[IncomingDelivery]) -> list[bool]:
-    """Store a batch in one durable transaction; True for each delivery stored for the first time."""
-    with database.write() as connection:
+def write_batch(database: Database, batch: Sequence[IncomingDelivery], connection: Any = None) -> list[bool]:
+    """Store a batch in one durable transaction; True for each delivery stored for the first time.
+
+    This is the hot path of every webhook, so it talks to the driver directly, on a pooled
+    connection that carries railyard's pragmas (WAL, synchronous=FULL, busy timeout). The
+    intake writer passes the connection it keeps; other callers borrow one from the pool.
+    """
+    borrowed = connection is None
+    if borrowed:
+        connection = database.engine.raw_connection()
+    try:
+        cursor = connection.cursor()
         if database.is_sqlite:
-            return _write_sqlite(connection, batch)
-        return _write_postgres(connection, batch)
+            cursor.execute("BEGIN IMMEDIATE")
+            inserted = _write_sqlite(cursor, batch)
+        else:
+            inserted = _write_postgres(cursor, batch)
+        connection.commit()
+        return inserted
+    except BaseException:
+        connection.rollback()
+        raise
+    finally:
+        if borrowed:
+            connection.close()  # back to the pool
 
 
 class DeliveryWriter:
@@ -119,6 +152,22 @@ class DeliveryWriter:
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="railyard-intake")
         self._task: asyncio.Task[None] | None = None
         self._closing = False
+        self._connection: Any = None  # kept by the writer thread, returned to the pool on close
+
+    def _write(self, deliveries: list[IncomingDelivery]) -> list[bool]:
+        if self._connection is None:
+            self._connection = self._database.engine.raw_connection()
+        try:
+            return write_batch(self._database, deliveries, self._connection)
+        except Exception:
+            self._connection.invalidate()  # a broken connection is not reused
+            self._connection = None
+            raise
+
+    def _release(self) -> None:
+        if self._connection is not None:
+            self._connection.close()
+            self._connection = None
 
     async def start(self) -> None:
         """Start the writer task."""
@@ -130,6 +179,7 @@ class DeliveryWriter:
         self._wakeup.set()
         if self._task is not None:
             await self._task
+        await asyncio.get_running_loop().run_in_executor(self._executor, self._release)
         self._executor.shutdown(wait=True)
 
     async def store(self, delivery: IncomingDelivery) -> bool:

@@ -99,10 +99,14 @@ async def receive_webhook(request: web.Request) -> web.Response:
     app[METRICS].received.labels(event, "stored" if stored else "duplicate").inc()
     app[METRICS].ack_seconds.observe(time.perf_counter() - started)
     if not stored:
-        return _answer(200, "already stored", delivery=delivery_id)
+        return web.Response(status=200, body=_ALREADY_STORED, content_type="application/json")
     if delivery.status == PENDING and WORKER in app:
         app[WORKER].notify()
-    return _answer(202, "stored", delivery=delivery_id)
+    return web.Response(status=202, body=_STORED, content_type="application/json")
+
+
+_STORED = orjson.dumps({"message": "stored"})
+_ALREADY_STORED = orjson.dumps({"message": "already stored"})
 
 
 def _reject(app: web.Application, event: str, status: int, message: str) -> web.Response:

@@ -1,0 +1,218 @@
+"""Webhook intake under load: acknowledged deliveries per second, and acknowledgement latency.
+
+Drives a real `railyard serve` (a subprocess, the worker running inside it) over loopback:
+
+1. full load: `wrk` (Debian's package) posting signed 13 KB `issue_comment` deliveries, each
+   with its own delivery id, from 16 connections; prints acknowledged deliveries per second;
+2. fixed rate: 1,000 deliveries per second for 10 s from an asyncio client, latency measured
+   from each request's scheduled send time (no coordinated omission); prints p50/p99;
+3. drain: 5,000 stored `installation_repositories` deliveries processed by the worker.
+
+    python bench/intake.py [--postgres URL] [--seconds 10]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import aiohttp
+from sqlalchemy import text
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from app.database import Database
+from app.intake import IncomingDelivery, sign, write_batch
+from app.queue import queue_depth
+from tests.fakes import WEBHOOK_SECRET, ServerProcess, example, private_key_pem
+
+PAYLOAD_BYTES = 13 * 1024
+WRK_SCRIPT = """
+local counter = 0
+local threads = 0
+function setup(thread)
+  thread:set("tid", threads)
+  threads = threads + 1
+end
+function init(args)
+  local file = io.open(args[1], "rb")
+  body = file:read("*all")
+  file:close()
+  signature = args[2]
+  run = args[3]
+end
+function request()
+  counter = counter + 1
+  local headers = {}
+  headers["Content-Type"] = "application/json"
+  headers["X-GitHub-Event"] = "issue_comment"
+  headers["X-Hub-Signature-256"] = signature
+  headers["X-GitHub-Delivery"] = run .. "-" .. tid .. "-" .. counter
+  return wrk.format("POST", "/webhooks", headers, body)
+end
+"""
+
+
+def comment_payload() -> bytes:
+    """A real `issue_comment.created` payload, its comment padded to 13 KB."""
+    payload = json.loads(example("api.github.com", "issue_comment", "02-created.json"))
+    base = len(json.dumps(payload).encode())
+    payload["comment"]["body"] += " " + "lorem ipsum " * ((PAYLOAD_BYTES - base) // 12)
+    return json.dumps(payload).encode()
+
+
+def run_wrk(url: str, body_file: Path, signature: str, seconds: int, connections: int) -> dict[str, float]:
+    """Full load with wrk; requests/s, non-2xx count and latency percentiles."""
+    script = body_file.parent / "intake.lua"
+    script.write_text(WRK_SCRIPT)
+    command = [
+        "wrk", "-t2", f"-c{connections}", f"-d{seconds}s", "--latency", "-s", str(script), url,
+        "--", str(body_file), signature, f"run{time.time_ns()}",
+    ]  # fmt: skip
+    output = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+    rate = float(re.search(r"Requests/sec:\s+([\d.]+)", output).group(1))  # type: ignore[union-attr]
+    errors = re.search(r"Non-2xx or 3xx responses: (\d+)", output)
+    percentiles = dict(re.findall(r"^\s+(50|99)%\s+([\d.]+\w+)", output, re.MULTILINE))
+    return {"rate": rate, "non_2xx": float(errors.group(1)) if errors else 0.0, **percentiles}  # type: ignore[dict-item]
+
+
+async def fixed_rate(url: str, body: bytes, signature: str, rate: int, seconds: int) -> list[float]:
+    """Send `rate` deliveries per second; latencies (ms) from each scheduled send time."""
+    latencies: list[float] = []
+    connector = aiohttp.TCPConnector(limit=64)
+    async with aiohttp.ClientSession(connector=connector) as client:
+        start = time.perf_counter() + 0.2
+        tasks = []
+
+        async def one(number: int, scheduled: float) -> None:
+            await asyncio.sleep(max(0.0, scheduled - time.perf_counter()))
+            headers = {
+                "Content-Type": "application/json",
+                "X-GitHub-Event": "issue_comment",
+                "X-GitHub-Delivery": f"fixed-{start}-{number}",
+                "X-Hub-Signature-256": signature,
+            }
+            async with client.post(f"{url}/webhooks", data=body, headers=headers) as response:
+                await response.read()
+                assert response.status == 202, response.status
+            latencies.append((time.perf_counter() - scheduled) * 1000)
+
+        for number in range(rate * seconds):
+            tasks.append(asyncio.create_task(one(number, start + number / rate)))
+        await asyncio.gather(*tasks)
+    return sorted(latencies)
+
+
+def drain_deliveries(count: int) -> list[IncomingDelivery]:
+    """Stored `installation_repositories.added` deliveries, 50 installations interleaved."""
+    template = json.loads(example("api.github.com", "installation_repositories", "01-added.json"))
+    now = time.time()
+    out = []
+    for number in range(count):
+        installation = 5000 + number % 50
+        payload = {**template, "installation": {"id": installation}, "repositories_removed": []}
+        payload["repositories_added"] = [
+            {"id": number, "name": f"r{number}", "full_name": f"drain/r{number}"}
+        ]
+        out.append(
+            IncomingDelivery(
+                f"drain-{now}-{number}",
+                "installation_repositories",
+                "added",
+                installation,
+                None,
+                f"installation:{installation}",
+                "pending",
+                json.dumps(payload),
+                0,
+                now,
+                now,
+            )  # fmt: skip
+        )
+    return out
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    """The value below which `fraction` of the sorted values fall."""
+    return values[min(len(values) - 1, int(fraction * len(values)))]
+
+
+async def bench(label: str, database_url: str, workdir: Path, seconds: int) -> None:
+    """One database: full load, fixed rate, drain."""
+    env = {
+        "DATABASE_URL": database_url,
+        "APP_ID": "1",
+        "PRIVATE_KEY": private_key_pem(),
+        "WEBHOOK_SECRET": WEBHOOK_SECRET,
+        "GITHUB_API_URL": "http://127.0.0.1:9",
+    }
+    body = comment_payload()
+    body_file = workdir / "comment.json"
+    body_file.write_bytes(body)
+    signature = sign(body, WEBHOOK_SECRET.encode())
+    server = ServerProcess(env=env, cwd=workdir)
+    await server.start()
+    try:
+        full = run_wrk(server.url, body_file, signature, seconds, 16)
+        print(
+            f"{label:<10} full load (wrk -t2 -c16, {len(body)} B): {full['rate']:8.0f} acknowledged/s  "
+            f"p50={full.get('50')} p99={full.get('99')} non-2xx={full['non_2xx']:.0f}"
+        )
+        latencies = await fixed_rate(server.url, body, signature, 1000, seconds)
+        print(
+            f"{label:<10} fixed 1000/s for {seconds}s: p50={percentile(latencies, 0.50):.2f} ms  "
+            f"p99={percentile(latencies, 0.99):.2f} ms  max={latencies[-1]:.2f} ms  n={len(latencies)}"
+        )
+        database = Database(database_url)
+        deliveries = drain_deliveries(5000)
+        started = time.perf_counter()
+        for chunk in range(0, len(deliveries), 250):
+            write_batch(database, deliveries[chunk : chunk + 250])
+        async with aiohttp.ClientSession() as client:  # wake the worker
+            await client.get(f"{server.url}/healthz")
+        while queue_depth(database)[0]:
+            await asyncio.sleep(0.05)
+        elapsed = time.perf_counter() - started
+        print(
+            f"{label:<10} worker drain: {len(deliveries)} deliveries in {elapsed:.1f}s = {len(deliveries) / elapsed:.0f}/s"
+        )
+        database.close()
+    finally:
+        server.stop()
+
+
+def main() -> None:
+    """Run the benchmark on SQLite, and on PostgreSQL when a URL is given."""
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--postgres", help="PostgreSQL URL (its public schema is reset!)")
+    parser.add_argument("--seconds", type=int, default=10)
+    args = parser.parse_args()
+    if shutil.which("wrk") is None:
+        sys.exit("bench/intake.py needs wrk: apt-get install wrk")
+    print(f"cores={os.cpu_count()}  python={sys.version.split()[0]}")
+    with tempfile.TemporaryDirectory() as folder:
+        asyncio.run(bench("sqlite", f"sqlite:///{folder}/intake.db", Path(folder), args.seconds))
+    if args.postgres:
+        database = Database(args.postgres)
+        with database.engine.begin() as connection:
+            connection.execute(text("DROP SCHEMA public CASCADE"))
+            connection.execute(text("CREATE SCHEMA public"))
+        database.close()
+        with tempfile.TemporaryDirectory() as folder:
+            asyncio.run(bench("postgresql", args.postgres, Path(folder), args.seconds))
+
+
+if __name__ == "__main__":
+    main()
