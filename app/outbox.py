@@ -29,13 +29,14 @@ from sqlalchemy.dialects import postgresql, sqlite
 
 from app.database import Database
 from app.github import GitHubClient, GitHubError, GitHubUnavailable, RateLimited
+from app.installations import DELETED, SUSPENDED, installation_status
 from app.metrics import Metrics
 from app.queue import RetryPolicy, worker_name
 from app.tables import OutboxEffectRow, table
 
 log = structlog.get_logger(__name__)
 effects_table = table(OutboxEffectRow)
-PENDING, DONE, FAILED = "pending", "done", "failed"
+PENDING, DONE, FAILED, CANCELLED = "pending", "done", "failed", "cancelled"
 
 _DUE = """
 SELECT id FROM outbox_effects
@@ -184,6 +185,11 @@ class Outbox:
 
     async def _perform(self, row: dict[str, Any]) -> None:
         with structlog.contextvars.bound_contextvars(effect=row["dedupe_key"], kind=row["kind"]):
+            status = await asyncio.to_thread(installation_status, self.database, row["installation_id"])
+            if status in (DELETED, SUSPENDED):
+                # Uninstalled: act no more, keep the record of what was intended.
+                await self._finish(row, status=CANCELLED, last_error=f"installation {status}")
+                return
             try:
                 result = await self._write(row)
             except RateLimited as error:

@@ -10,8 +10,9 @@ import structlog
 from aiohttp import web
 
 from app.database import Database
-from app.github import ConfigurationError
+from app.github import ConfigurationError, GitHubClient
 from app.metrics import Metrics
+from app.outbox import Outbox
 from app.services import create_services
 from app.settings import Settings
 from app.web import create_app
@@ -56,24 +57,40 @@ def run_server(settings: Settings) -> int:
 
 
 def run_worker(settings: Settings, concurrency: int) -> int:
-    """Process the shared queue until SIGINT or SIGTERM (any number may run against PostgreSQL)."""
+    """Process the shared queues until SIGINT or SIGTERM (any number may run against PostgreSQL).
+
+    Each worker process also performs outbox effects when the app has credentials.
+    """
     _event_loop_policy()
     database = Database(settings.database_url)
     if database.is_sqlite:
         print("railyard: extra workers are meant for PostgreSQL; `serve` already runs one.", file=sys.stderr)
-    return asyncio.run(_work(database, concurrency))
+    try:
+        github = GitHubClient(settings, Metrics()) if settings.configured else None
+    except ConfigurationError as error:
+        print(f"railyard: {error}", file=sys.stderr)
+        return 2
+    return asyncio.run(_work(settings, database, concurrency, github))
 
 
-async def _work(database: Database, concurrency: int) -> int:
+async def _work(settings: Settings, database: Database, concurrency: int, github: GitHubClient | None) -> int:
     await asyncio.to_thread(database.migrate)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
-    worker = Worker(create_services(database), ROUTER, Metrics(), concurrency=concurrency)
+    metrics = Metrics()
+    worker = Worker(create_services(database, github=github), ROUTER, metrics, concurrency=concurrency)
+    tasks = [asyncio.create_task(worker.run(stop), name="railyard-worker")]
+    if github is not None and settings.app_id is not None:
+        await github.start()
+        outbox = Outbox(database, github, metrics, app_id=settings.app_id)
+        tasks.append(asyncio.create_task(outbox.run(stop), name="railyard-outbox"))
     log.info("worker started", worker=worker.name)
     try:
-        await worker.run(stop)
+        await asyncio.gather(*tasks)
     finally:
+        if github is not None:
+            await github.close()
         database.close()
     return 0

@@ -36,6 +36,9 @@ class Settings(BaseSettings):
     host: str = Field(default="127.0.0.1", alias="HOST")
     port: int = Field(default=3000, alias="PORT")
     metrics_token: SecretStr | None = Field(default=None, alias="METRICS_TOKEN")
+    payload_retention_days: float = Field(default=7.0, alias="PAYLOAD_RETENTION_DAYS", gt=0)
+    delivery_retention_days: float = Field(default=30.0, alias="DELIVERY_RETENTION_DAYS", gt=0)
+    recovery_interval_seconds: float = Field(default=600.0, alias="RECOVERY_INTERVAL_SECONDS", gt=0)
 
     @field_validator("database_url")
     @classmethod

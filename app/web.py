@@ -23,9 +23,9 @@ from sqlalchemy import text
 from app.database import Database
 from app.github import GitHubClient
 from app.intake import MAX_BODY_BYTES, DeliveryWriter, IncomingDelivery, verify_signature
-from app.maintenance import Maintenance
+from app.maintenance import Maintenance, Retention
 from app.metrics import Metrics
-from app.outbox import Outbox
+from app.outbox import Outbox, effect_counts
 from app.payloads import describe
 from app.queue import IGNORED, PENDING, release_all_leases
 from app.services import Services, create_services
@@ -149,6 +149,9 @@ async def serve_metrics(request: web.Request) -> web.Response:
             return _answer(401, "metrics need Authorization: Bearer METRICS_TOKEN")
     if WORKER in request.app:
         await request.app[WORKER].refresh_gauges()
+    counts = await asyncio.to_thread(effect_counts, request.app[DATABASE])
+    request.app[METRICS].outbox_pending.set(counts.get("pending", 0))
+    request.app[METRICS].outbox_failed_total.set(counts.get("failed", 0))
     body = generate_latest(request.app[METRICS].registry)
     return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
 
@@ -237,7 +240,14 @@ def create_app(
             app[GITHUB] = services.github
             assert settings.app_id is not None
             app[OUTBOX] = Outbox(database, services.github, app[METRICS], app_id=settings.app_id, clock=clock)
-        app[MAINTENANCE] = Maintenance(database, services.github, clock=clock)
+        retention = Retention(settings.payload_retention_days, settings.delivery_retention_days)
+        app[MAINTENANCE] = Maintenance(
+            database,
+            services.github,
+            clock=clock,
+            retention=retention,
+            recovery_every=settings.recovery_interval_seconds,
+        )
     app.cleanup_ctx.append(_lifecycle)
     app.router.add_post("/webhooks", receive_webhook)
     app.router.add_get("/healthz", health)
