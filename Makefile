@@ -1,8 +1,8 @@
-# The two jobs a fresh machine needs: `make serve` (once the server lands) and `make test`.
+# The two jobs a fresh machine needs: `make serve` and `make test`.
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup test lint pytest bench diagram
+.PHONY: setup serve test lint pytest bench diagram
 
 $(BIN)/railyard: pyproject.toml
 	python3 -m venv $(VENV)
@@ -11,6 +11,10 @@ $(BIN)/railyard: pyproject.toml
 	touch $@
 
 setup: $(BIN)/railyard
+
+# Runs the server, worker, outbox and housekeeping in one process, on SQLite by default.
+serve: setup
+	$(BIN)/railyard serve
 
 lint: setup
 	$(BIN)/ruff check .
@@ -25,6 +29,8 @@ test: lint pytest
 
 bench: setup
 	$(BIN)/python bench/core.py --postgres "$$(./scripts/postgres-for-tests)"
+	command -v wrk >/dev/null || apt-get install -y wrk
+	$(BIN)/python bench/intake.py --postgres "$$(./scripts/postgres-for-tests)"
 
 diagram: setup
 	$(BIN)/python scripts/render-diagram.py
