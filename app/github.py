@@ -239,6 +239,14 @@ class GitHubClient:
         **path: Any,
     ) -> Any:
         """Call one endpoint; the decoded JSON body (None for an empty one)."""
+        endpoint, installation_id, url = self._prepare(name, installation_id, path)
+        response = await self._send(endpoint, name, url, installation_id, params, json)
+        return self._decode(name, installation_id, response)
+
+    def _prepare(
+        self, name: str, installation_id: int | None, path: Mapping[str, Any]
+    ) -> tuple[Endpoint, int | None, str]:
+        """The endpoint, the identity to call as, and the URL; fails fast while rate-limited."""
         endpoint = ENDPOINTS[name]
         if endpoint.permission is None:
             installation_id = None
@@ -246,20 +254,13 @@ class GitHubClient:
         if until is not None:
             raise RateLimited(f"{name}: rate-limited for installation {installation_id}", retry_at=until)
         url = endpoint.path.format(**{k: str(v).strip("/") for k, v in path.items()}).lstrip("/")
-        response = await self._send(endpoint, name, url, installation_id, params, json)
-        return self._decode(name, installation_id, response)
+        return endpoint, installation_id, url
 
     async def call_page(
         self, name: str, installation_id: int | None, *, params: Mapping[str, Any] | None = None, **path: Any
     ) -> tuple[Any, dict[str, str] | None]:
         """Like `call` for a list endpoint; also the query of the `rel="next"` page, if any."""
-        endpoint = ENDPOINTS[name]
-        if endpoint.permission is None:
-            installation_id = None
-        until = self.blocked_until(installation_id)
-        if until is not None:
-            raise RateLimited(f"{name}: rate-limited for installation {installation_id}", retry_at=until)
-        url = endpoint.path.format(**{k: str(v).strip("/") for k, v in path.items()}).lstrip("/")
+        endpoint, installation_id, url = self._prepare(name, installation_id, path)
         response = await self._send(endpoint, name, url, installation_id, params, None)
         data = self._decode(name, installation_id, response)
         following = response.links.get("next", {}).get("url")

@@ -10,6 +10,20 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+SUBSCRIBED_EVENTS = (
+    "issue_comment",
+    "issues",
+    "pull_request",
+    "push",
+    "check_suite",
+    "check_run",
+    "deployment",
+    "deployment_status",
+    "merge_group",
+)
+"""The events the app subscribes to (installation events arrive without subscribing, and ping)."""
+UNLISTED_EVENTS = ("installation", "installation_repositories", "ping")
+
 
 def dig(payload: Any, *path: str) -> Any:
     """The value at `path`, or None when any step is missing or not an object."""

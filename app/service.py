@@ -145,14 +145,17 @@ class TicketService:
         if isinstance(decision, Refusal):
             # Only commands have an outcome worth replaying; observations are deduplicated by the rails.
             if not decision.transient and isinstance(context, Context):
-                _record_refusal(connection, key, row.id if row else None, ticket, change, context, decision)
+                ticket_id = row.id if row else None
+                _record_operation(
+                    connection, key, ticket_id, change, context, ticket.revision, refusal=decision
+                )
             return Outcome(context.operation_id, key, ticket.revision, refusal=decision)
         if not decision:
             return Outcome(context.operation_id, key, ticket.revision)
         after = apply_all(ticket, decision)
         ticket_id = _save_ticket(connection, row.id if row else None, ticket, after, context)
         _append(connection, ticket_id, ticket, decision)
-        _record_applied(connection, key, ticket_id, ticket, after, change, context)
+        _record_operation(connection, key, ticket_id, change, context, after.revision, ticket.revision + 1)
         return Outcome(context.operation_id, key, after.revision, events=decision)
 
     def _stale(
@@ -356,42 +359,17 @@ def _actor(context: ChangeContext) -> str:
     return context.actor.login if isinstance(context, Context) else context.actor
 
 
-def _record_applied(
-    connection: Connection,
-    key: TicketKey,
-    ticket_id: int,
-    before: Ticket,
-    after: Ticket,
-    change: Change,
-    context: ChangeContext,
-) -> None:
-    connection.execute(
-        insert(operations),
-        {
-            "operation_id": context.operation_id,
-            "repository": key.repository,
-            "number": key.number,
-            "ticket_id": ticket_id,
-            "change": _change_name(change),
-            "actor": _actor(context),
-            "outcome": "applied",
-            "revision": after.revision,
-            "first_revision": before.revision + 1,
-            "policy_version": context.policy_version,
-            "at": context.at,
-        },
-    )
-
-
-def _record_refusal(
+def _record_operation(
     connection: Connection,
     key: TicketKey,
     ticket_id: int | None,
-    ticket: Ticket,
     change: Change,
     context: ChangeContext,
-    refusal: Refusal,
+    revision: int,
+    first_revision: int | None = None,
+    refusal: Refusal | None = None,
 ) -> None:
+    """The operation's outcome, replayed when the same operation id comes again."""
     connection.execute(
         insert(operations),
         {
@@ -401,12 +379,12 @@ def _record_refusal(
             "ticket_id": ticket_id,
             "change": _change_name(change),
             "actor": _actor(context),
-            "outcome": "refused",
-            "revision": ticket.revision,
-            "first_revision": None,
-            "refusal_code": refusal.code.value,
-            "refusal_reason": refusal.reason,
-            "refusal_hint": refusal.hint,
+            "outcome": "refused" if refusal else "applied",
+            "revision": revision,
+            "first_revision": first_revision,
+            "refusal_code": refusal.code.value if refusal else None,
+            "refusal_reason": refusal.reason if refusal else None,
+            "refusal_hint": refusal.hint if refusal else None,
             "policy_version": context.policy_version,
             "at": context.at,
         },

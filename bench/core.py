@@ -17,15 +17,13 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from sqlalchemy import text
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from app.database import Database
 from app.service import TicketService
 from policies.commands import Accept, Claim, Command, Deliver, Publish, SendBack
 from policies.model import Actor, TicketKey
-from tests.fakes import REQUESTER, REVIEWER, RUNNER, Comments
+from tests.fakes import REQUESTER, REVIEWER, RUNNER, Comments, reset_schema
 
 TRANSITIONS_PER_TICKET = 6
 
@@ -90,9 +88,7 @@ def main() -> None:
         sqlite.close()
     if args.postgres:
         postgres = Database(args.postgres)
-        with postgres.engine.begin() as connection:
-            connection.execute(text("DROP SCHEMA public CASCADE"))
-            connection.execute(text("CREATE SCHEMA public"))
+        reset_schema(postgres)
         postgres.migrate()
         for threads in args.threads:
             measure(postgres, args.tickets, threads, "postgresql")

@@ -26,7 +26,6 @@ import time
 from pathlib import Path
 
 import aiohttp
-from sqlalchemy import text
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -34,7 +33,7 @@ sys.path.insert(0, str(ROOT))
 from app.database import Database
 from app.intake import IncomingDelivery, sign, write_batch
 from app.queue import queue_depth
-from tests.fakes import WEBHOOK_SECRET, ServerProcess, example, private_key_pem
+from tests.fakes import WEBHOOK_SECRET, ServerProcess, example, private_key_pem, reset_schema
 
 PAYLOAD_BYTES = 13 * 1024
 WRK_SCRIPT = """
@@ -205,9 +204,7 @@ def main() -> None:
         asyncio.run(bench("sqlite", f"sqlite:///{folder}/intake.db", Path(folder), args.seconds))
     if args.postgres:
         database = Database(args.postgres)
-        with database.engine.begin() as connection:
-            connection.execute(text("DROP SCHEMA public CASCADE"))
-            connection.execute(text("CREATE SCHEMA public"))
+        reset_schema(database)
         database.close()
         with tempfile.TemporaryDirectory() as folder:
             asyncio.run(bench("postgresql", args.postgres, Path(folder), args.seconds))

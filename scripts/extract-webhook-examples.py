@@ -11,21 +11,13 @@ import json
 import sys
 from pathlib import Path
 
-EVENTS = [
-    "issue_comment",
-    "issues",
-    "pull_request",
-    "push",
-    "check_suite",
-    "check_run",
-    "deployment",
-    "deployment_status",
-    "merge_group",
-    "installation",
-    "installation_repositories",
-    "ping",
-]
-TARGET = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "webhooks"
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from app.payloads import SUBSCRIBED_EVENTS, UNLISTED_EVENTS
+
+EVENTS = (*SUBSCRIBED_EVENTS, *UNLISTED_EVENTS)
+ROOT = Path(__file__).resolve().parents[1]
+TARGET = ROOT / "tests" / "fixtures" / "webhooks"
 
 
 def main(package: Path) -> None:

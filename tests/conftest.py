@@ -15,6 +15,7 @@ import pytest
 from sqlalchemy import text
 
 from app.database import Database
+from tests.fakes import reset_schema
 
 APPEND_ONLY_AND_OTHER_TABLES = (
     "operations, delivery_records, attempts, ticket_events, tickets, "
@@ -37,9 +38,7 @@ def postgres_database() -> Iterator[Database]:
     if url is None:
         pytest.skip("PostgreSQL not available: set RAILYARD_TEST_POSTGRES_URL (make test does)")
     database = Database(url, pool_size=12)
-    with database.engine.begin() as connection:
-        connection.execute(text("DROP SCHEMA public CASCADE"))
-        connection.execute(text("CREATE SCHEMA public"))
+    reset_schema(database)
     database.migrate()
     yield database
     database.close()

@@ -22,6 +22,7 @@ import aiohttp
 from aiohttp import web
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
+from sqlalchemy import text
 
 from app.database import Database
 from app.intake import sign
@@ -248,3 +249,10 @@ def token_response(token: str = "ghs_test_token", minutes: int = 60) -> dict[str
         "permissions": {"issues": "write"},
         "repository_selection": "all",
     }
+
+
+def reset_schema(database: Database) -> None:
+    """Empty a PostgreSQL test database completely (then `migrate` builds it again)."""
+    with database.engine.begin() as connection:
+        connection.execute(text("DROP SCHEMA public CASCADE"))
+        connection.execute(text("CREATE SCHEMA public"))

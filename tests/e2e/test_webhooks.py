@@ -9,24 +9,12 @@ import pytest
 
 from app.database import Database
 from app.installations import active_repositories, installation_status
+from app.payloads import SUBSCRIBED_EVENTS, UNLISTED_EVENTS
 from app.queue import list_deliveries
 from tests.fakes import FIXTURES, app_settings, drained, example, running_server, signed_headers
 
 PING = example("api.github.com", "ping", "01-none.json")
-SUBSCRIBED = [
-    "issue_comment",
-    "issues",
-    "pull_request",
-    "push",
-    "check_suite",
-    "check_run",
-    "deployment",
-    "deployment_status",
-    "merge_group",
-    "installation",
-    "installation_repositories",
-    "ping",
-]
+SUBSCRIBED = (*SUBSCRIBED_EVENTS, *UNLISTED_EVENTS)
 
 
 @pytest.fixture
