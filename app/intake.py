@@ -36,7 +36,7 @@ def verify_signature(body: bytes, header: str | None, secrets: Sequence[bytes]) 
     given = header[len("sha256=") :].strip().lower().encode("ascii", "replace")
     matched = False
     for secret in secrets:
-        expected = hmac.new(secret, body, hashlib.sha256).hexdigest().encode()
+        expected = hmac.digest(secret, body, "sha256").hex().encode()
         matched |= hmac.compare_digest(expected, given)
     return matched
 

@@ -8,7 +8,15 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 class Metrics:
     """Every metric railyard exports."""
 
+    def count_received(self, event: str, outcome: str) -> None:
+        """One more webhook answered (the labelled child is looked up once per pair)."""
+        child = self._received.get((event, outcome))
+        if child is None:
+            child = self._received[(event, outcome)] = self.received.labels(event, outcome)
+        child.inc()
+
     def __init__(self) -> None:
+        self._received: dict[tuple[str, str], Counter] = {}
         self.registry = CollectorRegistry()
         r = self.registry
         self.received = Counter(

@@ -49,6 +49,9 @@ MAINTENANCE: web.AppKey[Maintenance] = web.AppKey("maintenance", Maintenance)
 CLOCK: web.AppKey[Callable[[], float]] = web.AppKey("clock", object)  # type: ignore[arg-type]
 
 
+SETUP_MODE_MESSAGE = "railyard is in setup mode: set APP_ID, PRIVATE_KEY and WEBHOOK_SECRET, then restart it"
+
+
 def _answer(status: int, message: str, **extra: Any) -> web.Response:
     body = orjson.dumps({"message": message, **extra})
     return web.Response(status=status, body=body, content_type="application/json")
@@ -59,14 +62,17 @@ async def receive_webhook(request: web.Request) -> web.Response:
     app = request.app
     started = time.perf_counter()
     if not app[SETTINGS].configured:
-        return _answer(503, "railyard is in setup mode: register the app first (see the server log)")
+        return _answer(503, SETUP_MODE_MESSAGE)
     event = request.headers.get("X-GitHub-Event", "").strip()
     delivery_id = request.headers.get("X-GitHub-Delivery", "").strip()
     if not event or not delivery_id or len(delivery_id) > 200 or len(event) > 100:
         return _reject(app, event, 400, "missing or malformed X-GitHub-Event / X-GitHub-Delivery headers")
     if (request.content_length or 0) > MAX_BODY_BYTES:
         return _reject(app, event, 413, "payload larger than 25 MB")
-    body = await request.read()
+    try:
+        body = await request.read()
+    except web.HTTPRequestEntityTooLarge:
+        return _reject(app, event, 413, "payload larger than 25 MB")
     secrets: list[bytes] = app[SECRETS]
     if not verify_signature(body, request.headers.get("X-Hub-Signature-256"), secrets):
         return _reject(app, event, 401, "missing or wrong X-Hub-Signature-256")
@@ -96,7 +102,7 @@ async def receive_webhook(request: web.Request) -> web.Response:
     except Exception:
         log.exception("could not store a delivery", delivery_id=delivery_id, github_event=event)
         return _answer(503, "could not store the delivery; GitHub can redeliver it", delivery=delivery_id)
-    app[METRICS].received.labels(event, "stored" if stored else "duplicate").inc()
+    app[METRICS].count_received(event, "stored" if stored else "duplicate")
     app[METRICS].ack_seconds.observe(time.perf_counter() - started)
     if not stored:
         return web.Response(status=200, body=_ALREADY_STORED, content_type="application/json")
@@ -110,7 +116,7 @@ _ALREADY_STORED = orjson.dumps({"message": "already stored"})
 
 
 def _reject(app: web.Application, event: str, status: int, message: str) -> web.Response:
-    app[METRICS].received.labels(event or "unknown", "rejected").inc()
+    app[METRICS].count_received(event or "unknown", "rejected")
     return _answer(status, message)
 
 
