@@ -57,6 +57,7 @@ ENDPOINTS: dict[str, Endpoint] = {
     ),
     "get_file": Endpoint("GET", "/repos/{repository}/contents/{path}", ("contents", "read")),
     "get_branch": Endpoint("GET", "/repos/{repository}/branches/{branch}", ("contents", "read")),
+    "get_commit": Endpoint("GET", "/repos/{repository}/commits/{ref}", ("contents", "read")),
     "compare": Endpoint("GET", "/repos/{repository}/compare/{base}...{head}", ("contents", "read")),
     "get_issue": Endpoint("GET", "/repos/{repository}/issues/{number}", ("issues", "write")),
     "list_comments": Endpoint("GET", "/repos/{repository}/issues/{number}/comments", ("issues", "write")),

@@ -80,7 +80,8 @@ async def _work(settings: Settings, database: Database, concurrency: int, github
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
     metrics = Metrics()
-    worker = Worker(create_services(database, github=github), ROUTER, metrics, concurrency=concurrency)
+    services = create_services(database, github=github, app_id=settings.app_id)
+    worker = Worker(services, ROUTER, metrics, concurrency=concurrency)
     tasks = [asyncio.create_task(worker.run(stop), name="railyard-worker")]
     if github is not None and settings.app_id is not None:
         await github.start()

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, insert, select, update
+from sqlalchemy import Connection, bindparam, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from app.codec import event_from_row, ticket_from_data, ticket_to_data
@@ -188,6 +188,38 @@ class TicketService:
                 .order_by(events_table.c.revision)
             ).mappings()
             return [RecordedEvent(row["revision"], event_from_row(dict(row))) for row in rows]
+
+    def commands_since(self, repository: str, actor: str, since: datetime) -> int:
+        """How many commands (applied or refused) `actor` ran in `repository` since `since`."""
+        with self.database.read() as connection:
+            return int(
+                connection.execute(
+                    select(func.count())
+                    .select_from(operations)
+                    .where(
+                        operations.c.repository == repository.casefold(),
+                        func.lower(operations.c.actor) == actor.casefold(),
+                        operations.c.change.like("/%"),
+                        operations.c.at >= since,
+                    )
+                ).scalar_one()
+            )
+
+    def refusals_since(self, repository: str, actor: str, since: datetime) -> int:
+        """How many commands by `actor` in `repository` were refused since `since`."""
+        with self.database.read() as connection:
+            return int(
+                connection.execute(
+                    select(func.count())
+                    .select_from(operations)
+                    .where(
+                        operations.c.repository == repository.casefold(),
+                        func.lower(operations.c.actor) == actor.casefold(),
+                        operations.c.outcome == "refused",
+                        operations.c.at >= since,
+                    )
+                ).scalar_one()
+            )
 
     def refusals(self, key: TicketKey) -> list[dict[str, Any]]:
         """Refused commands on the ticket (issue), oldest first: the `command_rejected` audit."""

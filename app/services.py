@@ -22,6 +22,7 @@ class Services:
     clock: Callable[[], float] = field(default=time.time)
     github: GitHubClient | None = None
     configs: ConfigLoader | None = None
+    app_id: int | None = None
 
 
 def config_fetcher(github: GitHubClient) -> Callable[[int, str], Awaitable[RepoFile | None]]:
@@ -41,10 +42,18 @@ def config_fetcher(github: GitHubClient) -> Callable[[int, str], Awaitable[RepoF
 
 
 def create_services(
-    database: Database, clock: Callable[[], float] = time.time, github: GitHubClient | None = None
+    database: Database,
+    clock: Callable[[], float] = time.time,
+    github: GitHubClient | None = None,
+    app_id: int | None = None,
 ) -> Services:
     """Wire the collaborators for one process."""
     configs = ConfigLoader(config_fetcher(github)) if github is not None else None
     return Services(
-        database=database, tickets=TicketService(database), clock=clock, github=github, configs=configs
+        database=database,
+        tickets=TicketService(database),
+        clock=clock,
+        github=github,
+        configs=configs,
+        app_id=app_id,
     )

@@ -225,6 +225,7 @@ def create_app(
     router: Router = ROUTER,
     clock: Callable[[], float] = time.time,
     run_worker: bool = True,
+    outbox_spacing: float = 1.0,
 ) -> web.Application:
     """Build the server and everything it runs; nothing connects until it starts."""
     app = web.Application(client_max_size=MAX_BODY_BYTES, middlewares=[_never_a_traceback])
@@ -232,7 +233,7 @@ def create_app(
     metrics = Metrics()
     if services is None:
         github = GitHubClient(settings, metrics, clock=clock) if settings.configured else None
-        services = create_services(database, clock, github)
+        services = create_services(database, clock, github, settings.app_id)
     app[SETTINGS] = settings
     app[DATABASE] = database
     app[METRICS] = metrics
@@ -245,7 +246,14 @@ def create_app(
         if services.github is not None:
             app[GITHUB] = services.github
             assert settings.app_id is not None
-            app[OUTBOX] = Outbox(database, services.github, app[METRICS], app_id=settings.app_id, clock=clock)
+            app[OUTBOX] = Outbox(
+                database,
+                services.github,
+                app[METRICS],
+                app_id=settings.app_id,
+                clock=clock,
+                spacing=outbox_spacing,
+            )
         retention = Retention(settings.payload_retention_days, settings.delivery_retention_days)
         app[MAINTENANCE] = Maintenance(
             database,

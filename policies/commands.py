@@ -37,8 +37,9 @@ class AcceptMode(StrEnum):
 
 @dataclass(frozen=True)
 class Draft:
-    """`/draft`: make the issue a draft ticket."""
+    """`/draft`: make the issue a draft ticket; `via_label`: it carries the configured ticket label."""
 
+    via_label: bool = False
     name: ClassVar[CommandName] = CommandName.DRAFT
 
 
@@ -119,3 +120,6 @@ class Context:
     high_risk: bool = False
     self_verification: SelfVerification = SelfVerification.EXPLICIT
     environments: tuple[str, ...] = ("production",)
+    commands_last_hour: int = 0
+    commands_per_hour: int | None = None
+    config_error: str | None = None

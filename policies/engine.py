@@ -54,6 +54,22 @@ def holds(ticket: Ticket, ctx: Context, qualification: Qualification) -> bool:
 
 def decide(ticket: Ticket, command: Command, ctx: Context) -> Decision:
     """Events that carry out the command, or a refusal saying why and what would work."""
+    if ctx.config_error is not None:
+        return Refusal(
+            RefusalCode.CONFIG_ERROR,
+            f"{_name(command)}: .github/railyard.yml has problems, so commands are refused until it is fixed:"
+            f"\n{ctx.config_error}",
+            "Fix the file on the default branch, then run the command again.",
+        )
+    if ctx.commands_per_hour is not None and ctx.commands_last_hour >= ctx.commands_per_hour:
+        return Refusal(
+            RefusalCode.BUDGET,
+            f"{_name(command)}: @{ctx.actor.login} has run {ctx.commands_last_hour} commands here "
+            f"in the last hour; the limit is {ctx.commands_per_hour}.",
+            "Wait a while, or ask a maintainer to raise limits.commands_per_hour.",
+        )
+    if isinstance(command, Draft) and command.via_label:
+        return _draft_by_label(ticket, ctx)
     variant = command.mode if isinstance(command, Accept) else None
     rows = rows_for(command.name, variant)
     if not ticket.exists and not any(None in row.sources for row in rows):
@@ -121,6 +137,21 @@ Guard = Callable[[Ticket, Any, Context, Transition, Qualification], Decision]
 def _draft(ticket: Ticket, command: Draft, ctx: Context, row: Transition, used: Qualification) -> Decision:
     data = {"via": "draft", "environments": list(ctx.environments)}
     return (_event(EventType.CREATED, ctx, used, data),)
+
+
+LABEL = "ticket_label"
+"""The "role" recorded when the configured ticket label, not a person's role, created the ticket."""
+
+
+def _draft_by_label(ticket: Ticket, ctx: Context) -> Decision:
+    """Labelling an issue with the ticket label makes it a draft ticket, once; later labels change nothing."""
+    if ticket.exists:
+        return ()
+    data = {"via": "label", "environments": list(ctx.environments)}
+    event = Event(
+        EventType.CREATED, ctx.actor.login, LABEL, ctx.at, ctx.operation_id, ctx.policy_version, data
+    )
+    return (event,)
 
 
 def _publish(

@@ -22,6 +22,9 @@ class RefusalCode(StrEnum):
     NO_PROGRESS = "no_progress"
     STALE_DECISION = "stale_decision"
     STALE_REVISION = "stale_revision"
+    BUDGET = "over_budget"
+    CANNOT_VERIFY = "cannot_verify"
+    CONFIG_ERROR = "config_error"
 
 
 @dataclass(frozen=True)

@@ -124,3 +124,17 @@ def mermaid_diagram(transitions: tuple[Transition, ...] = TRANSITIONS) -> str:
             start = "[*]" if source is None else source.value
             lines.append(f"    {start} --> {row.target.value}: {label} ({who})")
     return "\n".join(lines) + "\n"
+
+
+def next_steps(state: WorkState | None) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """What can happen next from `state`: (command as typed, who may run it), in table order."""
+    steps = []
+    for row in TRANSITIONS:
+        if state in row.sources:
+            label = f"/{row.command.value}"
+            if row.variant is AcceptMode.SELF:
+                label += " --self"
+            elif row.variant is AcceptMode.OVERRIDE:
+                label += " --override REASON"
+            steps.append((label, tuple(q.value for q in row.allowed)))
+    return tuple(steps)

@@ -1097,6 +1097,18 @@ async def get_branch(request: web.Request) -> web.Response:
     return _json(_render(request).branch(repository, name))
 
 
+async def get_commit(request: web.Request) -> web.Response:
+    """A commit named by a branch, or by a full or abbreviated sha of a branch or PR head."""
+    repository, ref = _repository(request), request.match_info["ref"]
+    known = {*repository.branches.values(), *(p.head_sha for p in repository.pulls.values() if p.head_sha)}
+    sha = repository.branches.get(ref) or next(
+        (s for s in known if len(ref) >= 7 and s.startswith(ref.lower())), None
+    )
+    if sha is None:
+        raise GitHubError(422, f"No commit found for SHA: {ref}")
+    return _json(_render(request).commit(repository.full_name, sha))
+
+
 async def get_pull(request: web.Request) -> web.Response:
     repository = _repository(request)
     if (pull := repository.pulls.get(int(request.match_info["number"]))) is None:
@@ -1298,6 +1310,7 @@ def create_standin(state: StandinState | None = None) -> web.Application:
         ("POST", repo + "/check-runs", create_check_run, token, "checks:write"),
         ("PATCH", repo + "/check-runs/{check_run_id:\\d+}", update_check_run, token, "checks:write"),
         ("GET", repo + "/commits/{ref:.+}/check-runs", list_check_runs, token, "checks:read"),
+        ("GET", repo + "/commits/{ref:[^/]+}", get_commit, token, "contents:read"),
         ("GET", team + "/memberships/{username}", get_team_membership, token, "members:read"),
         ("GET", repo + "/collaborators/{username}/permission", get_collaborator_permission, token, None),
         ("GET", repo + "/branches/{branch:.+}", get_branch, token, None),

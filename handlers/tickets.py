@@ -1,0 +1,38 @@
+"""`issues` events: an issue opened or labelled with the configured ticket label becomes a draft ticket."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from app.payloads import dig, dig_int, dig_str
+from app.services import Services
+from handlers.routing import Router, WebhookEvent
+from policies.commands import Context, Draft
+from policies.model import Actor, TicketKey
+
+router = Router()
+
+
+@router.register("issues", "opened", "labeled")
+async def on_issue_labelled(event: WebhookEvent, services: Services) -> None:
+    """Create the draft ticket when the issue carries `tickets.label` (nothing else creates one)."""
+    repository = dig_str(event.payload, "repository", "full_name")
+    number = dig_int(event.payload, "issue", "number")
+    if services.configs is None or event.installation_id is None or repository is None or number is None:
+        return
+    loaded = await services.configs.load(event.installation_id, repository)
+    label = loaded.config.tickets.label
+    labels = dig(event.payload, "issue", "labels")
+    names = {dig_str(item, "name") for item in labels} if isinstance(labels, list) else set()
+    if label is None or loaded.error is not None or label not in names:
+        return
+    sender = dig_str(event.payload, "sender", "login") or "github"
+    context = Context(
+        actor=Actor(sender),
+        # One ticket per issue, however often the label comes and goes.
+        operation_id=f"ticket-label:{repository.casefold()}#{number}",
+        at=datetime.fromtimestamp(services.clock(), UTC),
+        policy_version=loaded.policy_version,
+        environments=loaded.config.deployments.environments,
+    )
+    services.tickets.execute(TicketKey(repository, number), Draft(via_label=True), context)

@@ -1,0 +1,74 @@
+"""Which tickets a pull request's body links (SPEC: "The repository rail", Links).
+
+A link is a keyword followed by a reference to an issue of this repository:
+
+- closing keywords, every form GitHub knows: close, closes, closed, fix, fixes, fixed,
+  resolve, resolves, resolved;
+- reference keywords, which link without closing: ref, refs, references;
+
+in any case, optionally followed by a colon, then at least one space or tab, then one of
+`#12`, `owner/repo#12` or `https://github.com/owner/repo/issues/12`, where owner/repo is
+this repository (compared without case). One keyword links one reference: `Fixes #1, fixes
+#2` links both, `Fixes #1 and #2` only #1, as on GitHub. A bare `#12` links nothing, and
+neither do references in code spans, fenced or indented code, or HTML comments (the
+scanner in `policies.parser` decides what is code or hidden). Quoted text counts.
+"""
+
+from __future__ import annotations
+
+import re
+
+from policies.parser import LineKind, scan_markdown
+
+CLOSING_KEYWORDS: tuple[str, ...] = (
+    "close",
+    "closes",
+    "closed",
+    "fix",
+    "fixes",
+    "fixed",
+    "resolve",
+    "resolves",
+    "resolved",
+)
+REFERENCE_KEYWORDS: tuple[str, ...] = ("ref", "refs", "references")
+
+_MAX_DIGITS = 10
+_LINK = re.compile(
+    r"(?<![\w-])(?:" + "|".join(CLOSING_KEYWORDS + REFERENCE_KEYWORDS) + r"):?[ \t]+"
+    r"(?:"
+    r"(?:(?P<slug>[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+))?#(?P<number>[0-9]+)"
+    r"|https?://(?P<host>[A-Za-z0-9.-]+(?::[0-9]+)?)/(?P<url_slug>[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)"
+    r"/issues/(?P<url_number>[0-9]+)"
+    r")(?!\w)",
+    re.IGNORECASE | re.ASCII,
+)
+
+
+def linked_issues(body: str | None, repository: str, *, web_host: str = "github.com") -> frozenset[int]:
+    """The issue numbers of `repository` ("owner/repo") that a PR body links by keyword.
+
+    `web_host` is the host of full issue URLs (a GitHub Enterprise Server's host, or
+    github.com).
+    """
+    if not body:
+        return frozenset()
+    numbers: set[int] = set()
+    for line in scan_markdown(body):
+        if line.kind in (LineKind.PROSE, LineKind.QUOTE):
+            numbers.update(_links_in(line.plain, repository.lower(), web_host.lower()))
+    return frozenset(numbers)
+
+
+def _links_in(text: str, repository: str, web_host: str) -> list[int]:
+    found = []
+    for match in _LINK.finditer(text):
+        if match.group("number") is not None:
+            slug, digits = match.group("slug"), match.group("number")
+            ours = slug is None or slug.lower() == repository
+        else:
+            slug, digits = match.group("url_slug"), match.group("url_number")
+            ours = slug.lower() == repository and match.group("host").lower() == web_host
+        if ours and len(digits) <= _MAX_DIGITS and int(digits) > 0:
+            found.append(int(digits))
+    return found

@@ -1,0 +1,345 @@
+"""Slash-commands end to end: signed `issue_comment` webhooks built from a real payload go
+into the real server; GitHub is the stand-in; the outcome is read from the database and from
+what GitHub was asked to do."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from app.database import Database
+from app.outbox import effect_counts
+from app.queue import list_deliveries, requeue
+from app.service import TicketService
+from policies.model import TicketKey
+from tests.fakes import app_settings, drained, example, running_server
+from tests.github_standin import StandinState, running_standin
+
+REPO = "acme/web"
+MAIN, FIX = "1" * 40, "f" * 40
+CONFIG = """
+roles:
+  requester: ["@acme/product"]
+  task_owner: ["@acme/leads"]
+  runner: ["@acme/agents", "coder-bot[bot]"]
+  reviewer: ["@acme/reviewers"]
+  repository_maintainer: ["@acme/maintainers"]
+  release_owner: ["@acme/release"]
+high_risk:
+  labels: ["risk:high"]
+"""
+MEMBERS = {
+    ("product", "rachel"): "active",
+    ("agents", "cody"): "active",
+    ("reviewers", "rita"): "active",
+    ("reviewers", "pat"): "pending",
+    ("maintainers", "max"): "active",
+}
+_comment_ids = itertools.count(5_000_000_001)
+
+
+def standin_state() -> StandinState:
+    """acme/web with a configuration file, teams, a branch, issues #12 and #13, PRs #34 and #35."""
+    state = StandinState()
+    state.add_installation(7, "acme")
+    repository = state.add_repository(REPO, files={".github/railyard.yml": CONFIG})
+    repository.branches.update({"main": MAIN, "agent/12-fix": FIX})
+    state.add_issue(REPO, 12, body="Make uploads resumable", assignees=["olivia"])
+    state.add_issue(REPO, 13, body="")
+    state.add_issue(REPO, 40, body="Not a ticket")
+    state.add_pull(REPO, 34, body="Fixes #12", head_ref="agent/12-fix", head_sha=FIX)
+    state.add_pull(REPO, 35, body="Fixes #12\nCloses #13", head_ref="agent/both", head_sha="e" * 40)
+    state.team_memberships.update({("acme", team, login): s for (team, login), s in MEMBERS.items()})
+    return state
+
+
+def comment_payload(
+    login: str, body: str, number: int, *, pr: bool = False, **comment: Any
+) -> dict[str, Any]:
+    """A real `issue_comment.created` payload, pointed at acme/web and the given issue or PR."""
+    payload = json.loads(example("api.github.com", "issue_comment", "02-created.json"))
+    comment_id = comment.pop("id", None) or next(_comment_ids)
+    payload["installation"] = {"id": 7, "node_id": "MDIzOkludGVncmF0aW9uSW5zdGFsbGF0aW9uNw=="}
+    payload["repository"]["full_name"], payload["repository"]["name"] = REPO, "web"
+    payload["issue"]["number"] = number
+    if pr:
+        payload["issue"]["pull_request"] = {"url": f"https://api.github.com/repos/{REPO}/pulls/{number}"}
+    created = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    payload["comment"].update({"id": comment_id, "body": body, "created_at": created, "updated_at": created})
+    payload["comment"]["user"].update({"login": login, "type": "User"})
+    payload["comment"].update(comment)
+    payload["sender"]["login"] = login
+    return payload
+
+
+@dataclass
+class World:
+    """The server, the stand-in and the database, with the verbs tests use."""
+
+    server: Any
+    github: StandinState
+    database: Database
+
+    def write(
+        self, login: str, body: str, number: int = 12, *, pr: bool = False, **extra: Any
+    ) -> dict[str, Any]:
+        """The comment exists on GitHub (the stand-in), and this is its webhook payload."""
+        user_type = "Bot" if login.endswith("[bot]") else "User"
+        written = self.github.add_comment(REPO, number, body, user=login, user_type=user_type)
+        payload = comment_payload(login, body, number, pr=pr, id=written.id, **extra)
+        payload["comment"]["user"]["type"] = user_type
+        return payload
+
+    async def say(self, login: str, body: str, number: int = 12, *, pr: bool = False, **extra: Any) -> int:
+        """`login` writes a comment; wait until it has been processed and answered."""
+        action = extra.pop("action", "created")
+        payload = self.write(login, body, number, pr=pr, **extra)
+        payload["action"] = action
+        response = await self.server.deliver("issue_comment", json.dumps(payload).encode())
+        assert response.status == 202
+        await self.settle()
+        return int(payload["comment"]["id"])
+
+    async def settle(self) -> None:
+        """Wait for the worker and the outbox to finish."""
+        await drained(self.database)
+        await self.outbox_settled()
+
+    async def outbox_settled(self) -> None:
+        """Wait until no GitHub write is pending."""
+        for _ in range(400):
+            if not effect_counts(self.database).get("pending"):
+                return
+            await asyncio.sleep(0.025)
+        raise TimeoutError("outbox effects still pending")
+
+    def ticket(self, number: int = 12) -> Any:
+        return TicketService(self.database).load(TicketKey(REPO, number))
+
+    def replies(self, number: int = 12) -> list[str]:
+        """What railyard wrote on the issue (or PR)."""
+        return [c.body for c in self.github.comments.values() if c.issue_number == number and c.app_id]
+
+    def reactions_to(self, comment_id: int) -> list[str]:
+        return [r.content for r in self.github.reactions if r.comment_id == comment_id]
+
+
+@pytest.fixture
+async def world(tmp_path: Path) -> AsyncIterator[World]:
+    """A configured server talking to the stand-in."""
+    state = standin_state()
+    async with running_standin(state) as standin:
+        url = f"sqlite:///{tmp_path}/railyard.db"
+        settings = app_settings(url, GITHUB_API_URL=standin.url, APP_ID="1")
+        async with running_server(settings, outbox_spacing=0.0) as server:
+            yield World(server, state, Database(url))
+
+
+async def test_a_whole_lifecycle_runs_from_comments_with_roles_from_teams(world: World) -> None:
+    """publish, claim, deliver, accept: each by someone holding the role, each acknowledged."""
+    published = await world.say("rachel", "/publish")
+    ticket = world.ticket()
+    assert (ticket.work.value, ticket.owner) == ("open", "olivia")
+    claimed = await world.say("cody", "/claim --check-in 60")
+    assert world.ticket().claimant == "cody"
+    assert "cody" in world.github.repositories[REPO].issues[12].assignees
+    delivered = await world.say(
+        "cody", "/deliver branch=agent/12-fix\nUploads now resume after a dropped connection."
+    )
+    delivery = world.ticket().last_delivery
+    assert (delivery.commit, delivery.branch) == (FIX, "agent/12-fix")
+    assert delivery.summary.startswith("Uploads now resume")
+    accepted = await world.say("rita", "/accept")
+    ticket = world.ticket()
+    assert ticket.work.value == "accepted"
+    assert (ticket.review.reviewer, ticket.review.kind.value, ticket.review.commit) == (
+        "rita",
+        "independent",
+        FIX,
+    )
+    for comment_id in (published, claimed, delivered, accepted):
+        assert world.reactions_to(comment_id) == ["+1"]
+    assert world.replies() == []
+
+
+async def test_a_command_without_the_role_is_refused_with_a_reply_and_changes_nothing(world: World) -> None:
+    """nora holds no role: her /claim is explained and the ticket stays open."""
+    await world.say("rachel", "/publish")
+    await world.say("nora", "/claim")
+    assert world.ticket().work.value == "open" and world.ticket().revision == 2
+    [reply] = world.replies()
+    assert "/claim" in reply and "Refused" in reply and "runner" in reply
+
+
+async def test_a_pending_team_membership_grants_nothing(world: World) -> None:
+    """Only an active membership counts: pat's invitation is still pending."""
+    await world.say("rachel", "/publish")
+    await world.say("cody", "/claim")
+    await world.say("cody", "/deliver branch=agent/12-fix\nDone.")
+    await world.say("pat", "/accept")
+    assert world.ticket().work.value == "delivered"
+    assert "reviewer" in world.replies()[-1]
+
+
+async def test_a_member_removed_after_commenting_is_refused_at_execution(world: World) -> None:
+    """Roles are checked when the command runs, not when the comment was written."""
+    await world.say("rachel", "/publish")
+    del world.github.team_memberships[("acme", "product", "rachel")]
+    await world.say("rachel", "/draft", number=13)
+    assert world.ticket(13) is None
+    assert "Refused" in world.replies(13)[-1]
+
+
+async def test_when_roles_cannot_be_verified_the_command_waits_and_is_not_refused_for_good(
+    world: World,
+) -> None:
+    """403 on team membership: a plain explanation, a retry later, never a silent yes or no."""
+    await world.say("rachel", "/publish")
+    world.github.installations[7].permissions.pop("members", None)
+    payload = world.write("cody", "/claim", 12)
+    await world.server.deliver("issue_comment", json.dumps(payload).encode(), "cannot-verify")
+    await drained_or_retrying(world.database, "cannot-verify")
+    await world.outbox_settled()
+    assert world.ticket().work.value == "open"
+    assert "cannot run this yet" in world.replies()[-1]
+    world.github.installations[7].permissions["members"] = "read"
+    requeue(world.database, ["cannot-verify"], 0.0)
+    await world.settle()
+    assert world.ticket().claimant == "cody"
+
+
+async def drained_or_retrying(database: Database, delivery_id: str) -> None:
+    """Wait until the delivery has been tried once (and put back for a retry)."""
+    for _ in range(200):
+        [stored] = [d for d in list_deliveries(database) if d["delivery_id"] == delivery_id]
+        if stored["attempts"] and stored["last_error"]:
+            return
+        await asyncio.sleep(0.025)
+    raise TimeoutError("the delivery was not tried")
+
+
+async def test_an_edited_comment_never_runs_a_command(world: World) -> None:
+    """Adding /accept by editing a comment does nothing."""
+    await world.say("rachel", "/publish")
+    await world.say("rachel", "Edited to say:\n/claim", action="edited")
+    assert world.ticket().work.value == "open" and world.replies() == []
+
+
+async def test_the_apps_own_comments_are_ignored(world: World) -> None:
+    """A comment written by railyard (even one quoting a command) never runs."""
+    await world.say("rachel", "/publish")
+    await world.say("railyard[bot]", "/claim", performed_via_github_app={"id": 1, "slug": "railyard"})
+    assert world.ticket().work.value == "open"
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "```\n/claim\n```",
+        "    /claim",
+        "> /claim",
+        "<!-- /claim -->",
+        "<!--\n/claim\n-->",
+    ],
+)
+async def test_commands_inside_code_quotes_and_html_comments_do_nothing(world: World, body: str) -> None:
+    """Only a command line outside code, quotes and HTML comments runs."""
+    await world.say("rachel", "/publish")
+    await world.say("cody", f"Some text first.\n\n{body}\n")
+    assert world.ticket().work.value == "open" and world.replies() == []
+
+
+async def test_the_same_comment_delivered_twice_runs_once(world: World) -> None:
+    """Two webhook deliveries of one comment: one claim, one event, one reaction."""
+    await world.say("rachel", "/publish")
+    payload = world.write("cody", "/claim", 12)
+    for delivery_id in ("first", "second"):
+        await world.server.deliver("issue_comment", json.dumps(payload).encode(), delivery_id)
+    await world.settle()
+    assert world.ticket().revision == 3
+    assert world.reactions_to(payload["comment"]["id"]) == ["+1"]
+
+
+async def test_a_command_on_a_pull_request_applies_to_its_linked_ticket(world: World) -> None:
+    """On PR #34 (Fixes #12), /deliver resolves the PR's head and moves #12."""
+    await world.say("rachel", "/publish")
+    await world.say("cody", "/claim")
+    await world.say("cody", "/deliver\nAll done in the PR.", number=34, pr=True)
+    delivery = world.ticket().last_delivery
+    assert (delivery.commit, delivery.pull_request) == (FIX, 34)
+
+
+async def test_a_pull_request_linking_several_tickets_needs_one_named(world: World) -> None:
+    """On PR #35 (#12 and #13), a bare /accept is refused; `/accept #12` names the ticket."""
+    await world.say("rachel", "/publish")
+    await world.say("cody", "/claim")
+    await world.say("cody", "/deliver branch=agent/12-fix\nDone.")
+    await world.say("rita", "/accept", number=35, pr=True)
+    assert world.ticket().work.value == "delivered"
+    assert "links several tickets" in world.replies(35)[-1]
+    await world.say("rita", "/accept #12", number=35, pr=True)
+    assert world.ticket().work.value == "accepted"
+
+
+async def test_help_on_an_issue_that_is_not_a_ticket_creates_nothing(world: World) -> None:
+    """/help answers with the command list and leaves the issue alone."""
+    await world.say("nora", "/help", number=40)
+    assert world.ticket(40) is None
+    [reply] = world.replies(40)
+    assert "/claim" in reply and "/send-back" in reply
+
+
+async def test_send_back_mentions_the_runner_and_keeps_the_claim(world: World) -> None:
+    """The reviewer's feedback reaches the runner; a new attempt starts."""
+    await world.say("rachel", "/publish")
+    await world.say("cody", "/claim")
+    await world.say("cody", "/deliver branch=agent/12-fix\nFirst try.")
+    await world.say("rita", "/send-back The upload still restarts from zero on <b>timeouts</b> @everyone")
+    ticket = world.ticket()
+    assert (ticket.work.value, ticket.claimant, ticket.attempt) == ("claimed", "cody", 2)
+    [note] = world.replies()
+    assert note.startswith("@cody") and "<b>" not in note and "@everyone" not in note
+
+
+async def test_a_near_miss_gets_a_hint(world: World) -> None:
+    """`/acept` is answered with the command it probably meant."""
+    await world.say("rachel", "/publish")
+    await world.say("rita", "/acept")
+    assert "/accept" in world.replies()[-1]
+
+
+async def test_delivering_a_branch_that_does_not_exist_is_refused(world: World) -> None:
+    """The commit is resolved through the API; a missing branch is explained."""
+    await world.say("rachel", "/publish")
+    await world.say("cody", "/claim")
+    await world.say("cody", "/deliver branch=nope\nDone.")
+    assert world.ticket().work.value == "claimed"
+    assert "branch nope was not found" in world.replies()[-1]
+
+
+async def test_the_ticket_label_makes_a_draft_ticket_once(world: World) -> None:
+    """issues.labeled with `tickets.label` creates a draft (revision 1); relabelling adds nothing."""
+    repository = world.github.repositories[REPO]
+    repository.files[".github/railyard.yml"] = CONFIG + "tickets:\n  label: railyard\n"
+    payload = json.loads(example("api.github.com", "issues", "10-labeled.json"))
+    payload["installation"] = {"id": 7}
+    payload["repository"]["full_name"] = REPO
+    payload["issue"]["number"] = 13
+    payload["issue"]["labels"] = [{"name": "bug"}]
+    await world.server.deliver("issues", json.dumps(payload).encode())
+    await world.settle()
+    assert world.ticket(13) is None
+    payload["issue"]["labels"] = [{"name": "bug"}, {"name": "railyard"}]
+    for _ in range(2):
+        await world.server.deliver("issues", json.dumps(payload).encode())
+    await world.settle()
+    ticket = world.ticket(13)
+    assert (ticket.work.value, ticket.revision) == ("draft", 1)

@@ -1,0 +1,117 @@
+"""Roles resolved through the GitHub API (respx): teams, logins, the permission fallback."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import httpx
+import pytest
+import respx
+
+from app.config import parse_repository_config
+from app.github import GitHubClient
+from app.metrics import Metrics
+from app.roles import CannotVerify, RoleResolver, roles_from_permission
+from policies.states import Role
+from tests.fakes import GITHUB_API, app_settings, private_key_pem, token_response
+
+REPO = "acme/web"
+MEMBERSHIP = f"{GITHUB_API}/orgs/acme/teams/{{team}}/memberships/{{login}}"
+PERMISSION = f"{GITHUB_API}/repos/{REPO}/collaborators/{{login}}/permission"
+
+
+@pytest.fixture
+async def github() -> AsyncIterator[GitHubClient]:
+    """A started client, its token request answered."""
+    settings = app_settings("sqlite://", GITHUB_API_URL=GITHUB_API, PRIVATE_KEY=private_key_pem())
+    client = GitHubClient(settings, Metrics())
+    await client.start()
+    with respx.mock:
+        respx.post(f"{GITHUB_API}/app/installations/7/access_tokens").mock(
+            return_value=httpx.Response(201, json=token_response())
+        )
+        yield client
+    await client.close()
+
+
+def membership(team: str, login: str, state: str | None, status: int = 200) -> None:
+    """GitHub's answer for one team membership (None: 404, not a member)."""
+    body = {"state": state, "role": "member", "url": "..."} if state else {"message": "Not Found"}
+    respx.get(MEMBERSHIP.format(team=team, login=login)).mock(
+        return_value=httpx.Response(status if state else 404, json=body)
+    )
+
+
+def permission(login: str, role_name: str, legacy: str) -> None:
+    """GitHub's answer for a collaborator's permission."""
+    respx.get(PERMISSION.format(login=login)).mock(
+        return_value=httpx.Response(
+            200, json={"permission": legacy, "role_name": role_name, "user": {"login": login}}
+        )
+    )
+
+
+@pytest.mark.parametrize(
+    ("role_name", "legacy", "expected"),
+    [
+        ("admin", "admin", set(Role)),
+        ("maintain", "write", set(Role)),
+        ("write", "write", {Role.REQUESTER, Role.TASK_OWNER, Role.RUNNER, Role.REVIEWER}),
+        ("triage", "read", {Role.REQUESTER}),
+        ("read", "read", set()),
+    ],
+)
+async def test_without_a_file_roles_follow_the_repository_permission(
+    github: GitHubClient, role_name: str, legacy: str, expected: set[Role]
+) -> None:
+    """SPEC's fallback, read from role_name (the legacy field folds maintain and triage away)."""
+    permission("sam", role_name, legacy)
+    roles = await RoleResolver(github, 7, REPO).roles("sam", parse_repository_config(None))
+    assert roles == expected
+
+
+async def test_only_an_active_team_membership_counts(github: GitHubClient) -> None:
+    """active grants the role; pending and not-a-member do not."""
+    config = parse_repository_config('roles:\n  reviewer: ["@acme/reviewers"]\n')
+    membership("reviewers", "rita", "active")
+    membership("reviewers", "pat", "pending")
+    membership("reviewers", "nora", None)
+    for login in ("rita", "pat", "nora"):
+        permission(login, "read", "read")
+    resolver = RoleResolver(github, 7, REPO)
+    assert Role.REVIEWER in await resolver.roles("rita", config)
+    assert Role.REVIEWER not in await resolver.roles("pat", config)
+    assert Role.REVIEWER not in await resolver.roles("nora", config)
+
+
+async def test_a_role_listed_as_empty_means_nobody_even_an_admin(github: GitHubClient) -> None:
+    """`[]` is nobody; a role the file leaves out falls back to the permission."""
+    config = parse_repository_config("roles:\n  release_owner: []\n")
+    permission("ada", "admin", "admin")
+    roles = await RoleResolver(github, 7, REPO).roles("ada", config)
+    assert Role.RELEASE_OWNER not in roles and Role.REPOSITORY_MAINTAINER in roles
+
+
+async def test_a_bot_named_by_login_holds_the_role(github: GitHubClient) -> None:
+    """Logins match case-insensitively, `[bot]` suffix included; no API call needed."""
+    config = parse_repository_config(
+        'roles:\n  runner: ["Coder-Bot[bot]"]\n  requester: []\n  task_owner: []\n  reviewer: []\n'
+        "  repository_maintainer: []\n  release_owner: []\n"
+    )
+    assert await RoleResolver(github, 7, REPO).roles("coder-bot[bot]", config) == {Role.RUNNER}
+
+
+async def test_a_403_on_team_membership_is_cannot_verify_not_a_no(github: GitHubClient) -> None:
+    """Without the members permission the resolver says so instead of guessing."""
+    config = parse_repository_config('roles:\n  reviewer: ["@acme/reviewers"]\n')
+    respx.get(MEMBERSHIP.format(team="reviewers", login="rita")).mock(
+        return_value=httpx.Response(403, json={"message": "Resource not accessible by integration"})
+    )
+    permission("rita", "write", "write")
+    with pytest.raises(CannotVerify, match="members"):
+        await RoleResolver(github, 7, REPO).roles("rita", config)
+
+
+def test_unknown_permissions_grant_nothing() -> None:
+    """A custom repository role railyard does not know is treated as no role."""
+    assert roles_from_permission("custom-auditor") == frozenset()
