@@ -15,12 +15,10 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import structlog
-from app.markdown import escape_block, escape_inline, mention
-from policies.links import linked_issues
-from policies.parser import ParsedComment, parse_comment
 
 from app.config import LoadedConfig
 from app.github import GitHubClient, GitHubError
+from app.markdown import escape_block, escape_inline, mention
 from app.outbox import Effect, assign, comment, enqueue, reaction
 from app.payloads import dig, dig_int, dig_str
 from app.roles import CannotVerify, RoleResolver
@@ -28,7 +26,9 @@ from app.service import Outcome
 from app.services import Services
 from handlers.routing import Router, WebhookEvent
 from policies.commands import Command, Context, Deliver, Publish
+from policies.links import linked_issues
 from policies.model import Actor, Ticket, TicketKey
+from policies.parser import ParsedComment, parse_comment
 from policies.refusals import Refusal, RefusalCode
 from policies.states import WorkState
 from policies.transitions import next_steps
@@ -185,7 +185,10 @@ class CommandRun:
         pull = await self.github.call(
             "get_pull", self.facts.installation_id, repository=self.facts.repository, number=self.facts.number
         )
-        linked = sorted(linked_issues(dig_str(pull, "body"), self.facts.repository))
+        from_body = linked_issues(dig_str(pull, "body"), self.facts.repository)
+        head = dig_str(pull, "head", "ref")
+        delivered = self.services.tickets.tickets_delivering(self.facts.repository, head) if head else set()
+        linked = sorted(from_body | delivered)
         target = self.parsed.target
         if target is not None and target in linked:
             return target

@@ -343,3 +343,124 @@ async def test_the_ticket_label_makes_a_draft_ticket_once(world: World) -> None:
     await world.settle()
     ticket = world.ticket(13)
     assert (ticket.work.value, ticket.revision) == ("draft", 1)
+
+
+async def delivered(world: World) -> None:
+    """#12 published by rachel, claimed and delivered by cody."""
+    await world.say("rachel", "/publish")
+    await world.say("cody", "/claim")
+    await world.say("cody", "/deliver branch=agent/12-fix\nDone.")
+
+
+async def test_draft_then_publish_by_a_requester(world: World) -> None:
+    """/draft makes a draft ticket; /publish opens it."""
+    await world.say("rachel", "/draft")
+    assert world.ticket().work.value == "draft"
+    await world.say("rachel", "/publish")
+    assert world.ticket().work.value == "open"
+
+
+async def test_a_maintainer_override_is_recorded_as_an_override(world: World) -> None:
+    """`/accept --override REASON` by a maintainer: accepted, recorded as an override, not a review."""
+    await delivered(world)
+    await world.say("max", "/accept --override Hotfix verified in staging")
+    review = world.ticket().review
+    assert (review.kind.value, review.reviewer, review.reason) == (
+        "override",
+        "max",
+        "Hotfix verified in staging",
+    )
+
+
+async def test_self_verification_needs_the_runner_to_hold_reviewer(world: World) -> None:
+    """cody is no reviewer: --self is refused; once he is one, it is recorded as self-verified."""
+    await delivered(world)
+    await world.say("cody", "/accept --self")
+    assert world.ticket().work.value == "delivered"
+    world.github.team_memberships[("acme", "reviewers", "cody")] = "active"
+    await world.say("cody", "/accept --self")
+    assert world.ticket().review.kind.value == "self_verified"
+
+
+async def test_self_verification_is_refused_on_a_high_risk_ticket(world: World) -> None:
+    """The risk:high label, read when the command runs, demands an independent review."""
+    world.github.team_memberships[("acme", "reviewers", "cody")] = "active"
+    await delivered(world)
+    world.github.repositories[REPO].issues[12].labels.append("risk:high")
+    await world.say("cody", "/accept --self")
+    assert world.ticket().work.value == "delivered"
+    assert "high-risk" in world.replies()[-1]
+
+
+@pytest.mark.parametrize(
+    ("who", "relation"), [("rita", "reviewer"), ("olivia", "owner"), ("cody", "claimant")]
+)
+async def test_reopen_from_delivered_by_reviewer_owner_or_claimant(
+    world: World, who: str, relation: str
+) -> None:
+    """The claim is cleared and the role or relation used is recorded."""
+    await delivered(world)
+    await world.say(who, "/reopen The approach needs a rethink")
+    ticket = world.ticket()
+    assert (ticket.work.value, ticket.claimant) == ("open", None)
+    last = TicketService(world.database).history(TicketKey(REPO, 12))[-1].event
+    assert (last.type.value, last.role) == ("reopened", relation)
+
+
+async def test_reopen_after_acceptance_is_for_the_owner_or_a_maintainer(world: World) -> None:
+    """rita (reviewer) cannot reopen an accepted ticket; olivia (owner) can."""
+    await delivered(world)
+    await world.say("rita", "/accept")
+    await world.say("rita", "/reopen Regression found")
+    assert world.ticket().work.value == "accepted"
+    await world.say("olivia", "/reopen Regression found in production")
+    assert world.ticket().work.value == "open"
+
+
+async def test_a_decision_written_before_the_current_delivery_is_stale(world: World) -> None:
+    """rita's /accept was written before cody's /deliver comment: refused as stale."""
+    await world.say("rachel", "/publish")
+    await world.say("cody", "/claim")
+    early = world.write("rita", "/accept")
+    early["comment"]["created_at"] = "2020-01-01T00:00:00Z"
+    await world.say("cody", "/deliver branch=agent/12-fix\nDone.")
+    await world.server.deliver("issue_comment", json.dumps(early).encode())
+    await world.settle()
+    assert world.ticket().work.value == "delivered"
+    assert "written before" in world.replies()[-1]
+
+
+async def test_the_command_budget_is_enforced_per_actor(world: World) -> None:
+    """limits.commands_per_hour: 2 — the third state-changing command in an hour is refused."""
+    world.github.repositories[REPO].files[".github/railyard.yml"] = (
+        CONFIG + "limits:\n  commands_per_hour: 2\n"
+    )
+    await world.say("rachel", "/draft")
+    await world.say("rachel", "/publish")
+    await world.say("rachel", "/draft", number=13)
+    assert world.ticket(13) is None
+    assert "limit is 2" in world.replies(13)[-1]
+
+
+async def test_repeated_refusals_fall_back_to_a_reaction(world: World) -> None:
+    """A public repository cannot turn the app into a spam cannon: after a few replies, reactions only."""
+    await world.say("rachel", "/publish")
+    ids = [await world.say("nora", "/claim") for _ in range(6)]
+    assert len(world.replies()) <= 4
+    assert world.reactions_to(ids[-1]) == ["confused"]
+
+
+async def test_a_pull_request_from_the_delivered_branch_links_the_ticket(world: World) -> None:
+    """A PR whose body links nothing is still linked by its head branch, once a delivery reported it."""
+    world.github.add_pull(REPO, 36, body="No keywords here", head_ref="agent/12-fix", head_sha=FIX)
+    await delivered(world)
+    await world.say("rita", "/accept", number=36, pr=True)
+    assert world.ticket().work.value == "accepted"
+
+
+async def test_a_config_file_that_does_not_parse_refuses_commands_until_fixed(world: World) -> None:
+    """A broken .github/railyard.yml is reported on the next command, and the command is refused."""
+    world.github.repositories[REPO].files[".github/railyard.yml"] = "roles:\n  runnr: []\n"
+    await world.say("rachel", "/publish")
+    assert world.ticket() is None
+    assert "runnr" in world.replies()[-1]
