@@ -189,17 +189,6 @@ class TicketService:
             ).mappings()
             return [RecordedEvent(row["revision"], event_from_row(dict(row))) for row in rows]
 
-    def tickets_delivering(self, repository: str, branch: str) -> set[int]:
-        """Tickets a delivery reported `branch` for: a PR from that branch links them."""
-        with self.database.read() as connection:
-            rows = connection.execute(
-                select(tickets.c.number)
-                .join(delivery_records, delivery_records.c.ticket_id == tickets.c.id)
-                .where(tickets.c.repository == repository.casefold(), delivery_records.c.branch == branch)
-                .distinct()
-            )
-            return {int(row[0]) for row in rows}
-
     def commands_since(self, repository: str, actor: str, since: datetime) -> int:
         """How many commands (applied or refused) `actor` ran in `repository` since `since`."""
         with self.database.read() as connection:

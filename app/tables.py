@@ -270,3 +270,22 @@ Index(
     OutboxEffectRow.__table__.c.status,  # type: ignore[attr-defined]
     OutboxEffectRow.__table__.c.next_attempt_at,  # type: ignore[attr-defined]
 )
+
+
+class PullRequestRow(SQLModel, table=True):
+    """What railyard knows of a pull request: its head and the tickets it links."""
+
+    __tablename__ = "pull_requests"
+    __table_args__ = (UniqueConstraint("repository", "number", name="uq_pull_requests_number"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    repository: str = Field(index=True)
+    number: int
+    head_ref: str | None = Field(default=None, index=True)
+    head_sha: str | None = Field(default=None, index=True)
+    url: str
+    open: bool
+    merged: bool
+    merge_commit: str | None = None
+    linked: list[int] = Field(sa_column=Column(JSON, nullable=False))
+    updated_at: float

@@ -21,9 +21,11 @@ from app.github import GitHubClient, GitHubError
 from app.markdown import escape_block, escape_inline, mention
 from app.outbox import Effect, assign, comment, enqueue, reaction
 from app.payloads import dig, dig_int, dig_str
+from app.pulls import tickets_on_branch
 from app.roles import CannotVerify, RoleResolver
 from app.service import Outcome
 from app.services import Services
+from handlers.rails import report_delivered_branch
 from handlers.routing import Router, WebhookEvent
 from policies.commands import Command, Context, Deliver, Publish
 from policies.links import linked_issues
@@ -168,6 +170,11 @@ class CommandRun:
         high_risk = bool(_label_names(issue) & set(loaded.config.high_risk.labels))
         context = self._context(Actor(self.facts.author, roles), loaded, high_risk)
         outcome = self.services.tickets.execute(key, completed, context, effects=self._answers)
+        if outcome.applied and isinstance(completed, Deliver) and completed.branch:
+            report_delivered_branch(
+                self.services, self.facts.repository, loaded, key.number, completed.branch, completed.commit,
+                operation=f"delivered:{self.facts.comment_id}",
+            )  # fmt: skip
         log.info(
             "command",
             command=self.parsed.word,
@@ -187,7 +194,7 @@ class CommandRun:
         )
         from_body = linked_issues(dig_str(pull, "body"), self.facts.repository)
         head = dig_str(pull, "head", "ref")
-        delivered = self.services.tickets.tickets_delivering(self.facts.repository, head) if head else set()
+        delivered = tickets_on_branch(self.services.database, self.facts.repository, head) if head else set()
         linked = sorted(from_body | delivered)
         target = self.parsed.target
         if target is not None and target in linked:

@@ -1,0 +1,129 @@
+"""Pull requests as railyard last saw them, and which tickets they link.
+
+A PR links a ticket through its body (closing keywords, `Refs`) or because its head branch
+is a branch a delivery (or a claim) reported. Linking and unlinking are both observations
+on the ticket's repository rail.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import select, union
+from sqlalchemy.dialects import postgresql, sqlite
+
+from app.database import Database
+from app.service import attempts, delivery_records, tickets
+from app.tables import PullRequestRow, table
+from policies.rails import PullRequestObserved
+
+pull_requests = table(PullRequestRow)
+
+
+@dataclass(frozen=True)
+class PullRequest:
+    """The facts of one PR that the repository rail needs."""
+
+    repository: str
+    number: int
+    url: str
+    open: bool
+    merged: bool
+    head_ref: str | None
+    head_sha: str | None
+    merge_commit: str | None
+    updated_at: datetime
+
+    def observed(self, linked: bool) -> PullRequestObserved:
+        """This PR as an observation about one ticket it links (or no longer links)."""
+        return PullRequestObserved(
+            number=self.number,
+            url=self.url,
+            linked=linked,
+            open=self.open,
+            merged=self.merged,
+            head_sha=self.head_sha,
+            head_ref=self.head_ref,
+            merge_commit=self.merge_commit if self.merged else None,
+            updated_at=self.updated_at,
+        )
+
+
+def remember(database: Database, pull: PullRequest, linked: set[int]) -> set[int]:
+    """Store the PR (unless a newer state is stored) and return the tickets it linked before."""
+    repository = pull.repository.casefold()
+    with database.write() as connection:
+        row = connection.execute(
+            select(pull_requests.c.linked, pull_requests.c.updated_at).where(
+                pull_requests.c.repository == repository, pull_requests.c.number == pull.number
+            )
+        ).first()
+        before = set(row.linked) if row else set()
+        if row is not None and row.updated_at > pull.updated_at.timestamp():
+            return before  # an older event arrived late: keep the newer state
+        values = {
+            "repository": repository,
+            "number": pull.number,
+            "head_ref": pull.head_ref,
+            "head_sha": pull.head_sha,
+            "url": pull.url,
+            "open": pull.open,
+            "merged": pull.merged,
+            "merge_commit": pull.merge_commit,
+            "linked": sorted(linked),
+            "updated_at": pull.updated_at.timestamp(),
+        }
+        insert = sqlite.insert if connection.dialect.name == "sqlite" else postgresql.insert
+        statement = insert(pull_requests).values(**values)
+        connection.execute(
+            statement.on_conflict_do_update(
+                index_elements=["repository", "number"],
+                set_={k: v for k, v in values.items() if k not in ("repository", "number")},
+            )
+        )
+    return before
+
+
+def _pull(row: Any) -> PullRequest:
+    return PullRequest(
+        repository=row.repository,
+        number=row.number,
+        url=row.url,
+        open=row.open,
+        merged=row.merged,
+        head_ref=row.head_ref,
+        head_sha=row.head_sha,
+        merge_commit=row.merge_commit,
+        updated_at=datetime.fromtimestamp(row.updated_at, UTC),
+    )
+
+
+def pulls_where(
+    database: Database, repository: str, *, head_sha: str | None = None, head_ref: str | None = None
+) -> list[tuple[PullRequest, set[int]]]:
+    """Stored PRs of a repository with a given head commit or head branch, with their links."""
+    statement = select(pull_requests).where(pull_requests.c.repository == repository.casefold())
+    if head_sha is not None:
+        statement = statement.where(pull_requests.c.head_sha == head_sha)
+    if head_ref is not None:
+        statement = statement.where(pull_requests.c.head_ref == head_ref)
+    with database.read() as connection:
+        return [(_pull(row), set(row.linked)) for row in connection.execute(statement)]
+
+
+def tickets_on_branch(database: Database, repository: str, branch: str) -> set[int]:
+    """Tickets whose claim or delivery reported `branch`."""
+    delivered = (
+        select(tickets.c.number)
+        .join(delivery_records, delivery_records.c.ticket_id == tickets.c.id)
+        .where(tickets.c.repository == repository.casefold(), delivery_records.c.branch == branch)
+    )
+    claimed = (
+        select(tickets.c.number)
+        .join(attempts, attempts.c.ticket_id == tickets.c.id)
+        .where(tickets.c.repository == repository.casefold(), attempts.c.branch == branch)
+    )
+    with database.read() as connection:
+        return {int(row[0]) for row in connection.execute(union(delivered, claimed))}

@@ -1,0 +1,205 @@
+"""The repository rail from pull-request, push and check events.
+
+Each handler turns an event (and, where SPEC asks, what the API says now) into observations
+about the tickets it concerns, and records them through the one door. These paths can
+only produce rail events: `TicketService.execute` with an observation runs
+`policies.engine.observe`, which cannot touch WorkState or create a delivery record.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import UTC, datetime
+
+import structlog
+
+from app.config import LoadedConfig
+from app.github import GitHubError
+from app.payloads import dig, dig_int, dig_str
+from app.pulls import PullRequest, pulls_where, remember, tickets_on_branch
+from app.services import Services
+from handlers.routing import Router, WebhookEvent
+from policies.links import linked_issues
+from policies.model import TicketKey
+from policies.rails import BranchObserved, CheckObserved, Observation, ObservationContext, fingerprint
+
+router = Router()
+log = structlog.get_logger(__name__)
+
+
+def _time(text: str | None, fallback: float) -> datetime:
+    if text:
+        try:
+            return datetime.fromisoformat(text.replace("Z", "+00:00"))
+        except ValueError:
+            pass
+    return datetime.fromtimestamp(fallback, UTC)
+
+
+async def _config(event: WebhookEvent, services: Services) -> tuple[str, LoadedConfig] | None:
+    repository = dig_str(event.payload, "repository", "full_name")
+    if repository is None or event.installation_id is None or services.configs is None:
+        return None
+    return repository, await services.configs.load(event.installation_id, repository)
+
+
+def record(
+    services: Services,
+    event: WebhookEvent,
+    repository: str,
+    loaded: LoadedConfig,
+    observations: Iterable[tuple[int, Observation]],
+) -> None:
+    """Record each (ticket number, observation) a webhook delivery brought."""
+    actor = dig_str(event.payload, "sender", "login") or "github"
+    record_as(services, repository, loaded, observations, actor=actor, operation=event.delivery_id)
+
+
+def record_as(
+    services: Services,
+    repository: str,
+    loaded: LoadedConfig,
+    observations: Iterable[tuple[int, Observation]],
+    *,
+    actor: str,
+    operation: str,
+) -> None:
+    """Record each (ticket number, observation) through the one door, under operation ids of `operation`."""
+    now = datetime.fromtimestamp(services.clock(), UTC)
+    for number, observation in observations:
+        context = ObservationContext(
+            actor=actor,
+            operation_id=f"{operation}:{number}:{fingerprint(observation)[:12]}",
+            at=now,
+            policy_version=loaded.policy_version,
+            policy=loaded.config.to_rail_policy(),
+        )
+        outcome = services.tickets.execute(TicketKey(repository, number), observation, context)
+        if outcome.applied:
+            log.info("rail observed", ticket=number, events=[e.type.value for e in outcome.events])
+
+
+def pull_request_from(payload: object, repository: str, fallback: float) -> PullRequest | None:
+    """The PR facts of a `pull_request` payload (or a pulls API answer)."""
+    number = dig_int(payload, "number")
+    if number is None:
+        return None
+    return PullRequest(
+        repository=repository,
+        number=number,
+        url=dig_str(payload, "html_url") or "",
+        open=dig_str(payload, "state") == "open",
+        merged=dig(payload, "merged") is True or bool(dig_str(payload, "merged_at")),
+        head_ref=dig_str(payload, "head", "ref"),
+        head_sha=dig_str(payload, "head", "sha"),
+        merge_commit=dig_str(payload, "merge_commit_sha"),
+        updated_at=_time(dig_str(payload, "updated_at"), fallback),
+    )
+
+
+@router.register("pull_request")
+async def on_pull_request(event: WebhookEvent, services: Services) -> None:
+    """Link and unlink tickets; record the PR's state on each ticket it links or linked."""
+    found = await _config(event, services)
+    if found is None:
+        return
+    repository, loaded = found
+    pull = pull_request_from(dig(event.payload, "pull_request"), repository, services.clock())
+    if pull is None:
+        return
+    body = dig_str(event.payload, "pull_request", "body")
+    linked = set(linked_issues(body, repository))
+    if pull.head_ref:
+        linked |= tickets_on_branch(services.database, repository, pull.head_ref)
+    before = remember(services.database, pull, linked)
+    record(
+        services,
+        event,
+        repository,
+        loaded,
+        [(n, pull.observed(n in linked)) for n in sorted(linked | before)],
+    )
+
+
+def _check(event: WebhookEvent, kind: str, fallback: float) -> CheckObserved | None:
+    item = dig(event.payload, kind)
+    head_sha, check_id = dig_str(item, "head_sha"), dig_int(item, "id")
+    name = (
+        dig_str(item, "name")
+        if kind == "check_run"
+        else dig_str(item, "app", "slug") or dig_str(item, "app", "name")
+    )
+    if head_sha is None or check_id is None or name is None:
+        return None
+    completed = dig_str(item, "status") == "completed"
+    at = dig_str(item, "completed_at") or dig_str(item, "updated_at") or dig_str(item, "started_at")
+    conclusion = dig_str(item, "conclusion") if completed else None
+    return CheckObserved(head_sha, name, conclusion, check_id, _time(at, fallback))
+
+
+@router.register("check_run")
+@router.register("check_suite")
+async def on_check(event: WebhookEvent, services: Services) -> None:
+    """A check on a commit: it can block (or unblock) the PRs whose head that commit is."""
+    found = await _config(event, services)
+    if found is None:
+        return
+    repository, loaded = found
+    observation = _check(event, event.event, services.clock())
+    if observation is None:
+        return
+    tickets: set[int] = set()
+    for _, linked in pulls_where(services.database, repository, head_sha=observation.head_sha):
+        tickets |= linked
+    record(services, event, repository, loaded, [(n, observation) for n in sorted(tickets)])
+
+
+@router.register("push")
+async def on_push(event: WebhookEvent, services: Services) -> None:
+    """A push to a branch a ticket's claim or delivery reported: verify it and record what is there."""
+    found = await _config(event, services)
+    ref = dig_str(event.payload, "ref") or ""
+    if found is None or not ref.startswith("refs/heads/") or services.github is None:
+        return
+    repository, loaded = found
+    branch = ref.removeprefix("refs/heads/")
+    tickets = tickets_on_branch(services.database, repository, branch)
+    if not tickets or event.installation_id is None:
+        return
+    sha = await verified_branch_head(services, event.installation_id, repository, branch)
+    observed = BranchObserved(branch, sha, datetime.fromtimestamp(services.clock(), UTC))
+    record(services, event, repository, loaded, [(n, observed) for n in sorted(tickets)])
+
+
+async def verified_branch_head(
+    services: Services, installation_id: int, repository: str, branch: str
+) -> str | None:
+    """The branch's head as the API reports it now; None when the branch does not exist."""
+    assert services.github is not None
+    try:
+        found = await services.github.call(
+            "get_branch", installation_id, repository=repository, branch=branch
+        )
+    except GitHubError as error:
+        if error.status == 404:
+            return None
+        raise
+    return dig_str(found, "commit", "sha")
+
+
+def report_delivered_branch(
+    services: Services,
+    repository: str,
+    loaded: LoadedConfig,
+    number: int,
+    branch: str,
+    sha: str | None,
+    operation: str,
+) -> None:
+    """A delivery reported `branch`: record it on the ticket, and link the PRs opened from it."""
+    now = datetime.fromtimestamp(services.clock(), UTC)
+    observations: list[tuple[int, Observation]] = [(number, BranchObserved(branch, sha, now))]
+    for pull, linked in pulls_where(services.database, repository, head_ref=branch):
+        remember(services.database, pull, linked | {number})
+        observations.append((number, pull.observed(True)))
+    record_as(services, repository, loaded, observations, actor="railyard", operation=operation)

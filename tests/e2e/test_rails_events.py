@@ -1,0 +1,153 @@
+"""The repository rail from pull-request, check and push events, through the real server."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from app.queue import list_deliveries
+from tests.e2e.world import FIX, REPO, World, event_payload, pull_request_payload
+from tests.fakes import FIXTURES
+
+
+async def claimed(world: World) -> None:
+    """#12 published and claimed by cody."""
+    await world.say("rachel", "/publish")
+    await world.say("cody", "/claim")
+
+
+def rails(world: World, number: int = 12) -> tuple[str, str]:
+    """(work, integration) of a ticket."""
+    ticket = world.ticket(number)
+    return ticket.work.value, ticket.rails.integration.value
+
+
+async def test_an_opened_pull_request_that_fixes_the_ticket_opens_the_repository_rail(world: World) -> None:
+    """`Fixes #12` links the PR; the work rail does not move."""
+    await claimed(world)
+    await world.send("pull_request", pull_request_payload("opened", 50, "Fixes #12"))
+    assert rails(world) == ("claimed", "pull_request_open")
+    assert world.ticket().rails.pull_requests[50].url.endswith("/pull/50")
+
+
+async def test_a_failing_check_on_the_head_blocks_and_a_passing_rerun_unblocks(world: World) -> None:
+    """A failure from another check blocks; railyard's own never does; a later success clears it."""
+    await claimed(world)
+    await world.send("pull_request", pull_request_payload("opened", 50, "Fixes #12"))
+
+    def check(name: str, conclusion: str, check_id: int, at: str) -> dict[str, object]:
+        payload = event_payload("check_run", "02-completed.json")
+        payload["check_run"].update(
+            {
+                "name": name,
+                "head_sha": FIX,
+                "status": "completed",
+                "conclusion": conclusion,
+                "id": check_id,
+                "completed_at": at,
+            }
+        )
+        return payload
+
+    await world.send("check_run", check("railyard", "action_required", 1, "2026-11-30T10:01:00Z"))
+    assert rails(world) == ("claimed", "pull_request_open")
+    await world.send("check_run", check("ci", "failure", 2, "2026-11-30T10:02:00Z"))
+    assert rails(world) == ("claimed", "blocked")
+    await world.send("check_run", check("ci", "success", 3, "2026-11-30T10:05:00Z"))
+    assert rails(world) == ("claimed", "pull_request_open")
+
+
+async def test_merged_is_final_whatever_arrives_later(world: World) -> None:
+    """A merge is recorded with its commit; a late `opened` or an edit removing the link changes nothing."""
+    await claimed(world)
+    await world.send("pull_request", pull_request_payload("opened", 50, "Fixes #12"))
+    closed = pull_request_payload(
+        "closed", 50, "Fixes #12", merged=True, state="closed", updated="2026-11-30T11:00:00Z"
+    )
+    await world.send("pull_request", closed)
+    assert rails(world) == ("claimed", "merged")
+    assert world.ticket().rails.merge_commit == "d" * 40
+    await world.send(
+        "pull_request", pull_request_payload("reopened", 50, "Fixes #12", updated="2026-11-30T10:30:00Z")
+    )
+    await world.send(
+        "pull_request", pull_request_payload("edited", 50, "No link", updated="2026-11-30T12:00:00Z")
+    )
+    assert rails(world) == ("claimed", "merged")
+
+
+async def test_editing_the_body_to_remove_the_link_unlinks_the_ticket(world: World) -> None:
+    """Unlinking is recorded, and the rail is recomputed from what remains."""
+    await claimed(world)
+    await world.send(
+        "pull_request", pull_request_payload("opened", 50, "Fixes #12", ref="feature/x", head="c" * 40)
+    )
+    assert rails(world) == ("claimed", "pull_request_open")
+    edited = pull_request_payload(
+        "edited", 50, "Nothing", ref="feature/x", head="c" * 40, updated="2026-11-30T10:10:00Z"
+    )
+    await world.send("pull_request", edited)
+    assert rails(world) == ("claimed", "unreported")
+    assert world.ticket().rails.pull_requests[50].linked is False
+
+
+async def test_a_delivery_and_a_push_report_the_branch_after_verifying_it(world: World) -> None:
+    """/deliver branch=... verifies and records the branch; a push to it is verified again."""
+    await claimed(world)
+    await world.say("cody", "/deliver branch=agent/12-fix\nDone.")
+    assert rails(world) == ("delivered", "branch_reported")
+    world.github.repositories[REPO].branches["agent/12-fix"] = "9" * 40
+    push = event_payload("push", "01-none.json", ref="refs/heads/agent/12-fix", after="9" * 40)
+    await world.send("push", push)
+    assert world.ticket().rails.branches["agent/12-fix"].sha == "9" * 40
+    del world.github.repositories[REPO].branches["agent/12-fix"]
+    await world.send(
+        "push", event_payload("push", "01-none.json", ref="refs/heads/agent/12-fix", after="0" * 40)
+    )
+    assert rails(world) == ("delivered", "unreported")
+
+
+async def test_a_pull_request_from_the_delivered_branch_is_linked_without_keywords(world: World) -> None:
+    """The delivery's branch links a PR opened from it, even one whose body names no ticket."""
+    await claimed(world)
+    await world.say("cody", "/deliver branch=agent/12-fix\nDone.")
+    await world.send("pull_request", pull_request_payload("opened", 51, "Just code"))
+    assert rails(world) == ("delivered", "pull_request_open")
+
+
+REPOSITORY_EVENTS = ("pull_request", "push", "check_suite", "check_run", "deployment", "deployment_status")
+
+
+@pytest.mark.parametrize("event", REPOSITORY_EVENTS)
+async def test_every_real_example_goes_through_without_moving_the_work_rail(world: World, event: str) -> None:
+    """Each example (github.com and GHES), pointed at a claimed ticket's PR and branch, is handled cleanly."""
+    await claimed(world)
+    await world.send("pull_request", pull_request_payload("opened", 50, "Fixes #12"))
+    before = world.ticket()
+    for path in sorted(FIXTURES.glob(f"*/{event}/*.json")):
+        payload = _adjusted(path, event)
+        await world.send(event, payload)
+    failed = [d for d in list_deliveries(world.database, limit=1000) if d["status"] == "failed"]
+    assert failed == []
+    after = world.ticket()
+    assert (after.work, after.claimant, after.attempt, after.last_delivery) == (
+        before.work, before.claimant, before.attempt, before.last_delivery,
+    )  # fmt: skip
+
+
+def _adjusted(path: Path, event: str) -> dict[str, Any]:
+    """The example, moved to acme/web and pointed at PR #50 / the ticket's branch and head."""
+    payload: dict[str, Any] = json.loads(path.read_text())
+    payload["installation"] = {"id": 7}
+    payload.setdefault("repository", {})["full_name"] = REPO
+    if event == "pull_request":
+        payload["pull_request"]["number"] = 50
+        payload["pull_request"]["body"] = "Fixes #12"
+    elif event == "push":
+        payload["ref"] = "refs/heads/agent/12-fix"
+    elif event in ("check_run", "check_suite"):
+        payload[event]["head_sha"] = FIX
+    return payload
