@@ -338,3 +338,27 @@ async def test_a_config_file_that_does_not_parse_refuses_commands_until_fixed(wo
     await world.say("rachel", "/publish")
     assert world.ticket() is None
     assert "runnr" in world.replies()[-1]
+
+
+async def test_a_bot_acts_only_when_a_role_names_it_by_login(world: World) -> None:
+    """coder-bot[bot] is named as a runner and may claim; another bot is ignored without a reply."""
+    await world.say("rachel", "/publish")
+    await world.say("other-bot[bot]", "/claim")
+    assert world.ticket().work.value == "open" and world.replies() == []
+    await world.say("coder-bot[bot]", "/claim")
+    assert world.ticket().claimant == "coder-bot[bot]"
+
+
+async def test_a_new_delivery_after_acceptance_must_be_new_work(world: World) -> None:
+    """After acceptance the last claimant may deliver again, but only a new commit counts as progress."""
+    await world.say("rachel", "/publish")
+    await world.say("cody", "/claim")
+    await world.say("cody", "/deliver branch=agent/12-fix\nFirst.")
+    await world.say("rita", "/accept")
+    await world.say("cody", "/deliver branch=agent/12-fix\nSame commit, new words.")
+    assert world.ticket().work.value == "accepted"
+    assert "not progress" in world.replies()[-1]
+    world.github.repositories[REPO].branches["agent/12-fix"] = "a" * 40
+    await world.say("cody", "/deliver branch=agent/12-fix\nA follow-up fix.")
+    ticket = world.ticket()
+    assert (ticket.work.value, ticket.attempt, ticket.last_delivery.commit) == ("delivered", 2, "a" * 40)
