@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from app.config import CONFIG_PATH, ConfigLoader, RepoFile
 from app.database import Database
+from app.deployments import Ancestry
 from app.github import GitHubClient, NotFound
 from app.service import TicketService
 
@@ -23,6 +24,7 @@ class Services:
     github: GitHubClient | None = None
     configs: ConfigLoader | None = None
     app_id: int | None = None
+    ancestry: Ancestry | None = None
 
 
 def config_fetcher(github: GitHubClient) -> Callable[[int, str], Awaitable[RepoFile | None]]:
@@ -56,4 +58,5 @@ def create_services(
         github=github,
         configs=configs,
         app_id=app_id,
+        ancestry=Ancestry(github) if github is not None else None,
     )

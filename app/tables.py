@@ -289,3 +289,18 @@ class PullRequestRow(SQLModel, table=True):
     merge_commit: str | None = None
     linked: list[int] = Field(sa_column=Column(JSON, nullable=False))
     updated_at: float
+
+
+class DeploymentRow(SQLModel, table=True):
+    """A deployment and its newest status, so merged tickets can be checked against it later."""
+
+    __tablename__ = "deployments"
+    __table_args__ = (UniqueConstraint("repository", "deployment_id", name="uq_deployments_id"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    repository: str = Field(index=True)
+    deployment_id: int = Field(sa_column=Column(BigInteger, nullable=False))
+    environment: str
+    sha: str
+    status: str | None = None
+    status_id: int = Field(default=0, sa_column=Column(BigInteger, nullable=False))

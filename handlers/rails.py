@@ -14,6 +14,8 @@ from datetime import UTC, datetime
 import structlog
 
 from app.config import LoadedConfig
+from app.deployments import Deployment, latest_per_environment, merged_tickets
+from app.deployments import remember as remember_deployment
 from app.github import GitHubError
 from app.payloads import dig, dig_int, dig_str
 from app.pulls import PullRequest, pulls_where, remember, tickets_on_branch
@@ -21,7 +23,14 @@ from app.services import Services
 from handlers.routing import Router, WebhookEvent
 from policies.links import linked_issues
 from policies.model import TicketKey
-from policies.rails import BranchObserved, CheckObserved, Observation, ObservationContext, fingerprint
+from policies.rails import (
+    BranchObserved,
+    CheckObserved,
+    DeploymentObserved,
+    Observation,
+    ObservationContext,
+    fingerprint,
+)
 
 router = Router()
 log = structlog.get_logger(__name__)
@@ -49,10 +58,10 @@ def record(
     repository: str,
     loaded: LoadedConfig,
     observations: Iterable[tuple[int, Observation]],
-) -> None:
-    """Record each (ticket number, observation) a webhook delivery brought."""
+) -> list[int]:
+    """Record each (ticket number, observation) a webhook delivery brought; return the newly merged."""
     actor = dig_str(event.payload, "sender", "login") or "github"
-    record_as(services, repository, loaded, observations, actor=actor, operation=event.delivery_id)
+    return record_as(services, repository, loaded, observations, actor=actor, operation=event.delivery_id)
 
 
 def record_as(
@@ -63,9 +72,10 @@ def record_as(
     *,
     actor: str,
     operation: str,
-) -> None:
-    """Record each (ticket number, observation) through the one door, under operation ids of `operation`."""
+) -> list[int]:
+    """Record each (ticket number, observation) through the one door; return the newly merged tickets."""
     now = datetime.fromtimestamp(services.clock(), UTC)
+    merged: list[int] = []
     for number, observation in observations:
         context = ObservationContext(
             actor=actor,
@@ -77,6 +87,11 @@ def record_as(
         outcome = services.tickets.execute(TicketKey(repository, number), observation, context)
         if outcome.applied:
             log.info("rail observed", ticket=number, events=[e.type.value for e in outcome.events])
+            if any(
+                e.type.value == "merge_state_changed" and e.data.get("to") == "merged" for e in outcome.events
+            ):
+                merged.append(number)
+    return merged
 
 
 def pull_request_from(payload: object, repository: str, fallback: float) -> PullRequest | None:
@@ -112,13 +127,12 @@ async def on_pull_request(event: WebhookEvent, services: Services) -> None:
     if pull.head_ref:
         linked |= tickets_on_branch(services.database, repository, pull.head_ref)
     before = remember(services.database, pull, linked)
-    record(
-        services,
-        event,
-        repository,
-        loaded,
-        [(n, pull.observed(n in linked)) for n in sorted(linked | before)],
-    )
+    observations: list[tuple[int, Observation]] = [
+        (n, pull.observed(n in linked)) for n in sorted(linked | before)
+    ]
+    for number in record(services, event, repository, loaded, observations):
+        # SPEC: when a ticket becomes merged, each environment's latest deployment is checked again.
+        await recheck_deployments(services, event, repository, loaded, number)
 
 
 def _check(event: WebhookEvent, kind: str, fallback: float) -> CheckObserved | None:
@@ -203,3 +217,56 @@ def report_delivered_branch(
         remember(services.database, pull, linked | {number})
         observations.append((number, pull.observed(True)))
     record_as(services, repository, loaded, observations, actor="railyard", operation=operation)
+
+
+async def recheck_deployments(
+    services: Services, event: WebhookEvent, repository: str, loaded: LoadedConfig, number: int
+) -> None:
+    """Check the newest deployment of each environment against a ticket that just merged."""
+    ticket = services.tickets.load(TicketKey(repository, number))
+    merge = ticket.rails.merge_commit if ticket else None
+    if merge is None or services.ancestry is None or event.installation_id is None:
+        return
+    observations: list[tuple[int, Observation]] = []
+    for deployment in latest_per_environment(services.database, repository):
+        contains = await services.ancestry.contains(event.installation_id, repository, merge, deployment.sha)
+        observations.append((number, deployment_observed(deployment, contains, services.clock())))
+    record(services, event, repository, loaded, observations)
+
+
+def deployment_observed(deployment: Deployment, contains: bool, now: float) -> DeploymentObserved:
+    """A stored deployment as an observation about one ticket."""
+    return DeploymentObserved(
+        deployment_id=deployment.deployment_id,
+        environment=deployment.environment,
+        sha=deployment.sha,
+        contains_merge=contains,
+        status=deployment.status,
+        status_id=deployment.status_id,
+        observed_at=datetime.fromtimestamp(now, UTC),
+    )
+
+
+@router.register("deployment", "created")
+@router.register("deployment_status", "created")
+async def on_deployment(event: WebhookEvent, services: Services) -> None:
+    """One deployment (or status) moves every merged ticket it contains, not only its last commit's."""
+    found = await _config(event, services)
+    deployment_id = dig_int(event.payload, "deployment", "id")
+    sha = dig_str(event.payload, "deployment", "sha")
+    environment = dig_str(event.payload, "deployment", "environment")
+    if found is None or deployment_id is None or sha is None or environment is None:
+        return
+    repository, loaded = found
+    status_id = dig_int(event.payload, "deployment_status", "id") or 0
+    status = dig_str(event.payload, "deployment_status", "state") if status_id else None
+    stored = remember_deployment(
+        services.database, Deployment(repository, deployment_id, environment, sha, status, status_id)
+    )
+    if services.ancestry is None or event.installation_id is None:
+        return
+    observations: list[tuple[int, Observation]] = []
+    for number, merge in merged_tickets(services.database, repository):
+        contains = await services.ancestry.contains(event.installation_id, repository, merge, stored.sha)
+        observations.append((number, deployment_observed(stored, contains, services.clock())))
+    record(services, event, repository, loaded, observations)

@@ -151,3 +151,78 @@ def _adjusted(path: Path, event: str) -> dict[str, Any]:
     elif event in ("check_run", "check_suite"):
         payload[event]["head_sha"] = FIX
     return payload
+
+
+MERGE = "d" * 40
+LATER, OLDER = "e1" * 20, "0a" * 20
+
+
+def deployment(
+    deployment_id: int, sha: str, status: str | None = None, status_id: int = 0
+) -> tuple[str, dict[str, Any]]:
+    """A real deployment (or deployment_status) payload for production."""
+    if status is None:
+        payload = event_payload("deployment", "01-created.json")
+        event = "deployment"
+    else:
+        payload = event_payload("deployment_status", "01-created.json")
+        payload["deployment_status"].update({"id": status_id, "state": status, "environment": "production"})
+        event = "deployment_status"
+    payload["deployment"].update({"id": deployment_id, "sha": sha, "environment": "production"})
+    return event, payload
+
+
+async def merged(world: World) -> None:
+    """#12 claimed, its PR #50 merged with merge commit ddd..."""
+    await claimed(world)
+    closed = pull_request_payload("closed", 50, "Fixes #12", merged=True, state="closed")
+    await world.send("pull_request", closed)
+    compare = world.github.repositories[REPO].compare
+    compare.update({(MERGE, LATER): "ahead", (MERGE, OLDER): "behind"})
+
+
+def deployment_state(world: World) -> str:
+    """The headline deployment rail of #12."""
+    return world.ticket().rails.deployment.value
+
+
+async def test_a_deployment_containing_the_merge_goes_deploying_then_deployed(world: World) -> None:
+    """in_progress -> deploying; success of a later commit (compare: ahead) -> deployed; work untouched."""
+    await merged(world)
+    assert deployment_state(world) == "not_deployed"
+    await world.send(*deployment(900, LATER))
+    await world.send(*deployment(900, LATER, "in_progress", 1))
+    assert deployment_state(world) == "deploying"
+    await world.send(*deployment(900, LATER, "success", 2))
+    assert deployment_state(world) == "deployed"
+    assert world.ticket().work.value == "claimed"
+
+
+async def test_a_rollback_to_a_commit_without_the_merge_is_not_deployed(world: World) -> None:
+    """A later successful deployment of an older commit takes the change away from users."""
+    await merged(world)
+    await world.send(*deployment(900, MERGE, "success", 1))
+    assert deployment_state(world) == "deployed"
+    await world.send(*deployment(901, OLDER, "success", 2))
+    assert deployment_state(world) == "not_deployed"
+
+
+async def test_a_failed_deployment_of_the_merge_is_failed(world: World) -> None:
+    """failure/error on the newest deployment attempt that contains the merge."""
+    await merged(world)
+    await world.send(*deployment(900, LATER, "failure", 1))
+    assert deployment_state(world) == "failed"
+
+
+async def test_a_deployment_seen_before_the_merge_is_checked_again_when_the_ticket_merges(
+    world: World,
+) -> None:
+    """The latest deployment of each environment is re-checked when a ticket becomes merged."""
+    await claimed(world)
+    world.github.repositories[REPO].compare[(MERGE, LATER)] = "ahead"
+    await world.send(*deployment(900, LATER, "success", 1))
+    assert deployment_state(world) == "not_deployed"
+    await world.send(
+        "pull_request", pull_request_payload("closed", 50, "Fixes #12", merged=True, state="closed")
+    )
+    assert deployment_state(world) == "deployed"
