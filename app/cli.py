@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import sys
 import time
@@ -250,6 +251,43 @@ def cmd_redeliver(args: argparse.Namespace, database: Database, out: TextIO, err
     return 0 if not missing else EXIT_NOT_FOUND
 
 
+def cmd_resync(args: argparse.Namespace, database: Database, out: TextIO, err: TextIO) -> int:
+    """Re-read a ticket's PRs, branches and deployments from GitHub and record what changed."""
+    key = _ticket_key(args.ticket, err)
+    if key is None:
+        return EXIT_USAGE
+    if not _ready(database, err):
+        return EXIT_NOT_FOUND
+    settings: Settings = args.settings
+    if not settings.configured:
+        err.write("railyard: resync needs the app's credentials (APP_ID, PRIVATE_KEY, WEBHOOK_SECRET).\n")
+        return EXIT_USAGE
+    try:
+        recorded = asyncio.run(_resync(settings, database, key))
+    except LookupError as error:
+        err.write(f"railyard: {error}.\n")
+        return EXIT_NOT_FOUND
+    if recorded:
+        out.write(f"railyard: {key}: recorded {len(recorded)} events: {', '.join(recorded)}.\n")
+    else:
+        out.write(f"railyard: {key}: nothing changed.\n")
+    return 0
+
+
+async def _resync(settings: Settings, database: Database, key: TicketKey) -> list[str]:
+    from app.github import GitHubClient
+    from app.metrics import Metrics
+    from app.services import create_services
+    from handlers.resync import resync
+
+    github = GitHubClient(settings, Metrics())
+    await github.start()
+    try:
+        return await resync(create_services(database, github=github, app_id=settings.app_id), key)
+    finally:
+        await github.close()
+
+
 Handler = Callable[[argparse.Namespace, Database, TextIO, TextIO], int]
 
 
@@ -268,6 +306,11 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_argument("ticket", metavar="OWNER/REPO#N")
         sub.add_argument("--json", action="store_true", help="print JSON")
         sub.set_defaults(handler=handler)
+    resync = commands.add_parser(
+        "resync", help="re-read a ticket's PRs, branches and deployments from GitHub"
+    )
+    resync.add_argument("ticket", metavar="OWNER/REPO#N")
+    resync.set_defaults(handler=cmd_resync)
     deliveries = commands.add_parser("deliveries", help="list stored webhook deliveries")
     deliveries.add_argument("--status", choices=["pending", "done", "ignored", "failed"])
     deliveries.add_argument("--limit", type=int, default=100)
@@ -298,6 +341,7 @@ def main(
         configure_logging()
         return run_server(settings) if args.command == "serve" else run_worker(settings, args.concurrency)
     database = Database(settings.database_url)
+    args.settings = settings
     try:
         handler: Handler = args.handler
         return handler(args, database, out, err)

@@ -77,6 +77,12 @@ ENDPOINTS: dict[str, Endpoint] = {
     "get_team_membership": Endpoint(
         "GET", "/orgs/{org}/teams/{team_slug}/memberships/{username}", ("members", "read")
     ),
+    "list_pulls": Endpoint("GET", "/repos/{repository}/pulls", ("pull_requests", "write")),
+    "list_deployments": Endpoint("GET", "/repos/{repository}/deployments", ("deployments", "read")),
+    "list_deployment_statuses": Endpoint(
+        "GET", "/repos/{repository}/deployments/{deployment_id}/statuses", ("deployments", "read")
+    ),
+    "get_repository_installation": Endpoint("GET", "/repos/{repository}/installation", None),
     "list_hook_deliveries": Endpoint("GET", "/app/hook/deliveries", None),
     "redeliver": Endpoint("POST", "/app/hook/deliveries/{delivery_id}/attempts", None),
 }

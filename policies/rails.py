@@ -129,8 +129,15 @@ def observation_from_data(data: Mapping[str, Any]) -> Observation:
 
 
 def fingerprint(observation: Observation) -> str:
-    """Identity of an observation: the same fact twice has the same fingerprint."""
-    canonical = json.dumps(observation_to_data(observation), sort_keys=True)
+    """Identity of an observation: the same fact twice has the same fingerprint.
+
+    Deployments are ordered by their ids, not by when railyard looked, so the time of looking
+    is not part of a deployment's identity.
+    """
+    data = observation_to_data(observation)
+    if isinstance(observation, DeploymentObserved):
+        del data["observed_at"]
+    canonical = json.dumps(data, sort_keys=True)
     return hashlib.sha256(canonical.encode()).hexdigest()[:24]
 
 

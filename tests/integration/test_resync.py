@@ -1,0 +1,81 @@
+"""`railyard resync OWNER/REPO#N` re-reads GitHub (respx) and records only what changed."""
+
+from __future__ import annotations
+
+import io
+from datetime import UTC, datetime
+
+import httpx
+import respx
+
+from app.cli import main
+from app.database import Database
+from app.pulls import PullRequest, remember
+from app.service import TicketService
+from policies.commands import Claim, Publish
+from policies.model import TicketKey
+from tests.fakes import GITHUB_API, REQUESTER, RUNNER, Comments, app_settings, private_key_pem, token_response
+
+REPO = "acme/web"
+API = f"{GITHUB_API}/repos/{REPO}"
+MERGE = "d" * 40
+
+
+def run(database: Database, *argv: str) -> tuple[int, str, str]:
+    """The CLI in-process, as a configured app."""
+    out, err = io.StringIO(), io.StringIO()
+    settings = app_settings(database.url, GITHUB_API_URL=GITHUB_API, PRIVATE_KEY=private_key_pem())
+    return main(list(argv), settings=settings, out=out, err=err), out.getvalue(), err.getvalue()
+
+
+@respx.mock
+def test_resync_records_what_happened_while_webhooks_were_lost(database: Database) -> None:
+    """A branch, a merge and a deployment missed in an outage are recorded; a second resync adds nothing."""
+    service, comments = TicketService(database), Comments()
+    key = TicketKey(REPO, 12)
+    service.execute(key, Publish("Resumable uploads"), comments.context(REQUESTER))
+    service.execute(key, Claim(branch="agent/12"), comments.context(RUNNER))
+    url, at = "https://github.com/acme/web/pull/50", datetime(2026, 11, 30, 9, tzinfo=UTC)
+    opened = PullRequest(REPO, 50, url, True, False, "agent/12", "f" * 40, None, at)
+    remember(database, opened, {12})
+    respx.get(f"{API}/installation").mock(return_value=httpx.Response(200, json={"id": 7}))
+    respx.post(f"{GITHUB_API}/app/installations/7/access_tokens").mock(
+        return_value=httpx.Response(201, json=token_response())
+    )
+    respx.get(f"{API}/contents/.github/railyard.yml").mock(
+        return_value=httpx.Response(404, json={"message": "Not Found"})
+    )
+    respx.get(f"{API}/branches/agent/12").mock(
+        return_value=httpx.Response(200, json={"name": "agent/12", "commit": {"sha": "f" * 40}})
+    )
+    merged = {
+        "number": 50, "html_url": "https://github.com/acme/web/pull/50", "state": "closed", "merged": True,
+        "merged_at": "2026-11-30T10:00:00Z", "merge_commit_sha": MERGE, "updated_at": "2026-11-30T10:00:00Z",
+        "body": "Fixes #12", "head": {"ref": "agent/12", "sha": "f" * 40},
+    }  # fmt: skip
+    respx.get(f"{API}/pulls/50").mock(return_value=httpx.Response(200, json=merged))
+    respx.get(f"{API}/deployments").mock(return_value=httpx.Response(200, json=[{"id": 900, "sha": MERGE}]))
+    respx.get(f"{API}/deployments/900/statuses").mock(
+        return_value=httpx.Response(200, json=[{"id": 3, "state": "success"}])
+    )
+    respx.get(f"{API}/compare/{MERGE}...{MERGE}").mock(
+        return_value=httpx.Response(200, json={"status": "identical"})
+    )
+
+    status, out, err = run(database, "resync", "acme/web#12")
+    assert status == 0, err
+    ticket = service.load(key)
+    assert (ticket.work.value, ticket.rails.integration.value, ticket.rails.deployment.value) == (
+        "claimed",
+        "merged",
+        "deployed",
+    )
+    assert "merge_state_changed" in out and "deployment_state_changed" in out
+    status, out, _ = run(database, "resync", "acme/web#12")
+    assert (status, out.strip()) == (0, "railyard: acme/web#12: nothing changed.")
+
+
+def test_resync_of_an_unknown_ticket_is_a_clear_error(database: Database) -> None:
+    """Not a ticket: exit 1 with a message."""
+    status, _, err = run(database, "resync", "acme/web#999")
+    assert status == 1 and "not a ticket" in err
