@@ -27,6 +27,7 @@ from policies.rails import (
     BranchObserved,
     CheckObserved,
     DeploymentObserved,
+    MergeabilityObserved,
     Observation,
     ObservationContext,
     fingerprint,
@@ -130,6 +131,9 @@ async def on_pull_request(event: WebhookEvent, services: Services) -> None:
     observations: list[tuple[int, Observation]] = [
         (n, pull.observed(n in linked)) for n in sorted(linked | before)
     ]
+    if pull.open and linked and event.action in ("opened", "reopened", "synchronize", "ready_for_review"):
+        answer = await poll_mergeability(services, event.installation_id, repository, pull.number)
+        observations += [(n, answer) for n in sorted(linked) if answer is not None]
     for number in record(services, event, repository, loaded, observations):
         # SPEC: when a ticket becomes merged, each environment's latest deployment is checked again.
         await recheck_deployments(services, event, repository, loaded, number)
@@ -177,12 +181,19 @@ async def on_push(event: WebhookEvent, services: Services) -> None:
         return
     repository, loaded = found
     branch = ref.removeprefix("refs/heads/")
-    tickets = tickets_on_branch(services.database, repository, branch)
-    if not tickets or event.installation_id is None:
+    if event.installation_id is None:
         return
-    sha = await verified_branch_head(services, event.installation_id, repository, branch)
-    observed = BranchObserved(branch, sha, datetime.fromtimestamp(services.clock(), UTC))
-    record(services, event, repository, loaded, [(n, observed) for n in sorted(tickets)])
+    observations: list[tuple[int, Observation]] = []
+    tickets = tickets_on_branch(services.database, repository, branch)
+    if tickets:
+        sha = await verified_branch_head(services, event.installation_id, repository, branch)
+        observed = BranchObserved(branch, sha, datetime.fromtimestamp(services.clock(), UTC))
+        observations += [(n, observed) for n in sorted(tickets)]
+    for pull, linked in pulls_where(services.database, repository, head_ref=branch):
+        if pull.open and linked:  # a push to a PR's head: is it still mergeable?
+            answer = await poll_mergeability(services, event.installation_id, repository, pull.number)
+            observations += [(n, answer) for n in sorted(linked) if answer is not None]
+    record(services, event, repository, loaded, observations)
 
 
 async def verified_branch_head(
@@ -270,3 +281,21 @@ async def on_deployment(event: WebhookEvent, services: Services) -> None:
         contains = await services.ancestry.contains(event.installation_id, repository, merge, stored.sha)
         observations.append((number, deployment_observed(stored, contains, services.clock())))
     record(services, event, repository, loaded, observations)
+
+
+async def poll_mergeability(
+    services: Services, installation_id: int | None, repository: str, number: int
+) -> MergeabilityObserved | None:
+    """Ask the PR API whether the PR's current head can merge (None while GitHub is still computing)."""
+    if services.github is None or installation_id is None:
+        return None
+    try:
+        answer = await services.github.call("get_pull", installation_id, repository=repository, number=number)
+    except GitHubError as error:
+        if error.status == 404:
+            return None
+        raise
+    mergeable, head = dig(answer, "mergeable"), dig_str(answer, "head", "sha")
+    if not isinstance(mergeable, bool) or head is None:
+        return None
+    return MergeabilityObserved(number, head, mergeable, datetime.fromtimestamp(services.clock(), UTC))

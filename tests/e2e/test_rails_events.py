@@ -226,3 +226,22 @@ async def test_a_deployment_seen_before_the_merge_is_checked_again_when_the_tick
         "pull_request", pull_request_payload("closed", 50, "Fixes #12", merged=True, state="closed")
     )
     assert deployment_state(world) == "deployed"
+
+
+async def test_an_unmergeable_pull_request_blocks_until_a_push_makes_it_mergeable(world: World) -> None:
+    """Mergeability is polled from the PR API when the PR opens and after pushes to its head."""
+    await claimed(world)
+    pull = world.github.add_pull(REPO, 52, body="Fixes #12", head_ref="feature/conflict", head_sha="c" * 40)
+    pull.mergeable = False
+    opened = pull_request_payload("opened", 52, "Fixes #12", ref="feature/conflict", head="c" * 40)
+    await world.send("pull_request", opened)
+    assert rails(world) == ("claimed", "blocked")
+    pull.mergeable, pull.head_sha = True, "c2" * 20
+    push = event_payload("push", "01-none.json", ref="refs/heads/feature/conflict", after="c2" * 20)
+    await world.send("push", push)
+    await world.send(
+        "pull_request",
+        pull_request_payload("synchronize", 52, "Fixes #12", ref="feature/conflict", head="c2" * 20,
+                             updated="2026-11-30T10:20:00Z"),
+    )  # fmt: skip
+    assert rails(world) == ("claimed", "pull_request_open")
