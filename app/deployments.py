@@ -1,4 +1,4 @@
-"""Deployments railyard has seen, merged tickets, and whether one contains the other.
+"""Merged tickets, and whether a deployed commit contains a ticket's merge commit.
 
 "Contains" is answered by the compare API (`merge_commit...deployed_sha` is `ahead` or
 `identical`), cached per pair of shas: the answer for two commits never changes.
@@ -7,86 +7,14 @@
 from __future__ import annotations
 
 from collections import OrderedDict
-from dataclasses import dataclass
 
-from sqlalchemy import func, select
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy import select
 
 from app.codec import ticket_from_data
 from app.database import Database
 from app.github import GitHubClient, GitHubError
 from app.service import tickets
-from app.tables import DeploymentRow, table
 from policies.model import TicketKey
-
-deployments = table(DeploymentRow)
-
-
-@dataclass(frozen=True)
-class Deployment:
-    """One deployment and its newest status (status_id 0: none yet)."""
-
-    repository: str
-    deployment_id: int
-    environment: str
-    sha: str
-    status: str | None = None
-    status_id: int = 0
-
-
-def remember(database: Database, deployment: Deployment) -> Deployment:
-    """Store a deployment (a newer status replaces an older one); return what is stored now."""
-    repository = deployment.repository.casefold()
-    with database.write() as connection:
-        insert = sqlite.insert if connection.dialect.name == "sqlite" else postgresql.insert
-        statement = insert(deployments).values(
-            repository=repository,
-            deployment_id=deployment.deployment_id,
-            environment=deployment.environment,
-            sha=deployment.sha,
-            status=deployment.status,
-            status_id=deployment.status_id,
-        )
-        newer = statement.excluded.status_id > deployments.c.status_id
-        connection.execute(
-            statement.on_conflict_do_update(
-                index_elements=["repository", "deployment_id"],
-                set_={"status": statement.excluded.status, "status_id": statement.excluded.status_id},
-                where=newer,
-            )
-        )
-        row = connection.execute(
-            select(deployments).where(
-                deployments.c.repository == repository,
-                deployments.c.deployment_id == deployment.deployment_id,
-            )
-        ).one()
-    return Deployment(
-        deployment.repository, row.deployment_id, row.environment, row.sha, row.status, row.status_id
-    )
-
-
-def latest_per_environment(database: Database, repository: str) -> list[Deployment]:
-    """The newest deployment (by id) of each environment."""
-    newest = (
-        select(deployments.c.environment, func.max(deployments.c.deployment_id).label("newest"))
-        .where(deployments.c.repository == repository.casefold())
-        .group_by(deployments.c.environment)
-        .subquery()
-    )
-    with database.read() as connection:
-        rows = connection.execute(
-            select(deployments)
-            .join(
-                newest,
-                (deployments.c.environment == newest.c.environment)
-                & (deployments.c.deployment_id == newest.c.newest),
-            )
-            .where(deployments.c.repository == repository.casefold())
-        )
-        return [
-            Deployment(repository, r.deployment_id, r.environment, r.sha, r.status, r.status_id) for r in rows
-        ]
 
 
 def merged_tickets(database: Database, repository: str) -> list[tuple[int, str]]:

@@ -291,16 +291,15 @@ class PullRequestRow(SQLModel, table=True):
     updated_at: float
 
 
-class DeploymentRow(SQLModel, table=True):
-    """A deployment and its newest status, so merged tickets can be checked against it later."""
+class HeldObservationRow(SQLModel, table=True):
+    """An observation about a commit that no ticket could be told about yet (a check on a head
+    no linked PR has shown, a deployment status before the merge): replayed when one can."""
 
-    __tablename__ = "deployments"
-    __table_args__ = (UniqueConstraint("repository", "deployment_id", name="uq_deployments_id"),)
+    __tablename__ = "held_observations"
+    __table_args__ = (UniqueConstraint("repository", "fingerprint", name="uq_held_observations"),)
 
     id: int | None = Field(default=None, primary_key=True)
     repository: str = Field(index=True)
-    deployment_id: int = Field(sa_column=Column(BigInteger, nullable=False))
-    environment: str
-    sha: str
-    status: str | None = None
-    status_id: int = Field(default=0, sa_column=Column(BigInteger, nullable=False))
+    subject: str = Field(index=True)  # "check:<head sha>" or "deployment:<environment>"
+    fingerprint: str
+    data: dict[str, Any] = _json()

@@ -9,14 +9,15 @@ only produce rail events: `TicketService.execute` with an observation runs
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 from datetime import UTC, datetime
 
 import structlog
 
 from app.config import LoadedConfig
-from app.deployments import Deployment, latest_per_environment, merged_tickets
-from app.deployments import remember as remember_deployment
+from app.deployments import merged_tickets
 from app.github import GitHubError
+from app.held import held_for, hold
 from app.payloads import dig, dig_int, dig_str
 from app.pulls import PullRequest, pulls_where, remember, tickets_on_branch
 from app.services import Services
@@ -131,8 +132,13 @@ async def on_pull_request(event: WebhookEvent, services: Services) -> None:
     observations: list[tuple[int, Observation]] = [
         (n, pull.observed(n in linked)) for n in sorted(linked | before)
     ]
+    if pull.head_sha and linked:  # checks that completed before this PR showed its head
+        held_checks = held_for(services.database, repository, f"check:{pull.head_sha}")
+        observations += [(n, check) for check in held_checks for n in sorted(linked)]
     if pull.open and linked and event.action in ("opened", "reopened", "synchronize", "ready_for_review"):
-        answer = await poll_mergeability(services, event.installation_id, repository, pull.number)
+        answer = await poll_mergeability(
+            services, event.installation_id, repository, pull.number, pull.updated_at
+        )
         observations += [(n, answer) for n in sorted(linked) if answer is not None]
     for number in record(services, event, repository, loaded, observations):
         # SPEC: when a ticket becomes merged, each environment's latest deployment is checked again.
@@ -166,6 +172,7 @@ async def on_check(event: WebhookEvent, services: Services) -> None:
     observation = _check(event, event.event, services.clock())
     if observation is None:
         return
+    hold(services.database, repository, f"check:{observation.head_sha}", observation)
     tickets: set[int] = set()
     for _, linked in pulls_where(services.database, repository, head_sha=observation.head_sha):
         tickets |= linked
@@ -184,14 +191,17 @@ async def on_push(event: WebhookEvent, services: Services) -> None:
     if event.installation_id is None:
         return
     observations: list[tuple[int, Observation]] = []
+    pushed_at = _push_time(event, services.clock())
     tickets = tickets_on_branch(services.database, repository, branch)
     if tickets:
         sha = await verified_branch_head(services, event.installation_id, repository, branch)
-        observed = BranchObserved(branch, sha, datetime.fromtimestamp(services.clock(), UTC))
+        observed = BranchObserved(branch, sha, pushed_at)
         observations += [(n, observed) for n in sorted(tickets)]
     for pull, linked in pulls_where(services.database, repository, head_ref=branch):
         if pull.open and linked:  # a push to a PR's head: is it still mergeable?
-            answer = await poll_mergeability(services, event.installation_id, repository, pull.number)
+            answer = await poll_mergeability(
+                services, event.installation_id, repository, pull.number, pushed_at
+            )
             observations += [(n, answer) for n in sorted(linked) if answer is not None]
     record(services, event, repository, loaded, observations)
 
@@ -233,29 +243,19 @@ def report_delivered_branch(
 async def recheck_deployments(
     services: Services, event: WebhookEvent, repository: str, loaded: LoadedConfig, number: int
 ) -> None:
-    """Check the newest deployment of each environment against a ticket that just merged."""
+    """A ticket just merged: check it against every deployment railyard has seen (SPEC: the
+    latest of each environment; replaying all keeps the recorded set independent of order)."""
     ticket = services.tickets.load(TicketKey(repository, number))
     merge = ticket.rails.merge_commit if ticket else None
     if merge is None or services.ancestry is None or event.installation_id is None:
         return
     observations: list[tuple[int, Observation]] = []
-    for deployment in latest_per_environment(services.database, repository):
-        contains = await services.ancestry.contains(event.installation_id, repository, merge, deployment.sha)
-        observations.append((number, deployment_observed(deployment, contains, services.clock())))
+    for environment in loaded.config.deployments.environments:
+        for seen in held_for(services.database, repository, f"deployment:{environment}"):
+            assert isinstance(seen, DeploymentObserved)
+            contains = await services.ancestry.contains(event.installation_id, repository, merge, seen.sha)
+            observations.append((number, replace(seen, contains_merge=contains)))
     record(services, event, repository, loaded, observations)
-
-
-def deployment_observed(deployment: Deployment, contains: bool, now: float) -> DeploymentObserved:
-    """A stored deployment as an observation about one ticket."""
-    return DeploymentObserved(
-        deployment_id=deployment.deployment_id,
-        environment=deployment.environment,
-        sha=deployment.sha,
-        contains_merge=contains,
-        status=deployment.status,
-        status_id=deployment.status_id,
-        observed_at=datetime.fromtimestamp(now, UTC),
-    )
 
 
 @router.register("deployment", "created")
@@ -271,20 +271,31 @@ async def on_deployment(event: WebhookEvent, services: Services) -> None:
     repository, loaded = found
     status_id = dig_int(event.payload, "deployment_status", "id") or 0
     status = dig_str(event.payload, "deployment_status", "state") if status_id else None
-    stored = remember_deployment(
-        services.database, Deployment(repository, deployment_id, environment, sha, status, status_id)
+    at = _time(
+        dig_str(event.payload, "deployment_status" if status_id else "deployment", "created_at"),
+        services.clock(),
     )
+    seen = DeploymentObserved(deployment_id, environment, sha, None, status, status_id, at)
+    hold(services.database, repository, f"deployment:{environment}", seen)
     if services.ancestry is None or event.installation_id is None:
         return
     observations: list[tuple[int, Observation]] = []
     for number, merge in merged_tickets(services.database, repository):
-        contains = await services.ancestry.contains(event.installation_id, repository, merge, stored.sha)
-        observations.append((number, deployment_observed(stored, contains, services.clock())))
+        contains = await services.ancestry.contains(event.installation_id, repository, merge, sha)
+        observations.append((number, replace(seen, contains_merge=contains)))
     record(services, event, repository, loaded, observations)
 
 
+def _push_time(event: WebhookEvent, fallback: float) -> datetime:
+    """When the push happened, by GitHub's payload (so a redelivery is the same observation)."""
+    pushed = dig(event.payload, "repository", "pushed_at")
+    if isinstance(pushed, int | float) and not isinstance(pushed, bool):
+        return datetime.fromtimestamp(pushed, UTC)
+    return _time(dig_str(event.payload, "head_commit", "timestamp"), fallback)
+
+
 async def poll_mergeability(
-    services: Services, installation_id: int | None, repository: str, number: int
+    services: Services, installation_id: int | None, repository: str, number: int, at: datetime
 ) -> MergeabilityObserved | None:
     """Ask the PR API whether the PR's current head can merge (None while GitHub is still computing)."""
     if services.github is None or installation_id is None:
@@ -298,4 +309,4 @@ async def poll_mergeability(
     mergeable, head = dig(answer, "mergeable"), dig_str(answer, "head", "sha")
     if not isinstance(mergeable, bool) or head is None:
         return None
-    return MergeabilityObserved(number, head, mergeable, datetime.fromtimestamp(services.clock(), UTC))
+    return MergeabilityObserved(number, head, mergeable, at)

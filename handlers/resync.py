@@ -8,18 +8,19 @@ move the repository and deployment rails, and repeats nothing already recorded.
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from datetime import UTC, datetime
 
 from app.config import LoadedConfig
-from app.deployments import Deployment, merged_tickets
-from app.deployments import remember as remember_deployment
+from app.deployments import merged_tickets
+from app.held import hold
 from app.payloads import dig_int, dig_str
 from app.pulls import pulls_where, remember, tickets_on_branch
 from app.services import Services
-from handlers.rails import deployment_observed, pull_request_from, record_as, verified_branch_head
+from handlers.rails import pull_request_from, record_as, verified_branch_head
 from policies.links import linked_issues
 from policies.model import TicketKey
-from policies.rails import BranchObserved, Observation
+from policies.rails import BranchObserved, DeploymentObserved, Observation
 
 RECENT_DEPLOYMENTS = 10
 
@@ -97,20 +98,15 @@ async def _resync_deployments(
                 params={"per_page": 1},
             )
             newest = statuses[0] if isinstance(statuses, list) and statuses else {}
-            stored = remember_deployment(
-                services.database,
-                Deployment(
-                    key.repository,
-                    deployment_id,
-                    environment,
-                    sha,
-                    dig_str(newest, "state"),
-                    dig_int(newest, "id") or 0,
-                ),
+            status_id = dig_int(newest, "id") or 0
+            at = _when(dig_str(newest, "created_at") or dig_str(item, "created_at"), services.clock())
+            seen = DeploymentObserved(
+                deployment_id, environment, sha, None, dig_str(newest, "state"), status_id, at
             )
+            hold(services.database, key.repository, f"deployment:{environment}", seen)
             if merge is not None:
-                contains = await services.ancestry.contains(installation, key.repository, merge, stored.sha)
-                observations.append((key.number, deployment_observed(stored, contains, services.clock())))
+                contains = await services.ancestry.contains(installation, key.repository, merge, sha)
+                observations.append((key.number, replace(seen, contains_merge=contains)))
     record_as(
         services,
         key.repository,
@@ -123,3 +119,10 @@ async def _resync_deployments(
 
 def _at(now: float) -> datetime:
     return datetime.fromtimestamp(now, UTC)
+
+
+def _when(text: str | None, fallback: float) -> datetime:
+    try:
+        return datetime.fromisoformat(str(text).replace("Z", "+00:00")) if text else _at(fallback)
+    except ValueError:
+        return _at(fallback)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -101,12 +102,13 @@ async def test_a_delivery_and_a_push_report_the_branch_after_verifying_it(world:
     assert rails(world) == ("delivered", "branch_reported")
     world.github.repositories[REPO].branches["agent/12-fix"] = "9" * 40
     push = event_payload("push", "01-none.json", ref="refs/heads/agent/12-fix", after="9" * 40)
+    push["repository"]["pushed_at"] = int(time.time()) + 1  # pushes are ordered by GitHub's time
     await world.send("push", push)
     assert world.ticket().rails.branches["agent/12-fix"].sha == "9" * 40
     del world.github.repositories[REPO].branches["agent/12-fix"]
-    await world.send(
-        "push", event_payload("push", "01-none.json", ref="refs/heads/agent/12-fix", after="0" * 40)
-    )
+    deleted = event_payload("push", "01-none.json", ref="refs/heads/agent/12-fix", after="0" * 40)
+    deleted["repository"]["pushed_at"] = int(time.time()) + 2
+    await world.send("push", deleted)
     assert rails(world) == ("delivered", "unreported")
 
 
