@@ -247,3 +247,30 @@ async def test_an_unmergeable_pull_request_blocks_until_a_push_makes_it_mergeabl
                              updated="2026-11-30T10:20:00Z"),
     )  # fmt: skip
     assert rails(world) == ("claimed", "pull_request_open")
+
+
+async def test_one_deployment_moves_every_merged_ticket_it_contains(world: World) -> None:
+    """One deployment deploys two merged tickets; a rollback undoes both; a later failure leaves deployed."""
+    world.github.repositories[REPO].issues[13].body = "Second ticket"
+    await world.say("rachel", "/publish", number=13)
+    await world.say("cody", "/claim", number=13)
+    await merged(world)
+    second = pull_request_payload(
+        "closed", 51, "Fixes #13", merged=True, state="closed", ref="agent/13", head="b" * 40
+    )
+    second["pull_request"]["merge_commit_sha"] = "5" * 40
+    compare = world.github.repositories[REPO].compare
+    compare.update({("5" * 40, LATER): "ahead", ("5" * 40, OLDER): "behind"})
+    await world.send("pull_request", second)
+
+    def both() -> tuple[str, str]:
+        return world.ticket(12).rails.deployment.value, world.ticket(13).rails.deployment.value
+
+    await world.send(*deployment(900, LATER, "success", 1))
+    assert both() == ("deployed", "deployed")
+    await world.send(*deployment(901, OLDER, "success", 2))
+    assert both() == ("not_deployed", "not_deployed")
+    await world.send(*deployment(902, LATER, "success", 3))
+    await world.send(*deployment(903, LATER, "failure", 4))
+    assert both() == ("deployed", "deployed")
+    assert (world.ticket(12).work.value, world.ticket(13).work.value) == ("claimed", "claimed")

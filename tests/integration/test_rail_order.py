@@ -1,0 +1,123 @@
+"""Arrival order does not matter: every permutation of a ticket's repository events, through
+the handlers, ends in the same rails and the same set of recorded observations."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from app.github import GitHubClient
+from app.metrics import Metrics
+from app.services import Services, create_services
+from handlers import ROUTER
+from handlers.routing import WebhookEvent
+from policies.commands import Claim, Publish
+from policies.model import TicketKey
+from tests.conftest import sqlite_database
+from tests.fakes import REQUESTER, RUNNER, Comments, app_settings, example
+from tests.github_standin import StandinState, running_standin
+
+HEAD, MERGE = "c" * 40, "d" * 40
+BRANCH = "agent/12-order"
+
+
+def _pull(action: str, updated: str, *, merged: bool = False) -> tuple[str, dict[str, Any]]:
+    payload = json.loads(example("api.github.com", "pull_request", "01-opened.json"))
+    payload["action"] = action
+    payload["pull_request"].update(
+        {
+            "number": 50, "body": "Fixes #12", "state": "closed" if merged else "open", "merged": merged,
+            "merge_commit_sha": MERGE, "updated_at": updated, "html_url": "https://github.com/x/pull/50",
+        }
+    )  # fmt: skip
+    payload["pull_request"]["head"].update({"ref": BRANCH, "sha": HEAD})
+    return "pull_request", payload
+
+
+def _check(conclusion: str, check_id: int, at: str) -> tuple[str, dict[str, Any]]:
+    payload = json.loads(example("api.github.com", "check_run", "02-completed.json"))
+    payload["check_run"].update(
+        {
+            "name": "ci",
+            "head_sha": HEAD,
+            "status": "completed",
+            "conclusion": conclusion,
+            "id": check_id,
+            "completed_at": at,
+        }
+    )
+    return "check_run", payload
+
+
+def _push() -> tuple[str, dict[str, Any]]:
+    payload = json.loads(example("api.github.com", "push", "01-none.json"))
+    payload.update({"ref": f"refs/heads/{BRANCH}", "after": HEAD})
+    payload["repository"]["pushed_at"] = 1_795_000_000
+    return "push", payload
+
+
+EVENTS = [
+    _push(),
+    _pull("opened", "2026-11-30T10:00:00Z"),
+    _check("failure", 1, "2026-11-30T10:05:00Z"),
+    _check("success", 2, "2026-11-30T10:10:00Z"),
+    _pull("closed", "2026-11-30T11:00:00Z", merged=True),
+]
+
+
+@pytest.fixture
+async def services(tmp_path: Path) -> AsyncIterator[tuple[Services, StandinState]]:
+    """Handlers' collaborators over SQLite, GitHub answered by the in-process stand-in."""
+    state = StandinState()
+    state.add_installation(7, "acme")
+    database = sqlite_database(tmp_path / "order.db")
+    async with running_standin(state) as standin:
+        github = GitHubClient(app_settings(database.url, GITHUB_API_URL=standin.url, APP_ID="1"), Metrics())
+        await github.start()
+        yield create_services(database, github=github, app_id=1), state
+        await github.close()
+    database.close()
+
+
+async def run(
+    services: Services, state: StandinState, repository: str, order: list[tuple[str, dict[str, Any]]]
+) -> tuple[Any, frozenset[str]]:
+    """A fresh claimed ticket in its own repository, the events in `order`; its rails and observations."""
+    state.add_repository(repository).branches[BRANCH] = HEAD
+    key, comments = TicketKey(repository, 12), Comments()
+    services.tickets.execute(key, Publish("Order"), comments.context(REQUESTER))
+    services.tickets.execute(key, Claim(branch=BRANCH), comments.context(RUNNER))
+    for number, (event, payload) in enumerate(order):
+        payload = json.loads(json.dumps(payload))
+        payload["installation"] = {"id": 7}
+        payload["repository"]["full_name"] = repository
+        delivery = WebhookEvent(f"{repository}-{number}", event, payload.get("action"), 7, payload)
+        for handler in ROUTER.handlers_for(event, delivery.action):
+            await handler(delivery, services)
+    ticket = services.tickets.load(key)
+    observed = frozenset(
+        json.dumps(dict(r.event.data), sort_keys=True)
+        for r in services.tickets.history(key)
+        if r.event.type.value.endswith("_observed")
+    )
+    return (ticket.work, ticket.rails.integration, dict(ticket.rails.deployments)), observed
+
+
+async def test_every_order_and_every_duplicate_ends_the_same(services: tuple[Services, StandinState]) -> None:
+    """120 orders of five events, each also with one duplicated: one outcome, one set of observations."""
+    handlers, state = services
+    outcomes = set()
+    observation_sets = set()
+    for index, order in enumerate(itertools.permutations(EVENTS)):
+        for duplicate in (None, index % len(EVENTS)):
+            sequence = list(order) if duplicate is None else [*order, order[duplicate]]
+            rails, observed = await run(handlers, state, f"acme/order-{index}-{duplicate}", sequence)
+            outcomes.add(repr(rails))
+            observation_sets.add(observed)
+    assert len(outcomes) == 1, outcomes
+    assert "merged" in outcomes.pop() and len(observation_sets) == 1
