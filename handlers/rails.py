@@ -271,11 +271,7 @@ async def on_deployment(event: WebhookEvent, services: Services) -> None:
     repository, loaded = found
     status_id = dig_int(event.payload, "deployment_status", "id") or 0
     status = dig_str(event.payload, "deployment_status", "state") if status_id else None
-    at = _time(
-        dig_str(event.payload, "deployment_status" if status_id else "deployment", "created_at"),
-        services.clock(),
-    )
-    seen = DeploymentObserved(deployment_id, environment, sha, None, status, status_id, at)
+    seen = DeploymentObserved(deployment_id, environment, sha, None, status, status_id)
     hold(services.database, repository, f"deployment:{environment}", seen)
     if services.ancestry is None or event.installation_id is None:
         return

@@ -99,9 +99,8 @@ async def _resync_deployments(
             )
             newest = statuses[0] if isinstance(statuses, list) and statuses else {}
             status_id = dig_int(newest, "id") or 0
-            at = _when(dig_str(newest, "created_at") or dig_str(item, "created_at"), services.clock())
             seen = DeploymentObserved(
-                deployment_id, environment, sha, None, dig_str(newest, "state"), status_id, at
+                deployment_id, environment, sha, None, dig_str(newest, "state"), status_id
             )
             hold(services.database, key.repository, f"deployment:{environment}", seen)
             if merge is not None:
@@ -119,10 +118,3 @@ async def _resync_deployments(
 
 def _at(now: float) -> datetime:
     return datetime.fromtimestamp(now, UTC)
-
-
-def _when(text: str | None, fallback: float) -> datetime:
-    try:
-        return datetime.fromisoformat(str(text).replace("Z", "+00:00")) if text else _at(fallback)
-    except ValueError:
-        return _at(fallback)

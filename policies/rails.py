@@ -78,7 +78,8 @@ class DeploymentObserved:
     """A deployment (status_id 0, no status) or one of its statuses.
 
     `contains_merge` says whether the deployed sha contains the ticket's merge commit
-    (compare API: ahead or identical); None while that is unknown.
+    (compare API: ahead or identical); None while that is unknown. Deployments are ordered
+    by their ids, never by when railyard looked, so no time belongs to the observation.
     """
 
     deployment_id: int
@@ -87,7 +88,6 @@ class DeploymentObserved:
     contains_merge: bool | None
     status: str | None
     status_id: int
-    observed_at: datetime
 
 
 Observation = BranchObserved | PullRequestObserved | CheckObserved | MergeabilityObserved | DeploymentObserved
@@ -129,15 +129,8 @@ def observation_from_data(data: Mapping[str, Any]) -> Observation:
 
 
 def fingerprint(observation: Observation) -> str:
-    """Identity of an observation: the same fact twice has the same fingerprint.
-
-    Deployments are ordered by their ids, not by when railyard looked, so the time of looking
-    is not part of a deployment's identity.
-    """
-    data = observation_to_data(observation)
-    if isinstance(observation, DeploymentObserved):
-        del data["observed_at"]
-    canonical = json.dumps(data, sort_keys=True)
+    """Identity of an observation: the same fact twice has the same fingerprint."""
+    canonical = json.dumps(observation_to_data(observation), sort_keys=True)
     return hashlib.sha256(canonical.encode()).hexdigest()[:24]
 
 

@@ -133,7 +133,6 @@ observations = st.one_of(
         contains_merge=st.sampled_from([None, True, False]),
         status=st.sampled_from([None, "in_progress", "success", "failure", "inactive"]),
         status_id=st.integers(0, 4),
-        observed_at=times,
     ),
 )
 

@@ -102,7 +102,7 @@ def deployment(
 ) -> DeploymentObserved:
     sid = status_id if status_id is not None else (0 if status is None else deployment_id * 100 + 1)
     return DeploymentObserved(
-        deployment_id, environment, f"deploy-sha-{deployment_id}", contains, status, sid, minute(at)
+        deployment_id, environment, f"deploy-sha-{deployment_id}", contains, status, sid
     )
 
 
@@ -541,7 +541,6 @@ def observation_lists(draw: st.DrawFn) -> list[Observation]:
             contains_merge=contains[deployment_id - 1] if known else None,
             status=None if status_id == 0 else status_of[status_id - 1],
             status_id=status_id,
-            observed_at=inner(times),
         )
 
     kinds = st.one_of(branches, pull_requests(), checks, answers, deployments())
