@@ -274,3 +274,64 @@ async def test_one_deployment_moves_every_merged_ticket_it_contains(world: World
     await world.send(*deployment(903, LATER, "failure", 4))
     assert both() == ("deployed", "deployed")
     assert (world.ticket(12).work.value, world.ticket(13).work.value) == ("claimed", "claimed")
+
+
+async def test_the_whole_repository_and_deployment_scenario_for_two_tickets(world: World) -> None:
+    """Branch pushed, PR opened, checks fail then pass, merged, deploying, deployed, rolled back:
+    the rails follow for both tickets and the work rail never moves."""
+    world.github.repositories[REPO].issues[13].body = "Second ticket"
+    world.github.repositories[REPO].branches["agent/13"] = "b" * 40
+    for number, branch in ((12, "agent/12-fix"), (13, "agent/13")):
+        await world.say("rachel", "/publish", number=number)
+        await world.say("cody", f"/claim branch={branch}", number=number)
+    compare = world.github.repositories[REPO].compare
+    compare.update({(MERGE, LATER): "ahead", (MERGE, OLDER): "behind", ("5" * 40, LATER): "ahead"})
+    compare[("5" * 40, OLDER)] = "behind"
+
+    def state() -> list[tuple[str, str, str]]:
+        return [
+            (t.work.value, t.rails.integration.value, t.rails.deployment.value)
+            for t in (world.ticket(12), world.ticket(13))
+        ]
+
+    push = event_payload("push", "01-none.json", ref="refs/heads/agent/12-fix", after=FIX)
+    push["repository"]["pushed_at"] = int(time.time()) + 1
+    await world.send("push", push)
+    push13 = event_payload("push", "01-none.json", ref="refs/heads/agent/13", after="b" * 40)
+    push13["repository"]["pushed_at"] = int(time.time()) + 1
+    await world.send("push", push13)
+    assert state() == [("claimed", "branch_reported", "not_deployed")] * 2
+    await world.send("pull_request", pull_request_payload("opened", 50, "Fixes #12"))
+    await world.send(
+        "pull_request", pull_request_payload("opened", 51, "Fixes #13", ref="agent/13", head="b" * 40)
+    )
+    assert state() == [("claimed", "pull_request_open", "not_deployed")] * 2
+    for head in (FIX, "b" * 40):
+        await world.send("check_run", ci_check(head, "failure", 10, "2026-11-30T10:05:00Z"))
+    assert state() == [("claimed", "blocked", "not_deployed")] * 2
+    for head in (FIX, "b" * 40):
+        await world.send("check_run", ci_check(head, "success", 11, "2026-11-30T10:10:00Z"))
+    assert state() == [("claimed", "pull_request_open", "not_deployed")] * 2
+    await world.send(
+        "pull_request", pull_request_payload("closed", 50, "Fixes #12", merged=True, state="closed")
+    )
+    second = pull_request_payload(
+        "closed", 51, "Fixes #13", merged=True, state="closed", ref="agent/13", head="b" * 40
+    )
+    second["pull_request"]["merge_commit_sha"] = "5" * 40
+    await world.send("pull_request", second)
+    assert state() == [("claimed", "merged", "not_deployed")] * 2
+    await world.send(*deployment(900, LATER, "in_progress", 1))
+    assert state() == [("claimed", "merged", "deploying")] * 2
+    await world.send(*deployment(900, LATER, "success", 2))
+    assert state() == [("claimed", "merged", "deployed")] * 2
+    await world.send(*deployment(901, OLDER, "success", 3))
+    assert state() == [("claimed", "merged", "not_deployed")] * 2
+
+
+def ci_check(head: str, conclusion: str, check_id: int, at: str) -> dict[str, Any]:
+    """A real completed `check_run` named ci on `head`."""
+    payload = event_payload("check_run", "02-completed.json")
+    run = {"name": "ci", "head_sha": head, "status": "completed", "conclusion": conclusion, "id": check_id}
+    payload["check_run"].update({**run, "completed_at": at})
+    return payload
