@@ -1,8 +1,9 @@
 """The stored webhook deliveries as a work queue.
 
-A delivery is claimable when it is pending, due, not leased by a live worker, and no
-earlier pending delivery shares its ordering key (so one in backoff holds back later
-ones for the same ticket, while different tickets proceed in parallel). Claims are
+A delivery is claimable when it is pending, due, not leased by a live worker, and it is
+the oldest pending delivery of its ordering key (so one in backoff holds back later ones
+for the same ticket, while different tickets proceed in parallel). Only each key's head is
+considered, so a long backlog for one ticket does not slow every claim. Claims are
 leases: a worker that dies loses its lease when it expires and the delivery is taken up
 again. On PostgreSQL, `FOR UPDATE SKIP LOCKED` lets any number of workers share the queue.
 """
@@ -17,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import bindparam, func, insert, select, text, update
+from sqlalchemy import Connection, bindparam, func, insert, or_, select, text, update
 
 from app.database import Database
 from app.tables import DeliveryRunRow, WebhookDeliveryRow, table
@@ -31,12 +32,15 @@ FINAL_STATUSES = (DONE, IGNORED, FAILED)
 _CLAIMABLE = """
 SELECT d.seq, d.delivery_id, d.event, d.action, d.installation_id, d.payload, d.attempts
 FROM webhook_deliveries d
-WHERE d.status = 'pending' AND d.next_attempt_at <= :now
-  AND (d.lease_until IS NULL OR d.lease_until < :now)
-  AND NOT EXISTS (
-    SELECT 1 FROM webhook_deliveries e
-    WHERE e.status = 'pending' AND e.ordering_key = d.ordering_key AND e.seq < d.seq
+WHERE d.seq IN (
+    SELECT MIN(h.seq) FROM webhook_deliveries h
+    WHERE h.status = 'pending' AND h.ordering_key IS NOT NULL
+    GROUP BY h.ordering_key
+    UNION ALL
+    SELECT n.seq FROM webhook_deliveries n WHERE n.status = 'pending' AND n.ordering_key IS NULL
   )
+  AND d.status = 'pending' AND d.next_attempt_at <= :now
+  AND (d.lease_until IS NULL OR d.lease_until < :now)
 ORDER BY d.seq
 LIMIT :limit
 """
@@ -86,25 +90,62 @@ class DeliveryQueue:
 
     def claim(self, now: float, limit: int) -> list[ClaimedDelivery]:
         """Lease up to `limit` claimable deliveries to this worker."""
+        if self.database.is_sqlite:
+            return self._claim_sqlite(now, limit)
         with self.database.write() as connection:
             rows = connection.execute(self._claimable, {"now": now, "limit": limit}).all()
             if not rows:
                 return []
-            connection.execute(
-                update(deliveries)
-                .where(deliveries.c.seq.in_([row.seq for row in rows]))
-                .values(
-                    lease_until=now + self.lease_seconds,
-                    lease_owner=self.owner,
-                    attempts=deliveries.c.attempts + 1,
-                )
+            self._lease(connection, [row.seq for row in rows], now)
+        return [self._claimed(row) for row in rows]
+
+    def _claim_sqlite(self, now: float, limit: int) -> list[ClaimedDelivery]:
+        # Look for candidates in a read transaction (WAL readers never block the intake writer),
+        # then lease them with a short conditional write: a row someone else leased meanwhile
+        # simply does not match.
+        with self.database.read() as connection:
+            rows = connection.execute(self._claimable, {"now": now, "limit": limit}).all()
+        if not rows:
+            return []
+        with self.database.write() as connection:
+            self._lease(connection, [row.seq for row in rows], now)
+            leased = set(
+                connection.execute(
+                    select(deliveries.c.seq).where(
+                        deliveries.c.seq.in_([row.seq for row in rows]),
+                        deliveries.c.lease_owner == self.owner,
+                        deliveries.c.lease_until == now + self.lease_seconds,
+                    )
+                ).scalars()
             )
-        return [
-            ClaimedDelivery(
-                r.seq, r.delivery_id, r.event, r.action, r.installation_id, r.payload, r.attempts + 1
+        return [self._claimed(row) for row in rows if row.seq in leased]
+
+    def _lease(self, connection: Connection, seqs: list[int], now: float) -> None:
+        connection.execute(
+            update(deliveries)
+            .where(
+                deliveries.c.seq.in_(seqs),
+                deliveries.c.status == PENDING,
+                or_(deliveries.c.lease_until.is_(None), deliveries.c.lease_until < now),
             )
-            for r in rows
-        ]
+            .values(
+                lease_until=now + self.lease_seconds,
+                lease_owner=self.owner,
+                attempts=deliveries.c.attempts + 1,
+            )
+        )
+
+    @staticmethod
+    def _claimed(row: Any) -> ClaimedDelivery:
+        return ClaimedDelivery(
+            row.seq,
+            row.delivery_id,
+            row.event,
+            row.action,
+            row.installation_id,
+            row.payload,
+            row.attempts + 1,
+        )
 
     def _finish(self, claimed: ClaimedDelivery, values: dict[str, Any], outcome: str, started: float) -> bool:
         with self.database.write() as connection:

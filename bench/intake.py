@@ -165,13 +165,35 @@ async def bench(label: str, database_url: str, workdir: Path, seconds: int) -> N
         full = run_wrk(server.url, body_file, signature, seconds, 16)
         print(
             f"{label:<10} full load (wrk -t2 -c16, {len(body)} B): {full['rate']:8.0f} acknowledged/s  "
-            f"p50={full.get('50')} p99={full.get('99')} non-2xx={full['non_2xx']:.0f}"
+            f"p50={full.get('50')} p99={full.get('99')} non-2xx={full['non_2xx']:.0f}",
+            flush=True,
         )
         latencies = await fixed_rate(server.url, body, signature, 1000, seconds)
         print(
             f"{label:<10} fixed 1000/s for {seconds}s: p50={percentile(latencies, 0.50):.2f} ms  "
-            f"p99={percentile(latencies, 0.99):.2f} ms  max={latencies[-1]:.2f} ms  n={len(latencies)}"
+            f"p99={percentile(latencies, 0.99):.2f} ms  max={latencies[-1]:.2f} ms  n={len(latencies)}",
+            flush=True,
         )
+        backlog = queue_depth(Database(database_url))[0]
+        print(f"{label:<10} left for the worker: {backlog} deliveries of one issue (in order, one at a time)")
+    finally:
+        server.stop()
+    await drain(label, database_url, workdir, env)
+
+
+async def drain(label: str, database_url: str, workdir: Path, env: dict[str, str]) -> None:
+    """The worker's drain rate on a fresh database: 5,000 deliveries over 50 ordering keys."""
+    database = Database(database_url)
+    if database.is_sqlite:
+        Path(database_url.removeprefix("sqlite:///")).unlink()
+        for suffix in ("-wal", "-shm"):
+            Path(database_url.removeprefix("sqlite:///") + suffix).unlink(missing_ok=True)
+    else:
+        reset_schema(database)
+    database.close()
+    server = ServerProcess(env=env, cwd=workdir)
+    await server.start()
+    try:
         database = Database(database_url)
         deliveries = drain_deliveries(5000)
         started = time.perf_counter()
@@ -183,7 +205,10 @@ async def bench(label: str, database_url: str, workdir: Path, seconds: int) -> N
             await asyncio.sleep(0.05)
         elapsed = time.perf_counter() - started
         rate = len(deliveries) / elapsed
-        print(f"{label:<10} worker drain: {len(deliveries)} deliveries in {elapsed:.1f}s = {rate:.0f}/s")
+        print(
+            f"{label:<10} worker drain: {len(deliveries)} deliveries in {elapsed:.1f}s = {rate:.0f}/s",
+            flush=True,
+        )
         database.close()
     finally:
         server.stop()
@@ -199,7 +224,7 @@ def main() -> None:
     args = parser.parse_args()
     if shutil.which("wrk") is None:
         sys.exit("bench/intake.py needs wrk: apt-get install wrk")
-    print(f"cores={os.cpu_count()}  python={sys.version.split()[0]}")
+    print(f"cores={os.cpu_count()}  python={sys.version.split()[0]}", flush=True)
     with tempfile.TemporaryDirectory() as folder:
         asyncio.run(bench("sqlite", f"sqlite:///{folder}/intake.db", Path(folder), args.seconds))
     if args.postgres:
