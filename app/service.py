@@ -189,8 +189,11 @@ class TicketService:
             ).mappings()
             return [RecordedEvent(row["revision"], event_from_row(dict(row))) for row in rows]
 
-    def commands_since(self, repository: str, actor: str, since: datetime) -> int:
-        """How many commands (applied or refused) `actor` ran in `repository` since `since`."""
+    def commands_since(
+        self, repository: str, actor: str, since: datetime, *, refused_only: bool = False
+    ) -> int:
+        """How many commands `actor` ran in `repository` since `since` (or how many were refused)."""
+        outcome = operations.c.outcome == "refused" if refused_only else operations.c.change.like("/%")
         with self.database.read() as connection:
             return int(
                 connection.execute(
@@ -199,24 +202,8 @@ class TicketService:
                     .where(
                         operations.c.repository == repository.casefold(),
                         func.lower(operations.c.actor) == actor.casefold(),
-                        operations.c.change.like("/%"),
                         operations.c.at >= since,
-                    )
-                ).scalar_one()
-            )
-
-    def refusals_since(self, repository: str, actor: str, since: datetime) -> int:
-        """How many commands by `actor` in `repository` were refused since `since`."""
-        with self.database.read() as connection:
-            return int(
-                connection.execute(
-                    select(func.count())
-                    .select_from(operations)
-                    .where(
-                        operations.c.repository == repository.casefold(),
-                        func.lower(operations.c.actor) == actor.casefold(),
-                        operations.c.outcome == "refused",
-                        operations.c.at >= since,
+                        outcome,
                     )
                 ).scalar_one()
             )

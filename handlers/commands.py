@@ -341,7 +341,10 @@ class CommandRun:
     def _refusal_effect(self, refusal: Refusal) -> Effect:
         f = self.facts
         since = datetime.fromtimestamp(self.services.clock(), UTC) - REPLY_WINDOW
-        if self.services.tickets.refusals_since(f.repository, f.author, since) > REPLIES_PER_WINDOW:
+        if (
+            self.services.tickets.commands_since(f.repository, f.author, since, refused_only=True)
+            > REPLIES_PER_WINDOW
+        ):
             return reaction(f.installation_id, f.repository, f.comment_id, "confused")
         body = f"{self._quote()}\n\nRefused: {escape_block(refusal.reason, limit=2000)}"
         if refusal.hint:
