@@ -46,7 +46,7 @@ async def resync(services: Services, key: TicketKey) -> list[str]:
         sha = await verified_branch_head(services, installation, key.repository, branch)
         known = ticket.rails.branches.get(branch)
         if known is None or known.sha != sha:  # record changes only: a look that found the same is not news
-            observations.append((key.number, BranchObserved(branch, sha, _at(now))))
+            observations.append((key.number, BranchObserved(branch, sha, datetime.fromtimestamp(now, UTC))))
 
     numbers = {
         pull.number for pull, linked in pulls_where(services.database, key.repository) if key.number in linked
@@ -114,7 +114,3 @@ async def _resync_deployments(
         actor="railyard resync",
         operation=operation + ":deploy",
     )
-
-
-def _at(now: float) -> datetime:
-    return datetime.fromtimestamp(now, UTC)

@@ -29,7 +29,7 @@ from app.intake import sign
 from app.queue import queue_depth
 from app.settings import Settings
 from app.web import create_app
-from policies.commands import Command, Context
+from policies.commands import Context
 from policies.model import Actor
 from policies.states import Role
 
@@ -79,11 +79,6 @@ class Comments:
         }
         values.update(overrides)
         return Context(**values)  # type: ignore[arg-type]
-
-
-def command_name(command: Command) -> str:
-    """The slash-command word, for test ids."""
-    return command.name.value
 
 
 # -- the web server, on a loopback port ------------------------------------------------
