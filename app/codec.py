@@ -94,6 +94,8 @@ def ticket_to_data(ticket: Ticket) -> dict[str, Any]:
         "last_delivery": _flat(ticket.last_delivery) if ticket.last_delivery else None,
         "deliveries": ticket.deliveries,
         "review": _flat(ticket.review) if ticket.review else None,
+        "sent_back": ticket.sent_back,
+        "closed": ticket.closed,
         "rails": rails_to_data(ticket.rails),
     }
 
@@ -114,6 +116,8 @@ def ticket_from_data(key: TicketKey, revision: int, data: Mapping[str, Any]) -> 
         last_delivery=_unflat(Delivery, delivery) if delivery else None,
         deliveries=data["deliveries"],
         review=_unflat(Review, review) if review else None,
+        sent_back=data.get("sent_back", False),  # absent from snapshots written before it existed
+        closed=data.get("closed", False),  # absent from snapshots written before it existed
         rails=rails_from_data(data["rails"]),
     )
 

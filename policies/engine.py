@@ -403,6 +403,7 @@ def _claimed(ticket: Ticket, event: Event) -> Ticket:
         check_in_minutes=event.data["check_in_minutes"],
         attempt_branch=event.data["branch"],
         review=None,
+        sent_back=False,
     )
 
 
@@ -429,6 +430,7 @@ def _delivered(ticket: Ticket, event: Event) -> Ticket:
         last_delivery=delivery,
         deliveries=ticket.deliveries + 1,
         review=None,
+        sent_back=False,
     )
 
 
@@ -446,7 +448,7 @@ def _accepted(ticket: Ticket, event: Event) -> Ticket:
 
 
 def _sent_back(ticket: Ticket, event: Event) -> Ticket:
-    return replace(ticket, work=WorkState.CLAIMED, attempt=event.data["attempt"], review=None)
+    return replace(ticket, work=WorkState.CLAIMED, attempt=event.data["attempt"], review=None, sent_back=True)
 
 
 def _reopened(ticket: Ticket, event: Event) -> Ticket:
@@ -457,7 +459,21 @@ def _reopened(ticket: Ticket, event: Event) -> Ticket:
         check_in_minutes=None,
         attempt_branch=None,
         review=None,
+        sent_back=False,
     )
+
+
+def _recorded_only(ticket: Ticket, event: Event) -> Ticket:
+    """`claim_overdue` is history for people to read; it changes nothing on the ticket."""
+    return ticket
+
+
+def _issue_closed(ticket: Ticket, event: Event) -> Ticket:
+    return replace(ticket, closed=True)
+
+
+def _issue_reopened(ticket: Ticket, event: Event) -> Ticket:
+    return replace(ticket, closed=False)
 
 
 _APPLIERS: dict[EventType, Callable[[Ticket, Event], Ticket]] = {
@@ -468,4 +484,7 @@ _APPLIERS: dict[EventType, Callable[[Ticket, Event], Ticket]] = {
     EventType.ACCEPTED: _accepted,
     EventType.SENT_BACK: _sent_back,
     EventType.REOPENED: _reopened,
+    EventType.CLAIM_OVERDUE: _recorded_only,
+    EventType.ISSUE_CLOSED: _issue_closed,
+    EventType.ISSUE_REOPENED: _issue_reopened,
 }

@@ -98,6 +98,8 @@ class Ticket:
     last_delivery: Delivery | None = None
     deliveries: int = 0
     review: Review | None = None
+    sent_back: bool = False  # the current attempt was opened by `/send-back`
+    closed: bool = False  # the issue is closed on GitHub: shown, not watched; WorkState is untouched
     rails: Rails = field(default_factory=Rails)
 
     @property

@@ -29,9 +29,13 @@ from app.intake import sign
 from app.queue import queue_depth
 from app.settings import Settings
 from app.web import create_app
-from policies.commands import Context
-from policies.model import Actor
-from policies.states import Role
+from policies.commands import Accept, Claim, Command, Context, Deliver, Draft, Publish
+from policies.engine import apply_all, decide, observe
+from policies.events import Event
+from policies.model import Actor, Ticket, TicketKey
+from policies.rails import Observation, ObservationContext, RailPolicy
+from policies.refusals import Refusal
+from policies.states import Role, WorkState
 
 START = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 
@@ -251,3 +255,79 @@ def reset_schema(database: Database) -> None:
     with database.engine.begin() as connection:
         connection.execute(text("DROP SCHEMA public CASCADE"))
         connection.execute(text("CREATE SCHEMA public"))
+
+
+@dataclass
+class Story:
+    """A ticket's life told through the pure core: commands and observations, one a minute.
+
+    Keeps the events in order, as the log would, so renderers can be tested without a database.
+    """
+
+    number: int = 12
+    environments: tuple[str, ...] = ("production",)
+    ticket: Ticket = field(init=False)
+    events: list[Event] = field(default_factory=list)
+    minute: int = 0
+
+    def __post_init__(self) -> None:
+        self.ticket = Ticket(TicketKey("acme/app", self.number))
+
+    def _at(self) -> datetime:
+        self.minute += 1
+        return START + timedelta(minutes=self.minute)
+
+    def command(self, command: Command, actor: Actor, **context: Any) -> Story:
+        """Run a command that must not be refused."""
+        at = self._at()
+        ctx = Context(
+            actor=actor,
+            operation_id=f"story-{self.minute}",
+            at=at,
+            comment_id=5000 + self.minute,
+            comment_at=at,
+            policy_version="blob-1",
+            environments=self.environments,
+            **context,
+        )
+        decision = decide(self.ticket, command, ctx)
+        assert not isinstance(decision, Refusal), decision
+        return self._record(decision)
+
+    def observe(self, observation: Observation) -> Story:
+        """Record what a repository or deployment event showed."""
+        ctx = ObservationContext(
+            "github",
+            f"story-{self.minute}",
+            self._at(),
+            policy_version="blob-1",
+            policy=RailPolicy(environments=self.environments),
+        )
+        decision = observe(self.ticket, observation, ctx)
+        assert not isinstance(decision, Refusal), decision
+        return self._record(decision)
+
+    def _record(self, events: tuple[Event, ...]) -> Story:
+        self.ticket = apply_all(self.ticket, events)
+        self.events.extend(events)
+        return self
+
+    def walk_to(self, state: WorkState, *, commit: str = "a1b2c3d4e5f6", pull: int | None = None) -> Story:
+        """draft → open → claimed → delivered → accepted, stopping at `state`."""
+        deliver = Deliver(summary="Retries now stop after 5 tries.", commit=commit, pull_request=pull)
+        steps: dict[WorkState | None, tuple[Command, Actor]] = {
+            None: (Draft(), REQUESTER_AND_OWNER),
+            WorkState.DRAFT: (
+                Publish(description="Stop retrying forever.", first_assignee="rachel"),
+                REQUESTER_AND_OWNER,
+            ),
+            WorkState.OPEN: (Claim(), RUNNER),
+            WorkState.CLAIMED: (deliver, RUNNER),
+            WorkState.DELIVERED: (Accept(), REVIEWER),
+        }
+        while self.ticket.work is not state:
+            self.command(*steps[self.ticket.work])
+        return self
+
+
+REQUESTER_AND_OWNER = Actor("rachel", frozenset({Role.REQUESTER, Role.TASK_OWNER}))
