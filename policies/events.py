@@ -23,6 +23,9 @@ class EventType(StrEnum):
     MERGE_STATE_CHANGED = "merge_state_changed"
     DEPLOYMENT_OBSERVED = "deployment_observed"
     DEPLOYMENT_STATE_CHANGED = "deployment_state_changed"
+    CLAIM_OVERDUE = "claim_overdue"
+    ISSUE_CLOSED = "issue_closed"
+    ISSUE_REOPENED = "issue_reopened"
 
 
 RAIL_EVENT_TYPES = frozenset(
@@ -34,6 +37,10 @@ RAIL_EVENT_TYPES = frozenset(
     }
 )
 """The only types repository and deployment inputs can produce."""
+
+NOTICE_EVENT_TYPES = frozenset({EventType.CLAIM_OVERDUE, EventType.ISSUE_CLOSED, EventType.ISSUE_REOPENED})
+"""What railyard notices without a command (an overdue claim, the issue closed or reopened):
+recorded on the ticket, never moving any of its three rails."""
 
 
 @dataclass(frozen=True)

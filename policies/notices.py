@@ -1,0 +1,97 @@
+"""What railyard notices about a ticket without anyone running a command.
+
+Two kinds: the issue was closed or reopened on GitHub, and a claimed attempt has been
+silent past its limit. Both are recorded through the same door as commands, and neither
+can move a rail: `decide_notice` only ever produces `NOTICE_EVENT_TYPES`, which the
+engine folds into the `closed` flag or nothing at all.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from policies.events import Event, EventType
+from policies.model import Ticket, same_login
+from policies.refusals import Refusal, RefusalCode
+from policies.states import WorkState
+
+WATCHDOG_ACTOR = "railyard"
+"""The actor recorded on `claim_overdue`: the app itself, holding no role."""
+
+
+@dataclass(frozen=True)
+class IssueStateObserved:
+    """The issue was closed (`closed=True`) or reopened on GitHub."""
+
+    closed: bool
+
+
+@dataclass(frozen=True)
+class OverdueObserved:
+    """The watchdog found attempt `attempt` silent since `silent_since`, past `limit_minutes`."""
+
+    attempt: int
+    claimant: str
+    silent_since: datetime
+    limit_minutes: int
+
+
+Notice = IssueStateObserved | OverdueObserved
+NOTICES = (IssueStateObserved, OverdueObserved)
+
+
+@dataclass(frozen=True)
+class NoticeContext:
+    """Who or what noticed, when it was recorded, under which policy version."""
+
+    actor: str
+    operation_id: str
+    at: datetime
+    policy_version: str = ""
+
+
+def notice_name(notice: Notice) -> str:
+    """How the operations table names the change."""
+    if isinstance(notice, OverdueObserved):
+        return "watchdog:claim_overdue"
+    return "issue:closed" if notice.closed else "issue:reopened"
+
+
+def overdue_operation_id(repository: str, number: int, attempt: int, silent_since: datetime) -> str:
+    """One operation per silence period: the same period found twice is recorded once."""
+    since = silent_since.astimezone(UTC).isoformat()
+    return f"overdue:{repository.casefold()}#{number}:{attempt}:{since}"
+
+
+def decide_notice(ticket: Ticket, notice: Notice, ctx: NoticeContext) -> tuple[Event, ...] | Refusal:
+    """The event recording the notice, nothing when it no longer holds, a refusal for a non-ticket."""
+    if not ticket.exists:
+        return Refusal(RefusalCode.NOT_A_TICKET, f"{ticket.key} is not a ticket.")
+    if isinstance(notice, IssueStateObserved):
+        if notice.closed == ticket.closed:
+            return ()
+        kind = EventType.ISSUE_CLOSED if notice.closed else EventType.ISSUE_REOPENED
+        return (Event(kind, ctx.actor, None, ctx.at, ctx.operation_id, ctx.policy_version, {}),)
+    if not still_watched(ticket, notice):
+        return ()  # a sign of life, a delivery or a close came first: the silence is over
+    data = {
+        "attempt": notice.attempt,
+        "claimant": notice.claimant,
+        "silent_since": notice.silent_since.astimezone(UTC).isoformat(),
+        "limit_minutes": notice.limit_minutes,
+    }
+    event = Event(
+        EventType.CLAIM_OVERDUE, ctx.actor, None, ctx.at, ctx.operation_id, ctx.policy_version, data
+    )
+    return (event,)
+
+
+def still_watched(ticket: Ticket, notice: OverdueObserved) -> bool:
+    """Whether the ticket is still claimed, open, in the same attempt by the same claimant."""
+    return (
+        ticket.work is WorkState.CLAIMED
+        and not ticket.closed
+        and ticket.attempt == notice.attempt
+        and same_login(ticket.claimant, notice.claimant)
+    )
