@@ -85,6 +85,8 @@ ENDPOINTS: dict[str, Endpoint] = {
     "get_repository_installation": Endpoint("GET", "/repos/{repository}/installation", None),
     "list_hook_deliveries": Endpoint("GET", "/app/hook/deliveries", None),
     "redeliver": Endpoint("POST", "/app/hook/deliveries/{delivery_id}/attempts", None),
+    # Unauthenticated (the code is the credential), called by app.setup before the app exists.
+    "create_app_from_manifest": Endpoint("POST", "/app-manifests/{code}/conversions", None),
 }
 
 

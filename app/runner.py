@@ -11,10 +11,12 @@ from aiohttp import web
 
 from app.database import Database
 from app.github import ConfigurationError, GitHubClient
+from app.manifest import ManifestError
 from app.metrics import Metrics
 from app.outbox import Outbox
 from app.services import create_services
 from app.settings import Settings
+from app.setup import SetupFlow, setup_url, start_setup
 from app.web import create_app
 from app.worker import Worker
 from handlers import ROUTER
@@ -41,19 +43,32 @@ def run_server(settings: Settings) -> int:
         )
     url = f"http://{settings.host}:{settings.port}"
     try:
-        app = create_app(settings)
-    except ConfigurationError as error:
+        setup = None if settings.configured else start_setup(settings)
+        app = create_app(settings, setup=setup)
+    except (ConfigurationError, ManifestError) as error:
         print(f"railyard: {error}", file=sys.stderr)
         return 2
     web.run_app(
         app,
         host=settings.host,
         port=settings.port,
-        print=lambda _: print(f"railyard: listening on {url}", file=sys.stderr, flush=True),
+        print=lambda _: _announce(url, settings, setup),
         access_log=None,
         shutdown_timeout=10,
     )
     return 0
+
+
+def _announce(url: str, settings: Settings, setup: SetupFlow | None) -> None:
+    """Say where the server listens and, in setup mode, print the one-time setup link."""
+    print(f"railyard: listening on {url}", file=sys.stderr, flush=True)
+    if setup is not None:
+        print(
+            f"railyard: to register the GitHub App, open {setup_url(settings, setup)} "
+            "(this link works until the app's credentials are saved)",
+            file=sys.stderr,
+            flush=True,
+        )
 
 
 def run_worker(settings: Settings, concurrency: int) -> int:

@@ -30,6 +30,7 @@ from app.payloads import describe
 from app.queue import IGNORED, PENDING, release_all_leases
 from app.services import Services, create_services
 from app.settings import Settings
+from app.setup import SetupFlow, add_setup_routes, start_setup
 from app.worker import Worker
 from handlers import ROUTER
 from handlers.routing import Router
@@ -163,10 +164,8 @@ async def serve_metrics(request: web.Request) -> web.Response:
 
 
 async def index(request: web.Request) -> web.Response:
-    """A one-line description of what is running."""
-    if request.app[SETTINGS].configured:
-        return web.Response(text="railyard is running. Webhooks go to POST /webhooks.\n")
-    return web.Response(text="railyard is in setup mode: the app has no credentials yet.\n", status=503)
+    """A one-line description of what is running (in setup mode `/` is the setup page instead)."""
+    return web.Response(text="railyard is running. Webhooks go to POST /webhooks.\n")
 
 
 async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
@@ -226,8 +225,12 @@ def create_app(
     clock: Callable[[], float] = time.time,
     run_worker: bool = True,
     outbox_spacing: float = 1.0,
+    setup: SetupFlow | None = None,
 ) -> web.Application:
-    """Build the server and everything it runs; nothing connects until it starts."""
+    """Build the server and everything it runs; nothing connects until it starts.
+
+    Without credentials `/` is the setup page (`setup`, or a new flow with its own token).
+    """
     app = web.Application(client_max_size=MAX_BODY_BYTES, middlewares=[_never_a_traceback])
     database = services.database if services else Database(settings.database_url)
     metrics = Metrics()
@@ -266,5 +269,8 @@ def create_app(
     app.router.add_post("/webhooks", receive_webhook)
     app.router.add_get("/healthz", health)
     app.router.add_get("/metrics", serve_metrics)
-    app.router.add_get("/", index)
+    if settings.configured:
+        app.router.add_get("/", index)
+    else:
+        add_setup_routes(app, setup or start_setup(settings))
     return app

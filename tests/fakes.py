@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import itertools
+import json
 import os
 import signal
 import socket
@@ -331,3 +332,10 @@ class Story:
 
 
 REQUESTER_AND_OWNER = Actor("rachel", frozenset({Role.REQUESTER, Role.TASK_OWNER}))
+
+
+def manifest_conversion(**overrides: Any) -> dict[str, Any]:
+    """GitHub's answer to POST /app-manifests/{code}/conversions (the example in @octokit/openapi)."""
+    path = Path(__file__).parent / "fixtures" / "github" / "app-manifest-conversion.json"
+    answer: dict[str, Any] = json.loads(path.read_text())
+    return {**answer, **overrides}
