@@ -24,7 +24,10 @@ def normalize_database_url(url: str) -> str:
 class Settings(BaseSettings):
     """Everything railyard reads from its environment."""
 
-    model_config = SettingsConfigDict(env_file=".env", extra="ignore", populate_by_name=True)
+    # Empty values count as unset, so a copy of .env.example (every name, most blank) loads.
+    model_config = SettingsConfigDict(
+        env_file=".env", extra="ignore", populate_by_name=True, env_ignore_empty=True
+    )
 
     app_id: int | None = Field(default=None, alias="APP_ID")
     private_key: SecretStr | None = Field(default=None, alias="PRIVATE_KEY")
