@@ -100,7 +100,7 @@ async def setup_page(request: web.Request) -> web.Response:
     """The registration form, for the holder of the one-time token only."""
     flow = request.app[SETUP]
     if flow.saved:
-        return _already_saved(flow)
+        return _already_saved()
     if not flow.token_matches(request.query.get("token", "")):
         return _page(
             403,
@@ -121,9 +121,9 @@ async def setup_page(request: web.Request) -> web.Response:
 async def setup_callback(request: web.Request) -> web.Response:
     """Exchange GitHub's code for the app's credentials and save them to `.env`."""
     flow = request.app[SETUP]
-    async with flow.lock:  # one exchange at a time: a code and a state are used once
+    async with flow.lock:  # one exchange at a time, so credentials are saved at most once
         if flow.saved:
-            return _already_saved(flow)
+            return _already_saved()
         if not flow.state_known(request.query.get("state", "")):
             return _page(403, "Unknown registration", _WRONG_STATE)
         try:
@@ -277,12 +277,12 @@ and webhook secret are saved in <code>{_e(str(flow.env_path))}</code>, readable 
 <p>This setup link no longer works.</p>"""
 
 
-def _already_saved(flow: SetupFlow) -> web.Response:
+def _already_saved() -> web.Response:
+    # Anyone may see this page, so it names no path: only the operator needs to know it.
     return _page(
         404,
         "Setup is finished",
-        f"<p>The app's credentials are saved in <code>{_e(str(flow.env_path))}</code>. "
-        "Restart <code>railyard serve</code> to use them.</p>",
+        "<p>The app's credentials are saved. Restart <code>railyard serve</code> to use them.</p>",
     )
 
 
