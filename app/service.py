@@ -25,12 +25,13 @@ from policies.commands import Command, Context
 from policies.engine import apply_all, decide, observe
 from policies.events import Event, EventType
 from policies.model import Ticket, TicketKey
+from policies.notices import NOTICES, Notice, NoticeContext, decide_notice, notice_name
 from policies.rails import OBSERVATIONS, Observation, ObservationContext, observation_to_data
 from policies.refusals import Refusal, RefusalCode
 
-Change = Command | Observation
+Change = Command | Observation | Notice
 EffectsFor = Callable[["Outcome"], Sequence[Effect]]
-ChangeContext = Context | ObservationContext
+ChangeContext = Context | ObservationContext | NoticeContext
 MAX_CONFLICT_RETRIES = 20
 
 tickets = table(TicketRow)
@@ -235,7 +236,9 @@ def _transient(outcome: Outcome) -> bool:
 def _decide(ticket: Ticket, change: Change, context: ChangeContext) -> tuple[Event, ...] | Refusal:
     if isinstance(change, OBSERVATIONS) and isinstance(context, ObservationContext):
         return observe(ticket, change, context)
-    if not isinstance(change, OBSERVATIONS) and isinstance(context, Context):
+    if isinstance(change, NOTICES) and isinstance(context, NoticeContext):
+        return decide_notice(ticket, change, context)
+    if not isinstance(change, OBSERVATIONS + NOTICES) and isinstance(context, Context):
         return decide(ticket, change, context)
     raise TypeError(f"{type(change).__name__} cannot run with {type(context).__name__}")
 
@@ -243,6 +246,8 @@ def _decide(ticket: Ticket, change: Change, context: ChangeContext) -> tuple[Eve
 def _change_name(change: Change) -> str:
     if isinstance(change, OBSERVATIONS):
         return f"observation:{observation_to_data(change)['kind']}"
+    if isinstance(change, NOTICES):
+        return notice_name(change)
     return f"/{change.name.value}"
 
 

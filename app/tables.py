@@ -303,3 +303,25 @@ class HeldObservationRow(SQLModel, table=True):
     subject: str = Field(index=True)  # "check:<head sha>" or "deployment:<environment>"
     fingerprint: str
     data: dict[str, Any] = _json()
+
+
+class SignOfLifeRow(SQLModel, table=True):
+    """The latest sign of life of one attempt's claimant, for the claim watchdog.
+
+    One row per (ticket, attempt), moved only forward in time. `kind` says what was heard
+    last: `claim` or `send-back` (the attempt opening), `comment`, `push` or `delivery`.
+    `max_silence_minutes` and `policy_version` are the repository configuration in force
+    when it was last read for this attempt, so the watchdog needs only the database.
+    """
+
+    __tablename__ = "signs_of_life"
+    __table_args__ = (UniqueConstraint("ticket_id", "attempt", name="uq_signs_of_life_attempt"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    ticket_id: int = Field(sa_column=Column(Integer, ForeignKey("tickets.id"), nullable=False))
+    attempt: int
+    at: datetime = _time()
+    kind: str
+    source: str  # the comment id, webhook delivery id or operation id it came from
+    max_silence_minutes: int | None = None
+    policy_version: str | None = None

@@ -31,6 +31,7 @@ from app.queue import IGNORED, PENDING, release_all_leases
 from app.services import Services, create_services
 from app.settings import Settings
 from app.setup import SetupFlow, add_setup_routes, start_setup
+from app.watchdog import Watchdog
 from app.worker import Worker
 from handlers import ROUTER
 from handlers.routing import Router
@@ -47,6 +48,7 @@ SECRETS: web.AppKey[list[bytes]] = web.AppKey("secrets", list)
 GITHUB: web.AppKey[GitHubClient] = web.AppKey("github", GitHubClient)
 OUTBOX: web.AppKey[Outbox] = web.AppKey("outbox", Outbox)
 MAINTENANCE: web.AppKey[Maintenance] = web.AppKey("maintenance", Maintenance)
+WATCHDOG: web.AppKey[Watchdog] = web.AppKey("watchdog", Watchdog)
 CLOCK: web.AppKey[Callable[[], float]] = web.AppKey("clock", object)  # type: ignore[arg-type]
 
 
@@ -188,6 +190,7 @@ async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
         (WORKER, "railyard-worker"),
         (OUTBOX, "railyard-outbox"),
         (MAINTENANCE, "railyard-maintenance"),
+        (WATCHDOG, "railyard-watchdog"),
     ):
         if key in app:
             tasks.append(asyncio.create_task(app[key].run(stop), name=name))
@@ -264,6 +267,9 @@ def create_app(
             clock=clock,
             retention=retention,
             recovery_every=settings.recovery_interval_seconds,
+        )
+        app[WATCHDOG] = Watchdog(
+            database, services.tickets, clock=clock, every=settings.watchdog_interval_seconds
         )
     app.cleanup_ctx.append(_lifecycle)
     app.router.add_post("/webhooks", receive_webhook)

@@ -25,6 +25,7 @@ from app.pulls import tickets_on_branch
 from app.roles import CannotVerify, RoleResolver
 from app.service import Outcome
 from app.services import Services
+from app.watchdog import claimant_comment, record_sign_of_life, signs_from_events
 from handlers.rails import report_delivered_branch
 from handlers.routing import Router, WebhookEvent
 from policies.commands import Command, Context, Deliver, Publish
@@ -120,6 +121,7 @@ async def on_comment_created(event: WebhookEvent, services: Services) -> None:
         return
     if services.app_id is not None and facts.via_app_id == services.app_id:
         return  # the app never acts on its own comments
+    note_claimant_comment(facts, services)
     parsed = parse_comment(facts.body)
     if parsed.command is None and parsed.informational is None and not parsed.near_miss and not parsed.error:
         return
@@ -127,6 +129,16 @@ async def on_comment_created(event: WebhookEvent, services: Services) -> None:
         repository=facts.repository, issue=facts.number, operation_id=str(facts.comment_id)
     ):
         await CommandRun(facts, parsed, services, services.github).run()
+
+
+def note_claimant_comment(facts: CommentFacts, services: Services) -> None:
+    """Any comment by the ticket's claimant on its issue, command or not, is a sign of life."""
+    if facts.on_pull_request:
+        return
+    ticket = services.tickets.load(TicketKey(facts.repository, facts.number))
+    heard = claimant_comment(ticket, facts.author, facts.created_at, facts.comment_id)
+    if heard is not None:
+        record_sign_of_life(services.database, heard)
 
 
 class CommandRun:
@@ -170,6 +182,12 @@ class CommandRun:
         high_risk = bool(_label_names(issue) & set(loaded.config.high_risk.labels))
         context = self._context(Actor(self.facts.author, roles), loaded, high_risk)
         outcome = self.services.tickets.execute(key, completed, context, effects=self._answers)
+        if outcome.applied:  # an attempt opened or a delivery: the watchdog's start or sign of life
+            limit, source = loaded.config.claims.max_silence_minutes, str(self.facts.comment_id)
+            for heard in signs_from_events(
+                key, outcome.events, self.facts.created_at, source, limit, loaded.policy_version
+            ):
+                record_sign_of_life(self.services.database, heard)
         if outcome.applied and isinstance(completed, Deliver) and completed.branch:
             report_delivered_branch(
                 self.services, self.facts.repository, loaded, key.number, completed.branch, completed.commit,

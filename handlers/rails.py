@@ -21,6 +21,7 @@ from app.held import held_for, hold
 from app.payloads import dig, dig_int, dig_str
 from app.pulls import PullRequest, pulls_where, remember, tickets_on_branch
 from app.services import Services
+from app.watchdog import push_signs, record_sign_of_life
 from handlers.routing import Router, WebhookEvent
 from policies.links import linked_issues
 from policies.model import TicketKey
@@ -193,6 +194,10 @@ async def on_push(event: WebhookEvent, services: Services) -> None:
     observations: list[tuple[int, Observation]] = []
     pushed_at = _push_time(event, services.clock())
     tickets = tickets_on_branch(services.database, repository, branch)
+    for heard in push_signs(
+        services.tickets, repository, branch, tickets, loaded, pushed_at, event.delivery_id
+    ):
+        record_sign_of_life(services.database, heard)
     if tickets:
         sha = await verified_branch_head(services, event.installation_id, repository, branch)
         observed = BranchObserved(branch, sha, pushed_at)

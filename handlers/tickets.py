@@ -1,4 +1,5 @@
-"""`issues` events: an issue opened or labelled with the configured ticket label becomes a draft ticket."""
+"""`issues` events: an issue opened or labelled with the configured ticket label becomes a draft
+ticket; closing and reopening the issue is recorded on its ticket."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from app.services import Services
 from handlers.routing import Router, WebhookEvent
 from policies.commands import Context, Draft
 from policies.model import Actor, TicketKey
+from policies.notices import IssueStateObserved, NoticeContext
 
 router = Router()
 
@@ -36,3 +38,29 @@ async def on_issue_labelled(event: WebhookEvent, services: Services) -> None:
         environments=loaded.config.deployments.environments,
     )
     services.tickets.execute(TicketKey(repository, number), Draft(via_label=True), context)
+
+
+@router.register("issues", "closed", "reopened")
+async def on_issue_closed_or_reopened(event: WebhookEvent, services: Services) -> None:
+    """Record that the issue was closed or reopened: shown on the ticket, unwatched while closed.
+
+    WorkState does not move. An issue that is not a ticket records nothing.
+    """
+    repository = dig_str(event.payload, "repository", "full_name")
+    number = dig_int(event.payload, "issue", "number")
+    if repository is None or number is None:
+        return
+    closed = event.action == "closed"
+    context = NoticeContext(
+        actor=dig_str(event.payload, "sender", "login") or "github",
+        operation_id=f"issue-{event.action}:{event.delivery_id}",
+        at=datetime.fromtimestamp(services.clock(), UTC),
+        policy_version=await _policy_version(event, services, repository),
+    )
+    services.tickets.execute(TicketKey(repository, number), IssueStateObserved(closed), context)
+
+
+async def _policy_version(event: WebhookEvent, services: Services, repository: str) -> str:
+    if services.configs is None or event.installation_id is None:
+        return ""
+    return (await services.configs.load(event.installation_id, repository)).policy_version

@@ -1,0 +1,106 @@
+"""The claim watchdog end to end: the real server (its watchdog looking every 50 ms, its clock
+moved forward by the test), signed webhooks in, the GitHub stand-in answering."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from app.database import Database
+from app.service import TicketService
+from policies.events import EventType
+from policies.model import TicketKey
+from tests.e2e.world import REPO, World, event_payload, standin_state
+from tests.fakes import app_settings, running_server
+from tests.github_standin import running_standin
+
+KEY = TicketKey(REPO, 12)
+
+
+@dataclass
+class Wall:
+    """The server's clock: the real time, moved forward by `ahead`."""
+
+    ahead: timedelta = timedelta()
+
+    def __call__(self) -> float:
+        return time.time() + self.ahead.total_seconds()
+
+    def now(self) -> datetime:
+        return datetime.fromtimestamp(self(), UTC)
+
+
+@pytest.fixture
+async def watched(tmp_path: Path) -> AsyncIterator[tuple[World, Wall]]:
+    """A configured server whose watchdog looks every 50 ms, on a clock the test moves."""
+    wall = Wall()
+    async with running_standin(standin_state()) as standin:
+        url = f"sqlite:///{tmp_path}/railyard.db"
+        settings = app_settings(url, GITHUB_API_URL=standin.url, APP_ID="1", WATCHDOG_INTERVAL_SECONDS="0.05")
+        async with running_server(settings, outbox_spacing=0.0, clock=wall) as server:
+            yield World(server, standin.state, Database(url)), wall
+
+
+def overdue(world: World) -> list[dict[str, Any]]:
+    """The data of each `claim_overdue` recorded on #12."""
+    history = TicketService(world.database).history(KEY)
+    return [dict(r.event.data) for r in history if r.event.type is EventType.CLAIM_OVERDUE]
+
+
+async def eventually(world: World, count: int, timeout: float = 10.0) -> None:
+    """Wait until #12 has `count` claim_overdue events."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while len(overdue(world)) < count:
+        assert asyncio.get_running_loop().time() < deadline, "the watchdog recorded nothing"
+        await asyncio.sleep(0.05)
+
+
+def issue_event(action: str) -> dict[str, Any]:
+    """A real `issues` payload for #12, closed or reopened."""
+    payload = event_payload("issues", "21-reopened.json", action=action)
+    payload["issue"].update({"number": 12, "state": "closed" if action == "closed" else "open"})
+    return payload
+
+
+async def test_the_server_records_an_overdue_claim_once_per_silence_and_never_moves_work(
+    watched: tuple[World, Wall],
+) -> None:
+    """`/claim --check-in 60`, an hour of silence: one claim_overdue however often the watchdog looks;
+    the claimant's comment starts a new period; a closed issue is not watched; work stays claimed."""
+    world, wall = watched
+    await world.say("rachel", "/publish")
+    await world.say("cody", "/claim --check-in 60")
+    opened = world.ticket().revision
+    await asyncio.sleep(0.3)
+    assert overdue(world) == []
+
+    wall.ahead = timedelta(minutes=61)
+    await eventually(world, 1)
+    await asyncio.sleep(0.3)  # several more looks at the same silence
+    [first] = overdue(world)
+    assert (first["attempt"], first["claimant"], first["limit_minutes"]) == (1, "cody", 60)
+    ticket = world.ticket()
+    assert (ticket.work.value, ticket.claimant, ticket.revision) == ("claimed", "cody", opened + 1)
+
+    spoke = wall.now().replace(microsecond=0)
+    await world.say("cody", "Still on it.", created_at=spoke.strftime("%Y-%m-%dT%H:%M:%SZ"))
+    wall.ahead += timedelta(minutes=30)
+    await asyncio.sleep(0.3)
+    assert len(overdue(world)) == 1
+    wall.ahead += timedelta(minutes=31)
+    await eventually(world, 2)
+    assert overdue(world)[1]["silent_since"] == spoke.isoformat()
+
+    await world.send("issues", issue_event("closed"))
+    wall.ahead += timedelta(hours=5)
+    await asyncio.sleep(0.3)
+    assert len(overdue(world)) == 2
+    ticket = world.ticket()
+    assert ticket.closed and ticket.work.value == "claimed"

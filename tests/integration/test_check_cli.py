@@ -1,0 +1,180 @@
+"""`railyard check`: exit 0 when nothing is overdue, 3 when something is; a table, `--json`, the
+GitHub Actions step summary; bad input is exit 2 and changes nothing."""
+
+from __future__ import annotations
+
+import io
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from app.cli import build_parser, main
+from app.database import Database
+from app.service import TicketService
+from app.settings import Settings
+from policies.commands import Claim, Publish
+from policies.events import EventType
+from policies.model import TicketKey
+from tests.fakes import REQUESTER, RUNNER, Clock, Comments
+
+KEY = TicketKey("acme/web", 7)
+OTHER = TicketKey("acme/api", 3)
+
+
+def run(database: Database, *argv: str) -> tuple[int, str, str]:
+    """Run the CLI in-process; return exit status, stdout and stderr."""
+    out, err = io.StringIO(), io.StringIO()
+    status = main(list(argv), settings=Settings(DATABASE_URL=database.url), out=out, err=err)
+    return status, out.getvalue(), err.getvalue()
+
+
+def stamp(moment: datetime) -> str:
+    """ISO-8601 with a Z, as a person types it."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def claim(database: Database, key: TicketKey, check_in: int) -> datetime:
+    """Publish and claim `key` three hours ago; return when the attempt opened."""
+    comments = Comments(Clock(datetime.now(UTC).replace(microsecond=0) - timedelta(hours=3)))
+    service = TicketService(database)
+    service.execute(key, Publish("Make the upload resumable"), comments.context(REQUESTER))
+    outcome = service.execute(key, Claim(check_in_minutes=check_in), comments.context(RUNNER))
+    return outcome.events[0].at
+
+
+def overdue_count(database: Database, key: TicketKey = KEY) -> int:
+    """How many `claim_overdue` events the ticket has."""
+    history = TicketService(database).history(key)
+    return sum(r.event.type is EventType.CLAIM_OVERDUE for r in history)
+
+
+@pytest.fixture(autouse=True)
+def no_step_summary(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tests run inside GitHub Actions too: start without its summary file."""
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+
+
+def test_nothing_overdue_exits_0_and_says_so(database: Database) -> None:
+    """Within its limit, the claim is not reported and nothing is recorded."""
+    opened = claim(database, KEY, check_in=30)
+    status, out, err = run(database, "check", "--at", stamp(opened + timedelta(minutes=29)))
+    assert (status, err) == (0, "")
+    assert "no claim is overdue" in out
+    assert overdue_count(database) == 0
+
+
+def test_an_overdue_claim_exits_3_with_a_table_and_is_recorded_once(database: Database) -> None:
+    """Past the limit: exit 3, one row naming ticket, claimant, attempt, silence, limit and delay;
+    running it again records nothing more."""
+    opened = claim(database, KEY, check_in=30)
+    at = stamp(opened + timedelta(minutes=95))
+    status, out, _ = run(database, "check", "--at", at)
+    assert status == 3
+    header, row = out.splitlines()
+    assert header.split() == ["TICKET", "CLAIMANT", "ATTEMPT", "SILENT", "SINCE", "LIMIT", "OVERDUE", "BY"]
+    assert row.split()[:3] == ["acme/web#7", RUNNER.login, "1"]
+    assert "30 min" in row and row.endswith("1h 05m")
+    assert run(database, "check", "--at", at)[0] == 3
+    assert run(database, "check")[0] == 3  # now: still the same silence
+    assert overdue_count(database) == 1
+
+
+def test_json_prints_a_list_of_overdue_claims(database: Database) -> None:
+    """`--json`: one object per overdue claim; an empty list when none is."""
+    opened = claim(database, KEY, check_in=30)
+    status, out, _ = run(database, "check", "--json", "--at", stamp(opened + timedelta(minutes=40)))
+    assert status == 3
+    [item] = json.loads(out)
+    assert item == {
+        "ticket": "acme/web#7",
+        "claimant": RUNNER.login,
+        "attempt": 1,
+        "silent_since": opened.isoformat(),
+        "limit_minutes": 30,
+        "overdue_minutes": 10,
+        "recorded": True,
+    }
+    status, out, _ = run(database, "check", "--json", "--at", stamp(opened + timedelta(minutes=10)))
+    assert (status, json.loads(out)) == (0, [])
+
+
+def test_the_step_summary_is_appended_when_github_step_summary_is_set(
+    database: Database, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Markdown table in the file `$GITHUB_STEP_SUMMARY` names, after what was already there."""
+    summary = tmp_path / "summary.md"
+    summary.write_text("earlier step\n")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    opened = claim(database, KEY, check_in=30)
+    run(database, "check", "--at", stamp(opened + timedelta(minutes=10)))
+    run(database, "check", "--at", stamp(opened + timedelta(minutes=40)))
+    text = summary.read_text()
+    assert text.startswith("earlier step\n## railyard check\n")
+    assert "No claim is overdue" in text
+    assert "1 claim is overdue" in text
+    assert "| Ticket | Claimant | Attempt | Silent since | Limit | Overdue by |" in text
+    assert "| acme/web#7 | coder-bot\\[bot\\] | 1 |" in text
+
+
+def test_repo_narrows_the_check_to_one_repository(database: Database) -> None:
+    """`--repo OWNER/REPO` looks at that repository only (case-insensitively)."""
+    opened = claim(database, KEY, check_in=30)
+    claim(database, OTHER, check_in=30)
+    at = stamp(opened + timedelta(minutes=90))
+    status, out, _ = run(database, "check", "--json", "--repo", "Acme/Web", "--at", at)
+    assert status == 3 and [i["ticket"] for i in json.loads(out)] == ["acme/web#7"]
+    assert overdue_count(database, OTHER) == 0
+
+
+def test_a_time_in_the_future_previews_without_recording(database: Database) -> None:
+    """`--at` later than now reports what would be overdue then, and records nothing."""
+    claim(database, KEY, check_in=30)
+    future = stamp(datetime.now(UTC) + timedelta(days=2))
+    status, out, _ = run(database, "check", "--json", "--at", future)
+    assert status == 3 and json.loads(out)[0]["recorded"] is False
+    assert overdue_count(database) == 0
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--at", "2026-11-30T12:00:00"], "has no timezone"),
+        (["--at", "yesterday"], "is not an ISO-8601 time"),
+        (["--repo", "acme"], "--repo expects OWNER/REPO"),
+        (["--repo", "acme/web#7"], "--repo expects OWNER/REPO"),
+    ],
+)
+def test_bad_input_exits_2_with_a_clear_message_and_changes_nothing(
+    database: Database, argv: list[str], message: str
+) -> None:
+    """A time without a timezone is refused, not guessed; a malformed repository is refused."""
+    opened = claim(database, KEY, check_in=1)
+    assert opened < datetime.now(UTC) - timedelta(minutes=5)
+    status, out, err = run(database, "check", *argv)
+    assert (status, out) == (2, "")
+    assert message in err
+    assert overdue_count(database) == 0
+
+
+def test_help_says_a_time_without_a_timezone_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    """The choice about naive times is documented where people look."""
+    with pytest.raises(SystemExit) as exited:
+        build_parser().parse_args(["check", "--help"])
+    assert exited.value.code == 0
+    assert "without one is refused" in " ".join(capsys.readouterr().out.split())
+
+
+def test_check_before_migrate_tells_you_to_migrate(tmp_path: Path) -> None:
+    """A fresh database gets a hint and exit 1, not a traceback."""
+    status, _, err = run(Database(f"sqlite:///{tmp_path}/fresh.db"), "check")
+    assert status == 1 and "railyard migrate" in err
+
+
+def test_an_unreachable_database_is_exit_1_with_a_message() -> None:
+    """No traceback when PostgreSQL does not answer."""
+    database = Database("postgresql+psycopg://nobody:nothing@127.0.0.1:9/railyard?connect_timeout=2")
+    status, out, err = run(database, "check")
+    assert (status, out) == (1, "")
+    assert "could not read the database" in err
