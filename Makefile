@@ -31,6 +31,7 @@ bench: setup
 	$(BIN)/python bench/core.py --postgres "$$(./scripts/postgres-for-tests)"
 	command -v wrk >/dev/null || apt-get install -y wrk
 	$(BIN)/python bench/intake.py --postgres "$$(./scripts/postgres-for-tests)"
+	$(BIN)/python bench/api_calls.py
 
 diagram: setup
 	$(BIN)/python scripts/render-diagram.py

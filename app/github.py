@@ -74,6 +74,7 @@ ENDPOINTS: dict[str, Endpoint] = {
     "update_check_run": Endpoint(
         "PATCH", "/repos/{repository}/check-runs/{check_run_id}", ("checks", "write")
     ),
+    "list_check_runs": Endpoint("GET", "/repos/{repository}/commits/{ref}/check-runs", ("checks", "read")),
     "get_team_membership": Endpoint(
         "GET", "/orgs/{org}/teams/{team_slug}/memberships/{username}", ("members", "read")
     ),

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import json
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -28,7 +29,7 @@ from sqlalchemy import Connection, case, func, select, text, update
 from sqlalchemy.dialects import postgresql, sqlite
 
 from app.database import Database
-from app.github import GitHubClient, GitHubError, GitHubUnavailable, RateLimited
+from app.github import GitHubClient, GitHubError, GitHubUnavailable, NotFound, RateLimited
 from app.installations import DELETED, SUSPENDED, installation_status
 from app.metrics import Metrics
 from app.queue import RetryPolicy, worker_name
@@ -239,10 +240,17 @@ class Outbox:
     async def _write(self, row: dict[str, Any]) -> dict[str, Any] | None:
         payload: Mapping[str, Any] | None = row["payload"]
         renderer = self.renderers.get(row["kind"])
+        previous: dict[str, Any] = dict(row["result"] or {})
         if renderer is not None:
             payload = await renderer(row)
             if payload is None:
-                return None  # nothing to write any more
+                return previous or None  # nothing to write any more
+            digest = _digest(payload)
+            if previous.get("digest") == digest and (
+                previous.get("comment_id") or previous.get("check_run_id")
+            ):
+                return previous  # GitHub already shows exactly this: no write
+            previous["digest"] = digest
         assert payload is not None
         kind, installation, repository = row["kind"], row["installation_id"], row["repository"]
         if kind == "reaction":
@@ -264,7 +272,9 @@ class Outbox:
             )
             return None
         if kind in ("comment", "status_comment"):
-            return await self._comment_once(row, payload)
+            return {**previous, **await self._comment_once(row, payload)}
+        if kind == "check_run":
+            return {**previous, **await self._check_run_once(row, payload)}
         raise GitHubError(0, f"unknown effect kind {kind!r}")
 
     async def _comment_once(self, row: dict[str, Any], payload: Mapping[str, Any]) -> dict[str, Any]:
@@ -272,24 +282,77 @@ class Outbox:
         existing_id = payload.get("comment_id") or (row["result"] or {}).get("comment_id")
         body = f"{payload['body']}\n\n{marker(row['dedupe_key'])}"
         if existing_id:
-            await self.github.call(
-                "update_comment",
-                installation,
-                repository=repository,
-                comment_id=existing_id,
-                json={"body": body},
-            )
-            return {"comment_id": existing_id}
-        if row["ambiguous"]:
+            try:
+                await self.github.call(
+                    "update_comment",
+                    installation,
+                    repository=repository,
+                    comment_id=existing_id,
+                    json={"body": body},
+                )
+                return {"comment_id": existing_id}
+            except NotFound:
+                log.warning("the comment was deleted; writing it again", comment_id=existing_id)
+        elif row["ambiguous"]:
             found = await self._find_own_comment(row, number)
             if found is not None:
                 log.info("found the comment an earlier attempt created", comment_id=found)
+                if row["kind"] in self.renderers:  # rendered again since: show the latest state
+                    await self.github.call(
+                        "update_comment",
+                        installation,
+                        repository=repository,
+                        comment_id=found,
+                        json={"body": body},
+                    )
                 return {"comment_id": found}
         self._space_content_write(installation)
         created = await self.github.call(
             "create_comment", installation, repository=repository, number=number, json={"body": body}
         )
-        return {"comment_id": created.get("id") if isinstance(created, dict) else None}
+        if not isinstance(created, dict):
+            return {"comment_id": None}
+        return {"comment_id": created.get("id"), "html_url": created.get("html_url")}
+
+    async def _check_run_once(self, row: dict[str, Any], payload: Mapping[str, Any]) -> dict[str, Any]:
+        """Create the check on its commit once (found again after an ambiguous failure), then update it."""
+        installation, repository = row["installation_id"], row["repository"]
+        existing_id = (row["result"] or {}).get("check_run_id")
+        if existing_id is None and row["ambiguous"]:
+            existing_id = await self._find_own_check_run(row, payload)
+        if existing_id is not None:
+            update = {k: v for k, v in payload.items() if k != "head_sha"}
+            try:
+                await self.github.call(
+                    "update_check_run",
+                    installation,
+                    repository=repository,
+                    check_run_id=existing_id,
+                    json=update,
+                )
+                return {"check_run_id": existing_id}
+            except NotFound:
+                log.warning("the check-run is gone; creating it again", check_run_id=existing_id)
+        self._space_content_write(installation)
+        created = await self.github.call(
+            "create_check_run", installation, repository=repository, json=dict(payload)
+        )
+        return {"check_run_id": created.get("id") if isinstance(created, dict) else None}
+
+    async def _find_own_check_run(self, row: dict[str, Any], payload: Mapping[str, Any]) -> int | None:
+        """This app's check of that name on that commit, if an earlier attempt created it."""
+        found = await self.github.call(
+            "list_check_runs",
+            row["installation_id"],
+            repository=row["repository"],
+            ref=payload["head_sha"],
+            params={"check_name": payload["name"], "filter": "all", "per_page": 100},
+        )
+        runs = found.get("check_runs") if isinstance(found, dict) else None
+        for run in runs or []:
+            if (run.get("app") or {}).get("id") == self.app_id:
+                return int(run["id"])
+        return None
 
     def _space_content_write(self, installation: int) -> None:
         now = self.clock()
@@ -326,6 +389,11 @@ class _Deferred(Exception):  # noqa: N818 - control flow, not an error
     def __init__(self, until: float) -> None:
         super().__init__(f"deferred until {until}")
         self.until = until
+
+
+def _digest(payload: Mapping[str, Any]) -> str:
+    """What a rendered write says, to skip writing what GitHub already shows."""
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
 
 
 def effect_counts(database: Database) -> dict[str, int]:

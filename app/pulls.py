@@ -35,6 +35,7 @@ class PullRequest:
     head_sha: str | None
     merge_commit: str | None
     updated_at: datetime
+    author: str | None = None
 
     def observed(self, linked: bool) -> PullRequestObserved:
         """This PR as an observation about one ticket it links (or no longer links)."""
@@ -74,6 +75,7 @@ def remember(database: Database, pull: PullRequest, linked: set[int]) -> set[int
             "merge_commit": pull.merge_commit,
             "linked": sorted(linked),
             "updated_at": pull.updated_at.timestamp(),
+            "author": pull.author,
         }
         insert = sqlite.insert if connection.dialect.name == "sqlite" else postgresql.insert
         statement = insert(pull_requests).values(**values)
@@ -97,6 +99,7 @@ def _pull(row: Any) -> PullRequest:
         head_sha=row.head_sha,
         merge_commit=row.merge_commit,
         updated_at=datetime.fromtimestamp(row.updated_at, UTC),
+        author=row.author,
     )
 
 
@@ -111,6 +114,16 @@ def pulls_where(
         statement = statement.where(pull_requests.c.head_ref == head_ref)
     with database.read() as connection:
         return [(_pull(row), set(row.linked)) for row in connection.execute(statement)]
+
+
+def stored_pull(database: Database, repository: str, number: int) -> tuple[PullRequest, set[int]] | None:
+    """One stored PR with the tickets it links, or None when railyard has not seen it."""
+    statement = select(pull_requests).where(
+        pull_requests.c.repository == repository.casefold(), pull_requests.c.number == number
+    )
+    with database.read() as connection:
+        row = connection.execute(statement).first()
+    return (_pull(row), set(row.linked)) if row else None
 
 
 def tickets_on_branch(database: Database, repository: str, branch: str) -> set[int]:

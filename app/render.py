@@ -193,7 +193,7 @@ def _notices(view: StatusView) -> list[str]:
             f"{escape_inline(view.config_error.rstrip('. '), limit=TEXT_LIMIT)}. "
             "Commands are refused until it is fixed.",
         ]
-    if view.issue_closed:
+    if view.issue_closed or view.ticket.closed:
         lines += [
             "",
             "**Issue closed.** The work rail is unchanged; the claim watchdog no longer watches it.",
@@ -216,7 +216,7 @@ def _current_overdue(view: StatusView) -> Event | None:
     if ticket.work is not WorkState.CLAIMED:
         return None
     for event in reversed(view.events):
-        if event.type.value == "claim_overdue" and event.data.get("attempt") == ticket.attempt:
+        if event.type is EventType.CLAIM_OVERDUE and event.data.get("attempt") == ticket.attempt:
             return event
         if event.type in (EventType.CLAIMED, EventType.SENT_BACK, EventType.DELIVERED):
             return None

@@ -17,6 +17,7 @@ from app.outbox import Outbox
 from app.services import create_services
 from app.settings import Settings
 from app.setup import SetupFlow, setup_url, start_setup
+from app.surfaces import Surfaces
 from app.web import create_app
 from app.worker import Worker
 from handlers import ROUTER
@@ -100,7 +101,8 @@ async def _work(settings: Settings, database: Database, concurrency: int, github
     tasks = [asyncio.create_task(worker.run(stop), name="railyard-worker")]
     if github is not None and settings.app_id is not None:
         await github.start()
-        outbox = Outbox(database, github, metrics, app_id=settings.app_id)
+        renderers = Surfaces(services).renderers()
+        outbox = Outbox(database, github, metrics, app_id=settings.app_id, renderers=renderers)
         tasks.append(asyncio.create_task(outbox.run(stop), name="railyard-outbox"))
     log.info("worker started", worker=worker.name)
     try:

@@ -10,7 +10,7 @@ before returns the stored outcome and writes nothing.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -31,6 +31,8 @@ from policies.refusals import Refusal, RefusalCode
 
 Change = Command | Observation | Notice
 EffectsFor = Callable[["Outcome"], Sequence[Effect]]
+SurfacesFor = Callable[[int, Ticket], Sequence[Effect]]
+"""The writes that show a ticket (status comment, check-runs), given its installation and state."""
 ChangeContext = Context | ObservationContext | NoticeContext
 MAX_CONFLICT_RETRIES = 20
 
@@ -66,6 +68,7 @@ class Outcome:
     events: tuple[Event, ...] = ()
     refusal: Refusal | None = None
     replayed: bool = False
+    shown: Ticket | None = field(default=None, compare=False)  # the state to show, when it changed
 
     @property
     def applied(self) -> bool:
@@ -93,8 +96,9 @@ def normalize_key(key: TicketKey) -> TicketKey:
 class TicketService:
     """The service function every handler goes through; collaborators are passed in."""
 
-    def __init__(self, database: Database) -> None:
+    def __init__(self, database: Database, surfaces: SurfacesFor | None = None) -> None:
         self.database = database
+        self.surfaces = surfaces
 
     def execute(
         self,
@@ -104,11 +108,14 @@ class TicketService:
         *,
         expected_revision: int | None = None,
         effects: EffectsFor | None = None,
+        installation_id: int | None = None,
     ) -> Outcome:
         """Apply a command or an observation to a ticket, at most once per operation id.
 
         `effects(outcome)` names the GitHub writes the outcome calls for; they are enqueued
-        in the same transaction, so they exist exactly when the change does.
+        in the same transaction, so they exist exactly when the change does, together with the
+        status comment and check-runs that show the new state (through `installation_id`, or
+        the installation that last brought news of the ticket).
         """
         key = normalize_key(key)
         for _ in range(MAX_CONFLICT_RETRIES):
@@ -117,6 +124,8 @@ class TicketService:
                     outcome = self._execute_once(connection, key, change, context, expected_revision)
                     if effects is not None and not outcome.replayed and not _transient(outcome):
                         enqueue(connection, effects(outcome), context.at.timestamp())
+                    if outcome.shown is not None:
+                        self._show(connection, outcome.shown, installation_id, context.at.timestamp())
                     return outcome
             except _ConflictError:
                 if expected_revision is not None:
@@ -126,6 +135,16 @@ class TicketService:
                 # read again; the stored operation (if any) is then replayed.
                 continue
         raise RuntimeError(f"{key}: gave up after {MAX_CONFLICT_RETRIES} write conflicts")
+
+    def _show(self, connection: Connection, ticket: Ticket, installation_id: int | None, now: float) -> None:
+        """Remember the installation; enqueue the writes that show the ticket's new state."""
+        where = (tickets.c.repository == ticket.key.repository, tickets.c.number == ticket.key.number)
+        if installation_id is not None:
+            connection.execute(update(tickets).where(*where).values(installation_id=installation_id))
+        else:
+            installation_id = connection.execute(select(tickets.c.installation_id).where(*where)).scalar()
+        if self.surfaces is not None and installation_id is not None:
+            enqueue(connection, self.surfaces(installation_id, ticket), now)
 
     def _execute_once(
         self,
@@ -150,14 +169,16 @@ class TicketService:
                 _record_operation(
                     connection, key, ticket_id, change, context, ticket.revision, refusal=decision
                 )
-            return Outcome(context.operation_id, key, ticket.revision, refusal=decision)
+            # A broken config file is shown on the status comment until it is fixed.
+            shown = ticket if decision.code is RefusalCode.CONFIG_ERROR and ticket.exists else None
+            return Outcome(context.operation_id, key, ticket.revision, refusal=decision, shown=shown)
         if not decision:
             return Outcome(context.operation_id, key, ticket.revision)
         after = apply_all(ticket, decision)
         ticket_id = _save_ticket(connection, row.id if row else None, ticket, after, context)
         _append(connection, ticket_id, ticket, decision)
         _record_operation(connection, key, ticket_id, change, context, after.revision, ticket.revision + 1)
-        return Outcome(context.operation_id, key, after.revision, events=decision)
+        return Outcome(context.operation_id, key, after.revision, events=decision, shown=after)
 
     def _stale(
         self, key: TicketKey, context: ChangeContext, expected: int, actual: int | None = None

@@ -12,6 +12,7 @@ from app.database import Database
 from app.deployments import Ancestry
 from app.github import GitHubClient, NotFound
 from app.service import TicketService
+from app.surfaces import surfaces_for
 
 
 @dataclass(frozen=True)
@@ -53,7 +54,7 @@ def create_services(
     configs = ConfigLoader(config_fetcher(github)) if github is not None else None
     return Services(
         database=database,
-        tickets=TicketService(database),
+        tickets=TicketService(database, surfaces=surfaces_for),
         clock=clock,
         github=github,
         configs=configs,

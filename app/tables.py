@@ -74,6 +74,8 @@ class TicketRow(SQLModel, table=True):
     snapshot: dict[str, Any] = _json()
     created_at: datetime = _time()
     updated_at: datetime = _time()
+    # The installation that last brought news of it: the status comment is written through it.
+    installation_id: int | None = Field(default=None, sa_column=Column(BigInteger, nullable=True))
 
 
 class TicketEventRow(SQLModel, table=True):
@@ -289,6 +291,7 @@ class PullRequestRow(SQLModel, table=True):
     merge_commit: str | None = None
     linked: list[int] = Field(sa_column=Column(JSON, nullable=False))
     updated_at: float
+    author: str | None = None  # who opened it: a PR linking no ticket is judged by its author's roles
 
 
 class HeldObservationRow(SQLModel, table=True):

@@ -31,6 +31,7 @@ from app.queue import IGNORED, PENDING, release_all_leases
 from app.services import Services, create_services
 from app.settings import Settings
 from app.setup import SetupFlow, add_setup_routes, start_setup
+from app.surfaces import Surfaces
 from app.watchdog import Watchdog
 from app.worker import Worker
 from handlers import ROUTER
@@ -259,6 +260,7 @@ def create_app(
                 app_id=settings.app_id,
                 clock=clock,
                 spacing=outbox_spacing,
+                renderers=Surfaces(services).renderers(),
             )
         retention = Retention(settings.payload_retention_days, settings.delivery_retention_days)
         app[MAINTENANCE] = Maintenance(

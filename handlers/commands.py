@@ -22,9 +22,11 @@ from app.markdown import escape_block, escape_inline, mention
 from app.outbox import Effect, assign, comment, enqueue, reaction
 from app.payloads import dig, dig_int, dig_str
 from app.pulls import tickets_on_branch
+from app.render import headline
 from app.roles import CannotVerify, RoleResolver
 from app.service import Outcome
 from app.services import Services
+from app.surfaces import show_status
 from app.watchdog import claimant_comment, record_sign_of_life, signs_from_events
 from handlers.rails import report_delivered_branch
 from handlers.routing import Router, WebhookEvent
@@ -102,13 +104,7 @@ def status_text(ticket: Ticket | None) -> str:
     """A short answer to `/status`: the three rails and who can act next."""
     if ticket is None or not ticket.exists:
         return NOT_A_TICKET
-    rails = ticket.rails
-    lines = [
-        f"Work: {ticket.work} · Repository: {rails.integration.value.replace('_', ' ')} · "
-        f"Deployment: {rails.deployment.value.replace('_', ' ')}",
-        "",
-        "Next:",
-    ]
+    lines = [headline(ticket), "", "The status comment shows the whole record.", "", "Next:"]
     lines += [f"- `{label}`: {', '.join(allowed)}" for label, allowed in next_steps(ticket.work)]
     return "\n".join(lines)
 
@@ -181,7 +177,9 @@ class CommandRun:
             return
         high_risk = bool(_label_names(issue) & set(loaded.config.high_risk.labels))
         context = self._context(Actor(self.facts.author, roles), loaded, high_risk)
-        outcome = self.services.tickets.execute(key, completed, context, effects=self._answers)
+        outcome = self.services.tickets.execute(
+            key, completed, context, effects=self._answers, installation_id=self.facts.installation_id
+        )
         if outcome.applied:  # an attempt opened or a delivery: the watchdog's start or sign of life
             limit, source = loaded.config.claims.max_silence_minutes, str(self.facts.comment_id)
             for heard in signs_from_events(
@@ -383,7 +381,10 @@ class CommandRun:
         if self.parsed.informational == "help":
             self._reply(help_text(), "help")
         else:
-            self._reply(status_text(self.services.tickets.load(key)), "status")
+            ticket = self.services.tickets.load(key)
+            if ticket is not None and ticket.exists:
+                show_status(self.services, self.facts.installation_id, self.facts.repository, key.number)
+            self._reply(status_text(ticket), "status")
 
     def _quote(self) -> str:
         line = self.parsed.line or f"/{self.parsed.word or ''}"

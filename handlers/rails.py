@@ -21,6 +21,7 @@ from app.held import held_for, hold
 from app.payloads import dig, dig_int, dig_str
 from app.pulls import PullRequest, pulls_where, remember, tickets_on_branch
 from app.services import Services
+from app.surfaces import show_check
 from app.watchdog import push_signs, record_sign_of_life
 from handlers.routing import Router, WebhookEvent
 from policies.links import linked_issues
@@ -64,7 +65,15 @@ def record(
 ) -> list[int]:
     """Record each (ticket number, observation) a webhook delivery brought; return the newly merged."""
     actor = dig_str(event.payload, "sender", "login") or "github"
-    return record_as(services, repository, loaded, observations, actor=actor, operation=event.delivery_id)
+    return record_as(
+        services,
+        repository,
+        loaded,
+        observations,
+        actor=actor,
+        operation=event.delivery_id,
+        installation_id=event.installation_id,
+    )
 
 
 def record_as(
@@ -75,6 +84,7 @@ def record_as(
     *,
     actor: str,
     operation: str,
+    installation_id: int | None = None,
 ) -> list[int]:
     """Record each (ticket number, observation) through the one door; return the newly merged tickets."""
     now = datetime.fromtimestamp(services.clock(), UTC)
@@ -87,7 +97,8 @@ def record_as(
             policy_version=loaded.policy_version,
             policy=loaded.config.to_rail_policy(),
         )
-        outcome = services.tickets.execute(TicketKey(repository, number), observation, context)
+        key = TicketKey(repository, number)
+        outcome = services.tickets.execute(key, observation, context, installation_id=installation_id)
         if outcome.applied:
             log.info("rail observed", ticket=number, events=[e.type.value for e in outcome.events])
             if any(
@@ -112,6 +123,7 @@ def pull_request_from(payload: object, repository: str, fallback: float) -> Pull
         head_sha=dig_str(payload, "head", "sha"),
         merge_commit=dig_str(payload, "merge_commit_sha"),
         updated_at=_time(dig_str(payload, "updated_at"), fallback),
+        author=dig_str(payload, "user", "login"),
     )
 
 
@@ -130,6 +142,9 @@ async def on_pull_request(event: WebhookEvent, services: Services) -> None:
     if pull.head_ref:
         linked |= tickets_on_branch(services.database, repository, pull.head_ref)
     before = remember(services.database, pull, linked)
+    if pull.open and pull.head_sha and event.installation_id is not None:
+        # Every open PR gets the check on its head, linked or not (`checks.unlinked`).
+        show_check(services, event.installation_id, repository, pull.number, pull.head_sha)
     observations: list[tuple[int, Observation]] = [
         (n, pull.observed(n in linked)) for n in sorted(linked | before)
     ]

@@ -37,7 +37,8 @@ async def on_issue_labelled(event: WebhookEvent, services: Services) -> None:
         policy_version=loaded.policy_version,
         environments=loaded.config.deployments.environments,
     )
-    services.tickets.execute(TicketKey(repository, number), Draft(via_label=True), context)
+    key = TicketKey(repository, number)
+    services.tickets.execute(key, Draft(via_label=True), context, installation_id=event.installation_id)
 
 
 @router.register("issues", "closed", "reopened")
@@ -57,7 +58,8 @@ async def on_issue_closed_or_reopened(event: WebhookEvent, services: Services) -
         at=datetime.fromtimestamp(services.clock(), UTC),
         policy_version=await _policy_version(event, services, repository),
     )
-    services.tickets.execute(TicketKey(repository, number), IssueStateObserved(closed), context)
+    key = TicketKey(repository, number)
+    services.tickets.execute(key, IssueStateObserved(closed), context, installation_id=event.installation_id)
 
 
 async def _policy_version(event: WebhookEvent, services: Services, repository: str) -> str:

@@ -34,6 +34,7 @@ from policies.commands import Accept, Claim, Command, Context, Deliver, Draft, P
 from policies.engine import apply_all, decide, observe
 from policies.events import Event
 from policies.model import Actor, Ticket, TicketKey
+from policies.notices import Notice, NoticeContext, decide_notice
 from policies.rails import Observation, ObservationContext, RailPolicy
 from policies.refusals import Refusal
 from policies.states import Role, WorkState
@@ -305,6 +306,13 @@ class Story:
             policy=RailPolicy(environments=self.environments),
         )
         decision = observe(self.ticket, observation, ctx)
+        assert not isinstance(decision, Refusal), decision
+        return self._record(decision)
+
+    def notice(self, notice: Notice) -> Story:
+        """Record what railyard noticed without a command (an overdue claim, the issue closed)."""
+        ctx = NoticeContext("railyard", f"story-{self.minute}", self._at(), policy_version="blob-1")
+        decision = decide_notice(self.ticket, notice, ctx)
         assert not isinstance(decision, Refusal), decision
         return self._record(decision)
 

@@ -11,8 +11,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from app.database import Database
-from app.outbox import effect_counts
+from app.outbox import effect_counts, marker
 from app.service import TicketService
+from app.surfaces import status_key
 from policies.model import TicketKey
 from tests.fakes import drained, example
 from tests.github_standin import StandinState
@@ -115,7 +116,7 @@ class World:
 
     async def outbox_settled(self) -> None:
         """Wait until no GitHub write is pending."""
-        for _ in range(400):
+        for _ in range(2400):  # retries after injected faults back off for seconds
             if not effect_counts(self.database).get("pending"):
                 return
             await asyncio.sleep(0.025)
@@ -125,8 +126,20 @@ class World:
         return TicketService(self.database).load(TicketKey(REPO, number))
 
     def replies(self, number: int = 12) -> list[str]:
-        """What railyard wrote on the issue (or PR)."""
-        return [c.body for c in self.github.comments.values() if c.issue_number == number and c.app_id]
+        """What railyard wrote on the issue (or PR), its status comment aside."""
+        status = marker(status_key(REPO, number))
+        return [
+            c.body
+            for c in self.github.comments.values()
+            if c.issue_number == number and c.app_id and status not in c.body
+        ]
+
+    def status_comments(self, number: int = 12) -> list[str]:
+        """The ticket's status comments as GitHub shows them (there must only ever be one)."""
+        status = marker(status_key(REPO, number))
+        return [
+            c.body for c in self.github.comments.values() if c.issue_number == number and status in c.body
+        ]
 
     def reactions_to(self, comment_id: int) -> list[str]:
         return [r.content for r in self.github.reactions if r.comment_id == comment_id]

@@ -21,6 +21,7 @@ from app.render import COMMENT_LIMIT, SUMMARY_LIMIT, StatusView, render_check_su
 from policies.checks import Linked, verdict
 from policies.commands import Accept, AcceptMode, Claim, Deliver, Reopen, SendBack
 from policies.model import Actor
+from policies.notices import IssueStateObserved, OverdueObserved
 from policies.rails import CheckObserved, DeploymentObserved, PullRequestObserved
 from policies.states import Role, WorkState
 from tests.fakes import MAINTAINER, REVIEWER, RUNNER, START, Story
@@ -114,7 +115,14 @@ SCENARIOS: dict[str, Callable[[], StatusView]] = {
         Story().walk_to(WorkState.CLAIMED),
         config_error="roles.reviewer: expected a list of logins or @org/team",
     ),
-    "issue-closed": lambda: _view(Story().walk_to(WorkState.DELIVERED), issue_closed=True),
+    "issue-closed": lambda: _view(
+        Story().walk_to(WorkState.DELIVERED).notice(IssueStateObserved(closed=True))
+    ),
+    "claim-overdue": lambda: _view(
+        Story()
+        .walk_to(WorkState.CLAIMED)
+        .notice(OverdueObserved(1, "coder-bot[bot]", START + timedelta(minutes=3), 240))
+    ),
     "two-environments": lambda: _view(
         Story(environments=("production", "staging"))
         .walk_to(WorkState.CLAIMED)

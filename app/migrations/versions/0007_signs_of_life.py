@@ -1,7 +1,7 @@
 """The claim watchdog's signs of life: the latest per (ticket, attempt).
 
 Revision ID: 0007
-Revises: 0005
+Revises: 0006
 Create Date: 2026-12-01
 """
 
@@ -11,7 +11,7 @@ from alembic import op
 from app.tables import UTCDateTime
 
 revision = "0007"
-down_revision = "0005"
+down_revision = "0006"
 branch_labels = None
 depends_on = None
 

@@ -1,0 +1,146 @@
+"""What people see, through the real server: one status comment per ticket, edited in place,
+and the `railyard` check-run that passes only when the linked work is accepted at the head."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from app.outbox import marker
+from app.render import StatusView, render_status_comment
+from app.service import TicketService
+from app.surfaces import status_key
+from policies.model import TicketKey
+from tests.e2e.world import FIX, REPO, World, event_payload, pull_request_payload
+from tests.github_standin import Fault
+
+NEW_HEAD = "a" * 40
+
+
+def status_writes(world: World, number: int = 12) -> tuple[int, int]:
+    """(creations, edits) of the ticket's status comment that GitHub received and performed."""
+    wanted = marker(status_key(REPO, number))
+    creations = [
+        c
+        for c in world.github.calls_to("POST", f"/repos/{REPO}/issues/{number}/comments")
+        if wanted in (c.body or {}).get("body", "") and c.status == 201
+    ]
+    edits = [
+        c
+        for c in world.github.calls_to("PATCH", f"/repos/{REPO}/issues/comments/")
+        if wanted in (c.body or {}).get("body", "") and c.status == 200
+    ]
+    return len(creations), len(edits)
+
+
+def check_on(world: World, sha: str) -> Any:
+    """The one `railyard` check-run on a commit."""
+    [run] = [r for r in world.github.check_runs.values() if r.head_sha == sha and r.name == "railyard"]
+    return run
+
+
+def expected_body(world: World, number: int = 12) -> str:
+    """The status comment as railyard's state says it should read now."""
+    service = TicketService(world.database)
+    key = TicketKey(REPO, number)
+    ticket = service.load(key)
+    assert ticket is not None
+    view = StatusView(ticket, tuple(r.event for r in service.history(key)))
+    return f"{render_status_comment(view)}\n\n{marker(status_key(REPO, number))}"
+
+
+async def delivered_on_pull_request(world: World) -> None:
+    """#12 published, claimed, PR #34 opened with `Fixes #12`, delivered on its branch."""
+    await world.say("rachel", "/publish")
+    await world.say("cody", "/claim")
+    await world.send("pull_request", pull_request_payload("opened", 34, "Fixes #12"))
+    await world.say("cody", "/deliver branch=agent/12-fix Resumable uploads with a retry cap.")
+
+
+async def test_a_whole_lifecycle_writes_one_status_comment_and_edits_it_in_place(world: World) -> None:
+    """However many changes, GitHub sees one creation and then edits; the body matches the state."""
+    await delivered_on_pull_request(world)
+    await world.say("rita", "/accept")
+    creations, edits = status_writes(world)
+    assert creations == 1 and edits >= 1
+    [body] = world.status_comments()
+    assert body == expected_body(world)
+    assert body.startswith("**Work: accepted · Repository: PR open (#34) · Deployment: not deployed**")
+
+
+async def test_the_check_passes_only_once_the_linked_ticket_is_accepted_at_the_head(world: World) -> None:
+    """action_required with the reason while awaiting review; success after /accept at that commit."""
+    await delivered_on_pull_request(world)
+    run = check_on(world, FIX)
+    assert (run.status, run.conclusion, run.output["title"]) == (
+        "completed",
+        "action_required",
+        "#12: awaiting review",
+    )
+    assert "Resumable uploads with a retry cap." in run.output["summary"]
+    await world.say("rita", "/accept")
+    run = check_on(world, FIX)
+    assert (run.conclusion, run.output["title"]) == (
+        "success",
+        "the linked ticket is accepted at this commit",
+    )
+    assert run.details_url and "#issuecomment-" in run.details_url
+    assert len([r for r in world.github.check_runs.values() if r.head_sha == FIX]) == 1
+
+
+async def test_a_push_after_acceptance_gets_its_own_check_on_the_new_head(world: World) -> None:
+    """The accepted commit keeps its success; the new head needs acceptance again."""
+    await delivered_on_pull_request(world)
+    await world.say("rita", "/accept")
+    pushed = pull_request_payload(
+        "synchronize", 34, "Fixes #12", head=NEW_HEAD, updated="2026-11-30T11:00:00Z"
+    )
+    await world.send("pull_request", pushed)
+    assert check_on(world, FIX).conclusion == "success"
+    new = check_on(world, NEW_HEAD)
+    assert (new.conclusion, new.output["title"]) == (
+        "action_required",
+        "#12: accepted commit differs from head",
+    )
+
+
+async def test_a_pull_request_linking_no_ticket_gets_the_configured_unlinked_conclusion(world: World) -> None:
+    """`checks.unlinked` defaults to success for people; a runner-only author must link the ticket."""
+    person = pull_request_payload("opened", 60, "Tidy the docs", head="6" * 40, ref="docs")
+    person["pull_request"]["user"]["login"] = "rita"
+    await world.send("pull_request", person)
+    assert (check_on(world, "6" * 40).conclusion, check_on(world, "6" * 40).output["title"]) == (
+        "success",
+        "no linked ticket",
+    )
+    agent = pull_request_payload("opened", 61, "Some work", head="7" * 40, ref="agent/x")
+    agent["pull_request"]["user"]["login"] = "cody"
+    await world.send("pull_request", agent)
+    assert (check_on(world, "7" * 40).conclusion, check_on(world, "7" * 40).output["title"]) == (
+        "action_required",
+        "link the ticket",
+    )
+
+
+async def test_merge_queue_commits_get_the_same_check_as_the_pull_request(world: World) -> None:
+    """A merge group built for PR #34 carries #34's verdict on its own commit."""
+    await delivered_on_pull_request(world)
+    group = event_payload("merge_group", "01-checks_requested.json")
+    group["merge_group"].update(
+        {"head_sha": "b" * 40, "head_ref": f"refs/heads/gh-readonly-queue/main/pr-34-{FIX}"}
+    )
+    await world.send("merge_group", group)
+    assert check_on(world, "b" * 40).conclusion == "action_required"
+    await world.say("rita", "/accept")
+    await world.send("merge_group", {**group, "merge_group": {**group["merge_group"], "head_sha": "c" * 40}})
+    assert check_on(world, "c" * 40).conclusion == "success"
+
+
+async def test_ambiguous_failures_never_make_a_second_status_comment(world: World) -> None:
+    """A 500, and a 502 after GitHub created the comment: still exactly one status comment, current."""
+    comments = rf"^/repos/{REPO}/issues/12/comments$"
+    world.github.inject("POST", comments, Fault(status=500), Fault(status=502, apply_then_fail=True))
+    world.github.inject("PATCH", r"^/repos/acme/web/issues/comments/\d+$", Fault(status=502))
+    await delivered_on_pull_request(world)
+    await world.say("rita", "/accept")
+    [body] = world.status_comments()
+    assert body == expected_body(world)
