@@ -8,6 +8,7 @@ git blob only once; the blob sha is the policy version every recorded event carr
 from __future__ import annotations
 
 import re
+import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -374,19 +375,51 @@ def read_config(file: RepoFile | None, parse: Parse = parse_repository_config) -
 
 
 class ConfigLoader:
-    """Fetches `.github/railyard.yml` on every load and parses each distinct blob sha once."""
+    """Reads `.github/railyard.yml` and parses each distinct blob sha once.
+
+    Commands read the file when they run (`fresh=True`). Everything else (repository and
+    deployment events, rendering the status comment and check-runs) may use what was read in
+    the last `max_age` seconds: those paths run for every event and every render, and would
+    otherwise spend most of the installation's API budget on one small file. A push to the
+    default branch forgets the repository's copy (`forget`), so a change applies at once in
+    the process that sees the push, and within `max_age` everywhere else.
+    """
 
     def __init__(
-        self, fetch: Fetch, *, parse: Parse = parse_repository_config, cache_size: int = 1024
+        self,
+        fetch: Fetch,
+        *,
+        parse: Parse = parse_repository_config,
+        cache_size: int = 1024,
+        max_age: float = 60.0,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         """`fetch(installation_id, "owner/repo")` returns the default branch's file, or None."""
         self._fetch = fetch
         self._parse = parse
         self._cache_size = cache_size
         self._by_sha: OrderedDict[str, LoadedConfig] = OrderedDict()
+        self._max_age, self._clock = max_age, clock
+        self._recent: OrderedDict[str, tuple[float, LoadedConfig]] = OrderedDict()
 
-    async def load(self, installation_id: int, repository: str) -> LoadedConfig:
-        """The configuration in force now for `repository` ("owner/repo")."""
+    def forget(self, repository: str) -> None:
+        """The repository's file may have changed (a push to its default branch): read it again."""
+        self._recent.pop(repository.casefold(), None)
+
+    async def load(self, installation_id: int, repository: str, *, fresh: bool = False) -> LoadedConfig:
+        """The configuration in force for `repository` ("owner/repo"): read now when `fresh`."""
+        key, now = repository.casefold(), self._clock()
+        recent = self._recent.get(key)
+        if not fresh and recent is not None and now - recent[0] < self._max_age:
+            return recent[1]
+        loaded = await self._read(installation_id, repository)
+        self._recent[key] = (now, loaded)
+        self._recent.move_to_end(key)
+        if len(self._recent) > self._cache_size:
+            self._recent.popitem(last=False)
+        return loaded
+
+    async def _read(self, installation_id: int, repository: str) -> LoadedConfig:
         file = await self._fetch(installation_id, repository)
         if file is None:
             return read_config(None)

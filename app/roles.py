@@ -8,6 +8,8 @@ not tell (the app lacks a permission), that is `CannotVerify`: never a silent ye
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from app.config import RepositoryConfig, RoleEntry
 from app.errors import TransientError
 from app.github import GitHubClient, NotFound, PermissionDenied
@@ -44,10 +46,13 @@ class RoleResolver:
         self._teams: dict[tuple[str, str, str], bool] = {}
         self._permission: dict[str, str] = {}
 
-    async def roles(self, login: str, config: RepositoryConfig) -> frozenset[Role]:
-        """Every role `login` holds right now under `config`."""
+    async def roles(
+        self, login: str, config: RepositoryConfig, among: Iterable[Role] | None = None
+    ) -> frozenset[Role]:
+        """The roles `login` holds right now under `config` (of `among`, when only those matter)."""
         held: set[Role] = set()
-        for role in Role:
+        wanted = set(among) if among is not None else set(Role)
+        for role in (role for role in Role if role in wanted):
             entries = config.roles.get(role)
             if entries is None:
                 if role in roles_from_permission(await self._permission_of(login)):

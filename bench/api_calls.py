@@ -26,7 +26,7 @@ import json
 import sys
 import tempfile
 from collections import Counter, defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -37,13 +37,13 @@ sys.path.insert(0, str(ROOT))
 from sqlalchemy import text
 
 from app.database import Database
-from app.outbox import marker
+from app.outbox import effect_counts, marker
 from app.render import StatusView, render_status_comment
 from app.service import TicketService
 from app.surfaces import status_key
 from policies.model import TicketKey
 from tests.e2e.world import REPO, World, event_payload, pull_request_payload, standin_state
-from tests.fakes import app_settings, running_server
+from tests.fakes import app_settings, drained, running_server
 from tests.github_standin import Call, StandinState, running_standin
 
 FIRST = 100
@@ -181,6 +181,7 @@ class Figures:
     per_second: Counter[tuple[int, str, int]]
     reactions: int
     replies: int
+    calls: Counter[str] = field(default_factory=Counter)
 
 
 def count(database: Database, state: StandinState, tickets: list[Ticket]) -> Figures:
@@ -209,6 +210,14 @@ def count(database: Database, state: StandinState, tickets: list[Ticket]) -> Fig
     return Figures(changes, surface_writes, per_second, reactions, replies)
 
 
+def _endpoint(call: Call) -> str:
+    """A call as its method and path shape (numbers and shas folded)."""
+    import re
+
+    shape = re.sub(r"/[0-9a-f]{40}", "/SHA", call.path)
+    return f"{call.method} {re.sub(r'/[0-9]+', '/N', shape)}"
+
+
 def _surface(
     call: Call, markers: dict[str, int], heads: dict[str, int], runs: dict[int, int], state: StandinState
 ) -> tuple[int, str] | None:
@@ -226,6 +235,23 @@ def _surface(
         sha = run.head_sha if run else "?"
         return heads.get(sha, -1), f"check-run {sha}"  # each commit's check is its own surface
     return None
+
+
+async def settle(world: World, timeout: float = 300.0) -> None:
+    """Wait until every delivery is processed and every GitHub write performed (content
+    writes are spaced a second apart, so this takes a while with many tickets)."""
+    await drained(world.database)
+    waited = 0.0
+    while effect_counts(world.database).get("pending"):
+        if waited > timeout:
+            with world.database.read() as connection:
+                stuck = connection.execute(
+                    text("SELECT kind, dedupe_key, attempts, next_attempt_at, last_error FROM outbox_effects "
+                         "WHERE status = 'pending' LIMIT 10")
+                ).all()  # fmt: skip
+            raise TimeoutError(f"outbox effects still pending: {stuck}")
+        await asyncio.sleep(0.2)
+        waited += 0.2
 
 
 def _shows_current_state(world: World, number: int) -> bool:
@@ -259,8 +285,9 @@ async def main() -> None:
             async with running_server(settings, outbox_spacing=args.spacing) as server:
                 world = World(server, state, Database(url))
                 await asyncio.gather(*(Stream(world, t, args.gap).run() for t in tickets))
-                await world.settle()
+                await settle(world)
                 figures = count(world.database, state, tickets)
+                figures.calls = Counter(_endpoint(c) for c in state.calls)
                 current = sum(_shows_current_state(world, t.number) for t in tickets)
     report(figures, tickets, (datetime.now() - started).total_seconds())
     print(f"  tickets whose one status comment shows their final state: {current} of {len(tickets)}")
@@ -287,6 +314,11 @@ def report(figures: Figures, tickets: list[Ticket], seconds: float) -> None:
     print(f"  most writes to one ticket's surface within one second: {worst} "
           f"({', '.join(f'{k}: {v}' for k, v in sorted(by_surface.items()))})")  # fmt: skip
     print(f"  reported separately: {figures.reactions} reactions, {figures.replies} replies")
+    total_changes = max(sum(figures.changes.values()), 1)
+    calls = sum(figures.calls.values())
+    print(f"  GitHub API calls, all kinds: {calls} ({calls / total_changes:.1f} per state change)")
+    for endpoint, n in figures.calls.most_common(8):
+        print(f"    {n:6d}  {endpoint}")
 
 
 if __name__ == "__main__":

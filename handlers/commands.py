@@ -36,7 +36,7 @@ from policies.model import Actor, Ticket, TicketKey
 from policies.parser import ParsedComment, parse_comment
 from policies.refusals import Refusal, RefusalCode
 from policies.states import WorkState
-from policies.transitions import next_steps
+from policies.transitions import next_steps, roles_in_rows
 
 router = Router()
 log = structlog.get_logger(__name__)
@@ -148,7 +148,9 @@ class CommandRun:
     async def run(self) -> None:
         """Find the ticket, resolve roles and facts, execute, answer."""
         assert self.services.configs is not None
-        loaded = await self.services.configs.load(self.facts.installation_id, self.facts.repository)
+        loaded = await self.services.configs.load(
+            self.facts.installation_id, self.facts.repository, fresh=True
+        )
         if self.facts.author_is_bot and not _names_login(loaded, self.facts.author):
             return  # other bots act only when a role names them by login
         if self.parsed.error or self.parsed.near_miss:
@@ -165,7 +167,7 @@ class CommandRun:
         assert command is not None
         try:
             resolver = RoleResolver(self.github, self.facts.installation_id, self.facts.repository)
-            roles = await resolver.roles(self.facts.author, loaded.config)
+            roles = await resolver.roles(self.facts.author, loaded.config, among=roles_in_rows(command))
             issue = await self._issue(key.number)
             completed = await self._complete(command, issue, loaded)
         except CannotVerify as error:

@@ -35,6 +35,7 @@ from policies.rails import (
     ObservationContext,
     fingerprint,
 )
+from policies.watchdog import ticket_number_from_branch
 
 router = Router()
 log = structlog.get_logger(__name__)
@@ -141,6 +142,7 @@ async def on_pull_request(event: WebhookEvent, services: Services) -> None:
     linked = set(linked_issues(body, repository))
     if pull.head_ref:
         linked |= tickets_on_branch(services.database, repository, pull.head_ref)
+        linked |= by_pattern(services, repository, pull.head_ref, loaded)
     before = remember(services.database, pull, linked)
     if pull.open and pull.head_sha and event.installation_id is not None:
         # Every open PR gets the check on its head, linked or not (`checks.unlinked`).
@@ -198,8 +200,12 @@ async def on_check(event: WebhookEvent, services: Services) -> None:
 @router.register("push")
 async def on_push(event: WebhookEvent, services: Services) -> None:
     """A push to a branch a ticket's claim or delivery reported: verify it and record what is there."""
-    found = await _config(event, services)
     ref = dig_str(event.payload, "ref") or ""
+    default = dig_str(event.payload, "repository", "default_branch")
+    repository_name = dig_str(event.payload, "repository", "full_name")
+    if default and repository_name and ref == f"refs/heads/{default}" and services.configs is not None:
+        services.configs.forget(repository_name)  # `.github/railyard.yml` may have changed
+    found = await _config(event, services)
     if found is None or not ref.startswith("refs/heads/") or services.github is None:
         return
     repository, loaded = found
@@ -209,6 +215,7 @@ async def on_push(event: WebhookEvent, services: Services) -> None:
     observations: list[tuple[int, Observation]] = []
     pushed_at = _push_time(event, services.clock())
     tickets = tickets_on_branch(services.database, repository, branch)
+    tickets |= by_pattern(services, repository, branch, loaded)
     for heard in push_signs(
         services.tickets, repository, branch, tickets, loaded, pushed_at, event.delivery_id
     ):
@@ -224,6 +231,17 @@ async def on_push(event: WebhookEvent, services: Services) -> None:
             )
             observations += [(n, answer) for n in sorted(linked) if answer is not None]
     record(services, event, repository, loaded, observations)
+
+
+def by_pattern(services: Services, repository: str, branch: str, loaded: LoadedConfig) -> set[int]:
+    """The ticket `tickets.branch_pattern` names for `branch` (`agent/{number}-*`), if it has a
+    claimant: a claimed ticket's branches are found without `branch=NAME`."""
+    number = ticket_number_from_branch(loaded.config.tickets.branch_pattern, branch)
+    if number is None:
+        return set()
+    ticket = services.tickets.load(TicketKey(repository, number))
+    claimed = ticket is not None and ticket.claimant is not None and not ticket.no_code
+    return {number} if claimed else set()
 
 
 async def verified_branch_head(

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from policies.commands import AcceptMode, CommandName
+from policies.commands import Accept, AcceptMode, Command, CommandName
 from policies.states import Qualification, Relation, Role, WorkState
 
 
@@ -108,6 +108,15 @@ def rows_for(command: CommandName, variant: AcceptMode | None = None) -> tuple[T
         for row in TRANSITIONS
         if row.command == command and (row.variant is None or row.variant == variant)
     )
+
+
+def roles_in_rows(command: Command) -> frozenset[Role]:
+    """The roles that can matter to `command`: those its rows allow (relations aside).
+
+    Resolving only these saves a team-membership lookup per role the command cannot use.
+    """
+    variant = command.mode if isinstance(command, Accept) else None
+    return frozenset(q for row in rows_for(command.name, variant) for q in row.allowed if isinstance(q, Role))
 
 
 def mermaid_diagram(transitions: tuple[Transition, ...] = TRANSITIONS) -> str:

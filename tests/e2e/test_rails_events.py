@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from app.queue import list_deliveries
-from tests.e2e.world import FIX, REPO, World, event_payload, pull_request_payload
+from tests.e2e.world import CONFIG, FIX, REPO, World, event_payload, pull_request_payload
 from tests.fakes import FIXTURES
 
 
@@ -118,6 +118,26 @@ async def test_a_pull_request_from_the_delivered_branch_is_linked_without_keywor
     await world.say("cody", "/deliver branch=agent/12-fix\nDone.")
     await world.send("pull_request", pull_request_payload("opened", 51, "Just code"))
     assert rails(world) == ("delivered", "pull_request_open")
+
+
+async def test_branches_matching_the_branch_pattern_are_found_without_naming_them(world: World) -> None:
+    """`tickets.branch_pattern`: a push to `agent/12-...` reports the branch, and a PR from it links #12."""
+    world.github.repositories[REPO].files[".github/railyard.yml"] = (
+        CONFIG + 'tickets:\n  branch_pattern: "agent/{number}-*"\n'
+    )
+    await claimed(world)
+    world.github.repositories[REPO].branches["agent/12-resume"] = "5" * 40
+    push = event_payload("push", "01-none.json", ref="refs/heads/agent/12-resume", after="5" * 40)
+    push["repository"]["pushed_at"] = int(time.time()) + 1
+    await world.send("push", push)
+    assert rails(world) == ("claimed", "branch_reported")
+    assert world.ticket().rails.branches["agent/12-resume"].sha == "5" * 40
+    opened = pull_request_payload("opened", 52, "No keywords here", head="5" * 40, ref="agent/12-resume")
+    await world.send("pull_request", opened)
+    assert rails(world) == ("claimed", "pull_request_open")
+    other = pull_request_payload("opened", 53, "Nothing", head="6" * 40, ref="agent/13-other")
+    await world.send("pull_request", other)
+    assert 53 not in world.ticket().rails.pull_requests and world.ticket(13) is None
 
 
 REPOSITORY_EVENTS = ("pull_request", "push", "check_suite", "check_run", "deployment", "deployment_status")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 
 import pytest
 
@@ -404,11 +405,11 @@ class CountingParser:
         return parse_repository_config(text)
 
 
-def load_times(loader: ConfigLoader, times: int) -> list[LoadedConfig]:
-    """Load the configuration of acme/app `times` times."""
+def load_times(loader: ConfigLoader, times: int, *, fresh: bool = True) -> list[LoadedConfig]:
+    """Load the configuration of acme/app `times` times (read now each time, as commands do)."""
 
     async def run() -> list[LoadedConfig]:
-        return [await loader.load(7, "acme/app") for _ in range(times)]
+        return [await loader.load(7, "acme/app", fresh=fresh) for _ in range(times)]
 
     return asyncio.run(run())
 
@@ -432,7 +433,7 @@ def test_an_empty_file_loads_defaults_under_its_sha() -> None:
 
 
 def test_loader_fetches_every_time_but_parses_each_sha_once() -> None:
-    """Every load asks GitHub for the file; an unchanged blob sha is not parsed again."""
+    """Every fresh load (a command) asks GitHub for the file; an unchanged blob sha is not parsed again."""
     repository = FakeRepository(RepoFile("sha-1", SPEC_EXAMPLE))
     parser = CountingParser()
     loader = ConfigLoader(repository.fetch, parse=parser)
@@ -488,3 +489,37 @@ def test_a_broken_file_loads_defaults_with_its_error() -> None:
     assert loaded[0] == LoadedConfig(RepositoryConfig.default(), "sha-bad", "unknown key: tickets.lable")
     assert loaded[1] == loaded[0]
     assert len(parser.texts) == 1
+
+
+@dataclass
+class Ticking:
+    """A monotonic clock the test moves."""
+
+    now: float = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_events_and_renders_reuse_a_recent_read_until_it_is_a_minute_old() -> None:
+    """Without `fresh`, one read serves for `max_age` seconds; then the file is read again."""
+    repository, clock = FakeRepository(RepoFile("sha-1", SPEC_EXAMPLE)), Ticking()
+    loader = ConfigLoader(repository.fetch, max_age=60.0, clock=clock)
+    load_times(loader, 3, fresh=False)
+    assert len(repository.fetches) == 1
+    clock.now += 61
+    load_times(loader, 1, fresh=False)
+    assert len(repository.fetches) == 2
+
+
+def test_a_push_to_the_default_branch_and_commands_read_the_file_again() -> None:
+    """`forget` (a push to the default branch) and `fresh` (a command) never use the recent read."""
+    repository = FakeRepository(RepoFile("sha-1", "limits:\n  commands_per_hour: 5\n"))
+    loader = ConfigLoader(repository.fetch, clock=Ticking())
+    load_times(loader, 1, fresh=False)
+    repository.file = RepoFile("sha-2", "limits:\n  commands_per_hour: 9\n")
+    assert load_times(loader, 1, fresh=False)[0].policy_version == "sha-1"
+    assert load_times(loader, 1, fresh=True)[0].policy_version == "sha-2"
+    repository.file = RepoFile("sha-3", "limits:\n  commands_per_hour: 7\n")
+    loader.forget("ACME/app")
+    assert load_times(loader, 1, fresh=False)[0].config.limits.commands_per_hour == 7

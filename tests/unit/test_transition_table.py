@@ -31,6 +31,7 @@ from policies.events import Event, EventType
 from policies.model import Actor, Ticket, TicketKey
 from policies.refusals import Refusal, RefusalCode
 from policies.states import Qualification, Relation, ReviewKind, Role, SelfVerification, WorkState
+from policies.transitions import roles_in_rows
 
 KEY = TicketKey("acme/rockets", 7)
 T0 = datetime(2025, 3, 3, 9, 0, tzinfo=UTC)
@@ -633,3 +634,18 @@ def test_publish_makes_the_first_assignee_or_else_the_publisher_the_owner(
     ticket = run(Ticket(KEY), publish, context(OLIVIA_PUBLISHING, 1))
     assert ticket.work is WorkState.OPEN
     assert ticket.owner == owner
+
+
+@pytest.mark.parametrize(
+    ("command", "roles"),
+    [
+        (Claim(), {Role.RUNNER}),
+        (Accept(), {Role.REVIEWER}),
+        (Accept(mode=AcceptMode.OVERRIDE, reason="r"), {Role.REPOSITORY_MAINTAINER, Role.RELEASE_OWNER}),
+        (Deliver(summary="s", commit="c"), set()),  # only the claimant relation
+        (Reopen(reason="r"), {Role.REVIEWER, Role.REPOSITORY_MAINTAINER}),
+    ],
+)
+def test_only_the_roles_a_commands_rows_allow_are_worth_resolving(command: Command, roles: set[Role]) -> None:
+    """Resolving these (and no others) cannot change a decision: no row asks for any other role."""
+    assert roles_in_rows(command) == roles
