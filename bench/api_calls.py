@@ -42,7 +42,7 @@ from app.render import StatusView, render_status_comment
 from app.service import TicketService
 from app.surfaces import status_key
 from policies.model import TicketKey
-from tests.e2e.world import REPO, World, event_payload, pull_request_payload, standin_state
+from tests.e2e.world import CONFIG, REPO, World, event_payload, pull_request_payload, standin_state
 from tests.fakes import app_settings, drained, running_server
 from tests.github_standin import Call, StandinState, running_standin
 
@@ -182,6 +182,7 @@ class Figures:
     reactions: int
     replies: int
     calls: Counter[str] = field(default_factory=Counter)
+    reply_kinds: Counter[str] = field(default_factory=Counter)
 
 
 def count(database: Database, state: StandinState, tickets: list[Ticket]) -> Figures:
@@ -197,17 +198,30 @@ def count(database: Database, state: StandinState, tickets: list[Ticket]) -> Fig
     surface_writes: Counter[int] = Counter()
     per_second: Counter[tuple[int, str, int]] = Counter()
     reactions = replies = 0
+    kinds: Counter[str] = Counter()
     performed = [c for c in state.calls if c.method in ("POST", "PATCH") and 200 <= c.status < 300]
     for call in performed:
         found = _surface(call, markers, heads, runs, state)
         if found is None:
             reactions += call.path.endswith("/reactions")
-            replies += call.method == "POST" and call.path.endswith("/comments")
+            if call.method == "POST" and call.path.endswith("/comments"):
+                replies += 1
+                kinds[_reply_kind(str(body_of(call).get("body", "")))] += 1
             continue
         number, surface = found
         surface_writes[number] += 1
         per_second[(number, surface, int(call.at.timestamp()))] += 1
-    return Figures(changes, surface_writes, per_second, reactions, replies)
+    return Figures(changes, surface_writes, per_second, reactions, replies, reply_kinds=kinds)
+
+
+def body_of(call: Call) -> dict[str, Any]:
+    return call.body if isinstance(call.body, dict) else {}
+
+
+def _reply_kind(body: str) -> str:
+    """What a reply was about, in a few words (the first line without the mention)."""
+    first = body.split("\n", 1)[0]
+    return "sent back" if "sent back for attempt" in first else first.split(">", 1)[-1].strip()[:60]
 
 
 def _endpoint(call: Call) -> str:
@@ -276,6 +290,8 @@ async def main() -> None:
     args = parser.parse_args()
     tickets = [Ticket(FIRST + i, code=i % 4 != 3) for i in range(args.tickets)]
     state = standin_state()
+    # One runner and one reviewer do all the work here: lift the per-person command budget.
+    state.repositories[REPO].files[".github/railyard.yml"] = CONFIG + "limits:\n  commands_per_hour: 10000\n"
     seed(state, tickets)
     started = datetime.now()
     with tempfile.TemporaryDirectory() as directory:
@@ -313,7 +329,8 @@ def report(figures: Figures, tickets: list[Ticket], seconds: float) -> None:
         by_surface[kind] = max(by_surface[kind], n)
     print(f"  most writes to one ticket's surface within one second: {worst} "
           f"({', '.join(f'{k}: {v}' for k, v in sorted(by_surface.items()))})")  # fmt: skip
-    print(f"  reported separately: {figures.reactions} reactions, {figures.replies} replies")
+    kinds = ", ".join(f"{n} {kind}" for kind, n in figures.reply_kinds.most_common())
+    print(f"  reported separately: {figures.reactions} reactions, {figures.replies} replies ({kinds})")
     total_changes = max(sum(figures.changes.values()), 1)
     calls = sum(figures.calls.values())
     print(f"  GitHub API calls, all kinds: {calls} ({calls / total_changes:.1f} per state change)")
