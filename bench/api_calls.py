@@ -4,7 +4,7 @@ Runs the real server (worker and outbox inside, SQLite) against the in-process G
 stand-in on loopback, and replays for many tickets at once what a day of work looks like:
 
 - code tickets: /publish, /claim, a PR opened with `Fixes #N`, CI passing, /deliver on the
-  branch, every third one sent back, pushed again and delivered again, /accept, the PR
+  branch (naming its commit), every third one sent back, pushed again and delivered again, /accept, the PR
   merged, a deployment going in_progress then success;
 - one ticket in four is a no-code ticket: /publish --no-code, /claim, /deliver artifact=URL, /accept.
 
@@ -100,19 +100,25 @@ class Stream:
         await self.say("rachel", "/publish")
         await self.say("cody", "/claim")
         await self.push("opened")
-        await self.say("cody", f"/deliver branch={self.ticket.branch} First pass.")
+        await self.say("cody", f"/deliver {self.delivered()} First pass.")
         if self.ticket.number % 3 == 0:
             await self.say("rita", "/send-back The retry cap is still 10.")
             await self.push("synchronize")
-            await self.say("cody", f"/deliver branch={self.ticket.branch} Cap is 5 now.")
+            await self.say("cody", f"/deliver {self.delivered()} Cap is 5 now.")
         await self.say("rita", "/accept")
         await self.merge_and_deploy()
+
+    def delivered(self) -> str:
+        """What an agent names when it delivers: its branch and the commit it pushed (the stream
+        does not wait for processing, so the branch alone could resolve to a later push)."""
+        return f"branch={self.ticket.branch} commit={self.ticket.sha(self.pushes)}"
 
     async def push(self, action: str) -> None:
         """A new head on the ticket's PR, and CI passing on it."""
         self.pushes += 1
         head = self.ticket.sha(self.pushes)
         self.world.github.repositories[REPO].branches[self.ticket.branch] = head
+        self.world.github.repositories[REPO].commits.add(head)  # still a commit after the next push
         pull = self.world.github.repositories[REPO].pulls.get(self.ticket.pull)
         if pull is not None:
             pull.head_sha = head
@@ -220,8 +226,11 @@ def body_of(call: Call) -> dict[str, Any]:
 
 def _reply_kind(body: str) -> str:
     """What a reply was about, in a few words (the first line without the mention)."""
-    first = body.split("\n", 1)[0]
-    return "sent back" if "sent back for attempt" in first else first.split(">", 1)[-1].strip()[:60]
+    first, _, rest = body.partition("\n")
+    if "sent back for attempt" in first:
+        return "sent back"
+    command = first.split(">", 1)[-1].strip().split(" ")[0]
+    return f"{command}: {rest.strip().splitlines()[0][:70] if rest.strip() else ''}"
 
 
 def _endpoint(call: Call) -> str:

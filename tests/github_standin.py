@@ -178,6 +178,7 @@ class Repository:
     issues: dict[int, Issue] = field(default_factory=dict)
     pulls: dict[int, PullRequest] = field(default_factory=dict)
     compare: dict[tuple[str, str], str] = field(default_factory=dict)  # (base, head) -> status
+    commits: set[str] = field(default_factory=set)  # older commits, beyond branch and PR heads
     private: bool = False
     id: int = 0
 
@@ -1100,7 +1101,8 @@ async def get_branch(request: web.Request) -> web.Response:
 async def get_commit(request: web.Request) -> web.Response:
     """A commit named by a branch, or by a full or abbreviated sha of a branch or PR head."""
     repository, ref = _repository(request), request.match_info["ref"]
-    known = {*repository.branches.values(), *(p.head_sha for p in repository.pulls.values() if p.head_sha)}
+    heads = (p.head_sha for p in repository.pulls.values() if p.head_sha)
+    known = {*repository.branches.values(), *heads, *repository.commits}
     sha = repository.branches.get(ref) or next(
         (s for s in known if len(ref) >= 7 and s.startswith(ref.lower())), None
     )
