@@ -10,6 +10,7 @@ Edited and deleted comments never run anything.
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -117,7 +118,7 @@ async def on_comment_created(event: WebhookEvent, services: Services) -> None:
         return
     if services.app_id is not None and facts.via_app_id == services.app_id:
         return  # the app never acts on its own comments
-    note_claimant_comment(facts, services)
+    await asyncio.to_thread(note_claimant_comment, facts, services)  # a database read: off the loop
     parsed = parse_comment(facts.body)
     if parsed.command is None and parsed.informational is None and not parsed.near_miss and not parsed.error:
         return
