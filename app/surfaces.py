@@ -17,7 +17,7 @@ from sqlalchemy import select
 
 from app.config import LoadedConfig, UnlinkedConclusion
 from app.outbox import Effect, Renderer, effects_table, enqueue
-from app.pulls import stored_pull
+from app.pulls import PullRequest, stored_pull
 from app.render import StatusView, render_check_summary, render_status_comment
 from app.roles import CannotVerify, RoleResolver
 from policies.checks import CHECK_NAME, Conclusion, Linked, Verdict, verdict
@@ -144,12 +144,16 @@ class Surfaces:
         return await self.services.configs.load(installation, repository)
 
     async def _only_runner(
-        self, installation: int, repository: str, stored: Any, loaded: LoadedConfig
+        self,
+        installation: int,
+        repository: str,
+        stored: tuple[PullRequest, set[int]] | None,
+        loaded: LoadedConfig,
     ) -> bool:
         """Whether the PR's author holds the runner role and no other (only asked of unlinked PRs)."""
-        author = stored[0].author if stored else None
-        if author is None or stored[1] or self.services.github is None:
+        if stored is None or stored[0].author is None or stored[1] or self.services.github is None:
             return False
+        author = stored[0].author
         resolver = RoleResolver(self.services.github, installation, repository)
         try:
             return await resolver.roles(author, loaded.config) == frozenset({Role.RUNNER})
