@@ -21,6 +21,7 @@ from app.markdown import escape_inline
 from app.queue import list_deliveries, requeue
 from app.service import TicketService
 from app.settings import Settings
+from app.surfaces import surfaces_for
 from app.watchdog import OverdueClaim, check_claims
 from policies.model import Ticket, TicketKey
 
@@ -366,7 +367,9 @@ def cmd_check(args: argparse.Namespace, database: Database, out: TextIO, err: Te
     try:
         if not _ready(database, err):
             return EXIT_NOT_FOUND
-        found = check_claims(database, TicketService(database), at, repository=repository, record=record)
+        # Recorded here, shown by the server: the overdue claim's status comment goes through the outbox.
+        service = TicketService(database, surfaces=surfaces_for)
+        found = check_claims(database, service, at, repository=repository, record=record)
     except DBAPIError as error:
         err.write(f"railyard: could not read the database: {type(error.orig).__name__}.\n")
         return EXIT_NOT_FOUND

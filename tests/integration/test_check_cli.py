@@ -9,11 +9,14 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from sqlalchemy import select
 
 from app.cli import build_parser, main
 from app.database import Database
-from app.service import TicketService
+from app.outbox import effects_table
+from app.service import TicketService, tickets
 from app.settings import Settings
+from app.surfaces import status_key
 from policies.commands import Claim, Publish
 from policies.events import EventType
 from policies.model import TicketKey
@@ -178,3 +181,18 @@ def test_an_unreachable_database_is_exit_1_with_a_message() -> None:
     status, out, err = run(database, "check")
     assert (status, out) == (1, "")
     assert "could not read the database" in err
+
+
+def test_an_overdue_claim_recorded_from_the_command_line_reaches_the_status_comment(
+    database: Database,
+) -> None:
+    """The CLI records through the same door as the server: the status comment write is enqueued
+    for the server's outbox, through the installation the ticket was last seen from."""
+    opened = claim(database, KEY, check_in=30)
+    with database.write() as connection:
+        connection.execute(effects_table.delete())  # what the claim itself enqueued (nothing, here)
+        connection.execute(tickets.update().where(tickets.c.number == KEY.number).values(installation_id=7))
+    assert run(database, "check", "--at", stamp(opened + timedelta(minutes=95)))[0] == 3
+    with database.read() as connection:
+        keys = [row.dedupe_key for row in connection.execute(select(effects_table))]
+    assert keys == [status_key(KEY.repository, KEY.number)]
