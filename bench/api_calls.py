@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import re
 import sys
 import tempfile
 from collections import Counter, defaultdict
@@ -235,8 +236,6 @@ def _reply_kind(body: str) -> str:
 
 def _endpoint(call: Call) -> str:
     """A call as its method and path shape (numbers and shas folded)."""
-    import re
-
     shape = re.sub(r"/[0-9a-f]{40}", "/SHA", call.path)
     return f"{call.method} {re.sub(r'/[0-9]+', '/N', shape)}"
 
