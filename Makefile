@@ -32,6 +32,7 @@ bench: setup
 	command -v wrk >/dev/null || apt-get install -y wrk
 	$(BIN)/python bench/intake.py --postgres "$$(./scripts/postgres-for-tests)"
 	$(BIN)/python bench/api_calls.py
+	$(BIN)/python bench/sqlite_writes.py
 
 diagram: setup
 	$(BIN)/python scripts/render-diagram.py

@@ -34,6 +34,8 @@ STATUS_BUDGET = COMMENT_LIMIT - 200
 TEXT_LIMIT = 4_000
 """At most this much of one summary, feedback or reason is quoted."""
 RECENT_EVENTS = 10
+CHECK_LINES, CHECK_BODIES = 100, 20
+"""A check's summary lists at most this many linked tickets, and quotes this many status comments."""
 
 _SHA = re.compile(r"[0-9a-f]{7,64}")
 
@@ -248,8 +250,8 @@ class _Attempts:
     def __init__(self) -> None:
         self.by_number: dict[int, _Attempt] = {}
 
-    def get(self, number: object, runner: str | None) -> _Attempt:
-        item = self.by_number.setdefault(int(str(number)), _Attempt(int(str(number)), runner, []))
+    def get(self, number: Any, runner: str | None) -> _Attempt:
+        item = self.by_number.setdefault(int(number), _Attempt(int(number), runner, []))
         if item.runner is None:
             item.runner = runner
         return item
@@ -420,16 +422,20 @@ def render_check_summary(verdict: Verdict, bodies: Sequence[tuple[str, str | Non
     """The check-run's summary: the verdict's lines, then each linked ticket's status comment
     (title, link to it if known) under GitHub's 65,535-character limit."""
     lines = [f"**{escape_inline(verdict.title, limit=200)}**", ""]
-    lines += [f"- {escape_inline(line, limit=200)}" for line in verdict.lines]
+    lines += [f"- {escape_inline(line, limit=200)}" for line in verdict.lines[:CHECK_LINES]]
+    if len(verdict.lines) > CHECK_LINES:
+        lines.append(f"- and {len(verdict.lines) - CHECK_LINES} more linked tickets")
     text = "\n".join(lines)
-    if not bodies:
+    shown = bodies[:CHECK_BODIES]
+    if not shown:
         return text
-    share = (SUMMARY_LIMIT - len(text) - 100) // len(bodies)
+    # Each status comment gets an equal share of what the lines leave (at most ~21 k of 65,535).
+    share = (SUMMARY_LIMIT - len(text) - 200) // len(shown)
     parts = [text]
-    for link, body in bodies:
+    for link, body in shown:
         where = f"[Status comment]({link})" if link else "Status comment not written yet."
         parts.append(f"---\n\n{where}\n\n" + _shorten(body or "", max(share - len(where) - 10, 0)))
-    return "\n\n".join(parts)[:SUMMARY_LIMIT]
+    return "\n\n".join(parts)
 
 
 def _shorten(text: str, limit: int) -> str:

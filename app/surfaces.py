@@ -20,7 +20,7 @@ from app.outbox import Effect, Renderer, effects_table, enqueue
 from app.pulls import PullRequest, stored_pull
 from app.render import StatusView, render_check_summary, render_status_comment
 from app.roles import CannotVerify, RoleResolver
-from policies.checks import CHECK_NAME, Conclusion, Linked, Verdict, verdict
+from policies.checks import CHECK_NAME, Linked, Verdict, verdict
 from policies.model import Ticket, TicketKey
 from policies.states import Role
 
@@ -61,17 +61,10 @@ def surfaces_for(installation_id: int, ticket: Ticket) -> list[Effect]:
     return effects
 
 
-def show_check(services: Services, installation_id: int, repository: str, pull: int, head_sha: str) -> None:
-    """Enqueue the check on a PR's head (or a merge-queue commit, through `check_run`)."""
-    now = services.clock()
+def show(services: Services, effect: Effect) -> None:
+    """Enqueue one surface outside a ticket change (a PR's check, `/status`, a merge-queue commit)."""
     with services.database.write() as connection:
-        enqueue(connection, [check_run(installation_id, repository, pull, head_sha)], now)
-
-
-def show_status(services: Services, installation_id: int, repository: str, number: int) -> None:
-    """Enqueue the status comment again (`/status`): rendered from the latest state."""
-    with services.database.write() as connection:
-        enqueue(connection, [status_comment(installation_id, repository, number)], services.clock())
+        enqueue(connection, [effect], services.clock())
 
 
 def merge_queue_pull(head_ref: str | None) -> int | None:
@@ -186,5 +179,4 @@ def _check_payload(
     }
     if link:
         payload["details_url"] = link
-    assert payload["conclusion"] in (Conclusion.SUCCESS, Conclusion.ACTION_REQUIRED)
     return payload

@@ -38,13 +38,10 @@ sys.path.insert(0, str(ROOT))
 from sqlalchemy import text
 
 from app.database import Database
-from app.outbox import effect_counts, marker
-from app.render import StatusView, render_status_comment
-from app.service import TicketService
+from app.outbox import marker
 from app.surfaces import status_key
-from policies.model import TicketKey
 from tests.e2e.world import CONFIG, REPO, World, event_payload, pull_request_payload, standin_state
-from tests.fakes import app_settings, drained, running_server
+from tests.fakes import app_settings, running_server
 from tests.github_standin import Call, StandinState, running_standin
 
 FIRST = 100
@@ -218,7 +215,8 @@ def count(database: Database, state: StandinState, tickets: list[Ticket]) -> Fig
         number, surface = found
         surface_writes[number] += 1
         per_second[(number, surface, int(call.at.timestamp()))] += 1
-    return Figures(changes, surface_writes, per_second, reactions, replies, reply_kinds=kinds)
+    calls = Counter(_endpoint(c) for c in state.calls)
+    return Figures(changes, surface_writes, per_second, reactions, replies, calls, kinds)
 
 
 def body_of(call: Call) -> dict[str, Any]:
@@ -259,33 +257,11 @@ def _surface(
     return None
 
 
-async def settle(world: World, timeout: float = 300.0) -> None:
-    """Wait until every delivery is processed and every GitHub write performed (content
-    writes are spaced a second apart, so this takes a while with many tickets)."""
-    await drained(world.database)
-    waited = 0.0
-    while effect_counts(world.database).get("pending"):
-        if waited > timeout:
-            with world.database.read() as connection:
-                stuck = connection.execute(
-                    text("SELECT kind, dedupe_key, attempts, next_attempt_at, last_error FROM outbox_effects "
-                         "WHERE status = 'pending' LIMIT 10")
-                ).all()  # fmt: skip
-            raise TimeoutError(f"outbox effects still pending: {stuck}")
-        await asyncio.sleep(0.2)
-        waited += 0.2
-
-
-def _shows_current_state(world: World, number: int) -> bool:
-    """Exactly one status comment, and it reads as the ticket's final state renders."""
-    service = TicketService(world.database)
-    key = TicketKey(REPO, number)
-    ticket = service.load(key)
-    if ticket is None:
-        return False
-    view = StatusView(ticket, tuple(recorded.event for recorded in service.history(key)))
-    expected = f"{render_status_comment(view)}\n\n{marker(status_key(REPO, number))}"
-    return world.status_comments(number) == [expected]
+def _shows_final_state(world: World, number: int) -> bool:
+    """The ticket exists and its one status comment reads as its final state renders."""
+    return world.ticket(number) is not None and world.status_comments(number) == [
+        world.expected_status(number)
+    ]
 
 
 async def main() -> None:
@@ -309,10 +285,9 @@ async def main() -> None:
             async with running_server(settings, outbox_spacing=args.spacing) as server:
                 world = World(server, state, Database(url))
                 await asyncio.gather(*(Stream(world, t, args.gap).run() for t in tickets))
-                await settle(world)
+                await world.settle(timeout=900.0)  # content writes are spaced a second apart
                 figures = count(world.database, state, tickets)
-                figures.calls = Counter(_endpoint(c) for c in state.calls)
-                current = sum(_shows_current_state(world, t.number) for t in tickets)
+                current = sum(_shows_final_state(world, t.number) for t in tickets)
     report(figures, tickets, (datetime.now() - started).total_seconds())
     print(f"  tickets whose one status comment shows their final state: {current} of {len(tickets)}")
 

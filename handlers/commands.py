@@ -27,7 +27,7 @@ from app.render import headline
 from app.roles import CannotVerify, RoleResolver
 from app.service import Outcome
 from app.services import Services
-from app.surfaces import show_status
+from app.surfaces import show, status_comment
 from app.watchdog import claimant_comment, record_sign_of_life, signs_from_events
 from handlers.rails import report_delivered_branch
 from handlers.routing import Router, WebhookEvent
@@ -386,7 +386,8 @@ class CommandRun:
         else:
             ticket = self.services.tickets.load(key)
             if ticket is not None and ticket.exists:
-                show_status(self.services, self.facts.installation_id, self.facts.repository, key.number)
+                effect = status_comment(self.facts.installation_id, self.facts.repository, key.number)
+                show(self.services, effect)
             self._reply(status_text(ticket), "status")
 
     def _quote(self) -> str:

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import structlog
 
-from app.outbox import enqueue
 from app.payloads import dig_str
 from app.services import Services
-from app.surfaces import check_run, merge_queue_pull
+from app.surfaces import check_run, merge_queue_pull, show
 from handlers.routing import Router, WebhookEvent
 
 router = Router()
@@ -29,11 +28,6 @@ async def on_merge_group(event: WebhookEvent, services: Services) -> None:
     if repository is None or head_sha is None or event.installation_id is None:
         return
     if pull is None:
-        log.warning(
-            "merge queue branch names no pull request",
-            head_ref=dig_str(event.payload, "merge_group", "head_ref"),
-        )
+        log.warning("merge queue branch names no pull request", head_ref=head_ref)
         return
-    effect = check_run(event.installation_id, repository, pull, head_sha, merge_group=True)
-    with services.database.write() as connection:
-        enqueue(connection, [effect], services.clock())
+    show(services, check_run(event.installation_id, repository, pull, head_sha, merge_group=True))

@@ -21,7 +21,7 @@ from app.held import held_for, hold
 from app.payloads import dig, dig_int, dig_str
 from app.pulls import PullRequest, pulls_where, remember, tickets_on_branch
 from app.services import Services
-from app.surfaces import show_check
+from app.surfaces import check_run, show
 from app.watchdog import push_signs, record_sign_of_life
 from handlers.routing import Router, WebhookEvent
 from policies.links import linked_issues
@@ -146,7 +146,7 @@ async def on_pull_request(event: WebhookEvent, services: Services) -> None:
     before = remember(services.database, pull, linked)
     if pull.open and pull.head_sha and event.installation_id is not None:
         # Every open PR gets the check on its head, linked or not (`checks.unlinked`).
-        show_check(services, event.installation_id, repository, pull.number, pull.head_sha)
+        show(services, check_run(event.installation_id, repository, pull.number, pull.head_sha))
     observations: list[tuple[int, Observation]] = [
         (n, pull.observed(n in linked)) for n in sorted(linked | before)
     ]

@@ -61,6 +61,16 @@ class Clock:
         return self.now
 
 
+@dataclass
+class StillClock:
+    """Epoch seconds that move only when the test moves them (`clock.now += 1`)."""
+
+    now: float = 1_800_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
 # GitHub comment ids are unique across all of GitHub; so are these, across all tests.
 _COMMENT_IDS = itertools.count(1_000_000_001)
 

@@ -6,10 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from app.outbox import marker
-from app.render import StatusView, render_status_comment
-from app.service import TicketService
 from app.surfaces import status_key
-from policies.model import TicketKey
 from tests.e2e.world import FIX, REPO, World, event_payload, pull_request_payload
 from tests.github_standin import Fault
 
@@ -38,16 +35,6 @@ def check_on(world: World, sha: str) -> Any:
     return run
 
 
-def expected_body(world: World, number: int = 12) -> str:
-    """The status comment as railyard's state says it should read now."""
-    service = TicketService(world.database)
-    key = TicketKey(REPO, number)
-    ticket = service.load(key)
-    assert ticket is not None
-    view = StatusView(ticket, tuple(r.event for r in service.history(key)))
-    return f"{render_status_comment(view)}\n\n{marker(status_key(REPO, number))}"
-
-
 async def delivered_on_pull_request(world: World) -> None:
     """#12 published, claimed, PR #34 opened with `Fixes #12`, delivered on its branch."""
     await world.say("rachel", "/publish")
@@ -63,7 +50,7 @@ async def test_a_whole_lifecycle_writes_one_status_comment_and_edits_it_in_place
     creations, edits = status_writes(world)
     assert creations == 1 and edits >= 1
     [body] = world.status_comments()
-    assert body == expected_body(world)
+    assert body == world.expected_status()
     assert body.startswith("**Work: accepted · Repository: PR open (#34) · Deployment: not deployed**")
 
 
@@ -143,4 +130,4 @@ async def test_ambiguous_failures_never_make_a_second_status_comment(world: Worl
     await delivered_on_pull_request(world)
     await world.say("rita", "/accept")
     [body] = world.status_comments()
-    assert body == expected_body(world)
+    assert body == world.expected_status()

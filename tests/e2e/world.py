@@ -12,6 +12,7 @@ from typing import Any
 
 from app.database import Database
 from app.outbox import effect_counts, marker
+from app.render import StatusView, render_status_comment
 from app.service import TicketService
 from app.surfaces import status_key
 from policies.model import TicketKey
@@ -109,18 +110,27 @@ class World:
         await self.settle()
         return int(payload["comment"]["id"])
 
-    async def settle(self) -> None:
-        """Wait for the worker and the outbox to finish."""
+    async def settle(self, timeout: float = 60.0) -> None:
+        """Wait for the worker and the outbox to finish (retries after faults back off for seconds)."""
         await drained(self.database)
-        await self.outbox_settled()
+        await self.outbox_settled(timeout)
 
-    async def outbox_settled(self) -> None:
+    async def outbox_settled(self, timeout: float = 60.0) -> None:
         """Wait until no GitHub write is pending."""
-        for _ in range(2400):  # retries after injected faults back off for seconds
+        for _ in range(int(timeout / 0.025)):
             if not effect_counts(self.database).get("pending"):
                 return
             await asyncio.sleep(0.025)
         raise TimeoutError("outbox effects still pending")
+
+    def expected_status(self, number: int = 12) -> str:
+        """The status comment as railyard's stored state says it should read now, marker included."""
+        service = TicketService(self.database)
+        key = TicketKey(REPO, number)
+        ticket = service.load(key)
+        assert ticket is not None, f"#{number} is not a ticket"
+        view = StatusView(ticket, tuple(recorded.event for recorded in service.history(key)))
+        return f"{render_status_comment(view)}\n\n{marker(status_key(REPO, number))}"
 
     def ticket(self, number: int = 12) -> Any:
         return TicketService(self.database).load(TicketKey(REPO, number))

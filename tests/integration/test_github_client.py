@@ -8,27 +8,17 @@ import respx
 
 from app.github import GitHubClient, GitHubUnavailable, NotFound, PermissionDenied, RateLimited
 from app.metrics import Metrics
-from tests.fakes import GITHUB_API, app_settings, private_key_pem, token_response
+from tests.fakes import GITHUB_API, StillClock, app_settings, private_key_pem, token_response
 
 TOKEN_ROUTE = f"{GITHUB_API}/app/installations/7/access_tokens"
 COMMENTS = f"{GITHUB_API}/repos/acme/web/issues/12/comments"
-
-
-class Clock:
-    """A settable clock."""
-
-    def __init__(self) -> None:
-        self.now = 1_800_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 @pytest.fixture
 async def client() -> GitHubClient:
     """A started client pointed at a fake GitHub Enterprise URL, with a controllable clock."""
     settings = app_settings("sqlite://", GITHUB_API_URL=GITHUB_API, PRIVATE_KEY=private_key_pem())
-    github = GitHubClient(settings, Metrics(), clock=Clock())
+    github = GitHubClient(settings, Metrics(), clock=StillClock())
     await github.start()
     yield github  # type: ignore[misc]
     await github.close()

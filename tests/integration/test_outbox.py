@@ -18,7 +18,7 @@ from app.database import Database
 from app.github import GitHubClient
 from app.metrics import Metrics
 from app.outbox import Effect, Outbox, comment, effect_counts, effects_table, enqueue, marker, reaction
-from tests.fakes import GITHUB_API, app_settings, private_key_pem, token_response
+from tests.fakes import GITHUB_API, StillClock, app_settings, private_key_pem, token_response
 
 APP_ID = 12345
 REPO = "acme/web"
@@ -26,20 +26,10 @@ COMMENTS = f"{GITHUB_API}/repos/{REPO}/issues/12/comments"
 
 
 @dataclass
-class Clock:
-    """Time that only moves when the test says so."""
-
-    now: float = 1_800_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-@dataclass
 class FakeIssue:
     """GitHub's comments on one issue, with a queue of faults for the next POSTs."""
 
-    clock: Clock
+    clock: StillClock
     comments: list[dict[str, Any]] = field(default_factory=list)
     faults: list[str] = field(default_factory=list)
     post_times: list[float] = field(default_factory=list)
@@ -79,7 +69,7 @@ class FakeIssue:
 @pytest.fixture
 async def outbox_parts(database: Database) -> Any:
     """A started GitHub client, a fake issue behind respx, and an outbox with a test clock."""
-    clock = Clock()
+    clock = StillClock()
     settings = app_settings("sqlite://", GITHUB_API_URL=GITHUB_API, PRIVATE_KEY=private_key_pem())
     github = GitHubClient(settings, Metrics(), clock=clock)
     await github.start()
@@ -95,13 +85,13 @@ async def outbox_parts(database: Database) -> Any:
     await github.close()
 
 
-def put(database: Database, clock: Clock, *effects: Effect) -> None:
+def put(database: Database, clock: StillClock, *effects: Effect) -> None:
     """Enqueue effects as a handler would, inside a transaction."""
     with database.write() as connection:
         enqueue(connection, effects, clock.now)
 
 
-async def drive(outbox: Outbox, clock: Clock, until: Callable[[], bool], steps: int = 50) -> None:
+async def drive(outbox: Outbox, clock: StillClock, until: Callable[[], bool], steps: int = 50) -> None:
     """Run the outbox, jumping the clock to the next due effect each time nothing is due."""
     for _ in range(steps):
         if until():

@@ -26,7 +26,7 @@ from policies.model import Actor, TicketKey
 from policies.rails import CheckObserved, ObservationContext, PullRequestObserved, RailPolicy
 from policies.states import Role
 from tests.e2e.world import FIX, REPO, standin_state
-from tests.fakes import app_settings
+from tests.fakes import StillClock, app_settings
 from tests.github_standin import StandinState, running_standin
 
 KEY = TicketKey(REPO, 12)
@@ -35,20 +35,10 @@ T0 = datetime(2026, 11, 30, 10, 0, tzinfo=UTC)
 
 
 @dataclass
-class Clock:
-    """The app's clock: still unless the test moves it."""
-
-    now: float
-
-    def __call__(self) -> float:
-        return self.now
-
-
-@dataclass
 class Rig:
     services: Services
     outbox: Outbox
-    clock: Clock
+    clock: StillClock
     github: StandinState
 
 
@@ -58,7 +48,7 @@ async def rig(database: Database) -> AsyncIterator[Rig]:
     state = standin_state()
     async with running_standin(state) as standin:
         settings = app_settings(database.url, GITHUB_API_URL=standin.url, APP_ID="1")
-        clock = Clock(T0.timestamp())
+        clock = StillClock(T0.timestamp())
         github = GitHubClient(settings, Metrics(), clock=clock)
         await github.start()
         services = create_services(database, clock, github, app_id=1)

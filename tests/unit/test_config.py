@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
 
 import pytest
 
@@ -19,6 +18,7 @@ from app.config import (
 )
 from policies.rails import RailPolicy
 from policies.states import Role, SelfVerification
+from tests.fakes import StillClock
 
 SPEC_EXAMPLE = """\
 roles:                       # "@org/team-slug" = GitHub team; a bare name = a login
@@ -491,19 +491,9 @@ def test_a_broken_file_loads_defaults_with_its_error() -> None:
     assert len(parser.texts) == 1
 
 
-@dataclass
-class Ticking:
-    """A monotonic clock the test moves."""
-
-    now: float = 100.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 def test_events_and_renders_reuse_a_recent_read_until_it_is_a_minute_old() -> None:
     """Without `fresh`, one read serves for `max_age` seconds; then the file is read again."""
-    repository, clock = FakeRepository(RepoFile("sha-1", SPEC_EXAMPLE)), Ticking()
+    repository, clock = FakeRepository(RepoFile("sha-1", SPEC_EXAMPLE)), StillClock()
     loader = ConfigLoader(repository.fetch, max_age=60.0, clock=clock)
     load_times(loader, 3, fresh=False)
     assert len(repository.fetches) == 1
@@ -515,7 +505,7 @@ def test_events_and_renders_reuse_a_recent_read_until_it_is_a_minute_old() -> No
 def test_a_push_to_the_default_branch_and_commands_read_the_file_again() -> None:
     """`forget` (a push to the default branch) and `fresh` (a command) never use the recent read."""
     repository = FakeRepository(RepoFile("sha-1", "limits:\n  commands_per_hour: 5\n"))
-    loader = ConfigLoader(repository.fetch, clock=Ticking())
+    loader = ConfigLoader(repository.fetch, clock=StillClock())
     load_times(loader, 1, fresh=False)
     repository.file = RepoFile("sha-2", "limits:\n  commands_per_hour: 9\n")
     assert load_times(loader, 1, fresh=False)[0].policy_version == "sha-1"

@@ -258,13 +258,15 @@ def test_no_user_text_yields_markup_a_mention_a_marker_or_a_broken_fence(
 
 
 @settings(max_examples=40, deadline=None)
-@given(text=st.text(min_size=1, max_size=20_000))
-def test_huge_user_text_keeps_both_surfaces_under_their_limits(text: str) -> None:
-    """Long summaries and reasons are cut, so neither the comment nor the check summary overflows."""
+@given(text=st.text(min_size=1, max_size=20_000), linked=st.integers(min_value=1, max_value=2000))
+def test_huge_user_text_keeps_both_surfaces_under_their_limits(text: str, linked: int) -> None:
+    """Long summaries and reasons are cut, and a PR may link thousands of tickets: neither the
+    comment nor the check summary overflows GitHub's limits."""
     view = _crafted(text, text, text, "b")
     body = render_status_comment(view)
     assert len(body) <= COMMENT_LIMIT
-    summary = render_check_summary(verdict(HEAD, [Linked(12, view.ticket)] * 3), [("https://x", body)] * 3)
+    tickets = [Linked(n, view.ticket) for n in range(1, linked + 1)]
+    summary = render_check_summary(verdict(HEAD, tickets), [("https://x", body)] * linked)
     assert len(summary) <= SUMMARY_LIMIT
 
 
