@@ -7,8 +7,9 @@ busy timeout instead of failing half-way. PostgreSQL runs with `synchronous_comm
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -64,7 +65,9 @@ class Database:
                 max_overflow=pool_size,
             )
             _configure_sqlite(self.engine)
+            self._one_writer: threading.RLock | None = threading.RLock()
         else:
+            self._one_writer = None
             self.engine = create_engine(self.url, pool_size=pool_size, max_overflow=pool_size)
             _configure_postgres(self.engine)
 
@@ -73,10 +76,21 @@ class Database:
         """Whether this is the default single-file database."""
         return self.url.startswith("sqlite")
 
+    def writing(self) -> threading.RLock | nullcontext[None]:
+        """Held around every write transaction of this process.
+
+        SQLite allows one writer at a time, and a writer that finds the database locked waits
+        in SQLite's busy handler, which sleeps 1, 2, 5, 10... ms between tries: a stall every
+        time the worker and the intake collide. Queued on this lock instead, the next writer
+        in the process starts the moment the last one commits. (Other processes, such as a
+        CLI command, still meet the busy timeout.) PostgreSQL needs no such lock.
+        """
+        return self._one_writer if self._one_writer is not None else nullcontext()
+
     @contextmanager
     def write(self) -> Iterator[Connection]:
         """A write transaction, committed (and fsynced) when the block ends without error."""
-        with self.engine.connect() as connection:
+        with self.writing(), self.engine.connect() as connection:
             connection.execution_options(**{_WRITE: True})
             with connection.begin():
                 yield connection

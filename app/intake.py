@@ -10,8 +10,9 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import hmac
+import threading
+from collections import deque
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +24,7 @@ _COLUMNS = (
     "delivery_id, event, action, installation_id, repository, ordering_key, status, "
     "payload, payload_bytes, received_at, next_attempt_at, attempts"
 )
+_COLUMN_COUNT = 12
 
 
 def verify_signature(body: bytes, header: str | None, secrets: Sequence[bytes]) -> bool:
@@ -81,135 +83,160 @@ class IncomingDelivery:
         )
 
 
-def _write_sqlite(cursor: Any, batch: Sequence[IncomingDelivery]) -> list[bool]:
-    # One writer at a time (BEGIN IMMEDIATE), so "not there yet" cannot change under us.
-    ids = list({d.delivery_id for d in batch})
-    marks = ",".join("?" * len(ids))
-    cursor.execute(f"SELECT delivery_id FROM webhook_deliveries WHERE delivery_id IN ({marks})", ids)  # noqa: S608
-    seen = {row[0] for row in cursor.fetchall()}
-    fresh, inserted = [], []
+def _unique(batch: Sequence[IncomingDelivery]) -> dict[str, IncomingDelivery]:
+    """The batch's first delivery of each id, in order (a later copy is a duplicate)."""
+    first: dict[str, IncomingDelivery] = {}
     for delivery in batch:
-        is_new = delivery.delivery_id not in seen
-        seen.add(delivery.delivery_id)
-        inserted.append(is_new)
-        if is_new:
-            fresh.append(delivery.row())
-    if fresh:
-        marks = ",".join("?" * len(fresh[0]))
-        cursor.executemany(f"INSERT INTO webhook_deliveries ({_COLUMNS}) VALUES ({marks})", fresh)  # noqa: S608
-    return inserted
+        first.setdefault(delivery.delivery_id, delivery)
+    return first
 
 
-def _write_postgres(cursor: Any, batch: Sequence[IncomingDelivery]) -> list[bool]:
-    # Several server processes may share PostgreSQL: let the unique index decide.
-    marks = ",".join(["%s"] * 12)
-    statement = (
-        f"INSERT INTO webhook_deliveries ({_COLUMNS}) VALUES ({marks}) "  # noqa: S608
-        "ON CONFLICT (delivery_id) DO NOTHING"
+def _insert_statement(rows: int, mark: str) -> str:
+    one = "(" + ",".join([mark] * _COLUMN_COUNT) + ")"
+    values = ",".join([one] * rows)
+    return f"INSERT INTO webhook_deliveries ({_COLUMNS}) VALUES {values} ON CONFLICT (delivery_id) DO NOTHING"  # noqa: S608
+
+
+def _write_sqlite(connection: Any, unique: dict[str, IncomingDelivery]) -> set[str]:
+    # One autocommit statement is the whole transaction: SQLite takes the write lock, skips ids
+    # already stored, inserts the rest and fsyncs the WAL inside a single call, so the writer
+    # thread gives up and retakes the GIL once per batch instead of once per statement.
+    cursor = connection.cursor()
+    before = connection.total_changes
+    parameters = [value for delivery in unique.values() for value in delivery.row()]
+    cursor.execute(_insert_statement(len(unique), "?"), parameters)
+    inserted = connection.total_changes - before
+    if inserted == len(unique):
+        return set(unique)
+    if inserted == 0:
+        return set()
+    # Some ids were already stored (a redelivery). SQLite gives each new row the table's largest
+    # rowid plus one, so this statement's rows are the last `inserted` rowids up to lastrowid.
+    last = cursor.lastrowid
+    cursor.execute(
+        "SELECT delivery_id FROM webhook_deliveries WHERE seq > ? AND seq <= ?", (last - inserted, last)
     )
-    inserted = []
-    for delivery in batch:
-        cursor.execute(statement, delivery.row())
-        inserted.append(cursor.rowcount == 1)
-    return inserted
+    return {row[0] for row in cursor.fetchall()}
+
+
+def _write_postgres(connection: Any, unique: dict[str, IncomingDelivery]) -> set[str]:
+    # Several server processes may share PostgreSQL: the unique index decides, in one round trip.
+    cursor = connection.cursor()
+    parameters = [value for delivery in unique.values() for value in delivery.row()]
+    cursor.execute(_insert_statement(len(unique), "%s") + " RETURNING delivery_id", parameters)
+    stored = {row[0] for row in cursor.fetchall()}
+    connection.commit()
+    return stored
 
 
 def write_batch(database: Database, batch: Sequence[IncomingDelivery], connection: Any = None) -> list[bool]:
-    """Store a batch in one durable transaction; True for each delivery stored for the first time.
+    """Store a batch durably and atomically; True for each delivery stored for the first time.
 
+    A delivery id already stored, or repeated earlier in the batch, gets False and no row.
     This is the hot path of every webhook, so it talks to the driver directly, on a pooled
     connection that carries railyard's pragmas (WAL, synchronous=FULL, busy timeout). The
     intake writer passes the connection it keeps; other callers borrow one from the pool.
     """
+    if not batch:
+        return []
     borrowed = connection is None
     if borrowed:
         connection = database.engine.raw_connection()
     try:
-        cursor = connection.cursor()
+        unique = _unique(batch)
         if database.is_sqlite:
-            cursor.execute("BEGIN IMMEDIATE")
-            inserted = _write_sqlite(cursor, batch)
+            with database.writing():
+                stored = _write_sqlite(connection, unique)
         else:
-            inserted = _write_postgres(cursor, batch)
-        connection.commit()
-        return inserted
+            stored = _write_postgres(connection, unique)
     except BaseException:
         connection.rollback()
         raise
     finally:
         if borrowed:
             connection.close()  # back to the pool
+    return [delivery is unique[delivery.delivery_id] and delivery.delivery_id in stored for delivery in batch]
 
 
 class DeliveryWriter:
-    """Group commit: one thread writes whatever queued up while the last fsync ran."""
+    """Group commit: a thread of its own writes whatever queued up while the last fsync ran.
+
+    The thread takes the next batch as soon as the previous one is on disk, without waiting
+    for the event loop, and hands each batch's outcome back to the loop in one callback.
+    """
 
     def __init__(self, database: Database, *, max_batch: int = MAX_BATCH) -> None:
         self._database = database
         self._max_batch = max_batch
-        self._queue: list[tuple[IncomingDelivery, asyncio.Future[bool]]] = []
-        self._wakeup = asyncio.Event()
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="railyard-intake")
-        self._task: asyncio.Task[None] | None = None
+        self._pending: deque[tuple[IncomingDelivery, asyncio.Future[bool]]] = deque()
+        self._lock = threading.Lock()
+        self._ready = threading.Condition(self._lock)
         self._closing = False
-        self._connection: Any = None  # kept by the writer thread, returned to the pool on close
-
-    def _write(self, deliveries: list[IncomingDelivery]) -> list[bool]:
-        if self._connection is None:
-            self._connection = self._database.engine.raw_connection()
-        try:
-            return write_batch(self._database, deliveries, self._connection)
-        except Exception:
-            self._connection.invalidate()  # a broken connection is not reused
-            self._connection = None
-            raise
-
-    def _release(self) -> None:
-        if self._connection is not None:
-            self._connection.close()
-            self._connection = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
 
     async def start(self) -> None:
-        """Start the writer task."""
-        self._task = asyncio.create_task(self._run(), name="railyard-intake-writer")
+        """Start the writer thread."""
+        self._loop = asyncio.get_running_loop()
+        self._thread = threading.Thread(target=self._run, name="railyard-intake", daemon=True)
+        self._thread.start()
 
     async def close(self) -> None:
         """Write what is queued, then stop."""
-        self._closing = True
-        self._wakeup.set()
-        if self._task is not None:
-            await self._task
-        await asyncio.get_running_loop().run_in_executor(self._executor, self._release)
-        self._executor.shutdown(wait=True)
+        with self._lock:
+            self._closing = True
+            self._ready.notify()
+        if self._thread is not None:
+            await asyncio.to_thread(self._thread.join)
 
     async def store(self, delivery: IncomingDelivery) -> bool:
         """Store durably; True if new, False if this delivery id was already stored."""
-        if self._closing:
-            raise RuntimeError("intake is shutting down")
-        future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
-        self._queue.append((delivery, future))
-        self._wakeup.set()
+        if self._loop is None:
+            raise RuntimeError("intake writer not started")
+        future: asyncio.Future[bool] = self._loop.create_future()
+        with self._lock:
+            if self._closing:
+                raise RuntimeError("intake is shutting down")
+            self._pending.append((delivery, future))
+            if len(self._pending) == 1:
+                self._ready.notify()
         return await future
 
-    async def _run(self) -> None:
-        loop = asyncio.get_running_loop()
-        while True:
-            await self._wakeup.wait()
-            self._wakeup.clear()
-            while self._queue:
-                batch, self._queue = self._queue[: self._max_batch], self._queue[self._max_batch :]
-                deliveries = [delivery for delivery, _ in batch]
-                try:
-                    inserted = await loop.run_in_executor(
-                        self._executor, write_batch, self._database, deliveries
-                    )
-                except Exception as error:  # the callers answer 503; nothing was acknowledged
-                    for _, future in batch:
-                        if not future.done():
-                            future.set_exception(error)
-                    continue
-                for (_, future), is_new in zip(batch, inserted, strict=True):
-                    if not future.done():
-                        future.set_result(is_new)
-            if self._closing:
-                return
+    def _next_batch(self) -> list[tuple[IncomingDelivery, asyncio.Future[bool]]]:
+        with self._lock:
+            while not self._pending and not self._closing:
+                self._ready.wait()
+            size = min(len(self._pending), self._max_batch)
+            return [self._pending.popleft() for _ in range(size)]
+
+    def _run(self) -> None:
+        assert self._loop is not None
+        connection: Any = None
+        while batch := self._next_batch():
+            try:
+                if connection is None:
+                    connection = self._database.engine.raw_connection()
+                inserted = write_batch(self._database, [delivery for delivery, _ in batch], connection)
+            except Exception as error:  # the callers answer 503; nothing was acknowledged
+                if connection is not None:
+                    connection.invalidate()  # a broken connection is not reused
+                    connection = None
+                self._loop.call_soon_threadsafe(_settle, batch, None, error)
+                continue
+            self._loop.call_soon_threadsafe(_settle, batch, inserted, None)
+        if connection is not None:
+            connection.close()
+
+
+def _settle(
+    batch: list[tuple[IncomingDelivery, asyncio.Future[bool]]],
+    inserted: list[bool] | None,
+    error: Exception | None,
+) -> None:
+    for index, (_, future) in enumerate(batch):
+        if future.done():  # the request went away; its delivery is stored all the same
+            continue
+        if inserted is None:
+            future.set_exception(error or RuntimeError("intake write failed"))
+        else:
+            future.set_result(inserted[index])

@@ -44,13 +44,10 @@ DATABASE: web.AppKey[Database] = web.AppKey("database", Database)
 WRITER: web.AppKey[DeliveryWriter] = web.AppKey("writer", DeliveryWriter)
 METRICS: web.AppKey[Metrics] = web.AppKey("metrics", Metrics)
 WORKER: web.AppKey[Worker] = web.AppKey("worker", Worker)
-ROUTES: web.AppKey[Router] = web.AppKey("router", Router)
-SECRETS: web.AppKey[list[bytes]] = web.AppKey("secrets", list)
 GITHUB: web.AppKey[GitHubClient] = web.AppKey("github", GitHubClient)
 OUTBOX: web.AppKey[Outbox] = web.AppKey("outbox", Outbox)
 MAINTENANCE: web.AppKey[Maintenance] = web.AppKey("maintenance", Maintenance)
 WATCHDOG: web.AppKey[Watchdog] = web.AppKey("watchdog", Watchdog)
-CLOCK: web.AppKey[Callable[[], float]] = web.AppKey("clock", object)  # type: ignore[arg-type]
 
 
 SETUP_MODE_MESSAGE = "railyard is in setup mode: set APP_ID, PRIVATE_KEY and WEBHOOK_SECRET, then restart it"
@@ -61,67 +58,90 @@ def _answer(status: int, message: str, **extra: Any) -> web.Response:
     return web.Response(status=status, body=body, content_type="application/json")
 
 
-async def receive_webhook(request: web.Request) -> web.Response:
-    """Verify, store durably, acknowledge."""
-    app = request.app
-    started = time.perf_counter()
-    if not app[SETTINGS].configured:
-        return _answer(503, SETUP_MODE_MESSAGE)
-    event = request.headers.get("X-GitHub-Event", "").strip()
-    delivery_id = request.headers.get("X-GitHub-Delivery", "").strip()
-    if not event or not delivery_id or len(delivery_id) > 200 or len(event) > 100:
-        return _reject(app, event, 400, "missing or malformed X-GitHub-Event / X-GitHub-Delivery headers")
-    if (request.content_length or 0) > MAX_BODY_BYTES:
-        return _reject(app, event, 413, "payload larger than 25 MB")
-    try:
-        body = await request.read()
-    except web.HTTPRequestEntityTooLarge:
-        return _reject(app, event, 413, "payload larger than 25 MB")
-    secrets: list[bytes] = app[SECRETS]
-    if not verify_signature(body, request.headers.get("X-Hub-Signature-256"), secrets):
-        return _reject(app, event, 401, "missing or wrong X-Hub-Signature-256")
-    try:
-        payload = orjson.loads(body)
-    except orjson.JSONDecodeError:
-        return _reject(app, event, 400, "body is not JSON")
-    if not isinstance(payload, dict):
-        return _reject(app, event, 400, "body is not a JSON object")
-    facts = describe(event, payload)
-    now = app[CLOCK]()
-    delivery = IncomingDelivery(
-        delivery_id=delivery_id,
-        event=event,
-        action=facts.action,
-        installation_id=facts.installation_id,
-        repository=facts.repository,
-        ordering_key=facts.ordering_key,
-        status=PENDING if event in app[ROUTES].events else IGNORED,
-        payload=body.decode(),
-        payload_bytes=len(body),
-        received_at=now,
-        next_attempt_at=now,
-    )
-    try:
-        stored = await app[WRITER].store(delivery)
-    except Exception:
-        log.exception("could not store a delivery", delivery_id=delivery_id, github_event=event)
-        return _answer(503, "could not store the delivery; GitHub can redeliver it", delivery=delivery_id)
-    app[METRICS].count_received(event, "stored" if stored else "duplicate")
-    app[METRICS].ack_seconds.observe(time.perf_counter() - started)
-    if not stored:
-        return web.Response(status=200, body=_ALREADY_STORED, content_type="application/json")
-    if delivery.status == PENDING and WORKER in app:
-        app[WORKER].notify()
-    return web.Response(status=202, body=_STORED, content_type="application/json")
+class WebhookReceiver:
+    """`POST /webhooks`: verify, store durably, acknowledge.
+
+    Everything a delivery needs is looked up once, when the server is built: this runs for
+    every webhook, thousands of times a second under load.
+    """
+
+    def __init__(
+        self,
+        settings: Settings,
+        writer: DeliveryWriter,
+        metrics: Metrics,
+        routed: frozenset[str],
+        clock: Callable[[], float],
+        worker: Worker | None,
+    ) -> None:
+        self._configured = settings.configured
+        self._secrets = [secret.get_secret_value().encode() for secret in settings.webhook_secrets]
+        self._writer = writer
+        self._metrics = metrics
+        self._routed = routed
+        self._clock = clock
+        self._worker = worker
+
+    async def receive(self, request: web.Request) -> web.Response:
+        """Answer one delivery (see the module docstring for the statuses)."""
+        started = time.perf_counter()
+        if not self._configured:
+            return _answer(503, SETUP_MODE_MESSAGE)
+        headers = request.headers
+        event = headers.get("X-GitHub-Event", "").strip()
+        delivery_id = headers.get("X-GitHub-Delivery", "").strip()
+        if not event or not delivery_id or len(delivery_id) > 200 or len(event) > 100:
+            return self._reject(event, 400, "missing or malformed X-GitHub-Event / X-GitHub-Delivery headers")
+        if (request.content_length or 0) > MAX_BODY_BYTES:
+            return self._reject(event, 413, "payload larger than 25 MB")
+        try:
+            body = await request.read()
+        except web.HTTPRequestEntityTooLarge:
+            return self._reject(event, 413, "payload larger than 25 MB")
+        if not verify_signature(body, headers.get("X-Hub-Signature-256"), self._secrets):
+            return self._reject(event, 401, "missing or wrong X-Hub-Signature-256")
+        try:
+            payload = orjson.loads(body)
+        except orjson.JSONDecodeError:
+            return self._reject(event, 400, "body is not JSON")
+        if not isinstance(payload, dict):
+            return self._reject(event, 400, "body is not a JSON object")
+        facts = describe(event, payload)
+        now = self._clock()
+        routed = event in self._routed
+        delivery = IncomingDelivery(
+            delivery_id=delivery_id,
+            event=event,
+            action=facts.action,
+            installation_id=facts.installation_id,
+            repository=facts.repository,
+            ordering_key=facts.ordering_key,
+            status=PENDING if routed else IGNORED,
+            payload=body.decode(),
+            payload_bytes=len(body),
+            received_at=now,
+            next_attempt_at=now,
+        )
+        try:
+            stored = await self._writer.store(delivery)
+        except Exception:
+            log.exception("could not store a delivery", delivery_id=delivery_id, github_event=event)
+            return _answer(503, "could not store the delivery; GitHub can redeliver it", delivery=delivery_id)
+        self._metrics.count_received(event, "stored" if stored else "duplicate")
+        self._metrics.ack_seconds.observe(time.perf_counter() - started)
+        if not stored:
+            return web.Response(status=200, body=_ALREADY_STORED, content_type="application/json")
+        if routed and self._worker is not None:
+            self._worker.notify()
+        return web.Response(status=202, body=_STORED, content_type="application/json")
+
+    def _reject(self, event: str, status: int, message: str) -> web.Response:
+        self._metrics.count_received(event or "unknown", "rejected")
+        return _answer(status, message)
 
 
 _STORED = orjson.dumps({"message": "stored"})
 _ALREADY_STORED = orjson.dumps({"message": "already stored"})
-
-
-def _reject(app: web.Application, event: str, status: int, message: str) -> web.Response:
-    app[METRICS].count_received(event or "unknown", "rejected")
-    return _answer(status, message)
 
 
 async def health(request: web.Request) -> web.Response:
@@ -244,9 +264,6 @@ def create_app(
     app[SETTINGS] = settings
     app[DATABASE] = database
     app[METRICS] = metrics
-    app[ROUTES] = router
-    app[CLOCK] = clock
-    app[SECRETS] = [secret.get_secret_value().encode() for secret in settings.webhook_secrets]
     app[WRITER] = DeliveryWriter(database)
     if run_worker and settings.configured:
         app[WORKER] = Worker(services, router, app[METRICS])
@@ -274,7 +291,8 @@ def create_app(
             database, services.tickets, clock=clock, every=settings.watchdog_interval_seconds
         )
     app.cleanup_ctx.append(_lifecycle)
-    app.router.add_post("/webhooks", receive_webhook)
+    receiver = WebhookReceiver(settings, app[WRITER], metrics, router.events, clock, app.get(WORKER))
+    app.router.add_post("/webhooks", receiver.receive)
     app.router.add_get("/healthz", health)
     app.router.add_get("/metrics", serve_metrics)
     if settings.configured:

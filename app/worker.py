@@ -45,6 +45,7 @@ class Worker:
     concurrency: int = 4
     lease_seconds: float = 60.0
     poll_seconds: float = 0.2
+    claim_gap_seconds: float = 0.01
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     name: str = field(default_factory=worker_name)
     heartbeat: float = 0.0
@@ -52,6 +53,7 @@ class Worker:
     def __post_init__(self) -> None:
         self.queue = DeliveryQueue(self.services.database, owner=self.name, lease_seconds=self.lease_seconds)
         self._wakeup = asyncio.Event()
+        self._last_claim = 0.0
 
     def notify(self) -> None:
         """A delivery was stored: look at the queue now rather than at the next poll."""
@@ -63,6 +65,7 @@ class Worker:
         while not stop.is_set():
             self.heartbeat = time.time()
             free = self.concurrency - len(running)
+            self._last_claim = time.monotonic()
             claimed = await asyncio.to_thread(self.queue.claim, self.services.clock(), free) if free else []
             for delivery in claimed:
                 task = asyncio.create_task(self.process(delivery), name=f"delivery-{delivery.delivery_id}")
@@ -75,12 +78,24 @@ class Worker:
             await asyncio.gather(*running)
 
     async def _idle(self, stop: asyncio.Event, running: set[asyncio.Task[None]]) -> None:
-        waiters = [asyncio.create_task(self._wakeup.wait()), asyncio.create_task(stop.wait()), *running]
+        """Wait for a stored delivery, a finished task, stop, or the next poll.
+
+        Under a burst every stored delivery notifies the worker; those notices are coalesced
+        so the queue is looked at no more than once per `claim_gap_seconds`, while a finished
+        task (whose ticket's next delivery may now be claimable) is acted on at once.
+        """
+        wakeup = asyncio.create_task(self._wakeup.wait())
+        stopping = asyncio.create_task(stop.wait())
         try:
-            await asyncio.wait(waiters, timeout=self.poll_seconds, return_when=asyncio.FIRST_COMPLETED)
+            done, _ = await asyncio.wait(
+                [wakeup, stopping, *running], timeout=self.poll_seconds, return_when=asyncio.FIRST_COMPLETED
+            )
+            gap = self._last_claim + self.claim_gap_seconds - time.monotonic()
+            if done == {wakeup} and gap > 0:
+                await asyncio.wait([stopping, *running], timeout=gap, return_when=asyncio.FIRST_COMPLETED)
         finally:
-            for waiter in waiters[:2]:
-                waiter.cancel()
+            wakeup.cancel()
+            stopping.cancel()
         self._wakeup.clear()
 
     async def process(self, delivery: ClaimedDelivery) -> None:

@@ -47,15 +47,23 @@ async def send_until_answered(
         await asyncio.sleep(0.05)
 
 
-async def killer(server: ServerProcess, done: asyncio.Event, rng: random.Random) -> int:
-    """SIGKILL the server at random moments and start it again; return how many kills."""
+async def killer(
+    server: ServerProcess, done: asyncio.Event, acknowledged: dict[str, int], rng: random.Random
+) -> int:
+    """SIGKILL the server mid-stream and start it again; return how many kills.
+
+    Kills are spaced by acknowledged deliveries (every 50 to 250, at random) rather than by
+    time, so a faster server is killed just as often.
+    """
     kills = 0
+    threshold = rng.randint(50, 250)
     while not done.is_set():
-        await asyncio.sleep(rng.uniform(0.05, 0.4))
-        if done.is_set():
-            break
+        await asyncio.sleep(rng.uniform(0.0, 0.02))
+        if len(acknowledged) < threshold:
+            continue
         server.kill()
         kills += 1
+        threshold = len(acknowledged) + rng.randint(50, 250)
         await server.start()
     return kills
 
@@ -75,7 +83,7 @@ async def test_sigkill_during_a_stream_of_deliveries_loses_nothing(tmp_path: Pat
     acknowledged: dict[str, int] = {}
     done = asyncio.Event()
     rng = random.Random(20261130)
-    kill_task = asyncio.create_task(killer(server, done, rng))
+    kill_task = asyncio.create_task(killer(server, done, acknowledged, rng))
     numbers = list(range(DELIVERIES))
     timeout = aiohttp.ClientTimeout(total=5)
     async with aiohttp.ClientSession(timeout=timeout) as client:

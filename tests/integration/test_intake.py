@@ -1,0 +1,177 @@
+"""Durable intake: what `write_batch` stores and what the group-commit writer answers."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from sqlalchemy import func, select
+
+from app.database import Database
+from app.intake import DeliveryWriter, IncomingDelivery, write_batch
+from app.queue import deliveries
+from tests.conftest import sqlite_database
+
+NOW = 1_800_000_000.0
+
+
+def incoming(delivery_id: str, payload: str = '{"zen": "Keep it logically awesome."}') -> IncomingDelivery:
+    """A pending `issue_comment` delivery as intake builds it."""
+    return IncomingDelivery(
+        delivery_id,
+        "issue_comment",
+        "created",
+        7,
+        "acme/web",
+        "acme/web#1",
+        "pending",
+        payload,
+        len(payload),
+        NOW,
+        NOW,
+    )
+
+
+def stored(database: Database) -> dict[str, str]:
+    """delivery id -> stored payload."""
+    with database.read() as connection:
+        return dict(connection.execute(select(deliveries.c.delivery_id, deliveries.c.payload)).all())
+
+
+def test_a_batch_stores_new_ids_once_and_reports_repeats(database: Database) -> None:
+    write_batch(database, [incoming("a"), incoming("b")])
+
+    answers = write_batch(
+        database, [incoming("b", "{}"), incoming("c"), incoming("c", "{}"), incoming("d"), incoming("a")]
+    )
+
+    assert answers == [False, True, False, True, False]
+    rows = stored(database)
+    assert sorted(rows) == ["a", "b", "c", "d"]
+    assert rows["b"] != "{}" and rows["c"] != "{}", "a repeat never overwrites what was stored first"
+
+
+def test_a_batch_of_only_repeats_stores_nothing(database: Database) -> None:
+    write_batch(database, [incoming("a")])
+
+    assert write_batch(database, [incoming("a"), incoming("a")]) == [False, False]
+    assert list(stored(database)) == ["a"]
+    assert write_batch(database, []) == []
+
+
+def test_every_column_is_stored_as_given(database: Database) -> None:
+    payload = '{"comment": {"body": "caf\\u00e9 \u2603 <b>"}}'
+    write_batch(database, [incoming("x", payload)])
+
+    with database.read() as connection:
+        row = connection.execute(select(deliveries).where(deliveries.c.delivery_id == "x")).one()
+    assert (row.event, row.action, row.installation_id, row.repository, row.ordering_key) == (
+        "issue_comment",
+        "created",
+        7,
+        "acme/web",
+        "acme/web#1",
+    )
+    assert (row.status, row.payload, row.payload_bytes, row.received_at, row.attempts) == (
+        "pending",
+        payload,
+        len(payload),
+        NOW,
+        0,
+    )
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(batches=st.lists(st.lists(st.sampled_from("abcdefgh"), max_size=12), max_size=8))
+def test_any_sequence_of_batches_matches_a_set_of_ids(
+    tmp_path_factory: pytest.TempPathFactory, batches: list[list[str]]
+) -> None:
+    """Whatever the repeats, within or across batches: True exactly for an id's first arrival."""
+    database = sqlite_database(tmp_path_factory.mktemp("intake") / "railyard.db")
+    seen: set[str] = set()
+    try:
+        for batch in batches:
+            expected = []
+            for delivery_id in batch:
+                expected.append(delivery_id not in seen)
+                seen.add(delivery_id)
+            assert write_batch(database, [incoming(i) for i in batch]) == expected
+        assert set(stored(database)) == seen
+    finally:
+        database.close()
+
+
+async def test_concurrent_stores_share_commits_and_each_gets_its_own_answer(database: Database) -> None:
+    writer = DeliveryWriter(database, max_batch=16)
+    await writer.start()
+    try:
+        ids = [f"d{n % 150}" for n in range(200)]  # 50 ids arrive twice
+        answers = await asyncio.gather(*(writer.store(incoming(i)) for i in ids))
+    finally:
+        await writer.close()
+
+    assert sum(answers) == 150
+    first = {i: ids.index(i) for i in set(ids)}
+    assert [answers[n] for n in first.values()] == [True] * 150
+    with database.read() as connection:
+        assert connection.execute(select(func.count()).select_from(deliveries)).scalar_one() == 150
+
+
+async def test_close_writes_what_is_queued_and_later_stores_are_refused(database: Database) -> None:
+    writer = DeliveryWriter(database)
+    await writer.start()
+    pending = [asyncio.ensure_future(writer.store(incoming(f"q{n}"))) for n in range(40)]
+    await asyncio.sleep(0)
+    await writer.close()
+
+    assert all(await asyncio.gather(*pending))
+    assert len(stored(database)) == 40
+    with pytest.raises(RuntimeError, match="shutting down"):
+        await writer.store(incoming("late"))
+
+
+async def test_a_failed_commit_fails_its_callers_and_the_writer_carries_on(tmp_path: Path) -> None:
+    database = sqlite_database(tmp_path / "railyard.db")
+    writer = DeliveryWriter(database)
+    await writer.start()
+    try:
+        with database.engine.begin() as connection:
+            connection.exec_driver_sql("ALTER TABLE webhook_deliveries RENAME TO parked")
+        with pytest.raises(Exception, match="webhook_deliveries"):
+            await writer.store(incoming("lost"))
+        with database.engine.begin() as connection:
+            connection.exec_driver_sql("ALTER TABLE parked RENAME TO webhook_deliveries")
+
+        assert await writer.store(incoming("kept")) is True
+    finally:
+        await writer.close()
+        database.close()
+    assert list(stored(sqlite_database(tmp_path / "railyard.db"))) == ["kept"]
+
+
+async def test_intake_waits_its_turn_behind_another_write_transaction_of_the_process(tmp_path: Path) -> None:
+    """It queues on the process's write lock, then stores as soon as the other one commits."""
+    database = sqlite_database(tmp_path / "railyard.db")
+    writer = DeliveryWriter(database)
+    await writer.start()
+    release = asyncio.Event()
+
+    def hold_the_write_lock() -> None:
+        with database.write() as connection:
+            connection.exec_driver_sql("UPDATE webhook_deliveries SET attempts = attempts")
+            asyncio.run_coroutine_threadsafe(release.wait(), loop).result()
+
+    loop = asyncio.get_running_loop()
+    holder = asyncio.create_task(asyncio.to_thread(hold_the_write_lock))
+    await asyncio.sleep(0.05)
+    store = asyncio.create_task(writer.store(incoming("after")))
+    await asyncio.sleep(0.05)
+    assert not store.done(), "intake waits while another transaction holds the write lock"
+    release.set()
+    await holder
+    assert await asyncio.wait_for(store, timeout=5) is True
+    await writer.close()
+    database.close()

@@ -1,0 +1,136 @@
+"""The delivery queue: which deliveries a worker may claim, leases, and finishing them."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from sqlalchemy import select
+
+from app.database import Database
+from app.intake import IncomingDelivery, write_batch
+from app.queue import DONE, ClaimedDelivery, DeliveryQueue, deliveries, runs
+from tests.conftest import sqlite_database
+
+NOW = 1_800_000_000.0
+
+
+def pending(delivery_id: str, key: str | None, received_at: float = NOW) -> IncomingDelivery:
+    """A stored delivery waiting for the worker; `key` orders it among its ticket's deliveries."""
+    return IncomingDelivery(
+        delivery_id, "issues", "edited", 1, "acme/web", key, "pending", "{}", 2, received_at, received_at
+    )
+
+
+def ids(claimed: list[ClaimedDelivery]) -> list[str]:
+    """The claimed deliveries' ids, in the order handed out."""
+    return [delivery.delivery_id for delivery in claimed]
+
+
+def test_only_the_oldest_pending_delivery_of_each_ticket_is_claimable(database: Database) -> None:
+    write_batch(
+        database,
+        [
+            pending("a1", "a"),
+            pending("b1", "b"),
+            pending("a2", "a"),
+            pending("n1", None),
+            pending("n2", None),
+        ],
+    )
+    queue = DeliveryQueue(database, owner="w1")
+
+    first = queue.claim(NOW, 10)
+    assert ids(first) == ["a1", "b1", "n1", "n2"]
+    assert queue.claim(NOW, 10) == [], "leased deliveries are not handed out twice"
+
+    assert queue.complete(first[0], DONE, NOW)
+    assert ids(queue.claim(NOW, 10)) == ["a2"]
+
+
+def test_a_delivery_in_backoff_holds_back_its_ticket_but_not_others(database: Database) -> None:
+    write_batch(database, [pending("a1", "a"), pending("a2", "a"), pending("b1", "b"), pending("b2", "b")])
+    queue = DeliveryQueue(database, owner="w1")
+    a1, b1 = queue.claim(NOW, 10)
+
+    assert queue.retry(a1, NOW + 30, "GitHub answered 502")
+    assert queue.complete(b1, DONE, NOW)
+
+    assert ids(queue.claim(NOW + 1, 10)) == ["b2"]
+    again = queue.claim(NOW + 31, 10)
+    assert ids(again) == ["a1"] and again[0].attempt == 2
+
+
+def test_the_limit_takes_the_oldest_heads_first(database: Database) -> None:
+    write_batch(database, [pending(f"k{n}", f"key{n % 7}", NOW + n) for n in range(30)])
+    queue = DeliveryQueue(database, owner="w1")
+
+    assert ids(queue.claim(NOW + 60, 3)) == ["k0", "k1", "k2"]
+    assert ids(queue.claim(NOW + 60, 10)) == ["k3", "k4", "k5", "k6"]
+
+
+def test_an_expired_lease_is_taken_over_and_the_late_finish_is_recorded_as_lost(database: Database) -> None:
+    write_batch(database, [pending("a1", "a")])
+    slow = DeliveryQueue(database, owner="slow", lease_seconds=10)
+    fast = DeliveryQueue(database, owner="fast", lease_seconds=10)
+    (mine,) = slow.claim(NOW, 1)
+
+    assert fast.claim(NOW + 5, 1) == []
+    (taken,) = fast.claim(NOW + 11, 1)
+    assert taken.attempt == 2
+
+    assert slow.complete(mine, DONE, NOW + 12) is False
+    assert fast.complete(taken, DONE, NOW + 13) is True
+    with database.read() as connection:
+        outcomes = connection.execute(select(runs.c.worker, runs.c.lease_kept).order_by(runs.c.id)).all()
+        status = connection.execute(select(deliveries.c.status)).scalar_one()
+    assert [tuple(row) for row in outcomes] == [("slow", False), ("fast", True)]
+    assert status == DONE
+
+
+def test_a_long_backlog_of_one_ticket_still_yields_the_other_tickets(database: Database) -> None:
+    backlog = [pending(f"a{n}", "a", NOW + n / 1000) for n in range(2000)]
+    write_batch(database, [*backlog, pending("b1", "b", NOW + 5)])
+    queue = DeliveryQueue(database, owner="w1")
+
+    assert ids(queue.claim(NOW + 10, 10)) == ["a0", "b1"]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    keys=st.lists(st.sampled_from(["a", "b", "c", None]), min_size=1, max_size=25),
+    steps=st.lists(st.tuples(st.sampled_from(["done", "retry"]), st.integers(1, 4)), max_size=30),
+)
+def test_claims_follow_per_ticket_order_whatever_happens(
+    tmp_path_factory: pytest.TempPathFactory, keys: list[str | None], steps: list[tuple[str, int]]
+) -> None:
+    """Against a model: a claim returns exactly the due heads of each key, oldest first."""
+    database = sqlite_database(tmp_path_factory.mktemp("queue") / "railyard.db")
+    try:
+        write_batch(database, [pending(f"d{n}", key, NOW + n / 1000) for n, key in enumerate(keys)])
+        model = [(f"d{n}", key) for n, key in enumerate(keys)]  # still pending, in order
+        due_at: dict[str, float] = {}
+        queue = DeliveryQueue(database, owner="w1")
+        clock = NOW + 1
+        for outcome, limit in steps:
+            clock += 1
+            heads: list[str] = []
+            seen_keys: set[str] = set()
+            for delivery_id, key in model:
+                if key is not None and key in seen_keys:
+                    continue
+                if key is not None:
+                    seen_keys.add(key)
+                if due_at.get(delivery_id, 0.0) <= clock:
+                    heads.append(delivery_id)
+            claimed = queue.claim(clock, limit)
+            assert ids(claimed) == heads[:limit]
+            for delivery in claimed:
+                if outcome == "done":
+                    queue.complete(delivery, DONE, clock)
+                    model = [entry for entry in model if entry[0] != delivery.delivery_id]
+                else:
+                    queue.retry(delivery, clock + 1.5, "transient")
+                    due_at[delivery.delivery_id] = clock + 1.5
+    finally:
+        database.close()
