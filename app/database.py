@@ -70,6 +70,7 @@ class Database:
             self._one_writer = None
             self.engine = create_engine(self.url, pool_size=pool_size, max_overflow=pool_size)
             _configure_postgres(self.engine)
+        self._bookkeeper: Any = None  # SQLite: one connection that commits without fsync
 
     @property
     def is_sqlite(self) -> bool:
@@ -96,6 +97,29 @@ class Database:
                 yield connection
 
     @contextmanager
+    def bookkeeping(self) -> Iterator[Any]:
+        """A driver cursor (SQLite) for queue bookkeeping: leases, outcomes, run records.
+
+        These writes are redone rather than lost: a power cut can take the last few of them
+        (a process crash cannot: the pages are already the OS's), and then a delivery is
+        processed again, which changes nothing. So they are committed without waiting for
+        the disk (`synchronous=NORMAL`), and the next durable commit of anything else in
+        the same write-ahead log, such as the intake's, takes them to disk too. The
+        connection is used under the process's write lock, one thread at a time.
+        """
+        assert self._one_writer is not None, "bookkeeping() is for SQLite"
+        with self._one_writer:
+            if self._bookkeeper is None:
+                self._bookkeeper = self.engine.raw_connection()
+                self._bookkeeper.cursor().execute("PRAGMA synchronous=NORMAL")
+            try:
+                yield self._bookkeeper.cursor()
+            except BaseException:
+                if self._bookkeeper.dbapi_connection.in_transaction:
+                    self._bookkeeper.rollback()
+                raise
+
+    @contextmanager
     def read(self) -> Iterator[Connection]:
         """A read-only transaction."""
         with self.engine.connect() as connection, connection.begin():
@@ -110,6 +134,9 @@ class Database:
 
     def close(self) -> None:
         """Close every pooled connection."""
+        if self._bookkeeper is not None:
+            self._bookkeeper.close()
+            self._bookkeeper = None
         self.engine.dispose()
 
 

@@ -44,7 +44,8 @@ WITH RECURSIVE heads(ordering_key) AS (
     )
     FROM heads WHERE heads.ordering_key IS NOT NULL
 )
-SELECT d.seq, d.delivery_id, d.event, d.action, d.installation_id, d.payload, d.attempts
+SELECT d.seq, d.delivery_id, d.event, d.action, d.installation_id, d.payload, d.attempts,
+       (SELECT i.status FROM installations i WHERE i.id = d.installation_id) AS installation_status
 FROM (
     SELECT (
         SELECT MIN(h.seq) FROM webhook_deliveries h{pending}
@@ -75,6 +76,9 @@ _LEASE_SQLITE = (
 _LEASED_SQLITE = (
     "SELECT seq FROM webhook_deliveries WHERE seq IN ({marks}) AND lease_owner = ? AND lease_until = ?"
 )
+# Leases and outcomes are bookkeeping (see Database.bookkeeping): PostgreSQL's way to commit
+# them without waiting for the disk.
+_BOOKKEEPING_POSTGRES = "SET LOCAL synchronous_commit = off"
 _INSERT_RUN = (
     "INSERT INTO delivery_runs (delivery_seq, worker, attempt, outcome, lease_kept, started_at, finished_at) "
     "VALUES (:delivery_seq, :worker, :attempt, :outcome, :lease_kept, :started_at, :finished_at)"
@@ -107,6 +111,8 @@ class ClaimedDelivery:
     installation_id: int | None
     payload: str | None
     attempt: int
+    installation_status: str | None = None
+    """The installation's status when the delivery was claimed (None: not known to railyard)."""
 
 
 @dataclass(frozen=True)
@@ -138,6 +144,7 @@ class DeliveryQueue:
         if self.database.is_sqlite:
             return self._claim_sqlite(now, limit)
         with self.database.write() as connection:
+            connection.exec_driver_sql(_BOOKKEEPING_POSTGRES)
             rows = connection.execute(self._claimable, {"now": now, "limit": limit}).all()
             if not rows:
                 return []
@@ -146,18 +153,19 @@ class DeliveryQueue:
 
     def _claim_sqlite(self, now: float, limit: int) -> list[ClaimedDelivery]:
         # Candidates come from a plain read (WAL readers never block the intake writer); the
-        # lease is one conditional UPDATE, its own transaction, so the database's single write
-        # lock is held for one statement: a row someone else leased meanwhile simply does not
-        # match. Straight to the driver: this runs for every delivery, beside a busy intake.
+        # lease is one conditional UPDATE, its own transaction and bookkeeping (see
+        # Database.bookkeeping), so the single write lock is held for one statement and no
+        # fsync: a row someone else leased meanwhile simply does not match. Straight to the
+        # driver: this runs for every delivery, beside a busy intake.
         until = now + self.lease_seconds
         with _raw(self.database) as cursor:
             rows = cursor.execute(self._claimable_sqlite, {"now": now, "limit": limit}).fetchall()
-            if not rows:
-                return []
-            seqs = [row[0] for row in rows]
-            marks = ",".join("?" * len(seqs))
-            with self.database.writing():
-                cursor.execute(_LEASE_SQLITE.format(marks=marks), [until, self.owner, *seqs, now])
+        if not rows:
+            return []
+        seqs = [row[0] for row in rows]
+        marks = ",".join("?" * len(seqs))
+        with self.database.bookkeeping() as cursor:
+            cursor.execute(_LEASE_SQLITE.format(marks=marks), [until, self.owner, *seqs, now])
             mine = cursor.execute(_LEASED_SQLITE.format(marks=marks), [*seqs, self.owner, until])
             leased = {row[0] for row in mine}
         return [self._claimed(row) for row in rows if row[0] in leased]
@@ -179,8 +187,10 @@ class DeliveryQueue:
 
     @staticmethod
     def _claimed(row: Sequence[Any]) -> ClaimedDelivery:
-        seq, delivery_id, event, action, installation_id, payload, attempts = row
-        return ClaimedDelivery(seq, delivery_id, event, action, installation_id, payload, attempts + 1)
+        seq, delivery_id, event, action, installation_id, payload, attempts, installation_status = row
+        return ClaimedDelivery(
+            seq, delivery_id, event, action, installation_id, payload, attempts + 1, installation_status
+        )
 
     def _finish(self, claimed: ClaimedDelivery, values: dict[str, Any], outcome: str, started: float) -> bool:
         run = {
@@ -194,6 +204,7 @@ class DeliveryQueue:
         if self.database.is_sqlite:
             return self._finish_sqlite(claimed, values, run)
         with self.database.write() as connection:
+            connection.exec_driver_sql(_BOOKKEEPING_POSTGRES)
             result = connection.execute(
                 update(deliveries)
                 .where(
@@ -209,22 +220,18 @@ class DeliveryQueue:
         return kept
 
     def _finish_sqlite(self, claimed: ClaimedDelivery, values: dict[str, Any], run: dict[str, Any]) -> bool:
-        # The same two statements as on PostgreSQL, straight to the driver (see _claim_sqlite).
+        # The same two statements as on PostgreSQL, straight to the driver, as bookkeeping.
         assignments = ", ".join(f"{column} = ?" for column in values)
-        with self.database.writing(), _raw(self.database) as cursor:
+        with self.database.bookkeeping() as cursor:
             cursor.execute("BEGIN IMMEDIATE")
-            try:
-                cursor.execute(
-                    f"UPDATE webhook_deliveries SET lease_until = NULL, {assignments} "  # noqa: S608
-                    "WHERE seq = ? AND lease_owner = ? AND attempts = ? AND status = 'pending'",
-                    [*values.values(), claimed.seq, self.owner, claimed.attempt],
-                )
-                kept: bool = cursor.rowcount == 1
-                cursor.execute(_INSERT_RUN, {**run, "lease_kept": kept})
-                cursor.execute("COMMIT")
-            except BaseException:
-                cursor.execute("ROLLBACK")
-                raise
+            cursor.execute(
+                f"UPDATE webhook_deliveries SET lease_until = NULL, {assignments} "  # noqa: S608
+                "WHERE seq = ? AND lease_owner = ? AND attempts = ? AND status = 'pending'",
+                [*values.values(), claimed.seq, self.owner, claimed.attempt],
+            )
+            kept: bool = cursor.rowcount == 1
+            cursor.execute(_INSERT_RUN, {**run, "lease_kept": kept})
+            cursor.execute("COMMIT")
         return kept
 
     def complete(

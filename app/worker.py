@@ -17,7 +17,7 @@ import structlog
 from sqlalchemy.exc import OperationalError
 
 from app.errors import TransientError
-from app.installations import DELETED, SUSPENDED, installation_status
+from app.installations import DELETED, SUSPENDED
 from app.metrics import Metrics
 from app.queue import (
     DONE,
@@ -121,7 +121,7 @@ class Worker:
         handlers = self.router.handlers_for(delivery.event, delivery.action)
         if not handlers or delivery.payload is None:
             return IGNORED, None, None
-        if await self._uninstalled(delivery):
+        if self._uninstalled(delivery):
             return IGNORED, "installation removed or suspended", None
         event = WebhookEvent(
             delivery.delivery_id,
@@ -141,13 +141,11 @@ class Worker:
         log.info("processed")
         return DONE, None, None
 
-    async def _uninstalled(self, delivery: ClaimedDelivery) -> bool:
+    @staticmethod
+    def _uninstalled(delivery: ClaimedDelivery) -> bool:
         if delivery.installation_id is None or delivery.event.startswith("installation"):
             return False
-        status = await asyncio.to_thread(
-            installation_status, self.services.database, delivery.installation_id
-        )
-        return status in (DELETED, SUSPENDED)
+        return delivery.installation_status in (DELETED, SUSPENDED)
 
     def _backoff(self, delivery: ClaimedDelivery, error: Exception) -> tuple[str, str | None, float | None]:
         note = f"{type(error).__name__}: {error}"
