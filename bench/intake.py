@@ -6,7 +6,9 @@ Drives a real `railyard serve` (a subprocess, the worker running inside it) over
    with its own delivery id, from 16 connections; prints acknowledged deliveries per second;
 2. fixed rate: 1,000 deliveries per second for 10 s from an asyncio client, latency measured
    from each request's scheduled send time (no coordinated omission); prints p50/p99;
-3. drain: 5,000 stored `installation_repositories` deliveries processed by the worker.
+3. for reference, full load again against the intake alone (`bench/intake_alone.py`: the same
+   server with no worker), to show what the worker in the same process costs;
+4. drain: 5,000 stored `installation_repositories` deliveries processed by the worker.
 
     python bench/intake.py [--postgres URL] [--seconds 10]
 """
@@ -178,6 +180,19 @@ async def bench(label: str, database_url: str, workdir: Path, seconds: int) -> N
         print(f"{label:<10} left for the worker: {backlog} deliveries of one issue (in order, one at a time)")
     finally:
         server.stop()
+    alone = ServerProcess(
+        env=env, cwd=workdir, command=[sys.executable, str(ROOT / "bench" / "intake_alone.py")]
+    )
+    await alone.start()
+    try:
+        full = run_wrk(alone.url, body_file, signature, seconds, 16)
+        print(
+            f"{label:<10} for reference, intake alone (no worker): {full['rate']:8.0f} acknowledged/s  "
+            f"p50={full.get('50')} p99={full.get('99')} non-2xx={full['non_2xx']:.0f}",
+            flush=True,
+        )
+    finally:
+        alone.stop()
     await drain(label, database_url, workdir, env)
 
 

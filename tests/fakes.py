@@ -193,6 +193,7 @@ class ServerProcess:
     port: int = field(default_factory=free_port)
     process: subprocess.Popen[bytes] | None = None
     log: Path | None = None
+    command: list[str] | None = None  # `railyard serve` unless given
 
     @property
     def url(self) -> str:
@@ -205,7 +206,7 @@ class ServerProcess:
         env = {**os.environ, **self.env, "PORT": str(self.port), "HOST": "127.0.0.1"}
         with self.log.open("ab") as log:
             self.process = subprocess.Popen(
-                [str(Path(sys.executable).parent / "railyard"), "serve"],
+                self.command or [str(Path(sys.executable).parent / "railyard"), "serve"],
                 env=env,
                 cwd=self.cwd,
                 stdout=log,
