@@ -20,6 +20,9 @@ from app.database import Database
 
 MAX_BODY_BYTES = 25 * 1024 * 1024  # GitHub caps webhook payloads at 25 MB
 MAX_BATCH = 256
+SATURATED = 4
+"""Deliveries waiting for a commit beyond which the intake counts as saturated (at 1,000
+deliveries a second one or two wait; under a flood, nearly every open connection does)."""
 _COLUMNS = (
     "delivery_id, event, action, installation_id, repository, ordering_key, status, "
     "payload, payload_bytes, received_at, next_attempt_at, attempts"
@@ -174,6 +177,7 @@ class DeliveryWriter:
         self._closing = False
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
+        self._waiting = 0  # stores not yet answered
 
     async def start(self) -> None:
         """Start the writer thread."""
@@ -200,7 +204,15 @@ class DeliveryWriter:
             self._pending.append((delivery, future))
             if len(self._pending) == 1:
                 self._ready.notify()
-        return await future
+        self._waiting += 1
+        try:
+            return await future
+        finally:
+            self._waiting -= 1
+
+    def saturated(self) -> bool:
+        """Whether more than `SATURATED` deliveries are waiting for a commit."""
+        return self._waiting > SATURATED
 
     def _next_batch(self) -> list[tuple[IncomingDelivery, asyncio.Future[bool]]]:
         with self._lock:

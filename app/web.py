@@ -266,7 +266,7 @@ def create_app(
     app[METRICS] = metrics
     app[WRITER] = DeliveryWriter(database)
     if run_worker and settings.configured:
-        app[WORKER] = Worker(services, router, app[METRICS])
+        app[WORKER] = Worker(services, router, app[METRICS], intake_busy=app[WRITER].saturated)
         if services.github is not None:
             app[GITHUB] = services.github
             assert settings.app_id is not None

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import orjson
@@ -46,6 +47,8 @@ class Worker:
     lease_seconds: float = 60.0
     poll_seconds: float = 0.2
     claim_gap_seconds: float = 0.01
+    intake_busy: Callable[[], bool] | None = None
+    yield_seconds: float = 0.25
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     name: str = field(default_factory=worker_name)
     heartbeat: float = 0.0
@@ -65,6 +68,8 @@ class Worker:
         while not stop.is_set():
             self.heartbeat = time.time()
             free = self.concurrency - len(running)
+            if free:
+                await self._yield_to_intake(stop)
             self._last_claim = time.monotonic()
             claimed = await asyncio.to_thread(self.queue.claim, self.services.clock(), free) if free else []
             for delivery in claimed:
@@ -76,6 +81,22 @@ class Worker:
             await self._idle(stop, running)
         if running:
             await asyncio.gather(*running)
+
+    async def _yield_to_intake(self, stop: asyncio.Event) -> None:
+        """Acknowledging comes first: while the intake is saturated, take new work less often.
+
+        The intake and the worker share one process, one interpreter lock and, on SQLite, one
+        database writer. GitHub gives up on a delivery not answered within 10 seconds and
+        does not send it again, while a stored delivery only waits. So while `intake_busy`
+        says deliveries are queueing for a commit, the worker waits (at most `yield_seconds`)
+        before claiming: under a flood it still takes new work several times a second, and
+        at any other time it never waits.
+        """
+        if self.intake_busy is None:
+            return
+        deadline = time.monotonic() + self.yield_seconds
+        while self.intake_busy() and time.monotonic() < deadline and not stop.is_set():
+            await asyncio.sleep(0.005)
 
     async def _idle(self, stop: asyncio.Event, running: set[asyncio.Task[None]]) -> None:
         """Wait for a stored delivery, a finished task, stop, or the next poll.

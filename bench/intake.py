@@ -28,13 +28,14 @@ import time
 from pathlib import Path
 
 import aiohttp
+from sqlalchemy import func, select
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from app.database import Database
 from app.intake import IncomingDelivery, sign, write_batch
-from app.queue import queue_depth
+from app.queue import deliveries, queue_depth
 from tests.fakes import WEBHOOK_SECRET, ServerProcess, example, private_key_pem, reset_schema
 
 PAYLOAD_BYTES = 13 * 1024
@@ -143,6 +144,18 @@ def drain_deliveries(count: int) -> list[IncomingDelivery]:
     return out
 
 
+def queue_counts(database_url: str) -> tuple[int, int]:
+    """(pending, processed) deliveries."""
+    database = Database(database_url)
+    try:
+        pending = queue_depth(database)[0]
+        with database.read() as connection:
+            total = connection.execute(select(func.count()).select_from(deliveries)).scalar_one()
+    finally:
+        database.close()
+    return pending, total - pending
+
+
 def percentile(values: list[float], fraction: float) -> float:
     """The value below which `fraction` of the sorted values fall."""
     return values[min(len(values) - 1, int(fraction * len(values)))]
@@ -170,14 +183,24 @@ async def bench(label: str, database_url: str, workdir: Path, seconds: int) -> N
             f"p50={full.get('50')} p99={full.get('99')} non-2xx={full['non_2xx']:.0f}",
             flush=True,
         )
+        pending, processed = queue_counts(database_url)
+        print(
+            f"{label:<10} meanwhile the worker processed {processed} ({processed / seconds:.0f}/s; "
+            f"it yields while the intake is saturated); {pending} wait",
+            flush=True,
+        )
         latencies = await fixed_rate(server.url, body, signature, 1000, seconds)
         print(
             f"{label:<10} fixed 1000/s for {seconds}s: p50={percentile(latencies, 0.50):.2f} ms  "
             f"p99={percentile(latencies, 0.99):.2f} ms  max={latencies[-1]:.2f} ms  n={len(latencies)}",
             flush=True,
         )
-        backlog = queue_depth(Database(database_url))[0]
-        print(f"{label:<10} left for the worker: {backlog} deliveries of one issue (in order, one at a time)")
+        _, processed_after = queue_counts(database_url)
+        print(
+            f"{label:<10} meanwhile the worker processed {processed_after - processed} "
+            f"({(processed_after - processed) / seconds:.0f}/s, the backlog of one issue, in order)",
+            flush=True,
+        )
     finally:
         server.stop()
     alone = ServerProcess(

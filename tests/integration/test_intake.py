@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,7 @@ from hypothesis import strategies as st
 from sqlalchemy import func, select
 
 from app.database import Database
-from app.intake import DeliveryWriter, IncomingDelivery, write_batch
+from app.intake import SATURATED, DeliveryWriter, IncomingDelivery, write_batch
 from app.queue import deliveries
 from tests.conftest import sqlite_database
 
@@ -175,3 +176,30 @@ async def test_intake_waits_its_turn_behind_another_write_transaction_of_the_pro
     assert await asyncio.wait_for(store, timeout=5) is True
     await writer.close()
     database.close()
+
+
+async def test_the_intake_reports_saturation_while_deliveries_queue_for_a_commit(tmp_path: Path) -> None:
+    database = sqlite_database(tmp_path / "railyard.db")
+    writer = DeliveryWriter(database)
+    await writer.start()
+    release = threading.Event()
+    holder = asyncio.create_task(asyncio.to_thread(_hold_write_lock, database, release))
+    await asyncio.sleep(0.05)
+
+    stores = [asyncio.create_task(writer.store(incoming(f"s{n}"))) for n in range(SATURATED + 1)]
+    await asyncio.sleep(0.05)
+    saturated_while_held = writer.saturated()
+    release.set()
+    await holder
+    assert all(await asyncio.gather(*stores))
+    await writer.close()
+    database.close()
+
+    assert saturated_while_held
+    assert not writer.saturated()
+
+
+def _hold_write_lock(database: Database, release: threading.Event) -> None:
+    with database.write() as connection:
+        connection.exec_driver_sql("UPDATE webhook_deliveries SET attempts = attempts")
+        release.wait(timeout=10)

@@ -17,6 +17,12 @@ from tests.conftest import sqlite_database
 NOW = 1_800_000_000.0
 
 
+def edited(delivery_id: str, key: str) -> IncomingDelivery:
+    """A stored `issues.edited` delivery, its ticket's order given by `key`."""
+    payload = '{"action": "edited"}'
+    return IncomingDelivery(delivery_id, "issues", "edited", None, None, key, "pending", payload, 2, NOW, NOW)
+
+
 class CountingQueue(DeliveryQueue):
     """The real queue, counting how often the worker looks at it."""
 
@@ -60,11 +66,7 @@ async def test_stored_deliveries_are_picked_up_at_once_after_a_notice(tmp_path: 
     stop = asyncio.Event()
     running = asyncio.create_task(worker.run(stop))
     await asyncio.sleep(0.05)
-    payload = '{"action": "edited"}'
-    write_batch(
-        database,
-        [IncomingDelivery("d1", "issues", "edited", None, None, "k", "pending", payload, 2, NOW, NOW)],
-    )
+    write_batch(database, [edited("d1", "k")])
     worker.notify()
     for _ in range(100):
         if seen:
@@ -111,3 +113,50 @@ def test_a_failed_bookkeeping_transaction_is_rolled_back(tmp_path: Path) -> None
             assert not database._bookkeeper.dbapi_connection.in_transaction
     finally:
         database.close()
+
+
+async def test_while_the_intake_is_saturated_the_worker_takes_work_less_often_but_still_takes_it(
+    tmp_path: Path,
+) -> None:
+    database = sqlite_database(tmp_path / "railyard.db")
+    router = Router()
+    seen: list[str] = []
+
+    @router.register("issues", "edited")
+    async def record(event, services) -> None:  # type: ignore[no-untyped-def]
+        seen.append(event.delivery_id)
+
+    payload = '{"action": "edited"}'
+    write_batch(
+        database,
+        [
+            IncomingDelivery(
+                f"d{n}", "issues", "edited", None, None, f"k{n}", "pending", payload, 2, NOW, NOW
+            )
+            for n in range(40)
+        ],
+    )
+    worker = Worker(
+        create_services(database, clock=lambda: NOW),
+        router,
+        Metrics(),
+        concurrency=1,
+        intake_busy=lambda: True,
+        yield_seconds=0.1,
+    )
+    stop = asyncio.Event()
+    running = asyncio.create_task(worker.run(stop))
+    await asyncio.sleep(0.55)
+    under_flood = len(seen)
+    worker.intake_busy = lambda: False
+    for _ in range(200):
+        if len(seen) == 40:
+            break
+        await asyncio.sleep(0.01)
+    stop.set()
+    worker.notify()
+    await running
+    database.close()
+
+    assert 3 <= under_flood <= 7, under_flood
+    assert sorted(seen) == sorted(f"d{n}" for n in range(40))
