@@ -13,8 +13,7 @@ import hmac
 import threading
 from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from app.database import Database
 
@@ -23,11 +22,6 @@ MAX_BATCH = 256
 SATURATED = 4
 """Deliveries waiting for a commit beyond which the intake counts as saturated (at 1,000
 deliveries a second one or two wait; under a flood, nearly every open connection does)."""
-_COLUMNS = (
-    "delivery_id, event, action, installation_id, repository, ordering_key, status, "
-    "payload, payload_bytes, received_at, next_attempt_at, attempts"
-)
-_COLUMN_COUNT = 12
 
 
 def verify_signature(body: bytes, header: str | None, secrets: Sequence[bytes]) -> bool:
@@ -51,9 +45,12 @@ def sign(body: bytes, secret: bytes) -> str:
     return "sha256=" + hmac.new(secret, body, hashlib.sha256).hexdigest()
 
 
-@dataclass(frozen=True)
-class IncomingDelivery:
-    """A verified delivery about to be stored; field order matches the INSERT."""
+class IncomingDelivery(NamedTuple):
+    """A verified delivery about to be stored: itself the INSERT's parameters, in order.
+
+    A named tuple rather than a dataclass: one is built for every webhook, and the tuple is
+    both the cheapest to build and already the row the driver binds.
+    """
 
     delivery_id: str
     event: str
@@ -68,22 +65,8 @@ class IncomingDelivery:
     next_attempt_at: float
     attempts: int = 0
 
-    def row(self) -> tuple[object, ...]:
-        """The INSERT's parameters (cheaper than `dataclasses.astuple`, which deep-copies)."""
-        return (
-            self.delivery_id,
-            self.event,
-            self.action,
-            self.installation_id,
-            self.repository,
-            self.ordering_key,
-            self.status,
-            self.payload,
-            self.payload_bytes,
-            self.received_at,
-            self.next_attempt_at,
-            self.attempts,
-        )
+
+_COLUMNS = ", ".join(IncomingDelivery._fields)  # webhook_deliveries' columns of the same names
 
 
 def _unique(batch: Sequence[IncomingDelivery]) -> dict[str, IncomingDelivery]:
@@ -95,7 +78,7 @@ def _unique(batch: Sequence[IncomingDelivery]) -> dict[str, IncomingDelivery]:
 
 
 def _insert_statement(rows: int, mark: str) -> str:
-    one = "(" + ",".join([mark] * _COLUMN_COUNT) + ")"
+    one = "(" + ",".join([mark] * len(IncomingDelivery._fields)) + ")"
     values = ",".join([one] * rows)
     return f"INSERT INTO webhook_deliveries ({_COLUMNS}) VALUES {values} ON CONFLICT (delivery_id) DO NOTHING"  # noqa: S608
 
@@ -106,7 +89,7 @@ def _write_sqlite(connection: Any, unique: dict[str, IncomingDelivery]) -> set[s
     # thread gives up and retakes the GIL once per batch instead of once per statement.
     cursor = connection.cursor()
     before = connection.total_changes
-    parameters = [value for delivery in unique.values() for value in delivery.row()]
+    parameters = [value for delivery in unique.values() for value in delivery]
     cursor.execute(_insert_statement(len(unique), "?"), parameters)
     inserted = connection.total_changes - before
     if inserted == len(unique):
@@ -125,7 +108,7 @@ def _write_sqlite(connection: Any, unique: dict[str, IncomingDelivery]) -> set[s
 def _write_postgres(connection: Any, unique: dict[str, IncomingDelivery]) -> set[str]:
     # Several server processes may share PostgreSQL: the unique index decides, in one round trip.
     cursor = connection.cursor()
-    parameters = [value for delivery in unique.values() for value in delivery.row()]
+    parameters = [value for delivery in unique.values() for value in delivery]
     cursor.execute(_insert_statement(len(unique), "%s") + " RETURNING delivery_id", parameters)
     stored = {row[0] for row in cursor.fetchall()}
     connection.commit()

@@ -27,6 +27,7 @@ import structlog
 from aiohttp import web
 from cryptography.hazmat.primitives import serialization
 
+from app.answers import guarded
 from app.envfile import update_env_file
 from app.github import API_VERSION, ENDPOINTS
 from app.manifest import ManifestError, load_manifest, manifest_for, registration_url
@@ -82,8 +83,8 @@ SETUP: web.AppKey[SetupFlow] = web.AppKey("setup", SetupFlow)
 def add_setup_routes(app: web.Application, flow: SetupFlow) -> None:
     """Serve the setup page at `/` and GitHub's redirect back at `/setup/callback`."""
     app[SETUP] = flow
-    app.router.add_get("/", setup_page)
-    app.router.add_get("/setup/callback", setup_callback)
+    app.router.add_get("/", guarded(setup_page))
+    app.router.add_get("/setup/callback", guarded(setup_callback))
 
 
 def start_setup(settings: Settings, token: str | None = None, env_path: Path | None = None) -> SetupFlow:

@@ -20,6 +20,7 @@ from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from sqlalchemy import text
 
+from app.answers import answer, guarded
 from app.database import Database
 from app.github import GitHubClient
 from app.intake import MAX_BODY_BYTES, DeliveryWriter, IncomingDelivery, verify_signature
@@ -53,11 +54,6 @@ WATCHDOG: web.AppKey[Watchdog] = web.AppKey("watchdog", Watchdog)
 SETUP_MODE_MESSAGE = "railyard is in setup mode: set APP_ID, PRIVATE_KEY and WEBHOOK_SECRET, then restart it"
 
 
-def _answer(status: int, message: str, **extra: Any) -> web.Response:
-    body = orjson.dumps({"message": message, **extra})
-    return web.Response(status=status, body=body, content_type="application/json")
-
-
 class WebhookReceiver:
     """`POST /webhooks`: verify, store durably, acknowledge.
 
@@ -86,7 +82,7 @@ class WebhookReceiver:
         """Answer one delivery (see the module docstring for the statuses)."""
         started = time.perf_counter()
         if not self._configured:
-            return _answer(503, SETUP_MODE_MESSAGE)
+            return answer(503, SETUP_MODE_MESSAGE)
         headers = request.headers
         event = headers.get("X-GitHub-Event", "").strip()
         delivery_id = headers.get("X-GitHub-Delivery", "").strip()
@@ -126,7 +122,7 @@ class WebhookReceiver:
             stored = await self._writer.store(delivery)
         except Exception:
             log.exception("could not store a delivery", delivery_id=delivery_id, github_event=event)
-            return _answer(503, "could not store the delivery; GitHub can redeliver it", delivery=delivery_id)
+            return answer(503, "could not store the delivery; GitHub can redeliver it", delivery=delivery_id)
         self._metrics.count_received(event, "stored" if stored else "duplicate")
         self._metrics.ack_seconds.observe(time.perf_counter() - started)
         if not stored:
@@ -137,7 +133,7 @@ class WebhookReceiver:
 
     def _reject(self, event: str, status: int, message: str) -> web.Response:
         self._metrics.count_received(event or "unknown", "rejected")
-        return _answer(status, message)
+        return answer(status, message)
 
 
 _STORED = orjson.dumps({"message": "stored"})
@@ -176,7 +172,7 @@ async def serve_metrics(request: web.Request) -> web.Response:
     if token is not None:
         given = request.headers.get("Authorization", "").removeprefix("Bearer ").strip().encode()
         if not hmac.compare_digest(given, token.get_secret_value().encode()):
-            return _answer(401, "metrics need Authorization: Bearer METRICS_TOKEN")
+            return answer(401, "metrics need Authorization: Bearer METRICS_TOKEN")
     if WORKER in request.app:
         await request.app[WORKER].refresh_gauges()
     counts = await asyncio.to_thread(effect_counts, request.app[DATABASE])
@@ -227,20 +223,6 @@ async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
         database.close()
 
 
-@web.middleware
-async def _never_a_traceback(request: web.Request, handler: Any) -> web.StreamResponse:
-    try:
-        response: web.StreamResponse = await handler(request)
-        return response
-    except web.HTTPException as error:
-        if error.status == 413:
-            return _answer(413, "payload larger than 25 MB")
-        raise
-    except Exception:
-        log.exception("unexpected error", path=request.path)
-        return _answer(500, "internal error; it has been logged")
-
-
 def create_app(
     settings: Settings,
     *,
@@ -255,7 +237,7 @@ def create_app(
 
     Without credentials `/` is the setup page (`setup`, or a new flow with its own token).
     """
-    app = web.Application(client_max_size=MAX_BODY_BYTES, middlewares=[_never_a_traceback])
+    app = web.Application(client_max_size=MAX_BODY_BYTES)
     database = services.database if services else Database(settings.database_url)
     metrics = Metrics()
     if services is None:
@@ -292,11 +274,11 @@ def create_app(
         )
     app.cleanup_ctx.append(_lifecycle)
     receiver = WebhookReceiver(settings, app[WRITER], metrics, router.events, clock, app.get(WORKER))
-    app.router.add_post("/webhooks", receiver.receive)
-    app.router.add_get("/healthz", health)
-    app.router.add_get("/metrics", serve_metrics)
+    app.router.add_post("/webhooks", guarded(receiver.receive))
+    app.router.add_get("/healthz", guarded(health))
+    app.router.add_get("/metrics", guarded(serve_metrics))
     if settings.configured:
-        app.router.add_get("/", index)
+        app.router.add_get("/", guarded(index))
     else:
         add_setup_routes(app, setup or start_setup(settings))
     return app
