@@ -3,9 +3,9 @@
 A delivery is claimable when it is pending, due, not leased by a live worker, and it is
 the oldest pending delivery of its ordering key (so one in backoff holds back later ones
 for the same ticket, while different tickets proceed in parallel). Only each key's head is
-looked at, through an index, so a long backlog for one ticket does not slow every claim. Claims are
-leases: a worker that dies loses its lease when it expires and the delivery is taken up
-again. On PostgreSQL, `FOR UPDATE SKIP LOCKED` lets any number of workers share the queue.
+looked at, through an index, so a long backlog for one ticket does not slow every claim.
+Claims are leases: a worker that dies loses its lease when it expires and the delivery is
+taken up again. On PostgreSQL, `FOR UPDATE SKIP LOCKED` lets any number of workers share the queue.
 """
 
 from __future__ import annotations
