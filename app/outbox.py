@@ -277,19 +277,18 @@ class Outbox:
             return {**previous, **await self._check_run_once(row, payload)}
         raise GitHubError(0, f"unknown effect kind {kind!r}")
 
+    async def _edit_comment(self, installation: int, repository: str, comment_id: int, body: str) -> None:
+        await self.github.call(
+            "update_comment", installation, repository=repository, comment_id=comment_id, json={"body": body}
+        )
+
     async def _comment_once(self, row: dict[str, Any], payload: Mapping[str, Any]) -> dict[str, Any]:
         installation, repository, number = row["installation_id"], row["repository"], payload["number"]
         existing_id = payload.get("comment_id") or (row["result"] or {}).get("comment_id")
         body = f"{payload['body']}\n\n{marker(row['dedupe_key'])}"
         if existing_id:
             try:
-                await self.github.call(
-                    "update_comment",
-                    installation,
-                    repository=repository,
-                    comment_id=existing_id,
-                    json={"body": body},
-                )
+                await self._edit_comment(installation, repository, existing_id, body)
                 return {"comment_id": existing_id}
             except NotFound:
                 log.warning("the comment was deleted; writing it again", comment_id=existing_id)
@@ -298,13 +297,7 @@ class Outbox:
             if found is not None:
                 log.info("found the comment an earlier attempt created", comment_id=found)
                 if row["kind"] in self.renderers:  # rendered again since: show the latest state
-                    await self.github.call(
-                        "update_comment",
-                        installation,
-                        repository=repository,
-                        comment_id=found,
-                        json={"body": body},
-                    )
+                    await self._edit_comment(installation, repository, found, body)
                 return {"comment_id": found}
         self._space_content_write(installation)
         created = await self.github.call(

@@ -88,6 +88,14 @@ def run_wrk(url: str, body_file: Path, signature: str, seconds: int, connections
     return {"rate": rate, "non_2xx": float(errors.group(1)) if errors else 0.0, **percentiles}  # type: ignore[dict-item]
 
 
+def wrk_figures(full: dict[str, float]) -> str:
+    """One wrk run's rate, latency percentiles and error count, as printed."""
+    return (
+        f"{full['rate']:8.0f} acknowledged/s  p50={full.get('50')} p99={full.get('99')} "
+        f"non-2xx={full['non_2xx']:.0f}"
+    )
+
+
 async def fixed_rate(url: str, body: bytes, signature: str, rate: int, seconds: int) -> list[float]:
     """Send `rate` deliveries per second; latencies (ms) from each scheduled send time."""
     latencies: list[float] = []
@@ -178,11 +186,7 @@ async def bench(label: str, database_url: str, workdir: Path, seconds: int) -> N
     await server.start()
     try:
         full = run_wrk(server.url, body_file, signature, seconds, 16)
-        print(
-            f"{label:<10} full load (wrk -t2 -c16, {len(body)} B): {full['rate']:8.0f} acknowledged/s  "
-            f"p50={full.get('50')} p99={full.get('99')} non-2xx={full['non_2xx']:.0f}",
-            flush=True,
-        )
+        print(f"{label:<10} full load (wrk -t2 -c16, {len(body)} B): {wrk_figures(full)}", flush=True)
         pending, processed = queue_counts(database_url)
         print(
             f"{label:<10} meanwhile the worker processed {processed} ({processed / seconds:.0f}/s; "
@@ -209,11 +213,7 @@ async def bench(label: str, database_url: str, workdir: Path, seconds: int) -> N
     await alone.start()
     try:
         full = run_wrk(alone.url, body_file, signature, seconds, 16)
-        print(
-            f"{label:<10} for reference, intake alone (no worker): {full['rate']:8.0f} acknowledged/s  "
-            f"p50={full.get('50')} p99={full.get('99')} non-2xx={full['non_2xx']:.0f}",
-            flush=True,
-        )
+        print(f"{label:<10} for reference, intake alone (no worker): {wrk_figures(full)}", flush=True)
     finally:
         alone.stop()
     await drain(label, database_url, workdir, env)

@@ -35,6 +35,12 @@ def check_on(world: World, sha: str) -> Any:
     return run
 
 
+def verdict(world: World, sha: str) -> tuple[str, str]:
+    """(conclusion, title) of the `railyard` check-run on a commit."""
+    run = check_on(world, sha)
+    return run.conclusion, run.output["title"]
+
+
 async def delivered_on_pull_request(world: World) -> None:
     """#12 published, claimed, PR #34 opened with `Fixes #12`, delivered on its branch."""
     await world.say("rachel", "/publish")
@@ -65,11 +71,8 @@ async def test_the_check_passes_only_once_the_linked_ticket_is_accepted_at_the_h
     )
     assert "Resumable uploads with a retry cap." in run.output["summary"]
     await world.say("rita", "/accept")
+    assert verdict(world, FIX) == ("success", "the linked ticket is accepted at this commit")
     run = check_on(world, FIX)
-    assert (run.conclusion, run.output["title"]) == (
-        "success",
-        "the linked ticket is accepted at this commit",
-    )
     assert run.details_url and "#issuecomment-" in run.details_url
     assert len([r for r in world.github.check_runs.values() if r.head_sha == FIX]) == 1
 
@@ -83,11 +86,7 @@ async def test_a_push_after_acceptance_gets_its_own_check_on_the_new_head(world:
     )
     await world.send("pull_request", pushed)
     assert check_on(world, FIX).conclusion == "success"
-    new = check_on(world, NEW_HEAD)
-    assert (new.conclusion, new.output["title"]) == (
-        "action_required",
-        "#12: accepted commit differs from head",
-    )
+    assert verdict(world, NEW_HEAD) == ("action_required", "#12: accepted commit differs from head")
 
 
 async def test_a_pull_request_linking_no_ticket_gets_the_configured_unlinked_conclusion(world: World) -> None:
@@ -95,17 +94,11 @@ async def test_a_pull_request_linking_no_ticket_gets_the_configured_unlinked_con
     person = pull_request_payload("opened", 60, "Tidy the docs", head="6" * 40, ref="docs")
     person["pull_request"]["user"]["login"] = "rita"
     await world.send("pull_request", person)
-    assert (check_on(world, "6" * 40).conclusion, check_on(world, "6" * 40).output["title"]) == (
-        "success",
-        "no linked ticket",
-    )
+    assert verdict(world, "6" * 40) == ("success", "no linked ticket")
     agent = pull_request_payload("opened", 61, "Some work", head="7" * 40, ref="agent/x")
     agent["pull_request"]["user"]["login"] = "cody"
     await world.send("pull_request", agent)
-    assert (check_on(world, "7" * 40).conclusion, check_on(world, "7" * 40).output["title"]) == (
-        "action_required",
-        "link the ticket",
-    )
+    assert verdict(world, "7" * 40) == ("action_required", "link the ticket")
 
 
 async def test_merge_queue_commits_get_the_same_check_as_the_pull_request(world: World) -> None:
