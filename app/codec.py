@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import fields
+from dataclasses import MISSING, fields
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -38,7 +38,8 @@ def _is_time(name: str) -> bool:
 def _unflat(cls: type[_T], data: Mapping[str, Any]) -> _T:
     values = {}
     for f in fields(cls):  # type: ignore[arg-type]
-        item = data[f.name]
+        # A field added later (an account id) is absent from older snapshots: its default then.
+        item = data[f.name] if f.default is MISSING or f.name in data else f.default
         if item is not None and _is_time(f.name):
             item = datetime.fromisoformat(item)
         elif item is not None and f.name in _CONVERTERS:
@@ -87,7 +88,9 @@ def ticket_to_data(ticket: Ticket) -> dict[str, Any]:
         "work": ticket.work.value if ticket.work else None,
         "no_code": ticket.no_code,
         "owner": ticket.owner,
+        "owner_id": ticket.owner_id,
         "claimant": ticket.claimant,
+        "claimant_id": ticket.claimant_id,
         "attempt": ticket.attempt,
         "check_in_minutes": ticket.check_in_minutes,
         "attempt_branch": ticket.attempt_branch,
@@ -110,6 +113,8 @@ def ticket_from_data(key: TicketKey, revision: int, data: Mapping[str, Any]) -> 
         no_code=data["no_code"],
         owner=data["owner"],
         claimant=data["claimant"],
+        owner_id=data.get("owner_id"),  # absent from snapshots written before ids were stored
+        claimant_id=data.get("claimant_id"),
         attempt=data["attempt"],
         check_in_minutes=data["check_in_minutes"],
         attempt_branch=data["attempt_branch"],
@@ -134,4 +139,5 @@ def event_from_row(row: Mapping[str, Any]) -> Event:
         operation_id=row["operation_id"],
         policy_version=row["policy_version"],
         data=row["data"],
+        actor_id=row.get("actor_id"),
     )

@@ -20,6 +20,7 @@ from sqlalchemy.exc import IntegrityError
 from app.codec import event_from_row, ticket_from_data, ticket_to_data
 from app.database import Database
 from app.outbox import Effect, enqueue
+from app.replies import Reply, enqueue_reply
 from app.tables import AttemptRow, DeliveryRecordRow, OperationRow, TicketEventRow, TicketRow, table
 from policies.commands import Command, Context
 from policies.engine import apply_all, decide, observe
@@ -30,7 +31,7 @@ from policies.rails import OBSERVATIONS, Observation, ObservationContext, observ
 from policies.refusals import Refusal, RefusalCode
 
 Change = Command | Observation | Notice
-EffectsFor = Callable[["Outcome"], Sequence[Effect]]
+EffectsFor = Callable[["Outcome"], Sequence["Effect | Reply"]]
 SurfacesFor = Callable[[int, Ticket], Sequence[Effect]]
 """The writes that show a ticket (status comment, check-runs), given its installation and state."""
 ChangeContext = Context | ObservationContext | NoticeContext
@@ -123,7 +124,7 @@ class TicketService:
                 with self.database.write() as connection:
                     outcome = self._execute_once(connection, key, change, context, expected_revision)
                     if effects is not None and not outcome.replayed and not _transient(outcome):
-                        enqueue(connection, effects(outcome), context.at.timestamp())
+                        _enqueue_answers(connection, effects(outcome), context.at.timestamp())
                     if outcome.shown is not None:
                         self._show(connection, outcome.shown, installation_id, context.at.timestamp())
                     return outcome
@@ -211,11 +212,8 @@ class TicketService:
             ).mappings()
             return [RecordedEvent(row["revision"], event_from_row(dict(row))) for row in rows]
 
-    def commands_since(
-        self, repository: str, actor: str, since: datetime, *, refused_only: bool = False
-    ) -> int:
-        """How many commands `actor` ran in `repository` since `since` (or how many were refused)."""
-        outcome = operations.c.outcome == "refused" if refused_only else operations.c.change.like("/%")
+    def commands_since(self, repository: str, actor_id: int, since: datetime) -> int:
+        """How many commands the account `actor_id` ran in `repository` since `since`."""
         with self.database.read() as connection:
             return int(
                 connection.execute(
@@ -223,9 +221,9 @@ class TicketService:
                     .select_from(operations)
                     .where(
                         operations.c.repository == repository.casefold(),
-                        func.lower(operations.c.actor) == actor.casefold(),
+                        operations.c.actor_id == actor_id,
                         operations.c.at >= since,
-                        outcome,
+                        operations.c.change.like("/%"),
                     )
                 ).scalar_one()
             )
@@ -244,6 +242,15 @@ class TicketService:
                 .order_by(operations.c.at, operations.c.operation_id)
             ).mappings()
             return [dict(row) for row in rows]
+
+
+def _enqueue_answers(connection: Connection, answers: Sequence[Effect | Reply], now: float) -> None:
+    """Effects as they are; replies to a person only while the person has replies left."""
+    for answer in answers:
+        if isinstance(answer, Reply):
+            enqueue_reply(connection, answer, now)
+        else:
+            enqueue(connection, [answer], now)
 
 
 def _key_params(key: TicketKey) -> dict[str, Any]:
@@ -331,6 +338,7 @@ def _append(connection: Connection, ticket_id: int, before: Ticket, events: Sequ
                 "revision": before.revision + offset,
                 "type": event.type.value,
                 "actor": event.actor,
+                "actor_id": event.actor_id,
                 "role": event.role,
                 "at": event.at,
                 "operation_id": event.operation_id,
@@ -349,13 +357,17 @@ def _append(connection: Connection, ticket_id: int, before: Ticket, events: Sequ
 
 
 def _open_attempt(connection: Connection, ticket_id: int, before: Ticket, event: Event) -> int:
-    runner = event.actor if event.type is not EventType.SENT_BACK else event.data["runner"]
+    if event.type is EventType.SENT_BACK:
+        runner, runner_id = event.data["runner"], event.data.get("runner_id")
+    else:
+        runner, runner_id = event.actor, event.actor_id
     result = connection.execute(
         insert(attempts),
         {
             "ticket_id": ticket_id,
             "number": event.data["attempt"],
             "runner": runner,
+            "runner_id": runner_id,
             "opened_by": event.type.value,
             "check_in_minutes": event.data.get("check_in_minutes", before.check_in_minutes),
             "branch": event.data.get("branch", before.attempt_branch),
@@ -382,6 +394,7 @@ def _record_delivery(connection: Connection, ticket_id: int, attempt_id: int, ev
             "attempt_id": attempt_id,
             "attempt": data["attempt"],
             "runner": event.actor,
+            "runner_id": event.actor_id,
             "summary": data["summary"],
             "branch": data["branch"],
             "commit_sha": data["commit"],
@@ -400,8 +413,10 @@ def _parse(text: str | None) -> datetime | None:
     return datetime.fromisoformat(text) if text else None
 
 
-def _actor(context: ChangeContext) -> str:
-    return context.actor.login if isinstance(context, Context) else context.actor
+def _actor(context: ChangeContext) -> tuple[str, int | None]:
+    if isinstance(context, Context):
+        return context.actor.login, context.actor.id
+    return context.actor, None
 
 
 def _record_operation(
@@ -423,7 +438,8 @@ def _record_operation(
             "number": key.number,
             "ticket_id": ticket_id,
             "change": _change_name(change),
-            "actor": _actor(context),
+            "actor": _actor(context)[0],
+            "actor_id": _actor(context)[1],
             "outcome": "refused" if refusal else "applied",
             "revision": revision,
             "first_revision": first_revision,

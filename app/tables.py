@@ -88,7 +88,10 @@ class TicketEventRow(SQLModel, table=True):
     ticket_id: int = Field(sa_column=Column(Integer, ForeignKey("tickets.id"), nullable=False))
     revision: int
     type: str
-    actor: str
+    actor: str  # the login the actor had then, for people to read
+    actor_id: int | None = Field(
+        default=None, sa_column=Column(BigInteger, nullable=True)
+    )  # the account; None before ids were stored
     role: str | None
     at: datetime = _time()
     operation_id: str = Field(index=True)
@@ -106,6 +109,7 @@ class AttemptRow(SQLModel, table=True):
     ticket_id: int = Field(sa_column=Column(Integer, ForeignKey("tickets.id"), nullable=False))
     number: int
     runner: str
+    runner_id: int | None = Field(default=None, sa_column=Column(BigInteger, nullable=True))
     opened_by: str  # the event type that opened it: claimed, sent_back, delivered
     check_in_minutes: int | None
     branch: str | None
@@ -123,6 +127,7 @@ class DeliveryRecordRow(SQLModel, table=True):
     attempt_id: int = Field(sa_column=Column(Integer, ForeignKey("attempts.id"), nullable=False))
     attempt: int
     runner: str
+    runner_id: int | None = Field(default=None, sa_column=Column(BigInteger, nullable=True))
     summary: str
     branch: str | None
     commit_sha: str | None
@@ -146,6 +151,7 @@ class OperationRow(SQLModel, table=True):
     ticket_id: int | None = Field(default=None, sa_column=Column(Integer, nullable=True))
     change: str
     actor: str
+    actor_id: int | None = Field(default=None, sa_column=Column(BigInteger, nullable=True))
     outcome: str  # applied | refused
     revision: int  # the ticket's revision after the operation (or when it was refused)
     first_revision: int | None
@@ -328,3 +334,31 @@ class SignOfLifeRow(SQLModel, table=True):
     source: str  # the comment id, webhook delivery id or operation id it came from
     max_silence_minutes: int | None = None
     policy_version: str | None = None
+
+
+class ReplyRow(SQLModel, table=True):
+    """A reply railyard wrote to a person (a refusal, a hint, `/help`, `/status`): the ledger of
+    the per-actor reply limit, so a public repository cannot make the app a spam cannon."""
+
+    __tablename__ = "replies"
+
+    id: int | None = Field(default=None, primary_key=True)
+    repository: str
+    actor_id: int = Field(sa_column=Column(BigInteger, nullable=False))
+    kind: str
+    operation_id: str = Field(unique=True)  # the comment answered: one reply per comment counts once
+    at: datetime = _time()
+
+
+Index(
+    "ix_replies_actor_at",
+    ReplyRow.__table__.c.repository,  # type: ignore[attr-defined]
+    ReplyRow.__table__.c.actor_id,  # type: ignore[attr-defined]
+    ReplyRow.__table__.c.at,  # type: ignore[attr-defined]
+)
+Index(
+    "ix_operations_actor_at",
+    OperationRow.__table__.c.repository,  # type: ignore[attr-defined]
+    OperationRow.__table__.c.actor_id,  # type: ignore[attr-defined]
+    OperationRow.__table__.c.at,  # type: ignore[attr-defined]
+)

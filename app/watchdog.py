@@ -28,7 +28,7 @@ from app.database import Database
 from app.service import EffectsFor, TicketService, attempts, normalize_key, tickets
 from app.tables import SignOfLifeRow, table
 from policies.events import Event, EventType
-from policies.model import Ticket, TicketKey, same_login
+from policies.model import Ticket, TicketKey, same_account
 from policies.notices import WATCHDOG_ACTOR, NoticeContext, OverdueObserved, overdue_operation_id
 from policies.states import WorkState
 from policies.watchdog import Silence, Watch, overdue, silence_limit, ticket_number_from_branch
@@ -128,9 +128,13 @@ def signs_from_events(
     ]
 
 
-def claimant_comment(ticket: Ticket | None, author: str, at: datetime, comment_id: int) -> Heard | None:
-    """A comment by the ticket's current claimant is a sign of life for the current attempt."""
-    if ticket is None or ticket.attempt == 0 or not same_login(ticket.claimant, author):
+def claimant_comment(
+    ticket: Ticket | None, author: str, author_id: int, at: datetime, comment_id: int
+) -> Heard | None:
+    """A comment by the ticket's current claimant (the account, not the login) is a sign of life."""
+    if ticket is None or ticket.attempt == 0 or ticket.claimant is None:
+        return None
+    if not same_account(author, author_id, ticket.claimant, ticket.claimant_id):
         return None
     return Heard(ticket.key, ticket.attempt, at, "comment", str(comment_id))
 

@@ -20,10 +20,11 @@ import structlog
 from app.config import LoadedConfig
 from app.github import GitHubClient, GitHubError
 from app.markdown import escape_block, escape_inline, mention
-from app.outbox import Effect, assign, comment, enqueue, reaction
+from app.outbox import Effect, assign, comment, reaction
 from app.payloads import dig, dig_int, dig_str
 from app.pulls import tickets_on_branch
 from app.render import headline
+from app.replies import Reply, enqueue_reply
 from app.roles import CannotVerify, RoleResolver
 from app.service import Outcome
 from app.services import Services
@@ -41,8 +42,6 @@ from policies.transitions import next_steps, roles_in_rows
 
 router = Router()
 log = structlog.get_logger(__name__)
-REPLY_WINDOW = timedelta(minutes=10)
-REPLIES_PER_WINDOW = 3  # refusals answered in words; past that, a reaction only
 
 
 @dataclass(frozen=True)
@@ -57,6 +56,7 @@ class CommentFacts:
     body: str
     created_at: datetime
     author: str
+    author_id: int  # the account; `author` is only the login it has now
     author_is_bot: bool
     via_app_id: int | None
 
@@ -67,7 +67,8 @@ class CommentFacts:
         repository = dig_str(p, "repository", "full_name")
         number, comment_id = dig_int(p, "issue", "number"), dig_int(p, "comment", "id")
         author, created = dig_str(p, "comment", "user", "login"), dig_str(p, "comment", "created_at")
-        if None in (event.installation_id, repository, number, comment_id, author, created):
+        author_id = dig_int(p, "comment", "user", "id")
+        if None in (event.installation_id, repository, number, comment_id, author, author_id, created):
             return None
         return cls(
             installation_id=int(event.installation_id),  # type: ignore[arg-type]
@@ -78,6 +79,7 @@ class CommentFacts:
             body=dig_str(p, "comment", "body") or "",
             created_at=datetime.fromisoformat(str(created).replace("Z", "+00:00")),
             author=str(author),
+            author_id=int(author_id),  # type: ignore[arg-type]
             author_is_bot=dig_str(p, "comment", "user", "type") == "Bot",
             via_app_id=dig_int(p, "comment", "performed_via_github_app", "id"),
         )
@@ -133,7 +135,7 @@ def note_claimant_comment(facts: CommentFacts, services: Services) -> None:
     if facts.on_pull_request:
         return
     ticket = services.tickets.load(TicketKey(facts.repository, facts.number))
-    heard = claimant_comment(ticket, facts.author, facts.created_at, facts.comment_id)
+    heard = claimant_comment(ticket, facts.author, facts.author_id, facts.created_at, facts.comment_id)
     if heard is not None:
         record_sign_of_life(services.database, heard)
 
@@ -179,7 +181,7 @@ class CommandRun:
             self._answer_refusal(completed)
             return
         high_risk = bool(_label_names(issue) & set(loaded.config.high_risk.labels))
-        context = self._context(Actor(self.facts.author, roles), loaded, high_risk)
+        context = self._context(Actor(self.facts.author, roles, self.facts.author_id), loaded, high_risk)
         outcome = self.services.tickets.execute(
             key, completed, context, effects=self._answers, installation_id=self.facts.installation_id
         )
@@ -240,12 +242,13 @@ class CommandRun:
         """Fill in what only GitHub knows now: the description and owner, the delivered commit."""
         if isinstance(command, Publish):
             labels = _label_names(issue)
-            assignees = [a for a in (dig_str(x, "login") for x in dig(issue, "assignees") or []) if a]
+            assignees = [a for a in dig(issue, "assignees") or [] if dig_str(a, "login") and dig_int(a, "id")]
             no_code = command.no_code or loaded.config.tickets.no_code_label in labels
             return replace(
                 command,
                 description=dig_str(issue, "body") or "",
-                first_assignee=assignees[0] if assignees else None,
+                first_assignee=dig_str(assignees[0], "login") if assignees else None,
+                first_assignee_id=dig_int(assignees[0], "id") if assignees else None,
                 no_code=no_code,
             )
         if isinstance(command, Deliver):
@@ -301,7 +304,7 @@ class CommandRun:
         now = datetime.fromtimestamp(self.services.clock(), UTC)
         config = loaded.config
         recent = self.services.tickets.commands_since(
-            self.facts.repository, self.facts.author, now - timedelta(hours=1)
+            self.facts.repository, self.facts.author_id, now - timedelta(hours=1)
         )
         return Context(
             actor=actor,
@@ -316,14 +319,15 @@ class CommandRun:
             commands_last_hour=recent,
             commands_per_hour=config.limits.commands_per_hour,
             config_error=loaded.error,
+            on_pull_request=self.facts.on_pull_request,
         )
 
     # -- answers ------------------------------------------------------------------------
 
-    def _answers(self, outcome: Outcome) -> list[Effect]:
+    def _answers(self, outcome: Outcome) -> list[Effect | Reply]:
         """The GitHub writes the outcome calls for, enqueued with it."""
         f = self.facts
-        effects: list[Effect] = []
+        effects: list[Effect | Reply] = []
         if outcome.refusal is not None:
             return [self._refusal_effect(outcome.refusal)]
         effects.append(reaction(f.installation_id, f.repository, f.comment_id, "+1"))
@@ -357,28 +361,26 @@ class CommandRun:
             )
         return effects
 
-    def _refusal_effect(self, refusal: Refusal) -> Effect:
-        f = self.facts
-        since = datetime.fromtimestamp(self.services.clock(), UTC) - REPLY_WINDOW
-        if (
-            self.services.tickets.commands_since(f.repository, f.author, since, refused_only=True)
-            > REPLIES_PER_WINDOW
-        ):
-            return reaction(f.installation_id, f.repository, f.comment_id, "confused")
+    def _refusal_effect(self, refusal: Refusal) -> Reply:
         body = f"{self._quote()}\n\nRefused: {escape_block(refusal.reason, limit=2000)}"
         if refusal.hint:
             body += f"\n\n{escape_inline(refusal.hint, limit=500)}"
-        return comment(f.installation_id, f.repository, f.number, body, f"refusal:{f.comment_id}")
+        return self._reply_to_author(body, "refusal")
 
     def _answer_refusal(self, refusal: Refusal) -> None:
+        reply = self._refusal_effect(refusal)
         with self.services.database.write() as connection:
-            enqueue(connection, [self._refusal_effect(refusal)], self.services.clock())
+            enqueue_reply(connection, reply, self.services.clock())
 
     def _reply(self, body: str, kind: str) -> None:
-        f = self.facts
-        effect = comment(f.installation_id, f.repository, f.number, body, f"{kind}:{f.comment_id}")
+        """Answer the comment, within the author's reply limit (see `app.replies`)."""
+        reply = self._reply_to_author(body, kind)
         with self.services.database.write() as connection:
-            enqueue(connection, [effect], self.services.clock())
+            enqueue_reply(connection, reply, self.services.clock())
+
+    def _reply_to_author(self, body: str, kind: str) -> Reply:
+        f = self.facts
+        return Reply(f.installation_id, f.repository, f.number, f.comment_id, f.author_id, kind, body)
 
     async def _informational(self, key: TicketKey) -> None:
         if self.parsed.informational == "help":

@@ -30,7 +30,7 @@ async def on_issue_labelled(event: WebhookEvent, services: Services) -> None:
         return
     sender = dig_str(event.payload, "sender", "login") or "github"
     context = Context(
-        actor=Actor(sender),
+        actor=Actor(sender, id=dig_int(event.payload, "sender", "id")),
         # One ticket per issue, however often the label comes and goes.
         operation_id=f"ticket-label:{repository.casefold()}#{number}",
         at=datetime.fromtimestamp(services.clock(), UTC),
@@ -54,6 +54,7 @@ async def on_issue_closed_or_reopened(event: WebhookEvent, services: Services) -
     closed = event.action == "closed"
     context = NoticeContext(
         actor=dig_str(event.payload, "sender", "login") or "github",
+        actor_id=dig_int(event.payload, "sender", "id"),
         operation_id=f"issue-{event.action}:{event.delivery_id}",
         at=datetime.fromtimestamp(services.clock(), UTC),
         policy_version=await _policy_version(event, services, repository),

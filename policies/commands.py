@@ -49,6 +49,7 @@ class Publish:
 
     description: str = ""
     first_assignee: str | None = None
+    first_assignee_id: int | None = None
     no_code: bool = False
     name: ClassVar[CommandName] = CommandName.PUBLISH
 
@@ -123,3 +124,4 @@ class Context:
     commands_last_hour: int = 0
     commands_per_hour: int | None = None
     config_error: str | None = None
+    on_pull_request: bool = False  # the command was written on a pull request, which never creates a ticket

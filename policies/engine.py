@@ -26,7 +26,7 @@ from policies.commands import (
     SendBack,
 )
 from policies.events import RAIL_EVENT_TYPES, Event, EventType, RailEvent
-from policies.model import Delivery, Review, Ticket, same_login
+from policies.model import Delivery, Review, Ticket, same_account
 from policies.rails import Observation, ObservationContext, Rails, apply_rail_event, decide_observation
 from policies.refusals import Refusal, RefusalCode
 from policies.states import (
@@ -48,8 +48,8 @@ def holds(ticket: Ticket, ctx: Context, qualification: Qualification) -> bool:
     if isinstance(qualification, Role):
         return qualification in ctx.actor.roles
     if qualification is Relation.OWNER:
-        return same_login(ctx.actor.login, ticket.owner)
-    return same_login(ctx.actor.login, ticket.claimant)
+        return ctx.actor.is_account(ticket.owner, ticket.owner_id)
+    return ctx.actor.is_account(ticket.claimant, ticket.claimant_id)
 
 
 def decide(ticket: Ticket, command: Command, ctx: Context) -> Decision:
@@ -70,6 +70,12 @@ def decide(ticket: Ticket, command: Command, ctx: Context) -> Decision:
         )
     if isinstance(command, Draft) and command.via_label:
         return _draft_by_label(ticket, ctx)
+    if ctx.on_pull_request and (not ticket.exists or command.name is CommandName.DRAFT):
+        return Refusal(
+            RefusalCode.NOT_A_TICKET,
+            f"{_name(command)}: comments on pull requests never create tickets.",
+            f"Write /{command.name.value} on the issue itself.",
+        )
     variant = command.mode if isinstance(command, Accept) else None
     rows = rows_for(command.name, variant)
     if not ticket.exists and not any(None in row.sources for row in rows):
@@ -89,6 +95,13 @@ def decide(ticket: Ticket, command: Command, ctx: Context) -> Decision:
             f"{_name(command)} on a {ticket.work or 'new'} ticket needs {who}; "
             f"@{ctx.actor.login} holds none of them.",
             f"Ask someone who is {who}.",
+        )
+    if row.backed_by is not None and isinstance(used, Relation) and row.backed_by not in ctx.actor.roles:
+        return Refusal(
+            RefusalCode.NOT_ALLOWED,
+            f"{_name(command)}: @{ctx.actor.login} is the {used.value} but no longer holds "
+            f"{row.backed_by.value}, which the {used.value} needs now.",
+            f"Ask to be given {row.backed_by.value} again, or /reopen to give the work up.",
         )
     return _GUARDS[command.name](ticket, command, ctx, row, used)
 
@@ -114,9 +127,17 @@ def _wrong_state(ticket: Ticket, command: Command, rows: tuple[Transition, ...])
     )
 
 
-def _event(kind: EventType, ctx: Context, used: Qualification | None, data: Mapping[str, Any]) -> Event:
-    role = used.value if used is not None else None
-    return Event(kind, ctx.actor.login, role, ctx.at, ctx.operation_id, ctx.policy_version, data)
+def _event(
+    kind: EventType,
+    ctx: Context,
+    used: Qualification | None,
+    data: Mapping[str, Any],
+    role: str | None = None,
+) -> Event:
+    role = used.value if used is not None else role
+    return Event(
+        kind, ctx.actor.login, role, ctx.at, ctx.operation_id, ctx.policy_version, data, ctx.actor.id
+    )
 
 
 def _iso(moment: datetime | None) -> str | None:
@@ -149,7 +170,14 @@ def _draft_by_label(ticket: Ticket, ctx: Context) -> Decision:
         return ()
     data = {"via": "label", "environments": list(ctx.environments)}
     event = Event(
-        EventType.CREATED, ctx.actor.login, LABEL, ctx.at, ctx.operation_id, ctx.policy_version, data
+        EventType.CREATED,
+        ctx.actor.login,
+        LABEL,
+        ctx.at,
+        ctx.operation_id,
+        ctx.policy_version,
+        data,
+        ctx.actor.id,
     )
     return (event,)
 
@@ -167,7 +195,11 @@ def _publish(
     if not ticket.exists:
         created = {"via": "publish", "environments": list(ctx.environments)}
         events.append(_event(EventType.CREATED, ctx, used, created))
-    published = {"owner": command.first_assignee or ctx.actor.login, "no_code": command.no_code}
+    if command.first_assignee is not None:
+        owner, owner_id = command.first_assignee, command.first_assignee_id
+    else:
+        owner, owner_id = ctx.actor.login, ctx.actor.id
+    published = {"owner": owner, "owner_id": owner_id, "no_code": command.no_code}
     events.append(_event(EventType.PUBLISHED, ctx, used, published))
     return tuple(events)
 
@@ -249,7 +281,7 @@ def _accept(ticket: Ticket, command: Accept, ctx: Context, row: Transition, used
     stale = _stale(ticket, command, ctx)
     if stale is not None:
         return stale
-    is_runner = same_login(ctx.actor.login, delivery.runner)
+    is_runner = ctx.actor.is_account(delivery.runner, delivery.runner_id)
     refusal = _accept_refusal(command, ctx, is_runner)
     if refusal is not None:
         return refusal
@@ -312,7 +344,7 @@ def _send_back(
     stale = _stale(ticket, command, ctx)
     if stale is not None:
         return stale
-    if same_login(ctx.actor.login, delivery.runner):
+    if ctx.actor.is_account(delivery.runner, delivery.runner_id):
         return Refusal(
             RefusalCode.NOT_INDEPENDENT,
             f"/send-back: @{ctx.actor.login} delivered this work and cannot review it.",
@@ -323,6 +355,7 @@ def _send_back(
         "attempt": ticket.attempt + 1,
         "previous_attempt": delivery.attempt,
         "runner": ticket.claimant,
+        "runner_id": ticket.claimant_id,
     }
     return (_event(EventType.SENT_BACK, ctx, used, data),)
 
@@ -335,6 +368,7 @@ def _reopen(ticket: Ticket, command: Reopen, ctx: Context, row: Transition, used
         "from": ticket.work.value if ticket.work else None,
         "released_by_claimant": used is Relation.CLAIMANT,
         "previous_claimant": ticket.claimant,
+        "previous_claimant_id": ticket.claimant_id,
     }
     return (_event(EventType.REOPENED, ctx, used, data),)
 
@@ -368,7 +402,25 @@ def apply(ticket: Ticket, event: Event) -> Ticket:
     if event.type in RAIL_EVENT_TYPES:
         rail_event = event if isinstance(event, RailEvent) else RailEvent(**vars(event))
         return replace(ticket, rails=apply_rail_event(ticket.rails, rail_event))
-    return _APPLIERS[event.type](ticket, event)
+    return _APPLIERS[event.type](_recognise(ticket, event), event)
+
+
+def _recognise(ticket: Ticket, event: Event) -> Ticket:
+    """The owner and claimant as of the actor's event: an id adopted, a renamed login updated.
+
+    A relation recorded before railyard stored ids adopts the id of its first event from an
+    account with that login; from then on only the id counts, and each event by the account
+    shows its current login.
+    """
+    if event.actor_id is None:
+        return ticket
+    if ticket.owner is not None and same_account(event.actor, event.actor_id, ticket.owner, ticket.owner_id):
+        ticket = replace(ticket, owner=event.actor, owner_id=event.actor_id)
+    if ticket.claimant is not None and same_account(
+        event.actor, event.actor_id, ticket.claimant, ticket.claimant_id
+    ):
+        ticket = replace(ticket, claimant=event.actor, claimant_id=event.actor_id)
+    return ticket
 
 
 def apply_all(ticket: Ticket, events: tuple[Event, ...] | list[Event]) -> Ticket:
@@ -391,7 +443,8 @@ def _created(ticket: Ticket, event: Event) -> Ticket:
 def _published(ticket: Ticket, event: Event) -> Ticket:
     no_code = bool(event.data["no_code"])
     rails = ticket.rails.not_applicable() if no_code else ticket.rails
-    return replace(ticket, work=WorkState.OPEN, owner=event.data["owner"], no_code=no_code, rails=rails)
+    owner, owner_id = event.data["owner"], event.data.get("owner_id")
+    return replace(ticket, work=WorkState.OPEN, owner=owner, owner_id=owner_id, no_code=no_code, rails=rails)
 
 
 def _claimed(ticket: Ticket, event: Event) -> Ticket:
@@ -399,6 +452,7 @@ def _claimed(ticket: Ticket, event: Event) -> Ticket:
         ticket,
         work=WorkState.CLAIMED,
         claimant=event.actor,
+        claimant_id=event.actor_id,
         attempt=event.data["attempt"],
         check_in_minutes=event.data["check_in_minutes"],
         attempt_branch=event.data["branch"],
@@ -421,6 +475,7 @@ def _delivered(ticket: Ticket, event: Event) -> Ticket:
         comment_at=_parse_time(data["comment_at"]),
         operation_id=event.operation_id,
         at=event.at,
+        runner_id=event.actor_id,
     )
     return replace(
         ticket,
@@ -443,6 +498,7 @@ def _accepted(ticket: Ticket, event: Event) -> Ticket:
         commit=data["commit"],
         reason=data["reason"],
         at=event.at,
+        reviewer_id=event.actor_id,
     )
     return replace(ticket, work=WorkState.ACCEPTED, review=review)
 
@@ -456,6 +512,7 @@ def _reopened(ticket: Ticket, event: Event) -> Ticket:
         ticket,
         work=WorkState.OPEN,
         claimant=None,
+        claimant_id=None,
         check_in_minutes=None,
         attempt_branch=None,
         review=None,

@@ -54,6 +54,7 @@ class Event:
     operation_id: str
     policy_version: str
     data: Mapping[str, Any] = field(default_factory=dict)
+    actor_id: int | None = None  # the actor's GitHub user id; `actor` is the login it had then
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,22 @@ from policies.states import ReviewKind, Role, WorkState
 
 
 def same_login(left: str | None, right: str | None) -> bool:
-    """GitHub logins are case-insensitive: `Octocat` and `octocat` are one account."""
+    """GitHub logins are case-insensitive: `Octocat` and `octocat` are one spelling."""
     return left is not None and right is not None and left.casefold() == right.casefold()
+
+
+def same_account(
+    login: str | None, account_id: int | None, other_login: str | None, other_id: int | None
+) -> bool:
+    """Whether two recorded people are one GitHub account.
+
+    An account is its user id: a login can be renamed, and a freed login registered by
+    someone else. Logins decide only when one side was recorded before railyard stored ids;
+    that side adopts the id at its first matching event (see `policies.engine.apply`).
+    """
+    if account_id is not None and other_id is not None:
+        return account_id == other_id
+    return same_login(login, other_login)
 
 
 @dataclass(frozen=True)
@@ -44,6 +58,11 @@ class Actor:
 
     login: str
     roles: frozenset[Role] = frozenset()
+    id: int | None = None  # the GitHub user id: the identity (None only in old records and some tests)
+
+    def is_account(self, login: str | None, account_id: int | None) -> bool:
+        """Whether this actor is the recorded account (by id; by login only for records without one)."""
+        return same_account(self.login, self.id, login, account_id)
 
 
 @dataclass(frozen=True)
@@ -61,6 +80,7 @@ class Delivery:
     comment_at: datetime | None
     operation_id: str
     at: datetime
+    runner_id: int | None = None
 
     def same_work_as(self, commit: str | None, artifacts: tuple[str, ...]) -> bool:
         """A delivery whose resolved commit and artifacts are unchanged is not progress."""
@@ -77,6 +97,7 @@ class Review:
     commit: str | None
     reason: str | None
     at: datetime
+    reviewer_id: int | None = None
 
 
 @dataclass(frozen=True)
@@ -90,8 +111,10 @@ class Ticket:
     revision: int = 0
     work: WorkState | None = None
     no_code: bool = False
-    owner: str | None = None
+    owner: str | None = None  # the current login of the owner's account (shown; never compared alone)
     claimant: str | None = None
+    owner_id: int | None = None  # None only for tickets recorded before ids were stored
+    claimant_id: int | None = None
     attempt: int = 0
     check_in_minutes: int | None = None
     attempt_branch: str | None = None

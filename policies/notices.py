@@ -49,6 +49,7 @@ class NoticeContext:
     operation_id: str
     at: datetime
     policy_version: str = ""
+    actor_id: int | None = None  # the account that closed or reopened the issue; None for railyard itself
 
 
 def notice_name(notice: Notice) -> str:
@@ -72,7 +73,7 @@ def decide_notice(ticket: Ticket, notice: Notice, ctx: NoticeContext) -> tuple[E
         if notice.closed == ticket.closed:
             return ()
         kind = EventType.ISSUE_CLOSED if notice.closed else EventType.ISSUE_REOPENED
-        return (Event(kind, ctx.actor, None, ctx.at, ctx.operation_id, ctx.policy_version, {}),)
+        return (Event(kind, ctx.actor, None, ctx.at, ctx.operation_id, ctx.policy_version, {}, ctx.actor_id),)
     if not still_watched(ticket, notice):
         return ()  # a sign of life, a delivery or a close came first: the silence is over
     data = {

@@ -18,6 +18,8 @@ class Transition:
 
     `allowed` lists who may run it, in SPEC's order; the first one the actor holds is the
     role or relation recorded. A source of None means the issue is not yet a ticket.
+    `backed_by` is the role a relation needs at execution to give its powers: a claimant
+    removed from the runners cannot deliver.
     """
 
     command: CommandName
@@ -26,6 +28,7 @@ class Transition:
     allowed: tuple[Qualification, ...]
     variant: AcceptMode | None = None
     note: str = ""
+    backed_by: Role | None = None
 
 
 W = WorkState
@@ -45,6 +48,7 @@ TRANSITIONS: tuple[Transition, ...] = (
         W.DELIVERED,
         (Relation.CLAIMANT,),
         note="summary and an artifact",
+        backed_by=Role.RUNNER,
     ),
     Transition(
         CommandName.DELIVER,
@@ -52,6 +56,7 @@ TRANSITIONS: tuple[Transition, ...] = (
         W.DELIVERED,
         (Relation.CLAIMANT,),
         note="last claimant, new attempt",
+        backed_by=Role.RUNNER,
     ),
     Transition(
         CommandName.ACCEPT,
@@ -116,14 +121,16 @@ def roles_in_rows(command: Command) -> frozenset[Role]:
     Resolving only these saves a team-membership lookup per role the command cannot use.
     """
     variant = command.mode if isinstance(command, Accept) else None
-    return frozenset(q for row in rows_for(command.name, variant) for q in row.allowed if isinstance(q, Role))
+    rows = rows_for(command.name, variant)
+    allowed = {q for row in rows for q in row.allowed if isinstance(q, Role)}
+    return frozenset(allowed | {row.backed_by for row in rows if row.backed_by is not None})
 
 
 def mermaid_diagram(transitions: tuple[Transition, ...] = TRANSITIONS) -> str:
     """The work rail as a Mermaid state diagram, one arrow per source of each row."""
     lines = ["stateDiagram-v2"]
     for row in transitions:
-        who = ", ".join(q.value for q in row.allowed)
+        who = ", ".join(who_may(row))
         label = f"/{row.command.value}"
         if row.variant is AcceptMode.SELF:
             label += " --self"
@@ -145,5 +152,15 @@ def next_steps(state: WorkState | None) -> tuple[tuple[str, tuple[str, ...]], ..
                 label += " --self"
             elif row.variant is AcceptMode.OVERRIDE:
                 label += " --override REASON"
-            steps.append((label, tuple(q.value for q in row.allowed)))
+            steps.append((label, who_may(row)))
     return tuple(steps)
+
+
+def who_may(row: Transition) -> tuple[str, ...]:
+    """Who may run a row, as people read it: `claimant holding runner` for a backed relation."""
+    return tuple(
+        f"{q.value} holding {row.backed_by.value}"
+        if row.backed_by is not None and not isinstance(q, Role)
+        else q.value
+        for q in row.allowed
+    )

@@ -30,6 +30,7 @@ import subprocess
 import sys
 import time
 import uuid
+import zlib
 from collections import Counter, deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import asdict, dataclass, field, is_dataclass, replace
@@ -268,6 +269,11 @@ class RateBucket:
     reset: datetime
 
 
+def account_id(login: str) -> int:
+    """A stable user id for a login, so payloads built anywhere in the tests agree with the stand-in."""
+    return 10_000 + zlib.crc32(login.casefold().encode()) % 90_000_000
+
+
 @dataclass
 class StandinState:
     """Everything the stand-in knows, the record of calls, and the queued faults."""
@@ -317,7 +323,18 @@ class StandinState:
         return next(self._ids)
 
     def user_id(self, login: str) -> int:
-        return self._user_ids.setdefault(login, 100 + len(self._user_ids))
+        """The account behind a login (logins are case-insensitive; the id is what stays)."""
+        return self._user_ids.setdefault(login.casefold(), account_id(login))
+
+    def rename_user(self, old: str, new: str) -> None:
+        """The account behind `old` is now called `new`; `old` is free for anyone to register."""
+        self._user_ids[new.casefold()] = self.user_id(old)
+        del self._user_ids[old.casefold()]
+
+    def register_user(self, login: str) -> int:
+        """A new account takes `login` (freed by a rename): a new id behind the same login."""
+        self._user_ids[login.casefold()] = new = self.next_id()
+        return new
 
     @property
     def bot_login(self) -> str:

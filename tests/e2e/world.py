@@ -17,7 +17,7 @@ from app.service import TicketService
 from app.surfaces import status_key
 from policies.model import TicketKey
 from tests.fakes import drained, example
-from tests.github_standin import StandinState
+from tests.github_standin import StandinState, account_id
 
 REPO = "acme/web"
 MAIN, FIX = "1" * 40, "f" * 40
@@ -58,9 +58,12 @@ def standin_state() -> StandinState:
 
 
 def comment_payload(
-    login: str, body: str, number: int, *, pr: bool = False, **comment: Any
+    login: str, body: str, number: int, *, pr: bool = False, user_id: int | None = None, **comment: Any
 ) -> dict[str, Any]:
-    """A real `issue_comment.created` payload, pointed at acme/web and the given issue or PR."""
+    """A real `issue_comment.created` payload, pointed at acme/web and the given issue or PR.
+
+    `user_id` is the author's account (by default the stand-in's stable id for the login).
+    """
     payload = json.loads(example("api.github.com", "issue_comment", "02-created.json"))
     comment_id = comment.pop("id", None) or next(_comment_ids)
     payload["installation"] = {"id": 7, "node_id": "MDIzOkludGVncmF0aW9uSW5zdGFsbGF0aW9uNw=="}
@@ -70,9 +73,10 @@ def comment_payload(
         payload["issue"]["pull_request"] = {"url": f"https://api.github.com/repos/{REPO}/pulls/{number}"}
     created = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     payload["comment"].update({"id": comment_id, "body": body, "created_at": created, "updated_at": created})
-    payload["comment"]["user"].update({"login": login, "type": "User"})
+    account = user_id if user_id is not None else account_id(login)
+    payload["comment"]["user"].update({"login": login, "type": "User", "id": account})
     payload["comment"].update(comment)
-    payload["sender"]["login"] = login
+    payload["sender"].update({"login": login, "id": account})
     return payload
 
 
@@ -90,7 +94,8 @@ class World:
         """The comment exists on GitHub (the stand-in), and this is its webhook payload."""
         user_type = "Bot" if login.endswith("[bot]") else "User"
         written = self.github.add_comment(REPO, number, body, user=login, user_type=user_type)
-        payload = comment_payload(login, body, number, pr=pr, id=written.id, **extra)
+        account = self.github.user_id(login)
+        payload = comment_payload(login, body, number, pr=pr, id=written.id, user_id=account, **extra)
         payload["comment"]["user"]["type"] = user_type
         return payload
 

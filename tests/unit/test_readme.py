@@ -26,7 +26,7 @@ def test_the_diagram_has_one_arrow_per_source_of_every_row() -> None:
     """Every command row of SPEC appears in the picture, including the moves out of accepted."""
     readme = (ROOT / "README.md").read_text()
     for arrow in (
-        "accepted --> delivered: /deliver (claimant)",
+        "accepted --> delivered: /deliver (claimant holding runner)",
         "accepted --> open: /reopen (owner, repository_maintainer)",
         "delivered --> accepted: /accept --override (repository_maintainer, release_owner)",
         "[*] --> open: /publish (requester, task_owner)",

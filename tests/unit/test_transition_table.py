@@ -642,7 +642,7 @@ def test_publish_makes_the_first_assignee_or_else_the_publisher_the_owner(
         (Claim(), {Role.RUNNER}),
         (Accept(), {Role.REVIEWER}),
         (Accept(mode=AcceptMode.OVERRIDE, reason="r"), {Role.REPOSITORY_MAINTAINER, Role.RELEASE_OWNER}),
-        (Deliver(summary="s", commit="c"), set()),  # only the claimant relation
+        (Deliver(summary="s", commit="c"), {Role.RUNNER}),  # the claimant relation, backed by runner
         (Reopen(reason="r"), {Role.REVIEWER, Role.REPOSITORY_MAINTAINER}),
     ],
 )
