@@ -17,7 +17,7 @@ async def accept_ticket_12(world: World) -> None:
 
 
 async def test_an_account_that_registered_the_owners_freed_login_cannot_reopen(world: World) -> None:
-    """olivia renames her account; mallory registers "olivia": her /reopen is refused; the real owner's works."""
+    """olivia renames her account and mallory registers "olivia": only the real owner may reopen."""
     await accept_ticket_12(world)
     world.github.rename_user("olivia", "olivia-renamed")
     world.github.register_user("olivia")
@@ -82,7 +82,7 @@ async def test_a_claimant_removed_from_the_runners_may_still_give_the_work_up(wo
 
 
 async def test_publish_in_a_pull_request_comment_creates_no_ticket(world: World) -> None:
-    """A PR saying `Fixes #61`: /publish written on the PR is refused with a reply; #61 stays a plain issue."""
+    """On a PR saying `Fixes #61`, /publish and /draft are refused with a reply; #61 stays an issue."""
     world.github.add_issue(REPO, 61, body="Flaky upload test")
     world.github.add_pull(REPO, 36, body="Fixes #61", head_ref="fix/61", head_sha="6" * 40)
     await world.say("rachel", "/publish", number=36, pr=True)
