@@ -10,7 +10,12 @@ in it render as the characters typed, never as markup. Whatever the input, the o
   looking the same (`mention` makes the deliberate ones);
 - no emphasis, code span, link, image, strikethrough, table cell break or math: the
   characters ``\\ ` * _ [ ] | ~`` are backslash-escaped and `$` becomes `&#36;`;
-- no control characters, bidirectional overrides or lone surrogates (those become U+FFFD).
+- no control characters, bidirectional overrides or lone surrogates (those become U+FFFD);
+- no invisible text: Unicode tag characters (U+E0000-U+E007F, invisible to people, read by
+  language models), zero-width and other invisible characters (U+200B-U+200D, U+2060-U+2064,
+  U+FEFF, U+180E, U+00AD, Hangul fillers), the bidi marks U+200E, U+200F and U+061C, and
+  variation selectors past the first after a character (runs of them can smuggle bytes) are
+  dropped.
 
 `escape_inline` also collapses all whitespace, newlines included, to single spaces (safe in a
 sentence or a table cell). `escape_block` returns a quoted block, every line starting with
@@ -37,7 +42,13 @@ _ESCAPES: dict[str, str] = {
     **{char: "\\" + char for char in "\\`*_[]|~"},
 }
 _LINE_BREAKS = re.compile("\r\n|[\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")
-_DROPPED = re.compile("[\x00-\x08\x0e-\x1b\x1f\x7f-\x84\x86-\x9f\u202a-\u202e\u2066-\u2069]")
+_DROPPED = re.compile(
+    "[\x00-\x08\x0e-\x1b\x1f\x7f-\x84\x86-\x9f\u202a-\u202e\u2066-\u2069]"  # controls, bidi overrides
+    "|[\U000e0000-\U000e007f]"  # tag characters: invisible text
+    "|[\u200b-\u200f\u2060-\u2064\ufeff\u180e\u00ad\u061c\u115f\u1160\u3164\uffa0\u034f]"  # invisible
+    "|[\U000e0100-\U000e01ef\ufe00-\ufe0d]"  # variation selectors beyond text/emoji presentation
+    "|(?<=[\ufe0e\ufe0f])[\ufe0e\ufe0f]+"  # a run of presentation selectors: the first is kept
+)
 _SURROGATES = re.compile("[\ud800-\udfff]")
 _ORDERED_MARKER = re.compile(r"[0-9]{1,9}(?=[.)])")
 _LINE_START_ESCAPED = frozenset("#-+=")
