@@ -34,6 +34,7 @@ def ticket_summary(ticket: Ticket) -> dict[str, Any]:
     """The `status --json` shape."""
     delivery = ticket.last_delivery
     runner = ticket.claimant or (delivery.runner if delivery else None)
+    runner_id = ticket.claimant_id if ticket.claimant else (delivery.runner_id if delivery else None)
     return {
         "ticket": str(ticket.key),
         "work": ticket.work.value if ticket.work else None,
@@ -43,11 +44,15 @@ def ticket_summary(ticket: Ticket) -> dict[str, Any]:
         "revision": ticket.revision,
         "attempt": ticket.attempt,
         "runner": runner,
+        "runner_id": runner_id,
         "claimant": ticket.claimant,
+        "claimant_id": ticket.claimant_id,
         "owner": ticket.owner,
+        "owner_id": ticket.owner_id,
         "no_code": ticket.no_code,
         "review": ticket.review.kind.value if ticket.review else None,
         "reviewer": ticket.review.reviewer if ticket.review else None,
+        "reviewer_id": ticket.review.reviewer_id if ticket.review else None,
         "delivery": _delivery(ticket),
         "merge_commit": ticket.rails.merge_commit,
     }
@@ -60,6 +65,7 @@ def _delivery(ticket: Ticket) -> dict[str, Any] | None:
     return {
         "attempt": delivery.attempt,
         "runner": delivery.runner,
+        "runner_id": delivery.runner_id,
         "summary": delivery.summary,
         "branch": delivery.branch,
         "commit": delivery.commit,
@@ -77,6 +83,7 @@ def event_items(service: TicketService, key: TicketKey) -> list[dict[str, Any]]:
             "revision": recorded.revision,
             "type": recorded.event.type.value,
             "actor": recorded.event.actor,
+            "actor_id": recorded.event.actor_id,
             "role": recorded.event.role,
             "at": recorded.event.at.isoformat(),
             "operation_id": recorded.event.operation_id,
@@ -91,6 +98,7 @@ def event_items(service: TicketService, key: TicketKey) -> list[dict[str, Any]]:
                 "revision": refused["revision"],
                 "type": "command_rejected",
                 "actor": refused["actor"],
+                "actor_id": refused["actor_id"],
                 "role": None,
                 "at": refused["at"].isoformat(),
                 "operation_id": refused["operation_id"],
