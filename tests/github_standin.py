@@ -167,6 +167,8 @@ class PullRequest:
     body: str | None = ""
     user: str = "octocat"
     title: str = "A pull request"
+    # The head branch's repository: "" is the PR's own, "owner/name" a fork, None a deleted fork.
+    head_repo: str | None = ""
 
 
 @dataclass
@@ -647,6 +649,24 @@ class Render:
         )
         return shape | {"owner": self.account(owner)}
 
+    def _fork(self, full_name: str) -> Json:
+        """A fork's repository object, as it appears in a PR's `head.repo`."""
+        owner, name = full_name.split("/")
+        fork_id = int(_fake_sha(full_name)[:8], 16)
+        shape = self.fill(
+            _REPOSITORY,
+            id=fork_id,
+            node_id=_node_id("Repository", fork_id),
+            name=name,
+            full_name=full_name,
+            private=False,
+            visibility="public",
+            default_branch="main",
+            open_issues=0,
+            url=f"{self.api}/repos/{full_name}",
+        )
+        return shape | {"owner": self.account(owner), "fork": True}
+
     def commit(self, repo: str, sha: str) -> Json:
         return self.fill(
             _COMMIT, sha=sha, node_id=_node_id("Commit", sha), repo=repo, tree=_fake_sha(sha, "tree")
@@ -754,6 +774,10 @@ class Render:
         for side, ref, sha in (("head", pull.head_ref, pull.head_sha), ("base", pull.base_ref, base_sha)):
             shape[side] = {"label": f"{owner}:{ref}", "ref": ref, "sha": sha, "repo": repository}
             shape[side]["user"] = repository["owner"]
+        if pull.head_repo != "":  # a fork's head (or a deleted fork's: null, as GitHub answers)
+            fork = self._fork(pull.head_repo) if pull.head_repo else None
+            fork_owner = pull.head_repo.split("/")[0] if pull.head_repo else owner
+            shape["head"].update({"repo": fork, "label": f"{fork_owner}:{pull.head_ref}"})
         closed_at = iso(SEEDED_AT) if pull.state == "closed" else None
         return shape | {
             "title": pull.title,

@@ -96,6 +96,8 @@ async def run(
         payload = json.loads(json.dumps(payload))
         payload["installation"] = {"id": 7}
         payload["repository"]["full_name"] = repository
+        if event == "pull_request":  # the PR's head branch is in the repository itself
+            payload["pull_request"]["head"]["repo"]["full_name"] = repository
         delivery = WebhookEvent(f"{repository}-{number}", event, payload.get("action"), 7, payload)
         for handler in ROUTER.handlers_for(event, delivery.action):
             await handler(delivery, services)
