@@ -19,7 +19,14 @@ from app.deployments import merged_tickets
 from app.github import GitHubError
 from app.held import held_for, hold
 from app.payloads import dig, dig_int, dig_str
-from app.pulls import PullRequest, attempt_opened_by, pulls_where, remember, tickets_on_branch
+from app.pulls import (
+    PullRequest,
+    attempt_opened_by,
+    pulls_where,
+    remember,
+    stored_pull,
+    tickets_on_branch,
+)
 from app.services import Services
 from app.surfaces import check_run, show
 from app.watchdog import push_signs, record_sign_of_life
@@ -160,6 +167,27 @@ def pull_links(
     return linked, at_merge
 
 
+def pull_observations(
+    pull: PullRequest, linked: set[int], at_merge: set[int], before: set[int], newer: PullRequest | None
+) -> list[tuple[int, Observation]]:
+    """What one PR event tells each ticket; `before` are the tickets the stored PR links.
+
+    A current event also tells the tickets it no longer links. An older event arriving late
+    (`newer` is stored) speaks only for the tickets it links, and a ticket it is the first to
+    link also learns the newer state, so the final rails do not depend on arrival order.
+    """
+    if newer is None:
+        return [
+            (n, pull.observed(n in linked, linked_at_merge=n in at_merge))
+            for n in sorted(linked | before | at_merge)
+        ]
+    told = linked | at_merge
+    observations: list[tuple[int, Observation]] = [
+        (n, pull.observed(n in linked, linked_at_merge=n in at_merge)) for n in sorted(told)
+    ]
+    return observations + [(n, newer.observed(False)) for n in sorted(told - before)]
+
+
 def as_of_merge(pull: PullRequest, action: str | None = None) -> bool:
     """Whether a PR answer's body is the body it merged with: the merge event's own payload, or
     an answer last updated at (or before) the merge; an edit after the merge is neither."""
@@ -182,14 +210,13 @@ async def on_pull_request(event: WebhookEvent, services: Services) -> None:
     linked, at_merge = pull_links(
         services, repository, pull, body, loaded, body_as_of_merge=as_of_merge(pull, event.action)
     )
+    stored = stored_pull(services.database, repository, pull.number)
     before = remember(services.database, pull, linked)
     if pull.open and pull.head_sha and event.installation_id is not None:
         # Every open PR gets the check on its head, linked or not (`checks.unlinked`).
         show(services, check_run(event.installation_id, repository, pull.number, pull.head_sha))
-    observations: list[tuple[int, Observation]] = [
-        (n, pull.observed(n in linked, linked_at_merge=n in at_merge))
-        for n in sorted(linked | before | at_merge)
-    ]
+    newer = stored[0] if stored and stored[0].updated_at > pull.updated_at else None
+    observations = pull_observations(pull, linked, at_merge, before, newer)
     if pull.head_sha and linked:  # checks that completed before this PR showed its head
         held_checks = held_for(services.database, repository, f"check:{pull.head_sha}")
         observations += [(n, check) for check in held_checks for n in sorted(linked)]
