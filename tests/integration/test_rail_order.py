@@ -24,6 +24,7 @@ from tests.github_standin import StandinState, running_standin
 
 HEAD, MERGE = "c" * 40, "d" * 40
 BRANCH = "agent/12-order"
+MERGED_AT = "2026-11-30T11:00:00Z"
 
 
 def _pull(action: str, updated: str, *, merged: bool = False) -> tuple[str, dict[str, Any]]:
@@ -36,6 +37,20 @@ def _pull(action: str, updated: str, *, merged: bool = False) -> tuple[str, dict
         }
     )  # fmt: skip
     payload["pull_request"]["head"].update({"ref": BRANCH, "sha": HEAD})
+    return "pull_request", payload
+
+
+def _unrelated(action: str, body: str, updated: str) -> tuple[str, dict[str, Any]]:
+    """PR #70 from another branch, merged at 11:00 with a body linking nothing, then maybe edited."""
+    payload = json.loads(example("api.github.com", "pull_request", "01-opened.json"))
+    payload["action"] = action
+    payload["pull_request"].update(
+        {
+            "number": 70, "body": body, "state": "closed", "merged": True, "merged_at": MERGED_AT,
+            "merge_commit_sha": "7" * 40, "updated_at": updated, "html_url": "https://github.com/x/pull/70",
+        }
+    )  # fmt: skip
+    payload["pull_request"]["head"].update({"ref": "chore/other", "sha": "6" * 40})
     return "pull_request", payload
 
 
@@ -123,3 +138,27 @@ async def test_every_order_and_every_duplicate_ends_the_same(services: tuple[Ser
             observation_sets.add(observed)
     assert len(outcomes) == 1, outcomes
     assert "merged" in outcomes.pop() and len(observation_sets) == 1
+
+
+LATE_LINK = [
+    _pull("opened", "2026-11-30T10:00:00Z"),
+    _unrelated("closed", "Tidy the logs", "2026-11-30T11:00:00Z"),
+    _unrelated("edited", "Tidy the logs\n\nRefs #12", "2026-11-30T12:00:00Z"),
+]
+
+
+async def test_a_link_added_after_an_unrelated_merge_never_merges_in_any_order(
+    services: tuple[Services, StandinState],
+) -> None:
+    """Every order (and duplicate) of an open linked PR, an unrelated merge and the edit that
+    links it afterwards: the ticket stays pull_request_open, with one set of observations."""
+    handlers, state = services
+    outcomes, observation_sets = set(), set()
+    for index, order in enumerate(itertools.permutations(LATE_LINK)):
+        for duplicate in (None, index % len(LATE_LINK)):
+            sequence = list(order) if duplicate is None else [*order, order[duplicate]]
+            rails, observed = await run(handlers, state, f"acme/late-{index}-{duplicate}", sequence)
+            outcomes.add(repr(rails))
+            observation_sets.add(observed)
+    assert len(outcomes) == 1, outcomes
+    assert "pull_request_open" in outcomes.pop() and len(observation_sets) == 1
