@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 import structlog
 
 from app.config import LoadedConfig
-from app.deployments import merged_tickets
+from app.deployments import merged_with_anchors
 from app.github import GitHubError
 from app.held import held_for, hold
 from app.payloads import dig, dig_int, dig_str
@@ -399,9 +399,9 @@ async def on_deployment(event: WebhookEvent, services: Services) -> None:
     if services.ancestry is None or event.installation_id is None:
         return
     observations: list[tuple[int, Observation]] = []
-    for number, merge in merged_tickets(services.database, repository):
-        contains = await services.ancestry.contains(event.installation_id, repository, merge, sha)
-        observations.append((number, replace(seen, contains_merge=contains)))
+    for ticket in merged_with_anchors(services.database, repository):
+        contains = await services.ancestry.contains_ticket(event.installation_id, repository, ticket, sha)
+        observations.append((ticket.number, replace(seen, contains_merge=contains)))
     record(services, event, repository, loaded, observations)
 
 
