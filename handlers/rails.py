@@ -193,7 +193,7 @@ def as_of_merge(pull: PullRequest, action: str | None = None) -> bool:
     an answer last updated at (or before) the merge; an edit after the merge is neither."""
     if not pull.merged:
         return False
-    return action == "closed" or pull.merged_at is None or pull.updated_at <= pull.merged_at
+    return action == "closed" or (pull.merged_at is not None and pull.updated_at <= pull.merged_at)
 
 
 @router.register("pull_request")
