@@ -104,6 +104,16 @@ class NotFound(GitHubError):  # noqa: N818 - it names GitHub's answer
     """404: the thing does not exist (or the app cannot see it)."""
 
 
+class Moved(GitHubError):  # noqa: N818 - it names GitHub's answer
+    """301 that railyard does not follow (a write, or an address off the API): a transferred
+    issue, for one. `location` is where GitHub says the thing is now."""
+
+    def __init__(self, message: str, location: str | None) -> None:
+        where = location or "an address GitHub did not give"
+        super().__init__(301, f"{message}: it moved to {where} (a transferred issue?); not repeated there")
+        self.location = location
+
+
 class PermissionDenied(GitHubError):  # noqa: N818 - it names GitHub's answer
     """403 that is not a rate limit: the app lacks a permission."""
 
@@ -251,6 +261,11 @@ class GitHubClient:
         """Call one endpoint; the decoded JSON body (None for an empty one)."""
         endpoint, installation_id, url = self._prepare(name, installation_id, path)
         response = await self._send(endpoint, name, url, installation_id, params, json)
+        location = response.headers.get("location", "")
+        # GitHub answers 301 for a transferred issue: follow a read once, and only on the API
+        # itself, so the installation token never goes anywhere else.
+        if response.status_code == 301 and endpoint.method == "GET" and location.startswith(self._base_url):
+            response = await self._send(endpoint, name, location, installation_id, params, None)
         return self._decode(name, installation_id, response)
 
     def _prepare(
@@ -320,6 +335,8 @@ class GitHubClient:
             ambiguous = response.request.method not in ("GET", "PUT", "DELETE")
             raise GitHubUnavailable(f"{name}: GitHub answered {status}", ambiguous=ambiguous)
         message = _message(response)
+        if status == 301:
+            raise Moved(f"{name}: {message}", response.headers.get("location"))
         if status == 404:
             raise NotFound(status, message)
         if status == 403:

@@ -17,8 +17,8 @@ from policies.rails import Observation, fingerprint, observation_from_data, obse
 held = table(HeldObservationRow)
 
 
-def hold(database: Database, repository: str, subject: str, observation: Observation) -> None:
-    """Keep an observation under a subject (once)."""
+def hold(database: Database, repository: str, subject: str, observation: Observation, now: float) -> None:
+    """Keep an observation under a subject (once), from `now` (epoch seconds) until it expires."""
     with database.write() as connection:
         insert = sqlite.insert if connection.dialect.name == "sqlite" else postgresql.insert
         statement = insert(held).values(
@@ -26,6 +26,7 @@ def hold(database: Database, repository: str, subject: str, observation: Observa
             subject=subject,
             fingerprint=fingerprint(observation),
             data=observation_to_data(observation),
+            held_at=now,
         )
         connection.execute(statement.on_conflict_do_nothing(index_elements=["repository", "fingerprint"]))
 

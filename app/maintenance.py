@@ -10,9 +10,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 import structlog
 from sqlalchemy import delete, select, update
@@ -20,6 +21,7 @@ from sqlalchemy import delete, select, update
 from app.database import Database
 from app.errors import TransientError
 from app.github import GitHubClient, GitHubError
+from app.held import held
 from app.outbox import effects_table
 from app.queue import FINAL_STATUSES, deliveries, runs
 
@@ -29,10 +31,12 @@ DAY = 86_400.0
 
 @dataclass(frozen=True)
 class Retention:
-    """How long things are kept: payloads 7 days, delivery ids 30 days (SPEC's defaults)."""
+    """How long things are kept: payloads 7 days, delivery ids 30 days (SPEC's defaults), held
+    observations 14 days."""
 
     payload_days: float = 7.0
     delivery_id_days: float = 30.0
+    held_observation_days: float = 14.0
 
 
 def apply_retention(database: Database, now: float, retention: Retention = Retention()) -> tuple[int, int]:
@@ -60,6 +64,48 @@ def apply_retention(database: Database, now: float, retention: Retention = Reten
             )
         )
     return int(dropped), int(forgotten)
+
+
+def prune_held_observations(database: Database, now: float, days: float) -> int:
+    """Expire observations held longer than `days`; return how many went.
+
+    A held check waits for a PR to show its head, a held deployment for a ticket to merge.
+    Past the retention a check is history; of each environment's deployments, the statuses
+    of the latest one and of the latest successful one are kept whatever their age, since a
+    ticket that merges later is checked against them (SPEC: the deployment rail).
+    """
+    cutoff = now - days * DAY
+    with database.write() as connection:
+        gone = connection.execute(
+            delete(held).where(held.c.subject.like("check:%"), held.c.held_at < cutoff)
+        ).rowcount
+        rows = connection.execute(
+            select(held.c.id, held.c.repository, held.c.subject, held.c.held_at, held.c.data).where(
+                held.c.subject.like("deployment:%")
+            )
+        ).all()
+        keep = _deployments_kept(rows)
+        expired = [row.id for row in rows if row.held_at < cutoff and row.id not in keep]
+        for start in range(0, len(expired), 500):
+            gone += connection.execute(
+                delete(held).where(held.c.id.in_(expired[start : start + 500]))
+            ).rowcount
+    return int(gone)
+
+
+def _deployments_kept(rows: Sequence[Any]) -> set[int]:
+    """Ids of the held rows of each environment's latest and latest successful deployment."""
+    latest: dict[tuple[str, str], int] = {}
+    succeeded: dict[tuple[str, str], int] = {}
+    for row in rows:
+        place, deployment = (row.repository, row.subject), int(row.data["deployment_id"])
+        latest[place] = max(latest.get(place, deployment), deployment)
+        if row.data.get("status") == "success":
+            succeeded[place] = max(succeeded.get(place, deployment), deployment)
+    wanted = {(place, d) for place, d in (*latest.items(), *succeeded.items())}
+    return {
+        row.id for row in rows if ((row.repository, row.subject), int(row.data["deployment_id"])) in wanted
+    }
 
 
 def _stored(database: Database, guids: list[str]) -> set[str]:
@@ -128,6 +174,11 @@ class Maintenance:
                 )
                 if dropped or forgotten:
                     log.info("retention", payloads_dropped=dropped, delivery_ids_dropped=forgotten)
+                expired = await asyncio.to_thread(
+                    prune_held_observations, self.database, self.clock(), self.retention.held_observation_days
+                )
+                if expired:
+                    log.info("retention", held_observations_expired=expired)
             if self.github is not None and now >= next_recovery:
                 next_recovery = now + self.recovery_every
                 try:

@@ -1,8 +1,10 @@
 """Pull requests as railyard last saw them, and which tickets they link.
 
 A PR links a ticket through its body (closing keywords, `Refs`) or because its head branch
-is a branch a delivery (or a claim) reported. Linking and unlinking are both observations
-on the ticket's repository rail.
+is a branch a delivery (or a claim) reported, and only when that head branch is in this
+repository: a fork's branch name links nothing. Linking and unlinking are both observations
+on the ticket's repository rail; each is recorded in the ticket's append-only event log with
+the PR's time and the delivery that brought it, which is the link history.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from app.database import Database
 from app.service import attempts, delivery_records, tickets
 from app.tables import PullRequestRow, table
+from policies.links import same_repository
 from policies.rails import PullRequestObserved
 
 pull_requests = table(PullRequestRow)
@@ -36,9 +39,19 @@ class PullRequest:
     merge_commit: str | None
     updated_at: datetime
     author: str | None = None
+    head_repository: str | None = None
+    merged_at: datetime | None = None
 
-    def observed(self, linked: bool) -> PullRequestObserved:
-        """This PR as an observation about one ticket it links (or no longer links)."""
+    @property
+    def head_in_repository(self) -> bool:
+        """Whether the head branch is a branch of the PR's own repository (not a fork's)."""
+        return same_repository(self.head_repository, self.repository)
+
+    def observed(self, linked: bool, *, linked_at_merge: bool = False) -> PullRequestObserved:
+        """This PR as an observation about one ticket it links (or no longer links).
+
+        `linked_at_merge`: the caller knows the PR linked the ticket when it merged.
+        """
         return PullRequestObserved(
             number=self.number,
             url=self.url,
@@ -49,6 +62,7 @@ class PullRequest:
             head_ref=self.head_ref,
             merge_commit=self.merge_commit if self.merged else None,
             updated_at=self.updated_at,
+            linked_at_merge=linked_at_merge and self.merged,
         )
 
 
@@ -76,6 +90,8 @@ def remember(database: Database, pull: PullRequest, linked: set[int]) -> set[int
             "linked": sorted(linked),
             "updated_at": pull.updated_at.timestamp(),
             "author": pull.author,
+            "head_repository": pull.head_repository,
+            "merged_at": pull.merged_at.timestamp() if pull.merged_at else None,
         }
         insert = sqlite.insert if connection.dialect.name == "sqlite" else postgresql.insert
         statement = insert(pull_requests).values(**values)
@@ -100,20 +116,26 @@ def _pull(row: Any) -> PullRequest:
         merge_commit=row.merge_commit,
         updated_at=datetime.fromtimestamp(row.updated_at, UTC),
         author=row.author,
+        head_repository=row.head_repository,
+        merged_at=datetime.fromtimestamp(row.merged_at, UTC) if row.merged_at is not None else None,
     )
 
 
 def pulls_where(
     database: Database, repository: str, *, head_sha: str | None = None, head_ref: str | None = None
 ) -> list[tuple[PullRequest, set[int]]]:
-    """Stored PRs of a repository with a given head commit or head branch, with their links."""
+    """Stored PRs of a repository with a given head commit or head branch, with their links.
+
+    `head_ref` names a branch of this repository, so forks' PRs never match it.
+    """
     statement = select(pull_requests).where(pull_requests.c.repository == repository.casefold())
     if head_sha is not None:
         statement = statement.where(pull_requests.c.head_sha == head_sha)
     if head_ref is not None:
         statement = statement.where(pull_requests.c.head_ref == head_ref)
     with database.read() as connection:
-        return [(_pull(row), set(row.linked)) for row in connection.execute(statement)]
+        found = [(_pull(row), set(row.linked)) for row in connection.execute(statement)]
+    return [(pull, linked) for pull, linked in found if head_ref is None or pull.head_in_repository]
 
 
 def stored_pull(database: Database, repository: str, number: int) -> tuple[PullRequest, set[int]] | None:
@@ -126,8 +148,23 @@ def stored_pull(database: Database, repository: str, number: int) -> tuple[PullR
     return (_pull(row), set(row.linked)) if row else None
 
 
-def tickets_on_branch(database: Database, repository: str, branch: str) -> set[int]:
-    """Tickets whose claim or delivery reported `branch`."""
+def tickets_on_branch(
+    database: Database,
+    repository: str,
+    branch: str,
+    *,
+    head_repository: str | None,
+    reported_by: datetime | None = None,
+) -> set[int]:
+    """Tickets whose claim or delivery reported `branch`, for a PR whose head is `branch` in
+    `head_repository` (the PR's `head.repo.full_name`, None for a deleted fork).
+
+    A head outside `repository` links nothing: a fork's branch is not the delivered branch,
+    whatever its name. With `reported_by`, only branches reported by then count (the links a
+    PR had when it merged).
+    """
+    if not same_repository(head_repository, repository):
+        return set()
     delivered = (
         select(tickets.c.number)
         .join(delivery_records, delivery_records.c.ticket_id == tickets.c.id)
@@ -138,5 +175,24 @@ def tickets_on_branch(database: Database, repository: str, branch: str) -> set[i
         .join(attempts, attempts.c.ticket_id == tickets.c.id)
         .where(tickets.c.repository == repository.casefold(), attempts.c.branch == branch)
     )
+    if reported_by is not None:
+        delivered = delivered.where(delivery_records.c.created_at <= reported_by)
+        claimed = claimed.where(attempts.c.opened_at <= reported_by)
     with database.read() as connection:
         return {int(row[0]) for row in connection.execute(union(delivered, claimed))}
+
+
+def attempt_opened_by(database: Database, repository: str, number: int, when: datetime) -> bool:
+    """Whether the ticket had an attempt (a claim) opened by `when`."""
+    statement = (
+        select(attempts.c.id)
+        .join(tickets, attempts.c.ticket_id == tickets.c.id)
+        .where(
+            tickets.c.repository == repository.casefold(),
+            tickets.c.number == number,
+            attempts.c.opened_at <= when,
+        )
+        .limit(1)
+    )
+    with database.read() as connection:
+        return connection.execute(statement).first() is not None

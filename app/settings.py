@@ -41,6 +41,7 @@ class Settings(BaseSettings):
     metrics_token: SecretStr | None = Field(default=None, alias="METRICS_TOKEN")
     payload_retention_days: float = Field(default=7.0, alias="PAYLOAD_RETENTION_DAYS", gt=0)
     delivery_retention_days: float = Field(default=30.0, alias="DELIVERY_RETENTION_DAYS", gt=0)
+    held_retention_days: float = Field(default=14.0, alias="HELD_RETENTION_DAYS", gt=0)
     recovery_interval_seconds: float = Field(default=600.0, alias="RECOVERY_INTERVAL_SECONDS", gt=0)
     watchdog_interval_seconds: float = Field(default=60.0, alias="WATCHDOG_INTERVAL_SECONDS", gt=0)
 

@@ -298,6 +298,10 @@ class PullRequestRow(SQLModel, table=True):
     linked: list[int] = Field(sa_column=Column(JSON, nullable=False))
     updated_at: float
     author: str | None = None  # who opened it: a PR linking no ticket is judged by its author's roles
+    # "owner/repo" of the head branch; None for a deleted fork (and rows stored before 0010):
+    # only a head in this repository links tickets by branch name.
+    head_repository: str | None = None
+    merged_at: float | None = None  # links reported after it never count for the merge
 
 
 class HeldObservationRow(SQLModel, table=True):
@@ -312,6 +316,7 @@ class HeldObservationRow(SQLModel, table=True):
     subject: str = Field(index=True)  # "check:<head sha>" or "deployment:<environment>"
     fingerprint: str
     data: dict[str, Any] = _json()
+    held_at: float = Field(index=True)  # epoch seconds; expired by maintenance after the retention
 
 
 class SignOfLifeRow(SQLModel, table=True):

@@ -261,7 +261,9 @@ def create_app(
                 spacing=outbox_spacing,
                 renderers=Surfaces(services).renderers(),
             )
-        retention = Retention(settings.payload_retention_days, settings.delivery_retention_days)
+        retention = Retention(
+            settings.payload_retention_days, settings.delivery_retention_days, settings.held_retention_days
+        )
         app[MAINTENANCE] = Maintenance(
             database,
             services.github,

@@ -215,7 +215,14 @@ class CommandRun:
         )
         from_body = linked_issues(dig_str(pull, "body"), self.facts.repository)
         head = dig_str(pull, "head", "ref")
-        delivered = tickets_on_branch(self.services.database, self.facts.repository, head) if head else set()
+        head_repository = dig_str(pull, "head", "repo", "full_name")  # a fork's branch links nothing
+        delivered = (
+            tickets_on_branch(
+                self.services.database, self.facts.repository, head, head_repository=head_repository
+            )
+            if head
+            else set()
+        )
         linked = sorted(from_body | delivered)
         target = self.parsed.target
         if target is not None and target in linked:

@@ -15,11 +15,18 @@ from datetime import UTC, datetime
 import structlog
 
 from app.config import LoadedConfig
-from app.deployments import merged_tickets
+from app.deployments import merged_with_anchors
 from app.github import GitHubError
 from app.held import held_for, hold
 from app.payloads import dig, dig_int, dig_str
-from app.pulls import PullRequest, pulls_where, remember, tickets_on_branch
+from app.pulls import (
+    PullRequest,
+    attempt_opened_by,
+    pulls_where,
+    remember,
+    stored_pull,
+    tickets_on_branch,
+)
 from app.services import Services
 from app.surfaces import check_run, show
 from app.watchdog import push_signs, record_sign_of_life
@@ -125,7 +132,68 @@ def pull_request_from(payload: object, repository: str, fallback: float) -> Pull
         merge_commit=dig_str(payload, "merge_commit_sha"),
         updated_at=_time(dig_str(payload, "updated_at"), fallback),
         author=dig_str(payload, "user", "login"),
+        head_repository=dig_str(payload, "head", "repo", "full_name"),
+        merged_at=_time(merged_at, fallback) if (merged_at := dig_str(payload, "merged_at")) else None,
     )
+
+
+def pull_links(
+    services: Services,
+    repository: str,
+    pull: PullRequest,
+    body: str | None,
+    loaded: LoadedConfig,
+    *,
+    body_as_of_merge: bool,
+) -> tuple[set[int], set[int]]:
+    """(the tickets the PR links now, the tickets it linked when it merged; empty unless merged).
+
+    The body counts for the merge only when it is the body of the merge (`body_as_of_merge`:
+    the `closed` event, or an answer not updated since `merged_at`); a branch counts only
+    when its head is in this repository and it was reported by `merged_at`.
+    """
+    by_body = set(linked_issues(body, repository))
+    linked, at_merge = set(by_body), by_body if pull.merged and body_as_of_merge else set()
+    if pull.head_ref and pull.head_in_repository:
+        ref, head = pull.head_ref, pull.head_repository
+        linked |= tickets_on_branch(services.database, repository, ref, head_repository=head)
+        linked |= by_pattern(services, repository, ref, loaded)
+        if pull.merged:
+            merged_at = pull.merged_at or pull.updated_at
+            at_merge |= tickets_on_branch(
+                services.database, repository, ref, head_repository=head, reported_by=merged_at
+            )
+            at_merge |= by_pattern(services, repository, ref, loaded, claimed_by=merged_at)
+    return linked, at_merge
+
+
+def pull_observations(
+    pull: PullRequest, linked: set[int], at_merge: set[int], before: set[int], newer: PullRequest | None
+) -> list[tuple[int, Observation]]:
+    """What one PR event tells each ticket; `before` are the tickets the stored PR links.
+
+    A current event also tells the tickets it no longer links. An older event arriving late
+    (`newer` is stored) speaks only for the tickets it links, and a ticket it is the first to
+    link also learns the newer state, so the final rails do not depend on arrival order.
+    """
+    if newer is None:
+        return [
+            (n, pull.observed(n in linked, linked_at_merge=n in at_merge))
+            for n in sorted(linked | before | at_merge)
+        ]
+    told = linked | at_merge
+    observations: list[tuple[int, Observation]] = [
+        (n, pull.observed(n in linked, linked_at_merge=n in at_merge)) for n in sorted(told)
+    ]
+    return observations + [(n, newer.observed(False)) for n in sorted(told - before)]
+
+
+def as_of_merge(pull: PullRequest, action: str | None = None) -> bool:
+    """Whether a PR answer's body is the body it merged with: the merge event's own payload, or
+    an answer last updated at (or before) the merge; an edit after the merge is neither."""
+    if not pull.merged:
+        return False
+    return action == "closed" or (pull.merged_at is not None and pull.updated_at <= pull.merged_at)
 
 
 @router.register("pull_request")
@@ -139,17 +207,16 @@ async def on_pull_request(event: WebhookEvent, services: Services) -> None:
     if pull is None:
         return
     body = dig_str(event.payload, "pull_request", "body")
-    linked = set(linked_issues(body, repository))
-    if pull.head_ref:
-        linked |= tickets_on_branch(services.database, repository, pull.head_ref)
-        linked |= by_pattern(services, repository, pull.head_ref, loaded)
+    linked, at_merge = pull_links(
+        services, repository, pull, body, loaded, body_as_of_merge=as_of_merge(pull, event.action)
+    )
+    stored = stored_pull(services.database, repository, pull.number)
     before = remember(services.database, pull, linked)
     if pull.open and pull.head_sha and event.installation_id is not None:
         # Every open PR gets the check on its head, linked or not (`checks.unlinked`).
         show(services, check_run(event.installation_id, repository, pull.number, pull.head_sha))
-    observations: list[tuple[int, Observation]] = [
-        (n, pull.observed(n in linked)) for n in sorted(linked | before)
-    ]
+    newer = stored[0] if stored and stored[0].updated_at > pull.updated_at else None
+    observations = pull_observations(pull, linked, at_merge, before, newer)
     if pull.head_sha and linked:  # checks that completed before this PR showed its head
         held_checks = held_for(services.database, repository, f"check:{pull.head_sha}")
         observations += [(n, check) for check in held_checks for n in sorted(linked)]
@@ -190,7 +257,7 @@ async def on_check(event: WebhookEvent, services: Services) -> None:
     observation = _check(event, event.event, services.clock())
     if observation is None:
         return
-    hold(services.database, repository, f"check:{observation.head_sha}", observation)
+    hold(services.database, repository, f"check:{observation.head_sha}", observation, services.clock())
     tickets: set[int] = set()
     for _, linked in pulls_where(services.database, repository, head_sha=observation.head_sha):
         tickets |= linked
@@ -214,7 +281,8 @@ async def on_push(event: WebhookEvent, services: Services) -> None:
         return
     observations: list[tuple[int, Observation]] = []
     pushed_at = _push_time(event, services.clock())
-    tickets = tickets_on_branch(services.database, repository, branch)
+    # A push names a branch of the repository it was pushed to, never a fork's.
+    tickets = tickets_on_branch(services.database, repository, branch, head_repository=repository)
     tickets |= by_pattern(services, repository, branch, loaded)
     for heard in push_signs(
         services.tickets, repository, branch, tickets, loaded, pushed_at, event.delivery_id
@@ -233,14 +301,26 @@ async def on_push(event: WebhookEvent, services: Services) -> None:
     record(services, event, repository, loaded, observations)
 
 
-def by_pattern(services: Services, repository: str, branch: str, loaded: LoadedConfig) -> set[int]:
+def by_pattern(
+    services: Services,
+    repository: str,
+    branch: str,
+    loaded: LoadedConfig,
+    *,
+    claimed_by: datetime | None = None,
+) -> set[int]:
     """The ticket `tickets.branch_pattern` names for `branch` (`agent/{number}-*`), if it has a
-    claimant: a claimed ticket's branches are found without `branch=NAME`."""
+    claimant: a claimed ticket's branches are found without `branch=NAME`. With `claimed_by`,
+    only if an attempt was opened by then (the links a PR had when it merged).
+
+    `branch` must be a branch of `repository`: callers never pass a fork's branch."""
     number = ticket_number_from_branch(loaded.config.tickets.branch_pattern, branch)
     if number is None:
         return set()
     ticket = services.tickets.load(TicketKey(repository, number))
     claimed = ticket is not None and ticket.claimant is not None and not ticket.no_code
+    if claimed and claimed_by is not None:
+        claimed = attempt_opened_by(services.database, repository, number, claimed_by)
     return {number} if claimed else set()
 
 
@@ -274,7 +354,12 @@ def report_delivered_branch(
     observations: list[tuple[int, Observation]] = [(number, BranchObserved(branch, sha, now))]
     for pull, linked in pulls_where(services.database, repository, head_ref=branch):
         remember(services.database, pull, linked | {number})
-        observations.append((number, pull.observed(True)))
+        # A PR that already merged counts for the ticket only if the branch was reported by then.
+        at_merge = pull.merged and number in tickets_on_branch(
+            services.database, repository, branch, head_repository=pull.head_repository,
+            reported_by=pull.merged_at or pull.updated_at,
+        )  # fmt: skip
+        observations.append((number, pull.observed(True, linked_at_merge=at_merge)))
     record_as(services, repository, loaded, observations, actor="railyard", operation=operation)
 
 
@@ -310,13 +395,13 @@ async def on_deployment(event: WebhookEvent, services: Services) -> None:
     status_id = dig_int(event.payload, "deployment_status", "id") or 0
     status = dig_str(event.payload, "deployment_status", "state") if status_id else None
     seen = DeploymentObserved(deployment_id, environment, sha, None, status, status_id)
-    hold(services.database, repository, f"deployment:{environment}", seen)
+    hold(services.database, repository, f"deployment:{environment}", seen, services.clock())
     if services.ancestry is None or event.installation_id is None:
         return
     observations: list[tuple[int, Observation]] = []
-    for number, merge in merged_tickets(services.database, repository):
-        contains = await services.ancestry.contains(event.installation_id, repository, merge, sha)
-        observations.append((number, replace(seen, contains_merge=contains)))
+    for ticket in merged_with_anchors(services.database, repository):
+        contains = await services.ancestry.contains_ticket(event.installation_id, repository, ticket, sha)
+        observations.append((ticket.number, replace(seen, contains_merge=contains)))
     record(services, event, repository, loaded, observations)
 
 

@@ -15,10 +15,9 @@ from app.config import LoadedConfig
 from app.deployments import merged_tickets
 from app.held import hold
 from app.payloads import dig_int, dig_str
-from app.pulls import pulls_where, remember, tickets_on_branch
+from app.pulls import pulls_where, remember
 from app.services import Services
-from handlers.rails import pull_request_from, record_as, verified_branch_head
-from policies.links import linked_issues
+from handlers.rails import as_of_merge, pull_links, pull_request_from, record_as, verified_branch_head
 from policies.model import TicketKey
 from policies.rails import BranchObserved, DeploymentObserved, Observation
 
@@ -59,11 +58,13 @@ async def resync(services: Services, key: TicketKey) -> list[str]:
         pull = pull_request_from(answer, key.repository, now)
         if pull is None:
             continue
-        linked = set(linked_issues(dig_str(answer, "body"), key.repository))
-        if pull.head_ref:
-            linked |= tickets_on_branch(services.database, key.repository, pull.head_ref)
+        linked, at_merge = pull_links(
+            services, key.repository, pull, dig_str(answer, "body"), loaded,
+            body_as_of_merge=as_of_merge(pull),
+        )  # fmt: skip
         remember(services.database, pull, linked)
-        observations.append((key.number, pull.observed(key.number in linked)))
+        observed = pull.observed(key.number in linked, linked_at_merge=key.number in at_merge)
+        observations.append((key.number, observed))
     record_as(services, key.repository, loaded, observations, actor="railyard resync", operation=operation)
 
     await _resync_deployments(services, key, installation, loaded, operation)
@@ -102,7 +103,7 @@ async def _resync_deployments(
             seen = DeploymentObserved(
                 deployment_id, environment, sha, None, dig_str(newest, "state"), status_id
             )
-            hold(services.database, key.repository, f"deployment:{environment}", seen)
+            hold(services.database, key.repository, f"deployment:{environment}", seen, services.clock())
             if merge is not None:
                 contains = await services.ancestry.contains(installation, key.repository, merge, sha)
                 observations.append((key.number, replace(seen, contains_merge=contains)))

@@ -12,6 +12,10 @@ this repository (compared without case). One keyword links one reference: `Fixes
 #2` links both, `Fixes #1 and #2` only #1, as on GitHub. A bare `#12` links nothing, and
 neither do references in code spans, fenced or indented code, or HTML comments (the
 scanner in `policies.parser` decides what is code or hidden). Quoted text counts.
+
+A PR's head branch links the tickets whose delivery (or claim) reported that branch only
+when the head branch lives in this repository: a fork can name its branch like any
+delivered branch, so a fork's branch name links nothing (`same_repository`).
 """
 
 from __future__ import annotations
@@ -72,3 +76,12 @@ def _links_in(text: str, repository: str, web_host: str) -> list[int]:
         if ours and len(digits) <= _MAX_DIGITS and int(digits) > 0:
             found.append(int(digits))
     return found
+
+
+def same_repository(head_repository: str | None, repository: str) -> bool:
+    """Whether a PR's head repository ("owner/repo", None for a deleted fork) is `repository`.
+
+    Only then does the head branch name a branch of this repository, so only then can it
+    link a ticket by branch (SPEC: Links). GitHub compares repository names without case.
+    """
+    return head_repository is not None and head_repository.casefold() == repository.casefold()

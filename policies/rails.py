@@ -39,7 +39,13 @@ class BranchObserved:
 
 @dataclass(frozen=True)
 class PullRequestObserved:
-    """A pull request as of `updated_at`, and whether it links the ticket at that moment."""
+    """A pull request as of `updated_at`, and whether it links the ticket at that moment.
+
+    `linked_at_merge` is the shell's evidence that the PR linked the ticket when it merged
+    (the merge event's own body, or a branch reported before `merged_at`). Only that makes
+    a ticket `merged`: a link added by editing a merged PR is recorded (`linked`) but never
+    merges anything (SPEC: Links).
+    """
 
     number: int
     url: str
@@ -50,6 +56,7 @@ class PullRequestObserved:
     head_ref: str | None
     merge_commit: str | None
     updated_at: datetime
+    linked_at_merge: bool = False
 
 
 @dataclass(frozen=True)
@@ -117,13 +124,22 @@ def observation_to_data(observation: Observation) -> dict[str, Any]:
     return data
 
 
+def _legacy(data: Mapping[str, Any], name: str) -> Any:
+    """A field recorded before it existed: events written then were judged by the rule of then
+    (a merged PR linking the ticket merged it), and the log is never rewritten."""
+    if name == "linked_at_merge":
+        return bool(data.get("merged") and data.get("linked"))
+    raise KeyError(name)
+
+
 def observation_from_data(data: Mapping[str, Any]) -> Observation:
     """The inverse of `observation_to_data`."""
     cls = _KINDS[data["kind"]]
-    values = {
-        f.name: datetime.fromisoformat(data[f.name]) if f.name.endswith("_at") else data[f.name]
-        for f in fields(cls)
-    }
+    values = {}
+    for f in fields(cls):
+        value = data[f.name] if f.name in data else _legacy(data, f.name)
+        is_time = f.name.endswith("_at") and isinstance(value, str)
+        values[f.name] = datetime.fromisoformat(value) if is_time else value
     result: Observation = cls(**values)
     return result
 
@@ -335,8 +351,8 @@ def _pull_request_fact(o: PullRequestObserved) -> PullRequestFact:
         head_sha=o.head_sha,
         head_ref=o.head_ref,
         updated_at=o.updated_at,
-        merged_while_linked=o.merged and o.linked,
-        merge_commit=o.merge_commit if o.merged and o.linked else None,
+        merged_while_linked=o.merged and o.linked_at_merge,
+        merge_commit=o.merge_commit if o.merged and o.linked_at_merge else None,
     )
 
 

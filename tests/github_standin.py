@@ -168,6 +168,8 @@ class PullRequest:
     body: str | None = ""
     user: str = "octocat"
     title: str = "A pull request"
+    # The head branch's repository: "" is the PR's own, "owner/name" a fork, None a deleted fork.
+    head_repo: str | None = ""
 
 
 @dataclass
@@ -180,6 +182,8 @@ class Repository:
     pulls: dict[int, PullRequest] = field(default_factory=dict)
     compare: dict[tuple[str, str], str] = field(default_factory=dict)  # (base, head) -> status
     commits: set[str] = field(default_factory=set)  # older commits, beyond branch and PR heads
+    # Issues transferred away: number -> (id of the repository it went to, its number there).
+    transferred: dict[int, tuple[int, int]] = field(default_factory=dict)
     private: bool = False
     id: int = 0
 
@@ -387,6 +391,16 @@ class StandinState:
 
     def add_issue(self, repo: str, number: int, **fields: Any) -> Issue:
         issue = self.repositories[repo].issues[number] = Issue(number, **fields)
+        return issue
+
+    def transfer_issue(self, repo: str, number: int, to_repo: str, new_number: int) -> Issue:
+        """Move an issue to another repository, as GitHub's "Transfer issue" does: the old
+        address answers 301 with the new one from then on."""
+        source, target = self.repositories[repo], self.repositories[to_repo]
+        issue = source.issues.pop(number)
+        issue.number = new_number
+        target.issues[new_number] = issue
+        source.transferred[number] = (target.id, new_number)
         return issue
 
     def add_pull(self, repo: str, number: int, **fields: Any) -> PullRequest:
@@ -664,6 +678,24 @@ class Render:
         )
         return shape | {"owner": self.account(owner)}
 
+    def _fork(self, full_name: str) -> Json:
+        """A fork's repository object, as it appears in a PR's `head.repo`."""
+        owner, name = full_name.split("/")
+        fork_id = int(_fake_sha(full_name)[:8], 16)
+        shape = self.fill(
+            _REPOSITORY,
+            id=fork_id,
+            node_id=_node_id("Repository", fork_id),
+            name=name,
+            full_name=full_name,
+            private=False,
+            visibility="public",
+            default_branch="main",
+            open_issues=0,
+            url=f"{self.api}/repos/{full_name}",
+        )
+        return shape | {"owner": self.account(owner), "fork": True}
+
     def commit(self, repo: str, sha: str) -> Json:
         return self.fill(
             _COMMIT, sha=sha, node_id=_node_id("Commit", sha), repo=repo, tree=_fake_sha(sha, "tree")
@@ -771,6 +803,10 @@ class Render:
         for side, ref, sha in (("head", pull.head_ref, pull.head_sha), ("base", pull.base_ref, base_sha)):
             shape[side] = {"label": f"{owner}:{ref}", "ref": ref, "sha": sha, "repo": repository}
             shape[side]["user"] = repository["owner"]
+        if pull.head_repo != "":  # a fork's head (or a deleted fork's: null, as GitHub answers)
+            fork = self._fork(pull.head_repo) if pull.head_repo else None
+            fork_owner = pull.head_repo.split("/")[0] if pull.head_repo else owner
+            shape["head"].update({"repo": fork, "label": f"{fork_owner}:{pull.head_ref}"})
         closed_at = iso(SEEDED_AT) if pull.state == "closed" else None
         return shape | {
             "title": pull.title,
@@ -818,12 +854,16 @@ class Render:
 class GitHubError(Exception):
     """An error answer in GitHub's shape: message, documentation_url, status (and errors)."""
 
-    def __init__(self, status: int, message: str, docs: str = DOCS, **extra: Any) -> None:
+    def __init__(
+        self, status: int, message: str, docs: str = DOCS, headers: dict[str, str] | None = None, **extra: Any
+    ) -> None:
         super().__init__(message)
         self.status, self.body = status, {"message": message, "documentation_url": docs, **extra}
+        self.headers = headers or {}
 
     def response(self) -> web.Response:
-        return web.json_response({**self.body, "status": str(self.status)}, status=self.status)
+        body = {**self.body, "status": str(self.status)}
+        return web.json_response(body, status=self.status, headers=self.headers)
 
 
 def _not_found(message: str = "Not Found") -> GitHubError:
@@ -877,8 +917,21 @@ def _repository(request: web.Request) -> Repository:
     return repository
 
 
-def _issue(repository: Repository, number: int) -> Issue:
-    """An issue, or the issue side of a pull request (every pull request is an issue)."""
+def _moved(request: web.Request, repository: Repository, number: int) -> GitHubError:
+    """GitHub's answer at a transferred issue's old address: 301, the new address in Location
+    and in the body's `url` (the same path under /repositories/{id}/issues/{number})."""
+    target_id, new_number = repository.transferred[number]
+    rest = request.path.split(f"/issues/{number}", 1)[1] if f"/issues/{number}" in request.path else ""
+    url = f"{_render(request).api}/repositories/{target_id}/issues/{new_number}{rest}"
+    docs = "https://docs.github.com/rest/guides/best-practices-for-using-the-rest-api#follow-redirects"
+    return GitHubError(301, "Moved Permanently", docs, headers={"Location": url}, url=url)
+
+
+def _issue(repository: Repository, number: int, request: web.Request | None = None) -> Issue:
+    """An issue, or the issue side of a pull request (every pull request is an issue); a
+    transferred issue answers 301 (when the request is given)."""
+    if request is not None and number in repository.transferred:
+        raise _moved(request, repository, number)
     if number not in repository.issues and number in repository.pulls:
         pull = repository.pulls[number]
         repository.issues[number] = Issue(number, pull.title, pull.body, state=pull.state, user=pull.user)
@@ -960,13 +1013,25 @@ async def get_repo(request: web.Request) -> web.Response:
 
 async def get_issue(request: web.Request) -> web.Response:
     repository = _repository(request)
-    return _json(_render(request).issue(repository, _issue(repository, int(request.match_info["number"]))))
+    number = int(request.match_info["number"])
+    return _json(_render(request).issue(repository, _issue(repository, number, request)))
+
+
+async def get_issue_by_repository_id(request: web.Request) -> web.Response:
+    """GET /repositories/{id}/issues/{number}: where a transferred issue's 301 points."""
+    state, wanted = request.app[STATE], int(request.match_info["repository_id"])
+    repository = next((r for r in state.repositories.values() if r.id == wanted), None)
+    owner = repository.full_name.split("/")[0] if repository else ""
+    if repository is None or _installation(request).account.lower() != owner.lower():
+        raise _not_found()
+    number = int(request.match_info["number"])
+    return _json(_render(request).issue(repository, _issue(repository, number, request)))
 
 
 async def list_comments(request: web.Request) -> web.Response:
     """Oldest first, paged; ?since keeps those updated at or after it."""
     repository, number = _repository(request), int(request.match_info["number"])
-    _issue(repository, number)
+    _issue(repository, number, request)
     since = _time(request.query["since"]) if "since" in request.query else None
     comments = [
         c
@@ -980,7 +1045,7 @@ async def list_comments(request: web.Request) -> web.Response:
 
 async def create_comment(request: web.Request) -> web.Response:
     state, repository, number = request.app[STATE], _repository(request), int(request.match_info["number"])
-    _issue(repository, number)
+    _issue(repository, number, request)
     if not isinstance(body := (request[BODY] or {}).get("body"), str):
         raise _invalid("IssueComment", "body")
     comment = state.add_comment(repository.full_name, number, body, state.bot_login, "Bot")
@@ -1016,7 +1081,7 @@ async def create_reaction(request: web.Request) -> web.Response:
 
 async def add_assignees(request: web.Request) -> web.Response:
     repository = _repository(request)
-    issue = _issue(repository, int(request.match_info["number"]))
+    issue = _issue(repository, int(request.match_info["number"]), request)
     for login in (request[BODY] or {}).get("assignees", []):
         if login not in issue.assignees:
             issue.assignees.append(login)
@@ -1320,6 +1385,13 @@ def create_standin(state: StandinState | None = None) -> web.Application:
         ("GET", repo, get_repo, token, None),  # metadata: every installation may read it
         ("GET", repo + "/contents/{path:.+}", get_content, token, "contents:read"),
         ("GET", issue, get_issue, token, "issues:read"),
+        (
+            "GET",
+            "/repositories/{repository_id:\\d+}/issues/{number:\\d+}",
+            get_issue_by_repository_id,
+            token,
+            "issues:read",
+        ),
         ("GET", issue + "/comments", list_comments, token, "issues:read"),
         ("POST", issue + "/comments", create_comment, token, "issues:write"),
         ("POST", issue + "/assignees", add_assignees, token, "issues:write"),

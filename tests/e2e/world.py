@@ -179,11 +179,23 @@ def pull_request_payload(
     merged: bool = False,
     state: str = "open",
     updated: str = "2026-11-30T10:00:00Z",
+    merged_at: str | None = None,
+    head_repo: str | None = REPO,
 ) -> dict[str, Any]:
-    """A real `pull_request` payload for PR `number` with the given body, head and state."""
+    """A real `pull_request` payload for PR `number` with the given body, head and state.
+
+    `head_repo` is the head branch's repository: acme/web itself, a fork's name, or None for
+    a deleted fork. A merged PR merged at `merged_at` (default: when it was last updated).
+    """
     payload = event_payload("pull_request", "01-opened.json", action=action, number=number)
     pull = payload["pull_request"]
     pull.update({"number": number, "body": body, "state": state, "merged": merged, "updated_at": updated})
     pull.update({"html_url": f"https://github.com/{REPO}/pull/{number}", "merge_commit_sha": "d" * 40})
+    pull["merged_at"] = (merged_at or updated) if merged else None
     pull["head"].update({"ref": ref, "sha": head})
+    pull["base"]["repo"]["full_name"] = REPO
+    if head_repo is None:
+        pull["head"]["repo"] = None
+    else:
+        pull["head"]["repo"] = {**pull["head"]["repo"], "full_name": head_repo, "fork": head_repo != REPO}
     return payload

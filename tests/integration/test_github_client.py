@@ -6,7 +6,7 @@ import httpx
 import pytest
 import respx
 
-from app.github import GitHubClient, GitHubUnavailable, NotFound, PermissionDenied, RateLimited
+from app.github import GitHubClient, GitHubUnavailable, Moved, NotFound, PermissionDenied, RateLimited
 from app.metrics import Metrics
 from tests.fakes import GITHUB_API, StillClock, app_settings, private_key_pem, token_response
 
@@ -151,3 +151,28 @@ async def test_a_failing_token_request_is_transient(client: GitHubClient) -> Non
     respx.post(TOKEN_ROUTE).mock(return_value=httpx.Response(502, json={"message": "bad gateway"}))
     with pytest.raises(GitHubUnavailable):
         await client.call("list_comments", 7, repository="acme/web", number=12)
+
+
+@respx.mock
+async def test_a_301_is_followed_for_a_read_on_the_api_and_never_elsewhere(client: GitHubClient) -> None:
+    """A transferred issue's 301 is followed once for a GET under the API URL; a 301 pointing
+    off the API, or answering a write, raises Moved with the location and sends nothing there."""
+    respx.post(TOKEN_ROUTE).mock(return_value=httpx.Response(201, json=token_response("ghs_one")))
+    moved = f"{GITHUB_API}/repositories/9/issues/7"
+    respx.get(f"{GITHUB_API}/repos/acme/web/issues/12").mock(
+        return_value=httpx.Response(301, headers={"Location": moved}, json={"message": "Moved Permanently"})
+    )
+    new_home = respx.get(moved).mock(return_value=httpx.Response(200, json={"number": 7}))
+    assert await client.call("get_issue", 7, repository="acme/web", number=12) == {"number": 7}
+    assert new_home.calls.last.request.headers["Authorization"] == "token ghs_one"
+    elsewhere = respx.get("https://elsewhere.example/issues/7").mock(return_value=httpx.Response(200))
+    respx.get(f"{GITHUB_API}/repos/acme/web/issues/13").mock(
+        return_value=httpx.Response(301, headers={"Location": "https://elsewhere.example/issues/7"})
+    )
+    with pytest.raises(Moved) as off_api:
+        await client.call("get_issue", 7, repository="acme/web", number=13)
+    assert off_api.value.location == "https://elsewhere.example/issues/7" and elsewhere.call_count == 0
+    respx.post(COMMENTS).mock(return_value=httpx.Response(301, headers={"Location": f"{moved}/comments"}))
+    with pytest.raises(Moved) as write:
+        await client.call("create_comment", 7, repository="acme/web", number=12, json={"body": "x"})
+    assert write.value.location == f"{moved}/comments"

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
+from datetime import UTC, datetime
 
 import httpx
 import pytest
@@ -11,10 +13,19 @@ from sqlalchemy import select
 
 from app.database import Database
 from app.github import GitHubClient
+from app.held import held, held_for, hold
 from app.intake import IncomingDelivery, write_batch
-from app.maintenance import DAY, apply_retention, recover_missed_deliveries
+from app.maintenance import (
+    DAY,
+    Maintenance,
+    Retention,
+    apply_retention,
+    prune_held_observations,
+    recover_missed_deliveries,
+)
 from app.metrics import Metrics
 from app.queue import deliveries
+from policies.rails import CheckObserved, DeploymentObserved
 from tests.fakes import GITHUB_API, app_settings, private_key_pem
 
 NOW = 1_800_000_000.0
@@ -46,6 +57,47 @@ def test_payloads_go_after_7_days_and_delivery_ids_after_30(database: Database) 
     )
     assert apply_retention(database, NOW) == (1, 1)
     assert rows(database) == {"fresh": "{}", "week-old": None, "stuck": "{}"}
+
+
+def check_at(sha: str) -> CheckObserved:
+    """A completed check on a commit no PR has shown."""
+    return CheckObserved(sha, "ci", "success", 1, datetime(2026, 11, 1, tzinfo=UTC))
+
+
+def deployed(deployment_id: int, status: str, status_id: int) -> DeploymentObserved:
+    """A production deployment status."""
+    return DeploymentObserved(deployment_id, "production", f"sha-{deployment_id}", None, status, status_id)
+
+
+def test_held_observations_expire_but_each_environments_latest_deployments_stay(database: Database) -> None:
+    """After 14 days a held check goes, and so do old deployments, except the statuses of the
+    latest deployment and of the latest successful one, which a ticket merging later needs."""
+    hold(database, "acme/web", "check:old", check_at("old"), NOW - 15 * DAY)
+    hold(database, "acme/web", "check:new", check_at("new"), NOW - 1 * DAY)
+    for observation in (deployed(1, "success", 11), deployed(2, "success", 21), deployed(2, "failure", 22)):
+        hold(database, "acme/web", "deployment:production", observation, NOW - 30 * DAY)
+    hold(database, "acme/web", "deployment:production", deployed(3, "failure", 31), NOW - 20 * DAY)
+    assert prune_held_observations(database, NOW, 14) == 2
+    assert held_for(database, "acme/web", "check:old") == []
+    assert held_for(database, "acme/web", "check:new") == [check_at("new")]
+    kept = held_for(database, "acme/web", "deployment:production")
+    assert kept == [deployed(2, "success", 21), deployed(2, "failure", 22), deployed(3, "failure", 31)]
+
+
+async def test_the_maintenance_loop_expires_held_observations_at_its_retention(database: Database) -> None:
+    """One round of the loop prunes with the configured held-observation retention."""
+    hold(database, "acme/web", "check:old", check_at("old"), NOW - 3 * DAY)
+    stop = asyncio.Event()
+    loop = Maintenance(database, None, clock=lambda: NOW, retention=Retention(held_observation_days=2))
+    task = asyncio.create_task(loop.run(stop))
+    for _ in range(400):
+        await asyncio.sleep(0.01)
+        with database.read() as connection:
+            if connection.execute(select(held.c.id)).first() is None:
+                break
+    stop.set()
+    await task
+    assert held_for(database, "acme/web", "check:old") == []
 
 
 @pytest.fixture

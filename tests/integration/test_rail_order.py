@@ -24,6 +24,8 @@ from tests.github_standin import StandinState, running_standin
 
 HEAD, MERGE = "c" * 40, "d" * 40
 BRANCH = "agent/12-order"
+MERGED_AT = "2026-11-30T11:00:00Z"
+FORK = "mallory/order"
 
 
 def _pull(action: str, updated: str, *, merged: bool = False) -> tuple[str, dict[str, Any]]:
@@ -36,6 +38,20 @@ def _pull(action: str, updated: str, *, merged: bool = False) -> tuple[str, dict
         }
     )  # fmt: skip
     payload["pull_request"]["head"].update({"ref": BRANCH, "sha": HEAD})
+    return "pull_request", payload
+
+
+def _unrelated(action: str, body: str, updated: str) -> tuple[str, dict[str, Any]]:
+    """PR #70 from another branch, merged at 11:00 with a body linking nothing, then maybe edited."""
+    payload = json.loads(example("api.github.com", "pull_request", "01-opened.json"))
+    payload["action"] = action
+    payload["pull_request"].update(
+        {
+            "number": 70, "body": body, "state": "closed", "merged": True, "merged_at": MERGED_AT,
+            "merge_commit_sha": "7" * 40, "updated_at": updated, "html_url": "https://github.com/x/pull/70",
+        }
+    )  # fmt: skip
+    payload["pull_request"]["head"].update({"ref": "chore/other", "sha": "6" * 40})
     return "pull_request", payload
 
 
@@ -96,6 +112,9 @@ async def run(
         payload = json.loads(json.dumps(payload))
         payload["installation"] = {"id": 7}
         payload["repository"]["full_name"] = repository
+        head = payload["pull_request"]["head"] if event == "pull_request" else {}
+        if head.get("repo", {}).get("full_name") != FORK:  # the head branch is in the repository itself
+            head.setdefault("repo", {})["full_name"] = repository
         delivery = WebhookEvent(f"{repository}-{number}", event, payload.get("action"), 7, payload)
         for handler in ROUTER.handlers_for(event, delivery.action):
             await handler(delivery, services)
@@ -121,3 +140,61 @@ async def test_every_order_and_every_duplicate_ends_the_same(services: tuple[Ser
             observation_sets.add(observed)
     assert len(outcomes) == 1, outcomes
     assert "merged" in outcomes.pop() and len(observation_sets) == 1
+
+
+LATE_LINK = [
+    _pull("opened", "2026-11-30T10:00:00Z"),
+    _unrelated("closed", "Tidy the logs", "2026-11-30T11:00:00Z"),
+    _unrelated("edited", "Tidy the logs\n\nRefs #12", "2026-11-30T12:00:00Z"),
+]
+
+
+async def test_a_link_added_after_an_unrelated_merge_never_merges_in_any_order(
+    services: tuple[Services, StandinState],
+) -> None:
+    """Every order (and duplicate) of an open linked PR, an unrelated merge and the edit that
+    links it afterwards: the ticket stays pull_request_open, with one set of observations."""
+    handlers, state = services
+    outcomes, observation_sets = set(), set()
+    for index, order in enumerate(itertools.permutations(LATE_LINK)):
+        for duplicate in (None, index % len(LATE_LINK)):
+            sequence = list(order) if duplicate is None else [*order, order[duplicate]]
+            rails, observed = await run(handlers, state, f"acme/late-{index}-{duplicate}", sequence)
+            outcomes.add(repr(rails))
+            observation_sets.add(observed)
+    assert len(outcomes) == 1, outcomes
+    assert "pull_request_open" in outcomes.pop() and len(observation_sets) == 1
+
+
+def _fork_pull(action: str, updated: str, *, merged: bool = False) -> tuple[str, dict[str, Any]]:
+    """PR #80 from a fork whose branch has the claimed branch's name, linking nothing by its body."""
+    event, payload = _pull(action, updated, merged=merged)
+    payload["pull_request"].update(
+        {"number": 80, "body": "Just code", "html_url": "https://github.com/x/pull/80"}
+    )
+    payload["pull_request"]["head"]["repo"] = {"full_name": FORK}
+    return event, payload
+
+
+FORKED = [
+    _push(),
+    _fork_pull("opened", "2026-11-30T10:00:00Z"),
+    _check("failure", 1, "2026-11-30T10:05:00Z"),
+    _fork_pull("closed", "2026-11-30T11:00:00Z", merged=True),
+]
+
+
+async def test_a_fork_named_like_the_claimed_branch_links_nothing_in_any_order(
+    services: tuple[Services, StandinState],
+) -> None:
+    """Every order of a push, a fork's PR from a branch of the same name, a failing check on its
+    head and its merge: the ticket stays branch_reported and never hears of the fork's PR."""
+    handlers, state = services
+    outcomes, observation_sets = set(), set()
+    for index, order in enumerate(itertools.permutations(FORKED)):
+        rails, observed = await run(handlers, state, f"acme/fork-{index}", list(order))
+        outcomes.add(repr(rails))
+        observation_sets.add(observed)
+        assert not any('"number": 80' in o for o in observed)
+    assert len(outcomes) == 1, outcomes
+    assert "branch_reported" in outcomes.pop() and len(observation_sets) == 1

@@ -75,6 +75,39 @@ def test_resync_records_what_happened_while_webhooks_were_lost(database: Databas
     assert (status, out.strip()) == (0, "railyard: acme/web#12: nothing changed.")
 
 
+@respx.mock
+def test_resync_of_a_pull_request_edited_after_its_merge_does_not_merge_the_ticket(
+    database: Database,
+) -> None:
+    """The API shows a merged PR whose body gained `Refs #12` after the merge: the link is
+    recorded, the ticket is not merged (the answer's body is not the body it merged with)."""
+    service, comments = TicketService(database), Comments()
+    key = TicketKey(REPO, 12)
+    service.execute(key, Publish("Resumable uploads"), comments.context(REQUESTER))
+    service.execute(key, Claim(), comments.context(RUNNER))
+    url, at = "https://github.com/acme/web/pull/51", datetime(2026, 11, 30, 9, tzinfo=UTC)
+    remember(database, PullRequest(REPO, 51, url, True, False, "chore/x", "e" * 40, None, at), {12})
+    respx.get(f"{API}/installation").mock(return_value=httpx.Response(200, json={"id": 7}))
+    respx.post(f"{GITHUB_API}/app/installations/7/access_tokens").mock(
+        return_value=httpx.Response(201, json=token_response())
+    )
+    respx.get(f"{API}/contents/.github/railyard.yml").mock(
+        return_value=httpx.Response(404, json={"message": "Not Found"})
+    )
+    edited = {
+        "number": 51, "html_url": url, "state": "closed", "merged": True, "merged_at": "2026-11-30T10:00:00Z",
+        "merge_commit_sha": MERGE, "updated_at": "2026-11-30T12:00:00Z", "body": "Refs #12",
+        "head": {"ref": "chore/x", "sha": "e" * 40, "repo": {"full_name": REPO}},
+    }  # fmt: skip
+    respx.get(f"{API}/pulls/51").mock(return_value=httpx.Response(200, json=edited))
+    respx.get(f"{API}/deployments").mock(return_value=httpx.Response(200, json=[]))
+    status, _, err = run(database, "resync", "acme/web#12")
+    assert status == 0, err
+    ticket = service.load(key)
+    assert ticket.rails.integration.value == "unreported" and ticket.rails.merge_commit is None
+    assert ticket.rails.pull_requests[51].linked is True
+
+
 def test_resync_of_an_unknown_ticket_is_a_clear_error(database: Database) -> None:
     """Not a ticket: exit 1 with a message."""
     status, _, err = run(database, "resync", "acme/web#999")

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from policies.links import CLOSING_KEYWORDS, REFERENCE_KEYWORDS, linked_issues
+from policies.links import CLOSING_KEYWORDS, REFERENCE_KEYWORDS, linked_issues, same_repository
 
 REPOSITORY = "acme/widgets"
 PROPERTY_SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -203,3 +203,12 @@ def test_a_link_in_prose_counts_and_the_same_link_in_a_fence_does_not(
     line = f"{prose} {keyword} #{number}"
     assert linked_issues(f"{prose}\n\n{line}", REPOSITORY) == frozenset({number})
     assert linked_issues(f"{prose}\n\n{fence}\n{line}\n{fence}", REPOSITORY) == frozenset()
+
+
+@pytest.mark.parametrize(
+    ("head_repository", "links"),
+    [("acme/web", True), ("ACME/Web", True), ("mallory/web", False), ("acme/web-fork", False), (None, False)],
+)
+def test_only_a_head_in_this_repository_can_link_by_branch(head_repository: str | None, links: bool) -> None:
+    """The head repository must be this one (compared without case); a fork or a deleted fork is not."""
+    assert same_repository(head_repository, "acme/web") is links

@@ -30,6 +30,8 @@ from policies.rails import (
     decide_observation,
     deployment_states,
     integration_state,
+    observation_from_data,
+    observation_to_data,
 )
 from policies.refusals import Refusal
 from policies.states import DeploymentState, IntegrationState, Role, WorkState
@@ -64,8 +66,12 @@ def pull_request(
     head: str | None = "h1",
     ref: str | None = BRANCH,
     at: int = 1,
+    at_merge: bool | None = None,
 ) -> PullRequestObserved:
+    """A PR observation; a merged one is the merge event itself (its links are the links at
+    merge) unless `at_merge` says otherwise."""
     merged = state == "merged"
+    linked_at_merge = (linked if at_merge is None else at_merge) and merged
     return PullRequestObserved(
         number=number,
         url=f"https://github.com/acme/app/pull/{number}",
@@ -76,6 +82,7 @@ def pull_request(
         head_ref=ref,
         merge_commit=f"merge-{number}" if merged else None,
         updated_at=minute(at),
+        linked_at_merge=linked_at_merge,
     )
 
 
@@ -281,6 +288,34 @@ def test_merged_unlinked_pull_request_is_not_merged() -> None:
     result = fold([branch("h1"), pull_request(linked=False, state="merged")])
     assert result.rails.integration is IS.BRANCH_REPORTED
     assert result.rails.merge_commit is None
+
+
+def test_a_link_added_by_editing_a_merged_pull_request_does_not_merge_the_ticket() -> None:
+    """Editing a merged, unrelated PR's body to link the ticket records the link but never merges it."""
+    unrelated_merge = pull_request(linked=False, state="merged", at=3)
+    edited_after = pull_request(linked=True, state="merged", at=9, at_merge=False)
+    for order in ([unrelated_merge, edited_after], [edited_after, unrelated_merge], [edited_after]):
+        result = fold([branch("h1"), *order])
+        assert result.rails.integration is IS.BRANCH_REPORTED
+        assert result.rails.merge_commit is None
+        assert result.rails.pull_requests[34].linked is True  # the newer, edited body wins
+
+
+def test_a_link_removed_after_the_merge_does_not_undo_the_merge_in_any_order() -> None:
+    """The merge event's links decide; an edit after the merge that drops the link changes nothing."""
+    dropped = pull_request(linked=False, state="merged", at=9, at_merge=False)
+    for order in ([MERGED, dropped], [dropped, MERGED]):
+        result = fold(order)
+        assert result.rails.integration is IS.MERGED
+        assert result.rails.merge_commit == "merge-34"
+
+
+def test_an_observation_recorded_before_linked_at_merge_existed_reads_as_it_was_judged() -> None:
+    """Old log entries lack `linked_at_merge`: a merged, linked one still merged the ticket."""
+    data = observation_to_data(MERGED)
+    del data["linked_at_merge"]
+    restored = observation_from_data(data)
+    assert isinstance(restored, PullRequestObserved) and restored.linked_at_merge is True
 
 
 def test_closed_unmerged_pull_request_falls_back_to_another_open_linked_pull_request() -> None:
@@ -493,6 +528,7 @@ def observation_lists(draw: st.DrawFn) -> list[Observation]:
     sha and whether it contains the merge; the status behind a status id; a PR's merge commit.
     """
     contains = draw(st.lists(st.booleans(), min_size=4, max_size=4))
+    linked_when_merged = draw(st.lists(st.booleans(), min_size=3, max_size=3))
     status_of = draw(st.lists(st.sampled_from(DEPLOY_STATUSES), min_size=4, max_size=4))
 
     branches = st.builds(BranchObserved, st.sampled_from(REFS), st.sampled_from((*SHAS, None)), times)
@@ -501,6 +537,9 @@ def observation_lists(draw: st.DrawFn) -> list[Observation]:
     def pull_requests(inner: st.DrawFn) -> PullRequestObserved:
         number = inner(st.integers(min_value=1, max_value=3))
         state = inner(st.sampled_from(("open", "closed", "merged")))
+        # Whether the PR linked the ticket at its merge is a fact of the world; an observation
+        # made after the merge (an edit) may lack the evidence, never contradict it.
+        evidence = state == "merged" and linked_when_merged[number - 1] and inner(st.booleans())
         return PullRequestObserved(
             number=number,
             url=f"https://github.com/acme/app/pull/{number}",
@@ -511,6 +550,7 @@ def observation_lists(draw: st.DrawFn) -> list[Observation]:
             head_ref=inner(st.sampled_from(REFS)),
             merge_commit=f"merge-{number}" if state == "merged" else None,
             updated_at=inner(times),
+            linked_at_merge=evidence,
         )
 
     checks = st.builds(

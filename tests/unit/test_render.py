@@ -42,6 +42,7 @@ def pull(number: int = 34, *, state: str = "open", head: str = HEAD, minute: int
         head_ref="agent/12-retries",
         merge_commit="f00dfeedbeef" if state == "merged" else None,
         updated_at=START + timedelta(minutes=minute),
+        linked_at_merge=state == "merged",  # the merge event itself: it linked the ticket
     )
 
 
