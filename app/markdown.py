@@ -47,8 +47,8 @@ _DROPPED = re.compile(
     "|[\U000e0000-\U000e007f]"  # tag characters: invisible text
     "|[\u200b-\u200f\u2060-\u2064\ufeff\u180e\u00ad\u061c\u115f\u1160\u3164\uffa0\u034f]"  # invisible
     "|[\U000e0100-\U000e01ef\ufe00-\ufe0d]"  # variation selectors beyond text/emoji presentation
-    "|(?<=[\ufe0e\ufe0f])[\ufe0e\ufe0f]+"  # a run of presentation selectors: the first is kept
 )
+_SELECTOR_RUNS = re.compile("(?<=[\ufe0e\ufe0f])[\ufe0e\ufe0f]+")  # after the drop: keep the first
 _SURROGATES = re.compile("[\ud800-\udfff]")
 _ORDERED_MARKER = re.compile(r"[0-9]{1,9}(?=[.)])")
 _LINE_START_ESCAPED = frozenset("#-+=")
@@ -95,7 +95,7 @@ def mention(login: str) -> str:
 def _clean(text: str) -> str:
     """Line breaks as `\\n`; control characters and bidi overrides gone; surrogates replaced."""
     text = _LINE_BREAKS.sub("\n", text)
-    text = _DROPPED.sub("", text)
+    text = _SELECTOR_RUNS.sub("", _DROPPED.sub("", text))
     return _SURROGATES.sub("\ufffd", text)
 
 
