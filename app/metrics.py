@@ -1,18 +1,33 @@
-"""Prometheus metrics, in a registry of the process's own (nothing global)."""
+"""Prometheus metrics, in a registry of the process's own (nothing global).
+
+Labels take known values only: a label taken from a request would let anyone who can reach
+the server add series until `/metrics` (and the process's memory) grows without bound.
+"""
 
 from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+from app.payloads import SUBSCRIBED_EVENTS, UNLISTED_EVENTS
+
+KNOWN_EVENTS = frozenset((*SUBSCRIBED_EVENTS, *UNLISTED_EVENTS))
+OTHER_EVENT = "other"
+
+
+def event_label(event: str) -> str:
+    """`event` if railyard knows it, else `other`: `X-GitHub-Event` is never signed."""
+    return event if event in KNOWN_EVENTS else OTHER_EVENT
 
 
 class Metrics:
     """Every metric railyard exports."""
 
     def count_received(self, event: str, outcome: str) -> None:
-        """One more webhook answered (the labelled child is looked up once per pair)."""
-        child = self._received.get((event, outcome))
+        """One more webhook answered, under `event_label(event)` (each child is looked up once)."""
+        key = (event_label(event), outcome)
+        child = self._received.get(key)
         if child is None:
-            child = self._received[(event, outcome)] = self.received.labels(event, outcome)
+            child = self._received[key] = self.received.labels(*key)
         child.inc()
 
     def __init__(self) -> None:
@@ -21,7 +36,8 @@ class Metrics:
         r = self.registry
         self.received = Counter(
             "railyard_webhook_deliveries_received",
-            "Webhook deliveries answered, by event and outcome (stored, duplicate, rejected)",
+            "Webhook deliveries answered, by event (a known one, else other) and outcome "
+            "(stored, duplicate, rejected)",
             ["event", "outcome"],
             registry=r,
         )
