@@ -30,6 +30,7 @@ MAX_BATCH = 256
 SATURATED = 4
 """Deliveries waiting for a commit beyond which the intake counts as saturated (at 1,000
 deliveries a second one or two wait; under a flood, nearly every open connection does)."""
+GITHUB_WAITS_MS = 10_000  # GitHub gives up on a webhook not answered within 10 s
 STORE_TIMEOUT = 4.0
 """Seconds a store may wait for its commit before its request answers 503 (SPEC: within 5 s)."""
 
@@ -155,8 +156,14 @@ def write_batch(database: Database, batch: Sequence[IncomingDelivery], connectio
     return [delivery is unique[delivery.delivery_id] and delivery.delivery_id in stored for delivery in batch]
 
 
-class StoreTimeoutError(TimeoutError):
-    """The delivery could not be committed within `STORE_TIMEOUT` (it may still commit later)."""
+class StoreTimeoutError(Exception):
+    """The delivery was not committed within the writer's timeout (one being written may commit later)."""
+
+    def __init__(self, timeout: float, delivery_id: str, withdrawn: bool) -> None:
+        super().__init__(f"not committed within {timeout:g} s")
+        self.delivery_id = delivery_id
+        self.withdrawn = withdrawn
+        """Whether it was taken off the queue unwritten (else it was being written)."""
 
 
 _Entry = tuple[IncomingDelivery, "asyncio.Future[bool]"]
@@ -237,9 +244,7 @@ class DeliveryWriter:
                 withdrawn = True
             except ValueError:
                 withdrawn = False  # in the batch being written: it may still commit
-        future.set_exception(
-            StoreTimeoutError(f"not committed within {self._timeout:g} s", delivery.delivery_id, withdrawn)
-        )
+        future.set_exception(StoreTimeoutError(self._timeout, delivery.delivery_id, withdrawn))
 
     def _next_batch(self) -> list[_Entry]:
         with self._lock:
@@ -260,7 +265,8 @@ class DeliveryWriter:
             cursor.execute(f"PRAGMA busy_timeout={min(wait_ms, BUSY_TIMEOUT_MS)}")
         else:
             cursor.execute(f"SET lock_timeout = {wait_ms}")
-            cursor.execute(f"SET statement_timeout = {wait_ms}")
+            # Beyond GitHub's 10 s no answer is in time; a stalled statement gives the writer back.
+            cursor.execute(f"SET statement_timeout = {max(wait_ms, GITHUB_WAITS_MS)}")
             connection.commit()
         cursor.close()
         return connection

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from aiohttp import compression_utils
 from sqlalchemy import text
+from structlog.testing import capture_logs
 
 from app.database import Database
 from app.installations import installation_status
@@ -38,7 +39,7 @@ def _installed() -> tuple[bytes, int]:
 
 
 async def test_a_comment_payload_sent_as_an_installation_event_changes_nothing(sqlite_url: str) -> None:
-    """A signed `issue_comment.deleted` body replayed as `installation` is stored as rejected, never processed."""
+    """A signed `issue_comment.deleted` body replayed as `installation` is stored rejected, never run."""
     created, installation_id = _installed()
     comment = json.loads(example("api.github.com", "issue_comment", "06-deleted.json"))
     comment["installation"] = {"id": installation_id, "node_id": "MDIz"}
@@ -241,3 +242,16 @@ async def test_a_locked_database_answers_503_while_the_lock_is_held_then_stores_
         assert (await server.deliver("ping", PING, "after")).status == 202
         again = await server.deliver("ping", PING, "while-locked")
         assert again.status in (200, 202), "a late commit answers 200, a dropped store 202"
+
+
+async def test_a_wrong_secret_is_logged_once_a_window_not_once_a_request(sqlite_url: str) -> None:
+    """Refusals are visible in the log with their reason, and a flood of them is one line."""
+    async with running_server(app_settings(sqlite_url)) as server:
+        with capture_logs() as logs:
+            for n in range(20):
+                assert (await server.deliver("ping", PING, f"guess-{n}", secret="guess")).status == 401
+    refused = [entry for entry in logs if entry["event"] == "webhook refused"]
+    assert [(e["reason"], e["status"], e["github_event"]) for e in refused] == [
+        ("missing or wrong X-Hub-Signature-256", 401, "ping")
+    ]
+    assert "guess" not in repr(refused), "neither the secret nor the signature is logged"
