@@ -2,8 +2,16 @@
 
 Only `create_app(settings)` builds anything. Webhook answers follow SPEC: 202 once stored,
 200 for a delivery id already stored, 401 for a missing or wrong signature, 400 for
-missing GitHub headers or a body that is not a JSON object, 413 past 25 MB, 503 in setup
-mode. Bad input never gets a 5xx.
+missing GitHub headers or a body that is not a JSON object, 413 past 25 MB, 415 for a
+`Content-Encoding` other than identity (no request body is ever inflated), 503 in setup
+mode and when the delivery cannot be stored within `STORE_TIMEOUT` (4 s, inside GitHub's
+10 s; GitHub records the failure and recovery redelivers it). Bad input never gets a 5xx.
+
+GitHub signs the body, not `X-GitHub-Event`: a signed payload without the shape of its
+event (`app.payloads.SHAPES`) is stored as `rejected`, answered 202 and never processed,
+so a body replayed under another event's name changes nothing. Nothing an unsigned request
+sends becomes state or a metric label (events are counted under known names or `other`);
+refusals are logged at most once a minute per reason, with the count of those left out.
 """
 
 from __future__ import annotations
