@@ -135,8 +135,11 @@ _DEFINING = (
     "hook",
     "repositories_added",
     "installation.account",
+    "deployment_callback_url",
 )
-"""Paths that identify an event (`review` and `thread`: the pull request review events)."""
+"""Paths that identify an event. Some belong to events railyard does not subscribe to, whose
+bodies a shared secret could still sign: `review` and `thread` (pull request reviews) and
+`deployment_callback_url` (deployment protection rules, which carry a `deployment`)."""
 
 
 def _shape(*needs: tuple[str, type], allows: tuple[str, ...] = ()) -> Shape:

@@ -64,3 +64,19 @@ def test_a_key_of_the_wrong_type_reads_as_missing(value: Any) -> None:
 def test_an_event_railyard_does_not_know_is_not_checked() -> None:
     """Unknown events are stored as ignored and never processed, so they need no shape."""
     assert mismatch("star", {"action": "created"}) is None
+
+
+def test_a_deployment_protection_rule_does_not_pass_for_a_deployment() -> None:
+    """An event railyard does not subscribe to, but that carries a `deployment`, is told apart."""
+    rule = {
+        "action": "requested",
+        "environment": "production",
+        "event": "push",
+        "deployment_callback_url": "https://api.github.com/repos/acme/web/actions/runs/1/deployment_protection_rule",
+        "deployment": {"id": 1, "sha": "f" * 40, "environment": "production"},
+        "repository": {"full_name": "acme/web"},
+        "sender": {"id": 1, "login": "octocat"},
+    }
+    assert mismatch("deployment", rule) == (
+        "deployment payload carries deployment_callback_url, which belongs to another event"
+    )
