@@ -111,13 +111,16 @@ class Shape:
     GitHub signs the body, not `X-GitHub-Event`, so a body signed for one event can be posted
     again under another event's name. Each subscribed or unlisted event has keys no other one
     of them has (an installation event alone names `installation.account`), and the shape
-    checks those, nothing more: fields GitHub may add or drop stay free.
+    checks those, nothing more: fields GitHub may add or drop stay free. Paths are dotted
+    names, kept split too (this runs for every webhook).
     """
 
-    needs: tuple[tuple[str, type], ...]
-    """(dotted path, type) pairs the payload must hold."""
-    betrays: tuple[str, ...]
-    """Dotted paths that, present, say the body belongs to another event."""
+    needs: tuple[tuple[str, tuple[str, ...], type], ...]
+    """(dotted path, its steps, type) for each value the payload must hold."""
+    betrays: frozenset[str]
+    """Top-level keys that, present, say the body is another event's."""
+    betrays_nested: tuple[tuple[str, tuple[str, ...]], ...]
+    """(dotted path, its steps) for each nested value that, present, says the same."""
 
 
 _DEFINING = (
@@ -144,7 +147,12 @@ bodies a shared secret could still sign: `review` and `thread` (pull request rev
 
 def _shape(*needs: tuple[str, type], allows: tuple[str, ...] = ()) -> Shape:
     own = {path for path, _ in needs} | set(allows)
-    return Shape(needs, tuple(path for path in _DEFINING if path not in own))
+    others = [path for path in _DEFINING if path not in own]
+    return Shape(
+        tuple((path, tuple(path.split(".")), kind) for path, kind in needs),
+        frozenset(path for path in others if "." not in path),
+        tuple((path, tuple(path.split("."))) for path in others if "." in path),
+    )
 
 
 SHAPES: dict[str, Shape] = {
@@ -167,10 +175,6 @@ SHAPES: dict[str, Shape] = {
 """The shape of every subscribed and unlisted event (tests check it against every real example)."""
 
 
-def _at(payload: Any, path: str) -> Any:
-    return dig(payload, *path.split("."))
-
-
 def mismatch(event: str, payload: Any) -> str | None:
     """Why `payload` is not a payload of `event` (None when it is, or when the event is not known).
 
@@ -179,11 +183,13 @@ def mismatch(event: str, payload: Any) -> str | None:
     shape = SHAPES.get(event)
     if shape is None:
         return None
-    for path, kind in shape.needs:
-        value = _at(payload, path)
+    for path, steps, kind in shape.needs:
+        value = dig(payload, *steps)
         if not isinstance(value, kind) or isinstance(value, bool):
             return f"{event} payload lacks {path}"
-    for path in shape.betrays:
-        if _at(payload, path) is not None:
-            return f"{event} payload carries {path}, which belongs to another event"
+    carried = [path for path, steps in shape.betrays_nested if dig(payload, *steps) is not None]
+    if isinstance(payload, dict):
+        carried += sorted(shape.betrays.intersection(payload))
+    if carried:
+        return f"{event} payload carries {carried[0]}, which belongs to another event"
     return None
