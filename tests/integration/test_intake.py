@@ -287,3 +287,43 @@ def test_refusals_are_logged_once_per_reason_per_window_with_a_count() -> None:
         ("body is not JSON", 0),
         ("missing or wrong X-Hub-Signature-256", 49),
     ]
+
+
+def _lock_out(database: Database) -> tuple[object, object]:
+    """Another connection holding the deliveries table (SQLite: the whole file); and its release."""
+    if database.is_sqlite:
+        other = sqlite3.connect(database.url.removeprefix("sqlite:///"), isolation_level=None)
+        other.execute("BEGIN EXCLUSIVE")
+        return other, lambda: (other.execute("ROLLBACK"), other.close())
+    connection = database.engine.connect()
+    transaction = connection.begin()
+    connection.exec_driver_sql("LOCK TABLE webhook_deliveries IN ACCESS EXCLUSIVE MODE")
+    return connection, lambda: (transaction.rollback(), connection.close())
+
+
+async def test_the_writer_gives_up_on_a_lock_held_elsewhere_and_takes_the_next_batch(
+    database: Database,
+) -> None:
+    """While another connection holds the lock, the writer's wait ends with the store's: it is not wedged."""
+    writer = DeliveryWriter(database, timeout=0.5)
+    await writer.start()
+    _, release = _lock_out(database)
+    try:
+        with pytest.raises(StoreTimeoutError) as first:
+            await writer.store(incoming("first"))
+        second = asyncio.create_task(writer.store(incoming("second")))
+        await _until_taken(writer)
+        with pytest.raises(StoreTimeoutError) as timed_out:
+            await second
+        assert (first.value.withdrawn, timed_out.value.withdrawn) == (False, False), (
+            "the writer came back from the first batch while the lock was still held"
+        )
+    finally:
+        release()  # type: ignore[operator]
+    try:
+        assert await writer.store(incoming("after")) is True
+    finally:
+        await writer.close()
+    rows = stored(database)
+    assert "first" not in rows, "a batch that gave up on the lock is not committed later"
+    assert "after" in rows  # ("second" may have been committed when the lock went, or not)
