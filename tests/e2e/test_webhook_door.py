@@ -9,6 +9,7 @@ import gzip
 import json
 import sqlite3
 import threading
+import time
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,7 +22,8 @@ from structlog.testing import capture_logs
 
 from app.database import Database
 from app.installations import installation_status
-from app.queue import list_deliveries
+from app.queue import list_deliveries, requeue
+from app.web import WORKER
 from tests.fakes import app_settings, drained, example, running_server, signed_headers
 
 PING = example("api.github.com", "ping", "01-none.json")
@@ -255,3 +257,17 @@ async def test_a_wrong_secret_is_logged_once_a_window_not_once_a_request(sqlite_
         ("missing or wrong X-Hub-Signature-256", 401, "ping")
     ]
     assert "guess" not in repr(refused), "neither the secret nor the signature is logged"
+
+
+async def test_a_redelivered_unknown_event_is_processed_under_the_label_other(sqlite_url: str) -> None:
+    """`railyard redeliver` of a stored unknown event runs it, and the worker's metrics say `other`."""
+    database = Database(sqlite_url)
+    async with running_server(app_settings(sqlite_url)) as server:
+        assert (await server.deliver("invented-event", b'{"action": "x"}', "odd")).status == 202
+        assert requeue(database, ["odd"], time.time()) == ["odd"]
+        server.app[WORKER].notify()
+        await drained(database)
+        async with _metrics_text(server) as response:
+            metrics = await response.text()
+    assert "invented" not in metrics
+    assert 'railyard_webhook_deliveries_processed_total{event="other",status="ignored"} 1.0' in metrics
