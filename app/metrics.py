@@ -60,8 +60,8 @@ class Metrics:
         r = self.registry
         self.received = Counter(
             "railyard_webhook_deliveries_received",
-            "Webhook deliveries answered, by event (a known one, else other) and outcome "
-            "(stored, duplicate, rejected)",
+            "Webhook deliveries answered, by event (a known one, else other) and outcome (stored, "
+            "duplicate, rejected: refused; mismatched: stored as rejected, its payload not of its event)",
             ["event", "outcome"],
             registry=r,
         )

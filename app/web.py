@@ -125,13 +125,15 @@ class WebhookReceiver:
             stored = await self._writer.store(delivery)
         except Exception as error:
             return self._unavailable(delivery, error)
-        self._metrics.count_received(event, "stored" if stored else "duplicate")
         self._metrics.ack_seconds.observe(time.perf_counter() - started)
         if not stored:
+            self._metrics.count_received(event, "duplicate")
             return web.Response(status=200, body=_ALREADY_STORED, content_type="application/json")
         if delivery.status == REJECTED:
+            self._metrics.count_received(event, "mismatched")
             self._refusals.refused(delivery.last_error or "", 202, delivery_id=delivery_id)
             return answer(202, _MISMATCH, reason=delivery.last_error)
+        self._metrics.count_received(event, "stored")
         if delivery.status == PENDING and self._worker is not None:
             self._worker.notify()
         return web.Response(status=202, body=_STORED, content_type="application/json")

@@ -74,6 +74,12 @@ async def test_an_installation_payload_sent_as_a_comment_is_rejected(sqlite_url:
         assert (await server.deliver("issue_comment", deleted, "deleted-as-comment")).status == 202
         assert (await server.deliver("issue_comment", deleted, "deleted-as-comment")).status == 200
         await drained(database)
+        async with _metrics_text(server) as response:
+            metrics = await response.text()
+    assert (
+        'railyard_webhook_deliveries_received_total{event="issue_comment",outcome="mismatched"} 1.0'
+        in metrics
+    )
     [stored] = list_deliveries(database)
     assert stored["status"] == "rejected"
     assert stored["last_error"] == "issue_comment payload lacks issue"
