@@ -312,7 +312,7 @@ def _settle(batch: list[_Entry], inserted: list[bool] | None, error: Exception |
 def _log_late_commit(delivery: IncomingDelivery, future: asyncio.Future[bool]) -> None:
     if isinstance(future.exception(), StoreTimeoutError):
         log.warning(
-            "a delivery answered 503 was stored after all; GitHub's redelivery will answer 200",
+            "a delivery answered 503 was stored after all; its redelivery will be answered 200",
             delivery_id=delivery.delivery_id,
             github_event=delivery.event,
         )

@@ -164,10 +164,10 @@ class WebhookReceiver:
     def _unavailable(self, delivery: IncomingDelivery, error: Exception) -> web.Response:
         """503: not stored (the database is locked or down); GitHub records the failure."""
         reason = f"could not store a delivery: {type(error).__name__}"
-        trace = None if isinstance(error, StoreTimeoutError) else error  # a timeout needs no traceback
-        self._refusals.refused(
-            reason, 503, delivery_id=delivery.delivery_id, error=str(error)[:200], exc_info=trace
-        )
+        fields: dict[str, Any] = {"delivery_id": delivery.delivery_id, "error": str(error)[:200]}
+        if not isinstance(error, StoreTimeoutError):  # a timeout needs no traceback; the rest do
+            fields["exc_info"] = error
+        self._refusals.refused(reason, 503, **fields)
         return answer(503, _UNAVAILABLE, delivery=delivery.delivery_id)
 
     def _reject(self, event: str, status: int, message: str) -> web.Response:
@@ -178,7 +178,7 @@ class WebhookReceiver:
 
 
 _MISMATCH = "rejected: the payload does not have the shape of X-GitHub-Event; stored, never processed"
-_UNAVAILABLE = "could not store the delivery in time; GitHub can redeliver it"
+_UNAVAILABLE = "could not store the delivery (the database is locked or unreachable); GitHub can redeliver it"
 _STORED = orjson.dumps({"message": "stored"})
 _ALREADY_STORED = orjson.dumps({"message": "already stored"})
 
