@@ -418,7 +418,7 @@ def build_parser() -> argparse.ArgumentParser:
     resync.add_argument("ticket", metavar="OWNER/REPO#N")
     resync.set_defaults(handler=cmd_resync)
     deliveries = commands.add_parser("deliveries", help="list stored webhook deliveries")
-    deliveries.add_argument("--status", choices=["pending", "done", "ignored", "failed"])
+    deliveries.add_argument("--status", choices=["pending", "done", "ignored", "failed", "rejected"])
     deliveries.add_argument("--limit", type=int, default=100)
     deliveries.add_argument("--json", action="store_true", help="print JSON")
     deliveries.set_defaults(handler=cmd_deliveries)

@@ -2,26 +2,37 @@
 
 Stores go through one writer that commits whatever has queued up while the previous
 commit was being fsynced (group commit), so concurrent requests share an fsync and every
-202 means "committed and on disk".
+202 means "committed and on disk". A store that cannot commit within `STORE_TIMEOUT`
+(the database is locked or unreachable) fails, so the request answers 503 well inside
+GitHub's 10 s and GitHub records a failure that recovery redelivers.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import hmac
 import threading
+import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
-from app.database import Database
+import structlog
+
+from app.database import BUSY_TIMEOUT_MS, Database
+
+log = structlog.get_logger(__name__)
 
 MAX_BODY_BYTES = 25 * 1024 * 1024  # GitHub caps webhook payloads at 25 MB
 MAX_BATCH = 256
 SATURATED = 4
 """Deliveries waiting for a commit beyond which the intake counts as saturated (at 1,000
 deliveries a second one or two wait; under a flood, nearly every open connection does)."""
+GITHUB_WAITS_MS = 10_000  # GitHub gives up on a webhook not answered within 10 s
+STORE_TIMEOUT = 4.0
+"""Seconds a store may wait for its commit before its request answers 503 (SPEC: within 5 s)."""
 
 
 def verify_signature(body: bytes, header: str | None, secrets: Sequence[bytes]) -> bool:
@@ -64,6 +75,7 @@ class IncomingDelivery(NamedTuple):
     received_at: float
     next_attempt_at: float
     attempts: int = 0
+    last_error: str | None = None
 
 
 _COLUMNS = ", ".join(IncomingDelivery._fields)  # webhook_deliveries' columns of the same names
@@ -144,17 +156,36 @@ def write_batch(database: Database, batch: Sequence[IncomingDelivery], connectio
     return [delivery is unique[delivery.delivery_id] and delivery.delivery_id in stored for delivery in batch]
 
 
+class StoreTimeoutError(Exception):
+    """The delivery was not committed within the writer's timeout (one being written may commit later)."""
+
+    def __init__(self, timeout: float, delivery_id: str, withdrawn: bool) -> None:
+        super().__init__(f"not committed within {timeout:g} s")
+        self.delivery_id = delivery_id
+        self.withdrawn = withdrawn
+        """Whether it was taken off the queue unwritten (else it was being written)."""
+
+
+_Entry = tuple[IncomingDelivery, "asyncio.Future[bool]"]
+
+
 class DeliveryWriter:
     """Group commit: a thread of its own writes whatever queued up while the last fsync ran.
 
     The thread takes the next batch as soon as the previous one is on disk, without waiting
     for the event loop, and hands each batch's outcome back to the loop in one callback.
+    A store still waiting after `timeout` seconds fails with `StoreTimeoutError`: one still queued
+    is withdrawn, one already being written may commit later (logged), and the writer's own
+    connection gives up on a lock after the same time, so it goes on to the next batch.
     """
 
-    def __init__(self, database: Database, *, max_batch: int = MAX_BATCH) -> None:
+    def __init__(
+        self, database: Database, *, max_batch: int = MAX_BATCH, timeout: float = STORE_TIMEOUT
+    ) -> None:
         self._database = database
         self._max_batch = max_batch
-        self._pending: deque[tuple[IncomingDelivery, asyncio.Future[bool]]] = deque()
+        self._timeout = timeout
+        self._pending: deque[_Entry] = deque()
         self._lock = threading.Lock()
         self._ready = threading.Condition(self._lock)
         self._closing = False
@@ -177,32 +208,68 @@ class DeliveryWriter:
             await asyncio.to_thread(self._thread.join)
 
     async def store(self, delivery: IncomingDelivery) -> bool:
-        """Store durably; True if new, False if this delivery id was already stored."""
+        """Store durably; True if new, False if this delivery id was already stored.
+
+        Raises `StoreTimeoutError` when the commit does not come within the writer's timeout.
+        """
         if self._loop is None:
             raise RuntimeError("intake writer not started")
         future: asyncio.Future[bool] = self._loop.create_future()
+        entry = (delivery, future)
         with self._lock:
             if self._closing:
                 raise RuntimeError("intake is shutting down")
-            self._pending.append((delivery, future))
+            self._pending.append(entry)
             if len(self._pending) == 1:
                 self._ready.notify()
+        timer = self._loop.call_later(self._timeout, self._give_up, entry)
         self._waiting += 1
         try:
             return await future
         finally:
+            timer.cancel()
             self._waiting -= 1
 
     def saturated(self) -> bool:
         """Whether more than `SATURATED` deliveries are waiting for a commit."""
         return self._waiting > SATURATED
 
-    def _next_batch(self) -> list[tuple[IncomingDelivery, asyncio.Future[bool]]]:
+    def _give_up(self, entry: _Entry) -> None:
+        delivery, future = entry
+        if future.done():
+            return
+        with self._lock:
+            try:
+                self._pending.remove(entry)  # not taken yet: it will never be written
+                withdrawn = True
+            except ValueError:
+                withdrawn = False  # in the batch being written: it may still commit
+        future.set_exception(StoreTimeoutError(self._timeout, delivery.delivery_id, withdrawn))
+
+    def _next_batch(self) -> list[_Entry]:
         with self._lock:
             while not self._pending and not self._closing:
                 self._ready.wait()
             size = min(len(self._pending), self._max_batch)
             return [self._pending.popleft() for _ in range(size)]
+
+    def _connect(self) -> Any:
+        # The writer's own connection, out of the pool: it waits for a lock no longer than
+        # a request waits for its answer, so a locked database fails the batch instead of
+        # holding the writer (and every delivery queued behind it) until the lock goes.
+        connection = self._database.engine.raw_connection()
+        connection.detach()
+        cursor = connection.cursor()
+        wait_ms = max(1, int(self._timeout * 1000))
+        if self._database.is_sqlite:
+            cursor.execute(f"PRAGMA busy_timeout={min(wait_ms, BUSY_TIMEOUT_MS)}")
+        else:
+            cursor.execute(f"SET lock_timeout = {wait_ms}")
+            # Beyond GitHub's 10 s no answer is in time; a stalled statement gives the writer back.
+            cursor.execute(f"SET statement_timeout = {max(wait_ms, GITHUB_WAITS_MS)}")
+            connection.commit()
+        cursor.close()
+        return connection
 
     def _run(self) -> None:
         assert self._loop is not None
@@ -210,11 +277,11 @@ class DeliveryWriter:
         while batch := self._next_batch():
             try:
                 if connection is None:
-                    connection = self._database.engine.raw_connection()
+                    connection = self._connect()
                 inserted = write_batch(self._database, [delivery for delivery, _ in batch], connection)
             except Exception as error:  # the callers answer 503; nothing was acknowledged
                 if connection is not None:
-                    connection.invalidate()  # a broken connection is not reused
+                    _discard(connection)  # a broken connection is not reused
                     connection = None
                 self._loop.call_soon_threadsafe(_settle, batch, None, error)
                 continue
@@ -223,15 +290,56 @@ class DeliveryWriter:
             connection.close()
 
 
-def _settle(
-    batch: list[tuple[IncomingDelivery, asyncio.Future[bool]]],
-    inserted: list[bool] | None,
-    error: Exception | None,
-) -> None:
-    for index, (_, future) in enumerate(batch):
-        if future.done():  # the request went away; its delivery is stored all the same
+def _discard(connection: Any) -> None:
+    # Detached from the pool, so closing it closes the driver's connection; a broken one may
+    # raise on the way, which changes nothing.
+    with contextlib.suppress(Exception):
+        connection.close()
+
+
+def _settle(batch: list[_Entry], inserted: list[bool] | None, error: Exception | None) -> None:
+    for index, (delivery, future) in enumerate(batch):
+        if future.done():  # the request went away or timed out; its delivery is stored all the same
+            if inserted is not None and inserted[index] and not future.cancelled():
+                _log_late_commit(delivery, future)
             continue
         if inserted is None:
             future.set_exception(error or RuntimeError("intake write failed"))
         else:
             future.set_result(inserted[index])
+
+
+def _log_late_commit(delivery: IncomingDelivery, future: asyncio.Future[bool]) -> None:
+    if isinstance(future.exception(), StoreTimeoutError):
+        log.warning(
+            "a delivery answered 503 was stored after all; its redelivery will be answered 200",
+            delivery_id=delivery.delivery_id,
+            github_event=delivery.event,
+        )
+
+
+class RejectionLog:
+    """Logs refused webhooks: at most one line per reason every `every` seconds.
+
+    Each line counts the refusals of that reason it stands for since the last line, so a
+    flood of unsigned requests costs a line a minute, and a wrong secret still shows.
+    Reasons are railyard's own fixed texts, so the table stays small.
+    """
+
+    def __init__(self, every: float = 60.0, clock: Callable[[], float] = time.monotonic) -> None:
+        self._every = every
+        self._clock = clock
+        self._last: dict[str, tuple[float, int]] = {}  # reason -> (time of the last line, refusals since)
+
+    def refused(self, reason: str, status: int, **fields: Any) -> None:
+        """Count one refusal, and log it unless a line for `reason` went out less than `every` ago."""
+        now = self._clock()
+        last = self._last.get(reason)
+        if last is not None and now - last[0] < self._every:
+            self._last[reason] = (last[0], last[1] + 1)
+            return
+        self._last[reason] = (now, 0)
+        suppressed = last[1] if last is not None else 0
+        log.warning(
+            "webhook refused", reason=reason, status=status, suppressed_since_last=suppressed, **fields
+        )

@@ -1,18 +1,57 @@
-"""Prometheus metrics, in a registry of the process's own (nothing global)."""
+"""Prometheus metrics, in a registry of the process's own (nothing global).
+
+Labels take known values only: a label taken from a request would let anyone who can reach
+the server add series until `/metrics` (and the process's memory) grows without bound.
+"""
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+from app.payloads import SUBSCRIBED_EVENTS, UNLISTED_EVENTS
+
+T = TypeVar("T")
+
+KNOWN_EVENTS = frozenset((*SUBSCRIBED_EVENTS, *UNLISTED_EVENTS))
+OTHER_EVENT = "other"
+
+
+def event_label(event: str) -> str:
+    """`event` if railyard knows it, else `other`: `X-GitHub-Event` is never signed."""
+    return event if event in KNOWN_EVENTS else OTHER_EVENT
+
+
+class _EventCounter(Counter):
+    """A counter whose first label is an event name, always passed through `event_label`."""
+
+    def labels(self: T, *values: object, **named: object) -> T:
+        """The child for these labels, the event mapped to a known name or `other`."""
+        if values:
+            values = (event_label(str(values[0])), *values[1:])
+        return super().labels(*values, **named)  # type: ignore[misc]
+
+
+class _EventHistogram(Histogram):
+    """A histogram whose first label is an event name, always passed through `event_label`."""
+
+    def labels(self: T, *values: object, **named: object) -> T:
+        """The child for these labels, the event mapped to a known name or `other`."""
+        if values:
+            values = (event_label(str(values[0])), *values[1:])
+        return super().labels(*values, **named)  # type: ignore[misc]
 
 
 class Metrics:
     """Every metric railyard exports."""
 
     def count_received(self, event: str, outcome: str) -> None:
-        """One more webhook answered (the labelled child is looked up once per pair)."""
-        child = self._received.get((event, outcome))
+        """One more webhook answered, under `event_label(event)` (each child is looked up once)."""
+        key = (event_label(event), outcome)
+        child = self._received.get(key)
         if child is None:
-            child = self._received[(event, outcome)] = self.received.labels(event, outcome)
+            child = self._received[key] = self.received.labels(*key)
         child.inc()
 
     def __init__(self) -> None:
@@ -21,11 +60,14 @@ class Metrics:
         r = self.registry
         self.received = Counter(
             "railyard_webhook_deliveries_received",
-            "Webhook deliveries answered, by event and outcome (stored, duplicate, rejected)",
+            "Webhook deliveries answered, by event (a known one, else other) and outcome (stored, "
+            "duplicate, rejected: refused; mismatched: stored as rejected, its payload not of its event)",
             ["event", "outcome"],
             registry=r,
         )
-        self.processed = Counter(
+        # The worker labels these with a stored delivery's event; `railyard redeliver` can hand
+        # it one whose (unsigned) event header names no event railyard knows.
+        self.processed = _EventCounter(
             "railyard_webhook_deliveries_processed",
             "Webhook deliveries processed, by event and final status (done, ignored, failed, retry)",
             ["event", "status"],
@@ -37,7 +79,7 @@ class Metrics:
             buckets=(0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 1.0),
             registry=r,
         )
-        self.processing_seconds = Histogram(
+        self.processing_seconds = _EventHistogram(
             "railyard_webhook_processing_seconds",
             "Time to process one delivery, by event",
             ["event"],

@@ -102,3 +102,94 @@ def describe(event: str, payload: Any) -> DeliveryFacts:
         repository=repository,
         ordering_key=_ordering_key(event, payload, repository, installation_id),
     )
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What a payload of one event carries: the keys it needs, and keys that betray another event.
+
+    GitHub signs the body, not `X-GitHub-Event`, so a body signed for one event can be posted
+    again under another event's name. Each subscribed or unlisted event has keys no other one
+    of them has (an installation event alone names `installation.account`), and the shape
+    checks those, nothing more: fields GitHub may add or drop stay free. Paths are dotted
+    names, kept split too (this runs for every webhook).
+    """
+
+    needs: tuple[tuple[str, tuple[str, ...], type], ...]
+    """(dotted path, its steps, type) for each value the payload must hold."""
+    betrays: frozenset[str]
+    """Top-level keys that, present, say the body is another event's."""
+    betrays_nested: tuple[tuple[str, tuple[str, ...]], ...]
+    """(dotted path, its steps) for each nested value that, present, says the same."""
+
+
+_DEFINING = (
+    "issue",
+    "comment",
+    "pull_request",
+    "review",
+    "thread",
+    "check_run",
+    "check_suite",
+    "deployment",
+    "deployment_status",
+    "merge_group",
+    "ref",
+    "hook",
+    "repositories_added",
+    "installation.account",
+    "deployment_callback_url",
+)
+"""Paths that identify an event. Some belong to events railyard does not subscribe to, whose
+bodies a shared secret could still sign: `review` and `thread` (pull request reviews) and
+`deployment_callback_url` (deployment protection rules, which carry a `deployment`)."""
+
+
+def _shape(*needs: tuple[str, type], allows: tuple[str, ...] = ()) -> Shape:
+    own = {path for path, _ in needs} | set(allows)
+    others = [path for path in _DEFINING if path not in own]
+    return Shape(
+        tuple((path, tuple(path.split(".")), kind) for path, kind in needs),
+        frozenset(path for path in others if "." not in path),
+        tuple((path, tuple(path.split("."))) for path in others if "." in path),
+    )
+
+
+SHAPES: dict[str, Shape] = {
+    "issue_comment": _shape(("issue", dict), ("comment", dict)),
+    "issues": _shape(("issue", dict)),
+    "pull_request": _shape(("pull_request", dict), ("number", int)),
+    "push": _shape(("ref", str), ("before", str), ("after", str)),
+    "check_suite": _shape(("check_suite", dict)),
+    "check_run": _shape(("check_run", dict)),
+    "deployment": _shape(("deployment", dict)),
+    # A deployment status set by an Actions job names the job's check run.
+    "deployment_status": _shape(("deployment", dict), ("deployment_status", dict), allows=("check_run",)),
+    "merge_group": _shape(("merge_group", dict)),
+    "installation": _shape(("installation.account", dict)),
+    "installation_repositories": _shape(
+        ("installation.account", dict), ("repositories_added", list), ("repositories_removed", list)
+    ),
+    "ping": _shape(("zen", str), ("hook", dict), ("hook_id", int)),
+}
+"""The shape of every subscribed and unlisted event (tests check it against every real example)."""
+
+
+def mismatch(event: str, payload: Any) -> str | None:
+    """Why `payload` is not a payload of `event` (None when it is, or when the event is not known).
+
+    The reason names the event and the path, never a value from the payload.
+    """
+    shape = SHAPES.get(event)
+    if shape is None:
+        return None
+    for path, steps, kind in shape.needs:
+        value = dig(payload, *steps)
+        if not isinstance(value, kind) or isinstance(value, bool):
+            return f"{event} payload lacks {path}"
+    carried = [path for path, steps in shape.betrays_nested if dig(payload, *steps) is not None]
+    if isinstance(payload, dict):
+        carried += sorted(shape.betrays.intersection(payload))
+    if carried:
+        return f"{event} payload carries {carried[0]}, which belongs to another event"
+    return None

@@ -28,7 +28,9 @@ deliveries = table(WebhookDeliveryRow)
 runs = table(DeliveryRunRow)
 
 PENDING, DONE, IGNORED, FAILED = "pending", "done", "ignored", "failed"
-FINAL_STATUSES = (DONE, IGNORED, FAILED)
+REJECTED = "rejected"
+"""Signed, but its payload does not have the shape of its event: kept for the audit, never processed."""
+FINAL_STATUSES = (DONE, IGNORED, FAILED, REJECTED)
 
 # Each ordering key's head is found by walking the partial index of pending deliveries from
 # key to key (a recursive "skip scan"), so a claim costs one index probe per key with pending
@@ -314,14 +316,19 @@ def list_deliveries(database: Database, status: str | None = None, limit: int = 
 def requeue(database: Database, delivery_ids: Sequence[str], now: float) -> list[str]:
     """Process stored deliveries again (after a failure, or after an outage); returns those found.
 
-    Re-running is safe: every state change is keyed by its operation id.
+    Re-running is safe: every state change is keyed by its operation id. A delivery rejected
+    at the door (its payload is not of its event) is never processed, so it is not found.
     """
     found: list[str] = []
     with database.write() as connection:
         for delivery_id in delivery_ids:
             result = connection.execute(
                 update(deliveries)
-                .where(deliveries.c.delivery_id == bindparam("b_id"), deliveries.c.payload.is_not(None))
+                .where(
+                    deliveries.c.delivery_id == bindparam("b_id"),
+                    deliveries.c.payload.is_not(None),
+                    deliveries.c.status != REJECTED,
+                )
                 .values(status=PENDING, next_attempt_at=now, lease_until=None, lease_owner=None, attempts=0),
                 {"b_id": delivery_id},
             )

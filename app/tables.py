@@ -166,7 +166,8 @@ class WebhookDeliveryRow(SQLModel, table=True):
     """One HTTP request from GitHub, stored before it is acknowledged; the worker's queue.
 
     Times are epoch seconds (floats): the queue compares them on every claim.
-    `status`: pending (to process, possibly leased or in backoff), done, ignored, failed.
+    `status`: pending (to process, possibly leased or in backoff), done, ignored, failed, rejected
+    (its payload is not of its event: never processed).
     """
 
     __tablename__ = "webhook_deliveries"

@@ -2,8 +2,16 @@
 
 Only `create_app(settings)` builds anything. Webhook answers follow SPEC: 202 once stored,
 200 for a delivery id already stored, 401 for a missing or wrong signature, 400 for
-missing GitHub headers or a body that is not a JSON object, 413 past 25 MB, 503 in setup
-mode. Bad input never gets a 5xx.
+missing GitHub headers or a body that is not a JSON object, 413 past 25 MB, 415 for a
+`Content-Encoding` other than identity (no request body is ever inflated), 503 in setup
+mode and when the delivery cannot be stored within `STORE_TIMEOUT` (4 s, inside GitHub's
+10 s; GitHub records the failure and recovery redelivers it). Bad input never gets a 5xx.
+
+GitHub signs the body, not `X-GitHub-Event`: a signed payload without the shape of its
+event (`app.payloads.SHAPES`) is stored as `rejected`, answered 202 and never processed,
+so a body replayed under another event's name changes nothing. Nothing an unsigned request
+sends becomes state or a metric label (events are counted under known names or `other`);
+refusals are logged at most once a minute per reason, with the count of those left out.
 """
 
 from __future__ import annotations
@@ -23,12 +31,19 @@ from sqlalchemy import text
 from app.answers import answer, guarded
 from app.database import Database
 from app.github import GitHubClient
-from app.intake import MAX_BODY_BYTES, DeliveryWriter, IncomingDelivery, verify_signature
+from app.intake import (
+    MAX_BODY_BYTES,
+    DeliveryWriter,
+    IncomingDelivery,
+    RejectionLog,
+    StoreTimeoutError,
+    verify_signature,
+)
 from app.maintenance import Maintenance, Retention
-from app.metrics import Metrics
+from app.metrics import Metrics, event_label
 from app.outbox import Outbox, effect_counts
-from app.payloads import describe
-from app.queue import IGNORED, PENDING, release_all_leases
+from app.payloads import describe, mismatch
+from app.queue import IGNORED, PENDING, REJECTED, release_all_leases
 from app.services import Services, create_services
 from app.settings import Settings
 from app.setup import SetupFlow, add_setup_routes, start_setup
@@ -77,6 +92,7 @@ class WebhookReceiver:
         self._routed = routed
         self._clock = clock
         self._worker = worker
+        self._refusals = RejectionLog()
 
     async def receive(self, request: web.Request) -> web.Response:
         """Answer one delivery (see the module docstring for the statuses)."""
@@ -88,6 +104,8 @@ class WebhookReceiver:
         delivery_id = headers.get("X-GitHub-Delivery", "").strip()
         if not event or not delivery_id or len(delivery_id) > 200 or len(event) > 100:
             return self._reject(event, 400, "missing or malformed X-GitHub-Event / X-GitHub-Delivery headers")
+        if headers.get("Content-Encoding", "identity").strip().lower() != "identity":
+            return self._reject(event, 415, "Content-Encoding must be identity: GitHub sends plain JSON")
         if (request.content_length or 0) > MAX_BODY_BYTES:
             return self._reject(event, 413, "payload larger than 25 MB")
         try:
@@ -102,40 +120,65 @@ class WebhookReceiver:
             return self._reject(event, 400, "body is not JSON")
         if not isinstance(payload, dict):
             return self._reject(event, 400, "body is not a JSON object")
+        delivery = self._delivery(event, delivery_id, payload, body)
+        try:
+            stored = await self._writer.store(delivery)
+        except Exception as error:
+            return self._unavailable(delivery, error)
+        self._metrics.ack_seconds.observe(time.perf_counter() - started)
+        if not stored:
+            self._metrics.count_received(event, "duplicate")
+            return web.Response(status=200, body=_ALREADY_STORED, content_type="application/json")
+        if delivery.status == REJECTED:
+            self._metrics.count_received(event, "mismatched")
+            self._refusals.refused(delivery.last_error or "", 202, delivery_id=delivery_id)
+            return answer(202, _MISMATCH, reason=delivery.last_error)
+        self._metrics.count_received(event, "stored")
+        if delivery.status == PENDING and self._worker is not None:
+            self._worker.notify()
+        return web.Response(status=202, body=_STORED, content_type="application/json")
+
+    def _delivery(
+        self, event: str, delivery_id: str, payload: dict[str, Any], body: bytes
+    ) -> IncomingDelivery:
+        """The row to store: rejected, and never processed, when the payload is not of its event."""
         facts = describe(event, payload)
+        wrong = mismatch(event, payload)
         now = self._clock()
-        routed = event in self._routed
-        delivery = IncomingDelivery(
+        status = REJECTED if wrong else PENDING if event in self._routed else IGNORED
+        return IncomingDelivery(
             delivery_id=delivery_id,
             event=event,
             action=facts.action,
             installation_id=facts.installation_id,
             repository=facts.repository,
             ordering_key=facts.ordering_key,
-            status=PENDING if routed else IGNORED,
+            status=status,
             payload=body.decode(),
             payload_bytes=len(body),
             received_at=now,
             next_attempt_at=now,
+            last_error=wrong,
         )
-        try:
-            stored = await self._writer.store(delivery)
-        except Exception:
-            log.exception("could not store a delivery", delivery_id=delivery_id, github_event=event)
-            return answer(503, "could not store the delivery; GitHub can redeliver it", delivery=delivery_id)
-        self._metrics.count_received(event, "stored" if stored else "duplicate")
-        self._metrics.ack_seconds.observe(time.perf_counter() - started)
-        if not stored:
-            return web.Response(status=200, body=_ALREADY_STORED, content_type="application/json")
-        if routed and self._worker is not None:
-            self._worker.notify()
-        return web.Response(status=202, body=_STORED, content_type="application/json")
+
+    def _unavailable(self, delivery: IncomingDelivery, error: Exception) -> web.Response:
+        """503: not stored (the database is locked or down); GitHub records the failure."""
+        reason = f"could not store a delivery: {type(error).__name__}"
+        fields: dict[str, Any] = {"delivery_id": delivery.delivery_id, "error": str(error)[:200]}
+        if not isinstance(error, StoreTimeoutError):  # a timeout needs no traceback; the rest do
+            fields["exc_info"] = error
+        self._refusals.refused(reason, 503, **fields)
+        return answer(503, _UNAVAILABLE, delivery=delivery.delivery_id)
 
     def _reject(self, event: str, status: int, message: str) -> web.Response:
-        self._metrics.count_received(event or "unknown", "rejected")
+        """Refuse a request, counted under a known event name (or `other`) and logged sparingly."""
+        self._metrics.count_received(event, "rejected")
+        self._refusals.refused(message, status, github_event=event_label(event))
         return answer(status, message)
 
 
+_MISMATCH = "rejected: the payload does not have the shape of X-GitHub-Event; stored, never processed"
+_UNAVAILABLE = "could not store the delivery (the database is locked or unreachable); GitHub can redeliver it"
 _STORED = orjson.dumps({"message": "stored"})
 _ALREADY_STORED = orjson.dumps({"message": "already stored"})
 
@@ -237,7 +280,9 @@ def create_app(
 
     Without credentials `/` is the setup page (`setup`, or a new flow with its own token).
     """
-    app = web.Application(client_max_size=MAX_BODY_BYTES)
+    # No request body is inflated: aiohttp would decompress a gzip body as it arrives, before
+    # the webhook route can refuse it (a 260 KB bomb is 256 MB inflated).
+    app = web.Application(client_max_size=MAX_BODY_BYTES, handler_args={"auto_decompress": False})
     database = services.database if services else Database(settings.database_url)
     metrics = Metrics()
     if services is None:

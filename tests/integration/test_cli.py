@@ -11,6 +11,7 @@ from pathlib import Path
 
 from app.cli import main
 from app.database import Database
+from app.intake import IncomingDelivery, write_batch
 from app.service import TicketService
 from app.settings import Settings
 from policies.commands import Accept, Claim, Deliver, Publish
@@ -140,3 +141,19 @@ def test_serve_refuses_a_private_key_that_is_not_pem_without_printing_it(tmp_pat
     assert result.returncode == 2
     assert "PRIVATE_KEY is not a PEM private key" in result.stderr
     assert "super-secret" not in result.stderr + result.stdout
+
+
+def test_deliveries_lists_rejected_ones_and_redeliver_does_not_revive_them(database: Database) -> None:
+    """`deliveries --status rejected` shows the reason; `redeliver` of one says it was not found."""
+    rejected = IncomingDelivery(
+        "replayed", "installation", "deleted", 7, None, "installation:7", "rejected", "{}", 2, 1.0, 1.0
+    )
+    write_batch(database, [rejected._replace(last_error="installation payload lacks installation.account")])
+    status, out, _ = run(database.url, "deliveries", "--status", "rejected", "--json")
+    assert status == 0
+    [listed] = json.loads(out)
+    assert (listed["id"], listed["status"]) == ("replayed", "rejected")
+    status, _, _ = run(database.url, "redeliver", "replayed")
+    assert status != 0
+    _, out, _ = run(database.url, "deliveries", "--json")
+    assert [item["status"] for item in json.loads(out)] == ["rejected"]

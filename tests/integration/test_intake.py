@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 import threading
 from pathlib import Path
 
@@ -10,9 +11,17 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import func, select
+from structlog.testing import capture_logs
 
 from app.database import Database
-from app.intake import SATURATED, DeliveryWriter, IncomingDelivery, write_batch
+from app.intake import (
+    SATURATED,
+    DeliveryWriter,
+    IncomingDelivery,
+    RejectionLog,
+    StoreTimeoutError,
+    write_batch,
+)
 from app.queue import deliveries
 from tests.conftest import sqlite_database
 
@@ -203,3 +212,118 @@ def _hold_write_lock(database: Database, release: threading.Event) -> None:
     with database.write() as connection:
         connection.exec_driver_sql("UPDATE webhook_deliveries SET attempts = attempts")
         release.wait(timeout=10)
+
+
+async def _until_taken(writer: DeliveryWriter) -> None:
+    # The writer thread has taken everything queued into the batch it is writing (a store
+    # queues its delivery as soon as its task first runs, which sleep(0) lets it do).
+    await asyncio.sleep(0)
+    while writer._pending:
+        await asyncio.sleep(0.005)
+
+
+async def test_a_store_not_committed_in_time_fails_and_the_writer_carries_on(tmp_path: Path) -> None:
+    """Behind a stuck write, stores time out: one queued is withdrawn, the one being written commits late."""
+    database = sqlite_database(tmp_path / "railyard.db")
+    writer = DeliveryWriter(database, timeout=0.2)
+    await writer.start()
+    release = threading.Event()
+    holder = asyncio.create_task(asyncio.to_thread(_hold_write_lock, database, release))
+    await asyncio.sleep(0.05)
+    try:
+        taken = asyncio.create_task(writer.store(incoming("taken")))
+        await _until_taken(writer)
+        queued = asyncio.create_task(writer.store(incoming("queued")))
+        with capture_logs() as logs:
+            for store, delivery_id, withdrawn in ((taken, "taken", False), (queued, "queued", True)):
+                with pytest.raises(StoreTimeoutError) as timed_out:
+                    await store
+                assert (timed_out.value.delivery_id, timed_out.value.withdrawn) == (delivery_id, withdrawn)
+            release.set()
+            await holder
+            assert await writer.store(incoming("after")) is True
+    finally:
+        release.set()
+        await writer.close()
+    assert sorted(stored(database)) == ["after", "taken"], "the withdrawn store was never written"
+    late = [entry for entry in logs if "stored after all" in entry["event"]]
+    assert [entry["delivery_id"] for entry in late] == ["taken"]
+    database.close()
+
+
+async def test_a_database_locked_by_another_process_fails_stores_then_takes_them_again(
+    tmp_path: Path,
+) -> None:
+    """SQLite locked elsewhere: the writer's lock wait ends with the store's, and it stores once released."""
+    database = sqlite_database(tmp_path / "railyard.db")
+    writer = DeliveryWriter(database, timeout=0.2)
+    await writer.start()
+    other = sqlite3.connect(tmp_path / "railyard.db", isolation_level=None)
+    other.execute("BEGIN EXCLUSIVE")
+    try:
+        with pytest.raises(StoreTimeoutError):
+            await writer.store(incoming("locked-out"))
+        other.execute("ROLLBACK")
+        assert await writer.store(incoming("after")) is True
+    finally:
+        other.close()
+        await writer.close()
+    assert "after" in stored(database)
+    database.close()
+
+
+def test_refusals_are_logged_once_per_reason_per_window_with_a_count() -> None:
+    """A flood of one refusal costs one line per window, and the next line counts those left out."""
+    now = [0.0]
+    refusals = RejectionLog(every=60.0, clock=lambda: now[0])
+    with capture_logs() as logs:
+        for _ in range(50):
+            refusals.refused("missing or wrong X-Hub-Signature-256", 401, github_event="other")
+        refusals.refused("body is not JSON", 400, github_event="ping")
+        now[0] = 61.0
+        refusals.refused("missing or wrong X-Hub-Signature-256", 401, github_event="ping")
+    assert [(entry["reason"], entry["suppressed_since_last"]) for entry in logs] == [
+        ("missing or wrong X-Hub-Signature-256", 0),
+        ("body is not JSON", 0),
+        ("missing or wrong X-Hub-Signature-256", 49),
+    ]
+
+
+def _lock_out(database: Database) -> tuple[object, object]:
+    """Another connection holding the deliveries table (SQLite: the whole file); and its release."""
+    if database.is_sqlite:
+        other = sqlite3.connect(database.url.removeprefix("sqlite:///"), isolation_level=None)
+        other.execute("BEGIN EXCLUSIVE")
+        return other, lambda: (other.execute("ROLLBACK"), other.close())
+    connection = database.engine.connect()
+    transaction = connection.begin()
+    connection.exec_driver_sql("LOCK TABLE webhook_deliveries IN ACCESS EXCLUSIVE MODE")
+    return connection, lambda: (transaction.rollback(), connection.close())
+
+
+async def test_the_writer_gives_up_on_a_lock_held_elsewhere_and_takes_the_next_batch(
+    database: Database,
+) -> None:
+    """While another connection holds the lock, the writer's wait ends with the store's: it is not wedged."""
+    writer = DeliveryWriter(database, timeout=0.5)
+    await writer.start()
+    _, release = _lock_out(database)
+    try:
+        with pytest.raises(StoreTimeoutError) as first:
+            await writer.store(incoming("first"))
+        second = asyncio.create_task(writer.store(incoming("second")))
+        await _until_taken(writer)
+        with pytest.raises(StoreTimeoutError) as timed_out:
+            await second
+        assert (first.value.withdrawn, timed_out.value.withdrawn) == (False, False), (
+            "the writer came back from the first batch while the lock was still held"
+        )
+    finally:
+        release()  # type: ignore[operator]
+    try:
+        assert await writer.store(incoming("after")) is True
+    finally:
+        await writer.close()
+    rows = stored(database)
+    assert "first" not in rows, "a batch that gave up on the lock is not committed later"
+    assert "after" in rows  # ("second" may have been committed when the lock went, or not)

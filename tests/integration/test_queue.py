@@ -9,7 +9,16 @@ from sqlalchemy import select
 
 from app.database import Database
 from app.intake import IncomingDelivery, write_batch
-from app.queue import DONE, ClaimedDelivery, DeliveryQueue, deliveries, runs
+from app.queue import (
+    DONE,
+    REJECTED,
+    ClaimedDelivery,
+    DeliveryQueue,
+    deliveries,
+    list_deliveries,
+    requeue,
+    runs,
+)
 from tests.conftest import sqlite_database
 
 NOW = 1_800_000_000.0
@@ -134,3 +143,20 @@ def test_claims_follow_per_ticket_order_whatever_happens(
                     due_at[delivery.delivery_id] = clock + 1.5
     finally:
         database.close()
+
+
+def test_a_rejected_delivery_is_never_claimed_nor_requeued_but_is_listed(database: Database) -> None:
+    """A payload not of its event stays rejected: `railyard redeliver` cannot send it to the worker."""
+    rejected = pending("r1", "a")._replace(status=REJECTED, last_error="installation payload lacks x")
+    write_batch(database, [rejected, pending("a1", "a")])
+    queue = DeliveryQueue(database, owner="w1")
+
+    assert ids(queue.claim(NOW, 10)) == ["a1"]
+    assert requeue(database, ["r1"], NOW) == []
+    assert queue.claim(NOW, 10) == []
+    [listed] = list_deliveries(database, REJECTED)
+    assert (listed["delivery_id"], listed["status"], listed["last_error"]) == (
+        "r1",
+        "rejected",
+        "installation payload lacks x",
+    )
