@@ -171,14 +171,15 @@ async def test_the_same_effect_enqueued_twice_is_performed_once(
 async def test_after_the_last_retry_an_effect_is_visibly_failed(
     database: Database, outbox_parts: Any
 ) -> None:
-    """Eight 500s in a row: the effect is marked failed with the error, not dropped."""
+    """A 500 on every try: after the last one the effect is marked failed with the error, not dropped."""
     outbox, issue, clock = outbox_parts
-    issue.faults = ["500"] * 8
+    tries = outbox.retry.max_attempts
+    issue.faults = ["500"] * tries
     put(database, clock, comment(7, REPO, 12, "doomed", key="op-4"))
-    await drive(outbox, clock, lambda: effect_counts(database).get("failed") == 1)
+    await drive(outbox, clock, lambda: effect_counts(database).get("failed") == 1, steps=3 * tries)
     with database.read() as connection:
         row = connection.execute(select(effects_table)).mappings().one()
-    assert row["status"] == "failed" and row["attempts"] == 8 and "500" in row["last_error"]
+    assert row["status"] == "failed" and row["attempts"] == tries and "500" in row["last_error"]
     assert issue.comments == []
 
 
