@@ -156,6 +156,7 @@ class Supervisor:
 
     loops: Sequence[Loop]
     stop: asyncio.Event = field(default_factory=asyncio.Event)
+    clock: Callable[[], float] = time.time
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
 
     def start(self) -> None:
@@ -173,7 +174,7 @@ class Supervisor:
 
     def report(self, now: float | None = None) -> tuple[bool, dict[str, Any]]:
         """(every loop healthy, each loop's report by name)."""
-        now = time.time() if now is None else now
+        now = self.clock() if now is None else now
         reports = {loop.name: loop.report(now) for loop in self.loops}
         return all(r["healthy"] for r in reports.values()), reports
 
