@@ -154,3 +154,33 @@ def test_a_failed_bookkeeping_transaction_is_rolled_back(tmp_path: Path) -> None
             assert not cursor.connection.in_transaction
     finally:
         database.close()
+
+
+async def test_a_delivery_whose_handler_runs_past_its_lease_is_not_taken_over(tmp_path: Path) -> None:
+    """While its handler runs the worker renews the lease: another worker cannot claim it, however long."""
+    database = sqlite_database(tmp_path / "railyard.db")
+    release, started = asyncio.Event(), asyncio.Event()
+    router = Router()
+
+    @router.register("issues", "edited")
+    async def slow(event: WebhookEvent, services: Services) -> None:
+        started.set()
+        await release.wait()
+
+    worker = Worker(create_services(database), router, Metrics(), lease_seconds=0.3, poll_seconds=0.05)
+    stop = asyncio.Event()
+    running = asyncio.create_task(worker.run(stop))
+    write_batch(database, [edited("long", "k")])
+    worker.notify()
+    await asyncio.wait_for(started.wait(), 10)
+    other = DeliveryQueue(database, owner="another-process", lease_seconds=0.3)
+    taken = []
+    for _ in range(10):  # five leases' worth of time
+        await asyncio.sleep(0.15)
+        taken += await asyncio.to_thread(other.claim, time.time(), 10)
+    release.set()
+    stop.set()
+    await running
+    database.close()
+
+    assert taken == []
