@@ -167,7 +167,13 @@ async def test_a_delivery_whose_handler_runs_past_its_lease_is_not_taken_over(tm
         started.set()
         await release.wait()
 
-    worker = Worker(create_services(database), router, Metrics(), lease_seconds=0.3, poll_seconds=0.05)
+    began = time.monotonic()
+
+    def clock() -> float:  # the stored delivery's time, moving with the wall clock
+        return NOW + time.monotonic() - began
+
+    services = create_services(database, clock=clock)
+    worker = Worker(services, router, Metrics(), lease_seconds=0.3, poll_seconds=0.05)
     stop = asyncio.Event()
     running = asyncio.create_task(worker.run(stop))
     write_batch(database, [edited("long", "k")])
@@ -177,7 +183,7 @@ async def test_a_delivery_whose_handler_runs_past_its_lease_is_not_taken_over(tm
     taken = []
     for _ in range(10):  # five leases' worth of time
         await asyncio.sleep(0.15)
-        taken += await asyncio.to_thread(other.claim, time.time(), 10)
+        taken += await asyncio.to_thread(other.claim, clock(), 10)
     release.set()
     stop.set()
     await running
