@@ -470,3 +470,19 @@ def effect_counts(database: Database) -> dict[str, int]:
             select(effects_table.c.status, func.count()).group_by(effects_table.c.status)
         )
         return {status: int(count) for status, count in rows}
+
+
+def release_effect_leases(database: Database) -> int:
+    """Free every pending effect's lease (a single-process SQLite server at start: their holders are gone).
+
+    An effect whose create may have left before the crash is marked ambiguous already, so
+    the next attempt looks for what GitHub created before it writes.
+    """
+    with database.write() as connection:
+        return int(
+            connection.execute(
+                update(effects_table)
+                .where(effects_table.c.status == PENDING, effects_table.c.lease_until.is_not(None))
+                .values(lease_until=None, lease_owner=None)
+            ).rowcount
+        )

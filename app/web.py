@@ -27,7 +27,7 @@ from app.intake import MAX_BODY_BYTES, DeliveryWriter, IncomingDelivery, verify_
 from app.limits import SharedLimits
 from app.maintenance import Maintenance, Retention
 from app.metrics import Metrics
-from app.outbox import Outbox, effect_counts
+from app.outbox import Outbox, effect_counts, release_effect_leases
 from app.payloads import describe
 from app.queue import IGNORED, PENDING, release_all_leases
 from app.services import Services, create_services
@@ -205,6 +205,9 @@ async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
         released = await asyncio.to_thread(release_all_leases, database)
         if released:
             log.warning("took over deliveries leased before a restart", count=released)
+        effects = await asyncio.to_thread(release_effect_leases, database)
+        if effects:
+            log.warning("took over GitHub writes leased before a restart", count=effects)
     writer = app[WRITER]
     await writer.start()
     github = app.get(GITHUB)

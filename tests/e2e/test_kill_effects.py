@@ -1,0 +1,71 @@
+"""At most one visible effect across a kill: the server is SIGKILLed after GitHub created a
+comment but before railyard recorded it; the restarted server finds that comment instead of
+writing a second one."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+import aiohttp
+
+from app.database import Database
+from app.outbox import effect_counts, marker
+from app.surfaces import status_key
+from tests.e2e.world import REPO, comment_payload, standin_state
+from tests.fakes import WEBHOOK_SECRET, ServerProcess, private_key_pem, signed_headers
+from tests.github_standin import Fault, StandinState, running_standin
+
+
+async def until(condition: Callable[[], bool], timeout: float = 120.0) -> None:
+    """Poll a condition until it holds."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not condition():
+        if asyncio.get_running_loop().time() > deadline:
+            raise TimeoutError("condition not reached")
+        await asyncio.sleep(0.05)
+
+
+def app_comments(state: StandinState, number: int) -> list[str]:
+    """The bodies of the comments the app wrote on the issue."""
+    return [c.body for c in state.comments.values() if c.issue_number == number and c.app_id]
+
+
+async def test_killed_after_github_created_the_status_comment_the_restart_writes_no_second(
+    tmp_path: Path,
+) -> None:
+    """GitHub creates the status comment and never answers; SIGKILL; after the restart: one status comment."""
+    state = standin_state()
+    # The create is performed, then the answer is held back past the client's timeout.
+    state.inject("POST", rf"/repos/{REPO}/issues/12/comments$", Fault(apply_then_timeout=True, delay=60))
+    async with running_standin(state) as standin:
+        url = f"sqlite:///{tmp_path}/railyard.db"
+        env = {
+            "DATABASE_URL": url,
+            "APP_ID": "1",
+            "PRIVATE_KEY": private_key_pem(),
+            "WEBHOOK_SECRET": WEBHOOK_SECRET,
+            "GITHUB_API_URL": standin.url,
+        }
+        server = ServerProcess(env=env, cwd=tmp_path)
+        await server.start()
+        written = state.add_comment(REPO, 12, "/publish", user="rachel", user_type="User")
+        body = json.dumps(comment_payload("rachel", "/publish", 12, id=written.id)).encode()
+        headers = signed_headers(body, "issue_comment", str(uuid.uuid4()))
+        async with aiohttp.ClientSession() as client:
+            async with client.post(f"{server.url}/webhooks", data=body, headers=headers) as response:
+                assert response.status == 202
+        status = marker(status_key(REPO, 12))
+        await until(lambda: any(status in body for body in app_comments(state, 12)))
+        server.kill()  # GitHub has the comment; railyard has not heard back
+
+        await server.start()
+        database = Database(url)
+        await until(lambda: not effect_counts(database).get("pending"))
+        server.stop()
+
+    assert len([body for body in app_comments(state, 12) if status in body]) == 1
+    assert effect_counts(database).get("failed") is None
