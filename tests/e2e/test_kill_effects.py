@@ -15,7 +15,7 @@ import aiohttp
 from app.database import Database
 from app.outbox import effect_counts, marker
 from app.surfaces import status_key
-from tests.e2e.world import REPO, comment_payload, standin_state
+from tests.e2e.world import FIX, REPO, comment_payload, pull_request_payload, standin_state
 from tests.fakes import WEBHOOK_SECRET, ServerProcess, private_key_pem, signed_headers
 from tests.github_standin import Fault, StandinState, running_standin
 
@@ -34,13 +34,28 @@ def app_comments(state: StandinState, number: int) -> list[str]:
     return [c.body for c in state.comments.values() if c.issue_number == number and c.app_id]
 
 
-async def test_killed_after_github_created_the_status_comment_the_restart_writes_no_second(
+def publish(state: StandinState) -> tuple[str, bytes]:
+    """rachel's `/publish` on #12, as GitHub delivers it."""
+    written = state.add_comment(REPO, 12, "/publish", user="rachel", user_type="User")
+    return "issue_comment", json.dumps(comment_payload("rachel", "/publish", 12, id=written.id)).encode()
+
+
+def open_pull(state: StandinState) -> tuple[str, bytes]:
+    """PR #34, `Fixes #12`, opened on the fix branch."""
+    return "pull_request", json.dumps(pull_request_payload("opened", 34, "Fixes #12")).encode()
+
+
+async def kill_after_create(
     tmp_path: Path,
+    state: StandinState,
+    path: str,
+    events: list[Callable[[StandinState], tuple[str, bytes]]],
+    created: Callable[[], int],
 ) -> None:
-    """GitHub creates the status comment and never answers; SIGKILL; after the restart: one status comment."""
-    state = standin_state()
+    """Deliver `events`; the first create on `path` is performed but never answered; SIGKILL
+    the server once GitHub has it, start it again and wait until every write is settled."""
     # The create is performed, then the answer is held back past the client's timeout.
-    state.inject("POST", rf"/repos/{REPO}/issues/12/comments$", Fault(apply_then_timeout=True, delay=60))
+    state.inject("POST", path, Fault(apply_then_timeout=True, delay=60))
     async with running_standin(state) as standin:
         url = f"sqlite:///{tmp_path}/railyard.db"
         env = {
@@ -52,20 +67,46 @@ async def test_killed_after_github_created_the_status_comment_the_restart_writes
         }
         server = ServerProcess(env=env, cwd=tmp_path)
         await server.start()
-        written = state.add_comment(REPO, 12, "/publish", user="rachel", user_type="User")
-        body = json.dumps(comment_payload("rachel", "/publish", 12, id=written.id)).encode()
-        headers = signed_headers(body, "issue_comment", str(uuid.uuid4()))
         async with aiohttp.ClientSession() as client:
-            async with client.post(f"{server.url}/webhooks", data=body, headers=headers) as response:
-                assert response.status == 202
-        status = marker(status_key(REPO, 12))
-        await until(lambda: any(status in body for body in app_comments(state, 12)))
-        server.kill()  # GitHub has the comment; railyard has not heard back
+            for event in events:
+                name, body = event(state)
+                headers = signed_headers(body, name, str(uuid.uuid4()))
+                async with client.post(f"{server.url}/webhooks", data=body, headers=headers) as response:
+                    assert response.status == 202
+        await until(lambda: created() > 0)
+        server.kill()  # GitHub has it; railyard has not heard back
 
         await server.start()
         database = Database(url)
         await until(lambda: not effect_counts(database).get("pending"))
         server.stop()
+        assert effect_counts(database).get("failed") is None
 
-    assert len([body for body in app_comments(state, 12) if status in body]) == 1
-    assert effect_counts(database).get("failed") is None
+
+async def test_killed_after_github_created_the_status_comment_the_restart_writes_no_second(
+    tmp_path: Path,
+) -> None:
+    """GitHub creates the status comment and never answers; SIGKILL; after the restart: one status comment."""
+    state = standin_state()
+    status = marker(status_key(REPO, 12))
+
+    def status_comments() -> int:
+        return len([body for body in app_comments(state, 12) if status in body])
+
+    await kill_after_create(
+        tmp_path, state, rf"/repos/{REPO}/issues/12/comments$", [publish], status_comments
+    )
+    assert status_comments() == 1
+
+
+async def test_killed_after_github_created_the_check_run_the_restart_creates_no_second(
+    tmp_path: Path,
+) -> None:
+    """GitHub creates the `railyard` check-run, never answers; SIGKILL; after the restart: one check-run."""
+    state = standin_state()
+
+    def check_runs() -> int:
+        return len([r for r in state.check_runs.values() if r.name == "railyard" and r.head_sha == FIX])
+
+    await kill_after_create(tmp_path, state, rf"/repos/{REPO}/check-runs$", [publish, open_pull], check_runs)
+    assert check_runs() == 1
