@@ -183,14 +183,15 @@ class Worker:
             return IGNORED, None, None
         if self._uninstalled(delivery):
             return IGNORED, "installation removed or suspended", None
-        event = WebhookEvent(
-            delivery.delivery_id,
-            delivery.event,
-            delivery.action,
-            delivery.installation_id,
-            orjson.loads(delivery.payload),
-        )
         try:
+            # Decoding is inside: a payload that cannot be read fails its delivery, not the worker.
+            event = WebhookEvent(
+                delivery.delivery_id,
+                delivery.event,
+                delivery.action,
+                delivery.installation_id,
+                orjson.loads(delivery.payload),
+            )
             for handler in handlers:
                 await handler(event, self.services)
         except (TransientError, OperationalError) as error:

@@ -10,7 +10,7 @@ import pytest
 
 from app.intake import IncomingDelivery, write_batch
 from app.metrics import Metrics
-from app.queue import ClaimedDelivery, DeliveryQueue
+from app.queue import ClaimedDelivery, DeliveryQueue, list_deliveries
 from app.services import Services, create_services
 from app.worker import Worker
 from handlers.routing import Router, WebhookEvent
@@ -190,3 +190,28 @@ async def test_a_delivery_whose_handler_runs_past_its_lease_is_not_taken_over(tm
     database.close()
 
     assert taken == []
+
+
+async def test_a_payload_that_cannot_be_decoded_fails_its_delivery_and_the_worker_goes_on(
+    tmp_path: Path,
+) -> None:
+    """A stored payload that is not JSON is marked failed with the error; the next delivery is processed."""
+    database = sqlite_database(tmp_path / "railyard.db")
+    router, seen = recording_router()
+    worker = Worker(create_services(database, clock=lambda: NOW), router, Metrics(), poll_seconds=0.05)
+    broken = edited("broken", "k1")._replace(payload="{not json")
+    write_batch(database, [broken, edited("fine", "k2")])
+    stop = asyncio.Event()
+    running = asyncio.create_task(worker.run(stop))
+    for _ in range(200):
+        statuses = {d["delivery_id"]: d["status"] for d in list_deliveries(database)}
+        if set(statuses.values()) <= {"done", "failed"}:
+            break
+        await asyncio.sleep(0.02)
+    stop.set()
+    await running
+    failed = [d for d in list_deliveries(database) if d["status"] == "failed"]
+    database.close()
+
+    assert statuses == {"broken": "failed", "fine": "done"} and seen == ["fine"]
+    assert "JSONDecodeError" in (failed[0]["last_error"] or "")
