@@ -116,7 +116,7 @@ class Maintenance:
     retention_every: float = 3600.0
     recovery_every: float = 600.0
 
-    stuck_after: float = 600.0
+    stuck_after: float = 900.0  # recovery reads up to 20 pages of deliveries, each may take 15 s
 
     def __post_init__(self) -> None:
         self._next_retention = self._next_recovery = 0.0

@@ -151,13 +151,14 @@ class Outbox:
     poll_seconds: float = 0.5
     name: str = field(default_factory=worker_name)
     limits: Limits | None = None  # the content-write slots; by default in the database
-    stuck_after: float = 120.0
+    stuck_after: float = 180.0
 
     def __post_init__(self) -> None:
         suffix = " FOR UPDATE SKIP LOCKED" if not self.database.is_sqlite else ""
         self._due = text(_DUE + suffix)
         self._slots: Limits = self.limits or SharedLimits(self.database)
         self._wakeup = asyncio.Event()
+        self._loop: Loop | None = None
 
     def notify(self) -> None:
         """Effects were enqueued: look now rather than at the next poll."""
@@ -165,9 +166,10 @@ class Outbox:
 
     def loop(self) -> Loop:
         """The outbox as a supervised loop: a round that fails (the database away) is backed off."""
-        return Loop(
+        self._loop = Loop(
             "outbox", self._step, interval=self.poll_seconds, stuck_after=self.stuck_after, wait=self._idle
         )
+        return self._loop
 
     async def run(self, stop: asyncio.Event) -> None:
         """Perform effects until `stop` is set."""
@@ -190,6 +192,8 @@ class Outbox:
         rows = await asyncio.to_thread(self._claim, self.clock(), limit)
         for row in rows:
             await self._perform(row)
+            if self._loop is not None:
+                self._loop.beat()  # a round of slow writes is progress, not a stuck loop
         return len(rows)
 
     def _claim(self, now: float, limit: int) -> list[dict[str, Any]]:

@@ -79,13 +79,14 @@ class Loop:
     last_ok: float | None = None
     last_error: str | None = None
     last_error_at: float | None = None
+    last_activity: float = 0.0
     failures: int = 0
     iterations: int = 0
     ended: bool = False
 
     async def run(self, stop: asyncio.Event) -> None:
         """Run steps until `stop`; errors are logged and backed off, never raised."""
-        self.started_at = self.clock()
+        self.started_at = self.last_activity = self.clock()
         try:
             while not stop.is_set():
                 busy = await self._iterate(stop)
@@ -105,10 +106,15 @@ class Loop:
                     log.exception("loop failed while stopping", loop=self.name)
             self.ended = True
 
+    def beat(self) -> None:
+        """Progress within a long iteration (the outbox after each effect): not stuck."""
+        self.last_activity = self.clock()
+
     async def _iterate(self, stop: asyncio.Event) -> bool:
         try:
             busy = await self.step(stop)
         except Exception as error:
+            self.beat()
             self.failures += 1
             self.last_error = "".join(traceback.format_exception_only(error)).strip()[:500]
             self.last_error_at = self.clock()
@@ -121,6 +127,7 @@ class Loop:
         self.failures = 0
         self.iterations += 1
         self.last_ok = self.clock()
+        self.beat()
         return busy
 
     async def _idle(self, stop: asyncio.Event) -> None:
@@ -133,18 +140,24 @@ class Loop:
         return full_jitter(self.failures, self.backoff_base, self.backoff_cap)
 
     def report(self, now: float) -> dict[str, Any]:
-        """This loop's state for `/healthz`; `healthy` is False when it ended or is stuck."""
+        """This loop's state for `/healthz`.
+
+        Unhealthy: it ended; or it has been failing with no good iteration for longer than
+        `stuck_after`; or it is stuck, nothing finished or progressed for that long.
+        """
         since = self.last_ok if self.last_ok is not None else self.started_at
         quiet = max(0.0, now - since) if since else 0.0
-        healthy = not self.ended and quiet <= self.stuck_after
+        stuck = bool(self.last_activity) and now - self.last_activity > self.stuck_after
+        failing = self.failures > 0 and quiet > self.stuck_after
+        healthy = not (self.ended or stuck or failing)
         report: dict[str, Any] = {
             "healthy": healthy,
             "last_ok_seconds_ago": round(quiet, 3) if self.last_ok is not None else None,
             "stuck_after_seconds": self.stuck_after,
             "consecutive_failures": self.failures,
         }
-        if self.ended:
-            report["ended"] = True
+        if self.ended or stuck:
+            report["ended" if self.ended else "stuck"] = True
         if self.failures and self.last_error is not None:
             report["last_error"] = self.last_error
         return report

@@ -5,6 +5,8 @@ shutdown closes everything whatever a loop did."""
 from __future__ import annotations
 
 import asyncio
+import tempfile
+import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -45,8 +47,6 @@ class Ahead:
     offset: float = 0.0
 
     def __call__(self) -> float:
-        import time
-
         return time.time() + self.offset
 
 
@@ -63,8 +63,6 @@ async def server_with(extra: Loop, clock: Callable[[], float]) -> AsyncIterator[
         await site.start()
         port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
         return runner, app, f"http://127.0.0.1:{port}"
-
-    import tempfile
 
     with tempfile.TemporaryDirectory() as tmp:
         runner, app, url = await start(Path(tmp))
@@ -130,3 +128,25 @@ async def test_shutdown_closes_everything_even_after_a_loop_failed() -> None:
         supervisor, writer = app[SUPERVISOR], app[WRITER]
     assert all(each.ended for each in supervisor.loops)
     assert writer._thread is not None and not writer._thread.is_alive()
+
+
+async def test_a_loop_hung_inside_an_iteration_is_reported_stuck_past_its_limit() -> None:
+    """An iteration that never returns: healthy within the limit, stuck (unhealthy) past it."""
+    hang, entered, clock = asyncio.Event(), asyncio.Event(), Ahead()
+
+    async def step(stop: asyncio.Event) -> bool:
+        entered.set()
+        await hang.wait()
+        return False
+
+    loop = Loop("hung", step, interval=0.01, stuck_after=5.0, clock=clock)
+    supervisor = Supervisor([loop], clock=clock)
+    supervisor.start()
+    await asyncio.wait_for(entered.wait(), 10)
+    assert supervisor.report()[0] is True
+    clock.offset += 10.0
+    healthy, reports = supervisor.report()
+    assert healthy is False and reports["hung"]["stuck"] is True
+    hang.set()
+    await supervisor.close()
+    assert supervisor.report()[1]["hung"]["ended"] is True
