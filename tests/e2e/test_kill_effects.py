@@ -45,17 +45,26 @@ def open_pull(state: StandinState) -> tuple[str, bytes]:
     return "pull_request", json.dumps(pull_request_payload("opened", 34, "Fixes #12")).encode()
 
 
+def claim_by_nora(state: StandinState) -> tuple[str, bytes]:
+    """nora, who holds no role, tries `/claim` on #12: railyard answers with a refusal."""
+    written = state.add_comment(REPO, 12, "/claim", user="nora", user_type="User")
+    return "issue_comment", json.dumps(comment_payload("nora", "/claim", 12, id=written.id)).encode()
+
+
+Event = Callable[[StandinState], tuple[str, bytes]]
+
+
 async def kill_after_create(
     tmp_path: Path,
     state: StandinState,
     path: str,
-    events: list[Callable[[StandinState], tuple[str, bytes]]],
+    before: list[Event],
+    event: Event,
     created: Callable[[], int],
 ) -> None:
-    """Deliver `events`; the first create on `path` is performed but never answered; SIGKILL
-    the server once GitHub has it, start it again and wait until every write is settled."""
-    # The create is performed, then the answer is held back past the client's timeout.
-    state.inject("POST", path, Fault(apply_then_timeout=True, delay=60))
+    """Deliver `before` and let it settle; then `event`, whose first create on `path` is
+    performed but never answered; SIGKILL the server once GitHub has it, start it again and
+    wait until every write is settled."""
     async with running_standin(state) as standin:
         url = f"sqlite:///{tmp_path}/railyard.db"
         env = {
@@ -67,20 +76,32 @@ async def kill_after_create(
         }
         server = ServerProcess(env=env, cwd=tmp_path)
         await server.start()
+        database = Database(url)
         async with aiohttp.ClientSession() as client:
-            for event in events:
-                name, body = event(state)
-                headers = signed_headers(body, name, str(uuid.uuid4()))
-                async with client.post(f"{server.url}/webhooks", data=body, headers=headers) as response:
-                    assert response.status == 202
+            for earlier in before:
+                await deliver(client, server, state, earlier)
+                await until(lambda: effect_counts(database).get("done", 0) > 0)
+                await until(lambda: not effect_counts(database).get("pending"))
+            # The create is performed, then the answer is held back past the client's timeout.
+            state.inject("POST", path, Fault(apply_then_timeout=True, delay=60))
+            await deliver(client, server, state, event)
         await until(lambda: created() > 0)
         server.kill()  # GitHub has it; railyard has not heard back
 
         await server.start()
-        database = Database(url)
         await until(lambda: not effect_counts(database).get("pending"))
         server.stop()
         assert effect_counts(database).get("failed") is None
+
+
+async def deliver(
+    client: aiohttp.ClientSession, server: ServerProcess, state: StandinState, event: Event
+) -> None:
+    """GitHub sends the event; the server stores it."""
+    name, body = event(state)
+    headers = signed_headers(body, name, str(uuid.uuid4()))
+    async with client.post(f"{server.url}/webhooks", data=body, headers=headers) as response:
+        assert response.status == 202
 
 
 async def test_killed_after_github_created_the_status_comment_the_restart_writes_no_second(
@@ -94,7 +115,7 @@ async def test_killed_after_github_created_the_status_comment_the_restart_writes
         return len([body for body in app_comments(state, 12) if status in body])
 
     await kill_after_create(
-        tmp_path, state, rf"/repos/{REPO}/issues/12/comments$", [publish], status_comments
+        tmp_path, state, rf"/repos/{REPO}/issues/12/comments$", [], publish, status_comments
     )
     assert status_comments() == 1
 
@@ -108,5 +129,20 @@ async def test_killed_after_github_created_the_check_run_the_restart_creates_no_
     def check_runs() -> int:
         return len([r for r in state.check_runs.values() if r.name == "railyard" and r.head_sha == FIX])
 
-    await kill_after_create(tmp_path, state, rf"/repos/{REPO}/check-runs$", [publish, open_pull], check_runs)
+    await kill_after_create(tmp_path, state, rf"/repos/{REPO}/check-runs$", [publish], open_pull, check_runs)
     assert check_runs() == 1
+
+
+async def test_killed_after_github_created_a_refusal_reply_the_restart_writes_no_second(
+    tmp_path: Path,
+) -> None:
+    """The reply to a refused command carries its effect's marker: after a kill it is found, not repeated."""
+    state = standin_state()
+
+    def refusals() -> int:
+        return len([body for body in app_comments(state, 12) if "Refused" in body and "/claim" in body])
+
+    await kill_after_create(
+        tmp_path, state, rf"/repos/{REPO}/issues/12/comments$", [publish], claim_by_nora, refusals
+    )
+    assert refusals() == 1
