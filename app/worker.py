@@ -1,8 +1,12 @@
 """The worker: takes stored deliveries off the queue and runs their handlers.
 
-Transient failures are retried with exponential backoff and jitter, then marked failed;
-any other exception marks the delivery failed at once, with the error, for an operator to
-see (`railyard deliveries --status failed`) and re-run (`railyard redeliver ID`).
+Transient failures are retried with exponential backoff and full jitter (about an hour of
+tries), then marked failed; any other exception, a payload that cannot be decoded included,
+marks the delivery failed at once, with the error, for an operator to see (`railyard
+deliveries --status failed`) and re-run (`railyard redeliver ID`). While its handlers run, a
+delivery's lease is renewed, so no other worker takes over a delivery whose first run is
+alive. The loop itself is supervised (`app.supervisor`): a claim the database cannot answer
+is backed off, not fatal.
 """
 
 from __future__ import annotations
