@@ -105,7 +105,7 @@ async def test_a_failing_loop_goes_on_and_healthz_is_503_past_its_limit_then_200
         await wait_for(lambda: flaky.calls >= 3)  # it kept going after raising
         status, report = await healthz(url)
         assert status == 200 and report["loops"]["flaky"]["consecutive_failures"] >= 3
-        assert "connection refused" in report["loops"]["flaky"]["last_error"]
+        assert report["loops"]["flaky"]["last_error"] == "OSError"  # the kind only, never the message
 
         clock.offset += 10.0  # failing for longer than its 5 s limit
         status, report = await healthz(url)
