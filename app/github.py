@@ -28,6 +28,7 @@ from githubkit.cache import MemCacheStrategy
 from githubkit.exception import GitHubException
 
 from app.errors import TransientError
+from app.limits import Limits, MemoryLimits
 from app.metrics import Metrics
 from app.settings import Settings
 
@@ -191,6 +192,24 @@ def _message(response: httpx.Response) -> str:
     return str(body.get("message", ""))[:200] if isinstance(body, dict) else str(body)[:200]
 
 
+def _body(name: str, response: httpx.Response) -> Any:
+    """A 2xx answer's JSON (None when empty); one that is not JSON is a transient fault.
+
+    A proxy's HTML page or a truncated body says nothing about what GitHub did, so a write
+    answered that way is ambiguous: the caller looks before writing again.
+    """
+    if not response.content:
+        return None
+    try:
+        return response.json()
+    except ValueError:
+        ambiguous = response.request.method not in ("GET", "PUT", "DELETE")
+        raise GitHubUnavailable(
+            f"{name}: GitHub answered {response.status_code} with a body that is not JSON",
+            ambiguous=ambiguous,
+        ) from None
+
+
 class GitHubClient:
     """The process's GitHub client; `await start()` before use, `await close()` after."""
 
@@ -202,6 +221,7 @@ class GitHubClient:
         clock: Callable[[], float] = time.time,
         transport: httpx.AsyncBaseTransport | None = None,
         timeout: float = 15.0,
+        limits: Limits | None = None,
     ) -> None:
         self._strategy = AppAuthStrategy(settings.app_id, read_private_key(settings))
         base_url = settings.github_api_url.rstrip("/") + "/"
@@ -220,7 +240,9 @@ class GitHubClient:
         self._timeout = timeout
         self._http: httpx.AsyncClient | None = None
         self._auth: dict[int | None, httpx.Auth] = {}
-        self._blocked_until: dict[int | None, float] = {}
+        # Where rate-limit pauses live: this process's memory, or the database (SharedLimits)
+        # so that every process sharing it honours a pause any of them was told about.
+        self.limits: Limits = limits or MemoryLimits()
 
     async def start(self) -> None:
         """Open the connection pool."""
@@ -236,10 +258,9 @@ class GitHubClient:
         if self._http is not None:
             await self._http.aclose()
 
-    def blocked_until(self, installation_id: int | None) -> float | None:
+    async def blocked_until(self, installation_id: int | None) -> float | None:
         """When the installation's rate limit lifts, if it is in force."""
-        until = self._blocked_until.get(installation_id)
-        return until if until is not None and until > self._clock() else None
+        return await self.limits.paused_until(installation_id, self._clock())
 
     def _auth_for(self, installation_id: int | None) -> httpx.Auth:
         if installation_id not in self._auth:
@@ -259,23 +280,23 @@ class GitHubClient:
         **path: Any,
     ) -> Any:
         """Call one endpoint; the decoded JSON body (None for an empty one)."""
-        endpoint, installation_id, url = self._prepare(name, installation_id, path)
+        endpoint, installation_id, url = await self._prepare(name, installation_id, path)
         response = await self._send(endpoint, name, url, installation_id, params, json)
         location = response.headers.get("location", "")
         # GitHub answers 301 for a transferred issue: follow a read once, and only on the API
         # itself, so the installation token never goes anywhere else.
         if response.status_code == 301 and endpoint.method == "GET" and location.startswith(self._base_url):
             response = await self._send(endpoint, name, location, installation_id, params, None)
-        return self._decode(name, installation_id, response)
+        return await self._decode(name, installation_id, response)
 
-    def _prepare(
+    async def _prepare(
         self, name: str, installation_id: int | None, path: Mapping[str, Any]
     ) -> tuple[Endpoint, int | None, str]:
         """The endpoint, the identity to call as, and the URL; fails fast while rate-limited."""
         endpoint = ENDPOINTS[name]
         if endpoint.permission is None:
             installation_id = None
-        until = self.blocked_until(installation_id)
+        until = await self.blocked_until(installation_id)
         if until is not None:
             raise RateLimited(f"{name}: rate-limited for installation {installation_id}", retry_at=until)
         url = endpoint.path.format(**{k: str(v).strip("/") for k, v in path.items()}).lstrip("/")
@@ -285,9 +306,9 @@ class GitHubClient:
         self, name: str, installation_id: int | None, *, params: Mapping[str, Any] | None = None, **path: Any
     ) -> tuple[Any, dict[str, str] | None]:
         """Like `call` for a list endpoint; also the query of the `rel="next"` page, if any."""
-        endpoint, installation_id, url = self._prepare(name, installation_id, path)
+        endpoint, installation_id, url = await self._prepare(name, installation_id, path)
         response = await self._send(endpoint, name, url, installation_id, params, None)
-        data = self._decode(name, installation_id, response)
+        data = await self._decode(name, installation_id, response)
         following = response.links.get("next", {}).get("url")
         return data, dict(httpx.URL(following).params) if following else None
 
@@ -318,17 +339,17 @@ class GitHubClient:
                 f"{name}: could not get an installation token: {error}", ambiguous=False
             ) from error
 
-    def _decode(self, name: str, installation_id: int | None, response: httpx.Response) -> Any:
+    async def _decode(self, name: str, installation_id: int | None, response: httpx.Response) -> Any:
         status = response.status_code
         self._metrics.github_calls.labels(str(status)).inc()
         remaining = response.headers.get("x-ratelimit-remaining")
         if remaining is not None and remaining.isdigit():
             self._metrics.rate_limit_remaining.labels(str(installation_id)).set(int(remaining))
         if status < 300:
-            return response.json() if response.content else None
+            return _body(name, response)
         until = rate_limit_until(response, self._clock())
         if until is not None:
-            self._blocked_until[installation_id] = max(until, self._blocked_until.get(installation_id, 0.0))
+            await self.limits.pause(installation_id, until)
             log.warning("rate-limited by GitHub", call=name, installation=installation_id, retry_at=until)
             raise RateLimited(f"{name}: rate-limited until {until:.0f}", retry_at=until)
         if status >= 500:

@@ -8,7 +8,6 @@ again with `POST /app/hook/deliveries/{id}/attempts`.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -24,6 +23,7 @@ from app.github import GitHubClient, GitHubError
 from app.held import held
 from app.outbox import effects_table
 from app.queue import FINAL_STATUSES, deliveries, runs
+from app.supervisor import Loop
 
 log = structlog.get_logger(__name__)
 DAY = 86_400.0
@@ -162,30 +162,40 @@ class Maintenance:
     retention_every: float = 3600.0
     recovery_every: float = 600.0
 
+    stuck_after: float = 900.0  # recovery reads up to 20 pages of deliveries, each may take 15 s
+
+    def __post_init__(self) -> None:
+        self._next_retention = self._next_recovery = 0.0
+
+    def loop(self) -> Loop:
+        """Housekeeping as a supervised loop: a round that fails is logged and retried after a backoff."""
+        interval = min(self.retention_every, self.recovery_every, 60.0)
+        return Loop("housekeeping", self._step, interval=interval, stuck_after=self.stuck_after)
+
     async def run(self, stop: asyncio.Event) -> None:
-        """Loop until `stop`; a failed round is logged and tried again next time."""
-        next_retention = next_recovery = 0.0
-        while not stop.is_set():
-            now = time.monotonic()
-            if now >= next_retention:
-                next_retention = now + self.retention_every
-                dropped, forgotten = await asyncio.to_thread(
-                    apply_retention, self.database, self.clock(), self.retention
-                )
-                if dropped or forgotten:
-                    log.info("retention", payloads_dropped=dropped, delivery_ids_dropped=forgotten)
-                expired = await asyncio.to_thread(
-                    prune_held_observations, self.database, self.clock(), self.retention.held_observation_days
-                )
-                if expired:
-                    log.info("retention", held_observations_expired=expired)
-            if self.github is not None and now >= next_recovery:
-                next_recovery = now + self.recovery_every
-                try:
-                    await recover_missed_deliveries(self.database, self.github, self.clock())
-                except (TransientError, GitHubError) as error:
-                    log.warning("could not check GitHub for missed deliveries", error=str(error))
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(
-                    stop.wait(), timeout=min(self.retention_every, self.recovery_every, 60.0)
-                )
+        """Loop until `stop`; a failed round is logged and tried again."""
+        await self.loop().run(stop)
+
+    async def _step(self, stop: asyncio.Event) -> bool:
+        """One round: retention and recovery when each is due (a task not done stays due)."""
+        now = time.monotonic()
+        if now >= self._next_retention:
+            dropped, forgotten = await asyncio.to_thread(
+                apply_retention, self.database, self.clock(), self.retention
+            )
+            if dropped or forgotten:
+                log.info("retention", payloads_dropped=dropped, delivery_ids_dropped=forgotten)
+            expired = await asyncio.to_thread(
+                prune_held_observations, self.database, self.clock(), self.retention.held_observation_days
+            )
+            self._next_retention = now + self.retention_every
+            if expired:
+                log.info("retention", held_observations_expired=expired)
+        if self.github is not None and now >= self._next_recovery:
+            try:
+                await recover_missed_deliveries(self.database, self.github, self.clock())
+            except (TransientError, GitHubError) as error:
+                # GitHub away is not housekeeping failing: it is asked again next time.
+                log.warning("could not check GitHub for missed deliveries", error=str(error))
+            self._next_recovery = now + self.recovery_every
+        return False

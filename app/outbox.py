@@ -3,19 +3,23 @@
 - At most one visible effect per intended effect: every effect has a unique `dedupe_key`;
   a comment carries a hidden marker, and after an ambiguous failure (a timeout or 5xx after
   GitHub may have received it) the outbox looks for that marker among the app's own
-  comments before creating it again.
+  comments (or for its check-run by name on the commit) before creating it again. An effect
+  is marked in flight before its create request leaves, so a process killed before the
+  answer was recorded leaves an ambiguous effect, not a second comment.
+- Leases: an outbox renews an effect's lease before it writes; one whose lease was taken
+  over by another outbox leaves it alone.
 - Coalescing: a `coalesce` effect enqueued again while pending is not duplicated; renderers
   registered for its kind compute the payload from the latest state when it is performed,
   so a burst of changes becomes one write, at most one per `min_interval` per surface.
 - Rate limits: `RateLimited` reschedules at GitHub's time for the whole installation;
-  content-creating writes are spaced `spacing` seconds apart per installation.
+  content-creating writes are spaced `spacing` seconds apart per installation. Both live in
+  the database (`app.limits`), shared by every process.
 - After the last retry an effect is marked failed, visibly, never dropped.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hashlib
 import json
 import time
@@ -31,8 +35,10 @@ from sqlalchemy.dialects import postgresql, sqlite
 from app.database import Database
 from app.github import GitHubClient, GitHubError, GitHubUnavailable, NotFound, RateLimited
 from app.installations import DELETED, SUSPENDED, installation_status
+from app.limits import Limits, SharedLimits
 from app.metrics import Metrics
-from app.queue import RetryPolicy, worker_name
+from app.queue import worker_name
+from app.supervisor import Loop, RetryPolicy
 from app.tables import OutboxEffectRow, table
 
 log = structlog.get_logger(__name__)
@@ -139,36 +145,55 @@ class Outbox:
     app_id: int
     clock: Callable[[], float] = time.time
     renderers: Mapping[str, Renderer] = field(default_factory=dict)
-    retry: RetryPolicy = field(default_factory=lambda: RetryPolicy(max_attempts=8, base_seconds=2.0))
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
     lease_seconds: float = 60.0
     spacing: float = 1.0
     poll_seconds: float = 0.5
     name: str = field(default_factory=worker_name)
+    limits: Limits | None = None  # the content-write slots; by default in the database
+    stuck_after: float = 180.0
 
     def __post_init__(self) -> None:
         suffix = " FOR UPDATE SKIP LOCKED" if not self.database.is_sqlite else ""
         self._due = text(_DUE + suffix)
-        self._next_content_write: dict[int, float] = {}
+        self._slots: Limits = self.limits or SharedLimits(self.database)
         self._wakeup = asyncio.Event()
+        self._loop: Loop | None = None
 
     def notify(self) -> None:
         """Effects were enqueued: look now rather than at the next poll."""
         self._wakeup.set()
 
+    def loop(self) -> Loop:
+        """The outbox as a supervised loop: a round that fails (the database away) is backed off."""
+        self._loop = Loop(
+            "outbox", self._step, interval=self.poll_seconds, stuck_after=self.stuck_after, wait=self._idle
+        )
+        return self._loop
+
     async def run(self, stop: asyncio.Event) -> None:
         """Perform effects until `stop` is set."""
-        while not stop.is_set():
-            if await self.run_once():
-                continue
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wakeup.wait(), timeout=self.poll_seconds)
-            self._wakeup.clear()
+        await self.loop().run(stop)
+
+    async def _step(self, stop: asyncio.Event) -> bool:
+        return await self.run_once() > 0
+
+    async def _idle(self, stop: asyncio.Event) -> None:
+        waits = [asyncio.create_task(self._wakeup.wait()), asyncio.create_task(stop.wait())]
+        try:
+            await asyncio.wait(waits, timeout=self.poll_seconds, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for waiting in waits:
+                waiting.cancel()
+        self._wakeup.clear()
 
     async def run_once(self, limit: int = 20) -> int:
         """Perform the effects due now; return how many were attempted."""
         rows = await asyncio.to_thread(self._claim, self.clock(), limit)
         for row in rows:
             await self._perform(row)
+            if self._loop is not None:
+                self._loop.beat()  # a round of slow writes is progress, not a stuck loop
         return len(rows)
 
     def _claim(self, now: float, limit: int) -> list[dict[str, Any]]:
@@ -186,6 +211,10 @@ class Outbox:
 
     async def _perform(self, row: dict[str, Any]) -> None:
         with structlog.contextvars.bound_contextvars(effect=row["dedupe_key"], kind=row["kind"]):
+            # The batch was leased together; an effect reached late may have been taken over.
+            if not await asyncio.to_thread(self._hold, row):
+                log.info("lease lost before the effect was performed; another outbox has it")
+                return
             status = await asyncio.to_thread(installation_status, self.database, row["installation_id"])
             if status in (DELETED, SUSPENDED):
                 # Uninstalled: act no more, keep the record of what was intended.
@@ -194,17 +223,31 @@ class Outbox:
             try:
                 result = await self._write(row)
             except RateLimited as error:
+                # GitHub did not act on a rate-limited request: whether it is ambiguous is unchanged.
                 await self._finish(
-                    row, next_attempt_at=error.retry_at or self.clock() + 60, last_error=str(error)
+                    row,
+                    next_attempt_at=error.retry_at or self.clock() + 60,
+                    last_error=str(error),
+                    ambiguous=row["ambiguous"],
                 )
             except _Deferred as deferred:
                 await self._finish(row, next_attempt_at=deferred.until)
+            except _LeaseLost:
+                log.info("lease lost before the write left; another outbox has the effect")
             except GitHubUnavailable as error:
                 await self._failed_attempt(row, str(error), ambiguous=row["ambiguous"] or error.ambiguous)
             except GitHubError as error:
                 log.error("effect failed", error=str(error))
                 await self._finish(row, status=FAILED, attempts=row["attempts"] + 1, last_error=str(error))
                 self.metrics.outbox_failed.inc()
+            except Exception as error:
+                # Nothing expected this (an answer of the wrong shape, a renderer's bug): the
+                # effect is retried and then failed visibly; the outbox goes on with the others.
+                log.error("effect raised an unexpected error", exc_info=error)
+                note = f"{type(error).__name__}: {error}"
+                await self._failed_attempt(
+                    row, note, ambiguous=row["ambiguous"] or row.get("in_flight", False)
+                )
             else:
                 await self._finish(
                     row,
@@ -225,6 +268,31 @@ class Outbox:
             return
         at = self.clock() + self.retry.delay(attempts)
         await self._finish(row, attempts=attempts, ambiguous=ambiguous, next_attempt_at=at, last_error=error)
+
+    def _hold(self, row: dict[str, Any], **values: Any) -> bool:
+        """Renew this outbox's lease on the effect (setting `values`); False if it was lost."""
+        now = self.clock()
+        with self.database.write() as connection:
+            held = connection.execute(
+                update(effects_table)
+                .where(
+                    effects_table.c.id == row["id"],
+                    effects_table.c.lease_owner == self.name,
+                    effects_table.c.lease_until >= now,
+                )
+                .values(lease_until=now + self.lease_seconds, **values)
+            ).rowcount
+        return bool(held)
+
+    async def _in_flight(self, row: dict[str, Any]) -> None:
+        """Record, before a create leaves, that GitHub may act on it.
+
+        Should this process die before the answer is recorded, the next attempt finds the
+        effect ambiguous and looks for what GitHub created instead of creating it again.
+        """
+        if not await asyncio.to_thread(self._hold, row, ambiguous=True):
+            raise _LeaseLost
+        row["in_flight"] = True
 
     async def _finish(self, row: dict[str, Any], **values: Any) -> None:
         def write() -> None:
@@ -299,7 +367,7 @@ class Outbox:
                 if row["kind"] in self.renderers:  # rendered again since: show the latest state
                     await self._edit_comment(installation, repository, found, body)
                 return {"comment_id": found}
-        self._space_content_write(installation)
+        await self._space_content_write(row)
         created = await self.github.call(
             "create_comment", installation, repository=repository, number=number, json={"body": body}
         )
@@ -326,7 +394,7 @@ class Outbox:
                 return {"check_run_id": existing_id}
             except NotFound:
                 log.warning("the check-run is gone; creating it again", check_run_id=existing_id)
-        self._space_content_write(installation)
+        await self._space_content_write(row)
         created = await self.github.call(
             "create_check_run", installation, repository=repository, json=dict(payload)
         )
@@ -334,25 +402,31 @@ class Outbox:
 
     async def _find_own_check_run(self, row: dict[str, Any], payload: Mapping[str, Any]) -> int | None:
         """This app's check of that name on that commit, if an earlier attempt created it."""
-        found = await self.github.call(
-            "list_check_runs",
-            row["installation_id"],
-            repository=row["repository"],
-            ref=payload["head_sha"],
-            params={"check_name": payload["name"], "filter": "all", "per_page": 100},
-        )
-        runs = found.get("check_runs") if isinstance(found, dict) else None
-        for run in runs or []:
-            if (run.get("app") or {}).get("id") == self.app_id:
-                return int(run["id"])
+        params: dict[str, Any] | None = {"check_name": payload["name"], "filter": "all", "per_page": 100}
+        while params is not None:
+            found, params = await self.github.call_page(
+                "list_check_runs",
+                row["installation_id"],
+                repository=row["repository"],
+                ref=payload["head_sha"],
+                params=params,
+            )
+            runs = found.get("check_runs") if isinstance(found, dict) else None
+            for run in runs or []:
+                if (run.get("app") or {}).get("id") == self.app_id and run.get("name") == payload["name"]:
+                    return int(run["id"])
         return None
 
-    def _space_content_write(self, installation: int) -> None:
-        now = self.clock()
-        allowed = self._next_content_write.get(installation, 0.0)
-        if now < allowed:
-            raise _Deferred(allowed)
-        self._next_content_write[installation] = now + self.spacing
+    async def _space_content_write(self, row: dict[str, Any]) -> None:
+        """Take the installation's next content-write slot (shared by every process), then go.
+
+        Not yet: `_Deferred` to the slot's time. Taken: the effect is marked in flight.
+        """
+        if self.spacing > 0:
+            allowed = await self._slots.claim_write(row["installation_id"], self.clock(), self.spacing)
+            if allowed is not None:
+                raise _Deferred(allowed)
+        await self._in_flight(row)
 
     async def _find_own_comment(self, row: dict[str, Any], number: int) -> int | None:
         """The comment carrying this effect's marker, written by this app, if any."""
@@ -376,6 +450,10 @@ class Outbox:
             page += 1
 
 
+class _LeaseLost(Exception):  # noqa: N818 - control flow, not an error
+    """Another outbox took the effect over (this one's lease expired): leave it to that one."""
+
+
 class _Deferred(Exception):  # noqa: N818 - control flow, not an error
     """Not now: content-creating writes are spaced; try again at `until`."""
 
@@ -396,3 +474,19 @@ def effect_counts(database: Database) -> dict[str, int]:
             select(effects_table.c.status, func.count()).group_by(effects_table.c.status)
         )
         return {status: int(count) for status, count in rows}
+
+
+def release_effect_leases(database: Database) -> int:
+    """Free every pending effect's lease (a single-process SQLite server at start: their holders are gone).
+
+    An effect whose create may have left before the crash is marked ambiguous already, so
+    the next attempt looks for what GitHub created before it writes.
+    """
+    with database.write() as connection:
+        return int(
+            connection.execute(
+                update(effects_table)
+                .where(effects_table.c.status == PENDING, effects_table.c.lease_until.is_not(None))
+                .values(lease_until=None, lease_owner=None)
+            ).rowcount
+        )

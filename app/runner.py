@@ -11,12 +11,14 @@ from aiohttp import web
 
 from app.database import Database
 from app.github import ConfigurationError, GitHubClient
+from app.limits import SharedLimits
 from app.manifest import ManifestError
 from app.metrics import Metrics
 from app.outbox import Outbox
 from app.services import create_services
 from app.settings import Settings
 from app.setup import SetupFlow, setup_url, start_setup
+from app.supervisor import close_all, supervise
 from app.surfaces import Surfaces
 from app.web import create_app
 from app.worker import Worker
@@ -82,7 +84,9 @@ def run_worker(settings: Settings, concurrency: int) -> int:
     if database.is_sqlite:
         print("railyard: extra workers are meant for PostgreSQL; `serve` already runs one.", file=sys.stderr)
     try:
-        github = GitHubClient(settings, Metrics()) if settings.configured else None
+        # Rate-limit pauses and write slots are shared with every other process on the database.
+        limits = SharedLimits(database)
+        github = GitHubClient(settings, Metrics(), limits=limits) if settings.configured else None
     except ConfigurationError as error:
         print(f"railyard: {error}", file=sys.stderr)
         return 2
@@ -91,24 +95,28 @@ def run_worker(settings: Settings, concurrency: int) -> int:
 
 async def _work(settings: Settings, database: Database, concurrency: int, github: GitHubClient | None) -> int:
     await asyncio.to_thread(database.migrate)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(signum, stop.set)
     metrics = Metrics()
     services = create_services(database, github=github, app_id=settings.app_id)
     worker = Worker(services, ROUTER, metrics, concurrency=concurrency)
-    tasks = [asyncio.create_task(worker.run(stop), name="railyard-worker")]
+    outbox = None
     if github is not None and settings.app_id is not None:
         await github.start()
         renderers = Surfaces(services).renderers()
         outbox = Outbox(database, github, metrics, app_id=settings.app_id, renderers=renderers)
-        tasks.append(asyncio.create_task(outbox.run(stop), name="railyard-outbox"))
+    # The same supervised loops as `railyard serve` (app.web), built the same way; the
+    # watchdog and housekeeping run in the server only.
+    supervisor = supervise(worker, outbox)
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, supervisor.stop.set)
+    supervisor.start()
     log.info("worker started", worker=worker.name)
     try:
-        await asyncio.gather(*tasks)
+        await supervisor.stop.wait()
     finally:
-        if github is not None:
-            await github.close()
-        database.close()
+        await close_all(
+            supervisor.close,
+            github.close if github is not None else None,
+            lambda: asyncio.to_thread(database.close),
+        )
     return 0

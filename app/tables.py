@@ -368,3 +368,19 @@ Index(
     OperationRow.__table__.c.actor_id,  # type: ignore[attr-defined]
     OperationRow.__table__.c.at,  # type: ignore[attr-defined]
 )
+
+
+class InstallationLimitRow(SQLModel, table=True):
+    """GitHub's limits on one installation, shared by every railyard process on the database.
+
+    `paused_until`: GitHub said to wait (Retry-After, an exhausted quota) until then (epoch
+    seconds). `next_content_write_at`: the earliest moment the next content-creating write
+    (a comment, a check-run) may leave, so writes are spaced across processes. Installation 0
+    stands for the app itself (calls made with its JWT).
+    """
+
+    __tablename__ = "installation_limits"
+
+    installation_id: int = Field(sa_column=Column(BigInteger, primary_key=True, autoincrement=False))
+    paused_until: float = 0.0
+    next_content_write_at: float = 0.0

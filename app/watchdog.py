@@ -11,7 +11,6 @@ server every minute, `railyard check` from cron) each period is recorded once.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -20,12 +19,12 @@ from datetime import UTC, datetime, timedelta
 import structlog
 from sqlalchemy import Connection, select, update
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.exc import DBAPIError
 
 from app.codec import ticket_from_data
 from app.config import LoadedConfig
 from app.database import Database
 from app.service import EffectsFor, TicketService, attempts, normalize_key, tickets
+from app.supervisor import Loop
 from app.tables import SignOfLifeRow, table
 from policies.events import Event, EventType
 from policies.model import Ticket, TicketKey, same_account
@@ -279,13 +278,20 @@ class Watchdog:
     every: float = 60.0
     effects: EffectsFor | None = None
 
+    stuck_after: float = 600.0
+
+    def loop(self) -> Loop:
+        """The watchdog as a supervised loop: a round that fails is logged and retried after a backoff."""
+        return Loop(
+            "watchdog", self._step, interval=self.every, stuck_after=max(self.stuck_after, 3 * self.every)
+        )
+
     async def run(self, stop: asyncio.Event) -> None:
-        """Loop until `stop`; a round the database could not answer is logged and tried next time."""
-        while not stop.is_set():
-            now = datetime.fromtimestamp(self.clock(), UTC)
-            try:
-                await asyncio.to_thread(check_claims, self.database, self.tickets, now, effects=self.effects)
-            except DBAPIError as error:
-                log.warning("the claim watchdog could not read the database", error=str(error))
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), timeout=self.every)
+        """Loop until `stop`; a round that fails is logged and tried again."""
+        await self.loop().run(stop)
+
+    async def _step(self, stop: asyncio.Event) -> bool:
+        """One round: record the claims overdue now."""
+        now = datetime.fromtimestamp(self.clock(), UTC)
+        await asyncio.to_thread(check_claims, self.database, self.tickets, now, effects=self.effects)
+        return False

@@ -39,14 +39,16 @@ from app.intake import (
     StoreTimeoutError,
     verify_signature,
 )
+from app.limits import SharedLimits
 from app.maintenance import Maintenance, Retention
 from app.metrics import Metrics, event_label
-from app.outbox import Outbox, effect_counts
+from app.outbox import Outbox, effect_counts, release_effect_leases
 from app.payloads import describe, mismatch
 from app.queue import IGNORED, PENDING, REJECTED, release_all_leases
 from app.services import Services, create_services
 from app.settings import Settings
 from app.setup import SetupFlow, add_setup_routes, start_setup
+from app.supervisor import Supervisor, close_all, supervise
 from app.surfaces import Surfaces
 from app.watchdog import Watchdog
 from app.worker import Worker
@@ -64,6 +66,7 @@ GITHUB: web.AppKey[GitHubClient] = web.AppKey("github", GitHubClient)
 OUTBOX: web.AppKey[Outbox] = web.AppKey("outbox", Outbox)
 MAINTENANCE: web.AppKey[Maintenance] = web.AppKey("maintenance", Maintenance)
 WATCHDOG: web.AppKey[Watchdog] = web.AppKey("watchdog", Watchdog)
+SUPERVISOR: web.AppKey[Supervisor] = web.AppKey("supervisor", Supervisor)
 
 
 SETUP_MODE_MESSAGE = "railyard is in setup mode: set APP_ID, PRIVATE_KEY and WEBHOOK_SECRET, then restart it"
@@ -184,7 +187,11 @@ _ALREADY_STORED = orjson.dumps({"message": "already stored"})
 
 
 async def health(request: web.Request) -> web.Response:
-    """Database reachability, worker liveness and queue lag; 503 when something is wrong."""
+    """Database reachability, each background loop's last good iteration, queue lag; 503 when degraded.
+
+    Degraded: the database does not answer, or a loop (worker, outbox, watchdog,
+    housekeeping) has ended or not completed an iteration for longer than its limit.
+    """
     app = request.app
     report: dict[str, Any] = {"mode": "running" if app[SETTINGS].configured else "setup"}
     try:
@@ -193,13 +200,12 @@ async def health(request: web.Request) -> web.Response:
     except Exception as error:
         report["database"] = f"unreachable: {type(error).__name__}"
     healthy = report["database"] == "ok"
-    if WORKER in app and healthy:
-        worker = app[WORKER]
-        depth, lag = await worker.refresh_gauges()
-        age = time.time() - worker.heartbeat
-        report["worker"] = {"alive": age < 30, "last_heartbeat_seconds": round(age, 3)}
+    if SUPERVISOR in app:
+        loops_ok, report["loops"] = app[SUPERVISOR].report()
+        healthy = healthy and loops_ok
+    if WORKER in app and report["database"] == "ok":
+        depth, lag = await app[WORKER].refresh_gauges()
         report["queue"] = {"pending": depth, "lag_seconds": round(lag, 3)}
-        healthy = report["worker"]["alive"]
     report["status"] = "ok" if healthy else "degraded"
     return web.json_response(report, status=200 if healthy else 503, dumps=lambda o: orjson.dumps(o).decode())
 
@@ -231,7 +237,10 @@ async def index(request: web.Request) -> web.Response:
 
 
 async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
-    """Migrate, start the intake writer and the worker; stop them in reverse on shutdown."""
+    """Migrate, start the intake writer and the supervised loops; stop them in reverse on shutdown.
+
+    Shutdown closes everything whatever a loop did: each step runs even if one before failed.
+    """
     database = app[DATABASE]
     await asyncio.to_thread(database.migrate)
     if database.is_sqlite:
@@ -239,31 +248,26 @@ async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
         released = await asyncio.to_thread(release_all_leases, database)
         if released:
             log.warning("took over deliveries leased before a restart", count=released)
+        effects = await asyncio.to_thread(release_effect_leases, database)
+        if effects:
+            log.warning("took over GitHub writes leased before a restart", count=effects)
     writer = app[WRITER]
     await writer.start()
-    stop = asyncio.Event()
-    tasks: list[asyncio.Task[None]] = []
     github = app.get(GITHUB)
     if github is not None:
         await github.start()
-    for key, name in (
-        (WORKER, "railyard-worker"),
-        (OUTBOX, "railyard-outbox"),
-        (MAINTENANCE, "railyard-maintenance"),
-        (WATCHDOG, "railyard-watchdog"),
-    ):
-        if key in app:
-            tasks.append(asyncio.create_task(app[key].run(stop), name=name))
+    supervisor = app[SUPERVISOR]
+    supervisor.start()
     log.info("railyard started", mode="running" if app[SETTINGS].configured else "setup")
     try:
         yield
     finally:
-        stop.set()
-        await asyncio.gather(*tasks)  # every background task is awaited, none left behind
-        await writer.close()
-        if github is not None:
-            await github.close()
-        database.close()
+        await close_all(
+            supervisor.close,  # every loop is stopped and awaited, none left behind
+            writer.close,
+            github.close if github is not None else None,
+            lambda: asyncio.to_thread(database.close),
+        )
 
 
 def create_app(
@@ -286,7 +290,8 @@ def create_app(
     database = services.database if services else Database(settings.database_url)
     metrics = Metrics()
     if services is None:
-        github = GitHubClient(settings, metrics, clock=clock) if settings.configured else None
+        limits = SharedLimits(database)  # one pause and one write slot per installation, for every process
+        github = GitHubClient(settings, metrics, clock=clock, limits=limits) if settings.configured else None
         services = create_services(database, clock, github, settings.app_id)
     app[SETTINGS] = settings
     app[DATABASE] = database
@@ -319,6 +324,8 @@ def create_app(
         app[WATCHDOG] = Watchdog(
             database, services.tickets, clock=clock, every=settings.watchdog_interval_seconds
         )
+    # The same supervised loops as `railyard worker` (app.runner), built the same way.
+    app[SUPERVISOR] = supervise(app.get(WORKER), app.get(OUTBOX), app.get(MAINTENANCE), app.get(WATCHDOG))
     app.cleanup_ctx.append(_lifecycle)
     receiver = WebhookReceiver(settings, app[WRITER], metrics, router.events, clock, app.get(WORKER))
     app.router.add_post("/webhooks", guarded(receiver.receive))

@@ -1,8 +1,12 @@
 """The worker: takes stored deliveries off the queue and runs their handlers.
 
-Transient failures are retried with exponential backoff and jitter, then marked failed;
-any other exception marks the delivery failed at once, with the error, for an operator to
-see (`railyard deliveries --status failed`) and re-run (`railyard redeliver ID`).
+Transient failures are retried with exponential backoff and full jitter (about an hour of
+tries), then marked failed; any other exception, a payload that cannot be decoded included,
+marks the delivery failed at once, with the error, for an operator to see (`railyard
+deliveries --status failed`) and re-run (`railyard redeliver ID`). While its handlers run, a
+delivery's lease is renewed, so no other worker takes over a delivery whose first run is
+alive. The loop itself is supervised (`app.supervisor`): a claim the database cannot answer
+is backed off, not fatal.
 """
 
 from __future__ import annotations
@@ -26,11 +30,11 @@ from app.queue import (
     IGNORED,
     ClaimedDelivery,
     DeliveryQueue,
-    RetryPolicy,
     queue_depth,
     worker_name,
 )
 from app.services import Services
+from app.supervisor import Loop, RetryPolicy
 from handlers.routing import Router, WebhookEvent
 
 log = structlog.get_logger(__name__)
@@ -51,36 +55,58 @@ class Worker:
     yield_seconds: float = 0.25
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     name: str = field(default_factory=worker_name)
-    heartbeat: float = 0.0
+    stuck_after: float = 30.0
 
     def __post_init__(self) -> None:
         self.queue = DeliveryQueue(self.services.database, owner=self.name, lease_seconds=self.lease_seconds)
         self._wakeup = asyncio.Event()
         self._last_claim = 0.0
+        self._running: set[asyncio.Task[None]] = set()
 
     def notify(self) -> None:
         """A delivery was stored: look at the queue now rather than at the next poll."""
         self._wakeup.set()
 
+    def loop(self) -> Loop:
+        """The worker as a supervised loop: a failed claim (the database away) is backed off."""
+        return Loop(
+            "worker",
+            self._step,
+            interval=self.poll_seconds,
+            stuck_after=self.stuck_after,
+            wait=lambda stop: self._idle(stop, self._running),
+            finish=self._finish_running,
+        )
+
     async def run(self, stop: asyncio.Event) -> None:
         """Process deliveries until `stop` is set; in-flight deliveries finish first."""
-        running: set[asyncio.Task[None]] = set()
-        while not stop.is_set():
-            self.heartbeat = time.time()
-            free = self.concurrency - len(running)
-            if free:
-                await self._yield_to_intake(stop)
-            self._last_claim = time.monotonic()
-            claimed = await asyncio.to_thread(self.queue.claim, self.services.clock(), free) if free else []
-            for delivery in claimed:
-                task = asyncio.create_task(self.process(delivery), name=f"delivery-{delivery.delivery_id}")
-                running.add(task)
-                task.add_done_callback(running.discard)
-            if claimed and len(running) < self.concurrency:
-                continue
-            await self._idle(stop, running)
-        if running:
-            await asyncio.gather(*running)
+        await self.loop().run(stop)
+
+    async def _step(self, stop: asyncio.Event) -> bool:
+        """Claim what fits; True when more may be claimable at once."""
+        free = self.concurrency - len(self._running)
+        if free:
+            await self._yield_to_intake(stop)
+        self._last_claim = time.monotonic()
+        claimed = await asyncio.to_thread(self.queue.claim, self.services.clock(), free) if free else []
+        for delivery in claimed:
+            task = asyncio.create_task(self.process(delivery), name=f"delivery-{delivery.delivery_id}")
+            self._running.add(task)
+            task.add_done_callback(self._settled)
+        return bool(claimed) and len(self._running) < self.concurrency
+
+    def _settled(self, task: asyncio.Task[None]) -> None:
+        """Forget a finished delivery task; one that raised (its outcome unrecorded) is logged.
+
+        Its lease then expires and the delivery is taken up again.
+        """
+        self._running.discard(task)
+        if not task.cancelled() and (error := task.exception()) is not None:
+            log.error("could not record a delivery's outcome", task=task.get_name(), exc_info=error)
+
+    async def _finish_running(self) -> None:
+        if self._running:
+            await asyncio.gather(*self._running, return_exceptions=True)
 
     async def _yield_to_intake(self, stop: asyncio.Event) -> None:
         """Acknowledging comes first: while the intake is saturated, take new work less often.
@@ -125,7 +151,11 @@ class Worker:
         with structlog.contextvars.bound_contextvars(
             delivery_id=delivery.delivery_id, github_event=delivery.event, action=delivery.action
         ):
-            status, note, retry_at = await self._dispatch(delivery)
+            keeper = asyncio.create_task(self._keep_lease(delivery))
+            try:
+                status, note, retry_at = await self._dispatch(delivery)
+            finally:
+                keeper.cancel()
             now = self.services.clock()
             if retry_at is not None:
                 status = "retry"
@@ -137,6 +167,19 @@ class Worker:
             self.metrics.processed.labels(delivery.event, status).inc()
             self.metrics.processing_seconds.labels(delivery.event).observe(time.perf_counter() - started)
 
+    async def _keep_lease(self, delivery: ClaimedDelivery) -> None:
+        """Renew the lease while the handlers run, so no other worker takes a live delivery over.
+
+        A renewal the database refuses is logged and tried again at the next beat; the lease
+        only lapses when this process stops renewing it (it died or hangs).
+        """
+        while True:
+            await asyncio.sleep(self.lease_seconds / 3)
+            try:
+                await asyncio.to_thread(self.queue.extend, delivery, self.services.clock())
+            except Exception as error:
+                log.warning("could not renew a delivery's lease", error=str(error))
+
     async def _dispatch(self, delivery: ClaimedDelivery) -> tuple[str, str | None, float | None]:
         """(final status, note, retry time): a retry time means "try again then"."""
         handlers = self.router.handlers_for(delivery.event, delivery.action)
@@ -144,14 +187,15 @@ class Worker:
             return IGNORED, None, None
         if self._uninstalled(delivery):
             return IGNORED, "installation removed or suspended", None
-        event = WebhookEvent(
-            delivery.delivery_id,
-            delivery.event,
-            delivery.action,
-            delivery.installation_id,
-            orjson.loads(delivery.payload),
-        )
         try:
+            # Decoding is inside: a payload that cannot be read fails its delivery, not the worker.
+            event = WebhookEvent(
+                delivery.delivery_id,
+                delivery.event,
+                delivery.action,
+                delivery.installation_id,
+                orjson.loads(delivery.payload),
+            )
             for handler in handlers:
                 await handler(event, self.services)
         except (TransientError, OperationalError) as error:

@@ -137,14 +137,15 @@ async def test_setup_mode_answers_503_and_stores_nothing(sqlite_url: str) -> Non
     assert list_deliveries(Database(sqlite_url)) == []
 
 
-async def test_healthz_reports_database_worker_and_queue(sqlite_url: str) -> None:
-    """The health check says what an operator needs to know."""
+async def test_healthz_reports_database_loops_and_queue(sqlite_url: str) -> None:
+    """The health check says what an operator needs to know: the database, every loop, the queue."""
     async with running_server(app_settings(sqlite_url)) as server:
         async with server.client.get("/healthz") as response:
             report = await response.json()
     assert response.status == 200
     assert report["status"] == "ok" and report["database"] == "ok"
-    assert report["worker"]["alive"] is True
+    assert set(report["loops"]) == {"worker", "outbox", "housekeeping", "watchdog"}
+    assert all(loop["healthy"] for loop in report["loops"].values())
     assert report["queue"] == {"pending": 0, "lag_seconds": 0.0}
 
 

@@ -16,6 +16,7 @@ from sqlalchemy import select
 
 from app.database import Database
 from app.github import GitHubClient
+from app.limits import SharedLimits
 from app.metrics import Metrics
 from app.outbox import Effect, Outbox, comment, effect_counts, effects_table, enqueue, marker, reaction
 from tests.fakes import GITHUB_API, StillClock, app_settings, private_key_pem, token_response
@@ -59,6 +60,8 @@ class FakeIssue:
             return httpx.Response(502, json={"message": "Bad Gateway"})
         if fault == "timeout after create":
             raise httpx.ReadTimeout("GitHub took too long to answer")
+        if fault == "html after create":  # a proxy's page in place of GitHub's JSON
+            return httpx.Response(200, text="<html>Unicorn!</html>", headers={"Content-Type": "text/html"})
         return httpx.Response(201, json=created)
 
     def list(self, request: httpx.Request) -> httpx.Response:
@@ -113,13 +116,14 @@ async def drive(outbox: Outbox, clock: StillClock, until: Callable[[], bool], st
         ["timeout after create"],
         ["secondary"],
         ["429"],
+        ["html after create"],
         ["500", "502 after create", "timeout after create", "secondary", "429"],
     ],
 )
 async def test_each_intended_comment_appears_exactly_once_despite_faults(
     database: Database, outbox_parts: Any, faults: list[str]
 ) -> None:
-    """500, 502 after creating, a timeout after creating, 403 secondary limit, 429: one comment."""
+    """500; 502, non-JSON 200 or a timeout after creating; 403 secondary limit; 429: one comment."""
     outbox, issue, clock = outbox_parts
     issue.faults = list(faults)
     put(database, clock, comment(7, REPO, 12, "Refused: /accept needs a reviewer.", key="op-1"))
@@ -171,14 +175,15 @@ async def test_the_same_effect_enqueued_twice_is_performed_once(
 async def test_after_the_last_retry_an_effect_is_visibly_failed(
     database: Database, outbox_parts: Any
 ) -> None:
-    """Eight 500s in a row: the effect is marked failed with the error, not dropped."""
+    """A 500 on every try: after the last one the effect is marked failed with the error, not dropped."""
     outbox, issue, clock = outbox_parts
-    issue.faults = ["500"] * 8
+    tries = outbox.retry.max_attempts
+    issue.faults = ["500"] * tries
     put(database, clock, comment(7, REPO, 12, "doomed", key="op-4"))
-    await drive(outbox, clock, lambda: effect_counts(database).get("failed") == 1)
+    await drive(outbox, clock, lambda: effect_counts(database).get("failed") == 1, steps=3 * tries)
     with database.read() as connection:
         row = connection.execute(select(effects_table)).mappings().one()
-    assert row["status"] == "failed" and row["attempts"] == 8 and "500" in row["last_error"]
+    assert row["status"] == "failed" and row["attempts"] == tries and "500" in row["last_error"]
     assert issue.comments == []
 
 
@@ -222,3 +227,67 @@ async def test_coalesced_effects_render_the_latest_state_once(database: Database
         put(database, clock, Effect("status_comment", 7, REPO, "status:acme/web#12", {}, coalesce=True))
     await drive(outbox, clock, lambda: effect_counts(database).get("done") == 1)
     assert len(issue.comments) == 1 and issue.comments[0]["body"].startswith("status v100")
+
+
+@pytest.fixture
+async def two_outboxes(database: Database) -> Any:
+    """Two outboxes (two processes) on one database, each with its own GitHub client, one fake issue."""
+    clock = StillClock()
+    settings = app_settings("sqlite://", GITHUB_API_URL=GITHUB_API, PRIVATE_KEY=private_key_pem())
+    clients = [
+        GitHubClient(settings, Metrics(), clock=clock, limits=SharedLimits(database)) for _ in range(2)
+    ]
+    for client in clients:
+        await client.start()
+    issue = FakeIssue(clock)
+    with respx.mock:
+        respx.post(f"{GITHUB_API}/app/installations/7/access_tokens").mock(
+            return_value=httpx.Response(201, json=token_response())
+        )
+        respx.post(COMMENTS).mock(side_effect=issue.post)
+        respx.get(COMMENTS).mock(side_effect=issue.list)
+        outboxes = [Outbox(database, client, Metrics(), app_id=APP_ID, clock=clock) for client in clients]
+        yield outboxes, issue, clock
+    for client in clients:
+        await client.close()
+
+
+async def alternate(outboxes: list[Outbox], clock: StillClock, until: Callable[[], bool]) -> None:
+    """The outboxes take one effect each in turn; the clock jumps to the next due effect when none is."""
+    for _ in range(100):
+        if until():
+            return
+        performed = [await outbox.run_once(limit=1) for outbox in outboxes]
+        if not any(performed):
+            with outboxes[0].database.read() as connection:
+                due = connection.execute(
+                    select(effects_table.c.next_attempt_at).where(effects_table.c.status == "pending")
+                ).scalars()
+                clock.now = max(clock.now, min(due, default=clock.now)) + 0.001
+    raise AssertionError("the outboxes did not finish")
+
+
+async def test_two_outboxes_space_content_writes_between_them(database: Database, two_outboxes: Any) -> None:
+    """Two processes writing to one installation still post comments a second apart."""
+    outboxes, issue, clock = two_outboxes
+    put(database, clock, *(comment(7, REPO, 12, f"note {i}", key=f"op-t{i}") for i in range(6)))
+    await alternate(outboxes, clock, lambda: effect_counts(database).get("done") == 6)
+    gaps = [b - a for a, b in itertools.pairwise(issue.post_times)]
+    assert len(issue.comments) == 6 and min(gaps) >= 1.0
+
+
+async def test_a_retry_after_seen_by_one_outbox_pauses_the_other(
+    database: Database, two_outboxes: Any
+) -> None:
+    """After one process is told Retry-After: 20, the other sends nothing for that installation for 20 s."""
+    (first, second), issue, clock = two_outboxes
+    issue.faults = ["429"]
+    start = clock.now
+    put(database, clock, comment(7, REPO, 12, "one", key="op-r1"))
+    assert await first.run_once() == 1 and len(issue.post_times) == 1
+    put(database, clock, comment(7, REPO, 12, "two", key="op-r2"))
+    clock.now += 5
+    assert await second.run_once() == 1  # attempted, and rescheduled without a request
+    assert len(issue.post_times) == 1
+    await alternate([first, second], clock, lambda: effect_counts(database).get("done") == 2)
+    assert len(issue.comments) == 2 and min(issue.post_times[1:]) >= start + 20

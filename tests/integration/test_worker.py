@@ -10,7 +10,7 @@ import pytest
 
 from app.intake import IncomingDelivery, write_batch
 from app.metrics import Metrics
-from app.queue import ClaimedDelivery, DeliveryQueue
+from app.queue import ClaimedDelivery, DeliveryQueue, list_deliveries
 from app.services import Services, create_services
 from app.worker import Worker
 from handlers.routing import Router, WebhookEvent
@@ -154,3 +154,64 @@ def test_a_failed_bookkeeping_transaction_is_rolled_back(tmp_path: Path) -> None
             assert not cursor.connection.in_transaction
     finally:
         database.close()
+
+
+async def test_a_delivery_whose_handler_runs_past_its_lease_is_not_taken_over(tmp_path: Path) -> None:
+    """While its handler runs the worker renews the lease: another worker cannot claim it, however long."""
+    database = sqlite_database(tmp_path / "railyard.db")
+    release, started = asyncio.Event(), asyncio.Event()
+    router = Router()
+
+    @router.register("issues", "edited")
+    async def slow(event: WebhookEvent, services: Services) -> None:
+        started.set()
+        await release.wait()
+
+    began = time.monotonic()
+
+    def clock() -> float:  # the stored delivery's time, moving with the wall clock
+        return NOW + time.monotonic() - began
+
+    services = create_services(database, clock=clock)
+    worker = Worker(services, router, Metrics(), lease_seconds=0.3, poll_seconds=0.05)
+    stop = asyncio.Event()
+    running = asyncio.create_task(worker.run(stop))
+    write_batch(database, [edited("long", "k")])
+    worker.notify()
+    await asyncio.wait_for(started.wait(), 10)
+    other = DeliveryQueue(database, owner="another-process", lease_seconds=0.3)
+    taken = []
+    for _ in range(10):  # five leases' worth of time
+        await asyncio.sleep(0.15)
+        taken += await asyncio.to_thread(other.claim, clock(), 10)
+    release.set()
+    stop.set()
+    await running
+    database.close()
+
+    assert taken == []
+
+
+async def test_a_payload_that_cannot_be_decoded_fails_its_delivery_and_the_worker_goes_on(
+    tmp_path: Path,
+) -> None:
+    """A stored payload that is not JSON is marked failed with the error; the next delivery is processed."""
+    database = sqlite_database(tmp_path / "railyard.db")
+    router, seen = recording_router()
+    worker = Worker(create_services(database, clock=lambda: NOW), router, Metrics(), poll_seconds=0.05)
+    broken = edited("broken", "k1")._replace(payload="{not json")
+    write_batch(database, [broken, edited("fine", "k2")])
+    stop = asyncio.Event()
+    running = asyncio.create_task(worker.run(stop))
+    for _ in range(200):
+        statuses = {d["delivery_id"]: d["status"] for d in list_deliveries(database)}
+        if set(statuses.values()) <= {"done", "failed"}:
+            break
+        await asyncio.sleep(0.02)
+    stop.set()
+    await running
+    failed = [d for d in list_deliveries(database) if d["status"] == "failed"]
+    database.close()
+
+    assert statuses == {"broken": "failed", "fine": "done"} and seen == ["fine"]
+    assert "JSONDecodeError" in (failed[0]["last_error"] or "")
