@@ -11,7 +11,6 @@ taken up again. On PostgreSQL, `FOR UPDATE SKIP LOCKED` lets any number of worke
 from __future__ import annotations
 
 import os
-import random
 import socket
 import time
 from collections.abc import Iterator, Sequence
@@ -132,20 +131,6 @@ class ClaimedDelivery:
     attempt: int
     installation_status: str | None = None
     """The installation's status when the delivery was claimed (None: not known to railyard)."""
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    """Exponential backoff with full jitter, then a visible failure."""
-
-    max_attempts: int = 8
-    base_seconds: float = 2.0
-    cap_seconds: float = 600.0
-
-    def delay(self, attempt: int, rng: random.Random | None = None) -> float:
-        """Seconds to wait before attempt `attempt + 1`."""
-        ceiling = min(self.cap_seconds, self.base_seconds * 2 ** (attempt - 1))
-        return (rng or random).uniform(ceiling / 2, ceiling)
 
 
 class DeliveryQueue:
