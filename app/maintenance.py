@@ -23,6 +23,7 @@ from app.github import GitHubClient, GitHubError
 from app.held import held
 from app.outbox import effects_table
 from app.queue import FINAL_STATUSES, deliveries, runs
+from app.replies import prune_replies
 from app.supervisor import Loop
 
 log = structlog.get_logger(__name__)
@@ -188,6 +189,7 @@ class Maintenance:
             expired = await asyncio.to_thread(
                 prune_held_observations, self.database, self.clock(), self.retention.held_observation_days
             )
+            await asyncio.to_thread(prune_replies, self.database, self.clock())
             self._next_retention = now + self.retention_every
             if expired:
                 log.info("retention", held_observations_expired=expired)

@@ -9,17 +9,20 @@ reaction only, which still says "seen".
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import Connection, func, insert, select
+from sqlalchemy import Connection, delete, func, insert, select, text
 
+from app.database import Database
 from app.outbox import Effect, comment, enqueue, reaction
 from app.tables import ReplyRow, table
 
 REPLY_WINDOW = timedelta(minutes=10)
 REPLIES_PER_WINDOW = 3
 OVER_LIMIT_REACTION = "confused"
+KEPT_FOR = timedelta(days=1)
 
 replies = table(ReplyRow)
 
@@ -43,17 +46,30 @@ class Reply:
 
 
 def enqueue_reply(connection: Connection, reply: Reply, now: float) -> Effect:
-    """Enqueue the reply, or a reaction when the account is over its limit; return which."""
-    effect = _comment(reply) if _take_slot(connection, reply, now) else _reaction(reply)
+    """Enqueue the reply, or a reaction when the account is over its limit; return which.
+
+    The decision is recorded with the reply's key, so the same comment redelivered gets the
+    same answer whatever happened since.
+    """
+    effect = _comment(reply) if _decide(connection, reply, now) else _reaction(reply)
     enqueue(connection, [effect], now)
     return effect
 
 
-def _take_slot(connection: Connection, reply: Reply, now: float) -> bool:
-    at = datetime.fromtimestamp(now, UTC)
-    held = connection.execute(select(replies.c.id).where(replies.c.operation_id == reply.key)).first()
+def prune_replies(database: Database, now: float) -> int:
+    """Forget replies older than a day: only the last `REPLY_WINDOW` counts (kept longer for audit)."""
+    cutoff = datetime.fromtimestamp(now, UTC) - KEPT_FOR
+    with database.write() as connection:
+        return int(connection.execute(delete(replies).where(replies.c.at < cutoff)).rowcount or 0)
+
+
+def _decide(connection: Connection, reply: Reply, now: float) -> bool:
+    """Whether the reply is written (True) or becomes a reaction, once per key."""
+    _lock_account(connection, reply)
+    held = connection.execute(select(replies.c.reacted).where(replies.c.operation_id == reply.key)).first()
     if held is not None:
-        return True  # the same comment answered again (a redelivery): the same answer
+        return not held.reacted
+    at = datetime.fromtimestamp(now, UTC)
     recent = connection.execute(
         select(func.count())
         .select_from(replies)
@@ -61,20 +77,30 @@ def _take_slot(connection: Connection, reply: Reply, now: float) -> bool:
             replies.c.repository == reply.repository.casefold(),
             replies.c.actor_id == reply.actor_id,
             replies.c.at >= at - REPLY_WINDOW,
+            replies.c.reacted.is_(False),
         )
     ).scalar_one()
-    if recent >= REPLIES_PER_WINDOW:
-        return False
+    reacted = recent >= REPLIES_PER_WINDOW
     connection.execute(
         insert(replies).values(
             repository=reply.repository.casefold(),
             actor_id=reply.actor_id,
             kind=reply.kind,
+            reacted=reacted,
             operation_id=reply.key,
             at=at,
         )
     )
-    return True
+    return not reacted
+
+
+def _lock_account(connection: Connection, reply: Reply) -> None:
+    """On PostgreSQL, one transaction at a time counts an account's replies (SQLite has one writer)."""
+    if connection.dialect.name != "postgresql":
+        return
+    digest = hashlib.sha256(f"replies:{reply.repository.casefold()}:{reply.actor_id}".encode()).digest()
+    key = int.from_bytes(digest[:8], "big", signed=True)
+    connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": key})
 
 
 def _comment(reply: Reply) -> Effect:

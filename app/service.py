@@ -416,7 +416,7 @@ def _parse(text: str | None) -> datetime | None:
 def _actor(context: ChangeContext) -> tuple[str, int | None]:
     if isinstance(context, Context):
         return context.actor.login, context.actor.id
-    return context.actor, None
+    return context.actor, context.actor_id
 
 
 def _record_operation(

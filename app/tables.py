@@ -352,6 +352,7 @@ class ReplyRow(SQLModel, table=True):
     repository: str
     actor_id: int = Field(sa_column=Column(BigInteger, nullable=False))
     kind: str
+    reacted: bool  # over the limit: answered with a reaction only (recorded, so a redelivery agrees)
     operation_id: str = Field(unique=True)  # the comment answered: one reply per comment counts once
     at: datetime = _time()
 

@@ -363,9 +363,7 @@ class CommandRun:
         if self.parsed.ignored:
             words = ", ".join(f"`/{w}`" for w in self.parsed.ignored)
             note = f"Ran `/{self.parsed.word}`; ignored {words}: one state-changing command per comment."
-            effects.append(
-                comment(f.installation_id, f.repository, f.number, note, f"ignored:{f.comment_id}")
-            )
+            effects.append(self._reply_to_author(note, "ignored"))
         return effects
 
     def _refusal_effect(self, refusal: Refusal) -> Reply:

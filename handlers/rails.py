@@ -79,6 +79,7 @@ def record(
         loaded,
         observations,
         actor=actor,
+        actor_id=dig_int(event.payload, "sender", "id"),
         operation=event.delivery_id,
         installation_id=event.installation_id,
     )
@@ -93,6 +94,7 @@ def record_as(
     actor: str,
     operation: str,
     installation_id: int | None = None,
+    actor_id: int | None = None,
 ) -> list[int]:
     """Record each (ticket number, observation) through the one door; return the newly merged tickets."""
     now = datetime.fromtimestamp(services.clock(), UTC)
@@ -104,6 +106,7 @@ def record_as(
             at=now,
             policy_version=loaded.policy_version,
             policy=loaded.config.to_rail_policy(),
+            actor_id=actor_id,
         )
         key = TicketKey(repository, number)
         outcome = services.tickets.execute(key, observation, context, installation_id=installation_id)

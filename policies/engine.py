@@ -26,7 +26,7 @@ from policies.commands import (
     SendBack,
 )
 from policies.events import RAIL_EVENT_TYPES, Event, EventType, RailEvent
-from policies.model import Delivery, Review, Ticket, same_account
+from policies.model import Delivery, Review, Ticket, same_account, same_login
 from policies.rails import Observation, ObservationContext, Rails, apply_rail_event, decide_observation
 from policies.refusals import Refusal, RefusalCode
 from policies.states import (
@@ -281,7 +281,7 @@ def _accept(ticket: Ticket, command: Accept, ctx: Context, row: Transition, used
     stale = _stale(ticket, command, ctx)
     if stale is not None:
         return stale
-    is_runner = ctx.actor.is_account(delivery.runner, delivery.runner_id)
+    is_runner = _is_runner(ticket, delivery, ctx)
     refusal = _accept_refusal(command, ctx, is_runner)
     if refusal is not None:
         return refusal
@@ -298,6 +298,18 @@ def _accept(ticket: Ticket, command: Accept, ctx: Context, row: Transition, used
         "reason": command.reason.strip() or None,
     }
     return (_event(EventType.ACCEPTED, ctx, used, data),)
+
+
+def _is_runner(ticket: Ticket, delivery: Delivery, ctx: Context) -> bool:
+    """Whether the actor made the delivery under review.
+
+    A delivery recorded before ids were stored has no runner id; its runner is then the
+    claimant (only the claimant delivers, and the claim holds until the ticket is reopened),
+    so a renamed runner is still recognised by the claimant's id.
+    """
+    if ctx.actor.is_account(delivery.runner, delivery.runner_id):
+        return True
+    return delivery.runner_id is None and ctx.actor.is_account(ticket.claimant, ticket.claimant_id)
 
 
 def _accept_refusal(command: Accept, ctx: Context, is_runner: bool) -> Refusal | None:
@@ -344,7 +356,7 @@ def _send_back(
     stale = _stale(ticket, command, ctx)
     if stale is not None:
         return stale
-    if ctx.actor.is_account(delivery.runner, delivery.runner_id):
+    if _is_runner(ticket, delivery, ctx):
         return Refusal(
             RefusalCode.NOT_INDEPENDENT,
             f"/send-back: @{ctx.actor.login} delivered this work and cannot review it.",
@@ -420,6 +432,9 @@ def _recognise(ticket: Ticket, event: Event) -> Ticket:
         event.actor, event.actor_id, ticket.claimant, ticket.claimant_id
     ):
         ticket = replace(ticket, claimant=event.actor, claimant_id=event.actor_id)
+    delivery = ticket.last_delivery
+    if delivery is not None and delivery.runner_id is None and same_login(event.actor, delivery.runner):
+        ticket = replace(ticket, last_delivery=replace(delivery, runner_id=event.actor_id))
     return ticket
 
 

@@ -21,13 +21,14 @@ def same_login(left: str | None, right: str | None) -> bool:
 def same_account(
     login: str | None, account_id: int | None, other_login: str | None, other_id: int | None
 ) -> bool:
-    """Whether two recorded people are one GitHub account.
+    """Whether an actor (`login`, `account_id`) is the recorded account (`other_login`, `other_id`).
 
     An account is its user id: a login can be renamed, and a freed login registered by
-    someone else. Logins decide only when one side was recorded before railyard stored ids;
-    that side adopts the id at its first matching event (see `policies.engine.apply`).
+    someone else. A record with an id matches that account only, never an actor without one.
+    The login decides only for a record made before railyard stored ids, which adopts the id
+    at its first matching event (see `policies.engine.apply`).
     """
-    if account_id is not None and other_id is not None:
+    if other_id is not None:
         return account_id == other_id
     return same_login(login, other_login)
 

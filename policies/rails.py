@@ -265,6 +265,7 @@ class ObservationContext:
     at: datetime
     policy_version: str = ""
     policy: RailPolicy = field(default_factory=RailPolicy)
+    actor_id: int | None = None  # the account whose action GitHub reported (the payload's sender)
 
 
 _F = TypeVar("_F")
@@ -468,7 +469,9 @@ def rail_changes(rails: Rails, ctx: ObservationContext) -> list[RailEvent]:
 
 
 def _rail_event(kind: EventType, ctx: ObservationContext, data: dict[str, Any]) -> RailEvent:
-    return RailEvent(kind, ctx.actor, "github", ctx.at, ctx.operation_id, ctx.policy_version, data)
+    return RailEvent(
+        kind, ctx.actor, "github", ctx.at, ctx.operation_id, ctx.policy_version, data, ctx.actor_id
+    )
 
 
 def apply_rail_event(rails: Rails, event: RailEvent) -> Rails:

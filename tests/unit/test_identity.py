@@ -152,3 +152,21 @@ def test_a_relation_recorded_without_an_id_adopts_the_id_of_its_first_matching_e
     ticket = run(ticket, Deliver(summary="Again.", commit="c0ffee3"), ctx(CODY, 6))
     ticket = run(ticket, Accept(), ctx(RITA, 7))
     assert refused(ticket, Reopen(reason="x"), ctx(IMPOSTOR, 8)).code is RefusalCode.NOT_ALLOWED
+
+
+def test_a_renamed_runner_of_a_delivery_recorded_without_an_id_is_still_its_runner() -> None:
+    """A delivery from before ids has no runner id: the claimant's id still makes its renamed runner
+    the runner, so their `/accept` is refused as not independent."""
+    ticket = run(Ticket(KEY), Publish(description="d"), ctx(OLIVIA, 0))
+    ticket = run(ticket, Claim(), ctx(CODY, 1))
+    ticket = run(ticket, Deliver(summary="Fixed.", commit="c0ffee1"), ctx(CODY, 2))
+    assert ticket.last_delivery is not None
+    legacy = replace(ticket, last_delivery=replace(ticket.last_delivery, runner_id=None))
+    cody_renamed = Actor("cody-renamed", frozenset({Role.REVIEWER}), id=1002)
+    assert refused(legacy, Accept(), ctx(cody_renamed, 3)).code is RefusalCode.NOT_INDEPENDENT
+
+
+def test_an_actor_without_an_id_never_matches_a_relation_recorded_with_one() -> None:
+    """Only a record from before ids falls back to the login; an id-less actor is nobody's owner."""
+    no_id = Actor("olivia", frozenset())
+    assert refused(accepted_ticket(), Reopen(reason="x"), ctx(no_id, 4)).code is RefusalCode.NOT_ALLOWED

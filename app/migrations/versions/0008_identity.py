@@ -37,6 +37,7 @@ def upgrade() -> None:
         sa.Column("repository", sa.String(), nullable=False),
         sa.Column("actor_id", sa.BigInteger(), nullable=False),
         sa.Column("kind", sa.String(), nullable=False),
+        sa.Column("reacted", sa.Boolean(), nullable=False),
         sa.Column("operation_id", sa.String(), nullable=False, unique=True),
         sa.Column("at", UTCDateTime(), nullable=False),
     )
