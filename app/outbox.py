@@ -396,3 +396,14 @@ def effect_counts(database: Database) -> dict[str, int]:
             select(effects_table.c.status, func.count()).group_by(effects_table.c.status)
         )
         return {status: int(count) for status, count in rows}
+
+
+def release_all_effect_leases(database: Database) -> int:
+    """Free every effect's lease (a single-process SQLite server at start: their holders are gone)."""
+    with database.write() as connection:
+        result = connection.execute(
+            update(effects_table)
+            .where(effects_table.c.status == PENDING, effects_table.c.lease_until.is_not(None))
+            .values(lease_until=None, lease_owner=None)
+        )
+    return int(result.rowcount)

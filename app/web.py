@@ -26,7 +26,7 @@ from app.github import GitHubClient
 from app.intake import MAX_BODY_BYTES, DeliveryWriter, IncomingDelivery, verify_signature
 from app.maintenance import Maintenance, Retention
 from app.metrics import Metrics
-from app.outbox import Outbox, effect_counts
+from app.outbox import Outbox, effect_counts, release_all_effect_leases
 from app.payloads import describe
 from app.queue import IGNORED, PENDING, release_all_leases
 from app.services import Services, create_services
@@ -196,6 +196,9 @@ async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
         released = await asyncio.to_thread(release_all_leases, database)
         if released:
             log.warning("took over deliveries leased before a restart", count=released)
+        released = await asyncio.to_thread(release_all_effect_leases, database)
+        if released:
+            log.warning("took over GitHub writes leased before a restart", count=released)
     writer = app[WRITER]
     await writer.start()
     stop = asyncio.Event()

@@ -42,13 +42,15 @@ import asyncio
 import contextlib
 import copy
 import json
+import logging
 import random
+import signal
 import sys
 import tempfile
 import time
 import uuid
 from collections import Counter, defaultdict
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Coroutine, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -64,12 +66,19 @@ from app.database import Database
 from app.outbox import effect_counts
 from app.queue import queue_depth
 from app.settings import normalize_database_url
-from bench.api_calls import Stream, Ticket
+from bench.api_calls import Stream, Ticket, _endpoint
 from bench.postgres_cluster import PrivateCluster
 from policies.checks import CHECK_NAME
 from tests.e2e.world import CONFIG, REPO, World, standin_state
-from tests.fakes import WEBHOOK_SECRET, ServerProcess, private_key_pem, signed_headers
-from tests.github_standin import LimitWatch, RandomFaults, StandinState, running_standin
+from tests.fakes import (
+    WEBHOOK_SECRET,
+    ServerProcess,
+    app_settings,
+    private_key_pem,
+    running_server,
+    signed_headers,
+)
+from tests.github_standin import Call, LimitWatch, RandomFaults, StandinState, running_standin
 
 FIRST = 100
 GITHUB_TIMEOUT = aiohttp.ClientTimeout(total=10)  # GitHub gives up on a delivery after 10 s
@@ -86,6 +95,7 @@ class Options:
     tickets_at_once: int = 3
     gap: float = 0.4  # seconds between a ticket's steps
     kill_every: tuple[float, float] = (1.0, 7.0)  # seconds the server lives between kills
+    kill_after_write: float = 0.5  # the share of kills that land right after a GitHub write
     restart_database_every: tuple[float, float] = (20.0, 45.0)
     copies: tuple[int, int] = (1, 3)
     shuffle_seconds: float = 3.0  # how late a repository or deployment event may arrive
@@ -106,7 +116,7 @@ class Options:
 
 @dataclass
 class Figures:
-    kills: int = 0
+    kills: Counter[str] = field(default_factory=Counter)  # by moment
     exits: list[str] = field(default_factory=list)  # the server's own exits (not our kills)
     database_restarts: int = 0
     sends: int = 0
@@ -127,15 +137,21 @@ class Report:
     deliveries: int
     faults: Counter[str]
     violations: dict[str, list[str]]
+    calls: Counter[str] = field(default_factory=Counter)  # the chaos run's, by endpoint
 
     def print(self, minutes: float) -> None:
         f = self.figures
         print(f"chaos: {minutes:g} minutes asked, {f.seconds / 60:.1f} minutes of chaos, {f.tickets} tickets")
-        print(f"  server kills (SIGKILL): {f.kills}; server exits on its own: {len(f.exits)}")
+        moments = ", ".join(f"{n} {moment}" for moment, n in sorted(f.kills.items()))
+        print(
+            f"  server kills (SIGKILL): {sum(f.kills.values())} ({moments}); exits on its own: {len(f.exits)}"
+        )
         print(f"  database restarts: {f.database_restarts}")
         print(f"  deliveries: {self.deliveries} distinct, {f.sends} sends "
               f"({f.copies} extra copies, {f.redeliveries} redeliveries after no 2xx)")  # fmt: skip
         print(f"  answers: {dict(sorted(f.answers.items()))}")
+        top = ", ".join(f"{n} {endpoint}" for endpoint, n in self.calls.most_common(4))
+        print(f"  GitHub calls: {sum(self.calls.values())} (most: {top})")
         print(f"  GitHub faults injected: {sum(self.faults.values())} {dict(sorted(self.faults.items()))}")
         print(f"  settled: {f.settled} after {f.settle_seconds:.1f} s")
         total = sum(len(v) for v in self.violations.values())
@@ -267,6 +283,9 @@ def chaos_standin(options: Options) -> StandinState:
     state = standin_state()
     # One runner and one reviewer do all the work: lift the per-person command budget.
     state.repositories[REPO].files[".github/railyard.yml"] = CONFIG + "limits:\n  commands_per_hour: 100000\n"
+    # The primary budget (5,000 calls an hour) is not under test: this stream is a day's work
+    # in minutes and would spend it; the calls made are counted and printed instead.
+    state.rate_limit = 10**9
     state.random_faults = RandomFaults(**options.faults, seed=options.seed)  # type: ignore[arg-type]
     state.limit_watch = LimitWatch()
     return state
@@ -275,21 +294,56 @@ def chaos_standin(options: Options) -> StandinState:
 # --- the troublemakers ----------------------------------------------------------------------------
 
 
-async def killer(server: ServerProcess, stop: asyncio.Event, options: Options, figures: Figures,
-                 rng: random.Random) -> None:  # fmt: skip
-    """SIGKILL the server every few seconds and start it again; restart it if it exits itself."""
-    while not stop.is_set():
-        deadline = time.monotonic() + rng.uniform(*options.kill_every)
-        while time.monotonic() < deadline and not stop.is_set() and server.process.poll() is None:  # type: ignore[union-attr]
-            await asyncio.sleep(0.05)
-        if server.process.poll() is not None:  # type: ignore[union-attr]
-            figures.exits.append(f"exit code {server.process.returncode}")  # type: ignore[union-attr]
-        elif stop.is_set():
-            return
-        else:
-            server.kill()
-            figures.kills += 1
-        await start(server)
+class Killer:
+    """SIGKILLs the server every few seconds and starts it again; restarts it if it exits itself.
+
+    A share of the kills (`after_write`) wait for the next write GitHub performs and land
+    right then, before the server hears GitHub's answer: the moment a created comment or
+    check-run exists on GitHub but its id is not recorded yet.
+    """
+
+    def __init__(self, server: ServerProcess, options: Options, figures: Figures, rng: random.Random) -> None:
+        self.server, self.options, self.figures, self.rng = server, options, figures, rng
+        self.armed = False
+        self.fired = asyncio.Event()
+
+    def after_write(self, call: Call) -> None:
+        """The stand-in performed a write: kill now if armed (the answer is not sent yet)."""
+        if self.armed and self.alive:
+            self.armed = False
+            self.server.kill()
+            self.figures.kills["right after a GitHub write"] += 1
+            self.fired.set()
+
+    @property
+    def alive(self) -> bool:
+        return self.server.process is not None and self.server.process.poll() is None
+
+    async def run(self, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            deadline = time.monotonic() + self.rng.uniform(*self.options.kill_every)
+            while time.monotonic() < deadline and not stop.is_set() and self.alive:
+                await asyncio.sleep(0.05)
+            if stop.is_set() and self.alive:
+                return
+            if not self.alive:
+                self.figures.exits.append(f"exit code {self.server.process.returncode}")  # type: ignore[union-attr]
+            elif self.rng.random() < self.options.kill_after_write:
+                await self._kill_after_next_write()
+            else:
+                self.server.kill()
+                self.figures.kills["at a random moment"] += 1
+            await start(self.server)
+
+    async def _kill_after_next_write(self) -> None:
+        self.fired.clear()
+        self.armed = True
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.fired.wait(), 3.0)
+        if self.armed:  # no write came: kill anyway
+            self.armed = False
+            self.server.kill()
+            self.figures.kills["at a random moment"] += 1
 
 
 async def start(server: ServerProcess, tries: int = 5) -> None:
@@ -347,6 +401,7 @@ async def settle(database: Database, timeout: float) -> bool:
 def replay_standin(chaos: StandinState) -> StandinState:
     """GitHub as the stream left it (issues, PRs, branches, people's comments), without what the
     app wrote and without faults."""
+    chaos.after_write = None  # the chaos is over; nothing to kill any more
     state = copy.deepcopy(chaos)
     state.comments = {i: c for i, c in state.comments.items() if c.app_id is None}
     state.reactions, state.check_runs, state.calls = [], {}, []
@@ -355,30 +410,20 @@ def replay_standin(chaos: StandinState) -> StandinState:
     return state
 
 
-async def replay(deliveries: list[Delivery], state: StandinState, url: str, workdir: Path,
-                 timeout: float) -> bool:  # fmt: skip
-    """Send each distinct delivery once, in the stream's order, to a fresh fault-free server."""
+async def replay(deliveries: list[Delivery], state: StandinState, url: str, timeout: float) -> bool:
+    """Send each distinct delivery once, in the stream's order, to a fresh fault-free server.
+
+    That server runs in this process without spacing GitHub writes (the stand-in does not
+    mind), so the replay takes seconds, not one second per comment.
+    """
     async with running_standin(state) as standin:
-        server = ServerProcess(env=server_env(url, standin.url), cwd=workdir)
-        try:
-            await start(server)
-            async with aiohttp.ClientSession(timeout=GITHUB_TIMEOUT) as client:
-                for delivery in deliveries:
-                    await _post_once(client, server, delivery)
+        settings = app_settings(url, GITHUB_API_URL=standin.url, APP_ID="1")
+        async with running_server(settings, outbox_spacing=0.0) as server:
+            for delivery in deliveries:
+                response = await server.deliver(delivery.event, delivery.body, delivery.id)
+                if response.status not in (200, 202):
+                    raise RuntimeError(f"the clean server refused {delivery.id}: {response.status}")
             return await settle(Database(url), timeout)
-        finally:
-            server.kill()
-
-
-async def _post_once(client: aiohttp.ClientSession, server: ServerProcess, delivery: Delivery) -> None:
-    headers = signed_headers(delivery.body, delivery.event, delivery.id)
-    for _ in range(50):
-        with contextlib.suppress(TimeoutError, aiohttp.ClientError):
-            async with client.post(f"{server.url}/webhooks", data=delivery.body, headers=headers) as r:
-                if r.status in (200, 202):
-                    return
-        await asyncio.sleep(0.2)
-    raise RuntimeError(f"the clean server never took delivery {delivery.id}")
 
 
 # --- the checks -----------------------------------------------------------------------------------
@@ -576,7 +621,9 @@ async def _campaign(options: Options, workdir: Path, chaos_url: str, replay_url:
         troublemakers: list[asyncio.Task[None]] = []
         try:
             await start(server)
-            troublemakers.append(asyncio.create_task(killer(server, stop, options, figures, rng)))
+            killer = Killer(server, options, figures, rng)
+            state.after_write = killer.after_write
+            troublemakers.append(asyncio.create_task(killer.run(stop)))
             if cluster is not None:
                 troublemakers.append(
                     asyncio.create_task(database_restarter(cluster, stop, options, figures, rng))
@@ -587,6 +634,7 @@ async def _campaign(options: Options, workdir: Path, chaos_url: str, replay_url:
             figures.seconds = time.monotonic() - began
             stop.set()
             faults.enabled = False
+            state.after_write = None
             await asyncio.gather(*troublemakers, return_exceptions=True)
             if server.process is None or server.process.poll() is not None:
                 await start(server)
@@ -606,15 +654,15 @@ async def _campaign(options: Options, workdir: Path, chaos_url: str, replay_url:
                 task.cancel()
             server.kill()
             await postman.close()
-        (workdir / "replay").mkdir(exist_ok=True)
         clean_state = replay_standin(state)
-        if not await replay(postman.deliveries, clean_state, replay_url, workdir / "replay", options.settle):
+        if not await replay(postman.deliveries, clean_state, replay_url, options.settle):
             found.add("the clean replay did not settle", "its queue or outbox still had work")
         clean = World(None, clean_state, Database(replay_url))
         check_replay(world, clean, [s.ticket.number for s in streams], found)
     for exit_note in figures.exits:
         found.add("server exited on its own", exit_note)
-    return Report(figures, len(postman.deliveries), Counter(faults.injected), dict(found))
+    calls = Counter(_endpoint(call) for call in state.calls)
+    return Report(figures, len(postman.deliveries), Counter(faults.injected), dict(found), calls)
 
 
 async def _stream(world: World, postman: Postman, options: Options, streams: list[ChaosStream],
@@ -632,6 +680,15 @@ async def _stream(world: World, postman: Postman, options: Options, streams: lis
             await stream.run()
 
     await asyncio.gather(*(one_after_another() for _ in range(options.tickets_at_once)))
+
+
+async def _bounded(work: Coroutine[Any, Any, Report], budget: float) -> Report:
+    """`work` within `budget` seconds; SIGTERM or SIGINT cancel it, so its cleanup still runs
+    (the servers killed, the private cluster stopped)."""
+    task = asyncio.ensure_future(asyncio.wait_for(work, budget))
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        asyncio.get_running_loop().add_signal_handler(signum, task.cancel)
+    return await task
 
 
 def main() -> None:
@@ -659,7 +716,8 @@ def main() -> None:
     )
     # Bounded whatever happens: the chaos, two settles, the replay, and slack.
     budget = options.minutes * 60 + 3 * options.settle + 300
-    report = asyncio.run(asyncio.wait_for(campaign(options), budget))
+    logging.getLogger("aiohttp.server").setLevel(logging.CRITICAL)  # connections cut by the kills
+    report = asyncio.run(_bounded(campaign(options), budget))
     report.print(options.minutes)
     sys.exit(1 if report.violations else 0)
 

@@ -379,6 +379,8 @@ class StandinState:
     buckets: dict[str, RateBucket] = field(default_factory=dict)
     random_faults: RandomFaults | None = None  # off unless set: see RandomFaults
     limit_watch: LimitWatch | None = None  # off unless set: see LimitWatch
+    # Called with each write (POST, PATCH) GitHub performed, before the client hears of it.
+    after_write: Callable[[Call], None] | None = None
     _ids: Iterator[int] = field(default_factory=lambda: itertools.count(1_000_001), repr=False)
     _user_ids: dict[str, int] = field(default_factory=dict, repr=False)
 
@@ -1356,6 +1358,8 @@ async def _github_edge(request: web.Request, handler: Handler) -> web.StreamResp
         }
     )
     call.status = response.status
+    if state.after_write is not None and call.method in ("POST", "PATCH") and 200 <= call.status < 300:
+        state.after_write(call)
     return response
 
 
