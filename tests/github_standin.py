@@ -194,9 +194,10 @@ class LimitWatch:
     403 was sent, so requests already in flight when it was answered do not count.
     """
 
-    grace: float = 0.5
+    grace: float = 1.0
     limits: dict[int | None, tuple[float, float]] = field(default_factory=dict)  # sent at, until
-    ignored: list[tuple[int | None, str, str, float]] = field(default_factory=list)
+    # (installation, method, path, seconds since the 403, seconds it had still to run)
+    ignored: list[tuple[int | None, str, str, float, float]] = field(default_factory=list)
 
     def limited(self, installation_id: int | None, retry_after: int) -> None:
         now = time.monotonic()
@@ -206,7 +207,7 @@ class LimitWatch:
         sent, until = self.limits.get(installation_id, (0.0, 0.0))
         now = time.monotonic()
         if sent + self.grace <= now < until:
-            self.ignored.append((installation_id, method, path, round(until - now, 2)))
+            self.ignored.append((installation_id, method, path, round(now - sent, 2), round(until - now, 2)))
 
 
 @dataclass
