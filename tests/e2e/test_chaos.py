@@ -6,16 +6,26 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import pytest
 from sqlalchemy import update
 
 from app.outbox import effects_table, enqueue, reaction
-from bench.chaos import Options, campaign
+from bench.chaos import Options, Violated, campaign
 from tests.conftest import sqlite_database
 from tests.e2e.world import REPO, World, standin_state
 from tests.fakes import app_settings, running_server
 from tests.github_standin import running_standin
 
 
+@pytest.mark.xfail(
+    strict=True,
+    raises=Violated,  # only the violations: a campaign that did not kill or fault fails outright
+    reason="violations on the current code (issue 12): 'call during Retry-After' (a killed server "
+    "forgets GitHub's Retry-After, kept in memory), 'check-runs > 1 per commit' and 'status comments "
+    "!= 1' (a kill between GitHub's create and recording its id writes it again), 'status comment "
+    "stale' (a change landing while its status comment is being written is lost when that write is "
+    "marked done)",
+)
 async def test_a_short_chaos_campaign_finds_no_violation(tmp_path: Path) -> None:
     """With the server SIGKILLed every few seconds, deliveries sent up to three times and GitHub
     failing, every acknowledged delivery is processed once, GitHub shows each intended effect
@@ -23,7 +33,9 @@ async def test_a_short_chaos_campaign_finds_no_violation(tmp_path: Path) -> None
     options = Options(
         minutes=0.3,
         tickets_at_once=2,
+        gap=0.4,
         kill_every=(1.0, 3.5),
+        kill_after_write=0.7,
         settle=25.0,
         workdir=tmp_path,
         faults={
@@ -31,7 +43,7 @@ async def test_a_short_chaos_campaign_finds_no_violation(tmp_path: Path) -> None
             "error_after_effect": 0.05,
             "drop_after_effect": 0.05,
             "timeout_after_effect": 0.0,  # a stall lasts past the client's 15 s timeout: too slow here
-            "secondary_limit": 0.01,
+            "secondary_limit": 0.02,
         },
     )
 
@@ -41,7 +53,8 @@ async def test_a_short_chaos_campaign_finds_no_violation(tmp_path: Path) -> None
     assert sum(report.figures.kills.values()) >= 3, "the campaign must actually kill the server"
     assert report.faults["5xx after effect"] + report.faults["dropped after effect"] >= 1
     assert report.figures.copies >= 1 and report.figures.redeliveries >= 1
-    assert report.violations == {}
+    if report.violations:
+        raise Violated(sorted(report.violations))
 
 
 async def test_a_restarted_sqlite_server_takes_over_the_writes_a_killed_one_had_leased(
