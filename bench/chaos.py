@@ -64,9 +64,10 @@ import structlog
 from sqlalchemy import make_url, text
 
 from app.database import Database
-from app.outbox import effect_counts
+from app.outbox import effect_counts, marker
 from app.queue import queue_depth
 from app.settings import normalize_database_url
+from app.surfaces import status_key
 from bench.api_calls import Stream, Ticket, _endpoint
 from bench.postgres_cluster import PrivateCluster
 from policies.checks import CHECK_NAME
@@ -486,10 +487,15 @@ def check_github(world: World, streams: list[ChaosStream], found: Violations) ->
             reactions = world.reactions_to(comment_id)
             if len(reactions) != 1:
                 found.add("reactions != 1 per command", f"#{number} comment {comment_id}: {reactions}")
-    by_marker = Counter(effect_marker(c.body) for c in world.github.comments.values() if c.app_id)
-    for text_marker, n in by_marker.items():
+    statuses = {marker(status_key(REPO, stream.ticket.number)) for stream in streams}
+    replies = Counter(
+        (c.issue_number, effect_marker(c.body))
+        for c in world.github.comments.values()
+        if c.app_id and effect_marker(c.body) not in statuses
+    )
+    for (number, text_marker), n in replies.items():
         if n > 1:
-            found.add("comment written more than once", f"{n} x {text_marker}")
+            found.add("reply written more than once", f"#{number}: {n} x {text_marker}")
     runs = Counter(r.head_sha for r in world.github.check_runs.values() if r.name == CHECK_NAME)
     for sha, n in runs.items():
         if n > 1:
