@@ -119,6 +119,8 @@ class Options:
 
 @dataclass
 class Figures:
+    """What the campaign did to the system, counted as it went."""
+
     kills: Counter[str] = field(default_factory=Counter)  # by moment
     exits: list[str] = field(default_factory=list)  # the server's own exits (not our kills)
     database_restarts: int = 0
@@ -170,10 +172,13 @@ class Violated(Exception):  # noqa: N818 - it names what the campaign found
 
 
 class Violations(defaultdict[str, list[str]]):
+    """Violations by kind, each with its examples."""
+
     def __init__(self) -> None:
         super().__init__(list)
 
     def add(self, kind: str, example: str) -> None:
+        """Record one violation of `kind`, with an example a person can look up."""
         self[kind].append(example)
 
 
@@ -246,6 +251,7 @@ class Postman:
             await asyncio.wait_for(asyncio.gather(*list(self.tasks), return_exceptions=True), timeout)
 
     async def close(self) -> None:
+        """Cancel what is still to send and close the client."""
         for task in list(self.tasks):
             task.cancel()
         await asyncio.gather(*list(self.tasks), return_exceptions=True)
@@ -253,6 +259,8 @@ class Postman:
 
 
 class ChaosTicket(Ticket):
+    """bench/api_calls.py's ticket, its PR numbered far from any issue."""
+
     @property
     def pull(self) -> int:
         return self.number + 100_000  # never an issue number, however many tickets a run makes
@@ -267,11 +275,13 @@ class ChaosStream(Stream):
         self.commands: list[int] = []
 
     async def say(self, login: str, body: str) -> None:
+        """`login` writes a command on the ticket; remember the comment for the reaction check."""
         payload = self.world.write(login, body, self.ticket.number)
         self.commands.append(int(payload["comment"]["id"]))
         await self.send("issue_comment", payload)
 
     async def send(self, event: str, payload: dict[str, Any]) -> None:
+        """Hand a delivery to the postman; a command waits for its acknowledgement."""
         delivery = self.postman.post(event, payload, late=event != "issue_comment")
         if event == "issue_comment":  # the next command is written once this one was taken
             await delivery.acknowledged.wait()
@@ -279,6 +289,7 @@ class ChaosStream(Stream):
 
 
 def seed_ticket(state: StandinState, ticket: Ticket) -> None:
+    """The ticket's issue (and PR) on the stand-in's acme/web."""
     state.add_issue(REPO, ticket.number, body=f"Ticket {ticket.number}", assignees=["olivia"])
     if ticket.code:
         state.add_pull(REPO, ticket.pull, body=f"Fixes #{ticket.number}", head_ref=ticket.branch,
@@ -324,9 +335,11 @@ class Killer:
 
     @property
     def alive(self) -> bool:
+        """Whether the server process is running."""
         return self.server.process is not None and self.server.process.poll() is None
 
     async def run(self, stop: asyncio.Event) -> None:
+        """Kill and restart until `stop` is set."""
         while not stop.is_set():
             deadline = time.monotonic() + self.rng.uniform(*self.options.kill_every)
             while time.monotonic() < deadline and not stop.is_set() and self.alive:
@@ -382,6 +395,7 @@ async def database_restarter(cluster: PrivateCluster, stop: asyncio.Event, optio
 
 
 def server_env(url: str, github: str) -> dict[str, str]:
+    """The environment of a configured `railyard serve` on `url`, talking to `github`."""
     return {
         "DATABASE_URL": url,
         "APP_ID": "1",
@@ -469,6 +483,7 @@ def check_outbox(database: Database, found: Violations) -> None:
 
 
 def effect_marker(body: str) -> str | None:
+    """The outbox marker a comment of the app ends with, if any."""
     start = body.rfind(MARKER_PREFIX)
     return body[start:] if start >= 0 else None
 
@@ -711,6 +726,7 @@ async def _bounded(work: Coroutine[Any, Any, Report], budget: float) -> Report:
 
 
 def main() -> None:
+    """Run the campaign from the command line; exit 1 on any violation."""
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )

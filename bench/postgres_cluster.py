@@ -39,6 +39,7 @@ class PrivateCluster:
 
     @property
     def data(self) -> Path:
+        """Its data directory."""
         return self.directory / "data"
 
     def start(self) -> None:
@@ -67,6 +68,7 @@ class PrivateCluster:
         return self.url(name)
 
     def url(self, name: str) -> str:
+        """The SQLAlchemy URL of database `name` in it."""
         return f"postgresql+psycopg://postgres@127.0.0.1:{self.port}/{name}"
 
     def stop(self) -> None:
