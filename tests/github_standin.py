@@ -23,6 +23,7 @@ import contextlib
 import hashlib
 import itertools
 import json
+import random
 import re
 import secrets
 import signal
@@ -109,8 +110,9 @@ class Fault:
     """One injected failure, consumed by one matching request.
 
     `apply_then_fail` performs the request's effect, then answers `status`; `apply_then_timeout`
-    performs it and answers only after `delay` seconds, past the client's timeout. Both are the
-    ambiguous failures a client must survive without doing things twice.
+    performs it and answers only after `delay` seconds, past the client's timeout;
+    `apply_then_drop` performs it and closes the connection without an answer. All three are
+    the ambiguous failures a client must survive without doing things twice.
     """
 
     status: int = 500
@@ -120,6 +122,93 @@ class Fault:
     apply_then_fail: bool = False
     apply_then_timeout: bool = False
     delay: float = 0.0
+    apply_then_drop: bool = False
+
+
+@dataclass
+class RandomFaults:
+    """Faults drawn at random for every GitHub request (the chaos benchmark's GitHub).
+
+    Each request draws once: with probability `server_error` a 5xx before any effect; for a
+    write (POST, PATCH), with `error_after_effect` a 502 after the effect, with
+    `drop_after_effect` the connection closed after it, with `timeout_after_effect` an
+    answer only after `stall_seconds` (past the client's timeout); with `secondary_limit` a
+    403 secondary rate limit with a Retry-After of `retry_after` seconds (a range).
+    `injected` counts what was injected, by kind; `enabled` turns the lot off.
+    """
+
+    server_error: float = 0.0
+    error_after_effect: float = 0.0
+    drop_after_effect: float = 0.0
+    timeout_after_effect: float = 0.0
+    secondary_limit: float = 0.0
+    retry_after: tuple[int, int] = (2, 5)
+    stall_seconds: float = 16.0
+    seed: int | None = None
+    enabled: bool = True
+    injected: Counter[str] = field(default_factory=Counter)
+
+    def __post_init__(self) -> None:
+        self._rng = random.Random(self.seed)
+
+    def draw(self, method: str, path: str) -> Fault | None:
+        """The fault for one request, or None.
+
+        Installation tokens are only ever failed with a 5xx: that request is made inside the
+        client library's authentication, not by the code under test.
+        """
+        if not self.enabled:
+            return None
+        token = path.endswith("/access_tokens")
+        write = method in ("POST", "PATCH") and not token
+        kinds: list[tuple[str, float, Fault]] = [
+            ("5xx", self.server_error, Fault(status=self._rng.choice((500, 502, 503)))),
+        ]
+        if not token:
+            limit = Fault(
+                status=403, secondary_rate_limit=True, retry_after=self._rng.randint(*self.retry_after)
+            )
+            kinds.append(("403 secondary limit", self.secondary_limit, limit))
+        if write:
+            kinds += [
+                ("5xx after effect", self.error_after_effect, Fault(status=502, apply_then_fail=True)),
+                ("dropped after effect", self.drop_after_effect, Fault(apply_then_drop=True)),
+                ("timeout after effect", self.timeout_after_effect, Fault(
+                    apply_then_timeout=True, delay=self.stall_seconds
+                )),
+            ]  # fmt: skip
+        roll = self._rng.random()
+        for kind, probability, fault in kinds:
+            if roll < probability:
+                self.injected[kind] += 1
+                return fault
+            roll -= probability
+        return None
+
+
+@dataclass
+class LimitWatch:
+    """Remembers every Retry-After the stand-in answered, and the calls that came in before
+    it ran out (GitHub bans integrations that keep calling through a secondary limit).
+
+    A call counts as ignoring the limit only if it arrives `grace` seconds or more after the
+    403 was sent, so requests already in flight when it was answered do not count.
+    """
+
+    grace: float = 1.0
+    limits: dict[int | None, tuple[float, float]] = field(default_factory=dict)  # sent at, until
+    # (installation, method, path, seconds since the 403, seconds it had still to run)
+    ignored: list[tuple[int | None, str, str, float, float]] = field(default_factory=list)
+
+    def limited(self, installation_id: int | None, retry_after: int) -> None:
+        now = time.monotonic()
+        self.limits[installation_id] = (now, now + retry_after)
+
+    def arrived(self, installation_id: int | None, method: str, path: str) -> None:
+        sent, until = self.limits.get(installation_id, (0.0, 0.0))
+        now = time.monotonic()
+        if sent + self.grace <= now < until:
+            self.ignored.append((installation_id, method, path, round(now - sent, 2), round(until - now, 2)))
 
 
 @dataclass
@@ -299,6 +388,10 @@ class StandinState:
     clock: Callable[[], datetime] = _wall_clock
     faults: list[tuple[str, re.Pattern[str], deque[Fault]]] = field(default_factory=list)
     buckets: dict[str, RateBucket] = field(default_factory=dict)
+    random_faults: RandomFaults | None = None  # off unless set: see RandomFaults
+    limit_watch: LimitWatch | None = None  # off unless set: see LimitWatch
+    # Called with each write (POST, PATCH) GitHub performed, before the client hears of it.
+    after_write: Callable[[Call], None] | None = None
     _ids: Iterator[int] = field(default_factory=lambda: itertools.count(1_000_001), repr=False)
     _user_ids: dict[str, int] = field(default_factory=dict, repr=False)
 
@@ -353,6 +446,10 @@ class StandinState:
             if queued and wanted in ("*", method) and pattern.search(path):
                 return queued.popleft()
         return None
+
+    def random_fault(self, method: str, path: str) -> Fault | None:
+        """A fault drawn from `random_faults`, when set."""
+        return self.random_faults.draw(method, path) if self.random_faults is not None else None
 
     def calls_to(self, method: str, path_prefix: str) -> list[Call]:
         """The recorded calls with this method whose path starts with `path_prefix`."""
@@ -1287,13 +1384,20 @@ async def _answer(
             fault: Fault | None = Fault(status=403, primary_rate_limit=True)
         else:
             bucket.remaining -= 1
-            fault = state.take_fault(request.method, request.path)
+            fault = state.take_fault(request.method, request.path) or state.random_fault(
+                request.method, request.path
+            )
         if fault is None:
             return await handler(request), False
-        if not (fault.apply_then_fail or fault.apply_then_timeout):
+        if not (fault.apply_then_fail or fault.apply_then_timeout or fault.apply_then_drop):
             await asyncio.sleep(fault.delay)
+            if fault.retry_after is not None and state.limit_watch is not None:
+                state.limit_watch.limited(installation_id, fault.retry_after)
             return _fault_response(fault, installation_id, request_id), fault.primary_rate_limit
         response = await handler(request)  # the effect happens; the client will not hear of it
+        if fault.apply_then_drop and request.transport is not None:
+            request.transport.close()  # no answer at all: the client sees the connection go
+            return response, False
         if fault.apply_then_timeout:
             await asyncio.sleep(fault.delay)
             return response, False
@@ -1314,6 +1418,8 @@ async def _github_edge(request: web.Request, handler: Handler) -> web.StreamResp
             body = await request.json()
         request[BODY] = body if isinstance(body, dict) else None  # GitHub: "Problems parsing JSON"
     kind, request[INSTALLATION] = _authenticate(state, request.headers.get("Authorization", ""))
+    if state.limit_watch is not None:
+        state.limit_watch.arrived(request[INSTALLATION], request.method, request.path)
     call = Call(
         request.method, request.path, dict(request.query), body, kind, request[INSTALLATION], state.now()
     )
@@ -1335,6 +1441,8 @@ async def _github_edge(request: web.Request, handler: Handler) -> web.StreamResp
         }
     )
     call.status = response.status
+    if state.after_write is not None and call.method in ("POST", "PATCH") and 200 <= call.status < 300:
+        state.after_write(call)
     return response
 
 
