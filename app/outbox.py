@@ -89,7 +89,13 @@ def marker(dedupe_key: str) -> str:
     return f"<!-- railyard:effect:{hashlib.sha256(dedupe_key.encode()).hexdigest()[:20]} -->"
 
 
-def enqueue(connection: Connection, effects: Sequence[Effect], now: float, min_interval: float = 1.0) -> None:
+MIN_SURFACE_INTERVAL = 1.0
+"""Seconds between two writes of one surface (a status comment, a check-run)."""
+
+
+def enqueue(
+    connection: Connection, effects: Sequence[Effect], now: float, min_interval: float = MIN_SURFACE_INTERVAL
+) -> None:
     """Record effects in the caller's transaction (so they commit, or not, with the change)."""
     insert = sqlite.insert if connection.dialect.name == "sqlite" else postgresql.insert
     later = func.max if connection.dialect.name == "sqlite" else func.greatest
@@ -249,14 +255,7 @@ class Outbox:
                     row, note, ambiguous=row["ambiguous"] or row.get("in_flight", False)
                 )
             else:
-                await self._finish(
-                    row,
-                    status=DONE,
-                    attempts=row["attempts"] + 1,
-                    ambiguous=False,
-                    done_at=self.clock(),
-                    result=result,
-                )
+                await asyncio.to_thread(self._done, row, result)
                 self.metrics.outbox_done.labels(row["kind"]).inc()
 
     async def _failed_attempt(self, row: dict[str, Any], error: str, *, ambiguous: bool) -> None:
@@ -293,6 +292,30 @@ class Outbox:
         if not await asyncio.to_thread(self._hold, row, ambiguous=True):
             raise _LeaseLost
         row["in_flight"] = True
+
+    def _done(self, row: dict[str, Any], result: dict[str, Any] | None) -> None:
+        """Record a performed write; a surface enqueued again while it was written stays pending.
+
+        A change that lands while its status comment or check-run is being written re-enqueues
+        the surface (its `updated_at` moves); marking that done would lose the change, so the
+        effect keeps what GitHub answered (the comment or check-run id) and runs again, at most
+        one write per `MIN_SURFACE_INTERVAL`.
+        """
+        now = self.clock()
+        mine = (effects_table.c.id == row["id"], effects_table.c.lease_owner == self.name)
+        done = {"lease_until": None, "ambiguous": False, "done_at": now, "result": result}
+        with self.database.write() as connection:
+            finished = connection.execute(
+                update(effects_table)
+                .where(*mine, effects_table.c.updated_at == row["updated_at"])
+                .values(status=DONE, attempts=row["attempts"] + 1, updated_at=now, **done)
+            ).rowcount
+            if not finished:
+                connection.execute(
+                    update(effects_table)
+                    .where(*mine)
+                    .values(status=PENDING, attempts=0, next_attempt_at=now + MIN_SURFACE_INTERVAL, **done)
+                )
 
     async def _finish(self, row: dict[str, Any], **values: Any) -> None:
         def write() -> None:

@@ -8,7 +8,6 @@ import json
 import time
 from pathlib import Path
 
-import pytest
 from sqlalchemy import update
 
 from app.outbox import effects_table, enqueue, reaction
@@ -19,15 +18,6 @@ from tests.fakes import app_settings, running_server
 from tests.github_standin import Fault, running_standin
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=Violated,  # only the violations: a campaign that did not kill or fault fails outright
-    reason="violations on the current code (issue 12): 'call during Retry-After' (a killed server "
-    "forgets GitHub's Retry-After, kept in memory), 'check-runs > 1 per commit' and 'status comments "
-    "!= 1' (a kill between GitHub's create and recording its id writes it again), 'status comment "
-    "stale' (a change landing while its status comment is being written is lost when that write is "
-    "marked done)",
-)
 async def test_a_short_chaos_campaign_finds_no_violation(tmp_path: Path) -> None:
     """With the server SIGKILLed every few seconds, deliveries sent up to three times and GitHub
     failing, every acknowledged delivery is processed once, GitHub shows each intended effect
@@ -80,11 +70,6 @@ async def test_a_restarted_sqlite_server_takes_over_the_writes_a_killed_one_had_
     assert [r.content for r in state.reactions if r.comment_id == comment.id] == ["+1"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="status comment stale: the outbox marks a status write done although the ticket changed "
-    "while it was being written, so the later change is never shown",
-)
 async def test_a_change_made_while_its_status_comment_is_written_is_shown(world: World) -> None:
     """A change committed while the status comment is being written (GitHub slow to answer) is
     written next: the comment ends up showing the ticket's final state."""
