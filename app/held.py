@@ -1,8 +1,9 @@
 """Observations held until a ticket can be told about them.
 
 A check can complete before any linked PR shows its head; a deployment can finish before a
-ticket merges. Both are kept here, and replayed when the PR appears or the ticket merges,
-so the recorded observations do not depend on the order events arrive in.
+ticket merges; a PR can merge before the issue it fixes is published. All are kept here,
+and replayed when the PR appears, the ticket merges or the ticket is published, so the
+recorded observations do not depend on the order events arrive in.
 """
 
 from __future__ import annotations
@@ -17,14 +18,27 @@ from policies.rails import Observation, fingerprint, observation_from_data, obse
 held = table(HeldObservationRow)
 
 
-def hold(database: Database, repository: str, subject: str, observation: Observation, now: float) -> None:
-    """Keep an observation under a subject (once), from `now` (epoch seconds) until it expires."""
+def hold(
+    database: Database,
+    repository: str,
+    subject: str,
+    observation: Observation,
+    now: float,
+    *,
+    per_subject: bool = False,
+) -> None:
+    """Keep an observation under a subject (once), from `now` (epoch seconds) until it expires.
+
+    `per_subject`: the same observation may be held under several subjects (one PR event
+    about two tickets not published yet), once under each.
+    """
+    identity = f"{subject}:{fingerprint(observation)}" if per_subject else fingerprint(observation)
     with database.write() as connection:
         insert = sqlite.insert if connection.dialect.name == "sqlite" else postgresql.insert
         statement = insert(held).values(
             repository=repository.casefold(),
             subject=subject,
-            fingerprint=fingerprint(observation),
+            fingerprint=identity,
             data=observation_to_data(observation),
             held_at=now,
         )

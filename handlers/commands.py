@@ -30,7 +30,7 @@ from app.service import Outcome
 from app.services import Services
 from app.surfaces import show, status_comment
 from app.watchdog import claimant_comment, record_sign_of_life, signs_from_events
-from handlers.rails import report_delivered_branch
+from handlers.rails import report_delivered_branch, tell_held
 from handlers.routing import Router, WebhookEvent
 from policies.commands import Command, Context, Deliver, Publish
 from policies.links import linked_issues
@@ -191,6 +191,10 @@ class CommandRun:
                 key, outcome.events, self.facts.created_at, source, limit, loaded.policy_version
             ):
                 record_sign_of_life(self.services.database, heard)
+        if outcome.applied and isinstance(completed, Publish):  # news of the issue from before
+            await tell_held(
+                self.services, self.facts.repository, loaded, key.number, self.facts.installation_id
+            )
         if outcome.applied and isinstance(completed, Deliver) and completed.branch:
             report_delivered_branch(
                 self.services, self.facts.repository, loaded, key.number, completed.branch, completed.commit,

@@ -27,6 +27,7 @@ from app.pulls import (
     stored_pull,
     tickets_on_branch,
 )
+from app.service import Outcome
 from app.services import Services
 from app.surfaces import check_run, show
 from app.watchdog import push_signs, record_sign_of_life
@@ -42,6 +43,7 @@ from policies.rails import (
     ObservationContext,
     fingerprint,
 )
+from policies.refusals import RefusalCode
 from policies.watchdog import ticket_number_from_branch
 
 router = Router()
@@ -110,6 +112,19 @@ def record_as(
         )
         key = TicketKey(repository, number)
         outcome = services.tickets.execute(key, observation, context, installation_id=installation_id)
+        if _not_a_ticket_yet(outcome):
+            # The issue may be published later (its /publish still queued): keep what it would
+            # have learnt, and try once more in case it was published since, so the held
+            # observation is either recorded now or found by the publish (`tell_held`).
+            hold(
+                services.database,
+                repository,
+                _unborn(number),
+                observation,
+                services.clock(),
+                per_subject=True,
+            )
+            outcome = services.tickets.execute(key, observation, context, installation_id=installation_id)
         if outcome.applied:
             log.info("rail observed", ticket=number, events=[e.type.value for e in outcome.events])
             if any(
@@ -117,6 +132,35 @@ def record_as(
             ):
                 merged.append(number)
     return merged
+
+
+def _unborn(number: int) -> str:
+    """The held subject of observations about issue `number` from before it was a ticket."""
+    return f"ticket:{number}"
+
+
+def _not_a_ticket_yet(outcome: Outcome) -> bool:
+    return outcome.refusal is not None and outcome.refusal.code is RefusalCode.NOT_A_TICKET
+
+
+async def tell_held(
+    services: Services, repository: str, loaded: LoadedConfig, number: int, installation_id: int | None
+) -> None:
+    """A ticket was just published: record what arrived about it before (a PR merged with
+    `Fixes #N` while /publish was still queued), so its rails do not depend on that order."""
+    observations = [(number, seen) for seen in held_for(services.database, repository, _unborn(number))]
+    if not observations:
+        return
+    merged = record_as(
+        services, repository, loaded, observations, actor="railyard", operation="held",
+        installation_id=installation_id,
+    )  # fmt: skip
+    if merged and installation_id is not None:
+        rechecks = await deployment_rechecks(services, installation_id, repository, loaded, number)
+        record_as(
+            services, repository, loaded, rechecks, actor="railyard", operation="held",
+            installation_id=installation_id,
+        )  # fmt: skip
 
 
 def pull_request_from(payload: object, repository: str, fallback: float) -> PullRequest | None:
@@ -371,17 +415,27 @@ async def recheck_deployments(
 ) -> None:
     """A ticket just merged: check it against every deployment railyard has seen (SPEC: the
     latest of each environment; replaying all keeps the recorded set independent of order)."""
+    if event.installation_id is None:
+        return
+    observations = await deployment_rechecks(services, event.installation_id, repository, loaded, number)
+    record(services, event, repository, loaded, observations)
+
+
+async def deployment_rechecks(
+    services: Services, installation_id: int, repository: str, loaded: LoadedConfig, number: int
+) -> list[tuple[int, Observation]]:
+    """Every held deployment of each environment, as seen by the merged ticket `number`."""
     ticket = services.tickets.load(TicketKey(repository, number))
     merge = ticket.rails.merge_commit if ticket else None
-    if merge is None or services.ancestry is None or event.installation_id is None:
-        return
+    if merge is None or services.ancestry is None:
+        return []
     observations: list[tuple[int, Observation]] = []
     for environment in loaded.config.deployments.environments:
         for seen in held_for(services.database, repository, f"deployment:{environment}"):
             assert isinstance(seen, DeploymentObserved)
-            contains = await services.ancestry.contains(event.installation_id, repository, merge, seen.sha)
+            contains = await services.ancestry.contains(installation_id, repository, merge, seen.sha)
             observations.append((number, replace(seen, contains_merge=contains)))
-    record(services, event, repository, loaded, observations)
+    return observations
 
 
 @router.register("deployment", "created")

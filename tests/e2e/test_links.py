@@ -152,3 +152,16 @@ async def test_the_merge_event_of_a_linked_pull_request_merges_the_ticket(world:
     await world.send("pull_request", dropped)
     assert world.ticket().rails.integration.value == "merged"
     assert world.ticket().rails.merge_commit == "d" * 40
+
+
+async def test_a_merge_that_arrives_before_the_ticket_is_published_still_merges_it(world: World) -> None:
+    """A `Fixes #12` PR's merge processed while #12's /publish was still queued (found by the
+    chaos campaign): once #12 is published, claimed and delivered it is merged, as in order."""
+    merged = pull_request_payload("closed", 62, "Fixes #12", merged=True, state="closed")
+    await world.send("pull_request", merged)
+    assert world.ticket() is None
+    await delivered(world)
+    ticket = world.ticket()
+    assert ticket.rails.integration.value == "merged"
+    assert ticket.rails.merge_commit == "d" * 40
+    assert link_observations(world, 62)[0] == (True, True)
