@@ -25,7 +25,7 @@ from cryptography.hazmat.primitives import serialization
 from githubkit import GitHub
 from githubkit.auth import AppAuthStrategy
 from githubkit.cache import MemCacheStrategy
-from githubkit.exception import GitHubException
+from githubkit.exception import GitHubException, RequestFailed
 
 from app.errors import TransientError
 from app.limits import Limits, MemoryLimits
@@ -335,9 +335,27 @@ class GitHubClient:
             raise GitHubUnavailable(f"{name}: {type(error).__name__}", ambiguous=not idempotent) from error
         except GitHubException as error:  # the installation-token request itself failed
             self._metrics.github_calls.labels("token_error").inc()
+            await self._paused_by_token_request(name, installation_id, error)
             raise GitHubUnavailable(
                 f"{name}: could not get an installation token: {error}", ambiguous=False
             ) from error
+
+    async def _paused_by_token_request(
+        self, name: str, installation_id: int | None, error: GitHubException
+    ) -> None:
+        """A rate limit on the token request holds for the app and for the installation whose
+        calls need the token: no call for either leaves before GitHub's time."""
+        if not isinstance(error, RequestFailed):
+            return
+        until = rate_limit_until(error.response.raw_response, self._clock())
+        if until is None:
+            return
+        for identity in {None, installation_id}:
+            await self.limits.pause(identity, until)
+        log.warning(
+            "rate-limited by GitHub", call=f"{name} (token)", installation=installation_id, retry_at=until
+        )
+        raise RateLimited(f"{name}: token request rate-limited until {until:.0f}", retry_at=until) from error
 
     async def _decode(self, name: str, installation_id: int | None, response: httpx.Response) -> Any:
         status = response.status_code

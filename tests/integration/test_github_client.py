@@ -57,6 +57,28 @@ async def test_extra_and_unknown_fields_are_returned_as_plain_json(client: GitHu
 
 
 @respx.mock
+async def test_a_rate_limited_token_request_pauses_the_installation_and_the_app(client: GitHubClient) -> None:
+    """403 + Retry-After on the installation-token request: no call for the installation, and no
+    app call, leaves before GitHub's time (found by bench/chaos.py: a token request 0.06 s early)."""
+    tokens = respx.post(TOKEN_ROUTE).mock(
+        return_value=httpx.Response(
+            403,
+            headers={"Retry-After": "4"},
+            json={"message": "You have exceeded a secondary rate limit. Please wait a few minutes."},
+        )
+    )
+    comments = respx.get(COMMENTS).mock(return_value=httpx.Response(200, json=[]))
+    with pytest.raises(RateLimited) as first:
+        await client.call("list_comments", 7, repository="acme/web", number=12)
+    assert first.value.retry_at == 1_800_000_004.0
+    with pytest.raises(RateLimited):
+        await client.call("list_comments", 7, repository="acme/web", number=12)
+    with pytest.raises(RateLimited):
+        await client.call("list_hook_deliveries", None, params={"per_page": 100})
+    assert tokens.call_count == 1 and comments.call_count == 0
+
+
+@respx.mock
 async def test_a_secondary_rate_limit_blocks_the_whole_installation_without_sleeping(
     client: GitHubClient,
 ) -> None:
