@@ -73,12 +73,11 @@ from bench.postgres_cluster import PrivateCluster
 from policies.checks import CHECK_NAME
 from tests.e2e.world import CONFIG, REPO, World, standin_state
 from tests.fakes import (
-    WEBHOOK_SECRET,
     ServerProcess,
     app_settings,
     drained,
-    private_key_pem,
     running_server,
+    server_env,
     signed_headers,
 )
 from tests.github_standin import Call, LimitWatch, RandomFaults, StandinState, running_standin
@@ -394,18 +393,6 @@ async def database_restarter(cluster: PrivateCluster, stop: asyncio.Event, optio
 # --- settling, and the clean replay ---------------------------------------------------------------
 
 
-def server_env(url: str, github: str) -> dict[str, str]:
-    """The environment of a configured `railyard serve` on `url`, talking to `github`."""
-    return {
-        "DATABASE_URL": url,
-        "APP_ID": "1",
-        "PRIVATE_KEY": private_key_pem(),
-        "WEBHOOK_SECRET": WEBHOOK_SECRET,
-        "GITHUB_API_URL": github,
-        "LOG_LEVEL": "warning",
-    }
-
-
 async def settle(database: Database, timeout: float) -> bool:
     """Wait until no delivery and no GitHub write is pending, twice in a row a second apart."""
     deadline, quiet = time.monotonic() + timeout, 0
@@ -649,7 +636,9 @@ async def _campaign(options: Options, workdir: Path, chaos_url: str, replay_url:
     streams: list[ChaosStream] = []
     async with running_standin(state) as standin:
         (workdir / "chaos").mkdir(exist_ok=True)
-        server = ServerProcess(env=server_env(chaos_url, standin.url), cwd=workdir / "chaos")
+        server = ServerProcess(
+            env=server_env(chaos_url, standin.url, LOG_LEVEL="warning"), cwd=workdir / "chaos"
+        )
         postman = Postman(server, options, figures, rng)
         stop = asyncio.Event()
         troublemakers: list[asyncio.Task[None]] = []

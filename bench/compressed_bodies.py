@@ -21,7 +21,7 @@ sys.path.insert(0, str(ROOT))
 
 import aiohttp
 
-from tests.fakes import WEBHOOK_SECRET, ServerProcess, private_key_pem, signed_headers
+from tests.fakes import ServerProcess, server_env, signed_headers
 
 
 def peak_kib(pid: int) -> int:
@@ -48,14 +48,9 @@ async def main(bombs: int) -> None:
     bomb = gzip.compress(b" " * (256 * 1024 * 1024), compresslevel=9)
     with tempfile.TemporaryDirectory() as directory:
         workdir = Path(directory)
-        env = {
-            "DATABASE_URL": f"sqlite:///{workdir}/railyard.db",
-            "APP_ID": "1",
-            "PRIVATE_KEY": private_key_pem(),
-            "WEBHOOK_SECRET": WEBHOOK_SECRET,
-            "GITHUB_API_URL": "http://127.0.0.1:9",
-        }
-        server = ServerProcess(env=env, cwd=workdir)
+        server = ServerProcess(
+            env=server_env(f"sqlite:///{workdir}/railyard.db", "http://127.0.0.1:9"), cwd=workdir
+        )
         await server.start()
         try:
             assert server.process is not None

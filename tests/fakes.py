@@ -119,6 +119,19 @@ def signed_headers(body: bytes, event: str, delivery_id: str, secret: str = WEBH
     }
 
 
+def server_env(database_url: str, github_url: str, **extra: str) -> dict[str, str]:
+    """The environment of a configured `railyard serve` subprocess on `database_url`, talking to
+    the GitHub at `github_url` (`http://127.0.0.1:9`: nothing listens, calls fail fast)."""
+    return {
+        "DATABASE_URL": database_url,
+        "APP_ID": "1",
+        "PRIVATE_KEY": private_key_pem(),
+        "WEBHOOK_SECRET": WEBHOOK_SECRET,
+        "GITHUB_API_URL": github_url,
+        **extra,
+    }
+
+
 def app_settings(database_url: str, **overrides: str) -> Settings:
     """Settings of a configured app (setup mode when APP_ID is overridden to '')."""
     values = {

@@ -14,7 +14,7 @@ from sqlalchemy import func, select
 from app.database import Database
 from app.installations import installation_repositories
 from app.queue import deliveries, runs
-from tests.fakes import WEBHOOK_SECRET, ServerProcess, example, private_key_pem, signed_headers
+from tests.fakes import ServerProcess, example, server_env, signed_headers
 
 DELIVERIES = 1000
 SENDERS = 8
@@ -71,14 +71,8 @@ async def killer(
 async def test_sigkill_during_a_stream_of_deliveries_loses_nothing(tmp_path: Path) -> None:
     """Every delivery answered 2xx is stored and processed; its effect exists exactly once."""
     url = f"sqlite:///{tmp_path}/crash.db"
-    env = {
-        "DATABASE_URL": url,
-        "APP_ID": "1",
-        "PRIVATE_KEY": private_key_pem(),
-        "WEBHOOK_SECRET": WEBHOOK_SECRET,
-        "GITHUB_API_URL": "http://127.0.0.1:9",  # nothing listens: recovery fails fast and is retried later
-    }
-    server = ServerProcess(env=env, cwd=tmp_path)
+    # Nothing listens on the GitHub URL: recovery fails fast and is retried later.
+    server = ServerProcess(env=server_env(url, "http://127.0.0.1:9"), cwd=tmp_path)
     await server.start()
     acknowledged: dict[str, int] = {}
     done = asyncio.Event()

@@ -16,7 +16,7 @@ from app.database import Database
 from app.outbox import effect_counts, marker
 from app.surfaces import status_key
 from tests.e2e.world import FIX, REPO, comment_payload, pull_request_payload, standin_state
-from tests.fakes import WEBHOOK_SECRET, ServerProcess, private_key_pem, signed_headers
+from tests.fakes import ServerProcess, server_env, signed_headers
 from tests.github_standin import Fault, StandinState, running_standin
 
 
@@ -67,14 +67,7 @@ async def kill_after_create(
     wait until every write is settled."""
     async with running_standin(state) as standin:
         url = f"sqlite:///{tmp_path}/railyard.db"
-        env = {
-            "DATABASE_URL": url,
-            "APP_ID": "1",
-            "PRIVATE_KEY": private_key_pem(),
-            "WEBHOOK_SECRET": WEBHOOK_SECRET,
-            "GITHUB_API_URL": standin.url,
-        }
-        server = ServerProcess(env=env, cwd=tmp_path)
+        server = ServerProcess(env=server_env(url, standin.url), cwd=tmp_path)
         await server.start()
         database = Database(url)
         async with aiohttp.ClientSession() as client:

@@ -269,8 +269,11 @@ async def test_an_unmergeable_pull_request_blocks_until_a_push_makes_it_mergeabl
     assert rails(world) == ("claimed", "pull_request_open")
 
 
-async def test_one_deployment_moves_every_merged_ticket_it_contains(world: World) -> None:
-    """One deployment deploys two merged tickets; a rollback undoes both; a later failure leaves deployed."""
+SECOND_MERGE = "5" * 40
+
+
+async def two_merged_tickets(world: World) -> None:
+    """#12 and #13 merged (merge commits ddd... and 555...), both contained in LATER, not in OLDER."""
     world.github.repositories[REPO].issues[13].body = "Second ticket"
     await world.say("rachel", "/publish", number=13)
     await world.say("cody", "/claim", number=13)
@@ -278,21 +281,27 @@ async def test_one_deployment_moves_every_merged_ticket_it_contains(world: World
     second = pull_request_payload(
         "closed", 51, "Fixes #13", merged=True, state="closed", ref="agent/13", head="b" * 40
     )
-    second["pull_request"]["merge_commit_sha"] = "5" * 40
+    second["pull_request"]["merge_commit_sha"] = SECOND_MERGE
     compare = world.github.repositories[REPO].compare
-    compare.update({("5" * 40, LATER): "ahead", ("5" * 40, OLDER): "behind"})
+    compare.update({(SECOND_MERGE, LATER): "ahead", (SECOND_MERGE, OLDER): "behind"})
     await world.send("pull_request", second)
 
-    def both() -> tuple[str, str]:
-        return world.ticket(12).rails.deployment.value, world.ticket(13).rails.deployment.value
 
+def both(world: World) -> tuple[str, str]:
+    """The headline deployment rail of #12 and #13."""
+    return world.ticket(12).rails.deployment.value, world.ticket(13).rails.deployment.value
+
+
+async def test_one_deployment_moves_every_merged_ticket_it_contains(world: World) -> None:
+    """One deployment deploys two merged tickets; a rollback undoes both; a later failure leaves deployed."""
+    await two_merged_tickets(world)
     await world.send(*deployment(900, LATER, "success", 1))
-    assert both() == ("deployed", "deployed")
+    assert both(world) == ("deployed", "deployed")
     await world.send(*deployment(901, OLDER, "success", 2))
-    assert both() == ("not_deployed", "not_deployed")
+    assert both(world) == ("not_deployed", "not_deployed")
     await world.send(*deployment(902, LATER, "success", 3))
     await world.send(*deployment(903, LATER, "failure", 4))
-    assert both() == ("deployed", "deployed")
+    assert both(world) == ("deployed", "deployed")
     assert (world.ticket(12).work.value, world.ticket(13).work.value) == ("claimed", "claimed")
 
 
