@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import select, union
+from sqlalchemy import func, select, union
 from sqlalchemy.dialects import postgresql, sqlite
 
 from app.database import Database
@@ -176,7 +176,10 @@ def tickets_on_branch(
         .where(tickets.c.repository == repository.casefold(), attempts.c.branch == branch)
     )
     if reported_by is not None:
-        delivered = delivered.where(delivery_records.c.created_at <= reported_by)
+        # GitHub's time of the `/deliver` comment, not when railyard got to it: a delivery written
+        # before the merge and processed after it (a retry, an outage) still linked the PR.
+        written = func.coalesce(delivery_records.c.comment_at, delivery_records.c.created_at)
+        delivered = delivered.where(written <= reported_by)
         claimed = claimed.where(attempts.c.opened_at <= reported_by)
     with database.read() as connection:
         return {int(row[0]) for row in connection.execute(union(delivered, claimed))}

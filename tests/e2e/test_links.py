@@ -133,6 +133,25 @@ async def test_a_branch_delivered_after_its_pull_request_merged_does_not_merge_t
     assert link_observations(world, 71) == [(True, False)]
 
 
+async def test_a_delivery_written_before_the_merge_but_processed_after_it_still_merges(
+    world: World,
+) -> None:
+    """The `/deliver` comment naming feature/late was written at 10:30, before the 11:00 merge;
+    railyard processed it later. The branch linked the PR when it merged, so the merge counts."""
+    world.github.repositories[REPO].branches["feature/late"] = "72" * 20
+    await world.say("rachel", "/publish")
+    await world.say("cody", "/claim")
+    merged = pull_request_payload(
+        "closed", 71, "No keywords", ref="feature/late", head="72" * 20, merged=True, state="closed",
+        updated=MERGED_AT,
+    )  # fmt: skip
+    await world.send("pull_request", merged)
+    await world.say("cody", "/deliver branch=feature/late\nDone.", created_at="2026-11-30T10:30:00Z")
+    ticket = world.ticket()
+    assert ticket.rails.integration.value == "merged"
+    assert link_observations(world, 71)[-1] == (True, True)
+
+
 async def test_the_merge_event_of_a_linked_pull_request_merges_the_ticket(world: World) -> None:
     """The control: the PR's body at the merge links #12, so the merge counts, and an edit after
     the merge that drops the link changes nothing."""
