@@ -32,8 +32,8 @@ async def test_a_short_chaos_campaign_finds_no_violation(tmp_path: Path) -> None
         workdir=tmp_path,
         faults={
             "server_error": 0.05,
-            "error_after_effect": 0.05,
-            "drop_after_effect": 0.05,
+            "error_after_effect": 0.1,
+            "drop_after_effect": 0.1,
             "timeout_after_effect": 0.0,  # a stall lasts past the client's 15 s timeout: too slow here
             "secondary_limit": 0.02,
         },
