@@ -15,14 +15,14 @@ from typing import Any, TextIO
 from sqlalchemy import inspect
 from sqlalchemy.exc import DBAPIError
 
-from app.database import Database
 from app.logs import configure_logging
-from app.markdown import escape_inline
-from app.queue import list_deliveries, requeue
-from app.service import TicketService
+from app.runtime.watchdog import OverdueClaim, check_claims
 from app.settings import Settings
-from app.surfaces import surfaces_for
-from app.watchdog import OverdueClaim, check_claims
+from app.store.database import Database
+from app.store.queue import list_deliveries, requeue
+from app.store.tickets import TicketService
+from app.views.markdown import escape_inline
+from app.views.surfaces import surfaces_for
 from policies.model import Ticket, TicketKey
 
 EXIT_NOT_FOUND = 1
@@ -289,9 +289,9 @@ def cmd_resync(args: argparse.Namespace, database: Database, out: TextIO, err: T
 
 
 async def _resync(settings: Settings, database: Database, key: TicketKey) -> list[str]:
-    from app.github import GitHubClient
-    from app.metrics import Metrics
-    from app.services import create_services
+    from app.bootstrap import create_services
+    from app.github.client import GitHubClient
+    from app.runtime.metrics import Metrics
     from handlers.resync import resync
 
     github = GitHubClient(settings, Metrics())
@@ -459,7 +459,7 @@ def main(
     args = build_parser().parse_args(argv)
     settings = settings or Settings()
     if args.command in ("serve", "worker"):
-        from app.runner import run_server, run_worker
+        from app.runtime.runner import run_server, run_worker
 
         configure_logging()
         return run_server(settings) if args.command == "serve" else run_worker(settings, args.concurrency)

@@ -63,11 +63,11 @@ import psycopg
 import structlog
 from sqlalchemy import make_url, text
 
-from app.database import Database
-from app.outbox import effect_counts, marker
-from app.queue import queue_depth
+from app.runtime.outbox import effect_counts, marker
 from app.settings import normalize_database_url
-from app.surfaces import status_key
+from app.store.database import Database
+from app.store.queue import queue_depth
+from app.views.surfaces import status_key
 from bench.api_calls import Stream, Ticket, _endpoint
 from bench.postgres_cluster import PrivateCluster
 from policies.checks import CHECK_NAME

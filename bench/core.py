@@ -19,8 +19,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from app.database import Database
-from app.service import TicketService
+from app.store.database import Database
+from app.store.tickets import TicketService
 from policies.commands import Accept, Claim, Command, Deliver, Publish, SendBack
 from policies.model import Actor, TicketKey
 from tests.fakes import REQUESTER, REVIEWER, RUNNER, Comments, reset_schema

@@ -32,9 +32,9 @@ sys.path.insert(0, str(ROOT))
 
 import structlog
 
-from app.github import GitHubClient
-from app.metrics import Metrics
-from app.services import Services, create_services
+from app.bootstrap import Services, create_services
+from app.github.client import GitHubClient
+from app.runtime.metrics import Metrics
 from handlers import ROUTER
 from handlers.routing import WebhookEvent
 from policies.commands import Claim, Publish

@@ -33,9 +33,9 @@ from sqlalchemy import func, select
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from app.database import Database
-from app.intake import IncomingDelivery, sign, write_batch
-from app.queue import deliveries, queue_depth
+from app.store.database import Database
+from app.store.intake import IncomingDelivery, sign, write_batch
+from app.store.queue import deliveries, queue_depth
 from tests.fakes import WEBHOOK_SECRET, ServerProcess, example, private_key_pem, reset_schema
 
 PAYLOAD_BYTES = 13 * 1024

@@ -13,9 +13,9 @@ sys.path.insert(0, str(ROOT))
 
 from aiohttp import web
 
-from app.runner import _event_loop_policy
+from app.runtime.runner import _event_loop_policy
 from app.settings import Settings
-from app.web import create_app
+from app.web.server import create_app
 
 if __name__ == "__main__":
     _event_loop_policy()

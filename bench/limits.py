@@ -20,8 +20,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from app.database import Database
-from app.limits import SharedLimits
+from app.store.database import Database
+from app.store.limits import SharedLimits
 
 
 async def timings(database: Database, calls: int) -> dict[str, list[float]]:

@@ -19,8 +19,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from app.database import Database
-from app.intake import IncomingDelivery, write_batch
+from app.store.database import Database
+from app.store.intake import IncomingDelivery, write_batch
 from bench.intake import comment_payload
 
 

@@ -17,19 +17,19 @@ from typing import Any
 
 import structlog
 
-from app.config import LoadedConfig
-from app.github import GitHubClient, GitHubError
-from app.markdown import escape_block, escape_inline, mention
-from app.outbox import Effect, assign, comment, reaction
-from app.payloads import dig, dig_int, dig_str
-from app.pulls import tickets_on_branch
-from app.render import headline
-from app.replies import Reply, enqueue_reply
-from app.roles import CannotVerify, RoleResolver
-from app.service import Outcome
-from app.services import Services
-from app.surfaces import show, status_comment
-from app.watchdog import claimant_comment, record_sign_of_life, signs_from_events
+from app.bootstrap import Services
+from app.github.client import GitHubClient, GitHubError
+from app.github.config import LoadedConfig
+from app.github.roles import CannotVerify, RoleResolver
+from app.runtime.outbox import Effect, assign, comment, reaction
+from app.runtime.watchdog import claimant_comment, record_sign_of_life, signs_from_events
+from app.store.pulls import tickets_on_branch
+from app.store.replies import Reply, enqueue_reply
+from app.store.tickets import Outcome
+from app.views.markdown import escape_block, escape_inline, mention
+from app.views.render import headline
+from app.views.surfaces import show, status_comment
+from app.web.payloads import dig, dig_int, dig_str
 from handlers.rails import report_delivered_branch, tell_held
 from handlers.routing import Router, WebhookEvent
 from policies.commands import Command, Context, Deliver, Publish
@@ -382,7 +382,7 @@ class CommandRun:
             enqueue_reply(connection, reply, self.services.clock())
 
     def _reply(self, body: str, kind: str) -> None:
-        """Answer the comment, within the author's reply limit (see `app.replies`)."""
+        """Answer the comment, within the author's reply limit (see `app.store.replies`)."""
         reply = self._reply_to_author(body, kind)
         with self.services.database.write() as connection:
             enqueue_reply(connection, reply, self.services.clock())

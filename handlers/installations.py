@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.installations import ACTIVE, DELETED, SUSPENDED, set_installation, set_repositories
-from app.payloads import dig, dig_str
-from app.services import Services
+from app.bootstrap import Services
+from app.store.installations import ACTIVE, DELETED, SUSPENDED, set_installation, set_repositories
+from app.web.payloads import dig, dig_str
 from handlers.routing import Router, WebhookEvent
 
 router = Router()

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import structlog
 
-from app.payloads import dig_str
-from app.services import Services
-from app.surfaces import check_run, merge_queue_pull, show
+from app.bootstrap import Services
+from app.views.surfaces import check_run, merge_queue_pull, show
+from app.web.payloads import dig_str
 from handlers.routing import Router, WebhookEvent
 
 router = Router()

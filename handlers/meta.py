@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import structlog
 
-from app.payloads import dig_int, dig_str
-from app.services import Services
+from app.bootstrap import Services
+from app.web.payloads import dig_int, dig_str
 from handlers.routing import Router, WebhookEvent
 
 router = Router()

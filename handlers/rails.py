@@ -14,12 +14,13 @@ from datetime import UTC, datetime
 
 import structlog
 
-from app.config import LoadedConfig
-from app.deployments import merged_with_anchors
-from app.github import GitHubError
-from app.held import held_for, hold
-from app.payloads import dig, dig_int, dig_str
-from app.pulls import (
+from app.bootstrap import Services
+from app.github.ancestry import merged_with_anchors
+from app.github.client import GitHubError
+from app.github.config import LoadedConfig
+from app.runtime.watchdog import push_signs, record_sign_of_life
+from app.store.held import held_for, hold
+from app.store.pulls import (
     PullRequest,
     attempt_opened_by,
     pulls_where,
@@ -27,10 +28,9 @@ from app.pulls import (
     stored_pull,
     tickets_on_branch,
 )
-from app.service import Outcome
-from app.services import Services
-from app.surfaces import check_run, show
-from app.watchdog import push_signs, record_sign_of_life
+from app.store.tickets import Outcome
+from app.views.surfaces import check_run, show
+from app.web.payloads import dig, dig_int, dig_str
 from handlers.routing import Router, WebhookEvent
 from policies.links import linked_issues
 from policies.model import TicketKey

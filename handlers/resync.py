@@ -11,12 +11,12 @@ import time
 from dataclasses import replace
 from datetime import UTC, datetime
 
-from app.config import LoadedConfig
-from app.deployments import merged_tickets
-from app.held import hold
-from app.payloads import dig_int, dig_str
-from app.pulls import pulls_where, remember
-from app.services import Services
+from app.bootstrap import Services
+from app.github.ancestry import merged_tickets
+from app.github.config import LoadedConfig
+from app.store.held import hold
+from app.store.pulls import pulls_where, remember
+from app.web.payloads import dig_int, dig_str
 from handlers.rails import as_of_merge, pull_links, pull_request_from, record_as, verified_branch_head
 from policies.model import TicketKey
 from policies.rails import BranchObserved, DeploymentObserved, Observation

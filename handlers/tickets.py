@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from app.payloads import dig, dig_int, dig_str
-from app.services import Services
+from app.bootstrap import Services
+from app.web.payloads import dig, dig_int, dig_str
 from handlers.routing import Router, WebhookEvent
 from policies.commands import Context, Draft
 from policies.model import Actor, TicketKey

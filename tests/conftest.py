@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-from app.database import Database
+from app.store.database import Database
 from tests.fakes import reset_schema
 
 APPEND_ONLY_AND_OTHER_TABLES = (

@@ -25,11 +25,11 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from sqlalchemy import text
 
-from app.database import Database
-from app.intake import sign
-from app.queue import queue_depth
 from app.settings import Settings
-from app.web import create_app
+from app.store.database import Database
+from app.store.intake import sign
+from app.store.queue import queue_depth
+from app.web.server import create_app
 from policies.commands import Accept, Claim, Command, Context, Deliver, Draft, Publish
 from policies.engine import apply_all, decide, observe
 from policies.events import Event

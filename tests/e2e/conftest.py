@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from app.database import Database
+from app.store.database import Database
 from tests.e2e.world import World, standin_state
 from tests.fakes import app_settings, running_server
 from tests.github_standin import running_standin

@@ -9,9 +9,9 @@ import json
 
 import pytest
 
-from app.database import Database
-from app.queue import list_deliveries, requeue
-from app.service import TicketService
+from app.store.database import Database
+from app.store.queue import list_deliveries, requeue
+from app.store.tickets import TicketService
 from policies.model import TicketKey
 from tests.e2e.world import CONFIG, FIX, REPO, World
 from tests.fakes import example

@@ -11,9 +11,9 @@ from pathlib import Path
 import aiohttp
 from sqlalchemy import func, select
 
-from app.database import Database
-from app.installations import installation_repositories
-from app.queue import deliveries, runs
+from app.store.database import Database
+from app.store.installations import installation_repositories
+from app.store.queue import deliveries, runs
 from tests.fakes import ServerProcess, example, server_env, signed_headers
 
 DELIVERIES = 1000

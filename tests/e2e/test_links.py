@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.service import TicketService
+from app.store.tickets import TicketService
 from policies.model import TicketKey
 from tests.e2e.world import REPO, World, pull_request_payload
 

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from app.database import Database
+from app.store.database import Database
 from tests.e2e.world import World, standin_state
 from tests.fakes import ServerHandle, app_settings, free_port, running_server
 from tests.github_standin import running_standin

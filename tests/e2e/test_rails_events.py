@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from app.queue import list_deliveries
+from app.store.queue import list_deliveries
 from tests.e2e.world import CONFIG, FIX, REPO, World, event_payload, pull_request_payload
 from tests.fakes import FIXTURES
 

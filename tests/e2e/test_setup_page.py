@@ -21,7 +21,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from aiohttp import web
 
-from app.manifest import load_manifest
+from app.web.manifest import load_manifest
 from tests.fakes import ServerProcess, manifest_conversion
 
 PUBLIC_URL = "https://railyard.example.com"

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from sqlalchemy import select
 
-from app.outbox import effects_table
-from app.queue import list_deliveries
+from app.runtime.outbox import effects_table
+from app.store.queue import list_deliveries
 from tests.e2e.world import REPO, World
 
 

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from app.database import Database
-from app.service import TicketService
+from app.store.database import Database
+from app.store.tickets import TicketService
 from policies.events import EventType
 from policies.model import TicketKey
 from tests.e2e.world import REPO, World, event_payload, standin_state

@@ -20,10 +20,10 @@ from aiohttp import compression_utils
 from sqlalchemy import text
 from structlog.testing import capture_logs
 
-from app.database import Database
-from app.installations import installation_status
-from app.queue import list_deliveries, requeue
-from app.web import WORKER
+from app.store.database import Database
+from app.store.installations import installation_status
+from app.store.queue import list_deliveries, requeue
+from app.web.server import WORKER
 from tests.fakes import app_settings, drained, example, running_server, signed_headers
 
 PING = example("api.github.com", "ping", "01-none.json")

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from app.database import Database
-from app.installations import active_repositories, installation_status
-from app.payloads import SUBSCRIBED_EVENTS, UNLISTED_EVENTS
-from app.queue import list_deliveries
+from app.store.database import Database
+from app.store.installations import active_repositories, installation_status
+from app.store.queue import list_deliveries
+from app.web.payloads import SUBSCRIBED_EVENTS, UNLISTED_EVENTS
 from tests.e2e.world import REPO, World
 from tests.fakes import FIXTURES, app_settings, drained, example, running_server, signed_headers
 

@@ -10,11 +10,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from app.database import Database
-from app.outbox import effect_counts, marker
-from app.render import StatusView, render_status_comment
-from app.service import TicketService
-from app.surfaces import status_key
+from app.runtime.outbox import effect_counts, marker
+from app.store.database import Database
+from app.store.tickets import TicketService
+from app.views.render import StatusView, render_status_comment
+from app.views.surfaces import status_key
 from policies.model import TicketKey
 from tests.fakes import drained, example
 from tests.github_standin import StandinState, account_id

@@ -12,11 +12,11 @@ import pytest
 from sqlalchemy import select
 
 from app.cli import build_parser, main
-from app.database import Database
-from app.outbox import effects_table
-from app.service import TicketService, tickets
+from app.runtime.outbox import effects_table
 from app.settings import Settings
-from app.surfaces import status_key
+from app.store.database import Database
+from app.store.tickets import TicketService, tickets
+from app.views.surfaces import status_key
 from policies.commands import Claim, Publish
 from policies.events import EventType
 from policies.model import TicketKey

@@ -10,10 +10,10 @@ import sys
 from pathlib import Path
 
 from app.cli import main
-from app.database import Database
-from app.intake import IncomingDelivery, write_batch
-from app.service import TicketService
 from app.settings import Settings
+from app.store.database import Database
+from app.store.intake import IncomingDelivery, write_batch
+from app.store.tickets import TicketService
 from policies.commands import Accept, Claim, Deliver, Publish
 from policies.model import TicketKey
 from tests.fakes import REQUESTER, REVIEWER, RUNNER, Comments

@@ -6,8 +6,8 @@ import httpx
 import pytest
 import respx
 
-from app.github import GitHubClient, GitHubUnavailable, Moved, NotFound, PermissionDenied, RateLimited
-from app.metrics import Metrics
+from app.github.client import GitHubClient, GitHubUnavailable, Moved, NotFound, PermissionDenied, RateLimited
+from app.runtime.metrics import Metrics
 from tests.fakes import GITHUB_API, StillClock, app_settings, private_key_pem, token_response
 
 TOKEN_ROUTE = f"{GITHUB_API}/app/installations/7/access_tokens"

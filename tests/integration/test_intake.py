@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 from sqlalchemy import func, select
 from structlog.testing import capture_logs
 
-from app.database import Database
-from app.intake import (
+from app.store.database import Database
+from app.store.intake import (
     SATURATED,
     DeliveryWriter,
     IncomingDelivery,
@@ -22,7 +22,7 @@ from app.intake import (
     StoreTimeoutError,
     write_batch,
 )
-from app.queue import deliveries
+from app.store.queue import deliveries
 from tests.conftest import sqlite_database
 
 NOW = 1_800_000_000.0

@@ -11,9 +11,9 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
 
-from app.codec import ticket_to_data
-from app.database import Database
-from app.service import Outcome, TicketService
+from app.store.codec import ticket_to_data
+from app.store.database import Database
+from app.store.tickets import Outcome, TicketService
 from policies.commands import (
     Accept,
     AcceptMode,

@@ -11,11 +11,8 @@ import pytest
 import respx
 from sqlalchemy import select
 
-from app.database import Database
-from app.github import GitHubClient
-from app.held import held, held_for, hold
-from app.intake import IncomingDelivery, write_batch
-from app.maintenance import (
+from app.github.client import GitHubClient
+from app.runtime.maintenance import (
     DAY,
     Maintenance,
     Retention,
@@ -23,8 +20,11 @@ from app.maintenance import (
     prune_held_observations,
     recover_missed_deliveries,
 )
-from app.metrics import Metrics
-from app.queue import deliveries
+from app.runtime.metrics import Metrics
+from app.store.database import Database
+from app.store.held import held, held_for, hold
+from app.store.intake import IncomingDelivery, write_batch
+from app.store.queue import deliveries
 from policies.rails import CheckObserved, DeploymentObserved
 from tests.fakes import GITHUB_API, app_settings, private_key_pem
 

@@ -14,11 +14,20 @@ import pytest
 import respx
 from sqlalchemy import select
 
-from app.database import Database
-from app.github import GitHubClient
-from app.limits import SharedLimits
-from app.metrics import Metrics
-from app.outbox import Effect, Outbox, comment, effect_counts, effects_table, enqueue, marker, reaction
+from app.github.client import GitHubClient
+from app.runtime.metrics import Metrics
+from app.runtime.outbox import (
+    Effect,
+    Outbox,
+    comment,
+    effect_counts,
+    effects_table,
+    enqueue,
+    marker,
+    reaction,
+)
+from app.store.database import Database
+from app.store.limits import SharedLimits
 from tests.fakes import GITHUB_API, StillClock, app_settings, private_key_pem, token_response
 
 APP_ID = 12345

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 from sqlalchemy import func, select
 
-from app.database import Database
-from app.installations import installation_repositories
-from app.intake import IncomingDelivery, write_batch
-from app.queue import deliveries, queue_depth, runs
+from app.store.database import Database
+from app.store.installations import installation_repositories
+from app.store.intake import IncomingDelivery, write_batch
+from app.store.queue import deliveries, queue_depth, runs
 from tests.conftest import _empty
 from tests.fakes import example
 

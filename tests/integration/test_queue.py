@@ -7,9 +7,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import select
 
-from app.database import Database
-from app.intake import IncomingDelivery, write_batch
-from app.queue import (
+from app.store.database import Database
+from app.store.intake import IncomingDelivery, write_batch
+from app.store.queue import (
     DONE,
     REJECTED,
     ClaimedDelivery,

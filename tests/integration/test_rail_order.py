@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from app.github import GitHubClient
-from app.metrics import Metrics
-from app.services import Services, create_services
+from app.bootstrap import Services, create_services
+from app.github.client import GitHubClient
+from app.runtime.metrics import Metrics
 from handlers import ROUTER
 from handlers.routing import WebhookEvent
 from policies.commands import Claim, Publish

@@ -3,8 +3,8 @@ reaction; the same comment always gets the same answer; old entries are pruned."
 
 from __future__ import annotations
 
-from app.database import Database
-from app.replies import REPLY_WINDOW, Reply, enqueue_reply, prune_replies
+from app.store.database import Database
+from app.store.replies import REPLY_WINDOW, Reply, enqueue_reply, prune_replies
 
 T0 = 1_780_000_000.0
 

@@ -9,9 +9,9 @@ import httpx
 import respx
 
 from app.cli import main
-from app.database import Database
-from app.pulls import PullRequest, remember
-from app.service import TicketService
+from app.store.database import Database
+from app.store.pulls import PullRequest, remember
+from app.store.tickets import TicketService
 from policies.commands import Claim, Publish
 from policies.model import TicketKey
 from tests.fakes import GITHUB_API, REQUESTER, RUNNER, Comments, app_settings, private_key_pem, token_response

@@ -8,10 +8,10 @@ import httpx
 import pytest
 import respx
 
-from app.config import parse_repository_config
-from app.github import GitHubClient
-from app.metrics import Metrics
-from app.roles import CannotVerify, RoleResolver, roles_from_permission
+from app.github.client import GitHubClient
+from app.github.config import parse_repository_config
+from app.github.roles import CannotVerify, RoleResolver, roles_from_permission
+from app.runtime.metrics import Metrics
 from policies.states import Role
 from tests.fakes import GITHUB_API, app_settings, private_key_pem, token_response
 

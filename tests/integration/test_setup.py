@@ -14,10 +14,10 @@ import httpx
 import pytest
 import respx
 
-from app.github import read_private_key
-from app.manifest import load_manifest
+from app.github.client import read_private_key
 from app.settings import Settings
-from app.setup import SetupFlow, start_setup
+from app.web.manifest import load_manifest
+from app.web.setup import SetupFlow, start_setup
 from tests.fakes import GITHUB_API, ServerHandle, app_settings, manifest_conversion, running_server
 
 TOKEN = "one-time-token"

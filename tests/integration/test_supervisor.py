@@ -16,8 +16,8 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
-from app.supervisor import Loop, Supervisor
-from app.web import SUPERVISOR, WRITER, create_app
+from app.runtime.supervisor import Loop, Supervisor
+from app.web.server import SUPERVISOR, WRITER, create_app
 from tests.fakes import app_settings
 
 

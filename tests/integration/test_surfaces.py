@@ -14,13 +14,13 @@ from typing import Any
 
 import pytest
 
-from app.database import Database
-from app.github import GitHubClient
-from app.metrics import Metrics
-from app.outbox import Outbox, effect_counts
-from app.pulls import PullRequest, remember
-from app.services import Services, create_services
-from app.surfaces import Surfaces
+from app.bootstrap import Services, create_services
+from app.github.client import GitHubClient
+from app.runtime.metrics import Metrics
+from app.runtime.outbox import Outbox, effect_counts
+from app.store.database import Database
+from app.store.pulls import PullRequest, remember
+from app.views.surfaces import Surfaces
 from policies.commands import Claim, Context, Draft, Publish
 from policies.model import Actor, TicketKey
 from policies.rails import CheckObserved, ObservationContext, PullRequestObserved, RailPolicy

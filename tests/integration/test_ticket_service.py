@@ -8,10 +8,10 @@ from alembic.migration import MigrationContext
 from sqlalchemy import func, select, text
 from sqlalchemy.exc import DBAPIError
 
-from app.codec import ticket_to_data
-from app.database import Database
-from app.service import TicketService, attempts, delivery_records, events_table, operations
-from app.tables import SQLModel
+from app.store.codec import ticket_to_data
+from app.store.database import Database
+from app.store.tables import SQLModel
+from app.store.tickets import TicketService, attempts, delivery_records, events_table, operations
 from policies.commands import Accept, Claim, Deliver, Publish, Reopen, SendBack
 from policies.engine import apply
 from policies.model import Ticket, TicketKey

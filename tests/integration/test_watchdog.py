@@ -14,12 +14,12 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
-from app.database import Database
-from app.github import GitHubClient
-from app.metrics import Metrics
-from app.service import TicketService
-from app.services import Services, create_services
-from app.watchdog import Heard, check_claims, record_sign_of_life, signs_from_events, signs_of_life
+from app.bootstrap import Services, create_services
+from app.github.client import GitHubClient
+from app.runtime.metrics import Metrics
+from app.runtime.watchdog import Heard, check_claims, record_sign_of_life, signs_from_events, signs_of_life
+from app.store.database import Database
+from app.store.tickets import TicketService
 from handlers import ROUTER
 from handlers.routing import WebhookEvent
 from policies.commands import Claim, Publish

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from app.intake import IncomingDelivery, write_batch
-from app.metrics import Metrics
-from app.queue import ClaimedDelivery, DeliveryQueue, list_deliveries
-from app.services import Services, create_services
-from app.worker import Worker
+from app.bootstrap import Services, create_services
+from app.runtime.metrics import Metrics
+from app.runtime.worker import Worker
+from app.store.intake import IncomingDelivery, write_batch
+from app.store.queue import ClaimedDelivery, DeliveryQueue, list_deliveries
 from handlers.routing import Router, WebhookEvent
 from tests.conftest import sqlite_database
 

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from app.config import (
+from app.github.config import (
     ConfigError,
     ConfigLoader,
     LoadedConfig,

@@ -7,9 +7,9 @@ from pathlib import Path
 
 from dotenv import dotenv_values
 
-from app.envfile import merged_lines, update_env_file
-from app.github import read_private_key
+from app.github.client import read_private_key
 from app.settings import Settings
+from app.web.envfile import merged_lines, update_env_file
 from tests.fakes import private_key_pem
 
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from app.github import ENDPOINTS
-from app.manifest import (
+from app.github.client import ENDPOINTS
+from app.web.manifest import (
     EVENT_PERMISSIONS,
     ManifestError,
     github_web_url,
@@ -16,7 +16,7 @@ from app.manifest import (
     registration_url,
     required_permissions,
 )
-from app.payloads import SUBSCRIBED_EVENTS, UNLISTED_EVENTS
+from app.web.payloads import SUBSCRIBED_EVENTS, UNLISTED_EVENTS
 from handlers import ROUTER
 
 MANIFEST = load_manifest()

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from app.markdown import ELLIPSIS, WORD_JOINER, escape_block, escape_inline, mention
+from app.views.markdown import ELLIPSIS, WORD_JOINER, escape_block, escape_inline, mention
 
 PROPERTY_SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

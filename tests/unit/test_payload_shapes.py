@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from app.payloads import SHAPES, SUBSCRIBED_EVENTS, UNLISTED_EVENTS, mismatch
+from app.web.payloads import SHAPES, SUBSCRIBED_EVENTS, UNLISTED_EVENTS, mismatch
 from tests.fakes import FIXTURES
 
 EXAMPLES = sorted(FIXTURES.glob("*/*/*.json"))

@@ -17,7 +17,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.render import COMMENT_LIMIT, SUMMARY_LIMIT, StatusView, render_check_summary, render_status_comment
+from app.views.render import (
+    COMMENT_LIMIT,
+    SUMMARY_LIMIT,
+    StatusView,
+    render_check_summary,
+    render_status_comment,
+)
 from policies.checks import Linked, verdict
 from policies.commands import Accept, AcceptMode, Claim, Deliver, Reopen, SendBack
 from policies.model import Actor

@@ -7,8 +7,8 @@ import dataclasses
 import random
 from typing import Any
 
-from app.outbox import Outbox
-from app.worker import Worker
+from app.runtime.outbox import Outbox
+from app.runtime.worker import Worker
 
 
 def default(cls: type, name: str) -> Any:

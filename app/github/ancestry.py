@@ -1,0 +1,102 @@
+"""Merged tickets, and whether a deployed commit contains a ticket's merge commit.
+
+"Contains" is answered by the compare API (`merge_commit...deployed_sha` is `ahead` or
+`identical`), cached per pair of shas: the answer for two commits never changes.
+
+Cost: a deployment status is checked against every merged ticket (one deployment moves every
+ticket it contains, and a rollback can take any deployed ticket back), but not with one compare
+each. Containment is transitive: when a ticket's merge is known to be in an earlier deployed
+commit (its anchor) and the new commit contains the anchor, the new commit contains the merge.
+Tickets deployed together share one anchor, so a deployment that moves forward costs one compare
+per anchor plus one per ticket not known to be deployed anywhere (recent merges). Only a
+deployment that does not contain an anchor (a rollback) compares each ticket of that anchor.
+The answers are the ones one compare per ticket would give, so the recorded observations and
+the rails are the same, whatever the order.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass
+
+from sqlalchemy import select
+
+from app.github.client import GitHubClient, GitHubError
+from app.store.codec import ticket_from_data
+from app.store.database import Database
+from app.store.tickets import tickets
+from policies.model import TicketKey
+
+
+@dataclass(frozen=True)
+class MergedTicket:
+    """A merged ticket, its merge commit, and the deployed commit known to contain it, if any."""
+
+    number: int
+    merge_commit: str
+    anchor: str | None
+
+
+def merged_tickets(database: Database, repository: str) -> list[tuple[int, str]]:
+    """(ticket number, merge commit) of every merged ticket in the repository."""
+    return [(t.number, t.merge_commit) for t in merged_with_anchors(database, repository)]
+
+
+def merged_with_anchors(database: Database, repository: str) -> list[MergedTicket]:
+    """Every merged ticket, with the sha of the newest deployment known to contain its merge."""
+    with database.read() as connection:
+        rows = connection.execute(
+            select(tickets.c.number, tickets.c.revision, tickets.c.snapshot).where(
+                tickets.c.repository == repository.casefold(), tickets.c.integration == "merged"
+            )
+        )
+        found = []
+        for row in rows:
+            rails = ticket_from_data(TicketKey(repository, row.number), row.revision, row.snapshot).rails
+            if rails.merge_commit:
+                containing = [d for d in rails.deployment_facts.values() if d.contains_merge]
+                newest = max(containing, key=lambda d: d.deployment_id).sha if containing else None
+                found.append(MergedTicket(int(row.number), rails.merge_commit, newest))
+        return found
+
+
+class Ancestry:
+    """Whether a deployed commit contains a merge commit, through the compare API, cached."""
+
+    def __init__(self, github: GitHubClient, size: int = 4096) -> None:
+        self._github = github
+        self._cache: OrderedDict[tuple[str, str, str], bool] = OrderedDict()
+        self._size = size
+
+    async def contains(self, installation_id: int, repository: str, merge_commit: str, deployed: str) -> bool:
+        """True when `deployed` is `merge_commit` or a descendant of it."""
+        if merge_commit == deployed:
+            return True  # a commit contains itself: compare would answer `identical`
+        key = (repository.casefold(), merge_commit, deployed)
+        if key in self._cache:
+            self._cache.move_to_end(key)
+            return self._cache[key]
+        try:
+            answer = await self._github.call(
+                "compare", installation_id, repository=repository, base=merge_commit, head=deployed
+            )
+            contains = isinstance(answer, dict) and answer.get("status") in ("ahead", "identical")
+        except GitHubError as error:
+            if error.status != 404:
+                raise
+            contains = False  # one of the commits is gone: nothing deployed contains the merge
+        self._cache[key] = contains
+        if len(self._cache) > self._size:
+            self._cache.popitem(last=False)
+        return contains
+
+    async def contains_ticket(
+        self, installation_id: int, repository: str, ticket: MergedTicket, deployed: str
+    ) -> bool:
+        """Whether `deployed` contains the ticket's merge: through its anchor when `deployed`
+        contains that (one shared compare), else by comparing the merge itself."""
+        if ticket.anchor is not None and await self.contains(
+            installation_id, repository, ticket.anchor, deployed
+        ):
+            return True
+        return await self.contains(installation_id, repository, ticket.merge_commit, deployed)

@@ -1,0 +1,383 @@
+"""The one client layer for GitHub's REST API.
+
+Every call railyard makes is an `Endpoint` in `ENDPOINTS`, declaring the app permission it
+needs (the manifest test checks `app.yml` grants exactly their union). githubkit supplies
+the app JWT and the installation tokens (cached until a minute before they expire); one
+`httpx.AsyncClient` serves the whole process. Responses are read as plain JSON, never
+through strict typed models.
+
+Rate limits are honoured for the whole installation without sleeping: once GitHub says
+"wait", every call for that installation fails fast with `RateLimited(retry_at)` until
+then, and the worker or outbox reschedules.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from email.utils import parsedate_to_datetime
+from typing import Any
+
+import httpx
+import structlog
+from cryptography.hazmat.primitives import serialization
+from githubkit import GitHub
+from githubkit.auth import AppAuthStrategy
+from githubkit.cache import MemCacheStrategy
+from githubkit.exception import GitHubException, RequestFailed
+
+from app.errors import TransientError
+from app.runtime.metrics import Metrics
+from app.settings import Settings
+from app.store.limits import Limits, MemoryLimits
+
+log = structlog.get_logger(__name__)
+API_VERSION = "2022-11-28"
+SECONDARY_LIMIT_FALLBACK_SECONDS = 60.0
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """One REST endpoint and the app permission it needs (None: the app's own JWT)."""
+
+    method: str
+    path: str
+    permission: tuple[str, str] | None
+
+    @property
+    def creates_content(self) -> bool:
+        """GitHub asks for content-creating requests to be spaced out (a second apart)."""
+        return self.method == "POST" and self.path.endswith(("/comments", "/check-runs"))
+
+
+ENDPOINTS: dict[str, Endpoint] = {
+    "get_repository": Endpoint("GET", "/repos/{repository}", ("metadata", "read")),
+    "get_permission": Endpoint(
+        "GET", "/repos/{repository}/collaborators/{username}/permission", ("metadata", "read")
+    ),
+    "get_file": Endpoint("GET", "/repos/{repository}/contents/{path}", ("contents", "read")),
+    "get_branch": Endpoint("GET", "/repos/{repository}/branches/{branch}", ("contents", "read")),
+    "get_commit": Endpoint("GET", "/repos/{repository}/commits/{ref}", ("contents", "read")),
+    "compare": Endpoint("GET", "/repos/{repository}/compare/{base}...{head}", ("contents", "read")),
+    "get_issue": Endpoint("GET", "/repos/{repository}/issues/{number}", ("issues", "write")),
+    "list_comments": Endpoint("GET", "/repos/{repository}/issues/{number}/comments", ("issues", "write")),
+    "create_comment": Endpoint("POST", "/repos/{repository}/issues/{number}/comments", ("issues", "write")),
+    "update_comment": Endpoint(
+        "PATCH", "/repos/{repository}/issues/comments/{comment_id}", ("issues", "write")
+    ),
+    "add_reaction": Endpoint(
+        "POST", "/repos/{repository}/issues/comments/{comment_id}/reactions", ("issues", "write")
+    ),
+    "add_assignees": Endpoint("POST", "/repos/{repository}/issues/{number}/assignees", ("issues", "write")),
+    "get_pull": Endpoint("GET", "/repos/{repository}/pulls/{number}", ("pull_requests", "write")),
+    "create_check_run": Endpoint("POST", "/repos/{repository}/check-runs", ("checks", "write")),
+    "update_check_run": Endpoint(
+        "PATCH", "/repos/{repository}/check-runs/{check_run_id}", ("checks", "write")
+    ),
+    "list_check_runs": Endpoint("GET", "/repos/{repository}/commits/{ref}/check-runs", ("checks", "read")),
+    "get_team_membership": Endpoint(
+        "GET", "/orgs/{org}/teams/{team_slug}/memberships/{username}", ("members", "read")
+    ),
+    "list_pulls": Endpoint("GET", "/repos/{repository}/pulls", ("pull_requests", "write")),
+    "list_deployments": Endpoint("GET", "/repos/{repository}/deployments", ("deployments", "read")),
+    "list_deployment_statuses": Endpoint(
+        "GET", "/repos/{repository}/deployments/{deployment_id}/statuses", ("deployments", "read")
+    ),
+    "get_repository_installation": Endpoint("GET", "/repos/{repository}/installation", None),
+    "list_hook_deliveries": Endpoint("GET", "/app/hook/deliveries", None),
+    "redeliver": Endpoint("POST", "/app/hook/deliveries/{delivery_id}/attempts", None),
+    # Unauthenticated (the code is the credential), called by app.web.setup before the app exists.
+    "create_app_from_manifest": Endpoint("POST", "/app-manifests/{code}/conversions", None),
+}
+
+
+class GitHubError(Exception):
+    """GitHub answered with an error that retrying will not fix."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(f"GitHub answered {status}: {message}")
+        self.status = status
+        self.message = message
+
+
+class NotFound(GitHubError):  # noqa: N818 - it names GitHub's answer
+    """404: the thing does not exist (or the app cannot see it)."""
+
+
+class Moved(GitHubError):  # noqa: N818 - it names GitHub's answer
+    """301 that railyard does not follow (a write, or an address off the API): a transferred
+    issue, for one. `location` is where GitHub says the thing is now."""
+
+    def __init__(self, message: str, location: str | None) -> None:
+        where = location or "an address GitHub did not give"
+        super().__init__(301, f"{message}: it moved to {where} (a transferred issue?); not repeated there")
+        self.location = location
+
+
+class PermissionDenied(GitHubError):  # noqa: N818 - it names GitHub's answer
+    """403 that is not a rate limit: the app lacks a permission."""
+
+
+class GitHubUnavailable(TransientError):  # noqa: N818 - it names GitHub's state
+    """5xx, a timeout or a broken connection. `ambiguous`: GitHub may have acted anyway."""
+
+    def __init__(self, message: str, *, ambiguous: bool) -> None:
+        super().__init__(message)
+        self.ambiguous = ambiguous
+
+
+class RateLimited(TransientError):  # noqa: N818 - it names GitHub's state
+    """GitHub said to wait until `retry_at` (epoch seconds), for the whole installation."""
+
+
+class ConfigurationError(ValueError):
+    """The app's settings cannot work; the message says which and how to fix it."""
+
+
+def read_private_key(settings: Settings) -> str:
+    """The app's PEM key from PRIVATE_KEY (escaped newlines allowed) or PRIVATE_KEY_PATH, checked."""
+    if settings.private_key is not None:
+        pem, source = settings.private_key.get_secret_value().replace("\\n", "\n"), "PRIVATE_KEY"
+    elif settings.private_key_path is not None:
+        try:
+            pem, source = settings.private_key_path.read_text(), "PRIVATE_KEY_PATH"
+        except OSError as error:
+            raise ConfigurationError(f"PRIVATE_KEY_PATH cannot be read: {error.strerror}") from None
+    else:
+        raise ConfigurationError("PRIVATE_KEY or PRIVATE_KEY_PATH is required")
+    try:
+        serialization.load_pem_private_key(pem.encode(), password=None)
+    except (ValueError, TypeError):
+        # Never echo the key itself: say what is wrong with it.
+        raise ConfigurationError(
+            f"{source} is not a PEM private key (download a new .pem from the app's settings page)"
+        ) from None
+    return pem
+
+
+def _retry_after(response: httpx.Response, now: float) -> float | None:
+    value = response.headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return now + float(value)
+    except ValueError:
+        try:
+            return parsedate_to_datetime(value).timestamp()
+        except (TypeError, ValueError):
+            return now + SECONDARY_LIMIT_FALLBACK_SECONDS
+
+
+def rate_limit_until(response: httpx.Response, now: float) -> float | None:
+    """When a 403/429 is a rate limit, the epoch second it lifts; None otherwise."""
+    if response.status_code not in (403, 429):
+        return None
+    retry_at = _retry_after(response, now)
+    if retry_at is not None:
+        return retry_at
+    if response.headers.get("x-ratelimit-remaining") == "0":
+        reset = response.headers.get("x-ratelimit-reset", "")
+        return float(reset) if reset.isdigit() else now + SECONDARY_LIMIT_FALLBACK_SECONDS
+    if response.status_code == 429 or "rate limit" in response.text.lower():
+        return now + SECONDARY_LIMIT_FALLBACK_SECONDS
+    return None
+
+
+def _message(response: httpx.Response) -> str:
+    try:
+        body = response.json()
+    except ValueError:
+        return response.text[:200]
+    return str(body.get("message", ""))[:200] if isinstance(body, dict) else str(body)[:200]
+
+
+def _body(name: str, response: httpx.Response) -> Any:
+    """A 2xx answer's JSON (None when empty); one that is not JSON is a transient fault.
+
+    A proxy's HTML page or a truncated body says nothing about what GitHub did, so a write
+    answered that way is ambiguous: the caller looks before writing again.
+    """
+    if not response.content:
+        return None
+    try:
+        return response.json()
+    except ValueError:
+        ambiguous = response.request.method not in ("GET", "PUT", "DELETE")
+        raise GitHubUnavailable(
+            f"{name}: GitHub answered {response.status_code} with a body that is not JSON",
+            ambiguous=ambiguous,
+        ) from None
+
+
+class GitHubClient:
+    """The process's GitHub client; `await start()` before use, `await close()` after."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        metrics: Metrics,
+        *,
+        clock: Callable[[], float] = time.time,
+        transport: httpx.AsyncBaseTransport | None = None,
+        timeout: float = 15.0,
+        limits: Limits | None = None,
+    ) -> None:
+        self._strategy = AppAuthStrategy(settings.app_id, read_private_key(settings))
+        base_url = settings.github_api_url.rstrip("/") + "/"
+        # The token cache belongs to this client (one per process), not to a module global.
+        self._github = GitHub(
+            self._strategy,
+            base_url=base_url,
+            auto_retry=False,
+            http_cache=False,
+            cache_strategy=MemCacheStrategy(),
+        )
+        self._base_url = base_url
+        self._metrics = metrics
+        self._clock = clock
+        self._transport = transport
+        self._timeout = timeout
+        self._http: httpx.AsyncClient | None = None
+        self._auth: dict[int | None, httpx.Auth] = {}
+        # Where rate-limit pauses live: this process's memory, or the database (SharedLimits)
+        # so that every process sharing it honours a pause any of them was told about.
+        self.limits: Limits = limits or MemoryLimits()
+
+    async def start(self) -> None:
+        """Open the connection pool."""
+        self._http = httpx.AsyncClient(
+            base_url=self._base_url,
+            timeout=self._timeout,
+            transport=self._transport,
+            headers={"Accept": "application/vnd.github+json", "X-GitHub-Api-Version": API_VERSION},
+        )
+
+    async def close(self) -> None:
+        """Close the connection pool."""
+        if self._http is not None:
+            await self._http.aclose()
+
+    async def blocked_until(self, installation_id: int | None) -> float | None:
+        """When the installation's rate limit lifts, if it is in force."""
+        return await self.limits.paused_until(installation_id, self._clock())
+
+    def _auth_for(self, installation_id: int | None) -> httpx.Auth:
+        if installation_id not in self._auth:
+            strategy = (
+                self._strategy if installation_id is None else self._strategy.as_installation(installation_id)
+            )
+            self._auth[installation_id] = strategy.get_auth_flow(self._github)
+        return self._auth[installation_id]
+
+    async def call(
+        self,
+        name: str,
+        installation_id: int | None,
+        *,
+        params: Mapping[str, Any] | None = None,
+        json: Any = None,
+        **path: Any,
+    ) -> Any:
+        """Call one endpoint; the decoded JSON body (None for an empty one)."""
+        endpoint, installation_id, url = await self._prepare(name, installation_id, path)
+        response = await self._send(endpoint, name, url, installation_id, params, json)
+        location = response.headers.get("location", "")
+        # GitHub answers 301 for a transferred issue: follow a read once, and only on the API
+        # itself, so the installation token never goes anywhere else.
+        if response.status_code == 301 and endpoint.method == "GET" and location.startswith(self._base_url):
+            response = await self._send(endpoint, name, location, installation_id, params, None)
+        return await self._decode(name, installation_id, response)
+
+    async def _prepare(
+        self, name: str, installation_id: int | None, path: Mapping[str, Any]
+    ) -> tuple[Endpoint, int | None, str]:
+        """The endpoint, the identity to call as, and the URL; fails fast while rate-limited."""
+        endpoint = ENDPOINTS[name]
+        if endpoint.permission is None:
+            installation_id = None
+        until = await self.blocked_until(installation_id)
+        if until is not None:
+            raise RateLimited(f"{name}: rate-limited for installation {installation_id}", retry_at=until)
+        url = endpoint.path.format(**{k: str(v).strip("/") for k, v in path.items()}).lstrip("/")
+        return endpoint, installation_id, url
+
+    async def call_page(
+        self, name: str, installation_id: int | None, *, params: Mapping[str, Any] | None = None, **path: Any
+    ) -> tuple[Any, dict[str, str] | None]:
+        """Like `call` for a list endpoint; also the query of the `rel="next"` page, if any."""
+        endpoint, installation_id, url = await self._prepare(name, installation_id, path)
+        response = await self._send(endpoint, name, url, installation_id, params, None)
+        data = await self._decode(name, installation_id, response)
+        following = response.links.get("next", {}).get("url")
+        return data, dict(httpx.URL(following).params) if following else None
+
+    async def _send(
+        self,
+        endpoint: Endpoint,
+        name: str,
+        url: str,
+        installation_id: int | None,
+        params: Mapping[str, Any] | None,
+        json: Any,
+    ) -> httpx.Response:
+        assert self._http is not None, "GitHubClient.start() was not awaited"
+        idempotent = endpoint.method in ("GET", "PUT", "DELETE")
+        try:
+            return await self._http.request(
+                endpoint.method, url, params=params, json=json, auth=self._auth_for(installation_id)
+            )
+        except (httpx.ConnectError, httpx.ConnectTimeout) as error:
+            self._metrics.github_calls.labels("unreachable").inc()
+            raise GitHubUnavailable(f"{name}: {type(error).__name__}", ambiguous=False) from error
+        except (httpx.TimeoutException, httpx.TransportError) as error:
+            self._metrics.github_calls.labels("timeout").inc()
+            raise GitHubUnavailable(f"{name}: {type(error).__name__}", ambiguous=not idempotent) from error
+        except GitHubException as error:  # the installation-token request itself failed
+            self._metrics.github_calls.labels("token_error").inc()
+            await self._paused_by_token_request(name, installation_id, error)
+            raise GitHubUnavailable(
+                f"{name}: could not get an installation token: {error}", ambiguous=False
+            ) from error
+
+    async def _paused_by_token_request(
+        self, name: str, installation_id: int | None, error: GitHubException
+    ) -> None:
+        """A rate limit on the token request holds for the app and for the installation whose
+        calls need the token: no call for either leaves before GitHub's time."""
+        if not isinstance(error, RequestFailed):
+            return
+        until = rate_limit_until(error.response.raw_response, self._clock())
+        if until is None:
+            return
+        for identity in {None, installation_id}:
+            await self.limits.pause(identity, until)
+        log.warning(
+            "rate-limited by GitHub", call=f"{name} (token)", installation=installation_id, retry_at=until
+        )
+        raise RateLimited(f"{name}: token request rate-limited until {until:.0f}", retry_at=until) from error
+
+    async def _decode(self, name: str, installation_id: int | None, response: httpx.Response) -> Any:
+        status = response.status_code
+        self._metrics.github_calls.labels(str(status)).inc()
+        remaining = response.headers.get("x-ratelimit-remaining")
+        if remaining is not None and remaining.isdigit():
+            self._metrics.rate_limit_remaining.labels(str(installation_id)).set(int(remaining))
+        if status < 300:
+            return _body(name, response)
+        until = rate_limit_until(response, self._clock())
+        if until is not None:
+            await self.limits.pause(installation_id, until)
+            log.warning("rate-limited by GitHub", call=name, installation=installation_id, retry_at=until)
+            raise RateLimited(f"{name}: rate-limited until {until:.0f}", retry_at=until)
+        if status >= 500:
+            ambiguous = response.request.method not in ("GET", "PUT", "DELETE")
+            raise GitHubUnavailable(f"{name}: GitHub answered {status}", ambiguous=ambiguous)
+        message = _message(response)
+        if status == 301:
+            raise Moved(f"{name}: {message}", response.headers.get("location"))
+        if status == 404:
+            raise NotFound(status, message)
+        if status == 403:
+            raise PermissionDenied(status, message)
+        raise GitHubError(status, message)

@@ -1,0 +1,107 @@
+"""Who holds which role, resolved when a command executes.
+
+Roles named in `.github/railyard.yml` are checked against logins and team memberships (only
+an `active` membership counts); a role the file does not name falls back to the actor's
+repository permission. `author_association` in a payload grants nothing. When GitHub will
+not tell (the app lacks a permission), that is `CannotVerify`: never a silent yes or no.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from app.errors import TransientError
+from app.github.client import GitHubClient, NotFound, PermissionDenied
+from app.github.config import RepositoryConfig, RoleEntry
+from policies.model import same_login
+from policies.states import Role
+
+ALL_ROLES = frozenset(Role)
+_BY_PERMISSION: dict[str, frozenset[Role]] = {
+    "admin": ALL_ROLES,
+    "maintain": ALL_ROLES,
+    "write": frozenset({Role.REQUESTER, Role.TASK_OWNER, Role.RUNNER, Role.REVIEWER}),
+    "triage": frozenset({Role.REQUESTER}),
+    "read": frozenset(),
+    "none": frozenset(),
+}
+
+
+class CannotVerify(TransientError):  # noqa: N818 - it names the situation users see
+    """GitHub would not say whether the actor holds a role; the command waits and retries."""
+
+
+def roles_from_permission(permission: str) -> frozenset[Role]:
+    """SPEC's fallback: admin and maintain hold every role, write four, triage one, read none."""
+    return _BY_PERMISSION.get(permission, frozenset())
+
+
+class RoleResolver:
+    """Resolves one actor's roles in one repository; each team and the permission asked once."""
+
+    def __init__(self, github: GitHubClient, installation_id: int, repository: str) -> None:
+        self._github = github
+        self._installation_id = installation_id
+        self._repository = repository
+        self._teams: dict[tuple[str, str, str], bool] = {}
+        self._permission: dict[str, str] = {}
+
+    async def roles(
+        self, login: str, config: RepositoryConfig, among: Iterable[Role] | None = None
+    ) -> frozenset[Role]:
+        """The roles `login` holds right now under `config` (of `among`, when only those matter)."""
+        held: set[Role] = set()
+        wanted = set(among) if among is not None else set(Role)
+        for role in (role for role in Role if role in wanted):
+            entries = config.roles.get(role)
+            if entries is None:
+                if role in roles_from_permission(await self._permission_of(login)):
+                    held.add(role)
+            elif await self._named(login, entries):
+                held.add(role)
+        return frozenset(held)
+
+    async def _named(self, login: str, entries: tuple[RoleEntry, ...]) -> bool:
+        for entry in entries:
+            if entry.login is not None and same_login(entry.login, login):
+                return True
+        for entry in entries:
+            if entry.is_team and await self._active_member(str(entry.org), str(entry.slug), login):
+                return True
+        return False
+
+    async def _active_member(self, org: str, slug: str, login: str) -> bool:
+        key = (org.casefold(), slug.casefold(), login.casefold())
+        if key not in self._teams:
+            try:
+                membership = await self._github.call(
+                    "get_team_membership", self._installation_id, org=org, team_slug=slug, username=login
+                )
+            except NotFound:
+                self._teams[key] = False
+            except PermissionDenied as error:
+                raise CannotVerify(
+                    f"railyard cannot read the members of @{org}/{slug} ({error.message}); "
+                    "the app needs the organization members (read) permission"
+                ) from error
+            else:
+                self._teams[key] = isinstance(membership, dict) and membership.get("state") == "active"
+        return self._teams[key]
+
+    async def _permission_of(self, login: str) -> str:
+        key = login.casefold()
+        if key not in self._permission:
+            try:
+                answer = await self._github.call(
+                    "get_permission", self._installation_id, repository=self._repository, username=login
+                )
+            except NotFound:
+                answer = {"permission": "none"}
+            except PermissionDenied as error:
+                message = f"railyard cannot read @{login}'s permission here ({error.message})"
+                raise CannotVerify(message) from error
+            role_name = answer.get("role_name") if isinstance(answer, dict) else None
+            permission = answer.get("permission") if isinstance(answer, dict) else None
+            # role_name says maintain/triage; the legacy `permission` field folds them into write/read.
+            self._permission[key] = role_name if role_name in _BY_PERMISSION else str(permission or "none")
+        return self._permission[key]

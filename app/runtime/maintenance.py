@@ -1,0 +1,203 @@
+"""Housekeeping that runs beside the server: retention, and recovery of lost deliveries.
+
+GitHub never redelivers on its own. Deliveries that failed while railyard was down or
+unreachable are listed by `GET /app/hook/deliveries`; those not stored here are asked for
+again with `POST /app/hook/deliveries/{id}/attempts`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import structlog
+from sqlalchemy import delete, select, update
+
+from app.errors import TransientError
+from app.github.client import GitHubClient, GitHubError
+from app.runtime.outbox import effects_table
+from app.runtime.supervisor import Loop
+from app.store.database import Database
+from app.store.held import held
+from app.store.queue import FINAL_STATUSES, deliveries, runs
+from app.store.replies import prune_replies
+
+log = structlog.get_logger(__name__)
+DAY = 86_400.0
+
+
+@dataclass(frozen=True)
+class Retention:
+    """How long things are kept: payloads 7 days, delivery ids 30 days (SPEC's defaults), held
+    observations 14 days."""
+
+    payload_days: float = 7.0
+    delivery_id_days: float = 30.0
+    held_observation_days: float = 14.0
+
+
+def apply_retention(database: Database, now: float, retention: Retention = Retention()) -> tuple[int, int]:
+    """Forget expired delivery ids, then drop expired payloads; return (payloads dropped, ids forgotten).
+
+    Pending deliveries are never touched; the event log and delivery records are kept.
+    """
+    payload_cutoff = now - retention.payload_days * DAY
+    id_cutoff = now - retention.delivery_id_days * DAY
+    finished = deliveries.c.status.in_(FINAL_STATUSES)
+    with database.write() as connection:
+        expired = select(deliveries.c.seq).where(finished, deliveries.c.received_at < id_cutoff)
+        connection.execute(delete(runs).where(runs.c.delivery_seq.in_(expired)))
+        forgotten = connection.execute(
+            delete(deliveries).where(finished, deliveries.c.received_at < id_cutoff)
+        ).rowcount
+        dropped = connection.execute(
+            update(deliveries)
+            .where(finished, deliveries.c.received_at < payload_cutoff, deliveries.c.payload.is_not(None))
+            .values(payload=None)
+        ).rowcount
+        connection.execute(
+            delete(effects_table).where(
+                effects_table.c.status == "done", effects_table.c.updated_at < id_cutoff
+            )
+        )
+    return int(dropped), int(forgotten)
+
+
+def prune_held_observations(database: Database, now: float, days: float) -> int:
+    """Expire observations held longer than `days`; return how many went.
+
+    A held check waits for a PR to show its head, a held deployment for a ticket to merge.
+    Past the retention a check is history; of each environment's deployments, the statuses
+    of the latest one and of the latest successful one are kept whatever their age, since a
+    ticket that merges later is checked against them (SPEC: the deployment rail).
+    """
+    cutoff = now - days * DAY
+    with database.write() as connection:
+        gone = connection.execute(
+            delete(held).where(held.c.subject.like("check:%"), held.c.held_at < cutoff)
+        ).rowcount
+        rows = connection.execute(
+            select(held.c.id, held.c.repository, held.c.subject, held.c.held_at, held.c.data).where(
+                held.c.subject.like("deployment:%")
+            )
+        ).all()
+        keep = _deployments_kept(rows)
+        expired = [row.id for row in rows if row.held_at < cutoff and row.id not in keep]
+        for start in range(0, len(expired), 500):
+            gone += connection.execute(
+                delete(held).where(held.c.id.in_(expired[start : start + 500]))
+            ).rowcount
+    return int(gone)
+
+
+def _deployments_kept(rows: Sequence[Any]) -> set[int]:
+    """Ids of the held rows of each environment's latest and latest successful deployment."""
+    latest: dict[tuple[str, str], int] = {}
+    succeeded: dict[tuple[str, str], int] = {}
+    for row in rows:
+        place, deployment = (row.repository, row.subject), int(row.data["deployment_id"])
+        latest[place] = max(latest.get(place, deployment), deployment)
+        if row.data.get("status") == "success":
+            succeeded[place] = max(succeeded.get(place, deployment), deployment)
+    wanted = {(place, d) for place, d in (*latest.items(), *succeeded.items())}
+    return {
+        row.id for row in rows if ((row.repository, row.subject), int(row.data["deployment_id"])) in wanted
+    }
+
+
+def _stored(database: Database, guids: list[str]) -> set[str]:
+    with database.read() as connection:
+        rows = connection.execute(select(deliveries.c.delivery_id).where(deliveries.c.delivery_id.in_(guids)))
+        return {row[0] for row in rows}
+
+
+def _when(text: object) -> float:
+    try:
+        return datetime.fromisoformat(str(text).replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return 0.0
+
+
+async def recover_missed_deliveries(
+    database: Database, github: GitHubClient, now: float, lookback_hours: float = 72.0, max_pages: int = 20
+) -> list[str]:
+    """Ask GitHub to redeliver failed deliveries that never reached the database; return their guids."""
+    cutoff = now - lookback_hours * 3600
+    arrived: set[str] = set()
+    failed: dict[str, int] = {}
+    params: dict[str, str] | None = {"per_page": "100"}
+    for _ in range(max_pages):
+        if params is None:
+            break
+        page, params = await github.call_page("list_hook_deliveries", None, params=params)
+        if not isinstance(page, list) or not page:
+            break
+        for item in page:
+            guid, status_code = str(item.get("guid", "")), item.get("status_code")
+            if isinstance(status_code, int) and 200 <= status_code < 300:
+                arrived.add(guid)
+            elif guid and isinstance(item.get("id"), int):
+                failed.setdefault(guid, item["id"])
+        if min(_when(item.get("delivered_at")) for item in page) < cutoff:
+            break
+    missing = [guid for guid in failed if guid not in arrived]
+    missing = [guid for guid in missing if guid not in await asyncio.to_thread(_stored, database, missing)]
+    for guid in missing:
+        await github.call("redeliver", None, delivery_id=failed[guid])
+        log.info("asked GitHub to redeliver a delivery that never arrived", guid=guid)
+    return missing
+
+
+@dataclass
+class Maintenance:
+    """Runs retention and recovery periodically until stopped."""
+
+    database: Database
+    github: GitHubClient | None
+    clock: Callable[[], float] = time.time
+    retention: Retention = field(default_factory=Retention)
+    retention_every: float = 3600.0
+    recovery_every: float = 600.0
+
+    stuck_after: float = 900.0  # recovery reads up to 20 pages of deliveries, each may take 15 s
+
+    def __post_init__(self) -> None:
+        self._next_retention = self._next_recovery = 0.0
+
+    def loop(self) -> Loop:
+        """Housekeeping as a supervised loop: a round that fails is logged and retried after a backoff."""
+        interval = min(self.retention_every, self.recovery_every, 60.0)
+        return Loop("housekeeping", self._step, interval=interval, stuck_after=self.stuck_after)
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Loop until `stop`; a failed round is logged and tried again."""
+        await self.loop().run(stop)
+
+    async def _step(self, stop: asyncio.Event) -> bool:
+        """One round: retention and recovery when each is due (a task not done stays due)."""
+        now = time.monotonic()
+        if now >= self._next_retention:
+            dropped, forgotten = await asyncio.to_thread(
+                apply_retention, self.database, self.clock(), self.retention
+            )
+            if dropped or forgotten:
+                log.info("retention", payloads_dropped=dropped, delivery_ids_dropped=forgotten)
+            expired = await asyncio.to_thread(
+                prune_held_observations, self.database, self.clock(), self.retention.held_observation_days
+            )
+            await asyncio.to_thread(prune_replies, self.database, self.clock())
+            self._next_retention = now + self.retention_every
+            if expired:
+                log.info("retention", held_observations_expired=expired)
+        if self.github is not None and now >= self._next_recovery:
+            try:
+                await recover_missed_deliveries(self.database, self.github, self.clock())
+            except (TransientError, GitHubError) as error:
+                # GitHub away is not housekeeping failing: it is asked again next time.
+                log.warning("could not check GitHub for missed deliveries", error=str(error))
+            self._next_recovery = now + self.recovery_every
+        return False

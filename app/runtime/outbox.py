@@ -1,0 +1,515 @@
+"""The outbox: intended GitHub writes, stored with the change that needs them, performed later.
+
+- At most one visible effect per intended effect: every effect has a unique `dedupe_key`;
+  a comment carries a hidden marker, and after an ambiguous failure (a timeout or 5xx after
+  GitHub may have received it) the outbox looks for that marker among the app's own
+  comments (or for its check-run by name on the commit) before creating it again. An effect
+  is marked in flight before its create request leaves, so a process killed before the
+  answer was recorded leaves an ambiguous effect, not a second comment.
+- Leases: an outbox renews an effect's lease before it writes; one whose lease was taken
+  over by another outbox leaves it alone.
+- Coalescing: a `coalesce` effect enqueued again while pending is not duplicated; renderers
+  registered for its kind compute the payload from the latest state when it is performed,
+  so a burst of changes becomes one write, at most one per `min_interval` per surface.
+- Rate limits: `RateLimited` reschedules at GitHub's time for the whole installation;
+  content-creating writes are spaced `spacing` seconds apart per installation. Both live in
+  the database (`app.store.limits`), shared by every process.
+- After the last retry an effect is marked failed, visibly, never dropped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import structlog
+from sqlalchemy import Connection, case, func, select, text, update
+from sqlalchemy.dialects import postgresql, sqlite
+
+from app.github.client import GitHubClient, GitHubError, GitHubUnavailable, NotFound, RateLimited
+from app.runtime.metrics import Metrics
+from app.runtime.supervisor import Loop, RetryPolicy
+from app.store.database import Database
+from app.store.installations import DELETED, SUSPENDED, installation_status
+from app.store.limits import Limits, SharedLimits
+from app.store.queue import worker_name
+from app.store.tables import OutboxEffectRow, table
+
+log = structlog.get_logger(__name__)
+effects_table = table(OutboxEffectRow)
+PENDING, DONE, FAILED, CANCELLED = "pending", "done", "failed", "cancelled"
+
+_DUE = """
+SELECT id FROM outbox_effects
+WHERE status = 'pending' AND next_attempt_at <= :now AND (lease_until IS NULL OR lease_until < :now)
+ORDER BY next_attempt_at, id
+LIMIT :limit
+"""
+
+
+@dataclass(frozen=True)
+class Effect:
+    """One intended write. `payload` holds what the kind needs (number, body, content...)."""
+
+    kind: str
+    installation_id: int
+    repository: str
+    dedupe_key: str
+    payload: Mapping[str, Any] = field(default_factory=dict)
+    coalesce: bool = False
+
+
+def reaction(installation_id: int, repository: str, comment_id: int, content: str = "+1") -> Effect:
+    """React to a comment (GitHub answers 200 for a reaction that already exists)."""
+    key = f"reaction:{repository}:{comment_id}:{content}"
+    return Effect(
+        "reaction", installation_id, repository, key, {"comment_id": comment_id, "content": content}
+    )
+
+
+def comment(installation_id: int, repository: str, number: int, body: str, key: str) -> Effect:
+    """Create one comment on an issue or PR, once, whatever happens."""
+    return Effect("comment", installation_id, repository, f"comment:{key}", {"number": number, "body": body})
+
+
+def assign(installation_id: int, repository: str, number: int, logins: Sequence[str], key: str) -> Effect:
+    """Add assignees to an issue."""
+    payload = {"number": number, "assignees": list(logins)}
+    return Effect("assign", installation_id, repository, f"assign:{key}", payload)
+
+
+def marker(dedupe_key: str) -> str:
+    """The hidden marker that identifies the comment written for one effect."""
+    return f"<!-- railyard:effect:{hashlib.sha256(dedupe_key.encode()).hexdigest()[:20]} -->"
+
+
+MIN_SURFACE_INTERVAL = 1.0
+"""Seconds between two writes of one surface (a status comment, a check-run)."""
+
+
+def enqueue(
+    connection: Connection, effects: Sequence[Effect], now: float, min_interval: float = MIN_SURFACE_INTERVAL
+) -> None:
+    """Record effects in the caller's transaction (so they commit, or not, with the change)."""
+    insert = sqlite.insert if connection.dialect.name == "sqlite" else postgresql.insert
+    later = func.max if connection.dialect.name == "sqlite" else func.greatest
+    for effect in effects:
+        statement = insert(effects_table).values(
+            dedupe_key=effect.dedupe_key,
+            installation_id=effect.installation_id,
+            repository=effect.repository,
+            kind=effect.kind,
+            payload=dict(effect.payload),
+            status=PENDING,
+            attempts=0,
+            ambiguous=False,
+            next_attempt_at=now,
+            created_at=now,
+            updated_at=now,
+        )
+        if not effect.coalesce:
+            connection.execute(statement.on_conflict_do_nothing(index_elements=["dedupe_key"]))
+            continue
+        current = effects_table.c
+        was_pending = current.status == PENDING
+        connection.execute(
+            statement.on_conflict_do_update(
+                index_elements=["dedupe_key"],
+                set_={
+                    "payload": statement.excluded.payload,
+                    "updated_at": statement.excluded.updated_at,
+                    "status": PENDING,
+                    "attempts": case((was_pending, current.attempts), else_=0),
+                    "next_attempt_at": case(
+                        (was_pending, current.next_attempt_at),
+                        else_=later(
+                            statement.excluded.next_attempt_at,
+                            func.coalesce(current.done_at, 0) + min_interval,
+                        ),
+                    ),
+                },
+            )
+        )
+
+
+Renderer = Callable[[dict[str, Any]], Awaitable[Mapping[str, Any] | None]]
+
+
+@dataclass
+class Outbox:
+    """Performs due effects; several outboxes (processes) can share one PostgreSQL table."""
+
+    database: Database
+    github: GitHubClient
+    metrics: Metrics
+    app_id: int
+    clock: Callable[[], float] = time.time
+    renderers: Mapping[str, Renderer] = field(default_factory=dict)
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    lease_seconds: float = 60.0
+    spacing: float = 1.0
+    poll_seconds: float = 0.5
+    name: str = field(default_factory=worker_name)
+    limits: Limits | None = None  # the content-write slots; by default in the database
+    stuck_after: float = 180.0
+
+    def __post_init__(self) -> None:
+        suffix = " FOR UPDATE SKIP LOCKED" if not self.database.is_sqlite else ""
+        self._due = text(_DUE + suffix)
+        self._slots: Limits = self.limits or SharedLimits(self.database)
+        self._wakeup = asyncio.Event()
+        self._loop: Loop | None = None
+
+    def notify(self) -> None:
+        """Effects were enqueued: look now rather than at the next poll."""
+        self._wakeup.set()
+
+    def loop(self) -> Loop:
+        """The outbox as a supervised loop: a round that fails (the database away) is backed off."""
+        self._loop = Loop(
+            "outbox", self._step, interval=self.poll_seconds, stuck_after=self.stuck_after, wait=self._idle
+        )
+        return self._loop
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Perform effects until `stop` is set."""
+        await self.loop().run(stop)
+
+    async def _step(self, stop: asyncio.Event) -> bool:
+        return await self.run_once() > 0
+
+    async def _idle(self, stop: asyncio.Event) -> None:
+        waits = [asyncio.create_task(self._wakeup.wait()), asyncio.create_task(stop.wait())]
+        try:
+            await asyncio.wait(waits, timeout=self.poll_seconds, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for waiting in waits:
+                waiting.cancel()
+        self._wakeup.clear()
+
+    async def run_once(self, limit: int = 20) -> int:
+        """Perform the effects due now; return how many were attempted."""
+        rows = await asyncio.to_thread(self._claim, self.clock(), limit)
+        for row in rows:
+            await self._perform(row)
+            if self._loop is not None:
+                self._loop.beat()  # a round of slow writes is progress, not a stuck loop
+        return len(rows)
+
+    def _claim(self, now: float, limit: int) -> list[dict[str, Any]]:
+        with self.database.write() as connection:
+            ids = [r.id for r in connection.execute(self._due, {"now": now, "limit": limit})]
+            if not ids:
+                return []
+            connection.execute(
+                update(effects_table)
+                .where(effects_table.c.id.in_(ids))
+                .values(lease_until=now + self.lease_seconds, lease_owner=self.name)
+            )
+            rows = connection.execute(select(effects_table).where(effects_table.c.id.in_(ids)))
+            return sorted((dict(row) for row in rows.mappings()), key=lambda r: ids.index(r["id"]))
+
+    async def _perform(self, row: dict[str, Any]) -> None:
+        with structlog.contextvars.bound_contextvars(effect=row["dedupe_key"], kind=row["kind"]):
+            # The batch was leased together; an effect reached late may have been taken over.
+            if not await asyncio.to_thread(self._hold, row):
+                log.info("lease lost before the effect was performed; another outbox has it")
+                return
+            status = await asyncio.to_thread(installation_status, self.database, row["installation_id"])
+            if status in (DELETED, SUSPENDED):
+                # Uninstalled: act no more, keep the record of what was intended.
+                await self._finish(row, status=CANCELLED, last_error=f"installation {status}")
+                return
+            try:
+                result = await self._write(row)
+            except RateLimited as error:
+                # GitHub did not act on a rate-limited request: whether it is ambiguous is unchanged.
+                await self._finish(
+                    row,
+                    next_attempt_at=error.retry_at or self.clock() + 60,
+                    last_error=str(error),
+                    ambiguous=row["ambiguous"],
+                )
+            except _Deferred as deferred:
+                await self._finish(row, next_attempt_at=deferred.until)
+            except _LeaseLost:
+                log.info("lease lost before the write left; another outbox has the effect")
+            except GitHubUnavailable as error:
+                await self._failed_attempt(row, str(error), ambiguous=row["ambiguous"] or error.ambiguous)
+            except GitHubError as error:
+                log.error("effect failed", error=str(error))
+                await self._finish(row, status=FAILED, attempts=row["attempts"] + 1, last_error=str(error))
+                self.metrics.outbox_failed.inc()
+            except Exception as error:
+                # Nothing expected this (an answer of the wrong shape, a renderer's bug): the
+                # effect is retried and then failed visibly; the outbox goes on with the others.
+                log.error("effect raised an unexpected error", exc_info=error)
+                note = f"{type(error).__name__}: {error}"
+                await self._failed_attempt(
+                    row, note, ambiguous=row["ambiguous"] or row.get("in_flight", False)
+                )
+            else:
+                await asyncio.to_thread(self._done, row, result)
+                self.metrics.outbox_done.labels(row["kind"]).inc()
+
+    async def _failed_attempt(self, row: dict[str, Any], error: str, *, ambiguous: bool) -> None:
+        attempts = row["attempts"] + 1
+        if attempts >= self.retry.max_attempts:
+            log.error("effect failed after retries", attempts=attempts, error=error)
+            self.metrics.outbox_failed.inc()
+            await self._finish(row, status=FAILED, attempts=attempts, ambiguous=ambiguous, last_error=error)
+            return
+        at = self.clock() + self.retry.delay(attempts)
+        await self._finish(row, attempts=attempts, ambiguous=ambiguous, next_attempt_at=at, last_error=error)
+
+    def _hold(self, row: dict[str, Any], **values: Any) -> bool:
+        """Renew this outbox's lease on the effect (setting `values`); False if it was lost."""
+        now = self.clock()
+        with self.database.write() as connection:
+            held = connection.execute(
+                update(effects_table)
+                .where(
+                    effects_table.c.id == row["id"],
+                    effects_table.c.lease_owner == self.name,
+                    effects_table.c.lease_until >= now,
+                )
+                .values(lease_until=now + self.lease_seconds, **values)
+            ).rowcount
+        return bool(held)
+
+    async def _in_flight(self, row: dict[str, Any]) -> None:
+        """Record, before a create leaves, that GitHub may act on it.
+
+        Should this process die before the answer is recorded, the next attempt finds the
+        effect ambiguous and looks for what GitHub created instead of creating it again.
+        """
+        if not await asyncio.to_thread(self._hold, row, ambiguous=True):
+            raise _LeaseLost
+        row["in_flight"] = True
+
+    def _done(self, row: dict[str, Any], result: dict[str, Any] | None) -> None:
+        """Record a performed write; a surface enqueued again while it was written stays pending.
+
+        A change that lands while its status comment or check-run is being written re-enqueues
+        the surface (its `updated_at` moves); marking that done would lose the change, so the
+        effect keeps what GitHub answered (the comment or check-run id) and runs again, at most
+        one write per `MIN_SURFACE_INTERVAL`.
+        """
+        now = self.clock()
+        mine = (effects_table.c.id == row["id"], effects_table.c.lease_owner == self.name)
+        done = {"lease_until": None, "ambiguous": False, "done_at": now, "result": result}
+        with self.database.write() as connection:
+            finished = connection.execute(
+                update(effects_table)
+                .where(*mine, effects_table.c.updated_at == row["updated_at"])
+                .values(status=DONE, attempts=row["attempts"] + 1, updated_at=now, **done)
+            ).rowcount
+            if not finished:
+                connection.execute(
+                    update(effects_table)
+                    .where(*mine)
+                    .values(status=PENDING, attempts=0, next_attempt_at=now + MIN_SURFACE_INTERVAL, **done)
+                )
+
+    async def _finish(self, row: dict[str, Any], **values: Any) -> None:
+        def write() -> None:
+            with self.database.write() as connection:
+                connection.execute(
+                    update(effects_table)
+                    .where(effects_table.c.id == row["id"], effects_table.c.lease_owner == self.name)
+                    .values(lease_until=None, updated_at=self.clock(), **values)
+                )
+
+        await asyncio.to_thread(write)
+
+    async def _write(self, row: dict[str, Any]) -> dict[str, Any] | None:
+        payload: Mapping[str, Any] | None = row["payload"]
+        renderer = self.renderers.get(row["kind"])
+        previous: dict[str, Any] = dict(row["result"] or {})
+        if renderer is not None:
+            payload = await renderer(row)
+            if payload is None:
+                return previous or None  # nothing to write any more
+            digest = _digest(payload)
+            if previous.get("digest") == digest and (
+                previous.get("comment_id") or previous.get("check_run_id")
+            ):
+                return previous  # GitHub already shows exactly this: no write
+            previous["digest"] = digest
+        assert payload is not None
+        kind, installation, repository = row["kind"], row["installation_id"], row["repository"]
+        if kind == "reaction":
+            await self.github.call(
+                "add_reaction",
+                installation,
+                repository=repository,
+                comment_id=payload["comment_id"],
+                json={"content": payload["content"]},
+            )
+            return None
+        if kind == "assign":
+            await self.github.call(
+                "add_assignees",
+                installation,
+                repository=repository,
+                number=payload["number"],
+                json={"assignees": payload["assignees"]},
+            )
+            return None
+        if kind in ("comment", "status_comment"):
+            return {**previous, **await self._comment_once(row, payload)}
+        if kind == "check_run":
+            return {**previous, **await self._check_run_once(row, payload)}
+        raise GitHubError(0, f"unknown effect kind {kind!r}")
+
+    async def _edit_comment(self, installation: int, repository: str, comment_id: int, body: str) -> None:
+        await self.github.call(
+            "update_comment", installation, repository=repository, comment_id=comment_id, json={"body": body}
+        )
+
+    async def _comment_once(self, row: dict[str, Any], payload: Mapping[str, Any]) -> dict[str, Any]:
+        installation, repository, number = row["installation_id"], row["repository"], payload["number"]
+        existing_id = payload.get("comment_id") or (row["result"] or {}).get("comment_id")
+        body = f"{payload['body']}\n\n{marker(row['dedupe_key'])}"
+        if existing_id:
+            try:
+                await self._edit_comment(installation, repository, existing_id, body)
+                return {"comment_id": existing_id}
+            except NotFound:
+                log.warning("the comment was deleted; writing it again", comment_id=existing_id)
+        elif row["ambiguous"]:
+            found = await self._find_own_comment(row, number)
+            if found is not None:
+                log.info("found the comment an earlier attempt created", comment_id=found)
+                if row["kind"] in self.renderers:  # rendered again since: show the latest state
+                    await self._edit_comment(installation, repository, found, body)
+                return {"comment_id": found}
+        await self._space_content_write(row)
+        created = await self.github.call(
+            "create_comment", installation, repository=repository, number=number, json={"body": body}
+        )
+        if not isinstance(created, dict):
+            return {"comment_id": None}
+        return {"comment_id": created.get("id"), "html_url": created.get("html_url")}
+
+    async def _check_run_once(self, row: dict[str, Any], payload: Mapping[str, Any]) -> dict[str, Any]:
+        """Create the check on its commit once (found again after an ambiguous failure), then update it."""
+        installation, repository = row["installation_id"], row["repository"]
+        existing_id = (row["result"] or {}).get("check_run_id")
+        if existing_id is None and row["ambiguous"]:
+            existing_id = await self._find_own_check_run(row, payload)
+        if existing_id is not None:
+            update = {k: v for k, v in payload.items() if k != "head_sha"}
+            try:
+                await self.github.call(
+                    "update_check_run",
+                    installation,
+                    repository=repository,
+                    check_run_id=existing_id,
+                    json=update,
+                )
+                return {"check_run_id": existing_id}
+            except NotFound:
+                log.warning("the check-run is gone; creating it again", check_run_id=existing_id)
+        await self._space_content_write(row)
+        created = await self.github.call(
+            "create_check_run", installation, repository=repository, json=dict(payload)
+        )
+        return {"check_run_id": created.get("id") if isinstance(created, dict) else None}
+
+    async def _find_own_check_run(self, row: dict[str, Any], payload: Mapping[str, Any]) -> int | None:
+        """This app's check of that name on that commit, if an earlier attempt created it."""
+        params: dict[str, Any] | None = {"check_name": payload["name"], "filter": "all", "per_page": 100}
+        while params is not None:
+            found, params = await self.github.call_page(
+                "list_check_runs",
+                row["installation_id"],
+                repository=row["repository"],
+                ref=payload["head_sha"],
+                params=params,
+            )
+            runs = found.get("check_runs") if isinstance(found, dict) else None
+            for run in runs or []:
+                if (run.get("app") or {}).get("id") == self.app_id and run.get("name") == payload["name"]:
+                    return int(run["id"])
+        return None
+
+    async def _space_content_write(self, row: dict[str, Any]) -> None:
+        """Take the installation's next content-write slot (shared by every process), then go.
+
+        Not yet: `_Deferred` to the slot's time. Taken: the effect is marked in flight.
+        """
+        if self.spacing > 0:
+            allowed = await self._slots.claim_write(row["installation_id"], self.clock(), self.spacing)
+            if allowed is not None:
+                raise _Deferred(allowed)
+        await self._in_flight(row)
+
+    async def _find_own_comment(self, row: dict[str, Any], number: int) -> int | None:
+        """The comment carrying this effect's marker, written by this app, if any."""
+        wanted = marker(row["dedupe_key"])
+        since = datetime.fromtimestamp(row["created_at"] - 60, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        page = 1
+        while True:
+            comments = await self.github.call(
+                "list_comments",
+                row["installation_id"],
+                repository=row["repository"],
+                number=number,
+                params={"since": since, "per_page": 100, "page": page},
+            )
+            if not isinstance(comments, list) or not comments:
+                return None
+            for item in comments:
+                app = item.get("performed_via_github_app") or {}
+                if wanted in (item.get("body") or "") and app.get("id") == self.app_id:
+                    return int(item["id"])
+            page += 1
+
+
+class _LeaseLost(Exception):  # noqa: N818 - control flow, not an error
+    """Another outbox took the effect over (this one's lease expired): leave it to that one."""
+
+
+class _Deferred(Exception):  # noqa: N818 - control flow, not an error
+    """Not now: content-creating writes are spaced; try again at `until`."""
+
+    def __init__(self, until: float) -> None:
+        super().__init__(f"deferred until {until}")
+        self.until = until
+
+
+def _digest(payload: Mapping[str, Any]) -> str:
+    """What a rendered write says, to skip writing what GitHub already shows."""
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def effect_counts(database: Database) -> dict[str, int]:
+    """How many effects are pending, done and failed."""
+    with database.read() as connection:
+        rows = connection.execute(
+            select(effects_table.c.status, func.count()).group_by(effects_table.c.status)
+        )
+        return {status: int(count) for status, count in rows}
+
+
+def release_effect_leases(database: Database) -> int:
+    """Free every pending effect's lease (a single-process SQLite server at start: their holders are gone).
+
+    An effect whose create may have left before the crash is marked ambiguous already, so
+    the next attempt looks for what GitHub created before it writes.
+    """
+    with database.write() as connection:
+        return int(
+            connection.execute(
+                update(effects_table)
+                .where(effects_table.c.status == PENDING, effects_table.c.lease_until.is_not(None))
+                .values(lease_until=None, lease_owner=None)
+            ).rowcount
+        )

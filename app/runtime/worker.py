@@ -1,0 +1,234 @@
+"""The worker: takes stored deliveries off the queue and runs their handlers.
+
+Transient failures are retried with exponential backoff and full jitter (about an hour of
+tries), then marked failed; any other exception, a payload that cannot be decoded included,
+marks the delivery failed at once, with the error, for an operator to see (`railyard
+deliveries --status failed`) and re-run (`railyard redeliver ID`). While its handlers run, a
+delivery's lease is renewed, so no other worker takes over a delivery whose first run is
+alive. The loop itself is supervised (`app.runtime.supervisor`): a claim the database cannot answer
+is backed off, not fatal.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import orjson
+import structlog
+from sqlalchemy.exc import OperationalError
+
+from app.bootstrap import Services
+from app.errors import TransientError
+from app.runtime.metrics import Metrics
+from app.runtime.supervisor import Loop, RetryPolicy
+from app.store.installations import DELETED, SUSPENDED
+from app.store.queue import (
+    DONE,
+    FAILED,
+    IGNORED,
+    ClaimedDelivery,
+    DeliveryQueue,
+    queue_depth,
+    worker_name,
+)
+from handlers.routing import Router, WebhookEvent
+
+log = structlog.get_logger(__name__)
+
+
+@dataclass
+class Worker:
+    """One worker loop; `concurrency` deliveries (of different tickets) at a time."""
+
+    services: Services
+    router: Router
+    metrics: Metrics
+    concurrency: int = 4
+    lease_seconds: float = 60.0
+    poll_seconds: float = 0.2
+    claim_gap_seconds: float = 0.01
+    intake_busy: Callable[[], bool] | None = None
+    yield_seconds: float = 0.25
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    name: str = field(default_factory=worker_name)
+    stuck_after: float = 30.0
+
+    def __post_init__(self) -> None:
+        self.queue = DeliveryQueue(self.services.database, owner=self.name, lease_seconds=self.lease_seconds)
+        self._wakeup = asyncio.Event()
+        self._last_claim = 0.0
+        self._running: set[asyncio.Task[None]] = set()
+
+    def notify(self) -> None:
+        """A delivery was stored: look at the queue now rather than at the next poll."""
+        self._wakeup.set()
+
+    def loop(self) -> Loop:
+        """The worker as a supervised loop: a failed claim (the database away) is backed off."""
+        return Loop(
+            "worker",
+            self._step,
+            interval=self.poll_seconds,
+            stuck_after=self.stuck_after,
+            wait=lambda stop: self._idle(stop, self._running),
+            finish=self._finish_running,
+        )
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Process deliveries until `stop` is set; in-flight deliveries finish first."""
+        await self.loop().run(stop)
+
+    async def _step(self, stop: asyncio.Event) -> bool:
+        """Claim what fits; True when more may be claimable at once."""
+        free = self.concurrency - len(self._running)
+        if free:
+            await self._yield_to_intake(stop)
+        self._last_claim = time.monotonic()
+        claimed = await asyncio.to_thread(self.queue.claim, self.services.clock(), free) if free else []
+        for delivery in claimed:
+            task = asyncio.create_task(self.process(delivery), name=f"delivery-{delivery.delivery_id}")
+            self._running.add(task)
+            task.add_done_callback(self._settled)
+        return bool(claimed) and len(self._running) < self.concurrency
+
+    def _settled(self, task: asyncio.Task[None]) -> None:
+        """Forget a finished delivery task; one that raised (its outcome unrecorded) is logged.
+
+        Its lease then expires and the delivery is taken up again.
+        """
+        self._running.discard(task)
+        if not task.cancelled() and (error := task.exception()) is not None:
+            log.error("could not record a delivery's outcome", task=task.get_name(), exc_info=error)
+
+    async def _finish_running(self) -> None:
+        if self._running:
+            await asyncio.gather(*self._running, return_exceptions=True)
+
+    async def _yield_to_intake(self, stop: asyncio.Event) -> None:
+        """Acknowledging comes first: while the intake is saturated, take new work less often.
+
+        The intake and the worker share one process, one interpreter lock and, on SQLite, one
+        database writer. GitHub gives up on a delivery not answered within 10 seconds and
+        does not send it again, while a stored delivery only waits. So while `intake_busy`
+        says deliveries are queueing for a commit, the worker waits (at most `yield_seconds`)
+        before claiming: under a flood it still takes new work several times a second, and
+        at any other time it never waits.
+        """
+        if self.intake_busy is None:
+            return
+        deadline = time.monotonic() + self.yield_seconds
+        while self.intake_busy() and time.monotonic() < deadline and not stop.is_set():
+            await asyncio.sleep(0.005)
+
+    async def _idle(self, stop: asyncio.Event, running: set[asyncio.Task[None]]) -> None:
+        """Wait for a stored delivery, a finished task, stop, or the next poll.
+
+        Under a burst every stored delivery notifies the worker; those notices are coalesced
+        so the queue is looked at no more than once per `claim_gap_seconds`, while a finished
+        task (whose ticket's next delivery may now be claimable) is acted on at once.
+        """
+        wakeup = asyncio.create_task(self._wakeup.wait())
+        stopping = asyncio.create_task(stop.wait())
+        try:
+            done, _ = await asyncio.wait(
+                [wakeup, stopping, *running], timeout=self.poll_seconds, return_when=asyncio.FIRST_COMPLETED
+            )
+            gap = self._last_claim + self.claim_gap_seconds - time.monotonic()
+            if done == {wakeup} and gap > 0:
+                await asyncio.wait([stopping, *running], timeout=gap, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            wakeup.cancel()
+            stopping.cancel()
+        self._wakeup.clear()
+
+    async def process(self, delivery: ClaimedDelivery) -> None:
+        """Run one delivery's handlers and record the outcome on the queue."""
+        started, began = time.perf_counter(), self.services.clock()
+        with structlog.contextvars.bound_contextvars(
+            delivery_id=delivery.delivery_id, github_event=delivery.event, action=delivery.action
+        ):
+            keeper = asyncio.create_task(self._keep_lease(delivery))
+            try:
+                status, note, retry_at = await self._dispatch(delivery)
+            finally:
+                keeper.cancel()
+            now = self.services.clock()
+            if retry_at is not None:
+                status = "retry"
+                kept = await asyncio.to_thread(self.queue.retry, delivery, retry_at, note or "", began)
+            else:
+                kept = await asyncio.to_thread(self.queue.complete, delivery, status, now, note, began)
+            if not kept:
+                log.warning("lease lost before the outcome was recorded; another worker took it over")
+            self.metrics.processed.labels(delivery.event, status).inc()
+            self.metrics.processing_seconds.labels(delivery.event).observe(time.perf_counter() - started)
+
+    async def _keep_lease(self, delivery: ClaimedDelivery) -> None:
+        """Renew the lease while the handlers run, so no other worker takes a live delivery over.
+
+        A renewal the database refuses is logged and tried again at the next beat; the lease
+        only lapses when this process stops renewing it (it died or hangs).
+        """
+        while True:
+            await asyncio.sleep(self.lease_seconds / 3)
+            try:
+                await asyncio.to_thread(self.queue.extend, delivery, self.services.clock())
+            except Exception as error:
+                log.warning("could not renew a delivery's lease", error=str(error))
+
+    async def _dispatch(self, delivery: ClaimedDelivery) -> tuple[str, str | None, float | None]:
+        """(final status, note, retry time): a retry time means "try again then"."""
+        handlers = self.router.handlers_for(delivery.event, delivery.action)
+        if not handlers or delivery.payload is None:
+            return IGNORED, None, None
+        if self._uninstalled(delivery):
+            return IGNORED, "installation removed or suspended", None
+        try:
+            # Decoding is inside: a payload that cannot be read fails its delivery, not the worker.
+            event = WebhookEvent(
+                delivery.delivery_id,
+                delivery.event,
+                delivery.action,
+                delivery.installation_id,
+                orjson.loads(delivery.payload),
+            )
+            for handler in handlers:
+                await handler(event, self.services)
+        except (TransientError, OperationalError) as error:
+            return self._backoff(delivery, error)
+        except Exception as error:
+            log.error("handler failed", exc_info=error)
+            return FAILED, "".join(traceback.format_exception_only(error)).strip(), None
+        log.info("processed")
+        return DONE, None, None
+
+    @staticmethod
+    def _uninstalled(delivery: ClaimedDelivery) -> bool:
+        if delivery.installation_id is None or delivery.event.startswith("installation"):
+            return False
+        return delivery.installation_status in (DELETED, SUSPENDED)
+
+    def _backoff(self, delivery: ClaimedDelivery, error: Exception) -> tuple[str, str | None, float | None]:
+        note = f"{type(error).__name__}: {error}"
+        if delivery.attempt >= self.retry.max_attempts:
+            log.error("giving up after retries", attempts=delivery.attempt, error=note)
+            return FAILED, f"gave up after {delivery.attempt} attempts: {note}", None
+        at = self.services.clock() + self.retry.delay(delivery.attempt)
+        if isinstance(error, TransientError) and error.retry_at is not None:
+            at = max(at, error.retry_at)
+        log.warning(
+            "transient failure; will retry", attempt=delivery.attempt, retry_in=round(at - time.time(), 1)
+        )
+        return "retry", note, at
+
+    async def refresh_gauges(self) -> tuple[int, float]:
+        """Update the queue gauges (on each scrape and health check); return depth and lag."""
+        depth, oldest = await asyncio.to_thread(queue_depth, self.services.database)
+        lag = max(0.0, time.time() - oldest) if oldest else 0.0
+        self.metrics.queue_depth.set(depth)
+        self.metrics.queue_lag.set(lag)
+        return depth, lag

@@ -1,0 +1,128 @@
+"""GitHub's per-installation limits: the "wait until" pause and the spacing of content writes.
+
+`MemoryLimits` keeps them in one process (the CLI, tests of the client alone);
+`SharedLimits` keeps them in the database (`installation_limits`, a row per installation),
+so every `serve` and `worker` process sharing it honours a Retry-After any of them saw,
+and no two processes take the same content-write slot: a slot is claimed by one
+conditional UPDATE, which only one transaction can win.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Protocol
+
+from sqlalchemy import Connection, func, select, update
+from sqlalchemy.dialects import postgresql, sqlite
+
+from app.store.database import Database
+from app.store.tables import InstallationLimitRow, table
+
+limits_table = table(InstallationLimitRow)
+APP = 0  # the row for calls made as the app itself (installation None)
+
+
+class Limits(Protocol):
+    """Where the pause and the next write slot of each installation are kept."""
+
+    async def paused_until(self, installation_id: int | None, now: float) -> float | None:
+        """When the installation's pause lifts, if one is in force at `now`."""
+
+    async def pause(self, installation_id: int | None, until: float) -> None:
+        """GitHub said to wait until `until`: no call for this installation before then."""
+
+    async def claim_write(self, installation_id: int, now: float, spacing: float) -> float | None:
+        """Take the next content-write slot: None when taken (write now), else when to try again."""
+
+
+class MemoryLimits:
+    """The limits of one process, in memory."""
+
+    def __init__(self) -> None:
+        self._paused: dict[int | None, float] = {}
+        self._next_write: dict[int, float] = {}
+
+    async def paused_until(self, installation_id: int | None, now: float) -> float | None:
+        """When the installation's pause lifts, if one is in force at `now`."""
+        until = self._paused.get(installation_id)
+        return until if until is not None and until > now else None
+
+    async def pause(self, installation_id: int | None, until: float) -> None:
+        """GitHub said to wait until `until`."""
+        self._paused[installation_id] = max(until, self._paused.get(installation_id, 0.0))
+
+    async def claim_write(self, installation_id: int, now: float, spacing: float) -> float | None:
+        """Take the next content-write slot, or say when it frees up."""
+        allowed = self._next_write.get(installation_id, 0.0)
+        if now < allowed:
+            return allowed
+        self._next_write[installation_id] = now + spacing
+        return None
+
+
+class SharedLimits:
+    """The limits in the database, shared by every process on it."""
+
+    def __init__(self, database: Database) -> None:
+        self.database = database
+
+    async def paused_until(self, installation_id: int | None, now: float) -> float | None:
+        """When the installation's pause lifts, if one is in force at `now` (one primary-key read)."""
+        until = await asyncio.to_thread(self._read_pause, _row_id(installation_id))
+        return until if until is not None and until > now else None
+
+    async def pause(self, installation_id: int | None, until: float) -> None:
+        """Move the installation's pause forward to `until` (never back)."""
+        await asyncio.to_thread(self._write_pause, _row_id(installation_id), until)
+
+    async def claim_write(self, installation_id: int, now: float, spacing: float) -> float | None:
+        """Take the next content-write slot atomically, or say when it frees up."""
+        return await asyncio.to_thread(self._claim, _row_id(installation_id), now, spacing)
+
+    def _read_pause(self, row_id: int) -> float | None:
+        with self.database.read() as connection:
+            value = connection.execute(
+                select(limits_table.c.paused_until).where(limits_table.c.installation_id == row_id)
+            ).scalar_one_or_none()
+        return None if value is None else float(value)
+
+    def _write_pause(self, row_id: int, until: float) -> None:
+        later = func.max if self.database.is_sqlite else func.greatest
+        with self.database.write() as connection:
+            SharedLimits._ensure(connection, row_id)
+            connection.execute(
+                update(limits_table)
+                .where(limits_table.c.installation_id == row_id)
+                .values(paused_until=later(limits_table.c.paused_until, until))
+            )
+
+    def _claim(self, row_id: int, now: float, spacing: float) -> float | None:
+        with self.database.write() as connection:
+            SharedLimits._ensure(connection, row_id)
+            # The condition is checked again by the UPDATE under the row's lock: of two
+            # processes racing for one slot, the second matches no row and waits.
+            won = connection.execute(
+                update(limits_table)
+                .where(limits_table.c.installation_id == row_id, limits_table.c.next_content_write_at <= now)
+                .values(next_content_write_at=now + spacing)
+            ).rowcount
+            if won:
+                return None
+            allowed = connection.execute(
+                select(limits_table.c.next_content_write_at).where(limits_table.c.installation_id == row_id)
+            ).scalar_one()
+        return float(allowed)
+
+    @staticmethod
+    def _ensure(connection: Connection, row_id: int) -> None:
+        """Create the installation's row unless it exists (a no-op when another process did)."""
+        insert = sqlite.insert if connection.dialect.name == "sqlite" else postgresql.insert
+        connection.execute(
+            insert(limits_table)
+            .values(installation_id=row_id, paused_until=0.0, next_content_write_at=0.0)
+            .on_conflict_do_nothing(index_elements=["installation_id"])
+        )
+
+
+def _row_id(installation_id: int | None) -> int:
+    return APP if installation_id is None else installation_id

@@ -1,0 +1,111 @@
+"""Replies to people, limited per account: a public repository cannot make railyard a spam cannon.
+
+Every reply railyard writes to a person's comment (a refusal, a near-miss hint, `/help`,
+`/status`, a pull request that links no ticket, a budget refusal) takes a slot in the
+`replies` ledger, in the same transaction that enqueues it. An account gets at most
+`REPLIES_PER_WINDOW` replies per repository in `REPLY_WINDOW`; past that its comments get a
+reaction only, which still says "seen".
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from sqlalchemy import Connection, delete, func, insert, select, text
+
+from app.runtime.outbox import Effect, comment, enqueue, reaction
+from app.store.database import Database
+from app.store.tables import ReplyRow, table
+
+REPLY_WINDOW = timedelta(minutes=10)
+REPLIES_PER_WINDOW = 3
+OVER_LIMIT_REACTION = "confused"
+KEPT_FOR = timedelta(days=1)
+
+replies = table(ReplyRow)
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A comment answering one person's comment, written only while the person has replies left."""
+
+    installation_id: int
+    repository: str
+    number: int  # the issue or pull request to answer on
+    comment_id: int  # the comment answered (reacted to when over the limit)
+    actor_id: int
+    kind: str
+    body: str
+
+    @property
+    def key(self) -> str:
+        """One reply per answered comment and kind."""
+        return f"{self.kind}:{self.comment_id}"
+
+
+def enqueue_reply(connection: Connection, reply: Reply, now: float) -> Effect:
+    """Enqueue the reply, or a reaction when the account is over its limit; return which.
+
+    The decision is recorded with the reply's key, so the same comment redelivered gets the
+    same answer whatever happened since.
+    """
+    effect = _comment(reply) if _decide(connection, reply, now) else _reaction(reply)
+    enqueue(connection, [effect], now)
+    return effect
+
+
+def prune_replies(database: Database, now: float) -> int:
+    """Forget replies older than a day: only the last `REPLY_WINDOW` counts (kept longer for audit)."""
+    cutoff = datetime.fromtimestamp(now, UTC) - KEPT_FOR
+    with database.write() as connection:
+        return int(connection.execute(delete(replies).where(replies.c.at < cutoff)).rowcount or 0)
+
+
+def _decide(connection: Connection, reply: Reply, now: float) -> bool:
+    """Whether the reply is written (True) or becomes a reaction, once per key."""
+    _lock_account(connection, reply)
+    held = connection.execute(select(replies.c.reacted).where(replies.c.operation_id == reply.key)).first()
+    if held is not None:
+        return not held.reacted
+    at = datetime.fromtimestamp(now, UTC)
+    recent = connection.execute(
+        select(func.count())
+        .select_from(replies)
+        .where(
+            replies.c.repository == reply.repository.casefold(),
+            replies.c.actor_id == reply.actor_id,
+            replies.c.at >= at - REPLY_WINDOW,
+            replies.c.reacted.is_(False),
+        )
+    ).scalar_one()
+    reacted = recent >= REPLIES_PER_WINDOW
+    connection.execute(
+        insert(replies).values(
+            repository=reply.repository.casefold(),
+            actor_id=reply.actor_id,
+            kind=reply.kind,
+            reacted=reacted,
+            operation_id=reply.key,
+            at=at,
+        )
+    )
+    return not reacted
+
+
+def _lock_account(connection: Connection, reply: Reply) -> None:
+    """On PostgreSQL, one transaction at a time counts an account's replies (SQLite has one writer)."""
+    if connection.dialect.name != "postgresql":
+        return
+    digest = hashlib.sha256(f"replies:{reply.repository.casefold()}:{reply.actor_id}".encode()).digest()
+    key = int.from_bytes(digest[:8], "big", signed=True)
+    connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": key})
+
+
+def _comment(reply: Reply) -> Effect:
+    return comment(reply.installation_id, reply.repository, reply.number, reply.body, reply.key)
+
+
+def _reaction(reply: Reply) -> Effect:
+    return reaction(reply.installation_id, reply.repository, reply.comment_id, OVER_LIMIT_REACTION)

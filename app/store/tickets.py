@@ -1,0 +1,452 @@
+"""The one door through which every handler changes a ticket.
+
+`TicketService.execute(key, change, context)` loads the ticket, lets the core decide,
+and appends the events, the attempts and delivery records they imply, and the
+operation's outcome in one durable transaction that only commits if the ticket's
+revision is still the one it read (optimistic concurrency). An operation id seen
+before returns the stored outcome and writes nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, bindparam, func, insert, select, update
+from sqlalchemy.exc import IntegrityError
+
+from app.runtime.outbox import Effect, enqueue
+from app.store.codec import event_from_row, ticket_from_data, ticket_to_data
+from app.store.database import Database
+from app.store.replies import Reply, enqueue_reply
+from app.store.tables import AttemptRow, DeliveryRecordRow, OperationRow, TicketEventRow, TicketRow, table
+from policies.commands import Command, Context
+from policies.engine import apply_all, decide, observe
+from policies.events import Event, EventType
+from policies.model import Ticket, TicketKey
+from policies.notices import NOTICES, Notice, NoticeContext, decide_notice, notice_name
+from policies.rails import OBSERVATIONS, Observation, ObservationContext, observation_to_data
+from policies.refusals import Refusal, RefusalCode
+
+Change = Command | Observation | Notice
+EffectsFor = Callable[["Outcome"], Sequence["Effect | Reply"]]
+SurfacesFor = Callable[[int, Ticket], Sequence[Effect]]
+"""The writes that show a ticket (status comment, check-runs), given its installation and state."""
+ChangeContext = Context | ObservationContext | NoticeContext
+MAX_CONFLICT_RETRIES = 20
+
+tickets = table(TicketRow)
+events_table = table(TicketEventRow)
+attempts = table(AttemptRow)
+delivery_records = table(DeliveryRecordRow)
+operations = table(OperationRow)
+
+# Statements are built once: building them per call costs more than the fsync.
+_SELECT_OPERATION = select(operations).where(operations.c.operation_id == bindparam("b_operation"))
+_SELECT_TICKET = select(tickets.c.id, tickets.c.revision, tickets.c.snapshot).where(
+    tickets.c.repository == bindparam("b_repository"), tickets.c.number == bindparam("b_number")
+)
+_UPDATE_TICKET = update(tickets).where(
+    tickets.c.id == bindparam("b_id"), tickets.c.revision == bindparam("b_revision")
+)
+_SELECT_ATTEMPT = select(attempts.c.id).where(
+    attempts.c.ticket_id == bindparam("b_ticket"), attempts.c.number == bindparam("b_number")
+)
+
+# The events that open a new attempt (their data carries the attempt number).
+_OPENS_ATTEMPT = {EventType.CLAIMED, EventType.SENT_BACK, EventType.DELIVERED}
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What an operation did: the events it appended, or the refusal it got."""
+
+    operation_id: str
+    ticket: TicketKey
+    revision: int
+    events: tuple[Event, ...] = ()
+    refusal: Refusal | None = None
+    replayed: bool = False
+    shown: Ticket | None = field(default=None, compare=False)  # the state to show, when it changed
+
+    @property
+    def applied(self) -> bool:
+        """Whether the operation changed the ticket."""
+        return self.refusal is None and bool(self.events)
+
+
+@dataclass(frozen=True)
+class RecordedEvent:
+    """An event as stored, with the revision it gave the ticket."""
+
+    revision: int
+    event: Event
+
+
+class _ConflictError(Exception):
+    """Another writer moved the ticket between our read and our write."""
+
+
+def normalize_key(key: TicketKey) -> TicketKey:
+    """Repository names are case-insensitive on GitHub; store one spelling."""
+    return TicketKey(key.repository.casefold(), key.number)
+
+
+class TicketService:
+    """The service function every handler goes through; collaborators are passed in."""
+
+    def __init__(self, database: Database, surfaces: SurfacesFor | None = None) -> None:
+        self.database = database
+        self.surfaces = surfaces
+
+    def execute(
+        self,
+        key: TicketKey,
+        change: Change,
+        context: ChangeContext,
+        *,
+        expected_revision: int | None = None,
+        effects: EffectsFor | None = None,
+        installation_id: int | None = None,
+    ) -> Outcome:
+        """Apply a command or an observation to a ticket, at most once per operation id.
+
+        `effects(outcome)` names the GitHub writes the outcome calls for; they are enqueued
+        in the same transaction, so they exist exactly when the change does, together with the
+        status comment and check-runs that show the new state (through `installation_id`, or
+        the installation that last brought news of the ticket).
+        """
+        key = normalize_key(key)
+        for _ in range(MAX_CONFLICT_RETRIES):
+            try:
+                with self.database.write() as connection:
+                    outcome = self._execute_once(connection, key, change, context, expected_revision)
+                    if effects is not None and not outcome.replayed and not _transient(outcome):
+                        _enqueue_answers(connection, effects(outcome), context.at.timestamp())
+                    if outcome.shown is not None:
+                        self._show(connection, outcome.shown, installation_id, context.at.timestamp())
+                    return outcome
+            except _ConflictError:
+                if expected_revision is not None:
+                    return self._stale(key, context, expected_revision)
+            except IntegrityError:
+                # A concurrent writer created the ticket or stored this operation first:
+                # read again; the stored operation (if any) is then replayed.
+                continue
+        raise RuntimeError(f"{key}: gave up after {MAX_CONFLICT_RETRIES} write conflicts")
+
+    def _show(self, connection: Connection, ticket: Ticket, installation_id: int | None, now: float) -> None:
+        """Remember the installation; enqueue the writes that show the ticket's new state."""
+        where = (tickets.c.repository == ticket.key.repository, tickets.c.number == ticket.key.number)
+        if installation_id is not None:
+            connection.execute(update(tickets).where(*where).values(installation_id=installation_id))
+        else:
+            installation_id = connection.execute(select(tickets.c.installation_id).where(*where)).scalar()
+        if self.surfaces is not None and installation_id is not None:
+            enqueue(connection, self.surfaces(installation_id, ticket), now)
+
+    def _execute_once(
+        self,
+        connection: Connection,
+        key: TicketKey,
+        change: Change,
+        context: ChangeContext,
+        expected_revision: int | None,
+    ) -> Outcome:
+        stored = _stored_outcome(connection, context.operation_id)
+        if stored is not None:
+            return stored
+        row = connection.execute(_SELECT_TICKET, _key_params(key)).first()
+        ticket = ticket_from_data(key, row.revision, row.snapshot) if row else Ticket(key)
+        if expected_revision is not None and ticket.revision != expected_revision:
+            return self._stale(key, context, expected_revision, ticket.revision)
+        decision = _decide(ticket, change, context)
+        if isinstance(decision, Refusal):
+            # Only commands have an outcome worth replaying; observations are deduplicated by the rails.
+            if not decision.transient and isinstance(context, Context):
+                ticket_id = row.id if row else None
+                _record_operation(
+                    connection, key, ticket_id, change, context, ticket.revision, refusal=decision
+                )
+            # A broken config file is shown on the status comment until it is fixed.
+            shown = ticket if decision.code is RefusalCode.CONFIG_ERROR and ticket.exists else None
+            return Outcome(context.operation_id, key, ticket.revision, refusal=decision, shown=shown)
+        if not decision:
+            return Outcome(context.operation_id, key, ticket.revision)
+        after = apply_all(ticket, decision)
+        ticket_id = _save_ticket(connection, row.id if row else None, ticket, after, context)
+        _append(connection, ticket_id, ticket, decision)
+        _record_operation(connection, key, ticket_id, change, context, after.revision, ticket.revision + 1)
+        return Outcome(context.operation_id, key, after.revision, events=decision, shown=after)
+
+    def _stale(
+        self, key: TicketKey, context: ChangeContext, expected: int, actual: int | None = None
+    ) -> Outcome:
+        now = f"; it is now at revision {actual}" if actual is not None else ""
+        refusal = Refusal(
+            RefusalCode.STALE_REVISION,
+            f"{key} changed since revision {expected} was read{now}.",
+            "Read the ticket again and retry.",
+            transient=True,
+        )
+        return Outcome(context.operation_id, key, actual if actual is not None else expected, refusal=refusal)
+
+    def load(self, key: TicketKey) -> Ticket | None:
+        """The ticket as of its latest revision, or None when the issue is not a ticket."""
+        key = normalize_key(key)
+        with self.database.read() as connection:
+            row = connection.execute(_SELECT_TICKET, _key_params(key)).first()
+        return ticket_from_data(key, row.revision, row.snapshot) if row else None
+
+    def history(self, key: TicketKey) -> list[RecordedEvent]:
+        """The ticket's event log, oldest first."""
+        key = normalize_key(key)
+        with self.database.read() as connection:
+            rows = connection.execute(
+                select(events_table)
+                .join(tickets, tickets.c.id == events_table.c.ticket_id)
+                .where(tickets.c.repository == key.repository, tickets.c.number == key.number)
+                .order_by(events_table.c.revision)
+            ).mappings()
+            return [RecordedEvent(row["revision"], event_from_row(dict(row))) for row in rows]
+
+    def commands_since(self, repository: str, actor_id: int, since: datetime) -> int:
+        """How many commands the account `actor_id` ran in `repository` since `since`."""
+        with self.database.read() as connection:
+            return int(
+                connection.execute(
+                    select(func.count())
+                    .select_from(operations)
+                    .where(
+                        operations.c.repository == repository.casefold(),
+                        operations.c.actor_id == actor_id,
+                        operations.c.at >= since,
+                        operations.c.change.like("/%"),
+                    )
+                ).scalar_one()
+            )
+
+    def refusals(self, key: TicketKey) -> list[dict[str, Any]]:
+        """Refused commands on the ticket (issue), oldest first: the `command_rejected` audit."""
+        key = normalize_key(key)
+        with self.database.read() as connection:
+            rows = connection.execute(
+                select(operations)
+                .where(
+                    operations.c.repository == key.repository,
+                    operations.c.number == key.number,
+                    operations.c.outcome == "refused",
+                )
+                .order_by(operations.c.at, operations.c.operation_id)
+            ).mappings()
+            return [dict(row) for row in rows]
+
+
+def _enqueue_answers(connection: Connection, answers: Sequence[Effect | Reply], now: float) -> None:
+    """Effects as they are; replies to a person only while the person has replies left."""
+    for answer in answers:
+        if isinstance(answer, Reply):
+            enqueue_reply(connection, answer, now)
+        else:
+            enqueue(connection, [answer], now)
+
+
+def _key_params(key: TicketKey) -> dict[str, Any]:
+    return {"b_repository": key.repository, "b_number": key.number}
+
+
+def _transient(outcome: Outcome) -> bool:
+    return outcome.refusal is not None and outcome.refusal.transient
+
+
+def _decide(ticket: Ticket, change: Change, context: ChangeContext) -> tuple[Event, ...] | Refusal:
+    if isinstance(change, OBSERVATIONS) and isinstance(context, ObservationContext):
+        return observe(ticket, change, context)
+    if isinstance(change, NOTICES) and isinstance(context, NoticeContext):
+        return decide_notice(ticket, change, context)
+    if not isinstance(change, OBSERVATIONS + NOTICES) and isinstance(context, Context):
+        return decide(ticket, change, context)
+    raise TypeError(f"{type(change).__name__} cannot run with {type(context).__name__}")
+
+
+def _change_name(change: Change) -> str:
+    if isinstance(change, OBSERVATIONS):
+        return f"observation:{observation_to_data(change)['kind']}"
+    if isinstance(change, NOTICES):
+        return notice_name(change)
+    return f"/{change.name.value}"
+
+
+def _stored_outcome(connection: Connection, operation_id: str) -> Outcome | None:
+    op = connection.execute(_SELECT_OPERATION, {"b_operation": operation_id}).first()
+    if op is None:
+        return None
+    stored_key = TicketKey(op.repository, op.number)
+    if op.outcome == "refused":
+        refusal = Refusal(RefusalCode(op.refusal_code), op.refusal_reason or "", op.refusal_hint or "")
+        return Outcome(operation_id, stored_key, op.revision, refusal=refusal, replayed=True)
+    rows = connection.execute(
+        select(events_table)
+        .where(events_table.c.ticket_id == op.ticket_id, events_table.c.operation_id == operation_id)
+        .order_by(events_table.c.revision)
+    ).mappings()
+    events = tuple(event_from_row(dict(row)) for row in rows)
+    return Outcome(operation_id, stored_key, op.revision, events=events, replayed=True)
+
+
+def _save_ticket(
+    connection: Connection, ticket_id: int | None, before: Ticket, after: Ticket, context: ChangeContext
+) -> int:
+    values = {
+        "revision": after.revision,
+        "work": after.work.value if after.work else None,
+        "integration": after.rails.integration.value,
+        "deployment": after.rails.deployment.value,
+        "snapshot": ticket_to_data(after),
+        "updated_at": context.at,
+    }
+    if ticket_id is None:
+        created = connection.execute(
+            insert(tickets),
+            {
+                "repository": after.key.repository,
+                "number": after.key.number,
+                "created_at": context.at,
+                **values,
+            },
+        )
+        new_id = created.inserted_primary_key
+        assert new_id is not None
+        return int(new_id[0])
+    moved = connection.execute(_UPDATE_TICKET, {"b_id": ticket_id, "b_revision": before.revision, **values})
+    if moved.rowcount != 1:
+        raise _ConflictError
+    return ticket_id
+
+
+def _append(connection: Connection, ticket_id: int, before: Ticket, events: Sequence[Event]) -> None:
+    """Append the events, and the attempts and delivery records they imply."""
+    attempt_ids: dict[int, int] = {}
+    attempt = before.attempt
+    for offset, event in enumerate(events, start=1):
+        connection.execute(
+            insert(events_table),
+            {
+                "ticket_id": ticket_id,
+                "revision": before.revision + offset,
+                "type": event.type.value,
+                "actor": event.actor,
+                "actor_id": event.actor_id,
+                "role": event.role,
+                "at": event.at,
+                "operation_id": event.operation_id,
+                "policy_version": event.policy_version,
+                "data": dict(event.data),
+            },
+        )
+        if event.type in _OPENS_ATTEMPT and event.data["attempt"] > attempt:
+            attempt = event.data["attempt"]
+            attempt_ids[attempt] = _open_attempt(connection, ticket_id, before, event)
+        if event.type is EventType.DELIVERED:
+            attempt_id = attempt_ids.get(event.data["attempt"]) or _attempt_id(
+                connection, ticket_id, event.data["attempt"]
+            )
+            _record_delivery(connection, ticket_id, attempt_id, event)
+
+
+def _open_attempt(connection: Connection, ticket_id: int, before: Ticket, event: Event) -> int:
+    if event.type is EventType.SENT_BACK:
+        runner, runner_id = event.data["runner"], event.data.get("runner_id")
+    else:
+        runner, runner_id = event.actor, event.actor_id
+    result = connection.execute(
+        insert(attempts),
+        {
+            "ticket_id": ticket_id,
+            "number": event.data["attempt"],
+            "runner": runner,
+            "runner_id": runner_id,
+            "opened_by": event.type.value,
+            "check_in_minutes": event.data.get("check_in_minutes", before.check_in_minutes),
+            "branch": event.data.get("branch", before.attempt_branch),
+            "operation_id": event.operation_id,
+            "opened_at": event.at,
+        },
+    )
+    key = result.inserted_primary_key
+    assert key is not None
+    return int(key[0])
+
+
+def _attempt_id(connection: Connection, ticket_id: int, number: int) -> int:
+    return int(connection.execute(_SELECT_ATTEMPT, {"b_ticket": ticket_id, "b_number": number}).scalar_one())
+
+
+def _record_delivery(connection: Connection, ticket_id: int, attempt_id: int, event: Event) -> None:
+    data = event.data
+    comment_at = data["comment_at"]
+    connection.execute(
+        insert(delivery_records),
+        {
+            "ticket_id": ticket_id,
+            "attempt_id": attempt_id,
+            "attempt": data["attempt"],
+            "runner": event.actor,
+            "runner_id": event.actor_id,
+            "summary": data["summary"],
+            "branch": data["branch"],
+            "commit_sha": data["commit"],
+            "pull_request": data["pull_request"],
+            "artifacts": list(data["artifacts"]),
+            "comment_id": data["comment_id"],
+            "comment_at": _parse(comment_at),
+            "operation_id": event.operation_id,
+            "policy_version": event.policy_version,
+            "created_at": event.at,
+        },
+    )
+
+
+def _parse(text: str | None) -> datetime | None:
+    return datetime.fromisoformat(text) if text else None
+
+
+def _actor(context: ChangeContext) -> tuple[str, int | None]:
+    if isinstance(context, Context):
+        return context.actor.login, context.actor.id
+    return context.actor, context.actor_id
+
+
+def _record_operation(
+    connection: Connection,
+    key: TicketKey,
+    ticket_id: int | None,
+    change: Change,
+    context: ChangeContext,
+    revision: int,
+    first_revision: int | None = None,
+    refusal: Refusal | None = None,
+) -> None:
+    """The operation's outcome, replayed when the same operation id comes again."""
+    connection.execute(
+        insert(operations),
+        {
+            "operation_id": context.operation_id,
+            "repository": key.repository,
+            "number": key.number,
+            "ticket_id": ticket_id,
+            "change": _change_name(change),
+            "actor": _actor(context)[0],
+            "actor_id": _actor(context)[1],
+            "outcome": "refused" if refusal else "applied",
+            "revision": revision,
+            "first_revision": first_revision,
+            "refusal_code": refusal.code.value if refusal else None,
+            "refusal_reason": refusal.reason if refusal else None,
+            "refusal_hint": refusal.hint if refusal else None,
+            "policy_version": context.policy_version,
+            "at": context.at,
+        },
+    )

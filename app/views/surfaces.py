@@ -1,0 +1,182 @@
+"""The surfaces that show a ticket on GitHub: its status comment and its PRs' check-runs.
+
+Every change to a ticket enqueues both through the outbox (`TicketService` calls
+`surfaces_for` in the change's transaction). The effects are coalescing: they carry only
+which comment or which commit, and the renderers here read the latest state when the outbox
+writes, so a burst of changes becomes one write per surface.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import select
+
+from app.github.config import LoadedConfig, UnlinkedConclusion
+from app.github.roles import CannotVerify, RoleResolver
+from app.runtime.outbox import Effect, Renderer, effects_table, enqueue
+from app.store.pulls import PullRequest, stored_pull
+from app.views.render import StatusView, render_check_summary, render_status_comment
+from policies.checks import CHECK_NAME, Linked, Verdict, verdict
+from policies.model import Ticket, TicketKey
+from policies.states import Role
+
+if TYPE_CHECKING:
+    from app.bootstrap import Services
+
+STATUS_COMMENT, CHECK_RUN = "status_comment", "check_run"
+_MERGE_QUEUE_REF = re.compile(r"gh-readonly-queue/.+/pr-(\d+)-[0-9a-f]+$")
+
+
+def status_key(repository: str, number: int) -> str:
+    """The dedupe key of a ticket's one status comment."""
+    return f"status:{repository.casefold()}#{number}"
+
+
+def status_comment(installation_id: int, repository: str, number: int) -> Effect:
+    """Write (create once, then edit) the ticket's status comment from its latest state."""
+    key = status_key(repository, number)
+    return Effect(STATUS_COMMENT, installation_id, repository, key, {"number": number}, coalesce=True)
+
+
+def check_run(
+    installation_id: int, repository: str, pull: int, head_sha: str, *, merge_group: bool = False
+) -> Effect:
+    """Write the `railyard` check on one commit of a PR (its head, or a merge-queue commit)."""
+    key = f"check:{repository.casefold()}:{pull}:{head_sha}"
+    payload = {"pull_request": pull, "head_sha": head_sha, "merge_group": merge_group}
+    return Effect(CHECK_RUN, installation_id, repository, key, payload, coalesce=True)
+
+
+def surfaces_for(installation_id: int, ticket: Ticket) -> list[Effect]:
+    """The status comment, and the check on the head of every PR that links the ticket."""
+    repository = ticket.key.repository
+    effects = [status_comment(installation_id, repository, ticket.key.number)]
+    for pr in sorted(ticket.rails.pull_requests.values(), key=lambda p: p.number):
+        if pr.head_sha and (pr.merged_while_linked or (pr.linked and pr.open)):
+            effects.append(check_run(installation_id, repository, pr.number, pr.head_sha))
+    return effects
+
+
+def show(services: Services, effect: Effect) -> None:
+    """Enqueue one surface outside a ticket change (a PR's check, `/status`, a merge-queue commit)."""
+    with services.database.write() as connection:
+        enqueue(connection, [effect], services.clock())
+
+
+def merge_queue_pull(head_ref: str | None) -> int | None:
+    """The PR a merge-queue branch (`gh-readonly-queue/main/pr-34-<sha>`) was made for."""
+    found = _MERGE_QUEUE_REF.search(head_ref or "")
+    return int(found.group(1)) if found else None
+
+
+class Surfaces:
+    """Renders the two surfaces from the latest state, for the outbox (text in `app.views.render`)."""
+
+    def __init__(self, services: Services) -> None:
+        self.services = services
+
+    def renderers(self) -> dict[str, Renderer]:
+        """The outbox renderers, by effect kind."""
+        return {STATUS_COMMENT: self.status_comment, CHECK_RUN: self.check_run}
+
+    async def status_comment(self, row: Mapping[str, Any]) -> Mapping[str, Any] | None:
+        """The comment's body now; None when the issue is not (or no longer) a ticket."""
+        number = int(row["payload"]["number"])
+        view = await self._view(row["installation_id"], row["repository"], number)
+        if view is None:
+            return None
+        return {"number": number, "body": render_status_comment(view)}
+
+    async def check_run(self, row: Mapping[str, Any]) -> Mapping[str, Any] | None:
+        """The check's conclusion, title and summary for the PR's tickets at this commit."""
+        installation, repository = row["installation_id"], row["repository"]
+        pull, head_sha = int(row["payload"]["pull_request"]), str(row["payload"]["head_sha"])
+        stored = await asyncio.to_thread(stored_pull, self.services.database, repository, pull)
+        numbers = sorted(stored[1]) if stored else []
+        loaded = await self._config(installation, repository)
+        tickets = [Linked(n, await self._load(repository, n)) for n in numbers]
+        # A merge-queue commit carries the PR's work: judge it by what was accepted at the PR's head.
+        judged_at = stored[0].head_sha if row["payload"].get("merge_group") and stored else head_sha
+        result = verdict(
+            judged_at,
+            tickets,
+            unlinked_passes=loaded.config.checks.unlinked is UnlinkedConclusion.SUCCESS,
+            author_only_runner=await self._only_runner(installation, repository, stored, loaded),
+        )
+        bodies = [await self._linked_body(installation, repository, n) for n in numbers]
+        return _check_payload(head_sha, result, bodies, next((link for link, _ in bodies if link), None))
+
+    async def _linked_body(self, installation: int, repository: str, number: int) -> tuple[str, str | None]:
+        view = await self._view(installation, repository, number)
+        link = await asyncio.to_thread(self._status_link, repository, number)
+        return link or "", render_status_comment(view) if view else None
+
+    async def _view(self, installation: int, repository: str, number: int) -> StatusView | None:
+        key = TicketKey(repository, number)
+        ticket = await self._load(repository, number)
+        if ticket is None or not ticket.exists:
+            return None
+        history = await asyncio.to_thread(self.services.tickets.history, key)
+        loaded = await self._config(installation, repository)
+        return StatusView(
+            ticket,
+            tuple(recorded.event for recorded in history),
+            config_error=loaded.error,
+            issue_closed=ticket.closed,
+        )
+
+    async def _load(self, repository: str, number: int) -> Ticket | None:
+        return await asyncio.to_thread(self.services.tickets.load, TicketKey(repository, number))
+
+    async def _config(self, installation: int, repository: str) -> LoadedConfig:
+        assert self.services.configs is not None
+        return await self.services.configs.load(installation, repository)
+
+    async def _only_runner(
+        self,
+        installation: int,
+        repository: str,
+        stored: tuple[PullRequest, set[int]] | None,
+        loaded: LoadedConfig,
+    ) -> bool:
+        """Whether the PR's author holds the runner role and no other (only asked of unlinked PRs)."""
+        if stored is None or stored[0].author is None or stored[1] or self.services.github is None:
+            return False
+        author = stored[0].author
+        resolver = RoleResolver(self.services.github, installation, repository)
+        try:
+            return await resolver.roles(author, loaded.config) == frozenset({Role.RUNNER})
+        except CannotVerify:
+            return True  # never pass a PR on roles railyard could not check
+
+    def _status_link(self, repository: str, number: int) -> str | None:
+        """The status comment's address, once it has been written."""
+        with self.services.database.read() as connection:
+            result = connection.execute(
+                select(effects_table.c.result).where(
+                    effects_table.c.dedupe_key == status_key(repository, number)
+                )
+            ).scalar()
+        return (result or {}).get("html_url")
+
+
+def _check_payload(
+    head_sha: str, result: Verdict, bodies: Sequence[tuple[str, str | None]], link: str | None
+) -> dict[str, Any]:
+    payload: dict[str, Any] = {
+        "name": CHECK_NAME,
+        "head_sha": head_sha,
+        "status": "completed",
+        "conclusion": result.conclusion.value,
+        "output": {
+            "title": result.title[:250],
+            "summary": render_check_summary(result, bodies),
+        },
+    }
+    if link:
+        payload["details_url"] = link
+    return payload

@@ -1,0 +1,314 @@
+"""Setup mode: register the GitHub App from `app.yml` and save its credentials to `.env`.
+
+`railyard serve` without credentials prints a one-time URL (`/?token=...`). That page posts
+the manifest, with a fresh `state`, to GitHub's new-app page; GitHub sends the browser back to
+`/setup/callback?code=...&state=...`; the code is exchanged at
+`POST /app-manifests/{code}/conversions` (no authentication: the code is the credential) and
+the app's id, private key and webhook secret are written to `.env` with mode 0600. After that
+the token stops working and the page says to restart the server. Nothing is written on error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import html
+import re
+import secrets
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+import orjson
+import structlog
+from aiohttp import web
+from cryptography.hazmat.primitives import serialization
+
+from app.github.client import API_VERSION, ENDPOINTS
+from app.settings import Settings
+from app.web.answers import guarded
+from app.web.envfile import update_env_file
+from app.web.manifest import ManifestError, load_manifest, manifest_for, registration_url
+
+log = structlog.get_logger(__name__)
+
+_CODE = re.compile(r"^[A-Za-z0-9_-]{1,200}$")
+_OUTSTANDING_STATES = 20
+
+
+class SetupError(Exception):
+    """A registration step failed; `status` is the page's HTTP status, the message says why."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+@dataclass
+class SetupFlow:
+    """One server's setup mode: its one-time token, the states it issued, where `.env` goes."""
+
+    settings: Settings
+    manifest: dict[str, Any]
+    token: str = field(default_factory=lambda: secrets.token_urlsafe(32))
+    env_path: Path = field(default_factory=lambda: Path.cwd() / ".env")
+    timeout: float = 15.0
+    saved: bool = False
+    states: deque[str] = field(default_factory=lambda: deque(maxlen=_OUTSTANDING_STATES))
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+    def token_matches(self, given: str) -> bool:
+        """Whether `given` is the token, compared in constant time; never once credentials are saved."""
+        return not self.saved and hmac.compare_digest(given.encode(), self.token.encode())
+
+    def issue_state(self) -> str:
+        """A fresh `state` for one registration form (the oldest is forgotten past a few)."""
+        state = secrets.token_urlsafe(24)
+        self.states.append(state)
+        return state
+
+    def state_known(self, given: str) -> bool:
+        """Whether `given` is a state this server issued, each compared in constant time."""
+        matches = [hmac.compare_digest(given.encode(), state.encode()) for state in self.states]
+        return any(matches)
+
+
+SETUP: web.AppKey[SetupFlow] = web.AppKey("setup", SetupFlow)
+
+
+def add_setup_routes(app: web.Application, flow: SetupFlow) -> None:
+    """Serve the setup page at `/` and GitHub's redirect back at `/setup/callback`."""
+    app[SETUP] = flow
+    app.router.add_get("/", guarded(setup_page))
+    app.router.add_get("/setup/callback", guarded(setup_callback))
+
+
+def start_setup(settings: Settings, token: str | None = None, env_path: Path | None = None) -> SetupFlow:
+    """The setup flow for `settings`, with `app.yml` loaded (ManifestError if it cannot be)."""
+    flow = SetupFlow(settings, load_manifest())
+    if token is not None:
+        flow.token = token
+    if env_path is not None:
+        flow.env_path = env_path
+    return flow
+
+
+async def setup_page(request: web.Request) -> web.Response:
+    """The registration form, for the holder of the one-time token only."""
+    flow = request.app[SETUP]
+    if flow.saved:
+        return _already_saved()
+    if not flow.token_matches(request.query.get("token", "")):
+        return _page(
+            403,
+            "Setup link required",
+            "<p>railyard is in setup mode. Open the one-time link that <code>railyard serve</code> "
+            "printed when it started (it ends in <code>?token=…</code>).</p>",
+        )
+    if not flow.settings.public_url:
+        return _page(200, "Set PUBLIC_URL first", _PUBLIC_URL_NEEDED)
+    organization = request.query.get("org", "").strip() or None
+    try:
+        action = registration_url(flow.settings.github_api_url, flow.issue_state(), organization)
+    except ManifestError as error:
+        return _page(400, "Not an organization name", f"<p>{_e(str(error))}</p>")
+    return _page(200, "Register railyard on GitHub", _form(flow, action, organization))
+
+
+async def setup_callback(request: web.Request) -> web.Response:
+    """Exchange GitHub's code for the app's credentials and save them to `.env`."""
+    flow = request.app[SETUP]
+    async with flow.lock:  # one exchange at a time, so credentials are saved at most once
+        if flow.saved:
+            return _already_saved()
+        if not flow.state_known(request.query.get("state", "")):
+            return _page(403, "Unknown registration", _WRONG_STATE)
+        try:
+            app_data, values = await register(flow, request.query.get("code", ""))
+        except SetupError as error:
+            return _page(error.status, "Registration not finished", f"<p>{_e(error.message)}</p>")
+        flow.saved = True
+        flow.states.clear()
+    log.info("github app registered", app_id=app_data.get("id"), slug=app_data.get("slug"))
+    return _page(200, "railyard is registered", _next_steps(flow, app_data, values))
+
+
+async def register(flow: SetupFlow, code: str) -> tuple[dict[str, Any], dict[str, str]]:
+    """GitHub's answer for `code` and the values saved from it to `flow.env_path`."""
+    app_data = await exchange_code(flow.settings.github_api_url, code, flow.timeout)
+    values = credentials(app_data)
+    try:
+        await asyncio.to_thread(update_env_file, flow.env_path, values)
+    except OSError as error:
+        raise SetupError(500, f"Writing {flow.env_path} failed: {error.strerror or error}.") from None
+    return app_data, values
+
+
+async def exchange_code(api_url: str, code: str, timeout: float = 15.0) -> dict[str, Any]:
+    """GitHub's answer to `POST /app-manifests/{code}/conversions`: the new app and its secrets."""
+    if not _CODE.match(code):
+        raise SetupError(400, "GitHub's redirect carried no usable code. Start again from the setup link.")
+    path = ENDPOINTS["create_app_from_manifest"].path.format(code=quote(code, safe=""))
+    headers = {"Accept": "application/vnd.github+json", "X-GitHub-Api-Version": API_VERSION}
+    try:
+        async with httpx.AsyncClient(timeout=timeout) as client:
+            response = await client.post(api_url.rstrip("/") + path, headers=headers)
+    except httpx.HTTPError as error:
+        raise SetupError(
+            502,
+            f"GitHub could not be reached at {api_url} ({type(error).__name__}). Nothing was saved; "
+            "reload this page to try again (the code stays valid for an hour).",
+        ) from None
+    return _conversion(response)
+
+
+def _conversion(response: httpx.Response) -> dict[str, Any]:
+    if response.status_code in (404, 422):
+        raise SetupError(
+            400,
+            f"GitHub did not accept the registration code ({_github_message(response)}): codes are "
+            "used once and expire after an hour. Nothing was saved; start again from the setup link.",
+        )
+    if response.status_code != 201:
+        raise SetupError(
+            502,
+            f"GitHub answered {response.status_code} ({_github_message(response)}). Nothing was saved; "
+            "reload this page to try again.",
+        )
+    try:
+        body = response.json()
+    except ValueError:
+        body = None
+    if not isinstance(body, dict):
+        raise SetupError(502, "GitHub's answer was not a JSON object. Nothing was saved.")
+    return body
+
+
+def credentials(app_data: dict[str, Any]) -> dict[str, str]:
+    """The `.env` values from GitHub's answer: APP_ID, PRIVATE_KEY and, if given, WEBHOOK_SECRET."""
+    app_id, pem, secret = app_data.get("id"), app_data.get("pem"), app_data.get("webhook_secret")
+    if not isinstance(app_id, int) or not isinstance(pem, str):
+        raise SetupError(502, "GitHub's answer lacked the app's id or private key. Nothing was saved.")
+    try:
+        serialization.load_pem_private_key(pem.encode(), password=None)
+    except (ValueError, TypeError):
+        raise SetupError(502, "GitHub's answer held no usable private key. Nothing was saved.") from None
+    values = {"APP_ID": str(app_id), "PRIVATE_KEY": pem}
+    if isinstance(secret, str) and secret:
+        values["WEBHOOK_SECRET"] = secret
+    return values
+
+
+def _github_message(response: httpx.Response) -> str:
+    try:
+        body = response.json()
+    except ValueError:
+        return response.reason_phrase or "no message"
+    message = body.get("message") if isinstance(body, dict) else None
+    return str(message)[:200] if message else response.reason_phrase or "no message"
+
+
+def _e(text: str) -> str:
+    return html.escape(text, quote=True)
+
+
+_PUBLIC_URL_NEEDED = (
+    "<p>GitHub needs to know where to send webhooks and where to send you back after registering. "
+    "Set <code>PUBLIC_URL</code> (in the environment or in <code>.env</code>) to the address at which "
+    "GitHub reaches this server, for example <code>https://railyard.example.com</code>, then restart "
+    "<code>railyard serve</code> and open the new link it prints.</p>"
+)
+_WRONG_STATE = (
+    "<p>This registration was not started from this server's setup page (its <code>state</code> "
+    "does not match one the page issued), or the server was restarted since. Nothing was saved. "
+    "Start again from the setup link that <code>railyard serve</code> printed.</p>"
+)
+
+
+def _form(flow: SetupFlow, action: str, organization: str | None) -> str:
+    manifest = manifest_for(flow.settings.public_url or "", flow.manifest)
+    permissions = "".join(
+        f"<li><code>{_e(name)}</code>: {_e(level)}</li>"
+        for name, level in manifest["default_permissions"].items()
+    )
+    events = ", ".join(f"<code>{_e(event)}</code>" for event in manifest["default_events"])
+    owner = f"the organization <strong>{_e(organization)}</strong>" if organization else "your account"
+    return f"""
+<p>This registers a new GitHub App for {owner} from <code>app.yml</code>. GitHub will show you
+the app before creating it; its webhooks will go to <code>{_e(manifest["hook_attributes"]["url"])}</code>.</p>
+<h2>Permissions</h2><ul>{permissions}</ul>
+<h2>Events</h2><p>{events}</p>
+<form method="post" action="{_e(action)}">
+  <input type="hidden" name="manifest" value="{_e(orjson.dumps(manifest).decode())}">
+  <button type="submit" id="register">Register on GitHub</button>
+</form>
+<h2>Register for an organization instead</h2>
+<form method="get" action="/">
+  <input type="hidden" name="token" value="{_e(flow.token)}">
+  <label>Organization
+    <input name="org" value="{_e(organization or "")}" pattern="[A-Za-z0-9][A-Za-z0-9\\-]*"></label>
+  <button type="submit">Use this organization</button>
+</form>"""
+
+
+def _next_steps(flow: SetupFlow, app_data: dict[str, Any], values: dict[str, str]) -> str:
+    name, html_url = str(app_data.get("name") or "railyard"), str(app_data.get("html_url") or "")
+    install = (
+        f'<a href="{_e(html_url)}/installations/new">{_e(html_url)}/installations/new</a>'
+        if html_url.startswith(("https://", "http://"))
+        else "the app's page on GitHub"
+    )
+    missing = (
+        ""
+        if "WEBHOOK_SECRET" in values
+        else "<p><strong>GitHub returned no webhook secret:</strong> set one in the app's settings "
+        "and add it to <code>.env</code> as <code>WEBHOOK_SECRET</code>.</p>"
+    )
+    return f"""
+<p>GitHub created the app <strong>{_e(name)}</strong> (id {_e(values["APP_ID"])}). Its id, private key
+and webhook secret are saved in <code>{_e(str(flow.env_path))}</code>, readable only by you.</p>{missing}
+<ol>
+  <li>Restart <code>railyard serve</code>: it reads <code>.env</code> at start and leaves setup mode.</li>
+  <li>Install the app on the repositories it should track: {install}.</li>
+</ol>
+<p>This setup link no longer works.</p>"""
+
+
+def _already_saved() -> web.Response:
+    # Anyone may see this page, so it names no path: only the operator needs to know it.
+    return _page(
+        404,
+        "Setup is finished",
+        "<p>The app's credentials are saved. Restart <code>railyard serve</code> to use them.</p>",
+    )
+
+
+def _page(status: int, title: str, body: str) -> web.Response:
+    """An HTML page with no external assets; the token in its URL never leaks as a Referer."""
+    document = (
+        '<!doctype html><html lang="en"><head><meta charset="utf-8">'
+        f"<title>railyard · {_e(title)}</title>"
+        "<style>body{font-family:system-ui,sans-serif;max-width:46rem;margin:2rem auto;padding:0 1rem;"
+        "line-height:1.5}code{background:#f3f3f3;padding:0 .2em}</style>"
+        f"</head><body><h1>{_e(title)}</h1>{body}</body></html>"
+    )
+    return web.Response(status=status, text=document, content_type="text/html", headers=_SECURITY_HEADERS)
+
+
+_SECURITY_HEADERS = {
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-store",
+    "X-Content-Type-Options": "nosniff",
+    "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'; "
+    "base-uri 'none'",
+}
+
+
+def setup_url(settings: Settings, flow: SetupFlow) -> str:
+    """The one-time link to print at start (a wildcard HOST is shown as 127.0.0.1)."""
+    host = "127.0.0.1" if settings.host in ("0.0.0.0", "::", "") else settings.host  # noqa: S104
+    return f"http://{host}:{settings.port}/?token={flow.token}"
