@@ -1,63 +1,92 @@
-"""The collaborators handlers receive, built once per process by `create_services`."""
+"""The one place that wires: the adapters behind the handlers' ports, and the loops every process
+runs (`railyard serve` and `railyard worker` build theirs here, the same way).
+"""
 
 from __future__ import annotations
 
-import base64
 import time
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import Any, NoReturn
 
 from app.github.ancestry import Ancestry
-from app.github.client import GitHubClient, NotFound
-from app.github.config import CONFIG_PATH, ConfigLoader, RepoFile
+from app.github.client import GitHubClient
+from app.github.config import ConfigLoader
+from app.github.reads import ConfigsAdapter, GitHubReadsAdapter, RolesAdapter, config_fetcher
+from app.runtime.metrics import Metrics
+from app.runtime.outbox import Outbox
+from app.runtime.worker import Worker
 from app.store.database import Database
 from app.store.tickets import TicketService
-from app.views.surfaces import surfaces_for
+from app.store.unit import SqlStore
+from app.views.answers import render
+from app.views.surfaces import Surfaces, surfaces_for
+from handlers.ports import Clock, Services
+from handlers.routing import Router
 
 
-@dataclass(frozen=True)
-class Services:
-    """Everything a handler may use; passed in, never imported as a global."""
+class _Unwired:
+    """Stands for GitHub in a process without app credentials: any use fails the delivery, loudly."""
+
+    def __init__(self, what: str) -> None:
+        self._what = what
+
+    def __getattr__(self, name: str) -> Any:
+        return self._fail
+
+    def _fail(self, *args: object, **kwargs: object) -> NoReturn:
+        raise RuntimeError(f"{self._what} is not available: set APP_ID, PRIVATE_KEY and WEBHOOK_SECRET")
+
+
+@dataclass
+class Shell:
+    """One process's adapters: the database and the ticket store, GitHub, the config loader."""
 
     database: Database
-    tickets: TicketService
-    clock: Callable[[], float] = field(default=time.time)
+    clock: Clock = time.time
     github: GitHubClient | None = None
-    configs: ConfigLoader | None = None
     app_id: int | None = None
-    ancestry: Ancestry | None = None
+    tickets: TicketService = field(init=False)
+    loader: ConfigLoader | None = field(init=False)
+    store: SqlStore = field(init=False)
+    ports: Services = field(init=False)
 
+    def __post_init__(self) -> None:
+        self.tickets = TicketService(self.database, surfaces=surfaces_for)
+        self.store = SqlStore(self.database, render=render, surfaces=surfaces_for, clock=self.clock)
+        github = self.github
+        self.loader = ConfigLoader(config_fetcher(github)) if github is not None else None
+        unwired: Any = _Unwired("GitHub")
+        self.ports = Services(
+            store=self.store,
+            github=GitHubReadsAdapter(github) if github is not None else unwired,
+            configs=ConfigsAdapter(self.loader) if self.loader is not None else unwired,
+            roles=RolesAdapter(github) if github is not None else unwired,
+            ancestry=Ancestry(github) if github is not None else unwired,
+            app_id=self.app_id if self.app_id is not None else 0,
+            clock=self.clock,
+        )
 
-def config_fetcher(github: GitHubClient) -> Callable[[int, str], Awaitable[RepoFile | None]]:
-    """Read `.github/railyard.yml` from a repository's default branch (None when absent)."""
+    def worker(self, router: Router, metrics: Metrics, **options: Any) -> Worker:
+        """The worker that runs stored deliveries through `router`'s handlers."""
+        return Worker(self.database, self.ports, router, metrics, clock=self.clock, **options)
 
-    async def fetch(installation_id: int, repository: str) -> RepoFile | None:
-        try:
-            found = await github.call("get_file", installation_id, repository=repository, path=CONFIG_PATH)
-        except NotFound:
+    def outbox(self, metrics: Metrics, **options: Any) -> Outbox | None:
+        """The outbox that performs GitHub writes (None without app credentials)."""
+        if self.github is None or self.app_id is None:
             return None
-        if not isinstance(found, dict) or found.get("type") != "file":
-            return None
-        text = base64.b64decode(found.get("content") or "").decode("utf-8", errors="replace")
-        return RepoFile(sha=str(found.get("sha")), text=text)
+        renderers = self.surfaces().renderers()
+        return Outbox(self.database, self.github, metrics, app_id=self.app_id, renderers=renderers, **options)
 
-    return fetch
+    def surfaces(self) -> Surfaces:
+        """The renderers of the status comment and the check-run."""
+        return Surfaces(self.database, self.tickets, self.loader, self.github)
 
 
-def create_services(
+def wire(
     database: Database,
-    clock: Callable[[], float] = time.time,
+    clock: Clock = time.time,
     github: GitHubClient | None = None,
     app_id: int | None = None,
-) -> Services:
-    """Wire the collaborators for one process."""
-    configs = ConfigLoader(config_fetcher(github)) if github is not None else None
-    return Services(
-        database=database,
-        tickets=TicketService(database, surfaces=surfaces_for),
-        clock=clock,
-        github=github,
-        configs=configs,
-        app_id=app_id,
-        ancestry=Ancestry(github) if github is not None else None,
-    )
+) -> Shell:
+    """Wire the adapters for one process."""
+    return Shell(database, clock, github, app_id)

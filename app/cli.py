@@ -289,7 +289,7 @@ def cmd_resync(args: argparse.Namespace, database: Database, out: TextIO, err: T
 
 
 async def _resync(settings: Settings, database: Database, key: TicketKey) -> list[str]:
-    from app.bootstrap import create_services
+    from app.bootstrap import wire
     from app.github.client import GitHubClient
     from app.runtime.metrics import Metrics
     from handlers.resync import resync
@@ -297,7 +297,7 @@ async def _resync(settings: Settings, database: Database, key: TicketKey) -> lis
     github = GitHubClient(settings, Metrics())
     await github.start()
     try:
-        return await resync(create_services(database, github=github, app_id=settings.app_id), key)
+        return await resync(wire(database, github=github, app_id=settings.app_id).ports, key)
     finally:
         await github.close()
 

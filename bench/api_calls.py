@@ -37,8 +37,8 @@ sys.path.insert(0, str(ROOT))
 
 from sqlalchemy import text
 
-from app.runtime.outbox import marker
 from app.store.database import Database
+from app.store.effects import marker
 from app.views.surfaces import status_key
 from tests.e2e.world import CONFIG, REPO, World, event_payload, pull_request_payload, standin_state
 from tests.fakes import app_settings, running_server

@@ -63,9 +63,9 @@ import psycopg
 import structlog
 from sqlalchemy import make_url, text
 
-from app.runtime.outbox import effect_counts, marker
 from app.settings import normalize_database_url
 from app.store.database import Database
+from app.store.effects import effect_counts, marker
 from app.store.queue import queue_depth
 from app.views.surfaces import status_key
 from bench.api_calls import Stream, Ticket, _endpoint

@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT))
 
 import structlog
 
-from app.bootstrap import Services, create_services
+from app.bootstrap import Shell, wire
 from app.github.client import GitHubClient
 from app.runtime.metrics import Metrics
 from handlers import ROUTER
@@ -67,16 +67,16 @@ def seed(state: StandinState, tickets: int) -> None:
     graph.update({(OLD, FIRST): "ahead", (OLD, SECOND): "ahead", (OLD, THIRD): "ahead"})
 
 
-async def deliver(services: Services, event: str, payload: dict[str, Any], delivery_id: str) -> float:
+async def deliver(services: Shell, event: str, payload: dict[str, Any], delivery_id: str) -> float:
     """Run the handlers for one event as the worker does; the seconds it took."""
     delivery = WebhookEvent(delivery_id, event, payload.get("action"), 7, json.loads(json.dumps(payload)))
     started = time.perf_counter()
     for handler in ROUTER.handlers_for(event, delivery.action):
-        await handler(delivery, services)
+        await handler(delivery, services.ports)
     return time.perf_counter() - started
 
 
-async def merge_tickets(services: Services, tickets: int) -> None:
+async def merge_tickets(services: Shell, tickets: int) -> None:
     """Publish, claim and merge (through a `closed` pull_request event) each ticket."""
     comments = Comments()
     for number in range(1, tickets + 1):
@@ -121,7 +121,7 @@ async def main(tickets: int) -> None:
                 app_settings(database.url, GITHUB_API_URL=standin.url, APP_ID="1"), Metrics()
             )
             await github.start()
-            services = create_services(database, github=github, app_id=1)
+            services = wire(database, github=github, app_id=1)
             started = time.perf_counter()
             await merge_tickets(services, tickets)
             print(f"{tickets} tickets merged in {time.perf_counter() - started:.1f} s")

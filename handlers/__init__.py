@@ -1,21 +1,34 @@
-"""Webhook handlers: GitHub payloads in, domain changes out.
+"""Webhook handlers: the use cases. GitHub payloads in, domain changes out.
 
-Each module registers its handlers on its own `Router` by `(event, action)`; `ROUTER`
-combines them. The worker dispatches every stored delivery through it.
+Handlers import only `policies/` and `handlers/`: what they need from the world is a port
+(`handlers.ports`), which `app/` implements and tests fake. Each module registers its
+handlers on its own `Router` by `(event, action)`; `ROUTER` combines them. The worker
+dispatches every stored delivery through it.
 """
 
 from __future__ import annotations
 
-from handlers.commands import router as commands_router
+from handlers.checks import router as checks_router
+from handlers.comments import router as comments_router
+from handlers.deployments import router as deployments_router
 from handlers.installations import router as installations_router
+from handlers.issues import router as issues_router
 from handlers.merge_queue import router as merge_queue_router
 from handlers.meta import router as meta_router
-from handlers.rails import router as rails_router
+from handlers.pull_requests import router as pull_requests_router
+from handlers.pushes import router as pushes_router
 from handlers.routing import Router
-from handlers.tickets import router as tickets_router
 
 ROUTER = Router.combine(
-    meta_router, installations_router, commands_router, tickets_router, rails_router, merge_queue_router
+    meta_router,
+    installations_router,
+    comments_router,
+    issues_router,
+    pull_requests_router,
+    checks_router,
+    pushes_router,
+    deployments_router,
+    merge_queue_router,
 )
 
 __all__ = ["ROUTER", "Router"]

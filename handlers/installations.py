@@ -7,12 +7,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.bootstrap import Services
-from app.store.installations import ACTIVE, DELETED, SUSPENDED, set_installation, set_repositories
-from app.web.payloads import dig, dig_str
+from handlers.payloads import dig, dig_str
+from handlers.ports import Services
 from handlers.routing import Router, WebhookEvent
 
 router = Router()
+ACTIVE, SUSPENDED, DELETED = "active", "suspended", "deleted"
 _STATUS = {
     "created": ACTIVE,
     "new_permissions_accepted": ACTIVE,
@@ -36,11 +36,13 @@ async def on_installation(event: WebhookEvent, services: Services) -> None:
         return
     account = dig_str(event.payload, "installation", "account", "login") or "unknown"
     now = services.clock()
-    set_installation(services.database, event.installation_id, account, status, now)
-    if event.action == "created":
-        set_repositories(
-            services.database, event.installation_id, _names(dig(event.payload, "repositories")), True, now
-        )
+    async with services.store.unit() as uow:
+        await uow.set_installation(event.installation_id, account, status, now)
+        if event.action == "created":
+            await uow.set_repositories(
+                event.installation_id, _names(dig(event.payload, "repositories")), True, now
+            )
+        await uow.commit()
 
 
 @router.register("installation_repositories", "added", "removed")
@@ -51,5 +53,7 @@ async def on_repositories(event: WebhookEvent, services: Services) -> None:
     now = services.clock()
     added = _names(dig(event.payload, "repositories_added"))
     removed = _names(dig(event.payload, "repositories_removed"))
-    set_repositories(services.database, event.installation_id, added, True, now)
-    set_repositories(services.database, event.installation_id, removed, False, now)
+    async with services.store.unit() as uow:
+        await uow.set_repositories(event.installation_id, added, True, now)
+        await uow.set_repositories(event.installation_id, removed, False, now)
+        await uow.commit()

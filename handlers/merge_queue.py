@@ -7,15 +7,24 @@ merge work that branch protection meant to hold. The check is judged by the PR i
 
 from __future__ import annotations
 
+import re
+
 import structlog
 
-from app.bootstrap import Services
-from app.views.surfaces import check_run, merge_queue_pull, show
-from app.web.payloads import dig_str
+from handlers.answers import CheckRun
+from handlers.payloads import dig_str
+from handlers.ports import Services
 from handlers.routing import Router, WebhookEvent
 
 router = Router()
 log = structlog.get_logger(__name__)
+_MERGE_QUEUE_REF = re.compile(r"gh-readonly-queue/.+/pr-(\d+)-[0-9a-f]+$")
+
+
+def merge_queue_pull(head_ref: str | None) -> int | None:
+    """The PR a merge-queue branch (`gh-readonly-queue/main/pr-34-<sha>`) was made for."""
+    found = _MERGE_QUEUE_REF.search(head_ref or "")
+    return int(found.group(1)) if found else None
 
 
 @router.register("merge_group", "checks_requested")
@@ -30,4 +39,6 @@ async def on_merge_group(event: WebhookEvent, services: Services) -> None:
     if pull is None:
         log.warning("merge queue branch names no pull request", head_ref=head_ref)
         return
-    show(services, check_run(event.installation_id, repository, pull, head_sha, merge_group=True))
+    async with services.store.unit() as uow:
+        await uow.send(CheckRun(event.installation_id, repository, pull, head_sha, merge_group=True))
+        await uow.commit()

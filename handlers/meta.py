@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import structlog
 
-from app.bootstrap import Services
-from app.web.payloads import dig_int, dig_str
+from handlers.payloads import dig_int, dig_str
+from handlers.ports import Services
 from handlers.routing import Router, WebhookEvent
 
 router = Router()

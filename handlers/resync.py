@@ -7,111 +7,104 @@ move the repository and deployment rails, and repeats nothing already recorded.
 
 from __future__ import annotations
 
-import time
 from dataclasses import replace
 from datetime import UTC, datetime
 
-from app.bootstrap import Services
-from app.github.ancestry import merged_tickets
-from app.github.config import LoadedConfig
-from app.store.held import hold
-from app.store.pulls import pulls_where, remember
-from app.web.payloads import dig_int, dig_str
-from handlers.rails import as_of_merge, pull_links, pull_request_from, record_as, verified_branch_head
-from policies.model import TicketKey
-from policies.rails import BranchObserved, DeploymentObserved, Observation
+from handlers.errors import Missing
+from handlers.observe import Source, Told, as_of_merge, branch_head, pull_links, pull_request_from, record
+from handlers.payloads import dig_int, dig_str
+from handlers.ports import Rules, Services
+from policies.model import Ticket, TicketKey
+from policies.rails import BranchObserved, DeploymentObserved
 
 RECENT_DEPLOYMENTS = 10
 
 
 async def resync(services: Services, key: TicketKey) -> list[str]:
     """Re-read the ticket's world from GitHub; return the event types it recorded."""
-    assert services.github is not None and services.configs is not None
-    ticket = services.tickets.load(key)
+    async with services.store.read() as reads:
+        ticket = await reads.ticket(key)
+        stored = await reads.pulls_where(key.repository)
     if ticket is None:
         raise LookupError(f"{key} is not a ticket")
-    found = await services.github.call("get_repository_installation", None, repository=key.repository)
-    installation = int(found["id"])
-    loaded = await services.configs.load(installation, key.repository)
-    operation = f"resync:{key}:{time.time_ns()}"
-    before = services.tickets.load(key)
-    observations: list[tuple[int, Observation]] = []
-
-    branches = set(ticket.rails.branches) | {b for b in (ticket.attempt_branch,) if b}
-    if ticket.last_delivery and ticket.last_delivery.branch:
-        branches.add(ticket.last_delivery.branch)
+    installation = await services.github.installation_of(key.repository)
+    rules = await services.configs.load(installation, key.repository)
+    source = Source("railyard resync", f"resync:{key}:{int(services.clock() * 1e9)}")
+    told = await _branches(services, ticket, installation)
+    numbers = {pull.number for pull, linked in stored if key.number in linked} | set(
+        ticket.rails.pull_requests
+    )
     now = services.clock()
-    for branch in sorted(branches):
-        sha = await verified_branch_head(services, installation, key.repository, branch)
-        known = ticket.rails.branches.get(branch)
-        if known is None or known.sha != sha:  # record changes only: a look that found the same is not news
-            observations.append((key.number, BranchObserved(branch, sha, datetime.fromtimestamp(now, UTC))))
-
-    numbers = {
-        pull.number for pull, linked in pulls_where(services.database, key.repository) if key.number in linked
-    }
-    numbers |= set(ticket.rails.pull_requests)
     for number in sorted(numbers):
-        answer = await services.github.call(
-            "get_pull", installation, repository=key.repository, number=number
-        )
+        answer = await services.github.pull(installation, key.repository, number)
         pull = pull_request_from(answer, key.repository, now)
         if pull is None:
             continue
-        linked, at_merge = pull_links(
-            services, key.repository, pull, dig_str(answer, "body"), loaded,
-            body_as_of_merge=as_of_merge(pull),
-        )  # fmt: skip
-        remember(services.database, pull, linked)
-        observed = pull.observed(key.number in linked, linked_at_merge=key.number in at_merge)
-        observations.append((key.number, observed))
-    record_as(services, key.repository, loaded, observations, actor="railyard resync", operation=operation)
+        async with services.store.unit() as uow:
+            linked, at_merge = await pull_links(
+                uow, key.repository, pull, dig_str(answer, "body"), rules, body_as_of_merge=as_of_merge(pull)
+            )
+            await uow.remember(pull, linked)
+            await uow.commit()
+        told.append((key.number, pull.observed(key.number in linked, linked_at_merge=key.number in at_merge)))
+    async with services.store.unit() as uow:
+        await record(uow, services, key.repository, rules, told, source)
+        await uow.commit()
+    await _deployments(
+        services, key, installation, rules, replace(source, operation=source.operation + ":deploy")
+    )
+    async with services.store.read() as reads:
+        history = await reads.history(key)
+    return [recorded.event.type.value for recorded in history if recorded.revision > ticket.revision]
 
-    await _resync_deployments(services, key, installation, loaded, operation)
-    after = services.tickets.load(key)
-    history = services.tickets.history(key)
-    added = after.revision - before.revision if after and before else 0
-    return [recorded.event.type.value for recorded in history[len(history) - added :]] if added else []
+
+async def _branches(services: Services, ticket: Ticket, installation: int) -> list[Told]:
+    """The ticket's branches whose head changed since railyard last looked."""
+    key = ticket.key
+    branches = set(ticket.rails.branches) | {b for b in (ticket.attempt_branch,) if b}
+    if ticket.last_delivery and ticket.last_delivery.branch:
+        branches.add(ticket.last_delivery.branch)
+    now = datetime.fromtimestamp(services.clock(), UTC)
+    told: list[Told] = []
+    for branch in sorted(branches):
+        sha = await branch_head(services, installation, key.repository, branch)
+        known = ticket.rails.branches.get(branch)
+        if known is None or known.sha != sha:  # record changes only: a look that found the same is not news
+            told.append((key.number, BranchObserved(branch, sha, now)))
+    return told
 
 
-async def _resync_deployments(
-    services: Services, key: TicketKey, installation: int, loaded: LoadedConfig, operation: str
+async def _deployments(
+    services: Services, key: TicketKey, installation: int, rules: Rules, source: Source
 ) -> None:
-    assert services.github is not None and services.ancestry is not None
-    merge = dict(merged_tickets(services.database, key.repository)).get(key.number)
-    observations: list[tuple[int, Observation]] = []
-    for environment in loaded.config.deployments.environments:
-        listed = await services.github.call(
-            "list_deployments",
-            installation,
-            repository=key.repository,
-            params={"environment": environment, "per_page": RECENT_DEPLOYMENTS},
-        )
-        for item in listed if isinstance(listed, list) else []:
+    async with services.store.read() as reads:
+        merged = {t.number: t.merge_commit for t in await reads.merged_tickets(key.repository)}
+    merge = merged.get(key.number)
+    told: list[Told] = []
+    held: list[DeploymentObserved] = []
+    for environment in rules.environments:
+        for item in await services.github.deployments(
+            installation, key.repository, environment, RECENT_DEPLOYMENTS
+        ):
             deployment_id, sha = dig_int(item, "id"), dig_str(item, "sha")
             if deployment_id is None or sha is None:
                 continue
-            statuses = await services.github.call(
-                "list_deployment_statuses",
-                installation,
-                repository=key.repository,
-                deployment_id=deployment_id,
-                params={"per_page": 1},
-            )
-            newest = statuses[0] if isinstance(statuses, list) and statuses else {}
+            try:
+                newest = (
+                    await services.github.latest_status(installation, key.repository, deployment_id) or {}
+                )
+            except Missing:
+                newest = {}
             status_id = dig_int(newest, "id") or 0
             seen = DeploymentObserved(
                 deployment_id, environment, sha, None, dig_str(newest, "state"), status_id
             )
-            hold(services.database, key.repository, f"deployment:{environment}", seen, services.clock())
+            held.append(seen)
             if merge is not None:
                 contains = await services.ancestry.contains(installation, key.repository, merge, sha)
-                observations.append((key.number, replace(seen, contains_merge=contains)))
-    record_as(
-        services,
-        key.repository,
-        loaded,
-        observations,
-        actor="railyard resync",
-        operation=operation + ":deploy",
-    )
+                told.append((key.number, replace(seen, contains_merge=contains)))
+    async with services.store.unit() as uow:
+        for seen in held:
+            await uow.hold(key.repository, f"deployment:{seen.environment}", seen, services.clock())
+        await record(uow, services, key.repository, rules, told, source)
+        await uow.commit()

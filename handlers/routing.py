@@ -6,7 +6,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from app.bootstrap import Services
+from handlers.ports import Services
 
 
 @dataclass(frozen=True)

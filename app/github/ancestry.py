@@ -1,4 +1,4 @@
-"""Merged tickets, and whether a deployed commit contains a ticket's merge commit.
+"""Whether a deployed commit contains a ticket's merge commit.
 
 "Contains" is answered by the compare API (`merge_commit...deployed_sha` is `ahead` or
 `identical`), cached per pair of shas: the answer for two commits never changes.
@@ -17,47 +17,9 @@ the rails are the same, whatever the order.
 from __future__ import annotations
 
 from collections import OrderedDict
-from dataclasses import dataclass
-
-from sqlalchemy import select
 
 from app.github.client import GitHubClient, GitHubError
-from app.store.codec import ticket_from_data
-from app.store.database import Database
-from app.store.tickets import tickets
-from policies.model import TicketKey
-
-
-@dataclass(frozen=True)
-class MergedTicket:
-    """A merged ticket, its merge commit, and the deployed commit known to contain it, if any."""
-
-    number: int
-    merge_commit: str
-    anchor: str | None
-
-
-def merged_tickets(database: Database, repository: str) -> list[tuple[int, str]]:
-    """(ticket number, merge commit) of every merged ticket in the repository."""
-    return [(t.number, t.merge_commit) for t in merged_with_anchors(database, repository)]
-
-
-def merged_with_anchors(database: Database, repository: str) -> list[MergedTicket]:
-    """Every merged ticket, with the sha of the newest deployment known to contain its merge."""
-    with database.read() as connection:
-        rows = connection.execute(
-            select(tickets.c.number, tickets.c.revision, tickets.c.snapshot).where(
-                tickets.c.repository == repository.casefold(), tickets.c.integration == "merged"
-            )
-        )
-        found = []
-        for row in rows:
-            rails = ticket_from_data(TicketKey(repository, row.number), row.revision, row.snapshot).rails
-            if rails.merge_commit:
-                containing = [d for d in rails.deployment_facts.values() if d.contains_merge]
-                newest = max(containing, key=lambda d: d.deployment_id).sha if containing else None
-                found.append(MergedTicket(int(row.number), rails.merge_commit, newest))
-        return found
+from handlers.ports import MergedTicket
 
 
 class Ancestry:

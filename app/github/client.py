@@ -27,10 +27,10 @@ from githubkit.auth import AppAuthStrategy
 from githubkit.cache import MemCacheStrategy
 from githubkit.exception import GitHubException, RequestFailed
 
-from app.errors import TransientError
 from app.runtime.metrics import Metrics
 from app.settings import Settings
 from app.store.limits import Limits, MemoryLimits
+from handlers.errors import TransientError
 
 log = structlog.get_logger(__name__)
 API_VERSION = "2022-11-28"

@@ -8,14 +8,15 @@ not tell (the app lacks a permission), that is `CannotVerify`: never a silent ye
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Protocol
 
-from app.errors import TransientError
 from app.github.client import GitHubClient, NotFound, PermissionDenied
-from app.github.config import RepositoryConfig, RoleEntry
+from handlers.errors import CannotVerify
 from policies.model import same_login
 from policies.states import Role
 
+__all__ = ["CannotVerify", "RoleResolver", "roles_from_permission"]
 ALL_ROLES = frozenset(Role)
 _BY_PERMISSION: dict[str, frozenset[Role]] = {
     "admin": ALL_ROLES,
@@ -27,8 +28,20 @@ _BY_PERMISSION: dict[str, frozenset[Role]] = {
 }
 
 
-class CannotVerify(TransientError):  # noqa: N818 - it names the situation users see
-    """GitHub would not say whether the actor holds a role; the command waits and retries."""
+class Named(Protocol):
+    """An entry of a role list (the config file's, or the rules handlers see)."""
+
+    @property
+    def login(self) -> str | None: ...
+    @property
+    def org(self) -> str | None: ...
+    @property
+    def slug(self) -> str | None: ...
+    @property
+    def is_team(self) -> bool: ...
+
+
+RoleLists = Mapping[Role, Sequence[Named]]
 
 
 def roles_from_permission(permission: str) -> frozenset[Role]:
@@ -47,13 +60,13 @@ class RoleResolver:
         self._permission: dict[str, str] = {}
 
     async def roles(
-        self, login: str, config: RepositoryConfig, among: Iterable[Role] | None = None
+        self, login: str, role_lists: RoleLists, among: Iterable[Role] | None = None
     ) -> frozenset[Role]:
-        """The roles `login` holds right now under `config` (of `among`, when only those matter)."""
+        """The roles `login` holds now under the role lists in force (of `among`, when only those matter)."""
         held: set[Role] = set()
         wanted = set(among) if among is not None else set(Role)
         for role in (role for role in Role if role in wanted):
-            entries = config.roles.get(role)
+            entries = role_lists.get(role)
             if entries is None:
                 if role in roles_from_permission(await self._permission_of(login)):
                     held.add(role)
@@ -61,7 +74,7 @@ class RoleResolver:
                 held.add(role)
         return frozenset(held)
 
-    async def _named(self, login: str, entries: tuple[RoleEntry, ...]) -> bool:
+    async def _named(self, login: str, entries: Sequence[Named]) -> bool:
         for entry in entries:
             if entry.login is not None and same_login(entry.login, login):
                 return True

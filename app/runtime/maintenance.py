@@ -17,14 +17,14 @@ from typing import Any
 import structlog
 from sqlalchemy import delete, select, update
 
-from app.errors import TransientError
 from app.github.client import GitHubClient, GitHubError
-from app.runtime.outbox import effects_table
 from app.runtime.supervisor import Loop
 from app.store.database import Database
+from app.store.effects import effects_table
 from app.store.held import held
 from app.store.queue import FINAL_STATUSES, deliveries, runs
 from app.store.replies import prune_replies
+from handlers.errors import TransientError
 
 log = structlog.get_logger(__name__)
 DAY = 86_400.0

@@ -23,27 +23,24 @@ import asyncio
 import hashlib
 import json
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 import structlog
-from sqlalchemy import Connection, case, func, select, text, update
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy import select, text, update
 
 from app.github.client import GitHubClient, GitHubError, GitHubUnavailable, NotFound, RateLimited
 from app.runtime.metrics import Metrics
 from app.runtime.supervisor import Loop, RetryPolicy
 from app.store.database import Database
-from app.store.installations import DELETED, SUSPENDED, installation_status
+from app.store.effects import CANCELLED, DONE, FAILED, MIN_SURFACE_INTERVAL, PENDING, effects_table, marker
+from app.store.installations import DELETED, SUSPENDED, status_of
 from app.store.limits import Limits, SharedLimits
 from app.store.queue import worker_name
-from app.store.tables import OutboxEffectRow, table
 
 log = structlog.get_logger(__name__)
-effects_table = table(OutboxEffectRow)
-PENDING, DONE, FAILED, CANCELLED = "pending", "done", "failed", "cancelled"
 
 _DUE = """
 SELECT id FROM outbox_effects
@@ -51,91 +48,6 @@ WHERE status = 'pending' AND next_attempt_at <= :now AND (lease_until IS NULL OR
 ORDER BY next_attempt_at, id
 LIMIT :limit
 """
-
-
-@dataclass(frozen=True)
-class Effect:
-    """One intended write. `payload` holds what the kind needs (number, body, content...)."""
-
-    kind: str
-    installation_id: int
-    repository: str
-    dedupe_key: str
-    payload: Mapping[str, Any] = field(default_factory=dict)
-    coalesce: bool = False
-
-
-def reaction(installation_id: int, repository: str, comment_id: int, content: str = "+1") -> Effect:
-    """React to a comment (GitHub answers 200 for a reaction that already exists)."""
-    key = f"reaction:{repository}:{comment_id}:{content}"
-    return Effect(
-        "reaction", installation_id, repository, key, {"comment_id": comment_id, "content": content}
-    )
-
-
-def comment(installation_id: int, repository: str, number: int, body: str, key: str) -> Effect:
-    """Create one comment on an issue or PR, once, whatever happens."""
-    return Effect("comment", installation_id, repository, f"comment:{key}", {"number": number, "body": body})
-
-
-def assign(installation_id: int, repository: str, number: int, logins: Sequence[str], key: str) -> Effect:
-    """Add assignees to an issue."""
-    payload = {"number": number, "assignees": list(logins)}
-    return Effect("assign", installation_id, repository, f"assign:{key}", payload)
-
-
-def marker(dedupe_key: str) -> str:
-    """The hidden marker that identifies the comment written for one effect."""
-    return f"<!-- railyard:effect:{hashlib.sha256(dedupe_key.encode()).hexdigest()[:20]} -->"
-
-
-MIN_SURFACE_INTERVAL = 1.0
-"""Seconds between two writes of one surface (a status comment, a check-run)."""
-
-
-def enqueue(
-    connection: Connection, effects: Sequence[Effect], now: float, min_interval: float = MIN_SURFACE_INTERVAL
-) -> None:
-    """Record effects in the caller's transaction (so they commit, or not, with the change)."""
-    insert = sqlite.insert if connection.dialect.name == "sqlite" else postgresql.insert
-    later = func.max if connection.dialect.name == "sqlite" else func.greatest
-    for effect in effects:
-        statement = insert(effects_table).values(
-            dedupe_key=effect.dedupe_key,
-            installation_id=effect.installation_id,
-            repository=effect.repository,
-            kind=effect.kind,
-            payload=dict(effect.payload),
-            status=PENDING,
-            attempts=0,
-            ambiguous=False,
-            next_attempt_at=now,
-            created_at=now,
-            updated_at=now,
-        )
-        if not effect.coalesce:
-            connection.execute(statement.on_conflict_do_nothing(index_elements=["dedupe_key"]))
-            continue
-        current = effects_table.c
-        was_pending = current.status == PENDING
-        connection.execute(
-            statement.on_conflict_do_update(
-                index_elements=["dedupe_key"],
-                set_={
-                    "payload": statement.excluded.payload,
-                    "updated_at": statement.excluded.updated_at,
-                    "status": PENDING,
-                    "attempts": case((was_pending, current.attempts), else_=0),
-                    "next_attempt_at": case(
-                        (was_pending, current.next_attempt_at),
-                        else_=later(
-                            statement.excluded.next_attempt_at,
-                            func.coalesce(current.done_at, 0) + min_interval,
-                        ),
-                    ),
-                },
-            )
-        )
 
 
 Renderer = Callable[[dict[str, Any]], Awaitable[Mapping[str, Any] | None]]
@@ -221,7 +133,7 @@ class Outbox:
             if not await asyncio.to_thread(self._hold, row):
                 log.info("lease lost before the effect was performed; another outbox has it")
                 return
-            status = await asyncio.to_thread(installation_status, self.database, row["installation_id"])
+            status = await asyncio.to_thread(status_of, self.database, row["installation_id"])
             if status in (DELETED, SUSPENDED):
                 # Uninstalled: act no more, keep the record of what was intended.
                 await self._finish(row, status=CANCELLED, last_error=f"installation {status}")
@@ -488,28 +400,3 @@ class _Deferred(Exception):  # noqa: N818 - control flow, not an error
 def _digest(payload: Mapping[str, Any]) -> str:
     """What a rendered write says, to skip writing what GitHub already shows."""
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
-
-
-def effect_counts(database: Database) -> dict[str, int]:
-    """How many effects are pending, done and failed."""
-    with database.read() as connection:
-        rows = connection.execute(
-            select(effects_table.c.status, func.count()).group_by(effects_table.c.status)
-        )
-        return {status: int(count) for status, count in rows}
-
-
-def release_effect_leases(database: Database) -> int:
-    """Free every pending effect's lease (a single-process SQLite server at start: their holders are gone).
-
-    An effect whose create may have left before the crash is marked ambiguous already, so
-    the next attempt looks for what GitHub created before it writes.
-    """
-    with database.write() as connection:
-        return int(
-            connection.execute(
-                update(effects_table)
-                .where(effects_table.c.status == PENDING, effects_table.c.lease_until.is_not(None))
-                .values(lease_until=None, lease_owner=None)
-            ).rowcount
-        )

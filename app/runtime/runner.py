@@ -9,16 +9,13 @@ import sys
 import structlog
 from aiohttp import web
 
-from app.bootstrap import create_services
+from app.bootstrap import wire
 from app.github.client import ConfigurationError, GitHubClient
 from app.runtime.metrics import Metrics
-from app.runtime.outbox import Outbox
 from app.runtime.supervisor import close_all, supervise
-from app.runtime.worker import Worker
 from app.settings import Settings
 from app.store.database import Database
 from app.store.limits import SharedLimits
-from app.views.surfaces import Surfaces
 from app.web.manifest import ManifestError
 from app.web.server import create_app
 from app.web.setup import SetupFlow, setup_url, start_setup
@@ -96,13 +93,11 @@ def run_worker(settings: Settings, concurrency: int) -> int:
 async def _work(settings: Settings, database: Database, concurrency: int, github: GitHubClient | None) -> int:
     await asyncio.to_thread(database.migrate)
     metrics = Metrics()
-    services = create_services(database, github=github, app_id=settings.app_id)
-    worker = Worker(services, ROUTER, metrics, concurrency=concurrency)
-    outbox = None
-    if github is not None and settings.app_id is not None:
+    shell = wire(database, github=github, app_id=settings.app_id)
+    worker = shell.worker(ROUTER, metrics, concurrency=concurrency)
+    outbox = shell.outbox(metrics)
+    if github is not None:
         await github.start()
-        renderers = Surfaces(services).renderers()
-        outbox = Outbox(database, github, metrics, app_id=settings.app_id, renderers=renderers)
     # The same supervised loops as `railyard serve` (app.web.server), built the same way; the
     # watchdog and housekeeping run in the server only.
     supervisor = supervise(worker, outbox)

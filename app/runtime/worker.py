@@ -21,10 +21,9 @@ import orjson
 import structlog
 from sqlalchemy.exc import OperationalError
 
-from app.bootstrap import Services
-from app.errors import TransientError
 from app.runtime.metrics import Metrics
 from app.runtime.supervisor import Loop, RetryPolicy
+from app.store.database import Database
 from app.store.installations import DELETED, SUSPENDED
 from app.store.queue import (
     DONE,
@@ -35,6 +34,8 @@ from app.store.queue import (
     queue_depth,
     worker_name,
 )
+from handlers.errors import TransientError
+from handlers.ports import Services
 from handlers.routing import Router, WebhookEvent
 
 log = structlog.get_logger(__name__)
@@ -44,9 +45,11 @@ log = structlog.get_logger(__name__)
 class Worker:
     """One worker loop; `concurrency` deliveries (of different tickets) at a time."""
 
-    services: Services
+    database: Database
+    services: Services  # the handlers' ports
     router: Router
     metrics: Metrics
+    clock: Callable[[], float] = time.time
     concurrency: int = 4
     lease_seconds: float = 60.0
     poll_seconds: float = 0.2
@@ -58,7 +61,7 @@ class Worker:
     stuck_after: float = 30.0
 
     def __post_init__(self) -> None:
-        self.queue = DeliveryQueue(self.services.database, owner=self.name, lease_seconds=self.lease_seconds)
+        self.queue = DeliveryQueue(self.database, owner=self.name, lease_seconds=self.lease_seconds)
         self._wakeup = asyncio.Event()
         self._last_claim = 0.0
         self._running: set[asyncio.Task[None]] = set()
@@ -88,7 +91,7 @@ class Worker:
         if free:
             await self._yield_to_intake(stop)
         self._last_claim = time.monotonic()
-        claimed = await asyncio.to_thread(self.queue.claim, self.services.clock(), free) if free else []
+        claimed = await asyncio.to_thread(self.queue.claim, self.clock(), free) if free else []
         for delivery in claimed:
             task = asyncio.create_task(self.process(delivery), name=f"delivery-{delivery.delivery_id}")
             self._running.add(task)
@@ -147,7 +150,7 @@ class Worker:
 
     async def process(self, delivery: ClaimedDelivery) -> None:
         """Run one delivery's handlers and record the outcome on the queue."""
-        started, began = time.perf_counter(), self.services.clock()
+        started, began = time.perf_counter(), self.clock()
         with structlog.contextvars.bound_contextvars(
             delivery_id=delivery.delivery_id, github_event=delivery.event, action=delivery.action
         ):
@@ -156,7 +159,7 @@ class Worker:
                 status, note, retry_at = await self._dispatch(delivery)
             finally:
                 keeper.cancel()
-            now = self.services.clock()
+            now = self.clock()
             if retry_at is not None:
                 status = "retry"
                 kept = await asyncio.to_thread(self.queue.retry, delivery, retry_at, note or "", began)
@@ -176,7 +179,7 @@ class Worker:
         while True:
             await asyncio.sleep(self.lease_seconds / 3)
             try:
-                await asyncio.to_thread(self.queue.extend, delivery, self.services.clock())
+                await asyncio.to_thread(self.queue.extend, delivery, self.clock())
             except Exception as error:
                 log.warning("could not renew a delivery's lease", error=str(error))
 
@@ -217,7 +220,7 @@ class Worker:
         if delivery.attempt >= self.retry.max_attempts:
             log.error("giving up after retries", attempts=delivery.attempt, error=note)
             return FAILED, f"gave up after {delivery.attempt} attempts: {note}", None
-        at = self.services.clock() + self.retry.delay(delivery.attempt)
+        at = self.clock() + self.retry.delay(delivery.attempt)
         if isinstance(error, TransientError) and error.retry_at is not None:
             at = max(at, error.retry_at)
         log.warning(
@@ -227,7 +230,7 @@ class Worker:
 
     async def refresh_gauges(self) -> tuple[int, float]:
         """Update the queue gauges (on each scrape and health check); return depth and lag."""
-        depth, oldest = await asyncio.to_thread(queue_depth, self.services.database)
+        depth, oldest = await asyncio.to_thread(queue_depth, self.database)
         lag = max(0.0, time.time() - oldest) if oldest else 0.0
         self.metrics.queue_depth.set(depth)
         self.metrics.queue_lag.set(lag)

@@ -16,6 +16,7 @@ from typing import Any
 from alembic import command
 from alembic.config import Config
 from sqlalchemy import Connection, create_engine, event
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Engine
 
 from app.settings import normalize_database_url
@@ -138,6 +139,11 @@ class Database:
             self._bookkeeper.close()
             self._bookkeeper = None
         self.engine.dispose()
+
+
+def insert_for(connection: Connection) -> Any:
+    """The dialect's INSERT, which has `on_conflict_do_nothing` and `on_conflict_do_update`."""
+    return sqlite.insert if connection.dialect.name == "sqlite" else postgresql.insert
 
 
 def alembic_config(url: str) -> Config:

@@ -8,10 +8,9 @@ recorded observations do not depend on the order events arrive in.
 
 from __future__ import annotations
 
-from sqlalchemy import select
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy import Connection, select
 
-from app.store.database import Database
+from app.store.database import insert_for
 from app.store.tables import HeldObservationRow, table
 from policies.rails import Observation, fingerprint, observation_from_data, observation_to_data
 
@@ -19,7 +18,7 @@ held = table(HeldObservationRow)
 
 
 def hold(
-    database: Database,
+    connection: Connection,
     repository: str,
     subject: str,
     observation: Observation,
@@ -33,24 +32,22 @@ def hold(
     about two tickets not published yet), once under each.
     """
     identity = f"{subject}:{fingerprint(observation)}" if per_subject else fingerprint(observation)
-    with database.write() as connection:
-        insert = sqlite.insert if connection.dialect.name == "sqlite" else postgresql.insert
-        statement = insert(held).values(
-            repository=repository.casefold(),
-            subject=subject,
-            fingerprint=identity,
-            data=observation_to_data(observation),
-            held_at=now,
-        )
-        connection.execute(statement.on_conflict_do_nothing(index_elements=["repository", "fingerprint"]))
+    insert = insert_for(connection)
+    statement = insert(held).values(
+        repository=repository.casefold(),
+        subject=subject,
+        fingerprint=identity,
+        data=observation_to_data(observation),
+        held_at=now,
+    )
+    connection.execute(statement.on_conflict_do_nothing(index_elements=["repository", "fingerprint"]))
 
 
-def held_for(database: Database, repository: str, subject: str) -> list[Observation]:
+def held_for(connection: Connection, repository: str, subject: str) -> list[Observation]:
     """Every observation kept under a subject, oldest first."""
-    with database.read() as connection:
-        rows = connection.execute(
-            select(held.c.data)
-            .where(held.c.repository == repository.casefold(), held.c.subject == subject)
-            .order_by(held.c.id)
-        )
-        return [observation_from_data(row.data) for row in rows]
+    rows = connection.execute(
+        select(held.c.data)
+        .where(held.c.repository == repository.casefold(), held.c.subject == subject)
+        .order_by(held.c.id)
+    )
+    return [observation_from_data(row.data) for row in rows]

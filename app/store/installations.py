@@ -9,9 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from sqlalchemy import Connection, select
-from sqlalchemy.dialects import postgresql, sqlite
 
-from app.store.database import Database
+from app.store.database import Database, insert_for
 from app.store.tables import InstallationRepositoryRow, InstallationRow, table
 
 installations = table(InstallationRow)
@@ -19,62 +18,62 @@ installation_repositories = table(InstallationRepositoryRow)
 ACTIVE, SUSPENDED, DELETED = "active", "suspended", "deleted"
 
 
-def _insert(connection: Connection):  # type: ignore[no-untyped-def]
-    return sqlite.insert if connection.dialect.name == "sqlite" else postgresql.insert
-
-
-def set_installation(database: Database, installation_id: int, account: str, status: str, now: float) -> None:
+def set_installation(
+    connection: Connection, installation_id: int, account: str, status: str, now: float
+) -> None:
     """Record an installation's current status."""
-    with database.write() as connection:
-        insert = _insert(connection)
-        statement = insert(installations).values(
-            id=installation_id, account=account, status=status, updated_at=now
+    insert = insert_for(connection)
+    statement = insert(installations).values(
+        id=installation_id, account=account, status=status, updated_at=now
+    )
+    connection.execute(
+        statement.on_conflict_do_update(
+            index_elements=["id"], set_={"account": account, "status": status, "updated_at": now}
         )
-        connection.execute(
-            statement.on_conflict_do_update(
-                index_elements=["id"], set_={"account": account, "status": status, "updated_at": now}
-            )
-        )
+    )
 
 
 def set_repositories(
-    database: Database, installation_id: int, repositories: Iterable[str], active: bool, now: float
+    connection: Connection, installation_id: int, repositories: Iterable[str], active: bool, now: float
 ) -> None:
     """Record repositories added to (or removed from) an installation."""
-    with database.write() as connection:
-        insert = _insert(connection)
-        for repository in repositories:
-            statement = insert(installation_repositories).values(
-                installation_id=installation_id,
-                repository=repository.casefold(),
-                active=active,
-                updated_at=now,
-            )
-            connection.execute(
-                statement.on_conflict_do_update(
-                    index_elements=["installation_id", "repository"],
-                    set_={"active": active, "updated_at": now},
-                )
-            )
-
-
-def installation_status(database: Database, installation_id: int) -> str | None:
-    """`active`, `suspended`, `deleted`, or None when railyard has never heard of it."""
-    with database.read() as connection:
-        return connection.execute(
-            select(installations.c.status).where(installations.c.id == installation_id)
-        ).scalar_one_or_none()
-
-
-def active_repositories(database: Database, installation_id: int) -> list[str]:
-    """The repositories an installation currently covers."""
-    with database.read() as connection:
-        rows = connection.execute(
-            select(installation_repositories.c.repository)
-            .where(
-                installation_repositories.c.installation_id == installation_id,
-                installation_repositories.c.active.is_(True),
-            )
-            .order_by(installation_repositories.c.repository)
+    insert = insert_for(connection)
+    for repository in repositories:
+        statement = insert(installation_repositories).values(
+            installation_id=installation_id,
+            repository=repository.casefold(),
+            active=active,
+            updated_at=now,
         )
-        return [row[0] for row in rows]
+        connection.execute(
+            statement.on_conflict_do_update(
+                index_elements=["installation_id", "repository"],
+                set_={"active": active, "updated_at": now},
+            )
+        )
+
+
+def installation_status(connection: Connection, installation_id: int) -> str | None:
+    """`active`, `suspended`, `deleted`, or None when railyard has never heard of it."""
+    return connection.execute(
+        select(installations.c.status).where(installations.c.id == installation_id)
+    ).scalar_one_or_none()
+
+
+def active_repositories(connection: Connection, installation_id: int) -> list[str]:
+    """The repositories an installation currently covers."""
+    rows = connection.execute(
+        select(installation_repositories.c.repository)
+        .where(
+            installation_repositories.c.installation_id == installation_id,
+            installation_repositories.c.active.is_(True),
+        )
+        .order_by(installation_repositories.c.repository)
+    )
+    return [row[0] for row in rows]
+
+
+def status_of(database: Database, installation_id: int) -> str | None:
+    """`installation_status` in a read of its own."""
+    with database.read() as connection:
+        return installation_status(connection, installation_id)

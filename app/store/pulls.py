@@ -9,98 +9,53 @@ the PR's time and the delivery that brought it, which is the link history.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import func, select, union
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy import Connection, func, select, union
 
-from app.store.database import Database
+from app.store.database import insert_for
 from app.store.tables import PullRequestRow, table
 from app.store.tickets import attempts, delivery_records, tickets
+from handlers.ports import PullRequest
 from policies.links import same_repository
-from policies.rails import PullRequestObserved
 
 pull_requests = table(PullRequestRow)
 
 
-@dataclass(frozen=True)
-class PullRequest:
-    """The facts of one PR that the repository rail needs."""
-
-    repository: str
-    number: int
-    url: str
-    open: bool
-    merged: bool
-    head_ref: str | None
-    head_sha: str | None
-    merge_commit: str | None
-    updated_at: datetime
-    author: str | None = None
-    head_repository: str | None = None
-    merged_at: datetime | None = None
-
-    @property
-    def head_in_repository(self) -> bool:
-        """Whether the head branch is a branch of the PR's own repository (not a fork's)."""
-        return same_repository(self.head_repository, self.repository)
-
-    def observed(self, linked: bool, *, linked_at_merge: bool = False) -> PullRequestObserved:
-        """This PR as an observation about one ticket it links (or no longer links).
-
-        `linked_at_merge`: the caller knows the PR linked the ticket when it merged.
-        """
-        return PullRequestObserved(
-            number=self.number,
-            url=self.url,
-            linked=linked,
-            open=self.open,
-            merged=self.merged,
-            head_sha=self.head_sha,
-            head_ref=self.head_ref,
-            merge_commit=self.merge_commit if self.merged else None,
-            updated_at=self.updated_at,
-            linked_at_merge=linked_at_merge and self.merged,
-        )
-
-
-def remember(database: Database, pull: PullRequest, linked: set[int]) -> set[int]:
+def remember(connection: Connection, pull: PullRequest, linked: set[int]) -> set[int]:
     """Store the PR (unless a newer state is stored) and return the tickets it linked before."""
     repository = pull.repository.casefold()
-    with database.write() as connection:
-        row = connection.execute(
-            select(pull_requests.c.linked, pull_requests.c.updated_at).where(
-                pull_requests.c.repository == repository, pull_requests.c.number == pull.number
-            )
-        ).first()
-        before = set(row.linked) if row else set()
-        if row is not None and row.updated_at > pull.updated_at.timestamp():
-            return before  # an older event arrived late: keep the newer state
-        values = {
-            "repository": repository,
-            "number": pull.number,
-            "head_ref": pull.head_ref,
-            "head_sha": pull.head_sha,
-            "url": pull.url,
-            "open": pull.open,
-            "merged": pull.merged,
-            "merge_commit": pull.merge_commit,
-            "linked": sorted(linked),
-            "updated_at": pull.updated_at.timestamp(),
-            "author": pull.author,
-            "head_repository": pull.head_repository,
-            "merged_at": pull.merged_at.timestamp() if pull.merged_at else None,
-        }
-        insert = sqlite.insert if connection.dialect.name == "sqlite" else postgresql.insert
-        statement = insert(pull_requests).values(**values)
-        connection.execute(
-            statement.on_conflict_do_update(
-                index_elements=["repository", "number"],
-                set_={k: v for k, v in values.items() if k not in ("repository", "number")},
-            )
+    row = connection.execute(
+        select(pull_requests.c.linked, pull_requests.c.updated_at).where(
+            pull_requests.c.repository == repository, pull_requests.c.number == pull.number
         )
+    ).first()
+    before = set(row.linked) if row else set()
+    if row is not None and row.updated_at > pull.updated_at.timestamp():
+        return before  # an older event arrived late: keep the newer state
+    values = {
+        "repository": repository,
+        "number": pull.number,
+        "head_ref": pull.head_ref,
+        "head_sha": pull.head_sha,
+        "url": pull.url,
+        "open": pull.open,
+        "merged": pull.merged,
+        "merge_commit": pull.merge_commit,
+        "linked": sorted(linked),
+        "updated_at": pull.updated_at.timestamp(),
+        "author": pull.author,
+        "head_repository": pull.head_repository,
+        "merged_at": pull.merged_at.timestamp() if pull.merged_at else None,
+    }
+    statement = insert_for(connection)(pull_requests).values(**values)
+    connection.execute(
+        statement.on_conflict_do_update(
+            index_elements=["repository", "number"],
+            set_={k: v for k, v in values.items() if k not in ("repository", "number")},
+        )
+    )
     return before
 
 
@@ -122,7 +77,7 @@ def _pull(row: Any) -> PullRequest:
 
 
 def pulls_where(
-    database: Database, repository: str, *, head_sha: str | None = None, head_ref: str | None = None
+    connection: Connection, repository: str, *, head_sha: str | None = None, head_ref: str | None = None
 ) -> list[tuple[PullRequest, set[int]]]:
     """Stored PRs of a repository with a given head commit or head branch, with their links.
 
@@ -133,23 +88,21 @@ def pulls_where(
         statement = statement.where(pull_requests.c.head_sha == head_sha)
     if head_ref is not None:
         statement = statement.where(pull_requests.c.head_ref == head_ref)
-    with database.read() as connection:
-        found = [(_pull(row), set(row.linked)) for row in connection.execute(statement)]
+    found = [(_pull(row), set(row.linked)) for row in connection.execute(statement)]
     return [(pull, linked) for pull, linked in found if head_ref is None or pull.head_in_repository]
 
 
-def stored_pull(database: Database, repository: str, number: int) -> tuple[PullRequest, set[int]] | None:
+def stored_pull(connection: Connection, repository: str, number: int) -> tuple[PullRequest, set[int]] | None:
     """One stored PR with the tickets it links, or None when railyard has not seen it."""
     statement = select(pull_requests).where(
         pull_requests.c.repository == repository.casefold(), pull_requests.c.number == number
     )
-    with database.read() as connection:
-        row = connection.execute(statement).first()
+    row = connection.execute(statement).first()
     return (_pull(row), set(row.linked)) if row else None
 
 
 def tickets_on_branch(
-    database: Database,
+    connection: Connection,
     repository: str,
     branch: str,
     *,
@@ -181,11 +134,10 @@ def tickets_on_branch(
         written = func.coalesce(delivery_records.c.comment_at, delivery_records.c.created_at)
         delivered = delivered.where(written <= reported_by)
         claimed = claimed.where(attempts.c.opened_at <= reported_by)
-    with database.read() as connection:
-        return {int(row[0]) for row in connection.execute(union(delivered, claimed))}
+    return {int(row[0]) for row in connection.execute(union(delivered, claimed))}
 
 
-def attempt_opened_by(database: Database, repository: str, number: int, when: datetime) -> bool:
+def attempt_opened_by(connection: Connection, repository: str, number: int, when: datetime) -> bool:
     """Whether the ticket had an attempt (a claim) opened by `when`."""
     statement = (
         select(attempts.c.id)
@@ -197,5 +149,4 @@ def attempt_opened_by(database: Database, repository: str, number: int, when: da
         )
         .limit(1)
     )
-    with database.read() as connection:
-        return connection.execute(statement).first() is not None
+    return connection.execute(statement).first() is not None

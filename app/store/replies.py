@@ -15,8 +15,8 @@ from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import Connection, delete, func, insert, select, text
 
-from app.runtime.outbox import Effect, comment, enqueue, reaction
 from app.store.database import Database
+from app.store.effects import Effect, comment, enqueue, reaction
 from app.store.tables import ReplyRow, table
 
 REPLY_WINDOW = timedelta(minutes=10)

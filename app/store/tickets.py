@@ -1,40 +1,39 @@
-"""The one door through which every handler changes a ticket.
+"""The one door through which every handler changes a ticket, and the ticket's reads.
 
-`TicketService.execute(key, change, context)` loads the ticket, lets the core decide,
-and appends the events, the attempts and delivery records they imply, and the
-operation's outcome in one durable transaction that only commits if the ticket's
-revision is still the one it read (optimistic concurrency). An operation id seen
-before returns the stored outcome and writes nothing.
+`execute_in(connection, key, change, context)` loads the ticket, lets the core decide, and
+appends the events, the attempts and delivery records they imply, and the operation's
+outcome, in the caller's transaction, only if the ticket's revision is still the one it
+read (optimistic concurrency; a conflict is retried from a savepoint). An operation id seen
+before returns the stored outcome and writes nothing. `TicketService` is the same door in a
+transaction of its own, for the watchdog and the command line.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Connection, bindparam, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
-from app.runtime.outbox import Effect, enqueue
 from app.store.codec import event_from_row, ticket_from_data, ticket_to_data
 from app.store.database import Database
+from app.store.effects import Effect, enqueue
 from app.store.replies import Reply, enqueue_reply
 from app.store.tables import AttemptRow, DeliveryRecordRow, OperationRow, TicketEventRow, TicketRow, table
-from policies.commands import Command, Context
+from handlers.ports import Change, ChangeContext, MergedTicket, Outcome, RecordedEvent
+from policies.commands import Context
 from policies.engine import apply_all, decide, observe
 from policies.events import Event, EventType
 from policies.model import Ticket, TicketKey
-from policies.notices import NOTICES, Notice, NoticeContext, decide_notice, notice_name
-from policies.rails import OBSERVATIONS, Observation, ObservationContext, observation_to_data
+from policies.notices import NOTICES, NoticeContext, decide_notice, notice_name
+from policies.rails import OBSERVATIONS, ObservationContext, observation_to_data
 from policies.refusals import Refusal, RefusalCode
 
-Change = Command | Observation | Notice
-EffectsFor = Callable[["Outcome"], Sequence["Effect | Reply"]]
+EffectsFor = Callable[[Outcome], Sequence[Effect | Reply]]
 SurfacesFor = Callable[[int, Ticket], Sequence[Effect]]
 """The writes that show a ticket (status comment, check-runs), given its installation and state."""
-ChangeContext = Context | ObservationContext | NoticeContext
 MAX_CONFLICT_RETRIES = 20
 
 tickets = table(TicketRow)
@@ -59,32 +58,6 @@ _SELECT_ATTEMPT = select(attempts.c.id).where(
 _OPENS_ATTEMPT = {EventType.CLAIMED, EventType.SENT_BACK, EventType.DELIVERED}
 
 
-@dataclass(frozen=True)
-class Outcome:
-    """What an operation did: the events it appended, or the refusal it got."""
-
-    operation_id: str
-    ticket: TicketKey
-    revision: int
-    events: tuple[Event, ...] = ()
-    refusal: Refusal | None = None
-    replayed: bool = False
-    shown: Ticket | None = field(default=None, compare=False)  # the state to show, when it changed
-
-    @property
-    def applied(self) -> bool:
-        """Whether the operation changed the ticket."""
-        return self.refusal is None and bool(self.events)
-
-
-@dataclass(frozen=True)
-class RecordedEvent:
-    """An event as stored, with the revision it gave the ticket."""
-
-    revision: int
-    event: Event
-
-
 class _ConflictError(Exception):
     """Another writer moved the ticket between our read and our write."""
 
@@ -94,8 +67,94 @@ def normalize_key(key: TicketKey) -> TicketKey:
     return TicketKey(key.repository.casefold(), key.number)
 
 
+def execute_in(
+    connection: Connection,
+    key: TicketKey,
+    change: Change,
+    context: ChangeContext,
+    *,
+    surfaces: SurfacesFor | None,
+    expected_revision: int | None = None,
+    installation_id: int | None = None,
+) -> Outcome:
+    """Apply a command, an observation or a notice to a ticket, at most once per operation id.
+
+    The status comment and check-runs that show a changed ticket are enqueued with it
+    (through `installation_id`, or the installation that last brought news of the ticket).
+    """
+    key = normalize_key(key)
+    for _ in range(MAX_CONFLICT_RETRIES):
+        try:
+            # A savepoint: a conflict or a duplicate undoes this try only, not the caller's unit.
+            with connection.begin_nested():
+                outcome = _execute_once(connection, key, change, context, expected_revision)
+                if outcome.shown is not None:
+                    _show(connection, outcome.shown, installation_id, context.at.timestamp(), surfaces)
+                return outcome
+        except _ConflictError:
+            if expected_revision is not None:
+                return _stale(key, context, expected_revision)
+        except IntegrityError:
+            # A concurrent writer created the ticket or stored this operation first:
+            # read again; the stored operation (if any) is then replayed.
+            continue
+    raise RuntimeError(f"{key}: gave up after {MAX_CONFLICT_RETRIES} write conflicts")
+
+
+def load(connection: Connection, key: TicketKey) -> Ticket | None:
+    """The ticket as of its latest revision, or None when the issue is not a ticket."""
+    key = normalize_key(key)
+    row = connection.execute(_SELECT_TICKET, _key_params(key)).first()
+    return ticket_from_data(key, row.revision, row.snapshot) if row else None
+
+
+def history(connection: Connection, key: TicketKey) -> list[RecordedEvent]:
+    """The ticket's event log, oldest first."""
+    key = normalize_key(key)
+    rows = connection.execute(
+        select(events_table)
+        .join(tickets, tickets.c.id == events_table.c.ticket_id)
+        .where(tickets.c.repository == key.repository, tickets.c.number == key.number)
+        .order_by(events_table.c.revision)
+    ).mappings()
+    return [RecordedEvent(row["revision"], event_from_row(dict(row))) for row in rows]
+
+
+def commands_since(connection: Connection, repository: str, actor_id: int, since: datetime) -> int:
+    """How many commands the account `actor_id` ran in `repository` since `since`."""
+    return int(
+        connection.execute(
+            select(func.count())
+            .select_from(operations)
+            .where(
+                operations.c.repository == repository.casefold(),
+                operations.c.actor_id == actor_id,
+                operations.c.at >= since,
+                operations.c.change.like("/%"),
+            )
+        ).scalar_one()
+    )
+
+
+def merged_tickets(connection: Connection, repository: str) -> list[MergedTicket]:
+    """Every merged ticket, with the sha of the newest deployment known to contain its merge."""
+    rows = connection.execute(
+        select(tickets.c.number, tickets.c.revision, tickets.c.snapshot).where(
+            tickets.c.repository == repository.casefold(), tickets.c.integration == "merged"
+        )
+    )
+    found = []
+    for row in rows:
+        rails = ticket_from_data(TicketKey(repository, row.number), row.revision, row.snapshot).rails
+        if rails.merge_commit:
+            containing = [d for d in rails.deployment_facts.values() if d.contains_merge]
+            newest = max(containing, key=lambda d: d.deployment_id).sha if containing else None
+            found.append(MergedTicket(int(row.number), rails.merge_commit, newest))
+    return found
+
+
 class TicketService:
-    """The service function every handler goes through; collaborators are passed in."""
+    """The one door and the ticket reads, each in a transaction of its own."""
 
     def __init__(self, database: Database, surfaces: SurfacesFor | None = None) -> None:
         self.database = database
@@ -111,122 +170,31 @@ class TicketService:
         effects: EffectsFor | None = None,
         installation_id: int | None = None,
     ) -> Outcome:
-        """Apply a command or an observation to a ticket, at most once per operation id.
-
-        `effects(outcome)` names the GitHub writes the outcome calls for; they are enqueued
-        in the same transaction, so they exist exactly when the change does, together with the
-        status comment and check-runs that show the new state (through `installation_id`, or
-        the installation that last brought news of the ticket).
-        """
-        key = normalize_key(key)
-        for _ in range(MAX_CONFLICT_RETRIES):
-            try:
-                with self.database.write() as connection:
-                    outcome = self._execute_once(connection, key, change, context, expected_revision)
-                    if effects is not None and not outcome.replayed and not _transient(outcome):
-                        _enqueue_answers(connection, effects(outcome), context.at.timestamp())
-                    if outcome.shown is not None:
-                        self._show(connection, outcome.shown, installation_id, context.at.timestamp())
-                    return outcome
-            except _ConflictError:
-                if expected_revision is not None:
-                    return self._stale(key, context, expected_revision)
-            except IntegrityError:
-                # A concurrent writer created the ticket or stored this operation first:
-                # read again; the stored operation (if any) is then replayed.
-                continue
-        raise RuntimeError(f"{key}: gave up after {MAX_CONFLICT_RETRIES} write conflicts")
-
-    def _show(self, connection: Connection, ticket: Ticket, installation_id: int | None, now: float) -> None:
-        """Remember the installation; enqueue the writes that show the ticket's new state."""
-        where = (tickets.c.repository == ticket.key.repository, tickets.c.number == ticket.key.number)
-        if installation_id is not None:
-            connection.execute(update(tickets).where(*where).values(installation_id=installation_id))
-        else:
-            installation_id = connection.execute(select(tickets.c.installation_id).where(*where)).scalar()
-        if self.surfaces is not None and installation_id is not None:
-            enqueue(connection, self.surfaces(installation_id, ticket), now)
-
-    def _execute_once(
-        self,
-        connection: Connection,
-        key: TicketKey,
-        change: Change,
-        context: ChangeContext,
-        expected_revision: int | None,
-    ) -> Outcome:
-        stored = _stored_outcome(connection, context.operation_id)
-        if stored is not None:
-            return stored
-        row = connection.execute(_SELECT_TICKET, _key_params(key)).first()
-        ticket = ticket_from_data(key, row.revision, row.snapshot) if row else Ticket(key)
-        if expected_revision is not None and ticket.revision != expected_revision:
-            return self._stale(key, context, expected_revision, ticket.revision)
-        decision = _decide(ticket, change, context)
-        if isinstance(decision, Refusal):
-            # Only commands have an outcome worth replaying; observations are deduplicated by the rails.
-            if not decision.transient and isinstance(context, Context):
-                ticket_id = row.id if row else None
-                _record_operation(
-                    connection, key, ticket_id, change, context, ticket.revision, refusal=decision
-                )
-            # A broken config file is shown on the status comment until it is fixed.
-            shown = ticket if decision.code is RefusalCode.CONFIG_ERROR and ticket.exists else None
-            return Outcome(context.operation_id, key, ticket.revision, refusal=decision, shown=shown)
-        if not decision:
-            return Outcome(context.operation_id, key, ticket.revision)
-        after = apply_all(ticket, decision)
-        ticket_id = _save_ticket(connection, row.id if row else None, ticket, after, context)
-        _append(connection, ticket_id, ticket, decision)
-        _record_operation(connection, key, ticket_id, change, context, after.revision, ticket.revision + 1)
-        return Outcome(context.operation_id, key, after.revision, events=decision, shown=after)
-
-    def _stale(
-        self, key: TicketKey, context: ChangeContext, expected: int, actual: int | None = None
-    ) -> Outcome:
-        now = f"; it is now at revision {actual}" if actual is not None else ""
-        refusal = Refusal(
-            RefusalCode.STALE_REVISION,
-            f"{key} changed since revision {expected} was read{now}.",
-            "Read the ticket again and retry.",
-            transient=True,
-        )
-        return Outcome(context.operation_id, key, actual if actual is not None else expected, refusal=refusal)
+        """`execute_in` in a transaction of its own; `effects(outcome)` names the GitHub writes the
+        outcome calls for, enqueued in the same transaction (so they exist exactly when the change does)."""
+        with self.database.write() as connection:
+            outcome = execute_in(
+                connection, key, change, context, surfaces=self.surfaces,
+                expected_revision=expected_revision, installation_id=installation_id,
+            )  # fmt: skip
+            if effects is not None and outcome.answerable:
+                _enqueue_answers(connection, effects(outcome), context.at.timestamp())
+            return outcome
 
     def load(self, key: TicketKey) -> Ticket | None:
         """The ticket as of its latest revision, or None when the issue is not a ticket."""
-        key = normalize_key(key)
         with self.database.read() as connection:
-            row = connection.execute(_SELECT_TICKET, _key_params(key)).first()
-        return ticket_from_data(key, row.revision, row.snapshot) if row else None
+            return load(connection, key)
 
     def history(self, key: TicketKey) -> list[RecordedEvent]:
         """The ticket's event log, oldest first."""
-        key = normalize_key(key)
         with self.database.read() as connection:
-            rows = connection.execute(
-                select(events_table)
-                .join(tickets, tickets.c.id == events_table.c.ticket_id)
-                .where(tickets.c.repository == key.repository, tickets.c.number == key.number)
-                .order_by(events_table.c.revision)
-            ).mappings()
-            return [RecordedEvent(row["revision"], event_from_row(dict(row))) for row in rows]
+            return history(connection, key)
 
     def commands_since(self, repository: str, actor_id: int, since: datetime) -> int:
         """How many commands the account `actor_id` ran in `repository` since `since`."""
         with self.database.read() as connection:
-            return int(
-                connection.execute(
-                    select(func.count())
-                    .select_from(operations)
-                    .where(
-                        operations.c.repository == repository.casefold(),
-                        operations.c.actor_id == actor_id,
-                        operations.c.at >= since,
-                        operations.c.change.like("/%"),
-                    )
-                ).scalar_one()
-            )
+            return commands_since(connection, repository, actor_id, since)
 
     def refusals(self, key: TicketKey) -> list[dict[str, Any]]:
         """Refused commands on the ticket (issue), oldest first: the `command_rejected` audit."""
@@ -244,6 +212,66 @@ class TicketService:
             return [dict(row) for row in rows]
 
 
+def _show(
+    connection: Connection,
+    ticket: Ticket,
+    installation_id: int | None,
+    now: float,
+    surfaces: SurfacesFor | None,
+) -> None:
+    """Remember the installation; enqueue the writes that show the ticket's new state."""
+    where = (tickets.c.repository == ticket.key.repository, tickets.c.number == ticket.key.number)
+    if installation_id is not None:
+        connection.execute(update(tickets).where(*where).values(installation_id=installation_id))
+    else:
+        installation_id = connection.execute(select(tickets.c.installation_id).where(*where)).scalar()
+    if surfaces is not None and installation_id is not None:
+        enqueue(connection, surfaces(installation_id, ticket), now)
+
+
+def _execute_once(
+    connection: Connection,
+    key: TicketKey,
+    change: Change,
+    context: ChangeContext,
+    expected_revision: int | None,
+) -> Outcome:
+    stored = _stored_outcome(connection, context.operation_id)
+    if stored is not None:
+        return stored
+    row = connection.execute(_SELECT_TICKET, _key_params(key)).first()
+    ticket = ticket_from_data(key, row.revision, row.snapshot) if row else Ticket(key)
+    if expected_revision is not None and ticket.revision != expected_revision:
+        return _stale(key, context, expected_revision, ticket.revision)
+    decision = _decide(ticket, change, context)
+    if isinstance(decision, Refusal):
+        # Only commands have an outcome worth replaying; observations are deduplicated by the rails.
+        if not decision.transient and isinstance(context, Context):
+            ticket_id = row.id if row else None
+            _record_operation(connection, key, ticket_id, change, context, ticket.revision, refusal=decision)
+        # A broken config file is shown on the status comment until it is fixed.
+        shown = ticket if decision.code is RefusalCode.CONFIG_ERROR and ticket.exists else None
+        return Outcome(context.operation_id, key, ticket.revision, refusal=decision, shown=shown)
+    if not decision:
+        return Outcome(context.operation_id, key, ticket.revision)
+    after = apply_all(ticket, decision)
+    ticket_id = _save_ticket(connection, row.id if row else None, ticket, after, context)
+    _append(connection, ticket_id, ticket, decision)
+    _record_operation(connection, key, ticket_id, change, context, after.revision, ticket.revision + 1)
+    return Outcome(context.operation_id, key, after.revision, events=decision, shown=after)
+
+
+def _stale(key: TicketKey, context: ChangeContext, expected: int, actual: int | None = None) -> Outcome:
+    now = f"; it is now at revision {actual}" if actual is not None else ""
+    refusal = Refusal(
+        RefusalCode.STALE_REVISION,
+        f"{key} changed since revision {expected} was read{now}.",
+        "Read the ticket again and retry.",
+        transient=True,
+    )
+    return Outcome(context.operation_id, key, actual if actual is not None else expected, refusal=refusal)
+
+
 def _enqueue_answers(connection: Connection, answers: Sequence[Effect | Reply], now: float) -> None:
     """Effects as they are; replies to a person only while the person has replies left."""
     for answer in answers:
@@ -255,10 +283,6 @@ def _enqueue_answers(connection: Connection, answers: Sequence[Effect | Reply], 
 
 def _key_params(key: TicketKey) -> dict[str, Any]:
     return {"b_repository": key.repository, "b_number": key.number}
-
-
-def _transient(outcome: Outcome) -> bool:
-    return outcome.refusal is not None and outcome.refusal.transient
 
 
 def _decide(ticket: Ticket, change: Change, context: ChangeContext) -> tuple[Event, ...] | Refusal:

@@ -9,26 +9,24 @@ writes, so a burst of changes becomes one write per surface.
 from __future__ import annotations
 
 import asyncio
-import re
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from sqlalchemy import select
-
-from app.github.config import LoadedConfig, UnlinkedConclusion
+from app.github.client import GitHubClient
+from app.github.config import ConfigLoader, LoadedConfig, UnlinkedConclusion
 from app.github.roles import CannotVerify, RoleResolver
-from app.runtime.outbox import Effect, Renderer, effects_table, enqueue
-from app.store.pulls import PullRequest, stored_pull
+from app.runtime.outbox import Renderer
+from app.store.database import Database
+from app.store.effects import Effect, effect_result
+from app.store.pulls import stored_pull
+from app.store.tickets import TicketService
 from app.views.render import StatusView, render_check_summary, render_status_comment
+from handlers.ports import PullRequest
 from policies.checks import CHECK_NAME, Linked, Verdict, verdict
 from policies.model import Ticket, TicketKey
 from policies.states import Role
 
-if TYPE_CHECKING:
-    from app.bootstrap import Services
-
 STATUS_COMMENT, CHECK_RUN = "status_comment", "check_run"
-_MERGE_QUEUE_REF = re.compile(r"gh-readonly-queue/.+/pr-(\d+)-[0-9a-f]+$")
 
 
 def status_key(repository: str, number: int) -> str:
@@ -61,23 +59,17 @@ def surfaces_for(installation_id: int, ticket: Ticket) -> list[Effect]:
     return effects
 
 
-def show(services: Services, effect: Effect) -> None:
-    """Enqueue one surface outside a ticket change (a PR's check, `/status`, a merge-queue commit)."""
-    with services.database.write() as connection:
-        enqueue(connection, [effect], services.clock())
-
-
-def merge_queue_pull(head_ref: str | None) -> int | None:
-    """The PR a merge-queue branch (`gh-readonly-queue/main/pr-34-<sha>`) was made for."""
-    found = _MERGE_QUEUE_REF.search(head_ref or "")
-    return int(found.group(1)) if found else None
-
-
 class Surfaces:
     """Renders the two surfaces from the latest state, for the outbox (text in `app.views.render`)."""
 
-    def __init__(self, services: Services) -> None:
-        self.services = services
+    def __init__(
+        self,
+        database: Database,
+        tickets: TicketService,
+        loader: ConfigLoader | None,
+        github: GitHubClient | None,
+    ) -> None:
+        self.database, self.tickets, self.loader, self.github = database, tickets, loader, github
 
     def renderers(self) -> dict[str, Renderer]:
         """The outbox renderers, by effect kind."""
@@ -95,7 +87,7 @@ class Surfaces:
         """The check's conclusion, title and summary for the PR's tickets at this commit."""
         installation, repository = row["installation_id"], row["repository"]
         pull, head_sha = int(row["payload"]["pull_request"]), str(row["payload"]["head_sha"])
-        stored = await asyncio.to_thread(stored_pull, self.services.database, repository, pull)
+        stored = await asyncio.to_thread(self._stored_pull, repository, pull)
         numbers = sorted(stored[1]) if stored else []
         loaded = await self._config(installation, repository)
         tickets = [Linked(n, await self._load(repository, n)) for n in numbers]
@@ -120,7 +112,7 @@ class Surfaces:
         ticket = await self._load(repository, number)
         if ticket is None or not ticket.exists:
             return None
-        history = await asyncio.to_thread(self.services.tickets.history, key)
+        history = await asyncio.to_thread(self.tickets.history, key)
         loaded = await self._config(installation, repository)
         return StatusView(
             ticket,
@@ -130,11 +122,11 @@ class Surfaces:
         )
 
     async def _load(self, repository: str, number: int) -> Ticket | None:
-        return await asyncio.to_thread(self.services.tickets.load, TicketKey(repository, number))
+        return await asyncio.to_thread(self.tickets.load, TicketKey(repository, number))
 
     async def _config(self, installation: int, repository: str) -> LoadedConfig:
-        assert self.services.configs is not None
-        return await self.services.configs.load(installation, repository)
+        assert self.loader is not None, "surfaces are rendered only with app credentials"
+        return await self.loader.load(installation, repository)
 
     async def _only_runner(
         self,
@@ -144,24 +136,24 @@ class Surfaces:
         loaded: LoadedConfig,
     ) -> bool:
         """Whether the PR's author holds the runner role and no other (only asked of unlinked PRs)."""
-        if stored is None or stored[0].author is None or stored[1] or self.services.github is None:
+        if stored is None or stored[0].author is None or stored[1] or self.github is None:
             return False
         author = stored[0].author
-        resolver = RoleResolver(self.services.github, installation, repository)
+        resolver = RoleResolver(self.github, installation, repository)
         try:
-            return await resolver.roles(author, loaded.config) == frozenset({Role.RUNNER})
+            return await resolver.roles(author, loaded.config.roles) == frozenset({Role.RUNNER})
         except CannotVerify:
             return True  # never pass a PR on roles railyard could not check
 
     def _status_link(self, repository: str, number: int) -> str | None:
         """The status comment's address, once it has been written."""
-        with self.services.database.read() as connection:
-            result = connection.execute(
-                select(effects_table.c.result).where(
-                    effects_table.c.dedupe_key == status_key(repository, number)
-                )
-            ).scalar()
+        with self.database.read() as connection:
+            result = effect_result(connection, status_key(repository, number))
         return (result or {}).get("html_url")
+
+    def _stored_pull(self, repository: str, number: int) -> tuple[PullRequest, set[int]] | None:
+        with self.database.read() as connection:
+            return stored_pull(connection, repository, number)
 
 
 def _check_payload(

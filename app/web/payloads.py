@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from handlers.payloads import dig, dig_int, dig_str
+
 SUBSCRIBED_EVENTS = (
     "issue_comment",
     "issues",
@@ -22,32 +24,7 @@ SUBSCRIBED_EVENTS = (
 )
 """The events the app subscribes to (installation events arrive without subscribing, and ping)."""
 UNLISTED_EVENTS = ("installation", "installation_repositories", "ping")
-
-
-def dig(payload: Any, *path: str) -> Any:
-    """The value at `path`, or None when any step is missing or not an object.
-
-    Parsed JSON objects are dicts; testing for `dict` rather than the `Mapping` ABC keeps this
-    cheap on the webhook path.
-    """
-    value = payload
-    for step in path:
-        if not isinstance(value, dict):
-            return None
-        value = value.get(step)
-    return value
-
-
-def dig_str(payload: Any, *path: str) -> str | None:
-    """A string at `path`, or None."""
-    value = dig(payload, *path)
-    return value if isinstance(value, str) else None
-
-
-def dig_int(payload: Any, *path: str) -> int | None:
-    """An integer at `path` (booleans excluded), or None."""
-    value = dig(payload, *path)
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+__all__ = ["describe", "dig", "dig_int", "dig_str", "mismatch"]
 
 
 @dataclass(frozen=True)

@@ -28,16 +28,17 @@ from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from sqlalchemy import text
 
-from app.bootstrap import Services, create_services
+from app.bootstrap import Shell, wire
 from app.github.client import GitHubClient
 from app.runtime.maintenance import Maintenance, Retention
 from app.runtime.metrics import Metrics, event_label
-from app.runtime.outbox import Outbox, effect_counts, release_effect_leases
+from app.runtime.outbox import Outbox
 from app.runtime.supervisor import Supervisor, close_all, supervise
 from app.runtime.watchdog import Watchdog
 from app.runtime.worker import Worker
 from app.settings import Settings
 from app.store.database import Database
+from app.store.effects import effect_counts, release_effect_leases
 from app.store.intake import (
     MAX_BODY_BYTES,
     DeliveryWriter,
@@ -48,7 +49,6 @@ from app.store.intake import (
 )
 from app.store.limits import SharedLimits
 from app.store.queue import IGNORED, PENDING, REJECTED, release_all_leases
-from app.views.surfaces import Surfaces
 from app.web.answers import answer, guarded
 from app.web.payloads import describe, mismatch
 from app.web.setup import SetupFlow, add_setup_routes, start_setup
@@ -273,7 +273,7 @@ async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
 def create_app(
     settings: Settings,
     *,
-    services: Services | None = None,
+    shell: Shell | None = None,
     router: Router = ROUTER,
     clock: Callable[[], float] = time.time,
     run_worker: bool = True,
@@ -287,42 +287,34 @@ def create_app(
     # No request body is inflated: aiohttp would decompress a gzip body as it arrives, before
     # the webhook route can refuse it (a 260 KB bomb is 256 MB inflated).
     app = web.Application(client_max_size=MAX_BODY_BYTES, handler_args={"auto_decompress": False})
-    database = services.database if services else Database(settings.database_url)
+    database = shell.database if shell else Database(settings.database_url)
     metrics = Metrics()
-    if services is None:
+    if shell is None:
         limits = SharedLimits(database)  # one pause and one write slot per installation, for every process
         github = GitHubClient(settings, metrics, clock=clock, limits=limits) if settings.configured else None
-        services = create_services(database, clock, github, settings.app_id)
+        shell = wire(database, clock, github, settings.app_id)
     app[SETTINGS] = settings
     app[DATABASE] = database
     app[METRICS] = metrics
     app[WRITER] = DeliveryWriter(database)
     if run_worker and settings.configured:
-        app[WORKER] = Worker(services, router, app[METRICS], intake_busy=app[WRITER].saturated)
-        if services.github is not None:
-            app[GITHUB] = services.github
-            assert settings.app_id is not None
-            app[OUTBOX] = Outbox(
-                database,
-                services.github,
-                app[METRICS],
-                app_id=settings.app_id,
-                clock=clock,
-                spacing=outbox_spacing,
-                renderers=Surfaces(services).renderers(),
-            )
+        app[WORKER] = shell.worker(router, app[METRICS], intake_busy=app[WRITER].saturated)
+        outbox = shell.outbox(app[METRICS], clock=clock, spacing=outbox_spacing)
+        if shell.github is not None and outbox is not None:
+            app[GITHUB] = shell.github
+            app[OUTBOX] = outbox
         retention = Retention(
             settings.payload_retention_days, settings.delivery_retention_days, settings.held_retention_days
         )
         app[MAINTENANCE] = Maintenance(
             database,
-            services.github,
+            shell.github,
             clock=clock,
             retention=retention,
             recovery_every=settings.recovery_interval_seconds,
         )
         app[WATCHDOG] = Watchdog(
-            database, services.tickets, clock=clock, every=settings.watchdog_interval_seconds
+            database, shell.tickets, clock=clock, every=settings.watchdog_interval_seconds
         )
     # The same supervised loops as `railyard worker` (app.runtime.runner), built the same way.
     app[SUPERVISOR] = supervise(app.get(WORKER), app.get(OUTBOX), app.get(MAINTENANCE), app.get(WATCHDOG))

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from sqlalchemy import update
 
-from app.runtime.outbox import effects_table, enqueue, reaction
+from app.store.effects import effects_table, enqueue, reaction
 from bench.chaos import Options, Violated, campaign
 from tests.conftest import sqlite_database
 from tests.e2e.world import REPO, World, standin_state

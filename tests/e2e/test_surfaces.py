@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.runtime.outbox import marker
+from app.store.effects import marker
 from app.views.surfaces import status_key
 from tests.e2e.world import FIX, REPO, World, event_payload, pull_request_payload
 from tests.github_standin import Fault

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from sqlalchemy import select
 
-from app.runtime.outbox import effects_table
+from app.store.effects import effects_table
 from app.store.queue import list_deliveries
 from tests.e2e.world import REPO, World
 

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from app.runtime.outbox import effect_counts, marker
 from app.store.database import Database
+from app.store.effects import effect_counts, marker
 from app.store.tickets import TicketService
 from app.views.render import StatusView, render_status_comment
 from app.views.surfaces import status_key

@@ -12,9 +12,9 @@ import pytest
 from sqlalchemy import select
 
 from app.cli import build_parser, main
-from app.runtime.outbox import effects_table
 from app.settings import Settings
 from app.store.database import Database
+from app.store.effects import effects_table
 from app.store.tickets import TicketService, tickets
 from app.views.surfaces import status_key
 from policies.commands import Claim, Publish

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 from datetime import UTC, datetime
+from typing import Any
 
 import httpx
 import pytest
@@ -21,14 +22,27 @@ from app.runtime.maintenance import (
     recover_missed_deliveries,
 )
 from app.runtime.metrics import Metrics
+from app.store import held as held_store
 from app.store.database import Database
-from app.store.held import held, held_for, hold
+from app.store.held import held
 from app.store.intake import IncomingDelivery, write_batch
 from app.store.queue import deliveries
 from policies.rails import CheckObserved, DeploymentObserved
 from tests.fakes import GITHUB_API, app_settings, private_key_pem
 
 NOW = 1_800_000_000.0
+
+
+def hold(database: Database, *args: Any) -> None:
+    """Hold one observation in a transaction of its own."""
+    with database.write() as connection:
+        held_store.hold(connection, *args)
+
+
+def held_for(database: Database, repository: str, subject: str) -> list[Any]:
+    """The observations held under a subject."""
+    with database.read() as connection:
+        return held_store.held_for(connection, repository, subject)
 
 
 def stored(delivery_id: str, received_at: float, status: str = "done") -> IncomingDelivery:

@@ -16,17 +16,9 @@ from sqlalchemy import select
 
 from app.github.client import GitHubClient
 from app.runtime.metrics import Metrics
-from app.runtime.outbox import (
-    Effect,
-    Outbox,
-    comment,
-    effect_counts,
-    effects_table,
-    enqueue,
-    marker,
-    reaction,
-)
+from app.runtime.outbox import Outbox
 from app.store.database import Database
+from app.store.effects import Effect, comment, effect_counts, effects_table, enqueue, marker, reaction
 from app.store.limits import SharedLimits
 from tests.fakes import GITHUB_API, StillClock, app_settings, private_key_pem, token_response
 

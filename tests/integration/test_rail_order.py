@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from app.bootstrap import Services, create_services
+from app.bootstrap import Shell, wire
 from app.github.client import GitHubClient
 from app.runtime.metrics import Metrics
 from handlers import ROUTER
@@ -87,7 +87,7 @@ EVENTS = [
 
 
 @pytest.fixture
-async def services(tmp_path: Path) -> AsyncIterator[tuple[Services, StandinState]]:
+async def services(tmp_path: Path) -> AsyncIterator[tuple[Shell, StandinState]]:
     """Handlers' collaborators over SQLite, GitHub answered by the in-process stand-in."""
     state = StandinState()
     state.add_installation(7, "acme")
@@ -95,13 +95,13 @@ async def services(tmp_path: Path) -> AsyncIterator[tuple[Services, StandinState
     async with running_standin(state) as standin:
         github = GitHubClient(app_settings(database.url, GITHUB_API_URL=standin.url, APP_ID="1"), Metrics())
         await github.start()
-        yield create_services(database, github=github, app_id=1), state
+        yield wire(database, github=github, app_id=1), state
         await github.close()
     database.close()
 
 
 async def run(
-    services: Services, state: StandinState, repository: str, order: list[tuple[str, dict[str, Any]]]
+    services: Shell, state: StandinState, repository: str, order: list[tuple[str, dict[str, Any]]]
 ) -> tuple[Any, frozenset[str]]:
     """A fresh claimed ticket in its own repository, the events in `order`; its rails and observations."""
     state.add_repository(repository).branches[BRANCH] = HEAD
@@ -117,7 +117,7 @@ async def run(
             head.setdefault("repo", {})["full_name"] = repository
         delivery = WebhookEvent(f"{repository}-{number}", event, payload.get("action"), 7, payload)
         for handler in ROUTER.handlers_for(event, delivery.action):
-            await handler(delivery, services)
+            await handler(delivery, services.ports)
     ticket = services.tickets.load(key)
     observed = frozenset(
         json.dumps(dict(r.event.data), sort_keys=True)
@@ -127,7 +127,7 @@ async def run(
     return (ticket.work, ticket.rails.integration, dict(ticket.rails.deployments)), observed
 
 
-async def test_every_order_and_every_duplicate_ends_the_same(services: tuple[Services, StandinState]) -> None:
+async def test_every_order_and_every_duplicate_ends_the_same(services: tuple[Shell, StandinState]) -> None:
     """120 orders of five events, each also with one duplicated: one outcome, one set of observations."""
     handlers, state = services
     outcomes = set()
@@ -150,7 +150,7 @@ LATE_LINK = [
 
 
 async def test_a_link_added_after_an_unrelated_merge_never_merges_in_any_order(
-    services: tuple[Services, StandinState],
+    services: tuple[Shell, StandinState],
 ) -> None:
     """Every order (and duplicate) of an open linked PR, an unrelated merge and the edit that
     links it afterwards: the ticket stays pull_request_open, with one set of observations."""
@@ -185,7 +185,7 @@ FORKED = [
 
 
 async def test_a_fork_named_like_the_claimed_branch_links_nothing_in_any_order(
-    services: tuple[Services, StandinState],
+    services: tuple[Shell, StandinState],
 ) -> None:
     """Every order of a push, a fork's PR from a branch of the same name, a failing check on its
     head and its merge: the ticket stays branch_reported and never hears of the fork's PR."""

@@ -9,9 +9,10 @@ import httpx
 import respx
 
 from app.cli import main
+from app.store import pulls
 from app.store.database import Database
-from app.store.pulls import PullRequest, remember
 from app.store.tickets import TicketService
+from handlers.ports import PullRequest
 from policies.commands import Claim, Publish
 from policies.model import TicketKey
 from tests.fakes import GITHUB_API, REQUESTER, RUNNER, Comments, app_settings, private_key_pem, token_response
@@ -37,7 +38,8 @@ def test_resync_records_what_happened_while_webhooks_were_lost(database: Databas
     service.execute(key, Claim(branch="agent/12"), comments.context(RUNNER))
     url, at = "https://github.com/acme/web/pull/50", datetime(2026, 11, 30, 9, tzinfo=UTC)
     opened = PullRequest(REPO, 50, url, True, False, "agent/12", "f" * 40, None, at)
-    remember(database, opened, {12})
+    with database.write() as connection:
+        pulls.remember(connection, opened, {12})
     respx.get(f"{API}/installation").mock(return_value=httpx.Response(200, json={"id": 7}))
     respx.post(f"{GITHUB_API}/app/installations/7/access_tokens").mock(
         return_value=httpx.Response(201, json=token_response())
@@ -86,7 +88,10 @@ def test_resync_of_a_pull_request_edited_after_its_merge_does_not_merge_the_tick
     service.execute(key, Publish("Resumable uploads"), comments.context(REQUESTER))
     service.execute(key, Claim(), comments.context(RUNNER))
     url, at = "https://github.com/acme/web/pull/51", datetime(2026, 11, 30, 9, tzinfo=UTC)
-    remember(database, PullRequest(REPO, 51, url, True, False, "chore/x", "e" * 40, None, at), {12})
+    with database.write() as connection:
+        pulls.remember(
+            connection, PullRequest(REPO, 51, url, True, False, "chore/x", "e" * 40, None, at), {12}
+        )
     respx.get(f"{API}/installation").mock(return_value=httpx.Response(200, json={"id": 7}))
     respx.post(f"{GITHUB_API}/app/installations/7/access_tokens").mock(
         return_value=httpx.Response(201, json=token_response())

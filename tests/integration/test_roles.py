@@ -66,7 +66,7 @@ async def test_without_a_file_roles_follow_the_repository_permission(
 ) -> None:
     """SPEC's fallback, read from role_name (the legacy field folds maintain and triage away)."""
     permission("sam", role_name, legacy)
-    roles = await RoleResolver(github, 7, REPO).roles("sam", parse_repository_config(None))
+    roles = await RoleResolver(github, 7, REPO).roles("sam", parse_repository_config(None).roles)
     assert roles == expected
 
 
@@ -79,16 +79,16 @@ async def test_only_an_active_team_membership_counts(github: GitHubClient) -> No
     for login in ("rita", "pat", "nora"):
         permission(login, "read", "read")
     resolver = RoleResolver(github, 7, REPO)
-    assert Role.REVIEWER in await resolver.roles("rita", config)
-    assert Role.REVIEWER not in await resolver.roles("pat", config)
-    assert Role.REVIEWER not in await resolver.roles("nora", config)
+    assert Role.REVIEWER in await resolver.roles("rita", config.roles)
+    assert Role.REVIEWER not in await resolver.roles("pat", config.roles)
+    assert Role.REVIEWER not in await resolver.roles("nora", config.roles)
 
 
 async def test_a_role_listed_as_empty_means_nobody_even_an_admin(github: GitHubClient) -> None:
     """`[]` is nobody; a role the file leaves out falls back to the permission."""
     config = parse_repository_config("roles:\n  release_owner: []\n")
     permission("ada", "admin", "admin")
-    roles = await RoleResolver(github, 7, REPO).roles("ada", config)
+    roles = await RoleResolver(github, 7, REPO).roles("ada", config.roles)
     assert Role.RELEASE_OWNER not in roles and Role.REPOSITORY_MAINTAINER in roles
 
 
@@ -98,7 +98,7 @@ async def test_a_bot_named_by_login_holds_the_role(github: GitHubClient) -> None
         'roles:\n  runner: ["Coder-Bot[bot]"]\n  requester: []\n  task_owner: []\n  reviewer: []\n'
         "  repository_maintainer: []\n  release_owner: []\n"
     )
-    assert await RoleResolver(github, 7, REPO).roles("coder-bot[bot]", config) == {Role.RUNNER}
+    assert await RoleResolver(github, 7, REPO).roles("coder-bot[bot]", config.roles) == {Role.RUNNER}
 
 
 async def test_a_403_on_team_membership_is_cannot_verify_not_a_no(github: GitHubClient) -> None:
@@ -109,7 +109,7 @@ async def test_a_403_on_team_membership_is_cannot_verify_not_a_no(github: GitHub
     )
     permission("rita", "write", "write")
     with pytest.raises(CannotVerify, match="members"):
-        await RoleResolver(github, 7, REPO).roles("rita", config)
+        await RoleResolver(github, 7, REPO).roles("rita", config.roles)
 
 
 def test_unknown_permissions_grant_nothing() -> None:

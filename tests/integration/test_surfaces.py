@@ -14,13 +14,14 @@ from typing import Any
 
 import pytest
 
-from app.bootstrap import Services, create_services
+from app.bootstrap import Shell, wire
 from app.github.client import GitHubClient
 from app.runtime.metrics import Metrics
-from app.runtime.outbox import Outbox, effect_counts
+from app.runtime.outbox import Outbox
+from app.store import pulls
 from app.store.database import Database
-from app.store.pulls import PullRequest, remember
-from app.views.surfaces import Surfaces
+from app.store.effects import effect_counts
+from handlers.ports import PullRequest
 from policies.commands import Claim, Context, Draft, Publish
 from policies.model import Actor, TicketKey
 from policies.rails import CheckObserved, ObservationContext, PullRequestObserved, RailPolicy
@@ -36,7 +37,7 @@ T0 = datetime(2026, 11, 30, 10, 0, tzinfo=UTC)
 
 @dataclass
 class Rig:
-    services: Services
+    services: Shell
     outbox: Outbox
     clock: StillClock
     github: StandinState
@@ -51,8 +52,8 @@ async def rig(database: Database) -> AsyncIterator[Rig]:
         clock = StillClock(T0.timestamp())
         github = GitHubClient(settings, Metrics(), clock=clock)
         await github.start()
-        services = create_services(database, clock, github, app_id=1)
-        renderers = Surfaces(services).renderers()
+        services = wire(database, clock, github, app_id=1)
+        renderers = services.surfaces().renderers()
         outbox = Outbox(database, github, Metrics(), app_id=1, clock=clock, spacing=0.0, renderers=renderers)
         try:
             yield Rig(services, outbox, clock, state)
@@ -102,7 +103,8 @@ async def test_a_hundred_changes_within_a_second_make_at_most_three_writes_per_s
     command(rig, Claim(), "cody", Role.RUNNER, 3)
     pull = PullRequestObserved(34, PR_URL, True, True, False, FIX, "agent/12-fix", None, T0)
     stored = PullRequest(REPO, 34, PR_URL, True, False, "agent/12-fix", FIX, None, T0, author="cody")
-    remember(rig.services.database, stored, {12})  # as the pull_request handler does
+    with rig.services.database.write() as connection:
+        pulls.remember(connection, stored, {12})  # as the pull_request handler does
     assert observe(rig, pull, 4)
     await drain(rig)
     before = writes(rig)

@@ -14,14 +14,18 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
-from app.bootstrap import Services, create_services
+from app.bootstrap import Shell, wire
 from app.github.client import GitHubClient
 from app.runtime.metrics import Metrics
-from app.runtime.watchdog import Heard, check_claims, record_sign_of_life, signs_from_events, signs_of_life
+from app.runtime.watchdog import check_claims
+from app.store import signs
 from app.store.database import Database
+from app.store.signs import signs_of_life
 from app.store.tickets import TicketService
 from handlers import ROUTER
+from handlers.ports import Heard
 from handlers.routing import WebhookEvent
+from handlers.signs import signs_from_events
 from policies.commands import Claim, Publish
 from policies.events import EventType
 from policies.model import TicketKey
@@ -31,6 +35,13 @@ from tests.conftest import sqlite_database
 from tests.e2e.world import comment_payload, event_payload
 from tests.fakes import REQUESTER, RUNNER, START, Comments, app_settings
 from tests.github_standin import StandinState, running_standin
+
+
+def record_sign_of_life(database: Database, heard: Heard) -> bool:
+    """Store one sign of life in a transaction of its own."""
+    with database.write() as connection:
+        return signs.record_sign_of_life(connection, heard)
+
 
 KEY = TicketKey("acme/web", 12)
 CLAIMANT = RUNNER.login
@@ -191,7 +202,7 @@ class Wall:
 
 
 @pytest.fixture
-async def handlers(tmp_path: Path) -> AsyncIterator[tuple[Services, StandinState]]:
+async def handlers(tmp_path: Path) -> AsyncIterator[tuple[Shell, StandinState]]:
     """Handlers' collaborators over SQLite; GitHub is the stand-in with acme/web configured."""
     state = StandinState()
     state.add_installation(7, "acme")
@@ -203,20 +214,20 @@ async def handlers(tmp_path: Path) -> AsyncIterator[tuple[Services, StandinState
     async with running_standin(state) as standin:
         github = GitHubClient(app_settings(database.url, GITHUB_API_URL=standin.url, APP_ID="1"), Metrics())
         await github.start()
-        yield create_services(database, clock=Wall(), github=github, app_id=1), state
+        yield wire(database, clock=Wall(), github=github, app_id=1), state
         await github.close()
     database.close()
 
 
-async def send(services: Services, event: str, payload: dict[str, Any], delivery: str) -> None:
+async def send(services: Shell, event: str, payload: dict[str, Any], delivery: str) -> None:
     """Run every handler registered for the event, as the worker does."""
     payload = json.loads(json.dumps(payload))
     webhook = WebhookEvent(delivery, event, payload.get("action"), 7, payload)
     for handler in ROUTER.handlers_for(event, webhook.action):
-        await handler(webhook, services)
+        await handler(webhook, services.ports)
 
 
-async def say(services: Services, login: str, body: str, at: datetime, *, number: int = 12) -> None:
+async def say(services: Shell, login: str, body: str, at: datetime, *, number: int = 12) -> None:
     """`login` comments on issue #12 (or PR `number`) at `at`, and it is processed then."""
     assert isinstance(services.clock, Wall)
     services.clock.now = at
@@ -225,14 +236,14 @@ async def say(services: Services, login: str, body: str, at: datetime, *, number
     await send(services, "issue_comment", payload, f"comment-{payload['comment']['id']}")
 
 
-def stored_sign(services: Services) -> Any:
+def stored_sign(services: Shell) -> Any:
     """The one stored sign of life (None when there is none)."""
     with services.database.read() as connection:
         return connection.execute(select(signs_of_life)).one_or_none()
 
 
 async def test_the_claim_stores_the_configured_limit_and_the_claimants_comments_are_signs_of_life(
-    handlers: tuple[Services, StandinState],
+    handlers: tuple[Shell, StandinState],
 ) -> None:
     """`/claim` opens the watch with `claims.max_silence_minutes`; any later comment by the claimant
     (a command or not) moves it on; other people's comments and comments on PRs do not."""
@@ -258,7 +269,7 @@ def push_payload(branch: str, pushed_at: datetime) -> dict[str, Any]:
 
 
 async def test_pushes_to_the_attempts_branch_are_signs_of_life(
-    handlers: tuple[Services, StandinState],
+    handlers: tuple[Shell, StandinState],
 ) -> None:
     """The branch named at `/claim`, and a branch matching `tickets.branch_pattern`, count; others do not."""
     services, _ = handlers
@@ -273,7 +284,7 @@ async def test_pushes_to_the_attempts_branch_are_signs_of_life(
     assert stored_sign(services).at == minutes(35)
 
 
-async def test_a_delivery_is_a_sign_of_life(handlers: tuple[Services, StandinState]) -> None:
+async def test_a_delivery_is_a_sign_of_life(handlers: tuple[Shell, StandinState]) -> None:
     """`/deliver` stores a `delivery` sign for its attempt, even written on the linked PR."""
     services, _ = handlers
     await say(services, "rachel", "/publish", minutes(0))
@@ -284,7 +295,7 @@ async def test_a_delivery_is_a_sign_of_life(handlers: tuple[Services, StandinSta
 
 
 async def test_closing_the_issue_is_recorded_and_the_watchdog_skips_it(
-    handlers: tuple[Services, StandinState],
+    handlers: tuple[Shell, StandinState],
 ) -> None:
     """`issues.closed` sets the ticket's closed flag (WorkState unchanged); `reopened` clears it."""
     services, _ = handlers

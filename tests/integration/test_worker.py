@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from app.bootstrap import Services, create_services
+from app.bootstrap import wire
 from app.runtime.metrics import Metrics
-from app.runtime.worker import Worker
 from app.store.intake import IncomingDelivery, write_batch
 from app.store.queue import ClaimedDelivery, DeliveryQueue, list_deliveries
+from handlers.ports import Services
 from handlers.routing import Router, WebhookEvent
 from tests.conftest import sqlite_database
 
@@ -50,7 +50,7 @@ class CountingQueue(DeliveryQueue):
 async def test_a_burst_of_notices_does_not_become_a_query_per_delivery(tmp_path: Path) -> None:
     """2,000 stored-delivery notices in 200 rounds: the queue is looked at once per claim gap."""
     database = sqlite_database(tmp_path / "railyard.db")
-    worker = Worker(create_services(database), Router(), Metrics(), poll_seconds=5.0, claim_gap_seconds=0.05)
+    worker = wire(database).worker(Router(), Metrics(), poll_seconds=5.0, claim_gap_seconds=0.05)
     queue = CountingQueue(database, owner=worker.name)
     worker.queue = queue
     stop = asyncio.Event()
@@ -73,7 +73,7 @@ async def test_a_burst_of_notices_does_not_become_a_query_per_delivery(tmp_path:
 async def test_stored_deliveries_are_picked_up_at_once_after_a_notice(tmp_path: Path) -> None:
     database = sqlite_database(tmp_path / "railyard.db")
     router, seen = recording_router()
-    worker = Worker(create_services(database, clock=lambda: NOW), router, Metrics(), poll_seconds=5.0)
+    worker = wire(database, clock=lambda: NOW).worker(router, Metrics(), poll_seconds=5.0)
     stop = asyncio.Event()
     running = asyncio.create_task(worker.run(stop))
     await asyncio.sleep(0.05)
@@ -97,8 +97,7 @@ async def test_while_the_intake_is_saturated_the_worker_takes_work_less_often_bu
     router, seen = recording_router()
     write_batch(database, [edited(f"d{n}", f"k{n}") for n in range(40)])
     saturated = True
-    worker = Worker(
-        create_services(database, clock=lambda: NOW),
+    worker = wire(database, clock=lambda: NOW).worker(
         router,
         Metrics(),
         concurrency=1,
@@ -172,8 +171,8 @@ async def test_a_delivery_whose_handler_runs_past_its_lease_is_not_taken_over(tm
     def clock() -> float:  # the stored delivery's time, moving with the wall clock
         return NOW + time.monotonic() - began
 
-    services = create_services(database, clock=clock)
-    worker = Worker(services, router, Metrics(), lease_seconds=0.3, poll_seconds=0.05)
+    services = wire(database, clock=clock)
+    worker = services.worker(router, Metrics(), lease_seconds=0.3, poll_seconds=0.05)
     stop = asyncio.Event()
     running = asyncio.create_task(worker.run(stop))
     write_batch(database, [edited("long", "k")])
@@ -198,7 +197,7 @@ async def test_a_payload_that_cannot_be_decoded_fails_its_delivery_and_the_worke
     """A stored payload that is not JSON is marked failed with the error; the next delivery is processed."""
     database = sqlite_database(tmp_path / "railyard.db")
     router, seen = recording_router()
-    worker = Worker(create_services(database, clock=lambda: NOW), router, Metrics(), poll_seconds=0.05)
+    worker = wire(database, clock=lambda: NOW).worker(router, Metrics(), poll_seconds=0.05)
     broken = edited("broken", "k1")._replace(payload="{not json")
     write_batch(database, [broken, edited("fine", "k2")])
     stop = asyncio.Event()

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from app.bootstrap import Services
-from app.web.payloads import dig, dig_int, dig_str
+from handlers.payloads import dig, dig_int, dig_str
+from handlers.ports import Services
 from handlers.routing import Router, WebhookEvent
 from policies.commands import Context, Draft
 from policies.model import Actor, TicketKey
@@ -20,13 +20,12 @@ async def on_issue_labelled(event: WebhookEvent, services: Services) -> None:
     """Create the draft ticket when the issue carries `tickets.label` (nothing else creates one)."""
     repository = dig_str(event.payload, "repository", "full_name")
     number = dig_int(event.payload, "issue", "number")
-    if services.configs is None or event.installation_id is None or repository is None or number is None:
+    if event.installation_id is None or repository is None or number is None:
         return
-    loaded = await services.configs.load(event.installation_id, repository)
-    label = loaded.config.tickets.label
+    rules = await services.configs.load(event.installation_id, repository)
     labels = dig(event.payload, "issue", "labels")
     names = {dig_str(item, "name") for item in labels} if isinstance(labels, list) else set()
-    if label is None or loaded.error is not None or label not in names:
+    if rules.ticket_label is None or rules.error is not None or rules.ticket_label not in names:
         return
     sender = dig_str(event.payload, "sender", "login") or "github"
     context = Context(
@@ -34,11 +33,17 @@ async def on_issue_labelled(event: WebhookEvent, services: Services) -> None:
         # One ticket per issue, however often the label comes and goes.
         operation_id=f"ticket-label:{repository.casefold()}#{number}",
         at=datetime.fromtimestamp(services.clock(), UTC),
-        policy_version=loaded.policy_version,
-        environments=loaded.config.deployments.environments,
+        policy_version=rules.policy_version,
+        environments=rules.environments,
     )
-    key = TicketKey(repository, number)
-    services.tickets.execute(key, Draft(via_label=True), context, installation_id=event.installation_id)
+    async with services.store.unit() as uow:
+        await uow.execute(
+            TicketKey(repository, number),
+            Draft(via_label=True),
+            context,
+            installation_id=event.installation_id,
+        )
+        await uow.commit()
 
 
 @router.register("issues", "closed", "reopened")
@@ -51,19 +56,19 @@ async def on_issue_closed_or_reopened(event: WebhookEvent, services: Services) -
     number = dig_int(event.payload, "issue", "number")
     if repository is None or number is None:
         return
-    closed = event.action == "closed"
+    version = ""
+    if event.installation_id is not None:
+        version = (await services.configs.load(event.installation_id, repository)).policy_version
     context = NoticeContext(
         actor=dig_str(event.payload, "sender", "login") or "github",
         actor_id=dig_int(event.payload, "sender", "id"),
         operation_id=f"issue-{event.action}:{event.delivery_id}",
         at=datetime.fromtimestamp(services.clock(), UTC),
-        policy_version=await _policy_version(event, services, repository),
+        policy_version=version,
     )
-    key = TicketKey(repository, number)
-    services.tickets.execute(key, IssueStateObserved(closed), context, installation_id=event.installation_id)
-
-
-async def _policy_version(event: WebhookEvent, services: Services, repository: str) -> str:
-    if services.configs is None or event.installation_id is None:
-        return ""
-    return (await services.configs.load(event.installation_id, repository)).policy_version
+    closed = IssueStateObserved(event.action == "closed")
+    async with services.store.unit() as uow:
+        await uow.execute(
+            TicketKey(repository, number), closed, context, installation_id=event.installation_id
+        )
+        await uow.commit()

@@ -1,0 +1,146 @@
+"""The handlers' GitHub ports over the client: reads, the repository's rules, and roles.
+
+GitHub's "there is no such thing" (404, and 422 for an unknown commit) becomes
+`handlers.errors.Missing`; every other failure keeps its own type (transient or not).
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from typing import Any
+
+from app.github.client import GitHubClient, GitHubError
+from app.github.config import CONFIG_PATH, ConfigLoader, LoadedConfig, RepoFile
+from app.github.roles import RoleResolver
+from handlers.errors import Missing
+from handlers.ports import Json, RoleEntry, Rules
+from policies.states import Role
+
+
+class GitHubReadsAdapter:
+    """`handlers.ports.GitHubReads` over the app's client."""
+
+    def __init__(self, github: GitHubClient) -> None:
+        self._github = github
+
+    async def _get(
+        self, endpoint: str, installation_id: int | None, missing: Sequence[int], **args: Any
+    ) -> Any:
+        try:
+            return await self._github.call(endpoint, installation_id, **args)
+        except GitHubError as error:
+            if error.status in missing:
+                raise Missing(f"{endpoint} {args}", error.status) from error
+            raise
+
+    async def pull(self, installation_id: int, repository: str, number: int) -> Json:
+        """A pull request."""
+        return await self._get("get_pull", installation_id, (404,), repository=repository, number=number)  # type: ignore[no-any-return]
+
+    async def issue(self, installation_id: int, repository: str, number: int) -> Json:
+        """An issue."""
+        return await self._get("get_issue", installation_id, (404,), repository=repository, number=number)  # type: ignore[no-any-return]
+
+    async def commit(self, installation_id: int, repository: str, ref: str) -> Json:
+        """A commit (422: "No commit found for SHA")."""
+        return await self._get("get_commit", installation_id, (404, 422), repository=repository, ref=ref)  # type: ignore[no-any-return]
+
+    async def branch(self, installation_id: int, repository: str, branch: str) -> Json:
+        """A branch and its head."""
+        return await self._get("get_branch", installation_id, (404,), repository=repository, branch=branch)  # type: ignore[no-any-return]
+
+    async def installation_of(self, repository: str) -> int:
+        """The app's installation on the repository."""
+        found = await self._get("get_repository_installation", None, (404,), repository=repository)
+        return int(found["id"])
+
+    async def deployments(
+        self, installation_id: int, repository: str, environment: str, limit: int
+    ) -> list[Json]:
+        """The newest deployments to an environment."""
+        params = {"environment": environment, "per_page": limit}
+        listed = await self._get(
+            "list_deployments", installation_id, (404,), repository=repository, params=params
+        )
+        return [item for item in listed if isinstance(item, dict)] if isinstance(listed, list) else []
+
+    async def latest_status(self, installation_id: int, repository: str, deployment_id: int) -> Json | None:
+        """A deployment's newest status."""
+        statuses = await self._get(
+            "list_deployment_statuses", installation_id, (404,), repository=repository,
+            deployment_id=deployment_id, params={"per_page": 1},
+        )  # fmt: skip
+        return (
+            statuses[0] if isinstance(statuses, list) and statuses and isinstance(statuses[0], dict) else None
+        )
+
+
+def config_fetcher(github: GitHubClient) -> Callable[[int, str], Awaitable[RepoFile | None]]:
+    """Read `.github/railyard.yml` from a repository's default branch (None when absent)."""
+
+    async def fetch(installation_id: int, repository: str) -> RepoFile | None:
+        try:
+            found = await github.call("get_file", installation_id, repository=repository, path=CONFIG_PATH)
+        except GitHubError as error:
+            if error.status == 404:
+                return None
+            raise
+        if not isinstance(found, dict) or found.get("type") != "file":
+            return None
+        text = base64.b64decode(found.get("content") or "").decode("utf-8", errors="replace")
+        return RepoFile(sha=str(found.get("sha")), text=text)
+
+    return fetch
+
+
+def rules_from(loaded: LoadedConfig) -> Rules:
+    """What handlers decide with, from the configuration in force."""
+    config = loaded.config
+    return Rules(
+        policy_version=loaded.policy_version,
+        error=loaded.error,
+        ticket_label=config.tickets.label,
+        no_code_label=config.tickets.no_code_label,
+        branch_pattern=config.tickets.branch_pattern,
+        environments=tuple(config.deployments.environments),
+        required_checks=tuple(config.checks.required),
+        max_silence_minutes=config.claims.max_silence_minutes,
+        high_risk_labels=tuple(config.high_risk.labels),
+        self_verification=config.self_verification,
+        commands_per_hour=config.limits.commands_per_hour,
+        roles={
+            role: tuple(RoleEntry(e.login, e.org, e.slug) for e in entries)
+            for role, entries in config.roles.items()
+        },
+    )
+
+
+class ConfigsAdapter:
+    """`handlers.ports.Configs` over the loader (which parses each blob once)."""
+
+    def __init__(self, loader: ConfigLoader) -> None:
+        self.loader = loader
+
+    async def load(self, installation_id: int, repository: str, *, fresh: bool = False) -> Rules:
+        """The rules in force."""
+        return rules_from(await self.loader.load(installation_id, repository, fresh=fresh))
+
+    def forget(self, repository: str) -> None:
+        """Read the file again next time."""
+        self.loader.forget(repository)
+
+
+class RolesAdapter:
+    """`handlers.ports.Roles`: team memberships and permissions asked of GitHub now."""
+
+    def __init__(self, github: GitHubClient) -> None:
+        self._github = github
+
+    async def roles(
+        self, installation_id: int, repository: str, login: str, rules: Rules, among: Iterable[Role]
+    ) -> frozenset[Role]:
+        """The roles `login` holds now, of `among`."""
+        return await RoleResolver(self._github, installation_id, repository).roles(
+            login, rules.roles, among=among
+        )

@@ -1,0 +1,136 @@
+"""Intended GitHub writes (effects), stored in the transaction of the change that needs them.
+
+`app.runtime.outbox` performs them later; see there for leases, coalescing and retries.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import Connection, case, func, select, update
+
+from app.store.database import Database, insert_for
+from app.store.tables import OutboxEffectRow, table
+
+effects_table = table(OutboxEffectRow)
+PENDING, DONE, FAILED, CANCELLED = "pending", "done", "failed", "cancelled"
+
+
+@dataclass(frozen=True)
+class Effect:
+    """One intended write. `payload` holds what the kind needs (number, body, content...)."""
+
+    kind: str
+    installation_id: int
+    repository: str
+    dedupe_key: str
+    payload: Mapping[str, Any] = field(default_factory=dict)
+    coalesce: bool = False
+
+
+def reaction(installation_id: int, repository: str, comment_id: int, content: str = "+1") -> Effect:
+    """React to a comment (GitHub answers 200 for a reaction that already exists)."""
+    key = f"reaction:{repository}:{comment_id}:{content}"
+    return Effect(
+        "reaction", installation_id, repository, key, {"comment_id": comment_id, "content": content}
+    )
+
+
+def comment(installation_id: int, repository: str, number: int, body: str, key: str) -> Effect:
+    """Create one comment on an issue or PR, once, whatever happens."""
+    return Effect("comment", installation_id, repository, f"comment:{key}", {"number": number, "body": body})
+
+
+def assign(installation_id: int, repository: str, number: int, logins: Sequence[str], key: str) -> Effect:
+    """Add assignees to an issue."""
+    payload = {"number": number, "assignees": list(logins)}
+    return Effect("assign", installation_id, repository, f"assign:{key}", payload)
+
+
+def marker(dedupe_key: str) -> str:
+    """The hidden marker that identifies the comment written for one effect."""
+    return f"<!-- railyard:effect:{hashlib.sha256(dedupe_key.encode()).hexdigest()[:20]} -->"
+
+
+MIN_SURFACE_INTERVAL = 1.0
+"""Seconds between two writes of one surface (a status comment, a check-run)."""
+
+
+def enqueue(
+    connection: Connection, effects: Sequence[Effect], now: float, min_interval: float = MIN_SURFACE_INTERVAL
+) -> None:
+    """Record effects in the caller's transaction (so they commit, or not, with the change)."""
+    insert = insert_for(connection)
+    later = func.max if connection.dialect.name == "sqlite" else func.greatest
+    for effect in effects:
+        statement = insert(effects_table).values(
+            dedupe_key=effect.dedupe_key,
+            installation_id=effect.installation_id,
+            repository=effect.repository,
+            kind=effect.kind,
+            payload=dict(effect.payload),
+            status=PENDING,
+            attempts=0,
+            ambiguous=False,
+            next_attempt_at=now,
+            created_at=now,
+            updated_at=now,
+        )
+        if not effect.coalesce:
+            connection.execute(statement.on_conflict_do_nothing(index_elements=["dedupe_key"]))
+            continue
+        current = effects_table.c
+        was_pending = current.status == PENDING
+        connection.execute(
+            statement.on_conflict_do_update(
+                index_elements=["dedupe_key"],
+                set_={
+                    "payload": statement.excluded.payload,
+                    "updated_at": statement.excluded.updated_at,
+                    "status": PENDING,
+                    "attempts": case((was_pending, current.attempts), else_=0),
+                    "next_attempt_at": case(
+                        (was_pending, current.next_attempt_at),
+                        else_=later(
+                            statement.excluded.next_attempt_at,
+                            func.coalesce(current.done_at, 0) + min_interval,
+                        ),
+                    ),
+                },
+            )
+        )
+
+
+def effect_counts(database: Database) -> dict[str, int]:
+    """How many effects are pending, done and failed."""
+    with database.read() as connection:
+        rows = connection.execute(
+            select(effects_table.c.status, func.count()).group_by(effects_table.c.status)
+        )
+        return {status: int(count) for status, count in rows}
+
+
+def release_effect_leases(database: Database) -> int:
+    """Free every pending effect's lease (a single-process SQLite server at start: their holders are gone).
+
+    An effect whose create may have left before the crash is marked ambiguous already, so
+    the next attempt looks for what GitHub created before it writes.
+    """
+    with database.write() as connection:
+        return int(
+            connection.execute(
+                update(effects_table)
+                .where(effects_table.c.status == PENDING, effects_table.c.lease_until.is_not(None))
+                .values(lease_until=None, lease_owner=None)
+            ).rowcount
+        )
+
+
+def effect_result(connection: Connection, dedupe_key: str) -> dict[str, Any] | None:
+    """What GitHub answered for an effect (the status comment's address, say), once performed."""
+    statement = select(effects_table.c.result).where(effects_table.c.dedupe_key == dedupe_key)
+    result = connection.execute(statement).scalar()
+    return dict(result) if result else None

@@ -1,0 +1,56 @@
+"""`check_run` and `check_suite` events: a check on a commit can block (or unblock) the PRs whose
+head that commit is."""
+
+from __future__ import annotations
+
+from handlers.observe import record
+from handlers.payloads import dig, dig_int, dig_str, time_or
+from handlers.ports import Services
+from handlers.pull_requests import source_of
+from handlers.routing import Router, WebhookEvent
+from policies.rails import CheckObserved
+
+router = Router()
+
+
+def check_from(event: WebhookEvent, fallback: float) -> CheckObserved | None:
+    """The check a `check_run` or `check_suite` payload reports (None without its head, id or name)."""
+    kind = event.event
+    item = dig(event.payload, kind)
+    head_sha, check_id = dig_str(item, "head_sha"), dig_int(item, "id")
+    if kind == "check_run":
+        name = dig_str(item, "name")
+    else:
+        name = dig_str(item, "app", "slug") or dig_str(item, "app", "name")
+    if head_sha is None or check_id is None or name is None:
+        return None
+    completed = dig_str(item, "status") == "completed"
+    at = dig_str(item, "completed_at") or dig_str(item, "updated_at") or dig_str(item, "started_at")
+    conclusion = dig_str(item, "conclusion") if completed else None
+    return CheckObserved(head_sha, name, conclusion, check_id, time_or(at, fallback))
+
+
+@router.register("check_run")
+@router.register("check_suite")
+async def on_check(event: WebhookEvent, services: Services) -> None:
+    """Hold the check for PRs that show its head later, then record it on the tickets of the PRs
+    whose head it is now."""
+    repository = dig_str(event.payload, "repository", "full_name")
+    if repository is None or event.installation_id is None:
+        return
+    rules = await services.configs.load(event.installation_id, repository)
+    observation = check_from(event, services.clock())
+    if observation is None:
+        return
+    async with services.store.unit() as uow:
+        # Held first, and committed: a PR event at the same time either finds it or is found here.
+        await uow.hold(repository, f"check:{observation.head_sha}", observation, services.clock())
+        await uow.commit()
+    async with services.store.unit() as uow:
+        tickets: set[int] = set()
+        for _, linked in await uow.pulls_where(repository, head_sha=observation.head_sha):
+            tickets |= linked
+        await record(
+            uow, services, repository, rules, [(n, observation) for n in sorted(tickets)], source_of(event)
+        )
+        await uow.commit()

@@ -1,0 +1,362 @@
+"""What handlers need from the world, as Protocols; `app/` implements them, tests fake them.
+
+A handler reads what it needs (GitHub, the repository's rules, a read of the store), then
+makes its change in one unit of work that it shows:
+
+    async with services.store.unit() as uow:
+        outcome = await uow.execute(key, command, context)
+        await uow.send(Reaction(...))
+        await uow.commit()
+
+Nothing is written unless `commit` is reached. A handler that must let another writer see
+what it wrote before it reads (a held check before looking up the PRs it concerns) shows two
+units, in that order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Protocol
+
+from handlers.answers import Answer
+from policies.commands import Command, Context
+from policies.events import Event
+from policies.links import same_repository
+from policies.model import Ticket, TicketKey
+from policies.notices import Notice, NoticeContext
+from policies.rails import Observation, ObservationContext, PullRequestObserved, RailPolicy
+from policies.refusals import Refusal
+from policies.states import Role, SelfVerification
+
+Change = Command | Observation | Notice
+ChangeContext = Context | ObservationContext | NoticeContext
+Clock = Callable[[], float]
+"""Epoch seconds now."""
+
+# -- what the store answers -------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What an operation did: the events it appended, or the refusal it got."""
+
+    operation_id: str
+    ticket: TicketKey
+    revision: int
+    events: tuple[Event, ...] = ()
+    refusal: Refusal | None = None
+    replayed: bool = False
+    shown: Ticket | None = field(default=None, compare=False)  # the state to show, when it changed
+
+    @property
+    def applied(self) -> bool:
+        """Whether the operation changed the ticket."""
+        return self.refusal is None and bool(self.events)
+
+    @property
+    def answerable(self) -> bool:
+        """Whether this outcome gets answers: not a replay (already answered), not a transient refusal."""
+        return not self.replayed and not (self.refusal is not None and self.refusal.transient)
+
+
+@dataclass(frozen=True)
+class RecordedEvent:
+    """An event as stored, with the revision it gave the ticket."""
+
+    revision: int
+    event: Event
+
+
+@dataclass(frozen=True)
+class PullRequest:
+    """The facts of one PR that the repository rail needs."""
+
+    repository: str
+    number: int
+    url: str
+    open: bool
+    merged: bool
+    head_ref: str | None
+    head_sha: str | None
+    merge_commit: str | None
+    updated_at: datetime
+    author: str | None = None
+    head_repository: str | None = None
+    merged_at: datetime | None = None
+
+    @property
+    def head_in_repository(self) -> bool:
+        """Whether the head branch is a branch of the PR's own repository (not a fork's)."""
+        return same_repository(self.head_repository, self.repository)
+
+    def observed(self, linked: bool, *, linked_at_merge: bool = False) -> PullRequestObserved:
+        """This PR as an observation about one ticket it links (or no longer links).
+
+        `linked_at_merge`: the caller knows the PR linked the ticket when it merged.
+        """
+        return PullRequestObserved(
+            number=self.number,
+            url=self.url,
+            linked=linked,
+            open=self.open,
+            merged=self.merged,
+            head_sha=self.head_sha,
+            head_ref=self.head_ref,
+            merge_commit=self.merge_commit if self.merged else None,
+            updated_at=self.updated_at,
+            linked_at_merge=linked_at_merge and self.merged,
+        )
+
+
+@dataclass(frozen=True)
+class Heard:
+    """One sign of life (or an attempt opening) for the claim watchdog."""
+
+    key: TicketKey
+    attempt: int
+    at: datetime
+    kind: str
+    source: str
+    max_silence_minutes: int | None = None
+    policy_version: str | None = None
+
+
+@dataclass(frozen=True)
+class MergedTicket:
+    """A merged ticket, its merge commit, and the deployed commit known to contain it, if any."""
+
+    number: int
+    merge_commit: str
+    anchor: str | None
+
+
+Linked = tuple[PullRequest, set[int]]
+"""A stored PR and the ticket numbers it links."""
+
+
+class Reads(Protocol):
+    """What a read of the store answers (a unit of work answers it too, inside its transaction)."""
+
+    async def ticket(self, key: TicketKey) -> Ticket | None:
+        """The ticket at its latest revision, or None when the issue is not a ticket."""
+
+    async def history(self, key: TicketKey) -> list[RecordedEvent]:
+        """The ticket's event log, oldest first."""
+
+    async def commands_since(self, repository: str, actor_id: int, since: datetime) -> int:
+        """How many commands the account ran in the repository since `since`."""
+
+    async def stored_pull(self, repository: str, number: int) -> Linked | None:
+        """A PR as last seen, with its links; None when railyard has not seen it."""
+
+    async def pulls_where(
+        self, repository: str, *, head_sha: str | None = None, head_ref: str | None = None
+    ) -> list[Linked]:
+        """Stored PRs with this head commit or head branch (a branch of `repository`, never a fork's)."""
+
+    async def tickets_on_branch(
+        self,
+        repository: str,
+        branch: str,
+        *,
+        head_repository: str | None,
+        reported_by: datetime | None = None,
+    ) -> set[int]:
+        """Tickets whose claim or delivery reported `branch` (by `reported_by`, when given)."""
+
+    async def attempt_opened_by(self, repository: str, number: int, when: datetime) -> bool:
+        """Whether the ticket had an attempt opened by `when`."""
+
+    async def held_for(self, repository: str, subject: str) -> list[Observation]:
+        """Observations held under a subject, oldest first."""
+
+    async def merged_tickets(self, repository: str) -> list[MergedTicket]:
+        """Every merged ticket, with the newest deployed commit known to contain its merge."""
+
+
+class UnitOfWork(Reads, Protocol):
+    """One transaction: every write a handler makes for one delivery, committed together."""
+
+    async def execute(
+        self,
+        key: TicketKey,
+        change: Change,
+        context: ChangeContext,
+        *,
+        installation_id: int | None = None,
+        expected_revision: int | None = None,
+    ) -> Outcome:
+        """The one door: apply a command, an observation or a notice, at most once per operation id.
+
+        The surfaces that show a changed ticket are enqueued with the change.
+        """
+
+    async def remember(self, pull: PullRequest, linked: set[int]) -> set[int]:
+        """Store the PR (unless a newer state is stored); return the tickets it linked before."""
+
+    async def hold(
+        self,
+        repository: str,
+        subject: str,
+        observation: Observation,
+        now: float,
+        *,
+        per_subject: bool = False,
+    ) -> None:
+        """Keep an observation under a subject until it expires (once; once per subject if asked)."""
+
+    async def record_sign_of_life(self, heard: Heard) -> bool:
+        """Store a sign of life unless a later one is stored; False when the issue is not a ticket."""
+
+    async def set_installation(self, installation_id: int, account: str, status: str, now: float) -> None:
+        """Record an installation's status."""
+
+    async def set_repositories(
+        self, installation_id: int, repositories: Iterable[str], active: bool, now: float
+    ) -> None:
+        """Record repositories added to (or removed from) an installation."""
+
+    async def send(self, *answers: Answer) -> None:
+        """Enqueue GitHub writes with this transaction; replies within the author's reply limit."""
+
+    async def commit(self) -> None:
+        """Make every write of the unit durable; without it, nothing is kept."""
+
+
+class Store(Protocol):
+    """The record: reads and units of work."""
+
+    def read(self) -> AbstractAsyncContextManager[Reads]:
+        """A read-only transaction."""
+
+    def unit(self) -> AbstractAsyncContextManager[UnitOfWork]:
+        """A write transaction, kept only by `commit`."""
+
+
+# -- GitHub -----------------------------------------------------------------------------
+
+Json = Mapping[str, Any]
+
+
+class GitHubReads(Protocol):
+    """What handlers read from GitHub when they run. `Missing` when GitHub says there is no such thing."""
+
+    async def pull(self, installation_id: int, repository: str, number: int) -> Json:
+        """A pull request, as `GET /repos/{repo}/pulls/{number}` answers."""
+
+    async def issue(self, installation_id: int, repository: str, number: int) -> Json:
+        """An issue, as `GET /repos/{repo}/issues/{number}` answers."""
+
+    async def commit(self, installation_id: int, repository: str, ref: str) -> Json:
+        """A commit by sha or ref (`Missing` also for GitHub's 422 "No commit found")."""
+
+    async def branch(self, installation_id: int, repository: str, branch: str) -> Json:
+        """A branch with its head commit."""
+
+    async def installation_of(self, repository: str) -> int:
+        """The id of the app's installation on the repository."""
+
+    async def deployments(
+        self, installation_id: int, repository: str, environment: str, limit: int
+    ) -> list[Json]:
+        """The newest deployments to an environment, newest first."""
+
+    async def latest_status(self, installation_id: int, repository: str, deployment_id: int) -> Json | None:
+        """A deployment's newest status, or None when it has none."""
+
+
+class Ancestry(Protocol):
+    """Whether a deployed commit contains a merge commit (the compare API, cached)."""
+
+    async def contains(self, installation_id: int, repository: str, merge_commit: str, deployed: str) -> bool:
+        """True when `deployed` is `merge_commit` or a descendant of it."""
+
+    async def contains_ticket(
+        self, installation_id: int, repository: str, ticket: MergedTicket, deployed: str
+    ) -> bool:
+        """Whether `deployed` contains the ticket's merge (through its anchor when it can)."""
+
+
+# -- the repository's rules -------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RoleEntry:
+    """One entry of a role list: a team (`org`, `slug`) or a login."""
+
+    login: str | None = None
+    org: str | None = None
+    slug: str | None = None
+
+    @property
+    def is_team(self) -> bool:
+        """Whether the entry names a team (membership is checked when a command executes)."""
+        return self.slug is not None
+
+
+@dataclass(frozen=True)
+class Rules:
+    """The part of `.github/railyard.yml` in force that handlers decide with."""
+
+    policy_version: str
+    error: str | None = None  # the file is broken: defaults are in force and this is shown
+    ticket_label: str | None = None
+    no_code_label: str = "no-code"
+    branch_pattern: str | None = None
+    environments: tuple[str, ...] = ("production",)
+    required_checks: tuple[str, ...] = ()
+    max_silence_minutes: int = 240
+    high_risk_labels: tuple[str, ...] = ()
+    self_verification: SelfVerification = SelfVerification.EXPLICIT
+    commands_per_hour: int = 30
+    roles: Mapping[Role, tuple[RoleEntry, ...]] = field(default_factory=dict)
+
+    @property
+    def rail_policy(self) -> RailPolicy:
+        """What the repository and deployment rails are decided under."""
+        return RailPolicy(environments=self.environments, required_checks=self.required_checks)
+
+    def names_login(self, login: str) -> bool:
+        """Whether a role names `login` itself (how another bot is allowed to act)."""
+        folded = login.casefold()
+        return any(
+            e.login is not None and e.login.casefold() == folded for es in self.roles.values() for e in es
+        )
+
+
+class Configs(Protocol):
+    """The repository's rules, read from its default branch."""
+
+    async def load(self, installation_id: int, repository: str, *, fresh: bool = False) -> Rules:
+        """The rules in force; read from GitHub now when `fresh` (commands), else recently read."""
+
+    def forget(self, repository: str) -> None:
+        """The file may have changed (a push to the default branch): read it again next time."""
+
+
+class Roles(Protocol):
+    """Who holds which role, asked of GitHub when a command executes."""
+
+    async def roles(
+        self, installation_id: int, repository: str, login: str, rules: Rules, among: Iterable[Role]
+    ) -> frozenset[Role]:
+        """The roles `login` holds now (of `among`); `CannotVerify` when GitHub will not say."""
+
+
+@dataclass(frozen=True)
+class Services:
+    """Everything a handler may use; passed in, never imported as a global. Every member is required."""
+
+    store: Store
+    github: GitHubReads
+    configs: Configs
+    roles: Roles
+    ancestry: Ancestry
+    app_id: int
+    clock: Clock
+
+
+Resync = Callable[[Services, TicketKey], Awaitable[list[str]]]

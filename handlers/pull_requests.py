@@ -1,0 +1,88 @@
+"""`pull_request` events: link and unlink tickets; record the PR's state on each ticket it links."""
+
+from __future__ import annotations
+
+from handlers.answers import CheckRun
+from handlers.observe import (
+    Source,
+    Told,
+    as_of_merge,
+    mergeability,
+    pull_links,
+    pull_request_from,
+    recheck_merged,
+    record,
+)
+from handlers.payloads import dig, dig_int, dig_str
+from handlers.ports import PullRequest, Services
+from handlers.routing import Router, WebhookEvent
+
+router = Router()
+_NEW_HEAD = ("opened", "reopened", "synchronize", "ready_for_review")
+
+
+def source_of(event: WebhookEvent) -> Source:
+    """The sender and delivery of a webhook, as the source of what it tells."""
+    actor = dig_str(event.payload, "sender", "login") or "github"
+    return Source(actor, event.delivery_id, event.installation_id, dig_int(event.payload, "sender", "id"))
+
+
+@router.register("pull_request")
+async def on_pull_request(event: WebhookEvent, services: Services) -> None:
+    """Link and unlink tickets; record the PR's state on each ticket it links or linked."""
+    repository = dig_str(event.payload, "repository", "full_name")
+    if repository is None or event.installation_id is None:
+        return
+    rules = await services.configs.load(event.installation_id, repository)
+    pull = pull_request_from(dig(event.payload, "pull_request"), repository, services.clock())
+    if pull is None:
+        return
+    body = dig_str(event.payload, "pull_request", "body")
+    async with services.store.unit() as uow:
+        # First the PR as seen now, committed before the held checks are read: a check completing
+        # at the same time either finds this PR or is found by it.
+        linked, at_merge = await pull_links(
+            uow, repository, pull, body, rules, body_as_of_merge=as_of_merge(pull, event.action)
+        )
+        stored = await uow.stored_pull(repository, pull.number)
+        before = await uow.remember(pull, linked)
+        if pull.open and pull.head_sha:
+            # Every open PR gets the check on its head, linked or not (`checks.unlinked`).
+            await uow.send(CheckRun(event.installation_id, repository, pull.number, pull.head_sha))
+        await uow.commit()
+    newer = stored[0] if stored and stored[0].updated_at > pull.updated_at else None
+    told = pull_observations(pull, linked, at_merge, before, newer)
+    async with services.store.read() as reads:
+        if pull.head_sha and linked:  # checks that completed before this PR showed its head
+            held_checks = await reads.held_for(repository, f"check:{pull.head_sha}")
+            told += [(n, check) for check in held_checks for n in sorted(linked)]
+    if pull.open and linked and event.action in _NEW_HEAD:
+        answer = await mergeability(services, event.installation_id, repository, pull.number, pull.updated_at)
+        told += [(n, answer) for n in sorted(linked) if answer is not None]
+    source = source_of(event)
+    async with services.store.unit() as uow:
+        merged = await record(uow, services, repository, rules, told, source)
+        await uow.commit()
+    # SPEC: when a ticket becomes merged, each environment's latest deployment is checked again.
+    await recheck_merged(services, repository, rules, merged, source)
+
+
+def pull_observations(
+    pull: PullRequest, linked: set[int], at_merge: set[int], before: set[int], newer: PullRequest | None
+) -> list[Told]:
+    """What one PR event tells each ticket; `before` are the tickets the stored PR links.
+
+    A current event also tells the tickets it no longer links. An older event arriving late
+    (`newer` is stored) speaks only for the tickets it links, and a ticket it is the first to
+    link also learns the newer state, so the final rails do not depend on arrival order.
+    """
+    if newer is None:
+        return [
+            (n, pull.observed(n in linked, linked_at_merge=n in at_merge))
+            for n in sorted(linked | before | at_merge)
+        ]
+    told = linked | at_merge
+    observations: list[Told] = [
+        (n, pull.observed(n in linked, linked_at_merge=n in at_merge)) for n in sorted(told)
+    ]
+    return observations + [(n, newer.observed(False)) for n in sorted(told - before)]
