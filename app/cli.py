@@ -12,7 +12,6 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, TextIO
 
-from sqlalchemy import inspect
 from sqlalchemy.exc import DBAPIError
 
 from app.logs import configure_logging
@@ -166,7 +165,7 @@ def _print_events(items: list[dict[str, Any]], out: TextIO) -> None:
 
 
 def _ready(database: Database, err: TextIO) -> bool:
-    if inspect(database.engine).has_table("tickets"):
+    if database.has_schema():
         return True
     err.write("railyard: the database has no railyard tables yet; run `railyard migrate` first.\n")
     return False

@@ -1,6 +1,6 @@
 """The disk's side of intake: fsynced 13 KB webhook rows per second SQLite commits on its own.
 
-Writes batches of stored `issue_comment` deliveries through `app.intake.write_batch` (the
+Writes batches of stored `issue_comment` deliveries through `app.store.intake.write_batch` (the
 intake writer's own path: WAL, synchronous=FULL, BEGIN IMMEDIATE) into a fresh database for a
 few seconds per batch size, with no HTTP and no worker: the ceiling `bench/intake.py` is
 measured against.

@@ -9,110 +9,20 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
 
 import structlog
-from sqlalchemy import delete, select, update
 
 from app.github.client import GitHubClient, GitHubError
 from app.runtime.supervisor import Loop
 from app.store.database import Database
-from app.store.effects import effects_table
-from app.store.held import held
-from app.store.queue import FINAL_STATUSES, deliveries, runs
 from app.store.replies import prune_replies
+from app.store.retention import Retention, apply_retention, prune_held_observations, stored_delivery_ids
 from handlers.errors import TransientError
 
 log = structlog.get_logger(__name__)
-DAY = 86_400.0
-
-
-@dataclass(frozen=True)
-class Retention:
-    """How long things are kept: payloads 7 days, delivery ids 30 days (SPEC's defaults), held
-    observations 14 days."""
-
-    payload_days: float = 7.0
-    delivery_id_days: float = 30.0
-    held_observation_days: float = 14.0
-
-
-def apply_retention(database: Database, now: float, retention: Retention = Retention()) -> tuple[int, int]:
-    """Forget expired delivery ids, then drop expired payloads; return (payloads dropped, ids forgotten).
-
-    Pending deliveries are never touched; the event log and delivery records are kept.
-    """
-    payload_cutoff = now - retention.payload_days * DAY
-    id_cutoff = now - retention.delivery_id_days * DAY
-    finished = deliveries.c.status.in_(FINAL_STATUSES)
-    with database.write() as connection:
-        expired = select(deliveries.c.seq).where(finished, deliveries.c.received_at < id_cutoff)
-        connection.execute(delete(runs).where(runs.c.delivery_seq.in_(expired)))
-        forgotten = connection.execute(
-            delete(deliveries).where(finished, deliveries.c.received_at < id_cutoff)
-        ).rowcount
-        dropped = connection.execute(
-            update(deliveries)
-            .where(finished, deliveries.c.received_at < payload_cutoff, deliveries.c.payload.is_not(None))
-            .values(payload=None)
-        ).rowcount
-        connection.execute(
-            delete(effects_table).where(
-                effects_table.c.status == "done", effects_table.c.updated_at < id_cutoff
-            )
-        )
-    return int(dropped), int(forgotten)
-
-
-def prune_held_observations(database: Database, now: float, days: float) -> int:
-    """Expire observations held longer than `days`; return how many went.
-
-    A held check waits for a PR to show its head, a held deployment for a ticket to merge.
-    Past the retention a check is history; of each environment's deployments, the statuses
-    of the latest one and of the latest successful one are kept whatever their age, since a
-    ticket that merges later is checked against them (SPEC: the deployment rail).
-    """
-    cutoff = now - days * DAY
-    with database.write() as connection:
-        gone = connection.execute(
-            delete(held).where(held.c.subject.like("check:%"), held.c.held_at < cutoff)
-        ).rowcount
-        rows = connection.execute(
-            select(held.c.id, held.c.repository, held.c.subject, held.c.held_at, held.c.data).where(
-                held.c.subject.like("deployment:%")
-            )
-        ).all()
-        keep = _deployments_kept(rows)
-        expired = [row.id for row in rows if row.held_at < cutoff and row.id not in keep]
-        for start in range(0, len(expired), 500):
-            gone += connection.execute(
-                delete(held).where(held.c.id.in_(expired[start : start + 500]))
-            ).rowcount
-    return int(gone)
-
-
-def _deployments_kept(rows: Sequence[Any]) -> set[int]:
-    """Ids of the held rows of each environment's latest and latest successful deployment."""
-    latest: dict[tuple[str, str], int] = {}
-    succeeded: dict[tuple[str, str], int] = {}
-    for row in rows:
-        place, deployment = (row.repository, row.subject), int(row.data["deployment_id"])
-        latest[place] = max(latest.get(place, deployment), deployment)
-        if row.data.get("status") == "success":
-            succeeded[place] = max(succeeded.get(place, deployment), deployment)
-    wanted = {(place, d) for place, d in (*latest.items(), *succeeded.items())}
-    return {
-        row.id for row in rows if ((row.repository, row.subject), int(row.data["deployment_id"])) in wanted
-    }
-
-
-def _stored(database: Database, guids: list[str]) -> set[str]:
-    with database.read() as connection:
-        rows = connection.execute(select(deliveries.c.delivery_id).where(deliveries.c.delivery_id.in_(guids)))
-        return {row[0] for row in rows}
 
 
 def _when(text: object) -> float:
@@ -145,7 +55,11 @@ async def recover_missed_deliveries(
         if min(_when(item.get("delivered_at")) for item in page) < cutoff:
             break
     missing = [guid for guid in failed if guid not in arrived]
-    missing = [guid for guid in missing if guid not in await asyncio.to_thread(_stored, database, missing)]
+    missing = [
+        guid
+        for guid in missing
+        if guid not in await asyncio.to_thread(stored_delivery_ids, database, missing)
+    ]
     for guid in missing:
         await github.call("redeliver", None, delivery_id=failed[guid])
         log.info("asked GitHub to redeliver a delivery that never arrived", guid=guid)

@@ -29,25 +29,17 @@ from datetime import UTC, datetime
 from typing import Any
 
 import structlog
-from sqlalchemy import select, text, update
 
 from app.github.client import GitHubClient, GitHubError, GitHubUnavailable, NotFound, RateLimited
 from app.runtime.metrics import Metrics
 from app.runtime.supervisor import Loop, RetryPolicy
 from app.store.database import Database
-from app.store.effects import CANCELLED, DONE, FAILED, MIN_SURFACE_INTERVAL, PENDING, effects_table, marker
+from app.store.effects import CANCELLED, FAILED, EffectLeases, marker
 from app.store.installations import DELETED, SUSPENDED, status_of
 from app.store.limits import Limits, SharedLimits
 from app.store.queue import worker_name
 
 log = structlog.get_logger(__name__)
-
-_DUE = """
-SELECT id FROM outbox_effects
-WHERE status = 'pending' AND next_attempt_at <= :now AND (lease_until IS NULL OR lease_until < :now)
-ORDER BY next_attempt_at, id
-LIMIT :limit
-"""
 
 
 Renderer = Callable[[dict[str, Any]], Awaitable[Mapping[str, Any] | None]]
@@ -72,8 +64,7 @@ class Outbox:
     stuck_after: float = 180.0
 
     def __post_init__(self) -> None:
-        suffix = " FOR UPDATE SKIP LOCKED" if not self.database.is_sqlite else ""
-        self._due = text(_DUE + suffix)
+        self._leases = EffectLeases(self.database, self.name, self.lease_seconds)
         self._slots: Limits = self.limits or SharedLimits(self.database)
         self._wakeup = asyncio.Event()
         self._loop: Loop | None = None
@@ -107,30 +98,17 @@ class Outbox:
 
     async def run_once(self, limit: int = 20) -> int:
         """Perform the effects due now; return how many were attempted."""
-        rows = await asyncio.to_thread(self._claim, self.clock(), limit)
+        rows = await asyncio.to_thread(self._leases.claim_due, self.clock(), limit)
         for row in rows:
             await self._perform(row)
             if self._loop is not None:
                 self._loop.beat()  # a round of slow writes is progress, not a stuck loop
         return len(rows)
 
-    def _claim(self, now: float, limit: int) -> list[dict[str, Any]]:
-        with self.database.write() as connection:
-            ids = [r.id for r in connection.execute(self._due, {"now": now, "limit": limit})]
-            if not ids:
-                return []
-            connection.execute(
-                update(effects_table)
-                .where(effects_table.c.id.in_(ids))
-                .values(lease_until=now + self.lease_seconds, lease_owner=self.name)
-            )
-            rows = connection.execute(select(effects_table).where(effects_table.c.id.in_(ids)))
-            return sorted((dict(row) for row in rows.mappings()), key=lambda r: ids.index(r["id"]))
-
     async def _perform(self, row: dict[str, Any]) -> None:
         with structlog.contextvars.bound_contextvars(effect=row["dedupe_key"], kind=row["kind"]):
             # The batch was leased together; an effect reached late may have been taken over.
-            if not await asyncio.to_thread(self._hold, row):
+            if not await asyncio.to_thread(self._hold_lease, row):
                 log.info("lease lost before the effect was performed; another outbox has it")
                 return
             status = await asyncio.to_thread(status_of, self.database, row["installation_id"])
@@ -180,20 +158,9 @@ class Outbox:
         at = self.clock() + self.retry.delay(attempts)
         await self._finish(row, attempts=attempts, ambiguous=ambiguous, next_attempt_at=at, last_error=error)
 
-    def _hold(self, row: dict[str, Any], **values: Any) -> bool:
+    def _hold_lease(self, row: dict[str, Any], **values: Any) -> bool:
         """Renew this outbox's lease on the effect (setting `values`); False if it was lost."""
-        now = self.clock()
-        with self.database.write() as connection:
-            held = connection.execute(
-                update(effects_table)
-                .where(
-                    effects_table.c.id == row["id"],
-                    effects_table.c.lease_owner == self.name,
-                    effects_table.c.lease_until >= now,
-                )
-                .values(lease_until=now + self.lease_seconds, **values)
-            ).rowcount
-        return bool(held)
+        return self._leases.hold(row, self.clock(), **values)
 
     async def _in_flight(self, row: dict[str, Any]) -> None:
         """Record, before a create leaves, that GitHub may act on it.
@@ -201,7 +168,7 @@ class Outbox:
         Should this process die before the answer is recorded, the next attempt finds the
         effect ambiguous and looks for what GitHub created instead of creating it again.
         """
-        if not await asyncio.to_thread(self._hold, row, ambiguous=True):
+        if not await asyncio.to_thread(self._hold_lease, row, ambiguous=True):
             raise _LeaseLost
         row["in_flight"] = True
 
@@ -213,32 +180,10 @@ class Outbox:
         effect keeps what GitHub answered (the comment or check-run id) and runs again, at most
         one write per `MIN_SURFACE_INTERVAL`.
         """
-        now = self.clock()
-        mine = (effects_table.c.id == row["id"], effects_table.c.lease_owner == self.name)
-        done = {"lease_until": None, "ambiguous": False, "done_at": now, "result": result}
-        with self.database.write() as connection:
-            finished = connection.execute(
-                update(effects_table)
-                .where(*mine, effects_table.c.updated_at == row["updated_at"])
-                .values(status=DONE, attempts=row["attempts"] + 1, updated_at=now, **done)
-            ).rowcount
-            if not finished:
-                connection.execute(
-                    update(effects_table)
-                    .where(*mine)
-                    .values(status=PENDING, attempts=0, next_attempt_at=now + MIN_SURFACE_INTERVAL, **done)
-                )
+        self._leases.done(row, result, self.clock())
 
     async def _finish(self, row: dict[str, Any], **values: Any) -> None:
-        def write() -> None:
-            with self.database.write() as connection:
-                connection.execute(
-                    update(effects_table)
-                    .where(effects_table.c.id == row["id"], effects_table.c.lease_owner == self.name)
-                    .values(lease_until=None, updated_at=self.clock(), **values)
-                )
-
-        await asyncio.to_thread(write)
+        await asyncio.to_thread(self._leases.finish, row, self.clock(), **values)
 
     async def _write(self, row: dict[str, Any]) -> dict[str, Any] | None:
         payload: Mapping[str, Any] | None = row["payload"]

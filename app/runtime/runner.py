@@ -112,6 +112,7 @@ async def _work(settings: Settings, database: Database, concurrency: int, github
         await close_all(
             supervisor.close,
             github.close if github is not None else None,
+            lambda: asyncio.to_thread(shell.store.close),
             lambda: asyncio.to_thread(database.close),
         )
     return 0

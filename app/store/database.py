@@ -15,7 +15,7 @@ from typing import Any
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Connection, create_engine, event
+from sqlalchemy import Connection, create_engine, event, inspect
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Engine
 
@@ -125,6 +125,15 @@ class Database:
         """A read-only transaction."""
         with self.engine.connect() as connection, connection.begin():
             yield connection
+
+    def ping(self) -> None:
+        """One round trip: raises when the database cannot answer."""
+        with self.read() as connection:
+            connection.exec_driver_sql("SELECT 1")
+
+    def has_schema(self) -> bool:
+        """Whether the migrations have run (the tickets table exists)."""
+        return inspect(self.engine).has_table("tickets")
 
     def migrate(self) -> None:
         """Bring the schema to the newest migration (idempotent)."""

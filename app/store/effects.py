@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Connection, case, func, select, update
+from sqlalchemy import Connection, case, func, select, text, update
 
 from app.store.database import Database, insert_for
 from app.store.tables import OutboxEffectRow, table
@@ -134,3 +134,74 @@ def effect_result(connection: Connection, dedupe_key: str) -> dict[str, Any] | N
     statement = select(effects_table.c.result).where(effects_table.c.dedupe_key == dedupe_key)
     result = connection.execute(statement).scalar()
     return dict(result) if result else None
+
+
+_DUE = """
+SELECT id FROM outbox_effects
+WHERE status = 'pending' AND next_attempt_at <= :now AND (lease_until IS NULL OR lease_until < :now)
+ORDER BY next_attempt_at, id
+LIMIT :limit
+"""
+
+
+class EffectLeases:
+    """One outbox's leases on due effects: claim, renew, finish (several outboxes share the table)."""
+
+    def __init__(self, database: Database, owner: str, lease_seconds: float) -> None:
+        self.database, self.owner, self.lease_seconds = database, owner, lease_seconds
+        suffix = " FOR UPDATE SKIP LOCKED" if not database.is_sqlite else ""
+        self._due = text(_DUE + suffix)
+
+    def claim_due(self, now: float, limit: int) -> list[dict[str, Any]]:
+        """Lease up to `limit` effects due at `now`, oldest first."""
+        with self.database.write() as connection:
+            ids = [r.id for r in connection.execute(self._due, {"now": now, "limit": limit})]
+            if not ids:
+                return []
+            connection.execute(
+                update(effects_table)
+                .where(effects_table.c.id.in_(ids))
+                .values(lease_until=now + self.lease_seconds, lease_owner=self.owner)
+            )
+            rows = connection.execute(select(effects_table).where(effects_table.c.id.in_(ids)))
+            return sorted((dict(row) for row in rows.mappings()), key=lambda r: ids.index(r["id"]))
+
+    def hold(self, row: dict[str, Any], now: float, **values: Any) -> bool:
+        """Renew the lease on the effect (setting `values`); False if another outbox has it now."""
+        with self.database.write() as connection:
+            held = connection.execute(
+                update(effects_table)
+                .where(
+                    effects_table.c.id == row["id"],
+                    effects_table.c.lease_owner == self.owner,
+                    effects_table.c.lease_until >= now,
+                )
+                .values(lease_until=now + self.lease_seconds, **values)
+            ).rowcount
+        return bool(held)
+
+    def done(self, row: dict[str, Any], result: dict[str, Any] | None, now: float) -> None:
+        """Record a performed write; a surface enqueued again while it was written stays pending."""
+        mine = (effects_table.c.id == row["id"], effects_table.c.lease_owner == self.owner)
+        done = {"lease_until": None, "ambiguous": False, "done_at": now, "result": result}
+        with self.database.write() as connection:
+            finished = connection.execute(
+                update(effects_table)
+                .where(*mine, effects_table.c.updated_at == row["updated_at"])
+                .values(status=DONE, attempts=row["attempts"] + 1, updated_at=now, **done)
+            ).rowcount
+            if not finished:
+                connection.execute(
+                    update(effects_table)
+                    .where(*mine)
+                    .values(status=PENDING, attempts=0, next_attempt_at=now + MIN_SURFACE_INTERVAL, **done)
+                )
+
+    def finish(self, row: dict[str, Any], now: float, **values: Any) -> None:
+        """Release the lease, setting `values` (a retry time, a failure, a cancellation)."""
+        with self.database.write() as connection:
+            connection.execute(
+                update(effects_table)
+                .where(effects_table.c.id == row["id"], effects_table.c.lease_owner == self.owner)
+                .values(lease_until=None, updated_at=now, **values)
+            )

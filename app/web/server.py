@@ -26,11 +26,10 @@ import orjson
 import structlog
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
-from sqlalchemy import text
 
 from app.bootstrap import Shell, wire
 from app.github.client import GitHubClient
-from app.runtime.maintenance import Maintenance, Retention
+from app.runtime.maintenance import Maintenance
 from app.runtime.metrics import Metrics, event_label
 from app.runtime.outbox import Outbox
 from app.runtime.supervisor import Supervisor, close_all, supervise
@@ -49,6 +48,7 @@ from app.store.intake import (
 )
 from app.store.limits import SharedLimits
 from app.store.queue import IGNORED, PENDING, REJECTED, release_all_leases
+from app.store.retention import Retention
 from app.web.answers import answer, guarded
 from app.web.payloads import describe, mismatch
 from app.web.setup import SetupFlow, add_setup_routes, start_setup
@@ -67,6 +67,7 @@ OUTBOX: web.AppKey[Outbox] = web.AppKey("outbox", Outbox)
 MAINTENANCE: web.AppKey[Maintenance] = web.AppKey("maintenance", Maintenance)
 WATCHDOG: web.AppKey[Watchdog] = web.AppKey("watchdog", Watchdog)
 SUPERVISOR: web.AppKey[Supervisor] = web.AppKey("supervisor", Supervisor)
+SHELL: web.AppKey[Shell] = web.AppKey("shell", Shell)
 
 
 SETUP_MODE_MESSAGE = "railyard is in setup mode: set APP_ID, PRIVATE_KEY and WEBHOOK_SECRET, then restart it"
@@ -211,8 +212,7 @@ async def health(request: web.Request) -> web.Response:
 
 
 def _ping(database: Database) -> None:
-    with database.read() as connection:
-        connection.execute(text("SELECT 1"))
+    database.ping()
 
 
 async def serve_metrics(request: web.Request) -> web.Response:
@@ -266,6 +266,7 @@ async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
             supervisor.close,  # every loop is stopped and awaited, none left behind
             writer.close,
             github.close if github is not None else None,
+            lambda: asyncio.to_thread(app[SHELL].store.close),
             lambda: asyncio.to_thread(database.close),
         )
 
@@ -294,6 +295,7 @@ def create_app(
         github = GitHubClient(settings, metrics, clock=clock, limits=limits) if settings.configured else None
         shell = wire(database, clock, github, settings.app_id)
     app[SETTINGS] = settings
+    app[SHELL] = shell
     app[DATABASE] = database
     app[METRICS] = metrics
     app[WRITER] = DeliveryWriter(database)

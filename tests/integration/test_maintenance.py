@@ -13,20 +13,14 @@ import respx
 from sqlalchemy import select
 
 from app.github.client import GitHubClient
-from app.runtime.maintenance import (
-    DAY,
-    Maintenance,
-    Retention,
-    apply_retention,
-    prune_held_observations,
-    recover_missed_deliveries,
-)
+from app.runtime.maintenance import Maintenance, recover_missed_deliveries
 from app.runtime.metrics import Metrics
 from app.store import held as held_store
 from app.store.database import Database
 from app.store.held import held
 from app.store.intake import IncomingDelivery, write_batch
 from app.store.queue import deliveries
+from app.store.retention import DAY, Retention, apply_retention, prune_held_observations
 from policies.rails import CheckObserved, DeploymentObserved
 from tests.fakes import GITHUB_API, app_settings, private_key_pem
 

@@ -1,0 +1,131 @@
+"""The store's unit of work on a real database: kept only by commit, undone on failure, every
+statement off the event loop, and the one door's conflict retry inside a unit."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pytest
+from sqlalchemy import Connection
+
+from app.bootstrap import wire
+from app.store.database import Database
+from handlers.answers import StatusComment
+from handlers.ports import Heard
+from policies.commands import Claim, Publish
+from policies.model import TicketKey
+from policies.states import WorkState
+from tests.fakes import REQUESTER, RUNNER, START, Comments
+
+KEY = TicketKey("acme/web", 12)
+
+
+async def test_a_unit_keeps_its_writes_only_when_it_reaches_commit(database: Database) -> None:
+    """A unit left without `commit()` changes nothing; the same writes with `commit()` are kept."""
+    store, comments = wire(database).store, Comments()
+    async with store.unit() as uow:
+        await uow.execute(KEY, Publish("Resumable uploads"), comments.context(REQUESTER))
+        await uow.send(StatusComment(7, KEY.repository, KEY.number))
+    async with store.read() as reads:
+        assert await reads.ticket(KEY) is None
+    async with store.unit() as uow:
+        await uow.execute(KEY, Publish("Resumable uploads"), comments.context(REQUESTER))
+        await uow.commit()
+    async with store.read() as reads:
+        ticket = await reads.ticket(KEY)
+    assert ticket is not None and ticket.exists
+
+
+async def test_a_unit_whose_handler_fails_writes_nothing(database: Database) -> None:
+    """An exception inside the unit rolls every statement of it back and reaches the caller."""
+    store, comments = wire(database).store, Comments()
+    with pytest.raises(RuntimeError, match="GitHub went away"):
+        async with store.unit() as uow:
+            await uow.execute(KEY, Publish("Resumable uploads"), comments.context(REQUESTER))
+            raise RuntimeError("GitHub went away")
+    async with store.read() as reads:
+        assert await reads.ticket(KEY) is None
+
+
+async def test_a_committed_unit_cannot_write_again(database: Database) -> None:
+    """After `commit()` the unit is over: a second commit is an error, not a silent no-op."""
+    store = wire(database).store
+    async with store.unit() as uow:
+        await uow.commit()
+        with pytest.raises(RuntimeError, match="already ended"):
+            await uow.commit()
+
+
+async def test_statements_run_off_the_event_loop_thread(database: Database) -> None:
+    """While a unit holds the write lock, the loop keeps running: its statements are on another thread."""
+    store, comments = wire(database).store, Comments()
+    loop_thread = threading.get_ident()
+    seen: list[int] = []
+    original = database.write
+
+    @contextmanager
+    def spying_write() -> Iterator[Connection]:
+        seen.append(threading.get_ident())  # the transaction begins here, on the unit's thread
+        with original() as connection:
+            yield connection
+
+    database.write = spying_write  # type: ignore[method-assign]
+    ticks = 0
+
+    async def tick() -> None:
+        nonlocal ticks
+        while True:
+            ticks += 1
+            await asyncio.sleep(0)
+
+    ticking = asyncio.create_task(tick())
+    async with store.unit() as uow:
+        before = ticks
+        await uow.execute(KEY, Publish("Resumable uploads"), comments.context(REQUESTER))
+        await uow.commit()
+    ticking.cancel()
+    assert seen and loop_thread not in seen
+    assert ticks > before
+
+
+async def test_the_one_door_inside_a_unit_sees_the_units_own_writes(database: Database) -> None:
+    """Inside one unit a claim finds the ticket published before it; a sign of life needs the ticket."""
+    store, comments = wire(database).store, Comments()
+    async with store.unit() as uow:
+        heard = Heard(KEY, 1, START, "claim", "c-1")
+        assert await uow.record_sign_of_life(heard) is False  # not a ticket yet
+        await uow.execute(KEY, Publish("Resumable uploads"), comments.context(REQUESTER))
+        claimed = await uow.execute(KEY, Claim(branch="agent/12"), comments.context(RUNNER))
+        assert claimed.applied
+        assert await uow.record_sign_of_life(heard) is True
+        assert await uow.tickets_on_branch(KEY.repository, "agent/12", head_repository=KEY.repository) == {12}
+        await uow.commit()
+    async with store.read() as reads:
+        ticket = await reads.ticket(KEY)
+    assert ticket is not None and ticket.work is WorkState.CLAIMED
+
+
+async def test_concurrent_units_on_one_ticket_both_land(database: Database) -> None:
+    """Two units changing one ticket at once: both commit, in some order, none lost (a conflict is
+    retried from a savepoint on PostgreSQL; SQLite's writers queue)."""
+    store, comments = wire(database).store, Comments()
+    async with store.unit() as uow:
+        await uow.execute(KEY, Publish("Resumable uploads"), comments.context(REQUESTER))
+        await uow.commit()
+    other = TicketKey("acme/web", 13)
+
+    async def publish(key: TicketKey) -> None:
+        async with store.unit() as uow:
+            await uow.execute(key, Publish("Another"), comments.context(REQUESTER))
+            await uow.execute(KEY, Claim(branch=f"agent/{key.number}"), comments.context(RUNNER))
+            await uow.commit()
+
+    await asyncio.gather(publish(other), publish(TicketKey("acme/web", 14)))
+    async with store.read() as reads:
+        ticket = await reads.ticket(KEY)
+        history = await reads.history(KEY)
+    assert ticket is not None and ticket.work is WorkState.CLAIMED
+    assert [r.revision for r in history] == list(range(1, ticket.revision + 1))
