@@ -21,7 +21,7 @@ from sqlalchemy import text
 from structlog.testing import capture_logs
 
 from app.store.database import Database
-from app.store.installations import installation_status
+from app.store.installations import status_of
 from app.store.queue import list_deliveries, requeue
 from app.web.server import WORKER
 from tests.fakes import app_settings, drained, example, running_server, signed_headers
@@ -58,7 +58,7 @@ async def test_a_comment_payload_sent_as_an_installation_event_changes_nothing(s
         later["installation"] = {"id": installation_id}
         await server.deliver("ping", json.dumps(later).encode(), "later")
         await drained(database)
-    assert installation_status(database, installation_id) == "active"
+    assert status_of(database, installation_id) == "active"
     statuses = {d["delivery_id"]: (d["status"], d["last_error"]) for d in list_deliveries(database)}
     status, reason = statuses["replayed-as-installation"]
     assert status == "rejected"

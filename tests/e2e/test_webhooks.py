@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from app.store.database import Database
-from app.store.installations import active_repositories, installation_status
+from app.store.installations import active_repositories, status_of
 from app.store.queue import list_deliveries
 from app.web.payloads import SUBSCRIBED_EVENTS, UNLISTED_EVENTS
 from tests.e2e.world import REPO, World
@@ -205,15 +205,15 @@ async def test_uninstalling_stops_all_actions_and_keeps_the_records(sqlite_url: 
         database = Database(sqlite_url)
         await server.deliver("installation", json.dumps(created).encode(), "installed")
         await drained(database)
-        assert installation_status(database, installation_id) == "active"
-        assert active_repositories(database, installation_id) == [
-            r["full_name"].casefold() for r in created["repositories"]
-        ]
+        assert status_of(database, installation_id) == "active"
+        with database.read() as connection:
+            covered = active_repositories(connection, installation_id)
+        assert covered == [r["full_name"].casefold() for r in created["repositories"]]
         await server.deliver("installation", json.dumps(deleted).encode(), "uninstalled")
         await drained(database)
         await server.deliver("ping", json.dumps(later).encode(), "after-uninstall")
         await drained(database)
-    assert installation_status(database, installation_id) == "deleted"
+    assert status_of(database, installation_id) == "deleted"
     statuses = {d["delivery_id"]: (d["status"], d["last_error"]) for d in list_deliveries(database)}
     assert statuses["after-uninstall"] == ("ignored", "installation removed or suspended")
     assert statuses["installed"][0] == "done"
