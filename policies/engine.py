@@ -1,14 +1,14 @@
 """The engine: `decide(ticket, command, context)` and `apply(ticket, event)`.
 
 `decide` checks the current state, the actor's role or relation and the row's guards,
-and answers with events or a refusal; `apply` folds one event into the ticket. Together
-they are the whole work rail. Neither performs I/O or reads a clock.
+and answers with events or a refusal; `apply` (in `policies.fold`, importable from here)
+folds one event into the ticket. Together they are the whole work rail. Neither performs
+I/O or reads a clock.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -25,12 +25,12 @@ from policies.commands import (
     Reopen,
     SendBack,
 )
-from policies.events import RAIL_EVENT_TYPES, Event, EventType, RailEvent
-from policies.model import Delivery, Review, Ticket, same_account, same_login
-from policies.rails import Observation, ObservationContext, Rails, apply_rail_event, decide_observation
+from policies.events import Event, EventType, RailEvent
+from policies.fold import apply, apply_all
+from policies.model import Delivery, Ticket
+from policies.rails import Observation, ObservationContext, decide_observation
 from policies.refusals import Refusal, RefusalCode
 from policies.states import (
-    DeploymentState,
     Qualification,
     Relation,
     ReviewKind,
@@ -39,6 +39,8 @@ from policies.states import (
     WorkState,
 )
 from policies.transitions import Transition, rows_for
+
+__all__ = ["LABEL", "Decision", "Guard", "apply", "apply_all", "decide", "holds", "observe"]
 
 Decision = tuple[Event, ...] | Refusal
 
@@ -403,160 +405,3 @@ def observe(
     if not ticket.exists:
         return Refusal(RefusalCode.NOT_A_TICKET, f"{ticket.key} is not a ticket.")
     return decide_observation(ticket.rails, observation, ctx)
-
-
-# -- apply ---------------------------------------------------------------------------
-
-
-def apply(ticket: Ticket, event: Event) -> Ticket:
-    """The ticket after one event; its revision rises by exactly one."""
-    ticket = replace(ticket, revision=ticket.revision + 1)
-    if event.type in RAIL_EVENT_TYPES:
-        rail_event = event if isinstance(event, RailEvent) else RailEvent(**vars(event))
-        return replace(ticket, rails=apply_rail_event(ticket.rails, rail_event))
-    return _APPLIERS[event.type](_recognise(ticket, event), event)
-
-
-def _recognise(ticket: Ticket, event: Event) -> Ticket:
-    """The owner and claimant as of the actor's event: an id adopted, a renamed login updated.
-
-    A relation recorded before railyard stored ids adopts the id of its first event from an
-    account with that login; from then on only the id counts, and each event by the account
-    shows its current login.
-    """
-    if event.actor_id is None:
-        return ticket
-    if ticket.owner is not None and same_account(event.actor, event.actor_id, ticket.owner, ticket.owner_id):
-        ticket = replace(ticket, owner=event.actor, owner_id=event.actor_id)
-    if ticket.claimant is not None and same_account(
-        event.actor, event.actor_id, ticket.claimant, ticket.claimant_id
-    ):
-        ticket = replace(ticket, claimant=event.actor, claimant_id=event.actor_id)
-    delivery = ticket.last_delivery
-    if delivery is not None and delivery.runner_id is None and same_login(event.actor, delivery.runner):
-        ticket = replace(ticket, last_delivery=replace(delivery, runner_id=event.actor_id))
-    return ticket
-
-
-def apply_all(ticket: Ticket, events: tuple[Event, ...] | list[Event]) -> Ticket:
-    """Fold several events in order."""
-    for event in events:
-        ticket = apply(ticket, event)
-    return ticket
-
-
-def _parse_time(text: str | None) -> datetime | None:
-    return datetime.fromisoformat(text) if text else None
-
-
-def _created(ticket: Ticket, event: Event) -> Ticket:
-    environments = event.data.get("environments", [])
-    rails = Rails(deployments={env: DeploymentState.NOT_DEPLOYED for env in environments})
-    return replace(ticket, work=WorkState.DRAFT, rails=rails)
-
-
-def _published(ticket: Ticket, event: Event) -> Ticket:
-    no_code = bool(event.data["no_code"])
-    rails = ticket.rails.not_applicable() if no_code else ticket.rails
-    owner, owner_id = event.data["owner"], event.data.get("owner_id")
-    return replace(ticket, work=WorkState.OPEN, owner=owner, owner_id=owner_id, no_code=no_code, rails=rails)
-
-
-def _claimed(ticket: Ticket, event: Event) -> Ticket:
-    return replace(
-        ticket,
-        work=WorkState.CLAIMED,
-        claimant=event.actor,
-        claimant_id=event.actor_id,
-        attempt=event.data["attempt"],
-        check_in_minutes=event.data["check_in_minutes"],
-        attempt_branch=event.data["branch"],
-        review=None,
-        sent_back=False,
-    )
-
-
-def _delivered(ticket: Ticket, event: Event) -> Ticket:
-    data = event.data
-    delivery = Delivery(
-        attempt=data["attempt"],
-        runner=event.actor,
-        summary=data["summary"],
-        branch=data["branch"],
-        commit=data["commit"],
-        pull_request=data["pull_request"],
-        artifacts=tuple(data["artifacts"]),
-        comment_id=data["comment_id"],
-        comment_at=_parse_time(data["comment_at"]),
-        operation_id=event.operation_id,
-        at=event.at,
-        runner_id=event.actor_id,
-    )
-    return replace(
-        ticket,
-        work=WorkState.DELIVERED,
-        attempt=data["attempt"],
-        attempt_branch=data["branch"] or ticket.attempt_branch,
-        last_delivery=delivery,
-        deliveries=ticket.deliveries + 1,
-        review=None,
-        sent_back=False,
-    )
-
-
-def _accepted(ticket: Ticket, event: Event) -> Ticket:
-    data = event.data
-    review = Review(
-        reviewer=event.actor,
-        kind=ReviewKind(data["review"]),
-        attempt=data["attempt"],
-        commit=data["commit"],
-        reason=data["reason"],
-        at=event.at,
-        reviewer_id=event.actor_id,
-    )
-    return replace(ticket, work=WorkState.ACCEPTED, review=review)
-
-
-def _sent_back(ticket: Ticket, event: Event) -> Ticket:
-    return replace(ticket, work=WorkState.CLAIMED, attempt=event.data["attempt"], review=None, sent_back=True)
-
-
-def _reopened(ticket: Ticket, event: Event) -> Ticket:
-    return replace(
-        ticket,
-        work=WorkState.OPEN,
-        claimant=None,
-        claimant_id=None,
-        check_in_minutes=None,
-        attempt_branch=None,
-        review=None,
-        sent_back=False,
-    )
-
-
-def _recorded_only(ticket: Ticket, event: Event) -> Ticket:
-    """`claim_overdue` is history for people to read; it changes nothing on the ticket."""
-    return ticket
-
-
-def _issue_closed(ticket: Ticket, event: Event) -> Ticket:
-    return replace(ticket, closed=True)
-
-
-def _issue_reopened(ticket: Ticket, event: Event) -> Ticket:
-    return replace(ticket, closed=False)
-
-
-_APPLIERS: dict[EventType, Callable[[Ticket, Event], Ticket]] = {
-    EventType.CREATED: _created,
-    EventType.PUBLISHED: _published,
-    EventType.CLAIMED: _claimed,
-    EventType.DELIVERED: _delivered,
-    EventType.ACCEPTED: _accepted,
-    EventType.SENT_BACK: _sent_back,
-    EventType.REOPENED: _reopened,
-    EventType.CLAIM_OVERDUE: _recorded_only,
-    EventType.ISSUE_CLOSED: _issue_closed,
-    EventType.ISSUE_REOPENED: _issue_reopened,
-}

@@ -11,7 +11,7 @@ in any case, optionally followed by a colon, then at least one space or tab, the
 this repository (compared without case). One keyword links one reference: `Fixes #1, fixes
 #2` links both, `Fixes #1 and #2` only #1, as on GitHub. A bare `#12` links nothing, and
 neither do references in code spans, fenced or indented code, or HTML comments (the
-scanner in `policies.parser` decides what is code or hidden). Quoted text counts.
+scanner in `policies.markdown_blocks` decides what is code or hidden). Quoted text counts.
 
 A PR's head branch links the tickets whose delivery (or claim) reported that branch only
 when the head branch lives in this repository: a fork can name its branch like any
@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 
-from policies.parser import LineKind, scan_markdown
+from policies.markdown_blocks import LineKind, scan_markdown
 
 CLOSING_KEYWORDS: tuple[str, ...] = (
     "close",

@@ -1,6 +1,6 @@
 """The ticket aggregate and the values it holds.
 
-A ticket is rebuilt by folding its events (`policies.engine.apply`); nothing here
+A ticket is rebuilt by folding its events (`policies.fold.apply`); nothing here
 performs I/O or reads a clock.
 """
 
@@ -26,7 +26,7 @@ def same_account(
     An account is its user id: a login can be renamed, and a freed login registered by
     someone else. A record with an id matches that account only, never an actor without one.
     The login decides only for a record made before railyard stored ids, which adopts the id
-    at its first matching event (see `policies.engine.apply`).
+    at its first matching event (see `policies.fold.apply`).
     """
     if other_id is not None:
         return account_id == other_id

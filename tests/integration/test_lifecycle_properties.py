@@ -13,7 +13,8 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_stat
 
 from app.store.codec import ticket_to_data
 from app.store.database import Database
-from app.store.tickets import Outcome, TicketService
+from app.store.tickets import TicketService
+from handlers.ports import Outcome
 from policies.commands import (
     Accept,
     AcceptMode,

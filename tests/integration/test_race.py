@@ -9,7 +9,8 @@ from concurrent.futures import ThreadPoolExecutor
 from sqlalchemy import func, select
 
 from app.store.database import Database
-from app.store.tickets import Outcome, TicketService, attempts, events_table, operations
+from app.store.tickets import TicketService, attempts, events_table, operations
+from handlers.ports import Outcome
 from policies.commands import Accept, Claim, Command, Context, Deliver, Publish, SendBack
 from policies.model import Actor, TicketKey
 from policies.refusals import RefusalCode

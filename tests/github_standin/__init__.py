@@ -1,0 +1,65 @@
+"""The one GitHub stand-in: answers railyard's REST calls over loopback as api.github.com does.
+
+Status codes, headers and JSON shapes follow GitHub's OpenAPI description, so githubkit parses
+every answer. State lives in memory, every call is recorded, and faults are injected per request.
+
+In-process::
+
+    async with running_standin() as standin:
+        standin.state.add_installation(7, "acme")
+        standin.state.add_repository("acme/widgets", {"railyard.yml": "..."})
+
+As a subprocess, seeded and inspected over HTTP under /_standin/::
+
+    python -m tests.github_standin --port 0 --port-file PATH [--seed seed.json]
+
+The parts: `common` (constants, ids, times), `faults` (injected failures), `state` (what GitHub
+knows), `render` (GitHub's JSON shapes), `lookups` (errors, paging, path lookups), the
+endpoints by area (`apps`, `repos`, `issues`, `checks`), `edge` (authentication, rate limits
+and faults on every request), `server` (routes, control API, serving) and `process`.
+"""
+
+from tests.github_standin.common import Json, fake_jwt, git_blob_sha, iso
+from tests.github_standin.faults import Fault, LimitWatch, RandomFaults
+from tests.github_standin.process import StandinProcess, main, standin_subprocess
+from tests.github_standin.server import RunningStandin, create_standin, running_standin
+from tests.github_standin.state import (
+    Call,
+    CheckRun,
+    Comment,
+    Delivery,
+    Installation,
+    Issue,
+    PullRequest,
+    Reaction,
+    Repository,
+    StandinState,
+    account_id,
+)
+
+__all__ = [
+    "Call",
+    "CheckRun",
+    "Comment",
+    "Delivery",
+    "Fault",
+    "Installation",
+    "Issue",
+    "Json",
+    "LimitWatch",
+    "PullRequest",
+    "RandomFaults",
+    "Reaction",
+    "Repository",
+    "RunningStandin",
+    "StandinProcess",
+    "StandinState",
+    "account_id",
+    "create_standin",
+    "fake_jwt",
+    "git_blob_sha",
+    "iso",
+    "main",
+    "running_standin",
+    "standin_subprocess",
+]

@@ -1,0 +1,81 @@
+"""The GitHub stand-in's check-run endpoints: create, update and list, with GitHub's rules."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from aiohttp import web
+
+from tests.github_standin.common import CHECK_CONCLUSIONS, CHECK_STATUSES, Json, parse_time
+from tests.github_standin.lookups import (
+    BODY,
+    STATE,
+    GitHubError,
+    invalid,
+    not_found,
+    paginate,
+    renderer,
+    repository_of,
+    respond,
+)
+from tests.github_standin.state import CheckRun
+
+
+def _update_check_run(run: CheckRun, body: Json, now: datetime) -> None:
+    """Apply a create or update body with GitHub's rules: a conclusion completes the run."""
+    run.name, run.details_url = body.get("name", run.name), body.get("details_url", run.details_url)
+    run.external_id = body.get("external_id", run.external_id)
+    if "output" in body:
+        if not {"title", "summary"} <= body["output"].keys():
+            raise invalid("CheckRun", "output")
+        run.output = {key: body["output"].get(key) for key in ("title", "summary", "text")}
+    if body.get("status", run.status) not in CHECK_STATUSES:
+        raise invalid("CheckRun", "status", "invalid")
+    run.status = body.get("status", run.status)
+    if "conclusion" in body:
+        if body["conclusion"] not in CHECK_CONCLUSIONS:
+            raise invalid("CheckRun", "conclusion", "invalid")
+        run.conclusion, run.status = body["conclusion"], "completed"
+    if run.status == "completed" and run.conclusion is None:
+        raise invalid("CheckRun", "conclusion")
+    run.started_at = parse_time(body["started_at"]) if "started_at" in body else run.started_at
+    if run.status == "completed":
+        run.completed_at = parse_time(body.get("completed_at") or run.completed_at or now)
+
+
+async def create_check_run(request: web.Request) -> web.Response:
+    state, repository, body = request.app[STATE], repository_of(request), request[BODY] or {}
+    for required in ("name", "head_sha"):
+        if not isinstance(body.get(required), str):
+            raise invalid("CheckRun", required)
+    now = state.stamp()
+    run = CheckRun(state.next_id(), repository.full_name, body["name"], body["head_sha"], started_at=now)
+    _update_check_run(run, body, now)
+    state.check_runs[run.id] = run
+    return respond(renderer(request).check_run(run), 201)
+
+
+async def update_check_run(request: web.Request) -> web.Response:
+    repository, state = repository_of(request), request.app[STATE]
+    run = state.check_runs.get(int(request.match_info["check_run_id"]))
+    if run is None or run.repo != repository.full_name:
+        raise not_found()
+    body = request[BODY] or {}
+    _update_check_run(run, body, state.stamp())
+    return respond(renderer(request).check_run(run))
+
+
+async def list_check_runs(request: web.Request) -> web.Response:
+    """The runs on a commit (a sha or a branch); by default only the newest of each name."""
+    repository, query = repository_of(request), request.query
+    if (sha := repository.resolve(request.match_info["ref"])) is None:
+        raise GitHubError(422, f"No commit found for SHA: {request.match_info['ref']}")
+    runs = sorted(request.app[STATE].check_runs.values(), key=lambda r: r.id)
+    runs = [r for r in runs if (r.repo, r.head_sha) == (repository.full_name, sha)]
+    if query.get("filter", "latest") == "latest":
+        runs = list({r.name: r for r in runs}.values())
+    runs = [r for r in reversed(runs) if query.get("check_name", r.name) == r.name]
+    runs = [r for r in runs if query.get("status", r.status) == r.status]
+    page, headers = paginate(request, runs)
+    body = {"total_count": len(runs), "check_runs": [renderer(request).check_run(r) for r in page]}
+    return respond(body, headers=headers)

@@ -1,0 +1,60 @@
+"""The GitHub stand-in's repository endpoints: the repository, its files, branches, commits, pull
+requests and comparisons."""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from tests.github_standin.lookups import GitHubError, not_found, renderer, repository_of, respond
+
+
+async def get_content(request: web.Request) -> web.Response:
+    """A file on the default branch; ?ref may name it, or its head sha."""
+    repository, ref = repository_of(request), request.query.get("ref", "")
+    if ref not in ("", repository.default_branch, repository.branches[repository.default_branch]):
+        raise not_found(f"No commit found for the ref {ref}")
+    if (path := request.match_info["path"].strip("/")) not in repository.files:
+        raise not_found()
+    return respond(renderer(request).content_file(repository, path, ref or repository.default_branch))
+
+
+async def get_repo(request: web.Request) -> web.Response:
+    return respond(renderer(request).repository(repository_of(request)))
+
+
+async def get_branch(request: web.Request) -> web.Response:
+    repository, name = repository_of(request), request.match_info["branch"]
+    if name not in repository.branches:
+        raise not_found("Branch not found")
+    return respond(renderer(request).branch(repository, name))
+
+
+async def get_commit(request: web.Request) -> web.Response:
+    """A commit named by a branch, or by a full or abbreviated sha of a branch or PR head."""
+    repository, ref = repository_of(request), request.match_info["ref"]
+    heads = (p.head_sha for p in repository.pulls.values() if p.head_sha)
+    known = {*repository.branches.values(), *heads, *repository.commits}
+    sha = repository.branches.get(ref) or next(
+        (s for s in known if len(ref) >= 7 and s.startswith(ref.lower())), None
+    )
+    if sha is None:
+        raise GitHubError(422, f"No commit found for SHA: {ref}")
+    return respond(renderer(request).commit(repository.full_name, sha))
+
+
+async def get_pull(request: web.Request) -> web.Response:
+    repository = repository_of(request)
+    if (pull := repository.pulls.get(int(request.match_info["number"]))) is None:
+        raise not_found()
+    return respond(renderer(request).pull(repository, pull))
+
+
+async def compare(request: web.Request) -> web.Response:
+    """The seeded status for base...head (identical when both name one commit), else 404."""
+    repository = repository_of(request)
+    base, _, head = request.match_info["basehead"].partition("...")
+    base_sha, head_sha = repository.resolve(base), repository.resolve(head)
+    same = "identical" if base_sha and base_sha == head_sha else None
+    if base_sha is None or head_sha is None or (status := repository.compare.get((base, head), same)) is None:
+        raise not_found()
+    return respond(renderer(request).comparison(repository, base, head, status))

@@ -1,0 +1,140 @@
+"""The GitHub stand-in as an aiohttp application: its routes, the control API under /_standin/,
+and serving it in-process."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+from aiohttp import web
+
+from tests.github_standin.apps import (
+    create_token,
+    get_app,
+    get_collaborator_permission,
+    get_repo_installation,
+    get_team_membership,
+    list_deliveries,
+    redeliver,
+)
+from tests.github_standin.checks import create_check_run, list_check_runs, update_check_run
+from tests.github_standin.common import Handler, iso, parse_time, plain
+from tests.github_standin.edge import RULES, github_edge
+from tests.github_standin.faults import Fault
+from tests.github_standin.issues import (
+    add_assignees,
+    create_comment,
+    create_reaction,
+    edit_comment,
+    get_comment,
+    get_issue,
+    get_issue_by_repository_id,
+    list_comments,
+)
+from tests.github_standin.lookups import STATE, respond
+from tests.github_standin.repos import compare, get_branch, get_commit, get_content, get_pull, get_repo
+from tests.github_standin.state import StandinState
+
+
+async def _control_calls(request: web.Request) -> web.Response:
+    if request.method == "DELETE":
+        request.app[STATE].calls.clear()
+    return respond(plain(request.app[STATE].calls))
+
+
+async def _control_state(request: web.Request) -> web.Response:
+    if request.method == "POST":
+        request.app[STATE].seed(await request.json())
+    return respond(request.app[STATE].snapshot())
+
+
+async def _control_faults(request: web.Request) -> web.Response:
+    data = await request.json()
+    request.app[STATE].inject(data["method"], data["path"], *(Fault(**fault) for fault in data["faults"]))
+    return respond({}, 201)
+
+
+async def _control_clock(request: web.Request) -> web.Response:
+    state, data = request.app[STATE], await request.json()
+    if "now" in data:
+        state.set_clock(parse_time(data["now"]), data.get("step_seconds", 0.0))
+    if "advance" in data:
+        state.advance(data["advance"])
+    return respond({"now": iso(state.now())})
+
+
+def create_standin(state: StandinState | None = None) -> web.Application:
+    """The stand-in as an aiohttp application over `state` (a fresh one by default)."""
+    app = web.Application(middlewares=[github_edge])
+    app[STATE] = state if state is not None else StandinState()
+    app[RULES] = {}
+    jwt, token, repo = "jwt", "installation", "/repos/{owner}/{repo}"
+    issue, comment = repo + "/issues/{number:\\d+}", repo + "/issues/comments/{comment_id:\\d+}"
+    team = "/orgs/{org}/teams/{team_slug}"
+    routes: list[tuple[str, str, Handler, str, str | None]] = [
+        ("POST", "/app/installations/{installation_id:\\d+}/access_tokens", create_token, jwt, None),
+        ("GET", "/app", get_app, jwt, None),
+        ("GET", repo + "/installation", get_repo_installation, jwt, None),
+        ("GET", "/app/hook/deliveries", list_deliveries, jwt, None),
+        ("POST", "/app/hook/deliveries/{delivery_id:\\d+}/attempts", redeliver, jwt, None),
+        ("GET", repo, get_repo, token, None),  # metadata: every installation may read it
+        ("GET", repo + "/contents/{path:.+}", get_content, token, "contents:read"),
+        ("GET", issue, get_issue, token, "issues:read"),
+        (
+            "GET",
+            "/repositories/{repository_id:\\d+}/issues/{number:\\d+}",
+            get_issue_by_repository_id,
+            token,
+            "issues:read",
+        ),
+        ("GET", issue + "/comments", list_comments, token, "issues:read"),
+        ("POST", issue + "/comments", create_comment, token, "issues:write"),
+        ("POST", issue + "/assignees", add_assignees, token, "issues:write"),
+        ("GET", comment, get_comment, token, "issues:read"),
+        ("PATCH", comment, edit_comment, token, "issues:write"),
+        ("POST", comment + "/reactions", create_reaction, token, "issues:write"),
+        ("POST", repo + "/check-runs", create_check_run, token, "checks:write"),
+        ("PATCH", repo + "/check-runs/{check_run_id:\\d+}", update_check_run, token, "checks:write"),
+        ("GET", repo + "/commits/{ref:.+}/check-runs", list_check_runs, token, "checks:read"),
+        ("GET", repo + "/commits/{ref:[^/]+}", get_commit, token, "contents:read"),
+        ("GET", team + "/memberships/{username}", get_team_membership, token, "members:read"),
+        ("GET", repo + "/collaborators/{username}/permission", get_collaborator_permission, token, None),
+        ("GET", repo + "/branches/{branch:.+}", get_branch, token, None),
+        ("GET", repo + "/pulls/{number:\\d+}", get_pull, token, "pull_requests:read"),
+        ("GET", repo + "/compare/{basehead:.+}", compare, token, "contents:read"),
+    ]
+    for method, path, handler, credential, needs in routes:
+        app[RULES][app.router.add_route(method, path, handler)] = (credential, needs)
+    for method, name, control in [
+        ("GET", "calls", _control_calls),
+        ("DELETE", "calls", _control_calls),
+        ("GET", "state", _control_state),
+        ("POST", "state", _control_state),
+        ("POST", "faults", _control_faults),
+        ("POST", "clock", _control_clock),
+    ]:
+        app.router.add_route(method, f"/_standin/{name}", control)
+    return app
+
+
+@dataclass
+class RunningStandin:
+    url: str
+    port: int
+    state: StandinState
+
+
+@contextlib.asynccontextmanager
+async def running_standin(state: StandinState | None = None, port: int = 0) -> AsyncIterator[RunningStandin]:
+    """Serve the stand-in on 127.0.0.1 (a free port by default) for the block's duration."""
+    state = state if state is not None else StandinState()
+    # A short shutdown timeout: an apply_then_timeout answer may still be asleep at exit.
+    runner = web.AppRunner(create_standin(state), access_log=None, shutdown_timeout=0.5)
+    await runner.setup()
+    try:
+        await web.TCPSite(runner, "127.0.0.1", port).start()
+        bound = runner.addresses[0][1]
+        yield RunningStandin(f"http://127.0.0.1:{bound}", bound, state)
+    finally:
+        await runner.cleanup()

@@ -1,0 +1,381 @@
+"""Everything the GitHub stand-in knows: installations, repositories, issues, pulls, comments,
+reactions, check-runs, deliveries, tokens, rate-limit buckets and the record of calls."""
+
+from __future__ import annotations
+
+import itertools
+import re
+import secrets
+import uuid
+import zlib
+from collections import deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from tests.github_standin.common import (
+    DEFAULT_PERMISSIONS,
+    SEEDED_AT,
+    Json,
+    fake_sha,
+    parse_time,
+    plain,
+    wall_clock,
+)
+from tests.github_standin.faults import Fault, LimitWatch, RandomFaults
+
+
+@dataclass
+class Call:
+    """One request as received; `auth` is "jwt", "installation", "none" or "invalid"."""
+
+    method: str
+    path: str
+    query: dict[str, str]
+    body: Any
+    auth: str
+    installation_id: int | None
+    at: datetime
+    status: int = 0
+
+
+@dataclass
+class Installation:
+    id: int
+    account: str
+    permissions: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_PERMISSIONS))
+    account_type: str = "Organization"
+
+
+@dataclass
+class Issue:
+    number: int
+    title: str = "An issue"
+    body: str | None = ""
+    labels: list[str] = field(default_factory=list)
+    assignees: list[str] = field(default_factory=list)
+    state: str = "open"
+    user: str = "octocat"
+
+
+@dataclass
+class PullRequest:
+    number: int
+    head_sha: str = ""
+    head_ref: str = "feature"
+    base_ref: str = "main"
+    state: str = "open"
+    merged: bool = False
+    merge_commit_sha: str | None = None
+    mergeable: bool | None = True
+    body: str | None = ""
+    user: str = "octocat"
+    title: str = "A pull request"
+    # The head branch's repository: "" is the PR's own, "owner/name" a fork, None a deleted fork.
+    head_repo: str | None = ""
+
+
+@dataclass
+class Repository:
+    full_name: str
+    default_branch: str = "main"
+    files: dict[str, str] = field(default_factory=dict)  # path -> text, on the default branch
+    branches: dict[str, str] = field(default_factory=dict)  # name -> head sha
+    issues: dict[int, Issue] = field(default_factory=dict)
+    pulls: dict[int, PullRequest] = field(default_factory=dict)
+    compare: dict[tuple[str, str], str] = field(default_factory=dict)  # (base, head) -> status
+    commits: set[str] = field(default_factory=set)  # older commits, beyond branch and PR heads
+    # Issues transferred away: number -> (id of the repository it went to, its number there).
+    transferred: dict[int, tuple[int, int]] = field(default_factory=dict)
+    private: bool = False
+    id: int = 0
+
+    def __post_init__(self) -> None:
+        self.branches.setdefault(self.default_branch, fake_sha(self.full_name, self.default_branch))
+        self.id = self.id or int(fake_sha(self.full_name)[:7], 16)
+
+    def resolve(self, ref: str) -> str | None:
+        """The commit a branch name or a full sha names, or None."""
+        return self.branches.get(ref) or (ref if re.fullmatch(r"[0-9a-f]{40}", ref) else None)
+
+
+@dataclass
+class Comment:
+    id: int
+    repo: str
+    issue_number: int
+    body: str
+    user: str
+    user_type: str = "User"
+    app_id: int | None = None  # performed_via_github_app
+    created_at: datetime = SEEDED_AT
+    updated_at: datetime = SEEDED_AT
+
+
+@dataclass
+class Reaction:
+    id: int
+    comment_id: int
+    content: str
+    user: str
+    created_at: datetime
+
+
+@dataclass
+class CheckRun:
+    id: int
+    repo: str
+    name: str
+    head_sha: str
+    status: str = "queued"
+    conclusion: str | None = None
+    output: dict[str, str | None] = field(default_factory=lambda: dict.fromkeys(("title", "summary", "text")))
+    details_url: str | None = None
+    external_id: str | None = None
+    started_at: datetime | None = None
+    completed_at: datetime | None = None
+
+
+@dataclass
+class Delivery:
+    id: int
+    guid: str
+    delivered_at: datetime
+    event: str
+    action: str | None = None
+    redelivery: bool = False
+    duration: float = 0.05
+    status: str = "OK"
+    status_code: int = 200
+    installation_id: int | None = None
+    repository_id: int | None = None
+
+
+@dataclass
+class Token:
+    token: str
+    installation_id: int
+    expires_at: datetime
+
+
+@dataclass
+class ManualClock:
+    """A settable clock; it moves `step` on each time something is created or edited."""
+
+    at: datetime
+    step: timedelta = timedelta(0)
+
+    def __call__(self) -> datetime:
+        return self.at
+
+
+@dataclass
+class RateBucket:
+    limit: int
+    remaining: int
+    reset: datetime
+
+
+def account_id(login: str) -> int:
+    """A stable user id for a login, so payloads built anywhere in the tests agree with the stand-in."""
+    return 10_000 + zlib.crc32(login.casefold().encode()) % 90_000_000
+
+
+@dataclass
+class StandinState:
+    """Everything the stand-in knows, the record of calls, and the queued faults."""
+
+    app_slug: str = "railyard"
+    app_id: int = 1
+    installations: dict[int, Installation] = field(default_factory=dict)
+    repositories: dict[str, Repository] = field(default_factory=dict)
+    comments: dict[int, Comment] = field(default_factory=dict)
+    reactions: list[Reaction] = field(default_factory=list)
+    check_runs: dict[int, CheckRun] = field(default_factory=dict)
+    team_memberships: dict[tuple[str, str, str], str] = field(default_factory=dict)  # (org, team, login)
+    permissions: dict[tuple[str, str], str] = field(default_factory=dict)  # (repo, login) -> role
+    deliveries: list[Delivery] = field(default_factory=list)
+    redelivery_attempts: list[int] = field(default_factory=list)
+    tokens: dict[str, Token] = field(default_factory=dict)
+    calls: list[Call] = field(default_factory=list)
+    rate_limit: int = 5000
+    clock: Callable[[], datetime] = wall_clock
+    faults: list[tuple[str, re.Pattern[str], deque[Fault]]] = field(default_factory=list)
+    buckets: dict[str, RateBucket] = field(default_factory=dict)
+    random_faults: RandomFaults | None = None  # off unless set: see RandomFaults
+    limit_watch: LimitWatch | None = None  # off unless set: see LimitWatch
+    # Called with each write (POST, PATCH) GitHub performed, before the client hears of it.
+    after_write: Callable[[Call], None] | None = None
+    _ids: Iterator[int] = field(default_factory=lambda: itertools.count(1_000_001), repr=False)
+    _user_ids: dict[str, int] = field(default_factory=dict, repr=False)
+
+    def now(self) -> datetime:
+        return self.clock()
+
+    def stamp(self) -> datetime:
+        """The time for a new or edited object; a manual clock then moves on by its step."""
+        at = self.clock()
+        if isinstance(self.clock, ManualClock):
+            self.clock.at += self.clock.step
+        return at
+
+    def set_clock(self, at: datetime, step_seconds: float = 0.0) -> None:
+        """Freeze time at `at`; each creation or edit then moves it `step_seconds` on."""
+        self.clock = ManualClock(at, timedelta(seconds=step_seconds))
+
+    def advance(self, seconds: float) -> None:
+        """Move time forward (freezing the wall clock first)."""
+        if not isinstance(self.clock, ManualClock):
+            self.set_clock(self.now())
+        assert isinstance(self.clock, ManualClock)
+        self.clock.at += timedelta(seconds=seconds)
+
+    def next_id(self) -> int:
+        return next(self._ids)
+
+    def user_id(self, login: str) -> int:
+        """The account behind a login (logins are case-insensitive; the id is what stays)."""
+        return self._user_ids.setdefault(login.casefold(), account_id(login))
+
+    def rename_user(self, old: str, new: str) -> None:
+        """The account behind `old` is now called `new`; `old` is free for anyone to register."""
+        self._user_ids[new.casefold()] = self.user_id(old)
+        del self._user_ids[old.casefold()]
+
+    def register_user(self, login: str) -> int:
+        """A new account takes `login` (freed by a rename): a new id behind the same login."""
+        self._user_ids[login.casefold()] = new = self.next_id()
+        return new
+
+    @property
+    def bot_login(self) -> str:
+        return f"{self.app_slug}[bot]"
+
+    def inject(self, method: str, path_regex: str, *faults: Fault) -> None:
+        """Queue faults for requests with this method ("*": any) whose path matches (re.search)."""
+        self.faults.append((method.upper(), re.compile(path_regex), deque(faults)))
+
+    def take_fault(self, method: str, path: str) -> Fault | None:
+        for wanted, pattern, queued in self.faults:
+            if queued and wanted in ("*", method) and pattern.search(path):
+                return queued.popleft()
+        return None
+
+    def random_fault(self, method: str, path: str) -> Fault | None:
+        """A fault drawn from `random_faults`, when set."""
+        return self.random_faults.draw(method, path) if self.random_faults is not None else None
+
+    def calls_to(self, method: str, path_prefix: str) -> list[Call]:
+        """The recorded calls with this method whose path starts with `path_prefix`."""
+        return [c for c in self.calls if c.method == method.upper() and c.path.startswith(path_prefix)]
+
+    def bucket(self, key: str) -> RateBucket:
+        """A credential's rate-limit bucket, refilled once its hour is over."""
+        now, bucket = self.now(), self.buckets.get(key)
+        if bucket is None or now >= bucket.reset:
+            limit = 60 if key == "anonymous" else self.rate_limit
+            bucket = self.buckets[key] = RateBucket(limit, limit, now + timedelta(hours=1))
+        return bucket
+
+    def add_installation(self, id: int, account: str, **fields: Any) -> Installation:
+        installation = self.installations[id] = Installation(id, account, **fields)
+        return installation
+
+    def installation_for(self, owner: str) -> Installation | None:
+        return next((i for i in self.installations.values() if i.account.lower() == owner.lower()), None)
+
+    def issue_token(self, installation_id: int) -> str:
+        """A new installation token, valid for an hour."""
+        token = Token(f"ghs_{secrets.token_hex(18)}", installation_id, self.now() + timedelta(hours=1))
+        self.tokens[token.token] = token
+        return token.token
+
+    def add_repository(
+        self, full_name: str, files: dict[str, str] | None = None, **fields: Any
+    ) -> Repository:
+        repository = self.repositories[full_name] = Repository(full_name, files=dict(files or {}), **fields)
+        return repository
+
+    def repository(self, full_name: str) -> Repository | None:
+        """A repository by name; as on GitHub, case does not matter."""
+        return next((r for n, r in self.repositories.items() if n.lower() == full_name.lower()), None)
+
+    def add_issue(self, repo: str, number: int, **fields: Any) -> Issue:
+        issue = self.repositories[repo].issues[number] = Issue(number, **fields)
+        return issue
+
+    def transfer_issue(self, repo: str, number: int, to_repo: str, new_number: int) -> Issue:
+        """Move an issue to another repository, as GitHub's "Transfer issue" does: the old
+        address answers 301 with the new one from then on."""
+        source, target = self.repositories[repo], self.repositories[to_repo]
+        issue = source.issues.pop(number)
+        issue.number = new_number
+        target.issues[new_number] = issue
+        source.transferred[number] = (target.id, new_number)
+        return issue
+
+    def add_pull(self, repo: str, number: int, **fields: Any) -> PullRequest:
+        pull = self.repositories[repo].pulls[number] = PullRequest(number, **fields)
+        pull.head_sha = pull.head_sha or fake_sha(repo, "pull", number)
+        return pull
+
+    def add_comment(
+        self, repo: str, number: int, body: str, user: str = "octocat", user_type: str = "User"
+    ) -> Comment:
+        """A comment made now (by a person, unless `user_type` is "Bot")."""
+        at = self.stamp()
+        comment = Comment(self.next_id(), repo, number, body, user, user_type, None, at, at)
+        self.comments[comment.id] = comment
+        return comment
+
+    def add_delivery(self, event: str, **fields: Any) -> Delivery:
+        at = fields.pop("delivered_at", None) or self.stamp()
+        fields.setdefault("guid", str(uuid.uuid4()))
+        delivery = Delivery(
+            fields.pop("id", None) or self.next_id(), delivered_at=parse_time(at), event=event, **fields
+        )
+        self.deliveries.append(delivery)
+        return delivery
+
+    def seed(self, data: Json) -> None:
+        """Add what a JSON document describes: the body POST /_standin/state takes."""
+        self.app_slug = data.get("app", {}).get("slug", self.app_slug)
+        self.app_id = data.get("app", {}).get("id", self.app_id)
+        if "now" in data:
+            self.set_clock(parse_time(data["now"]), data.get("clock_step", 0.0))
+        for item in data.get("installations", []):
+            self.add_installation(**item)
+        for item in data.get("repositories", []):
+            item = dict(item)
+            issues, pulls, compare = (item.pop(key, []) for key in ("issues", "pulls", "compare"))
+            repository = self.add_repository(**item)
+            for issue in issues:
+                self.add_issue(repository.full_name, **issue)
+            for pull in pulls:
+                self.add_pull(repository.full_name, **pull)
+            repository.compare.update({(c["base"], c["head"]): c["status"] for c in compare})
+        self.team_memberships.update(
+            {(m["org"], m["team"], m["login"]): m["state"] for m in data.get("team_memberships", [])}
+        )
+        self.permissions.update(
+            {(p["repo"], p["login"]): p["permission"] for p in data.get("permissions", [])}
+        )
+        for item in data.get("comments", []):
+            self.add_comment(**item)
+        for item in data.get("deliveries", []):
+            self.add_delivery(**item)
+
+    def snapshot(self) -> Json:
+        """What has been done to GitHub, as JSON (GET /_standin/state)."""
+        issues = {name: list(r.issues.values()) for name, r in self.repositories.items()}
+        return plain(  # type: ignore[no-any-return]
+            {
+                "comments": list(self.comments.values()),
+                "reactions": self.reactions,
+                "check_runs": list(self.check_runs.values()),
+                "issues": issues,
+                "deliveries": self.deliveries,
+                "redelivery_attempts": self.redelivery_attempts,
+            }
+        )
