@@ -100,7 +100,7 @@ def test_dockerignore_keeps_secrets_and_local_state_out_of_the_image() -> None:
     """`.env`, keys, databases, the venv and git stay out; the source and app.yml go in."""
     for path in (".env", ".env.local", "app.pem", "railyard.db", ".venv/bin/python", ".git/config"):
         assert ignored(path), path
-    for path in ("app/setup.py", "app.yml", "pyproject.toml", "README.md", ".env.example"):
+    for path in ("app/web/setup.py", "app.yml", "pyproject.toml", "README.md", ".env.example"):
         assert not ignored(path), path
 
 
