@@ -52,12 +52,15 @@ class FakePorts:
         installation_id: int | None = None,
         delivery_id: str = "delivery-1",
         router: Router = ROUTER,
+        services: Services | None = None,
     ) -> None:
-        """Run a delivery through the router's handlers, as the worker does (an error propagates)."""
+        """Run a delivery through the router's handlers, as the worker does (an error propagates).
+
+        `services`: other ports than these (the SQL store, to compare it with the fake)."""
         action = action if action is not None else payload.get("action")
         if installation_id is None:
             found = payload.get("installation", {}).get("id")
             installation_id = found if isinstance(found, int) else None
         delivered = WebhookEvent(delivery_id, event, action, installation_id, payload)
         for handler in router.handlers_for(event, action):
-            await handler(delivered, self.services)
+            await handler(delivered, services or self.services)
