@@ -1,4 +1,8 @@
-"""The one set of test doubles and builders, shared by every test directory."""
+"""The one set of test doubles and builders, shared by every test directory.
+
+The in-memory fakes of the handlers' ports live in the modules of this package (`store`,
+`github`, `configs`, `roles`, `ancestry`, `clock`, `ports`); `ports.FakePorts` wires them.
+"""
 
 from __future__ import annotations
 
@@ -38,6 +42,7 @@ from policies.notices import Notice, NoticeContext, decide_notice
 from policies.rails import Observation, ObservationContext, RailPolicy
 from policies.refusals import Refusal
 from policies.states import Role, WorkState
+from tests.fakes.clock import StillClock as StillClock  # re-exported: `from tests.fakes import StillClock`
 
 START = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 
@@ -58,16 +63,6 @@ class Clock:
 
     def __call__(self) -> datetime:
         self.now += self.step
-        return self.now
-
-
-@dataclass
-class StillClock:
-    """Epoch seconds that move only when the test moves them (`clock.now += 1`)."""
-
-    now: float = 1_800_000_000.0
-
-    def __call__(self) -> float:
         return self.now
 
 
@@ -100,7 +95,7 @@ class Comments:
 # -- the web server, on a loopback port ------------------------------------------------
 
 WEBHOOK_SECRET = "it's a secret to everybody"
-FIXTURES = Path(__file__).parent / "fixtures" / "webhooks"
+FIXTURES = Path(__file__).parent.parent / "fixtures" / "webhooks"
 
 
 def example(host: str, event: str, name: str) -> bytes:
@@ -368,6 +363,6 @@ REQUESTER_AND_OWNER = Actor("rachel", frozenset({Role.REQUESTER, Role.TASK_OWNER
 
 def manifest_conversion(**overrides: Any) -> dict[str, Any]:
     """GitHub's answer to POST /app-manifests/{code}/conversions (the example in @octokit/openapi)."""
-    path = Path(__file__).parent / "fixtures" / "github" / "app-manifest-conversion.json"
+    path = Path(__file__).parent.parent / "fixtures" / "github" / "app-manifest-conversion.json"
     answer: dict[str, Any] = json.loads(path.read_text())
     return {**answer, **overrides}

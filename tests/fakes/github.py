@@ -1,0 +1,187 @@
+"""`handlers.ports.GitHubReads` over dicts a test seeds, recording every call.
+
+Unknown things raise `handlers.errors.Missing` as `app.github.reads` does: 404, and 422 for
+a commit GitHub has never seen ("No commit found for SHA"). Repository names are matched
+case-insensitively, as GitHub does. The builders give answers in the API's own shape.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from handlers.errors import Missing
+from handlers.ports import Json
+
+Key = tuple[str, str]
+
+
+def _key(repository: str, name: object) -> Key:
+    return (repository.casefold(), str(name))
+
+
+@dataclass(frozen=True)
+class Call:
+    """One read a handler made: the method and its arguments after the installation id."""
+
+    method: str
+    installation_id: int | None
+    args: tuple[object, ...]
+
+
+@dataclass
+class FakeGitHub:
+    """GitHub's REST reads, answered from what the test put in."""
+
+    pulls: dict[Key, Json] = field(default_factory=dict)
+    issues: dict[Key, Json] = field(default_factory=dict)
+    commits: dict[Key, Json] = field(default_factory=dict)
+    branches: dict[Key, Json] = field(default_factory=dict)
+    deployments_by_environment: dict[Key, list[Json]] = field(default_factory=dict)
+    statuses: dict[Key, Json] = field(default_factory=dict)
+    installations: dict[str, int] = field(default_factory=dict)
+    calls: list[Call] = field(default_factory=list)
+
+    # -- seeding -------------------------------------------------------------------------
+
+    def add_pull(self, repository: str, answer: Json) -> Json:
+        """Serve a pulls API answer (see `pull_answer`) for its number."""
+        self.pulls[_key(repository, answer["number"])] = answer
+        return answer
+
+    def add_issue(self, repository: str, answer: Json) -> Json:
+        """Serve an issues API answer (see `issue_answer`) for its number."""
+        self.issues[_key(repository, answer["number"])] = answer
+        return answer
+
+    def add_commit(self, repository: str, sha: str, *refs: str) -> None:
+        """Serve a commit by its sha (and by any other ref that names it)."""
+        for ref in (sha, *refs):
+            self.commits[_key(repository, ref)] = {"sha": sha}
+
+    def add_branch(self, repository: str, branch: str, sha: str) -> None:
+        """Serve a branch whose head is `sha` (its commit too)."""
+        self.branches[_key(repository, branch)] = {"name": branch, "commit": {"sha": sha}}
+        self.add_commit(repository, sha, branch)
+
+    def add_deployment(
+        self, repository: str, deployment_id: int, environment: str, sha: str, state: str | None = None
+    ) -> None:
+        """Serve a deployment (newest first, as GitHub lists them), with its newest status if given."""
+        listed = self.deployments_by_environment.setdefault(_key(repository, environment), [])
+        listed.insert(0, {"id": deployment_id, "sha": sha, "environment": environment})
+        if state is not None:
+            self.statuses[_key(repository, deployment_id)] = {"id": deployment_id * 10, "state": state}
+
+    # -- GitHubReads -----------------------------------------------------------------------
+
+    def _found(
+        self, table: dict[Key, Json], what: str, repository: str, name: object, status: int = 404
+    ) -> Json:
+        try:
+            return table[_key(repository, name)]
+        except KeyError:
+            raise Missing(f"{what} {repository} {name}", status) from None
+
+    async def pull(self, installation_id: int, repository: str, number: int) -> Json:
+        """A pull request."""
+        self.calls.append(Call("pull", installation_id, (repository, number)))
+        return self._found(self.pulls, "pull", repository, number)
+
+    async def issue(self, installation_id: int, repository: str, number: int) -> Json:
+        """An issue."""
+        self.calls.append(Call("issue", installation_id, (repository, number)))
+        return self._found(self.issues, "issue", repository, number)
+
+    async def commit(self, installation_id: int, repository: str, ref: str) -> Json:
+        """A commit by sha or ref; 422 for one GitHub does not know."""
+        self.calls.append(Call("commit", installation_id, (repository, ref)))
+        return self._found(self.commits, "commit", repository, ref, status=422)
+
+    async def branch(self, installation_id: int, repository: str, branch: str) -> Json:
+        """A branch with its head commit."""
+        self.calls.append(Call("branch", installation_id, (repository, branch)))
+        return self._found(self.branches, "branch", repository, branch)
+
+    async def installation_of(self, repository: str) -> int:
+        """The app's installation on the repository."""
+        self.calls.append(Call("installation_of", None, (repository,)))
+        try:
+            return self.installations[repository.casefold()]
+        except KeyError:
+            raise Missing(f"installation of {repository}") from None
+
+    async def deployments(
+        self, installation_id: int, repository: str, environment: str, limit: int
+    ) -> list[Json]:
+        """The newest deployments to an environment, newest first."""
+        self.calls.append(Call("deployments", installation_id, (repository, environment, limit)))
+        return list(self.deployments_by_environment.get(_key(repository, environment), []))[:limit]
+
+    async def latest_status(self, installation_id: int, repository: str, deployment_id: int) -> Json | None:
+        """A deployment's newest status, or None."""
+        self.calls.append(Call("latest_status", installation_id, (repository, deployment_id)))
+        return self.statuses.get(_key(repository, deployment_id))
+
+    # -- what tests look at ------------------------------------------------------------
+
+    def called(self, method: str) -> list[Call]:
+        """The calls made to one method, in order."""
+        return [call for call in self.calls if call.method == method]
+
+
+def user(login: str, account_id: int, kind: str = "User") -> dict[str, Any]:
+    """A user object as GitHub embeds it."""
+    return {"login": login, "id": account_id, "type": kind}
+
+
+def issue_answer(
+    number: int,
+    *,
+    body: str = "Stop retrying forever.",
+    labels: tuple[str, ...] = (),
+    assignees: tuple[tuple[str, int], ...] = (),
+) -> dict[str, Any]:
+    """`GET /repos/{repo}/issues/{number}`, the fields railyard reads."""
+    return {
+        "number": number,
+        "body": body,
+        "state": "open",
+        "labels": [{"name": name} for name in labels],
+        "assignees": [user(login, account_id) for login, account_id in assignees],
+    }
+
+
+def pull_answer(
+    repository: str,
+    number: int,
+    *,
+    body: str | None = None,
+    head_ref: str = "feature",
+    head_sha: str = "a" * 40,
+    head_repository: str | None = None,
+    state: str = "open",
+    merged_at: str | None = None,
+    merge_commit: str | None = None,
+    updated_at: str = "2026-11-30T10:00:00Z",
+    mergeable: bool | None = None,
+    author: str = "coder-bot[bot]",
+) -> dict[str, Any]:
+    """`GET /repos/{repo}/pulls/{number}` (and a `pull_request` payload's PR), the fields railyard reads."""
+    return {
+        "number": number,
+        "html_url": f"https://github.com/{repository}/pull/{number}",
+        "state": state,
+        "merged": merged_at is not None,
+        "merged_at": merged_at,
+        "merge_commit_sha": merge_commit,
+        "body": body,
+        "updated_at": updated_at,
+        "mergeable": mergeable,
+        "user": user(author, 900, "Bot" if author.endswith("[bot]") else "User"),
+        "head": {
+            "ref": head_ref,
+            "sha": head_sha,
+            "repo": {"full_name": head_repository or repository},
+        },
+    }

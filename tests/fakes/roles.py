@@ -1,0 +1,30 @@
+"""`handlers.ports.Roles`: the roles a test gives each login, or GitHub refusing to say."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from handlers.errors import CannotVerify
+from handlers.ports import Rules
+from policies.states import Role
+
+
+@dataclass
+class FakeRoles:
+    """Roles per login (case-insensitive, as GitHub logins are); `unverifiable` logins raise."""
+
+    by_login: Mapping[str, frozenset[Role]] = field(default_factory=dict)
+    unverifiable: set[str] = field(default_factory=set)
+    asked: list[tuple[str, frozenset[Role]]] = field(default_factory=list)
+
+    async def roles(
+        self, installation_id: int, repository: str, login: str, rules: Rules, among: Iterable[Role]
+    ) -> frozenset[Role]:
+        """The roles given for `login`, of `among`; `CannotVerify` for an `unverifiable` login."""
+        wanted = frozenset(among)
+        self.asked.append((login, wanted))
+        if login.casefold() in {name.casefold() for name in self.unverifiable}:
+            raise CannotVerify(f"GitHub did not say whether @{login} is in a team")
+        folded = {name.casefold(): roles for name, roles in self.by_login.items()}
+        return folded.get(login.casefold(), frozenset()) & wanted

@@ -1,0 +1,218 @@
+"""`handlers.ports.Store` in memory: reads, and units of work kept only by `commit()`.
+
+A unit works on a copy of the records taken when it opens; `commit()` makes the copy the
+store's records, and a unit left without it (or by an exception) leaves nothing behind,
+as `app.store.unit.SqlStore` rolls its transaction back. Units run one at a time, as
+SQLite's `BEGIN IMMEDIATE` makes writers queue; a unit opened inside another unit of the
+same task would wait for itself forever, so it fails at once instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Iterable
+from contextlib import asynccontextmanager
+from datetime import datetime
+
+from handlers.answers import Answer
+from handlers.ports import (
+    Change,
+    ChangeContext,
+    Heard,
+    Linked,
+    MergedTicket,
+    Outcome,
+    PullRequest,
+    RecordedEvent,
+)
+from policies.model import Ticket, TicketKey
+from policies.rails import Observation
+from tests.fakes.door import normalize
+from tests.fakes.records import Records, SignOfLife
+
+
+class MemoryReads:
+    """`handlers.ports.Reads` over one set of records (a read sees the records as it opened)."""
+
+    def __init__(self, records: Records) -> None:
+        self.records = records
+
+    async def ticket(self, key: TicketKey) -> Ticket | None:
+        """The ticket at its latest revision, or None."""
+        return self.records.ticket(key)
+
+    async def history(self, key: TicketKey) -> list[RecordedEvent]:
+        """The ticket's event log, oldest first."""
+        return self.records.history(key)
+
+    async def commands_since(self, repository: str, actor_id: int, since: datetime) -> int:
+        """Commands the account ran in the repository since `since`."""
+        return self.records.commands_since(repository, actor_id, since)
+
+    async def stored_pull(self, repository: str, number: int) -> Linked | None:
+        """A PR as last seen, with its links."""
+        return self.records.stored_pull(repository, number)
+
+    async def pulls_where(
+        self, repository: str, *, head_sha: str | None = None, head_ref: str | None = None
+    ) -> list[Linked]:
+        """Stored PRs with this head commit or head branch."""
+        return self.records.pulls_where(repository, head_sha, head_ref)
+
+    async def tickets_on_branch(
+        self,
+        repository: str,
+        branch: str,
+        *,
+        head_repository: str | None,
+        reported_by: datetime | None = None,
+    ) -> set[int]:
+        """Tickets whose claim or delivery reported `branch`."""
+        return self.records.tickets_on_branch(repository, branch, head_repository, reported_by)
+
+    async def attempt_opened_by(self, repository: str, number: int, when: datetime) -> bool:
+        """Whether the ticket had an attempt opened by `when`."""
+        return self.records.attempt_opened_by(repository, number, when)
+
+    async def held_for(self, repository: str, subject: str) -> list[Observation]:
+        """Observations held under a subject, oldest first."""
+        return self.records.held_for(repository, subject)
+
+    async def merged_tickets(self, repository: str) -> list[MergedTicket]:
+        """Every merged ticket with its anchor."""
+        return self.records.merged_tickets(repository)
+
+
+class MemoryUnit(MemoryReads):
+    """`handlers.ports.UnitOfWork` on a private copy of the store's records."""
+
+    def __init__(self, store: MemoryStore) -> None:
+        super().__init__(store.records.copy())
+        self._store = store
+        self.ended = False
+
+    def _writing(self) -> Records:
+        if self.ended:
+            raise RuntimeError("this unit of work has already ended")
+        return self.records
+
+    async def execute(
+        self,
+        key: TicketKey,
+        change: Change,
+        context: ChangeContext,
+        *,
+        installation_id: int | None = None,
+        expected_revision: int | None = None,
+    ) -> Outcome:
+        """The one door: decided by the core, at most once per operation id."""
+        records = self._writing()
+        outcome = records.execute(key, change, context, expected_revision)
+        if outcome.shown is not None:
+            records.show(outcome.shown, installation_id)
+        return outcome
+
+    async def remember(self, pull: PullRequest, linked: set[int]) -> set[int]:
+        """Store the PR unless a newer state is stored; return what it linked before."""
+        return self._writing().remember(pull, linked)
+
+    async def hold(
+        self,
+        repository: str,
+        subject: str,
+        observation: Observation,
+        now: float,
+        *,
+        per_subject: bool = False,
+    ) -> None:
+        """Keep an observation under a subject (once)."""
+        self._writing().hold(repository, subject, observation, now, per_subject)
+
+    async def record_sign_of_life(self, heard: Heard) -> bool:
+        """Store a sign of life unless a later one is stored."""
+        return self._writing().record_sign_of_life(heard)
+
+    async def set_installation(self, installation_id: int, account: str, status: str, now: float) -> None:
+        """Record an installation's status."""
+        self._writing().installations[installation_id] = (account, status, now)
+
+    async def set_repositories(
+        self, installation_id: int, repositories: Iterable[str], active: bool, now: float
+    ) -> None:
+        """Record repositories added to or removed from an installation."""
+        records = self._writing()
+        for repository in repositories:
+            records.repositories[(installation_id, repository.casefold())] = (active, now)
+
+    async def send(self, *answers: Answer) -> None:
+        """Enqueue the answers with this unit (kept, like everything else, only by `commit`)."""
+        self._writing().answers.extend(answers)
+
+    async def commit(self) -> None:
+        """Make every write of the unit the store's; the unit ends here."""
+        records = self._writing()
+        self._store.records = records
+        self._store.commits += 1
+        self.ended = True
+
+
+class MemoryStore:
+    """`handlers.ports.Store` in memory, with the views a test asserts on."""
+
+    def __init__(self) -> None:
+        self.records = Records()
+        self.commits = 0
+        self._writer = asyncio.Lock()
+        self._writer_task: asyncio.Task[object] | None = None
+
+    @asynccontextmanager
+    async def read(self) -> AsyncIterator[MemoryReads]:
+        """A read of the records committed so far."""
+        yield MemoryReads(self.records)
+
+    @asynccontextmanager
+    async def unit(self) -> AsyncIterator[MemoryUnit]:
+        """A unit of work, kept only by `commit()`; units queue, one at a time."""
+        task = asyncio.current_task()
+        if self._writer.locked() and self._writer_task is task:
+            raise RuntimeError("a unit of work opened inside another: SqlStore would wait for itself")
+        async with self._writer:
+            self._writer_task = task
+            unit = MemoryUnit(self)
+            try:
+                yield unit
+            finally:
+                unit.ended = True  # without `commit()` its copy is simply dropped
+                self._writer_task = None
+
+    # -- what tests look at ------------------------------------------------------------
+
+    def ticket(self, key: TicketKey) -> Ticket | None:
+        """The committed ticket, or None."""
+        return self.records.ticket(key)
+
+    def history(self, key: TicketKey) -> list[RecordedEvent]:
+        """The committed event log of a ticket."""
+        return self.records.history(key)
+
+    @property
+    def answers(self) -> list[Answer]:
+        """Every answer committed, in order."""
+        return list(self.records.answers)
+
+    def sign_of_life(self, key: TicketKey, attempt: int) -> SignOfLife | None:
+        """The latest sign of life stored for an attempt."""
+        return self.records.signs.get((normalize(key), attempt))
+
+    def installation(self, installation_id: int) -> tuple[str, str] | None:
+        """(account, status) of an installation, or None when never heard of."""
+        found = self.records.installations.get(installation_id)
+        return (found[0], found[1]) if found else None
+
+    def active_repositories(self, installation_id: int) -> list[str]:
+        """The repositories an installation covers now, sorted."""
+        return sorted(
+            repository
+            for (installation, repository), (active, _) in self.records.repositories.items()
+            if installation == installation_id and active
+        )

@@ -1,0 +1,202 @@
+"""Slash-commands in comments, through the handlers and the in-memory fakes (no server, no database)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from handlers.answers import (
+    ArtifactNotFound,
+    Assign,
+    CannotRunYet,
+    NearMiss,
+    PullTarget,
+    Reaction,
+    Refused,
+    Reply,
+    StatusAnswer,
+    StatusComment,
+)
+from handlers.errors import CannotVerify
+from handlers.ports import RoleEntry, Rules
+from policies.refusals import RefusalCode
+from policies.states import Role, WorkState
+from tests.fakes.github import pull_answer
+from tests.fakes.ports import APP_ID
+from tests.fakes.store import MemoryUnit
+from tests.fakes.webhooks import INSTALLATION, REPOSITORY
+from tests.unit.handlers.steps import (
+    CAROL,
+    KEY,
+    NORA,
+    answers_after,
+    claimed,
+    published,
+    replies,
+    say,
+    ticket,
+    world,
+)
+
+
+async def test_a_claim_reacts_assigns_the_claimant_and_starts_the_watch() -> None:
+    """A runner's /claim claims the ticket, reacts +1, assigns the runner and records the attempt's start."""
+    ports = world()
+    await published(ports)
+    before = len(ports.store.answers)
+    comment_id = await say(ports, "/claim", by=CAROL, created_at="2026-11-30T11:00:00Z")
+    claimed_ticket = ticket(ports)
+    assert (claimed_ticket.work, claimed_ticket.claimant, claimed_ticket.attempt) == (
+        WorkState.CLAIMED,
+        "carol",
+        1,
+    )
+    assert answers_after(ports, before) == [
+        Reaction(INSTALLATION, REPOSITORY, comment_id, "+1"),
+        Assign(INSTALLATION, REPOSITORY, 12, ("carol",), f"claim:{comment_id}"),
+    ]
+    sign = ports.store.sign_of_life(KEY, 1)
+    assert sign is not None
+    assert (sign.kind, sign.at) == ("claim", datetime(2026, 11, 30, 11, 0, tzinfo=UTC))
+
+
+async def test_a_refused_command_gets_one_reply_and_its_redelivery_none() -> None:
+    """A /claim by someone who is no runner is answered once with the refusal, even when redelivered."""
+    ports = world()
+    await published(ports)
+    before = len(ports.store.answers)
+    comment_id = await say(ports, "/claim", by=NORA)
+    await say(ports, "/claim", by=NORA, comment_id=comment_id)  # GitHub delivers it again
+    [reply] = answers_after(ports, before)
+    assert isinstance(reply, Reply) and isinstance(reply.message, Refused)
+    assert reply.message.refusal.code is RefusalCode.NOT_ALLOWED
+    assert (reply.author, reply.comment_id) == ("nora", comment_id)
+    assert ticket(ports).work is WorkState.OPEN
+
+
+async def test_a_near_miss_is_answered_with_the_command_it_looks_like() -> None:
+    """`/acept` runs nothing and is answered with the command it resembles."""
+    ports = world()
+    await say(ports, "/acept")
+    [reply] = ports.store.answers
+    assert isinstance(reply, Reply) and reply.message == NearMiss("acept", "accept")
+    assert ports.store.ticket(KEY) is None
+
+
+async def test_a_bot_is_ignored_unless_a_role_names_it() -> None:
+    """Another bot's /claim runs only when the repository's rules name that bot by login."""
+    ports = world()
+    await published(ports)
+    before = len(ports.store.answers)
+    bot = ("coder-bot[bot]", 909)
+    await say(ports, "/claim", by=bot, bot=True)
+    assert answers_after(ports, before) == []
+    assert ticket(ports).work is WorkState.OPEN
+
+    ports.configs.default = Rules("blob-sha-1", roles={Role.RUNNER: (RoleEntry(login="coder-bot[bot]"),)})
+    ports.roles.by_login = {**ports.roles.by_login, "coder-bot[bot]": frozenset({Role.RUNNER})}
+    await say(ports, "/claim", by=bot, bot=True)
+    assert ticket(ports).claimant == "coder-bot[bot]"
+
+
+async def test_the_apps_own_comment_is_never_acted_on() -> None:
+    """A comment railyard itself wrote (through its app) runs nothing, not even a rules lookup."""
+    ports = world()
+    await say(ports, "/publish", via_app=APP_ID)
+    assert ports.store.ticket(KEY) is None
+    assert ports.store.answers == [] and ports.configs.loads == []
+
+
+async def test_a_command_on_a_pull_request_that_links_no_ticket_is_answered_with_the_target() -> None:
+    """A command on a PR that links no ticket asks which ticket is meant, and runs nothing."""
+    ports = world()
+    ports.github.add_pull(REPOSITORY, pull_answer(REPOSITORY, 40, body="Tidy up."))
+    await say(ports, "/deliver Done.", by=CAROL, number=40, on_pull_request=True)
+    [reply] = ports.store.answers
+    assert isinstance(reply, Reply) and reply.message == PullTarget(None, ())
+    assert reply.number == 40
+
+
+async def test_a_delivery_of_an_unknown_commit_is_answered_and_not_executed() -> None:
+    """`/deliver commit=SHA` of a commit GitHub does not have is answered and leaves the ticket claimed."""
+    ports = world()
+    await claimed(ports)
+    history, before = len(ports.store.history(KEY)), len(ports.store.answers)
+    await say(ports, "/deliver commit=deadbeef1 Fixed the retries.", by=CAROL)
+    [reply] = answers_after(ports, before)
+    assert isinstance(reply, Reply)
+    assert reply.message == ArtifactNotFound("commit", "deadbeef1", REPOSITORY)
+    assert ticket(ports).work is WorkState.CLAIMED
+    assert len(ports.store.history(KEY)) == history
+
+
+async def test_a_delivery_of_a_known_branch_records_its_head() -> None:
+    """`/deliver branch=NAME` delivers the branch's head commit and reports the branch on the ticket."""
+    ports = world()
+    await claimed(ports)
+    ports.github.add_branch(REPOSITORY, "agent/12-fix", "b" * 40)
+    await say(ports, "/deliver branch=agent/12-fix Fixed the retries.", by=CAROL)
+    delivered = ticket(ports)
+    assert delivered.work is WorkState.DELIVERED
+    assert delivered.last_delivery is not None and delivered.last_delivery.commit == "b" * 40
+    assert delivered.rails.branches["agent/12-fix"].sha == "b" * 40
+
+
+async def test_roles_github_will_not_verify_are_answered_and_the_delivery_retried() -> None:
+    """When GitHub will not say whether the author holds a role, they are told and the error propagates."""
+    ports = world()
+    await published(ports)
+    ports.roles.unverifiable.add("carol")
+    before = len(ports.store.answers)
+    with pytest.raises(CannotVerify):
+        await say(ports, "/claim", by=CAROL)
+    [reply] = answers_after(ports, before)
+    assert isinstance(reply, Reply) and isinstance(reply.message, CannotRunYet)
+    assert ticket(ports).work is WorkState.OPEN
+
+
+async def test_status_shows_the_status_comment_and_answers_briefly() -> None:
+    """`/status` on a ticket refreshes its status comment and answers with the ticket."""
+    ports = world()
+    shown = await published(ports)
+    before = len(ports.store.answers)
+    await say(ports, "/status")
+    status, reply = answers_after(ports, before)
+    assert status == StatusComment(INSTALLATION, REPOSITORY, 12)
+    assert isinstance(reply, Reply) and reply.message == StatusAnswer(shown)
+
+
+async def test_status_on_an_issue_that_is_no_ticket_only_answers() -> None:
+    """`/status` on an issue that is not a ticket says so, with no status comment."""
+    ports = world()
+    await say(ports, "/status")
+    assert [reply.message for reply in replies(ports.store.answers)] == [StatusAnswer(None)]
+    assert len(ports.store.answers) == 1
+
+
+async def test_a_unit_that_fails_writes_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A claim whose unit of work fails after executing leaves the ticket open and answers nothing."""
+    ports = world()
+    await published(ports)
+    before = len(ports.store.answers)
+
+    async def fail(self: MemoryUnit, *args: object) -> bool:
+        raise RuntimeError("the database went away")
+
+    monkeypatch.setattr(MemoryUnit, "record_sign_of_life", fail)
+    with pytest.raises(RuntimeError):
+        await say(ports, "/claim", by=CAROL)
+    assert ticket(ports).work is WorkState.OPEN
+    assert answers_after(ports, before) == []
+    assert ports.store.sign_of_life(KEY, 1) is None
+
+
+async def test_the_claimants_comment_is_a_sign_of_life() -> None:
+    """Any later comment by the claimant on the issue moves the attempt's sign of life forward."""
+    ports = world()
+    await claimed(ports)
+    await say(ports, "Still on it.", by=CAROL, created_at="2026-11-30T12:00:00Z")
+    sign = ports.store.sign_of_life(KEY, 1)
+    assert sign is not None
+    assert (sign.kind, sign.at) == ("comment", datetime(2026, 11, 30, 12, 0, tzinfo=UTC))

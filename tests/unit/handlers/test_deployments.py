@@ -1,0 +1,45 @@
+"""`deployment` and `deployment_status` events through the handlers and the in-memory fakes."""
+
+from __future__ import annotations
+
+from policies.states import DeploymentState
+from tests.fakes.github import issue_answer, pull_answer
+from tests.fakes.ports import FakePorts
+from tests.fakes.webhooks import REPOSITORY, deployment_status, pull_request
+from tests.unit.handlers.steps import RACHEL, say, ticket, world
+
+DEPLOYED = "d" * 40
+
+
+async def merged(ports: FakePorts, number: int, pull: int, merge: str) -> None:
+    """Publish ticket `number` and merge a PR that fixes it with merge commit `merge`."""
+    ports.github.add_issue(REPOSITORY, issue_answer(number, assignees=(RACHEL,)))
+    await say(ports, "/publish", number=number)
+    answer = pull_answer(
+        REPOSITORY, pull, body=f"Fixes #{number}", state="closed", merged_at="2026-11-30T10:30:00Z",
+        merge_commit=merge, updated_at="2026-11-30T10:30:00Z", head_ref=f"fix-{number}",
+    )  # fmt: skip
+    await ports.dispatch("pull_request", pull_request("closed", answer), delivery_id=f"merge-{pull}")
+
+
+async def test_one_deployment_moves_every_merged_ticket_it_contains() -> None:
+    """A successful deployment deploys each merged ticket whose merge it contains, and no other."""
+    ports = world()
+    await merged(ports, 12, 40, "1" * 40)
+    await merged(ports, 13, 41, "2" * 40)
+    await merged(ports, 14, 42, "3" * 40)
+    ports.ancestry.pairs |= {("1" * 40, DEPLOYED), ("2" * 40, DEPLOYED)}
+    await ports.dispatch("deployment_status", deployment_status(7, DEPLOYED, "success"))
+    states = [ticket(ports, n).rails.deployments["production"] for n in (12, 13, 14)]
+    assert states == [DeploymentState.DEPLOYED, DeploymentState.DEPLOYED, DeploymentState.NOT_DEPLOYED]
+
+
+async def test_a_deployment_in_progress_is_deploying_then_failed() -> None:
+    """A deployment's statuses move a ticket it contains through deploying to failed."""
+    ports = world()
+    await merged(ports, 12, 40, "1" * 40)
+    ports.ancestry.pairs.add(("1" * 40, DEPLOYED))
+    await ports.dispatch("deployment_status", deployment_status(7, DEPLOYED, "in_progress", status_id=71))
+    assert ticket(ports).rails.deployments["production"] is DeploymentState.DEPLOYING
+    await ports.dispatch("deployment_status", deployment_status(7, DEPLOYED, "failure", status_id=72))
+    assert ticket(ports).rails.deployments["production"] is DeploymentState.FAILED

@@ -1,0 +1,72 @@
+"""`pull_request` events through the handlers and the in-memory fakes."""
+
+from __future__ import annotations
+
+from handlers.answers import CheckRun
+from policies.states import DeploymentState, IntegrationState
+from tests.fakes.github import pull_answer
+from tests.fakes.webhooks import INSTALLATION, REPOSITORY, deployment_status, pull_request
+from tests.unit.handlers.steps import answers_after, claimed, published, ticket, world
+
+HEAD, MERGE, DEPLOYED = "a" * 40, "e" * 40, "d" * 40
+
+
+async def test_a_pull_request_that_fixes_the_ticket_links_it_and_gets_the_check() -> None:
+    """A PR whose body says `Fixes #12` links the ticket, records whether it merges, and gets the check."""
+    ports = world()
+    await published(ports)
+    before = len(ports.store.answers)
+    pull = pull_answer(REPOSITORY, 40, body="Fixes #12", head_sha=HEAD, mergeable=True)
+    ports.github.add_pull(REPOSITORY, pull)
+    await ports.dispatch("pull_request", pull_request("opened", pull))
+    rails = ticket(ports).rails
+    assert rails.pull_requests[40].linked and rails.pull_requests[40].open
+    assert rails.integration is IntegrationState.PULL_REQUEST_OPEN
+    assert rails.mergeability[(40, HEAD)].mergeable is True
+    assert CheckRun(INSTALLATION, REPOSITORY, 40, HEAD) in answers_after(ports, before)
+
+
+async def test_a_pull_request_from_the_claimed_branch_links_the_ticket() -> None:
+    """A PR whose head is the branch the claim reported links the ticket without any keyword."""
+    ports = world()
+    await claimed(ports, branch="agent/12-fix")
+    pull = pull_answer(REPOSITORY, 41, body="Retries.", head_ref="agent/12-fix")
+    await ports.dispatch("pull_request", pull_request("opened", pull))
+    assert ticket(ports).rails.pull_requests[41].linked
+
+
+async def test_a_fork_branch_of_the_same_name_links_nothing() -> None:
+    """A PR from a fork whose branch has the claimed branch's name does not link the ticket."""
+    ports = world()
+    await claimed(ports, branch="agent/12-fix")
+    pull = pull_answer(REPOSITORY, 42, head_ref="agent/12-fix", head_repository="mallory/app")
+    await ports.dispatch("pull_request", pull_request("opened", pull))
+    assert 42 not in ticket(ports).rails.pull_requests
+
+
+async def test_a_merge_is_recorded_and_the_deployments_seen_are_checked_again() -> None:
+    """A linked PR merging makes the ticket merged, and an earlier deployment containing it deploys it."""
+    ports = world()
+    await published(ports)
+    await ports.dispatch("deployment_status", deployment_status(7, DEPLOYED, "success"))
+    ports.ancestry.pairs.add((MERGE, DEPLOYED))
+    pull = pull_answer(
+        REPOSITORY, 40, body="Fixes #12", state="closed", merged_at="2026-11-30T10:30:00Z",
+        merge_commit=MERGE, updated_at="2026-11-30T10:30:00Z",
+    )  # fmt: skip
+    await ports.dispatch("pull_request", pull_request("closed", pull))
+    rails = ticket(ports).rails
+    assert rails.integration is IntegrationState.MERGED and rails.merge_commit == MERGE
+    assert rails.deployments["production"] is DeploymentState.DEPLOYED
+    assert (MERGE, DEPLOYED) in ports.ancestry.compared
+
+
+async def test_an_older_pull_request_event_arriving_late_does_not_undo_the_newer() -> None:
+    """An `edited` event older than the stored PR leaves the ticket's PR as the newer event showed it."""
+    ports = world()
+    await published(ports)
+    newer = pull_answer(REPOSITORY, 40, body="Fixes #12", state="closed", updated_at="2026-11-30T11:00:00Z")
+    older = pull_answer(REPOSITORY, 40, body="Fixes #12", updated_at="2026-11-30T10:00:00Z")
+    await ports.dispatch("pull_request", pull_request("closed", newer), delivery_id="d-new")
+    await ports.dispatch("pull_request", pull_request("edited", older), delivery_id="d-old")
+    assert not ticket(ports).rails.pull_requests[40].open

@@ -1,0 +1,48 @@
+"""`railyard resync` through the handlers and the in-memory fakes."""
+
+from __future__ import annotations
+
+import pytest
+
+from handlers.resync import resync
+from policies.model import TicketKey
+from policies.states import DeploymentState, IntegrationState
+from tests.fakes.github import pull_answer
+from tests.fakes.webhooks import INSTALLATION, REPOSITORY, pull_request
+from tests.unit.handlers.steps import KEY, published, ticket, world
+
+MERGE, DEPLOYED = "e" * 40, "d" * 40
+
+
+async def test_resync_records_what_happened_while_railyard_heard_nothing() -> None:
+    """After an outage, resync reads the PR and deployments again and records the merge and the deploy."""
+    ports = world()
+    ports.github.installations[REPOSITORY] = INSTALLATION
+    await published(ports)
+    opened = pull_answer(REPOSITORY, 40, body="Fixes #12")
+    await ports.dispatch("pull_request", pull_request("opened", opened))
+    ports.github.add_pull(
+        REPOSITORY,
+        pull_answer(
+            REPOSITORY, 40, body="Fixes #12", state="closed", merged_at="2026-11-30T10:30:00Z",
+            merge_commit=MERGE, updated_at="2026-11-30T10:30:00Z",
+        ),
+    )  # fmt: skip
+    ports.github.add_deployment(REPOSITORY, 7, "production", DEPLOYED, "success")
+    ports.ancestry.pairs.add((MERGE, DEPLOYED))
+
+    recorded = await resync(ports.services, KEY)
+
+    assert "merge_state_changed" in recorded and "deployment_state_changed" in recorded
+    rails = ticket(ports).rails
+    assert rails.integration is IntegrationState.MERGED
+    assert rails.deployments["production"] is DeploymentState.DEPLOYED
+    assert await resync(ports.services, KEY) == []  # a second look finds nothing new
+
+
+async def test_resync_of_an_issue_that_is_no_ticket_is_refused() -> None:
+    """Resync of an issue that is not a ticket raises, having asked GitHub nothing."""
+    ports = world()
+    with pytest.raises(LookupError):
+        await resync(ports.services, TicketKey(REPOSITORY, 99))
+    assert ports.github.calls == []
