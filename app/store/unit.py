@@ -3,16 +3,18 @@
 A unit of work holds one connection and one transaction for its whole life, and runs every
 statement on a thread of its own: SQLite's write lock is a thread's, and the event loop that
 acknowledges webhooks never waits on a lock or an fsync. The threads are kept for the next
-unit. `commit()` makes the unit's writes durable; leaving the block without it rolls them back.
+unit. Statements are queued to the thread in order and the handler waits only for answers it
+needs: a hop to a thread costs more than most statements, so a unit of plain writes costs one
+wait, at commit. `commit()` makes the unit's writes durable; leaving the block without it
+rolls them back, and a queued write that failed fails the commit.
 """
 
 from __future__ import annotations
 
 import asyncio
-import functools
 import queue
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import AbstractContextManager
 from datetime import datetime
 from types import TracebackType
@@ -68,16 +70,76 @@ class _Threads:
                 return
 
 
-class SqlReads:
-    """`handlers.ports.Reads` over one open connection, every statement on the unit's thread."""
+class _Session:
+    """One transaction on one thread. Statements are queued to the thread in order; a caller
+    waits only for an answer it needs (a read, an outcome) and at the end, so a unit of writes
+    that answer nothing costs one round trip to the thread, at commit."""
 
-    def __init__(self, executor: ThreadPoolExecutor, connection: Connection) -> None:
-        self._executor = executor
-        self._connection = connection
+    def __init__(self, executor: ThreadPoolExecutor, opened: AbstractContextManager[Connection]) -> None:
+        self._executor, self._opened = executor, opened
+        self._connection: Connection | None = None
+        self._failed: BaseException | None = None
+        self._last: Future[Any] | None = None
+        self.ended = False
+        self._queue(self._begin)
+
+    def _begin(self) -> None:
+        self._connection = self._opened.__enter__()
+
+    def _queue(self, job: Callable[[], T]) -> Future[T]:
+        def guarded() -> T:
+            if self._failed is not None:
+                raise self._failed  # an earlier statement failed: the transaction is lost
+            try:
+                return job()
+            except BaseException as error:
+                self._failed = error
+                raise
+
+        future = self._executor.submit(guarded)
+        self._last = future
+        return future
+
+    def post(self, function: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
+        """Queue a statement whose answer nobody waits for (a failure surfaces at the next wait)."""
+        self._check()
+        self._queue(lambda: function(self._connection, *args, **kwargs))
+
+    async def run(self, function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Queue a statement and wait for its answer."""
+        self._check()
+        future = self._queue(lambda: function(self._connection, *args, **kwargs))
+        return await asyncio.wrap_future(future)
+
+    async def end(self, keep: bool) -> None:
+        """Commit (`keep`) or roll back, on the thread, after everything queued before."""
+        self._check()
+        self.ended = True
+
+        def finish() -> None:
+            if self._connection is not None:  # None: the transaction never began
+                if keep and self._failed is None:
+                    self._opened.__exit__(None, None, None)
+                else:
+                    self._opened.__exit__(_Rollback, _Rollback(), None)
+            if keep and self._failed is not None:
+                raise self._failed  # a queued write failed: nothing was kept
+
+        await asyncio.shield(asyncio.wrap_future(self._executor.submit(finish)))
+
+    def _check(self) -> None:
+        if self.ended:
+            raise RuntimeError("this unit of work has already ended")
+
+
+class SqlReads:
+    """`handlers.ports.Reads` over one transaction, every statement on the unit's thread."""
+
+    def __init__(self, session: _Session) -> None:
+        self._session = session
 
     async def _run(self, function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        call = functools.partial(function, self._connection, *args, **kwargs)
-        return await asyncio.get_running_loop().run_in_executor(self._executor, call)
+        return await self._session.run(function, *args, **kwargs)
 
     async def ticket(self, key: TicketKey) -> Ticket | None:
         """The ticket at its latest revision."""
@@ -134,18 +196,9 @@ class SqlReads:
 class SqlUnit(SqlReads):
     """`handlers.ports.UnitOfWork`: one write transaction."""
 
-    def __init__(
-        self,
-        executor: ThreadPoolExecutor,
-        connection: Connection,
-        surfaces: SurfacesFor | None,
-        render: Render,
-        clock: Clock,
-    ) -> None:
-        super().__init__(executor, connection)
+    def __init__(self, session: _Session, surfaces: SurfacesFor | None, render: Render, clock: Clock) -> None:
+        super().__init__(session)
         self._surfaces, self._render, self._clock = surfaces, render, clock
-        self.transaction: AbstractContextManager[Connection] | None = None
-        self.ended = False
 
     async def execute(
         self,
@@ -176,7 +229,7 @@ class SqlUnit(SqlReads):
         per_subject: bool = False,
     ) -> None:
         """Keep an observation under a subject."""
-        await self._run(held.hold, repository, subject, observation, now, per_subject=per_subject)
+        self._session.post(held.hold, repository, subject, observation, now, per_subject=per_subject)
 
     async def record_sign_of_life(self, heard: Heard) -> bool:
         """Store a sign of life."""
@@ -184,27 +237,22 @@ class SqlUnit(SqlReads):
 
     async def set_installation(self, installation_id: int, account: str, status: str, now: float) -> None:
         """Record an installation's status."""
-        await self._run(installations.set_installation, installation_id, account, status, now)
+        self._session.post(installations.set_installation, installation_id, account, status, now)
 
     async def set_repositories(
         self, installation_id: int, repositories: Iterable[str], active: bool, now: float
     ) -> None:
         """Record repositories added to or removed from an installation."""
-        await self._run(installations.set_repositories, installation_id, list(repositories), active, now)
+        self._session.post(installations.set_repositories, installation_id, list(repositories), active, now)
 
     async def send(self, *answers: Answer) -> None:
         """Enqueue the writes with this transaction; replies within the author's reply limit."""
         rendered = [self._render(answer) for answer in answers]
-        await self._run(_enqueue_all, rendered, self._clock())
+        self._session.post(_enqueue_all, rendered, self._clock())
 
     async def commit(self) -> None:
         """Make every write of the unit durable now (fsynced on SQLite); the unit ends here."""
-        if self.ended:
-            raise RuntimeError("this unit of work has already ended")
-        assert self.transaction is not None
-        end = functools.partial(self.transaction.__exit__, None, None, None)
-        await asyncio.get_running_loop().run_in_executor(self._executor, end)
-        self.ended = True
+        await self._session.end(keep=True)
 
 
 def _enqueue_all(connection: Connection, rendered: list[Effect | Reply], now: float) -> None:
@@ -247,47 +295,26 @@ class _Open(Generic[U]):
     def __init__(self, store: SqlStore, *, write: bool) -> None:
         self._store, self._write = store, write
         self._executor: ThreadPoolExecutor | None = None
-        self._transaction: AbstractContextManager[Connection] | None = None
-        self._unit: SqlReads | None = None
+        self._session: _Session | None = None
 
     async def __aenter__(self) -> U:
         executor = self._executor = self._store._threads.take()
         database = self._store.database
-        opened = database.write() if self._write else database.read()
-        try:
-            connection = await asyncio.get_running_loop().run_in_executor(executor, opened.__enter__)
-        except BaseException:
-            self._store._threads.give_back(executor)
-            raise
-        self._transaction = opened
+        session = self._session = _Session(executor, database.write() if self._write else database.read())
         if self._write:
             store = self._store
-            unit = SqlUnit(executor, connection, store._surfaces, store._render, store._clock)
-            unit.transaction = opened
-            self._unit = unit
-        else:
-            self._unit = SqlReads(executor, connection)
-        return self._unit  # type: ignore[return-value]
+            return SqlUnit(session, store._surfaces, store._render, store._clock)  # type: ignore[return-value]
+        return SqlReads(session)  # type: ignore[return-value]
 
     async def __aexit__(
         self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
     ) -> None:
-        assert self._executor is not None and self._transaction is not None
-        if isinstance(self._unit, SqlUnit) and self._unit.ended:
-            self._store._threads.give_back(self._executor)
-            return
-        # A read ends quietly; a unit that did not reach `commit()` (or whose handler failed) is undone.
-        keep = kind is None and not self._write
-        end = (
-            functools.partial(self._transaction.__exit__, None, None, None)
-            if keep
-            else functools.partial(self._transaction.__exit__, _Rollback, _Rollback(), None)
-        )
+        assert self._executor is not None and self._session is not None
         try:
-            await asyncio.shield(asyncio.get_running_loop().run_in_executor(self._executor, end))
+            if not self._session.ended:
+                # A read ends quietly; a unit that did not reach `commit()` (or failed) is undone.
+                await self._session.end(keep=kind is None and not self._write)
         finally:
-            if isinstance(self._unit, SqlUnit):
-                self._unit.ended = True
             self._store._threads.give_back(self._executor)
 
 

@@ -129,3 +129,15 @@ async def test_concurrent_units_on_one_ticket_both_land(database: Database) -> N
         history = await reads.history(KEY)
     assert ticket is not None and ticket.work is WorkState.CLAIMED
     assert [r.revision for r in history] == list(range(1, ticket.revision + 1))
+
+
+async def test_a_queued_write_that_fails_fails_the_commit_and_keeps_nothing(database: Database) -> None:
+    """A write nobody waited for that fails on the thread surfaces at `commit()`, and the unit is undone."""
+    store, comments = wire(database).store, Comments()
+    async with store.unit() as uow:
+        await uow.execute(KEY, Publish("Resumable uploads"), comments.context(REQUESTER))
+        await uow.set_repositories(7, [None], True, 0.0)  # type: ignore[list-item]
+        with pytest.raises(AttributeError):
+            await uow.commit()
+    async with store.read() as reads:
+        assert await reads.ticket(KEY) is None
