@@ -1,0 +1,131 @@
+"""`railyard check`: claims silent past their limit, recorded once per silence period."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from datetime import UTC, datetime, timedelta
+from typing import Any, TextIO
+
+from sqlalchemy.exc import DBAPIError
+
+from app.cli.common import EXIT_NOT_FOUND, EXIT_OVERDUE, EXIT_USAGE, ready, table
+from app.runtime.watchdog import OverdueClaim, check_claims
+from app.store.database import Database
+from app.store.tickets import TicketService
+from app.views.markdown import escape_inline
+from app.views.surfaces import surfaces_for
+
+
+def _check_time(text: str | None, err: TextIO) -> datetime | None:
+    """`--at`: an ISO-8601 time with a timezone (a time without one is refused, not guessed)."""
+    if text is None:
+        return datetime.now(UTC)
+    try:
+        moment = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError:
+        err.write(f"railyard: --at {text!r} is not an ISO-8601 time, e.g. 2026-11-30T12:00:00Z.\n")
+        return None
+    if moment.tzinfo is None:
+        err.write(
+            f"railyard: --at {text!r} has no timezone; add one, e.g. {text.strip()}Z for UTC or +02:00.\n"
+        )
+        return None
+    return moment.astimezone(UTC)
+
+
+def _repository(text: str | None, err: TextIO) -> tuple[bool, str | None]:
+    if text is None:
+        return True, None
+    owner, slash, name = text.strip().partition("/")
+    if not slash or not owner or not name or "/" in name or "#" in text:
+        err.write(f"railyard: --repo expects OWNER/REPO, got {text!r}.\n")
+        return False, None
+    return True, text.strip()
+
+
+def _duration(span: timedelta) -> str:
+    minutes = int(span.total_seconds() // 60)
+    return f"{minutes // 60}h {minutes % 60:02d}m" if minutes >= 60 else f"{minutes}m"
+
+
+def _check_rows(found: list[OverdueClaim]) -> list[list[str]]:
+    return [
+        [
+            str(item.ticket),
+            item.silence.claimant,
+            str(item.silence.attempt),
+            item.silence.silent_since.strftime("%Y-%m-%d %H:%M UTC"),
+            f"{item.silence.limit_minutes} min",
+            _duration(item.overdue_by),
+        ]
+        for item in found
+    ]
+
+
+CHECK_HEADER = ["TICKET", "CLAIMANT", "ATTEMPT", "SILENT SINCE", "LIMIT", "OVERDUE BY"]
+
+
+def check_summary(found: list[OverdueClaim], at: datetime, recorded: bool) -> str:
+    """The Markdown appended to `$GITHUB_STEP_SUMMARY`."""
+    lines = ["## railyard check", ""]
+    when = at.strftime("%Y-%m-%d %H:%M UTC")
+    if not found:
+        return "\n".join([*lines, f"No claim is overdue at {when}.", ""])
+    lines.append(f"{len(found)} claim{'s are' if len(found) > 1 else ' is'} overdue at {when}.")
+    if not recorded:
+        lines.append("Nothing was recorded: the time checked is in the future.")
+    lines += ["", "| " + " | ".join(h.capitalize() for h in CHECK_HEADER) + " |", "|---" * 6 + "|"]
+    lines += ["| " + " | ".join(escape_inline(cell) for cell in row) + " |" for row in _check_rows(found)]
+    return "\n".join([*lines, ""])
+
+
+def cmd_check(args: argparse.Namespace, database: Database, out: TextIO, err: TextIO) -> int:
+    """Find claims silent past their limit, record `claim_overdue` once per silence period."""
+    at = _check_time(args.at, err)
+    valid, repository = _repository(args.repo, err)
+    if at is None or not valid:
+        return EXIT_USAGE
+    record = at <= datetime.now(UTC)  # a look into the future is a preview: nothing is recorded
+    try:
+        if not ready(database, err):
+            return EXIT_NOT_FOUND
+        # Recorded here, shown by the server: the overdue claim's status comment goes through the outbox.
+        service = TicketService(database, surfaces=surfaces_for)
+        found = check_claims(database, service, at, repository=repository, record=record)
+    except DBAPIError as error:
+        err.write(f"railyard: could not read the database: {type(error.orig).__name__}.\n")
+        return EXIT_NOT_FOUND
+    if args.json:
+        out.write(json.dumps([item.to_json() for item in found], indent=2) + "\n")
+    elif found:
+        table([CHECK_HEADER, *_check_rows(found)], out)
+    else:
+        out.write(f"railyard: no claim is overdue at {at.strftime('%Y-%m-%d %H:%M UTC')}.\n")
+    summary_path = os.environ.get("GITHUB_STEP_SUMMARY")
+    if summary_path:
+        with open(summary_path, "a", encoding="utf-8") as summary:
+            summary.write(check_summary(found, at, record))
+    return EXIT_OVERDUE if found else 0
+
+
+def register(commands: Any) -> None:
+    """Add `check`."""
+    check = commands.add_parser(
+        "check",
+        help="find claims silent past their limit (exit 3 when one is)",
+        description="Check every claimed ticket whose issue is open for silence past its limit, and "
+        "record claim_overdue once per silence period, as the server does every minute. Exit 0 when "
+        "nothing is overdue, 3 when something is, 2 for bad input. Appends a Markdown summary to "
+        "$GITHUB_STEP_SUMMARY when that variable is set.",
+    )
+    check.add_argument("--repo", metavar="OWNER/REPO", help="only this repository")
+    check.add_argument(
+        "--at",
+        metavar="ISO-8601",
+        help="check as of this time instead of now; it must carry a timezone (Z or +HH:MM): a time "
+        "without one is refused, never guessed. A time in the future only previews: nothing is recorded.",
+    )
+    check.add_argument("--json", action="store_true", help="print JSON")
+    check.set_defaults(handler=cmd_check)

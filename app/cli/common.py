@@ -1,0 +1,44 @@
+"""What every `railyard` command shares: exit codes, the table printer, argument checks."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from typing import TextIO
+
+from app.store.database import Database
+from policies.model import TicketKey
+
+EXIT_NOT_FOUND = 1
+EXIT_USAGE = 2
+EXIT_OVERDUE = 3
+Handler = Callable[[argparse.Namespace, Database, TextIO, TextIO], int]
+
+
+def table(rows: list[list[str]], out: TextIO) -> None:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        out.write("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip())
+        out.write("\n")
+
+
+def ready(database: Database, err: TextIO) -> bool:
+    if database.has_schema():
+        return True
+    err.write("railyard: the database has no railyard tables yet; run `railyard migrate` first.\n")
+    return False
+
+
+def ticket_key(text: str, err: TextIO) -> TicketKey | None:
+    try:
+        return TicketKey.parse(text)
+    except ValueError as error:
+        err.write(f"railyard: {error}\n")
+        return None
+
+
+def cmd_migrate(args: argparse.Namespace, database: Database, out: TextIO, err: TextIO) -> int:
+    """Bring the schema up to date."""
+    database.migrate()
+    out.write("railyard: database is up to date.\n")
+    return 0

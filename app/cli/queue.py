@@ -1,0 +1,65 @@
+"""`railyard deliveries` and `redeliver`: the stored webhook deliveries."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from datetime import UTC, datetime
+from typing import Any, TextIO
+
+from app.cli.common import EXIT_NOT_FOUND, ready, table
+from app.store.database import Database
+from app.store.queue import list_deliveries, requeue
+
+
+def cmd_deliveries(args: argparse.Namespace, database: Database, out: TextIO, err: TextIO) -> int:
+    """List stored webhook deliveries, newest first."""
+    if not ready(database, err):
+        return EXIT_NOT_FOUND
+    items = list_deliveries(database, args.status, args.limit)
+    if args.json:
+        out.write(json.dumps([{"id": i.pop("delivery_id"), **i} for i in items], indent=2) + "\n")
+        return 0
+    rows = [["ID", "EVENT", "ACTION", "STATUS", "TRIES", "RECEIVED", "ERROR"]]
+    for item in items:
+        received = datetime.fromtimestamp(item["received_at"], UTC).strftime("%Y-%m-%d %H:%M:%S")
+        error = (item["last_error"] or "").splitlines()[0][:60] if item["last_error"] else ""
+        rows.append(
+            [
+                item["delivery_id"],
+                item["event"],
+                item["action"] or "-",
+                item["status"],
+                str(item["attempts"]),
+                received,
+                error,
+            ]
+        )
+    table(rows, out)
+    return 0
+
+
+def cmd_redeliver(args: argparse.Namespace, database: Database, out: TextIO, err: TextIO) -> int:
+    """Process stored deliveries again (safe: every change is keyed by its operation id)."""
+    if not ready(database, err):
+        return EXIT_NOT_FOUND
+    found = requeue(database, args.ids, time.time())
+    for delivery_id in found:
+        out.write(f"railyard: {delivery_id} queued again.\n")
+    missing = [i for i in args.ids if i not in found]
+    for delivery_id in missing:
+        err.write(f"railyard: {delivery_id} is not stored here (or its payload has expired).\n")
+    return 0 if not missing else EXIT_NOT_FOUND
+
+
+def register(commands: Any) -> None:
+    """Add `deliveries` and `redeliver`."""
+    deliveries = commands.add_parser("deliveries", help="list stored webhook deliveries")
+    deliveries.add_argument("--status", choices=["pending", "done", "ignored", "failed", "rejected"])
+    deliveries.add_argument("--limit", type=int, default=100)
+    deliveries.add_argument("--json", action="store_true", help="print JSON")
+    deliveries.set_defaults(handler=cmd_deliveries)
+    redeliver = commands.add_parser("redeliver", help="process stored webhook deliveries again")
+    redeliver.add_argument("ids", nargs="+", metavar="ID", help="X-GitHub-Delivery id")
+    redeliver.set_defaults(handler=cmd_redeliver)

@@ -1,0 +1,234 @@
+"""`railyard status`, `events` and `resync`: one ticket's rails, its log, and a re-read from GitHub."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+from typing import Any, TextIO
+
+from app.cli.common import EXIT_NOT_FOUND, EXIT_USAGE, ready, table, ticket_key
+from app.settings import Settings
+from app.store.database import Database
+from app.store.tickets import TicketService
+from policies.model import Ticket, TicketKey
+
+
+def ticket_summary(ticket: Ticket) -> dict[str, Any]:
+    """The `status --json` shape."""
+    delivery = ticket.last_delivery
+    runner = ticket.claimant or (delivery.runner if delivery else None)
+    runner_id = ticket.claimant_id if ticket.claimant else (delivery.runner_id if delivery else None)
+    return {
+        "ticket": str(ticket.key),
+        "work": ticket.work.value if ticket.work else None,
+        "integration": ticket.rails.integration.value,
+        "deployment": ticket.rails.deployment.value,
+        "deployments": {env: state.value for env, state in ticket.rails.deployments.items()},
+        "revision": ticket.revision,
+        "attempt": ticket.attempt,
+        "runner": runner,
+        "runner_id": runner_id,
+        "claimant": ticket.claimant,
+        "claimant_id": ticket.claimant_id,
+        "owner": ticket.owner,
+        "owner_id": ticket.owner_id,
+        "no_code": ticket.no_code,
+        "review": ticket.review.kind.value if ticket.review else None,
+        "reviewer": ticket.review.reviewer if ticket.review else None,
+        "reviewer_id": ticket.review.reviewer_id if ticket.review else None,
+        "delivery": _delivery(ticket),
+        "merge_commit": ticket.rails.merge_commit,
+    }
+
+
+def _delivery(ticket: Ticket) -> dict[str, Any] | None:
+    delivery = ticket.last_delivery
+    if delivery is None:
+        return None
+    return {
+        "attempt": delivery.attempt,
+        "runner": delivery.runner,
+        "runner_id": delivery.runner_id,
+        "summary": delivery.summary,
+        "branch": delivery.branch,
+        "commit": delivery.commit,
+        "pull_request": delivery.pull_request,
+        "artifacts": list(delivery.artifacts),
+        "operation_id": delivery.operation_id,
+        "at": delivery.at.isoformat(),
+    }
+
+
+def event_items(service: TicketService, key: TicketKey) -> list[dict[str, Any]]:
+    """The `events --json` shape: the event log, with refused commands as `command_rejected`."""
+    items = [
+        {
+            "revision": recorded.revision,
+            "type": recorded.event.type.value,
+            "actor": recorded.event.actor,
+            "actor_id": recorded.event.actor_id,
+            "role": recorded.event.role,
+            "at": recorded.event.at.isoformat(),
+            "operation_id": recorded.event.operation_id,
+            "policy_version": recorded.event.policy_version,
+            "metadata": dict(recorded.event.data),
+        }
+        for recorded in service.history(key)
+    ]
+    for refused in service.refusals(key):
+        items.append(
+            {
+                "revision": refused["revision"],
+                "type": "command_rejected",
+                "actor": refused["actor"],
+                "actor_id": refused["actor_id"],
+                "role": None,
+                "at": refused["at"].isoformat(),
+                "operation_id": refused["operation_id"],
+                "policy_version": refused["policy_version"],
+                "metadata": {
+                    "command": refused["change"],
+                    "code": refused["refusal_code"],
+                    "reason": refused["refusal_reason"],
+                    "hint": refused["refusal_hint"],
+                },
+            }
+        )
+    # A refusal sorts after the event whose revision it saw.
+    items.sort(key=lambda item: (item["revision"], item["type"] == "command_rejected", item["at"]))
+    return items
+
+
+def _print_status(summary: dict[str, Any], out: TextIO) -> None:
+    def show(value: Any) -> str:
+        return "-" if value is None else str(value).replace("_", " ")
+
+    review = summary["review"]
+    rows = [
+        ["Ticket", summary["ticket"]],
+        ["Revision", str(summary["revision"])],
+        ["Work", show(summary["work"]) + (f" ({show(review)}, @{summary['reviewer']})" if review else "")],
+        ["Repository", show(summary["integration"])],
+        ["Deployment", show(summary["deployment"])],
+    ]
+    rows += [[f"  {env}", show(state)] for env, state in summary["deployments"].items()]
+    rows += [
+        ["Attempt", str(summary["attempt"])],
+        ["Runner", f"@{summary['runner']}" if summary["runner"] else "-"],
+        ["Owner", f"@{summary['owner']}" if summary["owner"] else "-"],
+    ]
+    delivery = summary["delivery"]
+    if delivery:
+        rows.append(["Last delivery", f"attempt {delivery['attempt']} by @{delivery['runner']}"])
+        rows.append(["  commit", show(delivery["commit"])])
+        rows.append(["  summary", delivery["summary"].splitlines()[0][:80]])
+    table(rows, out)
+
+
+def _print_events(items: list[dict[str, Any]], out: TextIO) -> None:
+    rows = [["REV", "AT", "TYPE", "ACTOR", "ROLE", "OPERATION"]]
+    for item in items:
+        rows.append(
+            [
+                str(item["revision"]),
+                item["at"][:19].replace("T", " "),
+                item["type"],
+                item["actor"],
+                item["role"] or "-",
+                item["operation_id"],
+            ]
+        )
+    table(rows, out)
+
+
+def cmd_status(args: argparse.Namespace, database: Database, out: TextIO, err: TextIO) -> int:
+    """Show one ticket's three rails."""
+    key = ticket_key(args.ticket, err)
+    if key is None:
+        return EXIT_USAGE
+    if not ready(database, err):
+        return EXIT_NOT_FOUND
+    ticket = TicketService(database).load(key)
+    if ticket is None:
+        err.write(f"railyard: {args.ticket} is not a ticket (nothing recorded for it).\n")
+        return EXIT_NOT_FOUND
+    summary = ticket_summary(ticket)
+    if args.json:
+        out.write(json.dumps(summary, indent=2) + "\n")
+    else:
+        _print_status(summary, out)
+    return 0
+
+
+def cmd_events(args: argparse.Namespace, database: Database, out: TextIO, err: TextIO) -> int:
+    """Show one ticket's event log."""
+    key = ticket_key(args.ticket, err)
+    if key is None:
+        return EXIT_USAGE
+    if not ready(database, err):
+        return EXIT_NOT_FOUND
+    service = TicketService(database)
+    if service.load(key) is None:
+        err.write(f"railyard: {args.ticket} is not a ticket (nothing recorded for it).\n")
+        return EXIT_NOT_FOUND
+    items = event_items(service, key)
+    if args.json:
+        out.write(json.dumps(items, indent=2) + "\n")
+    else:
+        _print_events(items, out)
+    return 0
+
+
+def cmd_resync(args: argparse.Namespace, database: Database, out: TextIO, err: TextIO) -> int:
+    """Re-read a ticket's PRs, branches and deployments from GitHub and record what changed."""
+    key = ticket_key(args.ticket, err)
+    if key is None:
+        return EXIT_USAGE
+    if not ready(database, err):
+        return EXIT_NOT_FOUND
+    settings: Settings = args.settings
+    if not settings.configured:
+        err.write("railyard: resync needs the app's credentials (APP_ID, PRIVATE_KEY, WEBHOOK_SECRET).\n")
+        return EXIT_USAGE
+    try:
+        recorded = asyncio.run(_resync(settings, database, key))
+    except LookupError as error:
+        err.write(f"railyard: {error}.\n")
+        return EXIT_NOT_FOUND
+    if recorded:
+        out.write(f"railyard: {key}: recorded {len(recorded)} events: {', '.join(recorded)}.\n")
+    else:
+        out.write(f"railyard: {key}: nothing changed.\n")
+    return 0
+
+
+async def _resync(settings: Settings, database: Database, key: TicketKey) -> list[str]:
+    from app.bootstrap import wire
+    from app.github.client import GitHubClient
+    from app.runtime.metrics import Metrics
+    from handlers.resync import resync
+
+    github = GitHubClient(settings, Metrics())
+    await github.start()
+    try:
+        return await resync(wire(database, github=github, app_id=settings.app_id).ports, key)
+    finally:
+        await github.close()
+
+
+def register(commands: Any) -> None:
+    """Add `status`, `events` and `resync`."""
+    for name, handler, help_text in (
+        ("status", cmd_status, "show a ticket's work, repository and deployment rails"),
+        ("events", cmd_events, "show a ticket's event log"),
+    ):
+        sub = commands.add_parser(name, help=help_text)
+        sub.add_argument("ticket", metavar="OWNER/REPO#N")
+        sub.add_argument("--json", action="store_true", help="print JSON")
+        sub.set_defaults(handler=handler)
+    resync = commands.add_parser(
+        "resync", help="re-read a ticket's PRs, branches and deployments from GitHub"
+    )
+    resync.add_argument("ticket", metavar="OWNER/REPO#N")
+    resync.set_defaults(handler=cmd_resync)
