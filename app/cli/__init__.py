@@ -52,3 +52,4 @@ def main(
         return handler(args, database, out, err)
     finally:
         database.close()
+
