@@ -23,9 +23,10 @@ lock: setup
 	$(BIN)/uv pip compile pyproject.toml $(LOCK) --output-file requirements.lock
 	$(BIN)/uv pip compile pyproject.toml --extra dev $(LOCK) --output-file requirements-dev.lock
 
-# The wheel the image and .ci/run install (into dist/).
+# railyard's sdist and wheel in dist/ (the wheel built from the unpacked sdist, so no stale
+# build/ files get in), as tests/e2e/test_wheel_install.py and scripts/wheel-smoke build them.
 wheel: setup
-	$(BIN)/pip wheel --quiet --no-deps --wheel-dir dist .
+	$(BIN)/python -m build --outdir dist .
 
 # Runs the server, worker, outbox and housekeeping in one process, on SQLite by default.
 serve: setup
