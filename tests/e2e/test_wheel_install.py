@@ -4,9 +4,8 @@ The wheel is built once per session (`python -m build`: an sdist, then the wheel
 unpacked sdist, so nothing outside what the package ships can leak in) and installed with
 `--no-deps` into a fresh venv. Its dependencies are the ones this test run already has: a
 `.pth` file puts the current interpreter's site-packages after the venv's own, so the venv's
-`app` (the wheel's) wins and they need no registry (the build itself fetches setuptools as
-any isolated build does). Every command runs with its working
-directory in a temporary folder, never the checkout.
+`app` (the wheel's) wins and they need no registry (only the isolated build fetches its
+setuptools, as any build does). Every command runs in a temporary folder, never the checkout.
 """
 
 from __future__ import annotations
