@@ -2,15 +2,31 @@
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup serve test lint pytest bench diagram
+.PHONY: setup serve test lint pytest bench diagram lock wheel
 
-$(BIN)/railyard: pyproject.toml
+# The locked versions (with their hashes) first, then railyard itself without resolving again.
+$(BIN)/railyard: pyproject.toml requirements-dev.lock
 	python3 -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet --require-hashes -r requirements-dev.lock
+	$(BIN)/pip install --quiet --no-deps -e .
 	touch $@
 
 setup: $(BIN)/railyard
+
+# Re-resolves both lock files from pyproject.toml (run it after changing a dependency; a test
+# fails while a dependency is missing from them). For Python 3.11 on every platform.
+UV_VERSION ?= 0.13.9
+LOCK := --universal --no-strip-extras --python-version 3.11 --generate-hashes --custom-compile-command "make lock" --quiet
+lock: setup
+	$(BIN)/pip install --quiet "uv==$(UV_VERSION)"
+	$(BIN)/uv pip compile pyproject.toml $(LOCK) --output-file requirements.lock
+	$(BIN)/uv pip compile pyproject.toml --extra dev $(LOCK) --output-file requirements-dev.lock
+
+# railyard's sdist and wheel in dist/ (the wheel built from the unpacked sdist, so no stale
+# build/ files get in), as tests/e2e/test_wheel_install.py and scripts/wheel-smoke build them.
+wheel: setup
+	$(BIN)/python -m build --outdir dist .
 
 # Runs the server, worker, outbox and housekeeping in one process, on SQLite by default.
 serve: setup

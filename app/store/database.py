@@ -10,7 +10,6 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
-from pathlib import Path
 from typing import Any
 
 from alembic import command
@@ -21,7 +20,8 @@ from sqlalchemy.engine import Engine
 
 from app.settings import normalize_database_url
 
-MIGRATIONS = Path(__file__).parent / "migrations"
+# Alembic's "package:directory" form: found through importlib.resources, wherever app.store is installed.
+MIGRATIONS = "app.store:migrations"
 BUSY_TIMEOUT_MS = 30_000
 _WRITE = "railyard_write"
 
@@ -158,6 +158,6 @@ def insert_for(connection: Connection) -> Any:
 def alembic_config(url: str) -> Config:
     """Alembic's configuration, pointing at the migrations shipped inside the package."""
     config = Config()
-    config.set_main_option("script_location", str(MIGRATIONS))
+    config.set_main_option("script_location", MIGRATIONS)
     config.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
     return config

@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from pathlib import Path
+from importlib.resources import files
+from importlib.resources.abc import Traversable
 from typing import Any
 from urllib.parse import quote, urlsplit
 
 import yaml
 
-MANIFEST_PATH = Path(__file__).resolve().parents[2] / "app.yml"
+# Read as a package resource, so a plain wheel install finds it; the repository root's app.yml
+# (the one GitHub and the README show) is kept identical by tests/unit/test_packaging.py.
+MANIFEST = files("app.web").joinpath("app.yml")
 
 EVENT_PERMISSIONS: dict[str, str] = {
     "issue_comment": "issues",
@@ -44,10 +47,10 @@ class ManifestError(ValueError):
     """The manifest cannot be read or completed; the message says why."""
 
 
-def load_manifest(path: Path = MANIFEST_PATH) -> dict[str, Any]:
+def load_manifest(path: Traversable = MANIFEST) -> dict[str, Any]:
     """`app.yml` as a dict, checked to hold permissions and events."""
     try:
-        manifest = yaml.safe_load(path.read_text())
+        manifest = yaml.safe_load(path.read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError) as error:
         raise ManifestError(f"cannot read the app manifest {path}: {error}") from None
     if not isinstance(manifest, dict) or not isinstance(manifest.get("default_permissions"), dict):

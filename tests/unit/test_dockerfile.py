@@ -87,20 +87,47 @@ def test_the_health_check_asks_healthz_with_the_standard_library() -> None:
     compile(words[2], "HEALTHCHECK", "exec")
 
 
-def test_the_image_is_small_and_installs_without_a_pip_cache() -> None:
-    """A slim Python base, no pip cache, and the manifest the setup page reads copied in."""
-    [base] = arguments("FROM")
-    assert base.startswith("python:") and "slim" in base
-    installs = [run for run in arguments("RUN") if "pip install" in run]
-    assert installs and all("--no-cache-dir" in run for run in installs)
-    assert any("app.yml" in copy.split() for copy in arguments("COPY"))
+def stages() -> list[list[tuple[str, str]]]:
+    """The Dockerfile's instructions cut into build stages, one list per FROM."""
+    cut: list[list[tuple[str, str]]] = []
+    for instruction in DOCKERFILE:
+        if instruction[0] == "FROM":
+            cut.append([])
+        cut[-1].append(instruction)
+    return cut
+
+
+def test_every_stage_is_a_slim_python_of_the_version_the_tests_use() -> None:
+    """Slim Python bases at the version mypy checks for and the lock files are resolved for."""
+    version = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["mypy"]["python_version"]
+    assert f"--python-version {version}" in (ROOT / "Makefile").read_text()
+    for base in arguments("FROM"):
+        assert base.split()[0] == f"python:{version}-slim", base
+
+
+def test_a_builder_stage_builds_the_wheel_and_the_image_installs_it_from_the_lock() -> None:
+    """The final stage installs the hash-checked lock, then the builder's wheel with no deps, never `-e`."""
+    builder, final = stages()
+    assert builder[0][1].split()[-2:] == ["AS", "builder"]
+    assert any("pip wheel" in rest and "--no-deps" in rest for name, rest in builder if name == "RUN")
+    runs = [rest for name, rest in final if name == "RUN" and "pip install" in rest]
+    assert len(runs) == 2 and all("--no-cache-dir" in run for run in runs)
+    assert "--require-hashes -r /install/requirements.lock" in runs[0]
+    assert "--no-deps /install/wheels/*.whl" in runs[1]
+    assert not any(" -e " in f" {rest} " or "--editable" in rest for _, rest in DOCKERFILE)
+    copies = [rest.split() for name, rest in final if name == "COPY"]
+    assert ["requirements.lock", "/install/requirements.lock"] in copies
+    assert ["--from=builder", "/wheels", "/install/wheels"] in copies
+    # No source tree in the final image: only the lock and the wheel are copied into it.
+    assert len(copies) == 2
 
 
 def test_dockerignore_keeps_secrets_and_local_state_out_of_the_image() -> None:
-    """`.env`, keys, databases, the venv and git stay out; the source and app.yml go in."""
+    """`.env`, keys, databases, the venv and git stay out; the source, lock, licence and manifest go in."""
     for path in (".env", ".env.local", "app.pem", "railyard.db", ".venv/bin/python", ".git/config"):
         assert ignored(path), path
-    for path in ("app/web/setup.py", "app.yml", "pyproject.toml", "README.md", ".env.example"):
+    kept = ("app/web/setup.py", "app/web/app.yml", "pyproject.toml", "README.md", ".env.example")
+    for path in (*kept, "requirements.lock", "LICENSE", "app/store/migrations/versions/0001_ticket_core.py"):
         assert not ignored(path), path
 
 
