@@ -52,4 +52,3 @@ def main(
         return handler(args, database, out, err)
     finally:
         database.close()
-

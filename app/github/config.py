@@ -24,6 +24,7 @@ from pydantic import (
     PlainValidator,
     Strict,
     ValidationError,
+    WithJsonSchema,
     model_validator,
 )
 from pydantic_core import PydanticCustomError
@@ -41,7 +42,7 @@ MAX_PROBLEMS = 20
 _NAME = r"[A-Za-z0-9][A-Za-z0-9_-]*"
 _LOGIN = re.compile(rf"{_NAME}(?:\[bot\])?")
 _TEAM = re.compile(rf"@(?P<org>{_NAME})/(?P<slug>[A-Za-z0-9_.-]+)")
-_SECTIONS = frozenset({"roles", "high_risk", "tickets", "claims", "limits", "checks", "deployments"})
+SECTIONS = frozenset({"roles", "high_risk", "tickets", "claims", "limits", "checks", "deployments"})
 
 
 # -- role entries ---------------------------------------------------------------------
@@ -105,8 +106,16 @@ def _validate_role_entry(value: object) -> RoleEntry:
         raise PydanticCustomError("role_entry", str(error)) from None
 
 
+_ROLE_ENTRY_SCHEMA = {
+    "type": "string",
+    "pattern": rf"^\s*(?:@{_NAME}/[A-Za-z0-9_.-]+|{_NAME}(?:\[bot\])?)\s*$",
+    "description": "a login (a bot's too: name[bot]) or a GitHub team, @org/team-slug",
+}
 RoleEntryField = Annotated[
-    RoleEntry, PlainValidator(_validate_role_entry), PlainSerializer(str, return_type=str)
+    RoleEntry,
+    PlainValidator(_validate_role_entry),
+    PlainSerializer(str, return_type=str),
+    WithJsonSchema(_ROLE_ENTRY_SCHEMA),
 ]
 PositiveInt = Annotated[int, Strict(), Field(gt=0)]
 Text = Annotated[str, Strict(), Field(min_length=1)]
@@ -182,7 +191,7 @@ class RepositoryConfig(_Section):
     def _empty_sections_are_defaults(cls, data: Any) -> Any:
         # `tickets:` with every line below it commented out reads as null.
         if isinstance(data, dict):
-            return {k: v for k, v in data.items() if not (v is None and k in _SECTIONS)}
+            return {k: v for k, v in data.items() if not (v is None and k in SECTIONS)}
         return data
 
     @classmethod
