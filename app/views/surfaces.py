@@ -14,6 +14,8 @@ from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import structlog
+
 from app.github.client import GitHubClient, GitHubError
 from app.github.config import (
     CONFIG_PATH,
@@ -36,6 +38,7 @@ from policies.model import Ticket, TicketKey
 from policies.states import Role
 
 STATUS_COMMENT, CHECK_RUN = "status_comment", "check_run"
+log = structlog.get_logger(__name__)
 
 
 def status_key(repository: str, number: int) -> str:
@@ -243,9 +246,11 @@ class ProposedConfigs:
                 "get_file", installation, repository=repository, path=CONFIG_PATH, params={"ref": head_sha}
             )
         except GitHubError as error:
-            if error.status in (404, 422):  # the PR or its head is gone: nothing to judge
-                return ()
-            raise
+            # The PR or its head is gone (404, 422), or the app cannot read it: the check is still
+            # written, judged on its tickets. Transient failures are raised, and the effect retried.
+            if error.status not in (404, 422):
+                log.warning("cannot read the PR's configuration file", pull=pull, status=error.status)
+            return ()
         if not isinstance(found, dict) or found.get("type") != "file":
             return ()
         text = base64.b64decode(found.get("content") or "").decode("utf-8", errors="replace")

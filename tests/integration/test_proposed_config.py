@@ -10,9 +10,10 @@ import pytest
 from app.github.client import GitHubClient
 from app.runtime.metrics import Metrics
 from app.views.surfaces import ProposedConfigs
+from handlers.errors import TransientError
 from tests.e2e.world import FIX, REPO, standin_state
 from tests.fakes import app_settings
-from tests.github_standin import StandinState, running_standin
+from tests.github_standin import Fault, StandinState, running_standin
 
 CONFIG_PATH = ".github/railyard.yml"
 
@@ -67,3 +68,29 @@ async def test_a_pull_request_github_does_not_know_has_no_problems(
     proposed, _ = reader
 
     assert await proposed.problems(7, REPO, 999, FIX) == ()
+
+
+async def test_a_refused_read_leaves_the_check_to_its_tickets(
+    reader: tuple[ProposedConfigs, StandinState],
+) -> None:
+    """A 403 (the app lacks a permission) is no problem to report: the check is still written."""
+    proposed, state = reader
+    state.repositories[REPO].pulls[34].files[CONFIG_PATH] = "tickets:\n  lable: x\n"
+    state.inject("GET", r"/pulls/34/files", Fault(status=403))
+
+    assert await proposed.problems(7, REPO, 34, FIX) == ()
+
+
+async def test_a_server_error_is_raised_for_the_outbox_to_retry(
+    reader: tuple[ProposedConfigs, StandinState],
+) -> None:
+    """A 5xx is transient: raised (the effect is retried), and nothing is remembered for the head."""
+    proposed, state = reader
+    state.repositories[REPO].pulls[34].files[CONFIG_PATH] = "tickets:\n  lable: x\n"
+    state.inject("GET", r"/pulls/34/files", Fault(status=502))
+
+    with pytest.raises(TransientError):
+        await proposed.problems(7, REPO, 34, FIX)
+    assert await proposed.problems(7, REPO, 34, FIX) == (
+        "line 2: unknown key: tickets.lable (did you mean label?)",
+    )
