@@ -239,16 +239,17 @@ def _too_many_values(document: object) -> bool:
 
 def _load_yaml(text: str) -> tuple[object, yaml.Node | None]:
     """The document, and the node tree it was built from (for the lines of its problems)."""
-    loader = yaml.SafeLoader(text)
     try:
-        node = loader.get_single_node()
-        return (loader.construct_document(node) if node is not None else None), node
+        loader = yaml.SafeLoader(text)  # checks every character: it can raise too
+        try:
+            node = loader.get_single_node()
+            return (loader.construct_document(node) if node is not None else None), node
+        finally:
+            loader.dispose()
     except yaml.YAMLError as error:
         raise ConfigError([yaml_problem(error, text)]) from None
     except RecursionError:
         raise ConfigError(["could not parse YAML: it is nested too deeply"]) from None
-    finally:
-        loader.dispose()
 
 
 def known_keys(loc: Loc) -> tuple[str, ...]:

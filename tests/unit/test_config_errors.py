@@ -244,3 +244,10 @@ def test_a_key_merged_from_an_anchor_is_reported_where_it_is_written() -> None:
     text = "x-common: &common\n  lable: ready\ntickets:\n  <<: *common\n"
 
     assert "line 2: unknown key: tickets.lable (did you mean label?)" in problem_of(text)
+
+
+def test_a_character_yaml_does_not_allow_names_its_line() -> None:
+    """A control character is a ConfigError with its line, not a YAML exception."""
+    assert problem_of("tickets:\n  label: \x07\n") == (
+        "line 2: could not parse YAML: a character YAML does not allow"
+    )
