@@ -12,13 +12,15 @@ from typing import Any
 
 from app.github.config import SECTIONS, RepositoryConfig
 
-DRAFT = "https://json-schema.org/draft/2020-12/schema"
+# Draft 7: the draft every editor's YAML language server reads (the schema uses nothing newer).
+DRAFT = "http://json-schema.org/draft-07/schema#"
 SCHEMA_FILE = "railyard.schema.json"
 
 
 def config_schema() -> dict[str, Any]:
     """The schema of the file, as the model reads it (a section left empty is its defaults)."""
-    schema = RepositoryConfig.model_json_schema()
+    schema = RepositoryConfig.model_json_schema(ref_template="#/definitions/{model}")
+    schema["definitions"] = schema.pop("$defs")  # draft 7's name for them
     for name in sorted(SECTIONS):
         prop = schema["properties"][name]
         # `tickets:` with every line below it commented out is null, and means the defaults.
