@@ -249,7 +249,12 @@ class ProposedConfigs:
             # The PR or its head is gone (404, 422), or the app cannot read it: the check is still
             # written, judged on its tickets. Transient failures are raised, and the effect retried.
             if error.status not in (404, 422):
-                log.warning("cannot read the PR's configuration file", pull=pull, status=error.status)
+                log.warning(
+                    "cannot read the PR's configuration file",
+                    repository=repository,
+                    pull=pull,
+                    status=error.status,
+                )
             return ()
         if not isinstance(found, dict) or found.get("type") != "file":
             return ()
