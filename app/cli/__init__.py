@@ -7,7 +7,7 @@ import sys
 from collections.abc import Sequence
 from typing import TextIO
 
-from app.cli import check, queue, tickets
+from app.cli import check, queue, tickets, validate
 from app.cli.common import Handler, cmd_migrate
 from app.logs import configure_logging
 from app.settings import Settings
@@ -24,6 +24,7 @@ def build_parser() -> argparse.ArgumentParser:
     tickets.register(commands)
     queue.register(commands)
     check.register(commands)
+    validate.register(commands)
     commands.add_parser("serve", help="run the web server, worker and outbox").set_defaults(handler=None)
     worker = commands.add_parser("worker", help="run an extra worker process (PostgreSQL)")
     worker.add_argument("--concurrency", type=int, default=4)
@@ -39,6 +40,8 @@ def main(
 ) -> int:
     """Run one `railyard` command and return its exit status."""
     args = build_parser().parse_args(argv)
+    if getattr(args, "without_database", None) is not None:  # e.g. `validate`: no settings, no database
+        return int(args.without_database(args, out, err))
     settings = settings or Settings()
     if args.command in ("serve", "worker"):
         from app.runtime.runner import run_server, run_worker

@@ -71,6 +71,9 @@ ENDPOINTS: dict[str, Endpoint] = {
     ),
     "add_assignees": Endpoint("POST", "/repos/{repository}/issues/{number}/assignees", ("issues", "write")),
     "get_pull": Endpoint("GET", "/repos/{repository}/pulls/{number}", ("pull_requests", "write")),
+    "list_pull_files": Endpoint(
+        "GET", "/repos/{repository}/pulls/{number}/files", ("pull_requests", "write")
+    ),
     "create_check_run": Endpoint("POST", "/repos/{repository}/check-runs", ("checks", "write")),
     "update_check_run": Endpoint(
         "PATCH", "/repos/{repository}/check-runs/{check_run_id}", ("checks", "write")

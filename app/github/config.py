@@ -24,10 +24,13 @@ from pydantic import (
     PlainValidator,
     Strict,
     ValidationError,
+    WithJsonSchema,
     model_validator,
 )
-from pydantic_core import ErrorDetails, PydanticCustomError
+from pydantic_core import PydanticCustomError
 
+from app.github.config_problems import Lines, Loc, located, yaml_problem
+from app.github.config_problems import show as _show
 from policies.rails import RailPolicy
 from policies.states import Role, SelfVerification
 
@@ -35,13 +38,11 @@ CONFIG_PATH = ".github/railyard.yml"
 DEFAULT_POLICY_VERSION = "default"
 MAX_VALUES = 5000  # a real file has a few dozen; anchors and aliases can multiply them
 MAX_PROBLEMS = 20
-_SHOWN_CHARS = 40
 
 _NAME = r"[A-Za-z0-9][A-Za-z0-9_-]*"
 _LOGIN = re.compile(rf"{_NAME}(?:\[bot\])?")
 _TEAM = re.compile(rf"@(?P<org>{_NAME})/(?P<slug>[A-Za-z0-9_.-]+)")
-_PLAIN_KEY = re.compile(r"[A-Za-z0-9_-]+")
-_SECTIONS = frozenset({"roles", "high_risk", "tickets", "claims", "limits", "checks", "deployments"})
+SECTIONS = frozenset({"roles", "high_risk", "tickets", "claims", "limits", "checks", "deployments"})
 
 
 # -- role entries ---------------------------------------------------------------------
@@ -105,8 +106,16 @@ def _validate_role_entry(value: object) -> RoleEntry:
         raise PydanticCustomError("role_entry", str(error)) from None
 
 
+_ROLE_ENTRY_SCHEMA = {
+    "type": "string",
+    "pattern": rf"^\s*(?:@{_NAME}/[A-Za-z0-9_.-]+|{_NAME}(?:\[bot\])?)\s*$",
+    "description": "a login (a bot's too: name[bot]) or a GitHub team, @org/team-slug",
+}
 RoleEntryField = Annotated[
-    RoleEntry, PlainValidator(_validate_role_entry), PlainSerializer(str, return_type=str)
+    RoleEntry,
+    PlainValidator(_validate_role_entry),
+    PlainSerializer(str, return_type=str),
+    WithJsonSchema(_ROLE_ENTRY_SCHEMA),
 ]
 PositiveInt = Annotated[int, Strict(), Field(gt=0)]
 Text = Annotated[str, Strict(), Field(min_length=1)]
@@ -182,7 +191,7 @@ class RepositoryConfig(_Section):
     def _empty_sections_are_defaults(cls, data: Any) -> Any:
         # `tickets:` with every line below it commented out reads as null.
         if isinstance(data, dict):
-            return {k: v for k, v in data.items() if not (v is None and k in _SECTIONS)}
+            return {k: v for k, v in data.items() if not (v is None and k in SECTIONS)}
         return data
 
     @classmethod
@@ -210,92 +219,6 @@ class ConfigError(Exception):
         super().__init__(self.message)
 
 
-def _show(value: object) -> str:
-    """A short, single-line rendering of a value from the file."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return str(value).lower()
-    if isinstance(value, list | tuple):
-        return "a list"
-    if isinstance(value, dict):
-        return "a mapping"
-    if isinstance(value, str) and len(value) > _SHOWN_CHARS:
-        return repr(value[:_SHOWN_CHARS] + "...")
-    return repr(value)
-
-
-def _key(part: int | str) -> str:
-    if isinstance(part, str) and len(part) <= _SHOWN_CHARS and _PLAIN_KEY.fullmatch(part):
-        return part
-    return _show(part)
-
-
-def _location(loc: Sequence[int | str]) -> str:
-    """`('roles', 'runner', 1)` as `roles.runner[1]`."""
-    text = ""
-    for part in loc:
-        if isinstance(part, int):
-            text += f"[{part}]"
-        else:
-            text += f".{_key(part)}" if text else _key(part)
-    return text or "the file"
-
-
-def _key_location(loc: Sequence[int | str]) -> str:
-    """The location of a key: its last part is a key, even when YAML read it as a number."""
-    parent = _location(loc[:-1]) if loc[:-1] else ""
-    return f"{parent}.{_key(loc[-1])}" if parent else _key(loc[-1])
-
-
-_EXPECTED = {
-    "int_type": "expected a whole number",
-    "int_parsing": "expected a whole number",
-    "int_from_float": "expected a whole number",
-    "string_type": "expected a string",
-    "tuple_type": "expected a list",
-    "list_type": "expected a list",
-    "dict_type": "expected a mapping of keys to values",
-    "model_type": "expected a mapping of keys to values",
-    "model_attributes_type": "expected a mapping of keys to values",
-}
-
-
-def _problem(error: ErrorDetails) -> str:
-    """One pydantic error as a short line that names where in the file it is."""
-    kind, loc, value, ctx = error["type"], error["loc"], error.get("input"), error.get("ctx", {})
-    where = _location(loc)
-    if kind in ("extra_forbidden", "invalid_key"):
-        return f"unknown key: {_key_location(loc)}"
-    if loc[-1:] == ("[key]",):
-        roles = ", ".join(role.value for role in Role)
-        return f"unknown role: {_key_location(loc[:-1])} (roles are {roles})"
-    if kind in _EXPECTED:
-        hint = " (write [] for nobody)" if loc[:1] == ("roles",) and value is None else ""
-        return f"{where}: {_EXPECTED[kind]}, got {_show(value)}{hint}"
-    if kind == "enum":
-        return f"{where}: expected {ctx.get('expected')}, got {_show(value)}"
-    if kind == "greater_than":
-        return f"{where}: must be greater than {ctx.get('gt')}, got {_show(value)}"
-    if kind == "string_too_short":
-        return f"{where}: must not be empty"
-    return f"{where}: {error['msg']}"
-
-
-def _yaml_problem(error: yaml.YAMLError, text: str) -> str:
-    if isinstance(error, yaml.MarkedYAMLError):
-        what = error.problem or error.context or "invalid YAML"
-        if error.problem and error.context:
-            what = f"{error.problem} ({error.context})"
-        mark = error.problem_mark or error.context_mark
-        where = f"line {mark.line + 1}: " if mark is not None else ""
-        return f"{where}could not parse YAML: {what}"
-    if isinstance(error, yaml.reader.ReaderError):
-        line = text[: error.position].count("\n") + 1
-        return f"line {line}: could not parse YAML: a character YAML does not allow"
-    return "could not parse YAML"
-
-
 def _too_many_values(document: object) -> bool:
     pending, seen = [document], 0
     while pending:
@@ -314,20 +237,40 @@ def _too_many_values(document: object) -> bool:
 # -- parsing ----------------------------------------------------------------------------
 
 
-def _load_yaml(text: str) -> object:
+def _load_yaml(text: str) -> tuple[object, yaml.Node | None]:
+    """The document, and the node tree it was built from (for the lines of its problems)."""
     try:
-        return yaml.safe_load(text)
+        loader = yaml.SafeLoader(text)  # checks every character: it can raise too
+        try:
+            node = loader.get_single_node()
+            return (loader.construct_document(node) if node is not None else None), node
+        finally:
+            loader.dispose()
     except yaml.YAMLError as error:
-        raise ConfigError([_yaml_problem(error, text)]) from None
+        raise ConfigError([yaml_problem(error, text)]) from None
     except RecursionError:
         raise ConfigError(["could not parse YAML: it is nested too deeply"]) from None
+
+
+def known_keys(loc: Loc) -> tuple[str, ...]:
+    """The keys the file may hold at `loc` (a section's settings, the roles), for "did you mean"."""
+    if tuple(loc) == ("roles",):
+        return tuple(role.value for role in Role)
+    model: type[BaseModel] = RepositoryConfig
+    for part in loc:
+        field = model.model_fields.get(str(part))
+        annotation = field.annotation if field is not None else None
+        if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
+            return ()
+        model = annotation
+    return tuple(model.model_fields)
 
 
 def parse_repository_config(text: str | None) -> RepositoryConfig:
     """Parse the file's text (None: no file); raise ConfigError naming every problem found."""
     if text is None or not text.strip():
         return RepositoryConfig.default()
-    document = _load_yaml(text)
+    document, node = _load_yaml(text)
     if document is None:  # only comments, or `---`
         return RepositoryConfig.default()
     if not isinstance(document, dict):
@@ -337,7 +280,7 @@ def parse_repository_config(text: str | None) -> RepositoryConfig:
     try:
         return RepositoryConfig.model_validate(document)
     except ValidationError as error:
-        raise ConfigError([_problem(e) for e in error.errors(include_url=False)]) from None
+        raise ConfigError(located(error.errors(include_url=False), Lines(node), known_keys)) from None
 
 
 # -- loading ----------------------------------------------------------------------------

@@ -418,13 +418,17 @@ def _fit(top: str, blocks: list[str], events_text: str, ticket: Ticket, limit: i
 # -- the check-run ---------------------------------------------------------------------
 
 
-def render_check_summary(verdict: Verdict, bodies: Sequence[tuple[str, str | None]]) -> str:
-    """The check-run's summary: the verdict's lines, then each linked ticket's status comment
-    (title, link to it if known) under GitHub's 65,535-character limit."""
+def render_check_summary(
+    verdict: Verdict, bodies: Sequence[tuple[str, str | None]], *, config_problems: Sequence[str] = ()
+) -> str:
+    """The check-run's summary: the verdict's lines, the problems of the `.github/railyard.yml`
+    the PR proposes (if any), then each linked ticket's status comment (title, link to it if
+    known) under GitHub's 65,535-character limit."""
     lines = [f"**{escape_inline(verdict.title, limit=200)}**", ""]
     lines += [f"- {escape_inline(line, limit=200)}" for line in verdict.lines[:CHECK_LINES]]
     if len(verdict.lines) > CHECK_LINES:
         lines.append(f"- and {len(verdict.lines) - CHECK_LINES} more linked tickets")
+    lines += _proposed_config(config_problems)
     text = "\n".join(lines)
     shown = bodies[:CHECK_BODIES]
     if not shown:
@@ -436,6 +440,21 @@ def render_check_summary(verdict: Verdict, bodies: Sequence[tuple[str, str | Non
         where = f"[Status comment]({link})" if link else "Status comment not written yet."
         parts.append(f"---\n\n{where}\n\n" + _shorten(body or "", max(share - len(where) - 10, 0)))
     return "\n\n".join(parts)
+
+
+def _proposed_config(problems: Sequence[str]) -> list[str]:
+    """The section naming what is wrong with the configuration file this PR would merge."""
+    if not problems:
+        return []
+    return [
+        "",
+        "### `.github/railyard.yml` in this PR cannot be used",
+        "",
+        "Merged as it is, railyard would refuse every command until it is fixed "
+        "(`railyard validate` prints the same):",
+        "",
+        *(f"- {escape_inline(problem, limit=300)}" for problem in problems[:CHECK_LINES]),
+    ]
 
 
 def _shorten(text: str, limit: int) -> str:

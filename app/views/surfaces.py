@@ -9,11 +9,22 @@ writes, so a burst of changes becomes one write per surface.
 from __future__ import annotations
 
 import asyncio
+import base64
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from app.github.client import GitHubClient
-from app.github.config import ConfigLoader, LoadedConfig, UnlinkedConclusion
+import structlog
+
+from app.github.client import GitHubClient, GitHubError
+from app.github.config import (
+    CONFIG_PATH,
+    ConfigError,
+    ConfigLoader,
+    LoadedConfig,
+    UnlinkedConclusion,
+    parse_repository_config,
+)
 from app.github.roles import CannotVerify, RoleResolver
 from app.runtime.outbox import Renderer
 from app.store.database import Database
@@ -22,11 +33,12 @@ from app.store.pulls import stored_pull
 from app.store.tickets import TicketService
 from app.views.render import StatusView, render_check_summary, render_status_comment
 from handlers.ports import PullRequest
-from policies.checks import CHECK_NAME, Linked, Verdict, verdict
+from policies.checks import CHECK_NAME, Conclusion, Linked, Verdict, verdict
 from policies.model import Ticket, TicketKey
 from policies.states import Role
 
 STATUS_COMMENT, CHECK_RUN = "status_comment", "check_run"
+log = structlog.get_logger(__name__)
 
 
 def status_key(repository: str, number: int) -> str:
@@ -70,6 +82,7 @@ class Surfaces:
         github: GitHubClient | None,
     ) -> None:
         self.database, self.tickets, self.loader, self.github = database, tickets, loader, github
+        self.proposed = ProposedConfigs(github) if github is not None else None
 
     def renderers(self) -> dict[str, Renderer]:
         """The outbox renderers, by effect kind."""
@@ -99,8 +112,20 @@ class Surfaces:
             unlinked_passes=loaded.config.checks.unlinked is UnlinkedConclusion.SUCCESS,
             author_only_runner=await self._only_runner(installation, repository, stored, loaded),
         )
+        problems = await self._proposed(installation, repository, pull, judged_at or head_sha)
+        if problems:
+            result = blocked_by_config(result, problems)
         bodies = [await self._linked_body(installation, repository, n) for n in numbers]
-        return _check_payload(head_sha, result, bodies, next((link for link, _ in bodies if link), None))
+        link = next((link for link, _ in bodies if link), None)
+        return _check_payload(head_sha, result, bodies, link, problems)
+
+    async def _proposed(
+        self, installation: int, repository: str, pull: int, head_sha: str
+    ) -> tuple[str, ...]:
+        """The problems of the `.github/railyard.yml` the PR proposes at its head, if it changes it."""
+        if self.proposed is None:
+            return ()
+        return await self.proposed.problems(installation, repository, pull, head_sha)
 
     async def _linked_body(self, installation: int, repository: str, number: int) -> tuple[str, str | None]:
         view = await self._view(installation, repository, number)
@@ -156,8 +181,20 @@ class Surfaces:
             return stored_pull(connection, repository, number)
 
 
+def blocked_by_config(result: Verdict, problems: Sequence[str]) -> Verdict:
+    """The check on a PR whose `.github/railyard.yml` cannot be used: `action_required`, like any
+    other reason not to merge (once merged, every command would be refused), the first problem
+    as the title; the tickets' lines are kept."""
+    more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+    return Verdict(Conclusion.ACTION_REQUIRED, f"{CONFIG_PATH} in this PR: {problems[0]}{more}", result.lines)
+
+
 def _check_payload(
-    head_sha: str, result: Verdict, bodies: Sequence[tuple[str, str | None]], link: str | None
+    head_sha: str,
+    result: Verdict,
+    bodies: Sequence[tuple[str, str | None]],
+    link: str | None,
+    problems: Sequence[str] = (),
 ) -> dict[str, Any]:
     payload: dict[str, Any] = {
         "name": CHECK_NAME,
@@ -166,9 +203,82 @@ def _check_payload(
         "conclusion": result.conclusion.value,
         "output": {
             "title": result.title[:250],
-            "summary": render_check_summary(result, bodies),
+            "summary": render_check_summary(result, bodies, config_problems=problems),
         },
     }
     if link:
         payload["details_url"] = link
     return payload
+
+
+class ProposedConfigs:
+    """The problems of `.github/railyard.yml` as a PR's head has it, when the PR changes the file.
+
+    Asked by the check's renderer, so no handler needs to know: one `pulls/{n}/files` read per
+    head commit (more pages only past 100 changed files), and the file itself only when the PR
+    changes it; the answer is kept in memory per head, so re-rendering the check costs nothing.
+    """
+
+    MAX_PAGES = 30  # GitHub lists at most 3,000 files of a PR
+
+    def __init__(self, github: GitHubClient, cache_size: int = 1024) -> None:
+        """`github` reads the PR's files and the file at its head."""
+        self._github, self._cache_size = github, cache_size
+        self._by_head: OrderedDict[str, tuple[str, ...]] = OrderedDict()
+
+    async def problems(self, installation: int, repository: str, pull: int, head_sha: str) -> tuple[str, ...]:
+        """The file's problems at `head_sha` (the server's messages, one a line); () if fine or unchanged."""
+        key = f"{repository.casefold()}#{pull}@{head_sha}"
+        if key in self._by_head:
+            self._by_head.move_to_end(key)
+            return self._by_head[key]
+        found = await self._read(installation, repository, pull, head_sha)
+        self._by_head[key] = found
+        if len(self._by_head) > self._cache_size:
+            self._by_head.popitem(last=False)
+        return found
+
+    async def _read(self, installation: int, repository: str, pull: int, head_sha: str) -> tuple[str, ...]:
+        try:
+            if not await self._changes_config(installation, repository, pull):
+                return ()
+            found = await self._github.call(
+                "get_file", installation, repository=repository, path=CONFIG_PATH, params={"ref": head_sha}
+            )
+        except GitHubError as error:
+            # The PR or its head is gone (404, 422), or the app cannot read it: the check is still
+            # written, judged on its tickets. Transient failures are raised, and the effect retried.
+            if error.status not in (404, 422):
+                log.warning(
+                    "cannot read the PR's configuration file",
+                    repository=repository,
+                    pull=pull,
+                    status=error.status,
+                )
+            return ()
+        if not isinstance(found, dict) or found.get("type") != "file":
+            return ()
+        text = base64.b64decode(found.get("content") or "").decode("utf-8", errors="replace")
+        try:
+            parse_repository_config(text)
+        except ConfigError as error:
+            return tuple(error.message.splitlines())
+        return ()
+
+    async def _changes_config(self, installation: int, repository: str, pull: int) -> bool:
+        """Whether the PR adds or modifies the file (a PR that removes it leaves the defaults)."""
+        params: Mapping[str, Any] | None = {"per_page": 100}
+        for _ in range(self.MAX_PAGES):
+            page, params = await self._github.call_page(
+                "list_pull_files", installation, params=params, repository=repository, number=pull
+            )
+            for item in page if isinstance(page, list) else []:
+                if (
+                    isinstance(item, dict)
+                    and item.get("filename") == CONFIG_PATH
+                    and item.get("status") != "removed"
+                ):
+                    return True
+            if params is None:
+                return False
+        return False

@@ -367,13 +367,33 @@ class Render:
             "rebaseable": pull.mergeable,
         }
 
-    def content_file(self, r: Repository, path: str, ref: str) -> Json:
-        data = r.files[path].encode()
+    def content_file(self, r: Repository, path: str, ref: str, text: str | None = None) -> Json:
+        data = (r.files[path] if text is None else text).encode()
         sha, encoded = git_blob_sha(data), base64.b64encode(data).decode()
         name, size = path.rsplit("/", 1)[-1], len(data)
         shape = self.fill(_CONTENT_FILE, repo=r.full_name, path=path, ref=ref, sha=sha, name=name, size=size)
         # GitHub wraps the base64 every 60 characters and ends it with a newline.
         return shape | {"content": "".join(encoded[i : i + 60] + "\n" for i in range(0, len(encoded), 60))}
+
+    def pull_file(self, r: Repository, pull: PullRequest, path: str) -> Json:
+        """One entry of GET pulls/{n}/files: the file's blob at the PR's head and how it changed."""
+        text, before = pull.files[path], r.files.get(path)
+        status = "removed" if text is None else "added" if before is None else "modified"
+        kept = before if text is None else text
+        lines = (kept or "").count("\n")
+        head = pull.head_sha
+        return {
+            "sha": git_blob_sha((kept or "").encode()),
+            "filename": path,
+            "status": status,
+            "additions": 0 if text is None else lines,
+            "deletions": lines if text is None else (before or "").count("\n"),
+            "changes": lines + (before or "").count("\n") if status == "modified" else lines,
+            "blob_url": f"https://github.com/{r.full_name}/blob/{head}/{path}",
+            "raw_url": f"https://github.com/{r.full_name}/raw/{head}/{path}",
+            "contents_url": f"{self.api}/repos/{r.full_name}/contents/{path}?ref={head}",
+            "patch": "".join(f"+{line}\n" for line in (text or "").splitlines()),
+        }
 
     def branch(self, r: Repository, name: str) -> Json:
         shape = self.fill(_BRANCH, repo=r.full_name, name=name)

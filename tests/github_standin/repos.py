@@ -5,17 +5,19 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from tests.github_standin.lookups import GitHubError, not_found, renderer, repository_of, respond
+from tests.github_standin.lookups import GitHubError, not_found, paginate, renderer, repository_of, respond
 
 
 async def get_content(request: web.Request) -> web.Response:
-    """A file on the default branch; ?ref may name it, or its head sha."""
+    """A file on the default branch; ?ref may name it, its head sha, or a PR's head (sha or branch)."""
     repository, ref = repository_of(request), request.query.get("ref", "")
-    if ref not in ("", repository.default_branch, repository.branches[repository.default_branch]):
+    if (files := repository.files_at(ref)) is None:
         raise not_found(f"No commit found for the ref {ref}")
-    if (path := request.match_info["path"].strip("/")) not in repository.files:
+    if (path := request.match_info["path"].strip("/")) not in files:
         raise not_found()
-    return respond(renderer(request).content_file(repository, path, ref or repository.default_branch))
+    return respond(
+        renderer(request).content_file(repository, path, ref or repository.default_branch, files[path])
+    )
 
 
 async def get_repo(request: web.Request) -> web.Response:
@@ -58,3 +60,13 @@ async def compare(request: web.Request) -> web.Response:
     if base_sha is None or head_sha is None or (status := repository.compare.get((base, head), same)) is None:
         raise not_found()
     return respond(renderer(request).comparison(repository, base, head, status))
+
+
+async def list_pull_files(request: web.Request) -> web.Response:
+    """The files a PR changes, in GitHub's shape, paged (?per_page up to 100, 30 by default)."""
+    repository = repository_of(request)
+    if (pull := repository.pulls.get(int(request.match_info["number"]))) is None:
+        raise not_found()
+    listed = [renderer(request).pull_file(repository, pull, path) for path in sorted(pull.files)]
+    page, headers = paginate(request, listed)
+    return respond(page, headers=headers)

@@ -33,7 +33,15 @@ from tests.github_standin.issues import (
     list_comments,
 )
 from tests.github_standin.lookups import STATE, respond
-from tests.github_standin.repos import compare, get_branch, get_commit, get_content, get_pull, get_repo
+from tests.github_standin.repos import (
+    compare,
+    get_branch,
+    get_commit,
+    get_content,
+    get_pull,
+    get_repo,
+    list_pull_files,
+)
 from tests.github_standin.state import StandinState
 
 
@@ -102,6 +110,7 @@ def create_standin(state: StandinState | None = None) -> web.Application:
         ("GET", repo + "/collaborators/{username}/permission", get_collaborator_permission, token, None),
         ("GET", repo + "/branches/{branch:.+}", get_branch, token, None),
         ("GET", repo + "/pulls/{number:\\d+}", get_pull, token, "pull_requests:read"),
+        ("GET", repo + "/pulls/{number:\\d+}/files", list_pull_files, token, "pull_requests:read"),
         ("GET", repo + "/compare/{basehead:.+}", compare, token, "contents:read"),
     ]
     for method, path, handler, credential, needs in routes:

@@ -74,6 +74,8 @@ class PullRequest:
     title: str = "A pull request"
     # The head branch's repository: "" is the PR's own, "owner/name" a fork, None a deleted fork.
     head_repo: str | None = ""
+    # The files the PR changes, as they are at its head: path -> text (None: the PR removes it).
+    files: dict[str, str | None] = field(default_factory=dict)
 
 
 @dataclass
@@ -94,6 +96,17 @@ class Repository:
     def __post_init__(self) -> None:
         self.branches.setdefault(self.default_branch, fake_sha(self.full_name, self.default_branch))
         self.id = self.id or int(fake_sha(self.full_name)[:7], 16)
+
+    def files_at(self, ref: str) -> dict[str, str] | None:
+        """The files at a ref: the default branch's (by name or head sha), or a PR head's (by its
+        sha or branch: the default branch's files with the PR's changes); None for an unknown ref."""
+        if ref in ("", self.default_branch, self.branches[self.default_branch]):
+            return self.files
+        for pull in self.pulls.values():
+            if ref in (pull.head_sha, pull.head_ref):
+                changed = {**self.files, **pull.files}
+                return {path: text for path, text in changed.items() if text is not None}
+        return None
 
     def resolve(self, ref: str) -> str | None:
         """The commit a branch name or a full sha names, or None."""

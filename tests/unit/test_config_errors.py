@@ -73,7 +73,7 @@ def test_a_bad_entry_is_reported_at_its_index() -> None:
     message = problem_of('roles:\n  runner: ["@acme/agents", "@acme"]\n')
 
     assert message == (
-        "roles.runner[1]: '@acme' is not a login or @org/team (a team is written @org/team-slug)"
+        "line 2: roles.runner[1]: '@acme' is not a login or @org/team (a team is written @org/team-slug)"
     )
 
 
@@ -101,10 +101,10 @@ def test_a_document_that_is_not_a_mapping_is_refused(text: str, shown: str) -> N
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("tickets:\n  lable: ready\n", "unknown key: tickets.lable"),
-        ("deployment:\n  environments: []\n", "unknown key: deployment"),
-        ("checks:\n  required: []\n  unlinked: success\n  extra: 1\n", "unknown key: checks.extra"),
-        ("1: x\n", "unknown key: 1"),
+        ("tickets:\n  lable: ready\n", "line 2: unknown key: tickets.lable (did you mean label?)"),
+        ("deployment:\n  environments: []\n", "line 1: unknown key: deployment (did you mean deployments?)"),
+        ("checks:\n  required: []\n  unlinked: success\n  extra: 1\n", "line 4: unknown key: checks.extra"),
+        ("1: x\n", "line 1: unknown key: 1"),
     ],
 )
 def test_unknown_keys_are_errors(text: str, message: str) -> None:
@@ -116,7 +116,9 @@ def test_an_unknown_role_is_an_error() -> None:
     """A misspelt role is refused, and the message lists the roles there are."""
     message = problem_of("roles:\n  runnr: []\n")
 
-    assert message.startswith("unknown role: roles.runnr (roles are requester, task_owner, runner,")
+    assert message.startswith(
+        "line 2: unknown role: roles.runnr (did you mean runner? roles are requester, task_owner, runner,"
+    )
 
 
 @pytest.mark.parametrize(
@@ -124,37 +126,37 @@ def test_an_unknown_role_is_an_error() -> None:
     [
         (
             "limits:\n  commands_per_hour: lots\n",
-            "limits.commands_per_hour: expected a whole number, got 'lots'",
+            "line 2: limits.commands_per_hour: expected a whole number, got 'lots'",
         ),
         (
             "limits:\n  commands_per_hour: 1.5\n",
-            "limits.commands_per_hour: expected a whole number, got 1.5",
+            "line 2: limits.commands_per_hour: expected a whole number, got 1.5",
         ),
         (
             "limits:\n  commands_per_hour: true\n",
-            "limits.commands_per_hour: expected a whole number, got true",
+            "line 2: limits.commands_per_hour: expected a whole number, got true",
         ),
         (
             "claims:\n  max_silence_minutes: 0\n",
-            "claims.max_silence_minutes: must be greater than 0, got 0",
+            "line 2: claims.max_silence_minutes: must be greater than 0, got 0",
         ),
         (
             "self_verification: sometimes\n",
-            "self_verification: expected 'explicit' or 'never', got 'sometimes'",
+            "line 1: self_verification: expected 'explicit' or 'never', got 'sometimes'",
         ),
         (
             "checks:\n  unlinked: failure\n",
-            "checks.unlinked: expected 'success' or 'action_required', got 'failure'",
+            "line 2: checks.unlinked: expected 'success' or 'action_required', got 'failure'",
         ),
-        ("checks:\n  required: build\n", "checks.required: expected a list, got 'build'"),
-        ("tickets:\n  label: 2024\n", "tickets.label: expected a string, got 2024"),
-        ("tickets:\n  no_code_label: ''\n", "tickets.no_code_label: must not be empty"),
-        ("high_risk: [risk]\n", "high_risk: expected a mapping of keys to values, got a list"),
+        ("checks:\n  required: build\n", "line 2: checks.required: expected a list, got 'build'"),
+        ("tickets:\n  label: 2024\n", "line 2: tickets.label: expected a string, got 2024"),
+        ("tickets:\n  no_code_label: ''\n", "line 2: tickets.no_code_label: must not be empty"),
+        ("high_risk: [risk]\n", "line 1: high_risk: expected a mapping of keys to values, got a list"),
         (
             "roles:\n  reviewer:\n",
-            "roles.reviewer: expected a list, got null (write [] for nobody)",
+            "line 2: roles.reviewer: expected a list, got null (write [] for nobody)",
         ),
-        ("roles:\n  runner: [42]\n", "roles.runner[0]: expected a login or @org/team, got 42"),
+        ("roles:\n  runner: [42]\n", "line 2: roles.runner[0]: expected a login or @org/team, got 42"),
     ],
 )
 def test_wrong_types_name_their_location(text: str, message: str) -> None:
@@ -169,9 +171,9 @@ def test_every_problem_is_listed_one_per_line() -> None:
     )
 
     assert message.splitlines() == [
-        "roles.runner[0]: '@acme' is not a login or @org/team (a team is written @org/team-slug)",
-        "unknown key: tickets.lable",
-        "limits.commands_per_hour: expected a whole number, got 'lots'",
+        "line 2: roles.runner[0]: '@acme' is not a login or @org/team (a team is written @org/team-slug)",
+        "line 4: limits.commands_per_hour: expected a whole number, got 'lots'",
+        "line 6: unknown key: tickets.lable (did you mean label?)",
     ]
 
 
@@ -190,7 +192,7 @@ def test_long_values_are_shortened() -> None:
     message = problem_of(f"{'k' * 300}: 1\n")
 
     assert len(message) < 80
-    assert message.startswith("unknown key: 'kkkk")
+    assert message.startswith("line 1: unknown key: 'kkkk")
 
 
 def test_an_alias_bomb_is_refused_without_expanding_it() -> None:
@@ -210,3 +212,42 @@ def test_deep_nesting_is_refused() -> None:
 def test_python_tags_are_refused() -> None:
     """Only safe YAML is read: a Python object tag is a parse error, never constructed."""
     assert "could not parse YAML" in problem_of("a: !!python/object/apply:os.system ['true']\n")
+
+
+# -- lines and suggestions ---------------------------------------------------------------
+
+
+def test_each_problem_names_its_line_in_the_file() -> None:
+    """A problem deep in the file is reported at the line its key or list item is written on."""
+    text = "# railyard\nroles:\n  runner:\n    - octocat\n    - '@acme'\nclaims:\n  max_silence_minutes: 0\n"
+
+    assert problem_of(text).splitlines() == [
+        "line 5: roles.runner[1]: '@acme' is not a login or @org/team (a team is written @org/team-slug)",
+        "line 7: claims.max_silence_minutes: must be greater than 0, got 0",
+    ]
+
+
+def test_unknown_keys_suggest_the_closest_known_key_at_their_level() -> None:
+    """A misspelt key is answered with the nearest key of its own section, never of another."""
+    assert problem_of("claims:\n  max_silense_minutes: 60\n") == (
+        "line 2: unknown key: claims.max_silense_minutes (did you mean max_silence_minutes?)"
+    )
+    assert problem_of("self_verifcation: never\n") == (
+        "line 1: unknown key: self_verifcation (did you mean self_verification?)"
+    )
+    # `label` belongs to tickets, not to claims: no suggestion from another section.
+    assert problem_of("claims:\n  lable: x\n") == "line 2: unknown key: claims.lable"
+
+
+def test_a_key_merged_from_an_anchor_is_reported_where_it_is_written() -> None:
+    """A bad key brought in by `<<: *anchor` names the line of the anchored mapping."""
+    text = "x-common: &common\n  lable: ready\ntickets:\n  <<: *common\n"
+
+    assert "line 2: unknown key: tickets.lable (did you mean label?)" in problem_of(text)
+
+
+def test_a_character_yaml_does_not_allow_names_its_line() -> None:
+    """A control character is a ConfigError with its line, not a YAML exception."""
+    assert problem_of("tickets:\n  label: \x07\n") == (
+        "line 2: could not parse YAML: a character YAML does not allow"
+    )

@@ -125,7 +125,8 @@ def test_a_broken_file_loads_defaults_with_its_error() -> None:
 
     loaded = load_times(loader, 2)
 
-    assert loaded[0] == LoadedConfig(RepositoryConfig.default(), "sha-bad", "unknown key: tickets.lable")
+    error = "line 2: unknown key: tickets.lable (did you mean label?)"
+    assert loaded[0] == LoadedConfig(RepositoryConfig.default(), "sha-bad", error)
     assert loaded[1] == loaded[0]
     assert len(parser.texts) == 1
 

@@ -144,6 +144,47 @@ async def test_a_reaction_is_created_once_then_returned_with_200() -> None:
 
 
 @pytest.mark.asyncio
+async def test_contents_at_a_pull_requests_head_show_its_changes() -> None:
+    """?ref=<a PR's head sha or branch> answers the file as the PR changes it; a removed file is 404."""
+    async with serving() as (standin, client):
+        standin.state.repositories["acme/widgets"].pulls[2].files.update({"railyard.yml": "new\n", "x": None})
+        standin.state.repositories["acme/widgets"].files["x"] = "old\n"
+        for ref in (FEATURE_SHA, "feature"):
+            body = (await client.get("/repos/acme/widgets/contents/railyard.yml", params={"ref": ref})).json()
+            assert body["content"] == "bmV3Cg==\n" and body["sha"] == git_blob_sha(b"new\n")
+        assert (
+            await client.get("/repos/acme/widgets/contents/x", params={"ref": FEATURE_SHA})
+        ).status_code == 404
+        main = (await client.get("/repos/acme/widgets/contents/railyard.yml", params={"ref": "main"})).json()
+        assert main["content"] == "aGVsbG8K\n"
+
+
+@pytest.mark.asyncio
+async def test_a_pull_requests_files_are_listed_in_pages_as_github_does() -> None:
+    """GET pulls/{n}/files lists each changed file with its status and head blob sha, paged with Link."""
+    async with serving() as (standin, client):
+        pull = standin.state.repositories["acme/widgets"].pulls[2]
+        pull.files.update({"railyard.yml": "new\n", "added.txt": "a\n", "gone.txt": None})
+        standin.state.repositories["acme/widgets"].files["gone.txt"] = "bye\n"
+        first = await client.get("/repos/acme/widgets/pulls/2/files", params={"per_page": 2})
+        assert [(f["filename"], f["status"]) for f in first.json()] == [
+            ("added.txt", "added"),
+            ("gone.txt", "removed"),
+        ]
+        assert 'rel="next"' in first.headers["link"]
+        [last] = (
+            await client.get("/repos/acme/widgets/pulls/2/files", params={"per_page": 2, "page": 2})
+        ).json()
+        assert (last["filename"], last["status"], last["sha"]) == (
+            "railyard.yml",
+            "modified",
+            git_blob_sha(b"new\n"),
+        )
+        assert last["contents_url"].endswith(f"/repos/acme/widgets/contents/railyard.yml?ref={FEATURE_SHA}")
+        assert (await client.get("/repos/acme/widgets/pulls/9/files")).status_code == 404
+
+
+@pytest.mark.asyncio
 async def test_contents_come_base64_encoded_with_the_git_blob_sha() -> None:
     """A file's sha is git's blob id; ?ref must name the default branch or its head; missing is 404."""
     assert git_blob_sha(b"hello\n") == "ce013625030ba8dba906f756967f9e9ca394464a"
@@ -339,6 +380,7 @@ async def test_githubkit_parses_every_answer() -> None:
         state = standin.state
         state.add_delivery("issues", action="opened")
         state.team_memberships[("acme", "runners", "coder-bot")] = "active"
+        state.repositories["acme/widgets"].pulls[2].files["railyard.yml"] = "changed\n"
         state.repositories["acme/widgets"].compare[("main", "feature")] = "ahead"
         comment_id = state.add_comment("acme/widgets", 1, "/claim", user="rachel").id
         as_the_app = GitHub(UnauthAuthStrategy(), base_url=standin.url, auto_retry=False)
@@ -376,6 +418,7 @@ async def test_githubkit_parses_every_answer() -> None:
             (await rest.repos.async_get_collaborator_permission_level("acme", "widgets", "max")).parsed_data,
             (await rest.repos.async_get_branch("acme", "widgets", "main")).parsed_data,
             (await rest.pulls.async_get("acme", "widgets", 2)).parsed_data,
+            (await rest.pulls.async_list_files("acme", "widgets", 2)).parsed_data,
             (await rest.repos.async_compare_commits("acme", "widgets", "main...feature")).parsed_data,
         ]
         assert (

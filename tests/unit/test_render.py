@@ -286,3 +286,18 @@ def test_check_summary_links_the_status_comment_and_carries_its_body() -> None:
     assert f"[Status comment]({link})" in summary
     assert body in summary
     assert summary.startswith("**#12: awaiting review**")
+
+
+def test_the_check_summary_lists_a_proposed_configs_problems_escaped() -> None:
+    """A PR's broken config file is listed line by line; text from the file cannot mention or open HTML."""
+    problems = [
+        "line 2: unknown key: tickets.lable (did you mean label?)",
+        "line 5: '@mallory <b>x</b>' is bad",
+    ]
+
+    summary = render_check_summary(verdict(HEAD, []), [], config_problems=problems)
+
+    assert "### `.github/railyard.yml` in this PR cannot be used" in summary
+    assert "- line 2: unknown key: tickets.lable (did you mean label?)" in summary
+    assert "@mallory" not in summary and "<b>" not in summary
+    assert render_check_summary(verdict(HEAD, []), []) == "**no linked ticket**\n"  # unchanged

@@ -1,0 +1,88 @@
+"""`railyard validate [PATH]`: the server's own verdict on a `.github/railyard.yml`, offline.
+
+It runs the parser the server runs (`parse_repository_config`) and prints the same problems
+the status comment and the check show, with their lines; it needs no database, no settings
+and no network. `--schema` prints `railyard.schema.json` instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TextIO
+
+from app.github.config import CONFIG_PATH, ConfigError, RepositoryConfig, parse_repository_config
+from app.github.config_schema import schema_text
+
+EXIT_VALID, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
+Standalone = Callable[[argparse.Namespace, TextIO, TextIO], int]
+"""A command that runs without the database (`main` calls it before opening one)."""
+
+
+def register(commands: Any) -> None:
+    """Add `validate` to the `railyard` command line."""
+    parser = commands.add_parser("validate", help="check a .github/railyard.yml as the server reads it")
+    parser.add_argument("path", nargs="?", default=CONFIG_PATH, help=f"the file (default {CONFIG_PATH})")
+    parser.add_argument("--schema", action="store_true", help="print railyard.schema.json and exit")
+    without_database: Standalone = cmd_validate
+    parser.set_defaults(handler=None, without_database=without_database)
+
+
+def cmd_validate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """Exit 0 with a one-line summary when the file is valid, 1 listing its problems, 2 when unreadable."""
+    if args.schema:
+        out.write(schema_text())
+        return EXIT_VALID
+    text = _read(Path(args.path), err)
+    if text is None:
+        return EXIT_USAGE
+    try:
+        config = parse_repository_config(text)
+    except ConfigError as error:
+        count = len(error.problems)
+        out.write(f"{args.path}: {count} problem{'s' if count != 1 else ''}\n")
+        out.writelines(f"{args.path}: {line}\n" for line in error.message.splitlines())
+        return EXIT_INVALID
+    out.write(f"{args.path}: OK · {summary(config)}\n")
+    return EXIT_VALID
+
+
+def _read(path: Path, err: TextIO) -> str | None:
+    """The file's text as the server decodes it (UTF-8, bad bytes replaced), or None with a message."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        where = " (run it in the repository, or name the file)" if str(path) == CONFIG_PATH else ""
+        err.write(f"railyard: {path}: no such file{where}.\n")
+        return None
+    except IsADirectoryError:
+        err.write(f"railyard: {path} is a directory; name the configuration file.\n")
+        return None
+    except OSError as error:
+        err.write(f"railyard: cannot read {path}: {error.strerror or error}.\n")
+        return None
+    return data.decode("utf-8", errors="replace")
+
+
+def summary(config: RepositoryConfig) -> str:
+    """The policy the file puts in force, in one line."""
+    roles = (
+        "roles " + ", ".join(f"{role.value} {len(entries)}" for role, entries in config.roles.items())
+        if config.roles
+        else "roles from repository permissions"
+    )
+    checks = ", ".join(config.checks.required) or "none"
+    return " · ".join(
+        [
+            roles,
+            f"self_verification {config.self_verification.value}",
+            f"high-risk labels {', '.join(config.high_risk.labels) or 'none'}",
+            f"ticket label {config.tickets.label or 'none'}",
+            f"claims silent after {config.claims.max_silence_minutes} min",
+            f"{config.limits.commands_per_hour} commands/hour",
+            f"required checks {checks}",
+            f"unlinked PRs {config.checks.unlinked.value}",
+            f"environments {', '.join(config.deployments.environments)}",
+        ]
+    )

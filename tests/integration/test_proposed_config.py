@@ -1,0 +1,96 @@
+"""The check's reader of a PR's proposed `.github/railyard.yml` (app/views/surfaces.py
+`ProposedConfigs`) against the GitHub stand-in: paging, the head's file, one read per head."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+
+from app.github.client import GitHubClient
+from app.runtime.metrics import Metrics
+from app.views.surfaces import ProposedConfigs
+from handlers.errors import TransientError
+from tests.e2e.world import FIX, REPO, standin_state
+from tests.fakes import app_settings
+from tests.github_standin import Fault, StandinState, running_standin
+
+CONFIG_PATH = ".github/railyard.yml"
+
+
+@pytest.fixture
+async def reader(tmp_path: object) -> AsyncIterator[tuple[ProposedConfigs, StandinState]]:
+    """A reader over a client talking to the e2e stand-in state (PR #34 at FIX)."""
+    state = standin_state()
+    async with running_standin(state) as standin:
+        github = GitHubClient(app_settings("sqlite://", GITHUB_API_URL=standin.url), Metrics())
+        await github.start()
+        try:
+            yield ProposedConfigs(github), state
+        finally:
+            await github.close()
+
+
+async def test_the_config_is_found_past_the_first_page_of_files(
+    reader: tuple[ProposedConfigs, StandinState],
+) -> None:
+    """A PR with 150 changed files lists two pages; the broken file on the second is still judged."""
+    proposed, state = reader
+    files = state.repositories[REPO].pulls[34].files
+    files.update({f"-vendored/{n:03}.py": "pass\n" for n in range(150)})  # "-" sorts before "."
+    files[CONFIG_PATH] = "limits:\n  commands_per_hour: lots\n"  # listed 151st: on page 2
+
+    problems = await proposed.problems(7, REPO, 34, FIX)
+
+    assert problems == ("line 2: limits.commands_per_hour: expected a whole number, got 'lots'",)
+    pages = state.calls_to("GET", f"/repos/{REPO}/pulls/34/files")
+    assert [call.query.get("per_page") for call in pages] == ["100", "100"]
+
+
+async def test_each_head_is_read_once(reader: tuple[ProposedConfigs, StandinState]) -> None:
+    """Asking again about the same head makes no call; a new head is read again."""
+    proposed, state = reader
+    state.repositories[REPO].pulls[34].files[CONFIG_PATH] = "tickets:\n  lable: x\n"
+    first = await proposed.problems(7, REPO, 34, FIX)
+    calls = len(state.calls)
+
+    assert await proposed.problems(7, REPO, 34, FIX) == first
+    assert len(state.calls) == calls
+    state.repositories[REPO].pulls[34].head_sha = "b" * 40
+    assert await proposed.problems(7, REPO, 34, "b" * 40) == first
+    assert len(state.calls) > calls
+
+
+async def test_a_pull_request_github_does_not_know_has_no_problems(
+    reader: tuple[ProposedConfigs, StandinState],
+) -> None:
+    """A 404 for the PR's files (deleted, or another repository) is no problem to report."""
+    proposed, _ = reader
+
+    assert await proposed.problems(7, REPO, 999, FIX) == ()
+
+
+async def test_a_refused_read_leaves_the_check_to_its_tickets(
+    reader: tuple[ProposedConfigs, StandinState],
+) -> None:
+    """A 403 (the app lacks a permission) is no problem to report: the check is still written."""
+    proposed, state = reader
+    state.repositories[REPO].pulls[34].files[CONFIG_PATH] = "tickets:\n  lable: x\n"
+    state.inject("GET", r"/pulls/34/files", Fault(status=403))
+
+    assert await proposed.problems(7, REPO, 34, FIX) == ()
+
+
+async def test_a_server_error_is_raised_for_the_outbox_to_retry(
+    reader: tuple[ProposedConfigs, StandinState],
+) -> None:
+    """A 5xx is transient: raised (the effect is retried), and nothing is remembered for the head."""
+    proposed, state = reader
+    state.repositories[REPO].pulls[34].files[CONFIG_PATH] = "tickets:\n  lable: x\n"
+    state.inject("GET", r"/pulls/34/files", Fault(status=502))
+
+    with pytest.raises(TransientError):
+        await proposed.problems(7, REPO, 34, FIX)
+    assert await proposed.problems(7, REPO, 34, FIX) == (
+        "line 2: unknown key: tickets.lable (did you mean label?)",
+    )

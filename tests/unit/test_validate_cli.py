@@ -1,0 +1,119 @@
+"""`railyard validate [PATH]`: the server's parser on a file, its messages with lines, exit 0/1/2,
+without settings or a database."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from app.cli import main
+from app.github.config import ConfigError, parse_repository_config
+from app.github.config_schema import schema_text
+from tests.unit.spec_config import SPEC_EXAMPLE
+
+BROKEN = "tickets:\n  lable: ready\nclaims:\n  max_silence_minutes: 0\n"
+
+
+def validate(*argv: str) -> tuple[int, str, str]:
+    """Run `railyard validate` in-process; exit status, stdout and stderr."""
+    out, err = io.StringIO(), io.StringIO()
+    status = main(["validate", *argv], out=out, err=err)
+    return status, out.getvalue(), err.getvalue()
+
+
+@pytest.fixture(autouse=True)
+def unusable_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Settings that cannot load and a database that cannot open: validate needs neither."""
+    monkeypatch.setenv("PORT", "notaport")
+    monkeypatch.setenv("DATABASE_URL", "notaurl")
+
+
+def test_spec_example_is_valid_with_a_one_line_summary(tmp_path: Path) -> None:
+    """SPEC's example exits 0 and prints one OK line naming the policy it puts in force."""
+    path = tmp_path / "railyard.yml"
+    path.write_text(SPEC_EXAMPLE)
+
+    status, out, err = validate(str(path))
+
+    assert (status, err) == (0, "")
+    assert out.count("\n") == 1 and out.startswith(f"{path}: OK · roles requester 1")
+    assert "runner 2" in out and "claims silent after 240 min" in out and "environments production" in out
+
+
+def test_an_unknown_key_fails_naming_it_with_its_line_and_a_suggestion(tmp_path: Path) -> None:
+    """A broken file exits 1 and prints each of the server's messages, with lines and did-you-mean."""
+    path = tmp_path / "railyard.yml"
+    path.write_text(BROKEN)
+
+    status, out, _ = validate(str(path))
+
+    assert status == 1
+    assert out.splitlines() == [
+        f"{path}: 2 problems",
+        f"{path}: line 2: unknown key: tickets.lable (did you mean label?)",
+        f"{path}: line 4: claims.max_silence_minutes: must be greater than 0, got 0",
+    ]
+
+
+def test_the_messages_are_the_servers_own(tmp_path: Path) -> None:
+    """What validate prints after the path is exactly the ConfigError the server reports."""
+    path = tmp_path / "railyard.yml"
+    path.write_text("roles:\n  runnr: []\nlimits: {commands_per_hour: lots}\n")
+    with pytest.raises(ConfigError) as caught:
+        parse_repository_config(path.read_text())
+
+    _, out, _ = validate(str(path))
+
+    assert [
+        line.removeprefix(f"{path}: ") for line in out.splitlines()[1:]
+    ] == caught.value.message.splitlines()
+
+
+def test_the_default_path_is_the_repositorys_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without PATH it reads .github/railyard.yml under the current directory."""
+    (tmp_path / ".github").mkdir()
+    (tmp_path / ".github" / "railyard.yml").write_text("self_verifcation: never\n")
+    monkeypatch.chdir(tmp_path)
+
+    status, out, _ = validate()
+
+    assert status == 1
+    assert "line 1: unknown key: self_verifcation (did you mean self_verification?)" in out
+
+
+@pytest.mark.parametrize("where", ["missing.yml", "."])
+def test_a_missing_or_unreadable_file_is_a_usage_error(tmp_path: Path, where: str) -> None:
+    """A file that is not there (or a directory) exits 2 with one clear line, no traceback."""
+    status, out, err = validate(str(tmp_path / where))
+
+    assert (status, out) == (2, "")
+    assert err.count("\n") == 1 and err.startswith("railyard: ") and "Traceback" not in err
+
+
+def test_schema_prints_the_shipped_schema() -> None:
+    """`validate --schema` prints railyard.schema.json's text."""
+    status, out, _ = validate("--schema")
+
+    assert status == 0 and out == schema_text() and json.loads(out)["title"].startswith("railyard")
+
+
+def test_the_installed_command_exits_with_the_verdict(tmp_path: Path) -> None:
+    """`python -m app.cli validate` (the console script's entry) exits 1 for a broken file, 0 for SPEC's."""
+    broken, good = tmp_path / "broken.yml", tmp_path / "good.yml"
+    broken.write_text(BROKEN)
+    good.write_text(SPEC_EXAMPLE)
+    env = {"PATH": "/usr/bin:/bin", "PORT": "notaport", "DATABASE_URL": "notaurl"}
+    runs = [
+        subprocess.run(
+            [sys.executable, "-m", "app.cli", "validate", str(p)], capture_output=True, text=True, env=env
+        )
+        for p in (broken, good)
+    ]
+
+    assert [run.returncode for run in runs] == [1, 0]
+    assert "unknown key: tickets.lable" in runs[0].stdout and runs[1].stderr == ""
