@@ -7,9 +7,9 @@ Exit 2 for usage and configuration problems, 1 for everything else.
 from __future__ import annotations
 
 import errno
+from urllib.parse import urlsplit
 
 from pydantic import ValidationError
-from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError
 
 from app.github.client import ConfigurationError
@@ -39,16 +39,24 @@ def _settings(error: ValidationError) -> Stop:
     return Stop("\n".join(lines[:3]) + "\nfix it in the environment or in .env (see .env.example)", USAGE)
 
 
+def _where(url: str) -> str:
+    """Where a database URL points, without its password: the SQLite file, or PostgreSQL's host and port."""
+    if url.startswith("sqlite"):
+        return f"the SQLite file {url.partition(':///')[2] or ':memory:'}"
+    parts = urlsplit(url)
+    try:
+        port = parts.port or 5432
+    except ValueError:
+        port = 5432
+    return f"PostgreSQL at {parts.hostname or 'localhost'}:{port}"
+
+
 def _database(error: DBAPIError, url: str | None) -> Stop:
-    """Which database could not be used (host and port, or the file; never the password), and why."""
-    parsed = make_url(url) if url else None
-    if parsed is not None and parsed.get_backend_name() == "sqlite":
-        where = f"the SQLite file {parsed.database or ':memory:'}"
+    """Which database could not be used, and why."""
+    where = _where(url) if url else "the database"
+    if where.startswith("the SQLite file"):
         advice = "check that its directory exists and is writable, or set DATABASE_URL"
     else:
-        where = (
-            f"PostgreSQL at {parsed.host or 'localhost'}:{parsed.port or 5432}" if parsed else "the database"
-        )
         advice = "check that it runs and accepts these credentials, or set DATABASE_URL"
     return Stop(f"cannot use {where} (DATABASE_URL): {_reason(error)}\n{advice}", FAILURE)
 

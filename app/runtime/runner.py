@@ -99,10 +99,8 @@ def _announce(url: str, settings: Settings, setup: SetupFlow | None) -> None:
     log.info("listening", url=url, version=railyard_version())
     if setup is not None:
         # The link carries the setup flow's one-time token: it is meant for the operator's eyes.
-        log.warning(
-            "to register the GitHub App, open the setup link (it works until the credentials are saved)",
-            link=setup_url(settings, setup),
-        )
+        link = setup_url(settings, setup)
+        log.warning(f"to register the GitHub App, open {link} (it works until the credentials are saved)")
 
 
 def run_worker(settings: Settings, concurrency: int) -> int:
