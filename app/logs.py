@@ -13,8 +13,6 @@ from collections.abc import MutableMapping
 from typing import Any, TextIO
 
 import structlog
-from aiohttp.abc import AbstractAccessLogger
-from aiohttp.web import BaseRequest, StreamResponse
 
 _SECRET_WORDS = ("secret", "token", "private_key", "password", "authorization", "signature")
 ACCESS_LOGGER = "aiohttp.access"
@@ -73,23 +71,3 @@ def configure_logging(level: str = "info", stream: TextIO | None = None) -> None
         logger_factory=structlog.stdlib.LoggerFactory(),
         cache_logger_on_first_use=True,
     )
-
-
-class AccessLog(AbstractAccessLogger):
-    """One line per request on aiohttp's access logger: method, path, status, duration.
-
-    Never the query string (a setup link's token rides in it) nor any header or body.
-    """
-
-    def log(self, request: BaseRequest, response: StreamResponse, time: float) -> None:
-        """Log one answered request."""
-        self.logger.info(
-            "request",
-            extra={
-                "method": request.method,
-                "path": request.path,
-                "status": response.status,
-                "seconds": round(time, 4),
-                "remote": request.remote,
-            },
-        )

@@ -10,11 +10,12 @@ import socket
 
 import structlog
 from aiohttp import web
+from aiohttp.abc import AbstractAccessLogger
 
 from app.bootstrap import wire
 from app.cli.errors import USAGE, Stop
 from app.github.client import GitHubClient
-from app.logs import ACCESS_LOGGER, AccessLog
+from app.logs import ACCESS_LOGGER
 from app.runtime.metrics import Metrics
 from app.runtime.supervisor import close_all, supervise
 from app.settings import Settings, railyard_version
@@ -101,6 +102,26 @@ def _announce(url: str, settings: Settings, setup: SetupFlow | None) -> None:
         # The link carries the setup flow's one-time token: it is meant for the operator's eyes.
         link = setup_url(settings, setup)
         log.warning(f"to register the GitHub App, open {link} (it works until the credentials are saved)")
+
+
+class AccessLog(AbstractAccessLogger):
+    """One line per request on aiohttp's access logger: method, path, status, duration.
+
+    Never the query string (a setup link's token rides in it) nor any header or body.
+    """
+
+    def log(self, request: web.BaseRequest, response: web.StreamResponse, time: float) -> None:
+        """Log one answered request."""
+        self.logger.info(
+            "request",
+            extra={
+                "method": request.method,
+                "path": request.path,
+                "status": response.status,
+                "seconds": round(time, 4),
+                "remote": request.remote,
+            },
+        )
 
 
 def run_worker(settings: Settings, concurrency: int) -> int:
