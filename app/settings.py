@@ -50,7 +50,7 @@ class Settings(BaseSettings):
     public_url: str | None = Field(default=None, alias="PUBLIC_URL")
     database_url: str = Field(default=DEFAULT_DATABASE_URL, alias="DATABASE_URL")
     host: str = Field(default="127.0.0.1", alias="HOST")
-    port: int = Field(default=3000, alias="PORT")
+    port: int = Field(default=3000, alias="PORT", ge=0, le=65535)
     metrics_token: SecretStr | None = Field(default=None, alias="METRICS_TOKEN")
     payload_retention_days: float = Field(default=7.0, alias="PAYLOAD_RETENTION_DAYS", gt=0)
     delivery_retention_days: float = Field(default=30.0, alias="DELIVERY_RETENTION_DAYS", gt=0)

@@ -42,6 +42,8 @@ CONFIGURED = {"APP_ID": "1", "WEBHOOK_SECRET": "s"}
 CASES = [
     pytest.param(["status", "acme/web#1"], {"DATABASE_URL": "notaurl"}, "DATABASE_URL", 2, id="database-url"),
     pytest.param(["status", "acme/web#1"], {"PORT": "notaport"}, "PORT", 2, id="port"),
+    pytest.param(["serve"], {"PORT": "99999"}, "PORT", 2, id="port-range"),
+    pytest.param(["serve"], {"HOST": "nohost.invalid"}, "HOST", 2, id="host"),
     pytest.param(["serve"], {"LOG_LEVEL": "loud"}, "LOG_LEVEL", 2, id="log-level"),
     pytest.param(["serve"], {**CONFIGURED, "PRIVATE_KEY": "not-a-key"}, "PRIVATE_KEY", 2, id="private-key"),
     pytest.param(
