@@ -5,12 +5,25 @@ Names follow Probot's where they exist. Secrets are `SecretStr`, so they never p
 
 from __future__ import annotations
 
+from importlib import metadata
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 DEFAULT_DATABASE_URL = "sqlite:///railyard.db"
+LogLevel = Literal["debug", "info", "warning", "error"]
+# What a source checkout that was never installed calls itself (PEP 440's local-version form).
+UNKNOWN_VERSION = "0+unknown"
+
+
+def railyard_version() -> str:
+    """The installed package's version (from its metadata), or `0+unknown` when not installed."""
+    try:
+        return metadata.version("railyard")
+    except metadata.PackageNotFoundError:
+        return UNKNOWN_VERSION
 
 
 def normalize_database_url(url: str) -> str:
@@ -37,18 +50,30 @@ class Settings(BaseSettings):
     public_url: str | None = Field(default=None, alias="PUBLIC_URL")
     database_url: str = Field(default=DEFAULT_DATABASE_URL, alias="DATABASE_URL")
     host: str = Field(default="127.0.0.1", alias="HOST")
-    port: int = Field(default=3000, alias="PORT")
+    port: int = Field(default=3000, alias="PORT", ge=0, le=65535)
     metrics_token: SecretStr | None = Field(default=None, alias="METRICS_TOKEN")
     payload_retention_days: float = Field(default=7.0, alias="PAYLOAD_RETENTION_DAYS", gt=0)
     delivery_retention_days: float = Field(default=30.0, alias="DELIVERY_RETENTION_DAYS", gt=0)
     held_retention_days: float = Field(default=14.0, alias="HELD_RETENTION_DAYS", gt=0)
     recovery_interval_seconds: float = Field(default=600.0, alias="RECOVERY_INTERVAL_SECONDS", gt=0)
     watchdog_interval_seconds: float = Field(default=60.0, alias="WATCHDOG_INTERVAL_SECONDS", gt=0)
+    log_level: LogLevel = Field(default="info", alias="LOG_LEVEL")
+    access_log: bool = Field(default=False, alias="ACCESS_LOG")
 
     @field_validator("database_url")
     @classmethod
     def _driver(cls, url: str) -> str:
-        return normalize_database_url(url)
+        url = normalize_database_url(url)
+        scheme, separator, _ = url.partition("://")
+        if not separator or scheme.split("+")[0] not in ("sqlite", "postgresql"):
+            # Never echo the URL: it may hold a password.
+            raise ValueError("expected sqlite:///PATH or postgresql://USER:PASSWORD@HOST:PORT/DATABASE")
+        return url
+
+    @field_validator("log_level", mode="before")
+    @classmethod
+    def _lowercase(cls, level: object) -> object:
+        return level.strip().lower() if isinstance(level, str) else level
 
     @property
     def configured(self) -> bool:

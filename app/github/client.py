@@ -28,13 +28,15 @@ from githubkit.cache import MemCacheStrategy
 from githubkit.exception import GitHubException, RequestFailed
 
 from app.runtime.metrics import Metrics
-from app.settings import Settings
+from app.settings import Settings, railyard_version
 from app.store.limits import Limits, MemoryLimits
 from handlers.errors import TransientError
 
 log = structlog.get_logger(__name__)
 API_VERSION = "2022-11-28"
 SECONDARY_LIMIT_FALLBACK_SECONDS = 60.0
+# GitHub asks every client to name itself; the version tells its logs which release called.
+USER_AGENT = f"railyard/{railyard_version()}"
 
 
 @dataclass(frozen=True)
@@ -235,6 +237,7 @@ class GitHubClient:
             auto_retry=False,
             http_cache=False,
             cache_strategy=MemCacheStrategy(),
+            user_agent=USER_AGENT,
         )
         self._base_url = base_url
         self._metrics = metrics
@@ -253,7 +256,11 @@ class GitHubClient:
             base_url=self._base_url,
             timeout=self._timeout,
             transport=self._transport,
-            headers={"Accept": "application/vnd.github+json", "X-GitHub-Api-Version": API_VERSION},
+            headers={
+                "Accept": "application/vnd.github+json",
+                "X-GitHub-Api-Version": API_VERSION,
+                "User-Agent": USER_AGENT,
+            },
         )
 
     async def close(self) -> None:

@@ -3,20 +3,24 @@
 from __future__ import annotations
 
 import asyncio
+import errno
+import logging
 import signal
-import sys
+import socket
 
 import structlog
 from aiohttp import web
+from aiohttp.abc import AbstractAccessLogger
 
 from app.bootstrap import wire
-from app.github.client import ConfigurationError, GitHubClient
+from app.cli.errors import USAGE, Stop
+from app.github.client import GitHubClient
+from app.logs import ACCESS_LOGGER
 from app.runtime.metrics import Metrics
 from app.runtime.supervisor import close_all, supervise
-from app.settings import Settings
+from app.settings import Settings, railyard_version
 from app.store.database import Database
 from app.store.limits import SharedLimits
-from app.web.manifest import ManifestError
 from app.web.server import create_app
 from app.web.setup import SetupFlow, setup_url, start_setup
 from handlers import ROUTER
@@ -33,41 +37,90 @@ def _event_loop_policy() -> None:
 
 
 def run_server(settings: Settings) -> int:
-    """Serve until SIGINT or SIGTERM."""
+    """Serve until SIGINT or SIGTERM; a bad setting or a taken port stops it before anything starts.
+
+    The socket is bound first, so a port in use is said before the database is touched or
+    "railyard started" is logged.
+    """
     _event_loop_policy()
     if not settings.configured:
-        print(
-            "railyard: no app credentials (APP_ID, PRIVATE_KEY or PRIVATE_KEY_PATH, WEBHOOK_SECRET): "
-            "starting in setup mode; POST /webhooks answers 503.",
-            file=sys.stderr,
+        log.warning(
+            "no app credentials (APP_ID, PRIVATE_KEY or PRIVATE_KEY_PATH, WEBHOOK_SECRET): "
+            "starting in setup mode; POST /webhooks answers 503"
         )
-    url = f"http://{settings.host}:{settings.port}"
-    try:
-        setup = None if settings.configured else start_setup(settings)
-        app = create_app(settings, setup=setup)
-    except (ConfigurationError, ManifestError) as error:
-        print(f"railyard: {error}", file=sys.stderr)
-        return 2
+    setup = None if settings.configured else start_setup(settings)
+    app = create_app(settings, setup=setup)
+    listening = listen(settings.host, settings.port)
+    url = f"http://{settings.host}:{listening.getsockname()[1]}"
     web.run_app(
         app,
-        host=settings.host,
-        port=settings.port,
+        sock=listening,
         print=lambda _: _announce(url, settings, setup),
-        access_log=None,
+        access_log=logging.getLogger(ACCESS_LOGGER) if settings.access_log else None,
+        access_log_class=AccessLog,
         shutdown_timeout=10,
     )
     return 0
 
 
+def listen(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on HOST:PORT, or a `Stop` that says what is in the way."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+    except socket.gaierror as error:
+        raise Stop(
+            f"HOST {host!r} is not an address of this machine ({error.strerror}): set HOST", USAGE
+        ) from None
+    listening = socket.socket(family, kind, proto)
+    listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        listening.bind(address)
+        listening.listen(128)
+    except OSError as error:
+        listening.close()
+        raise _bind_problem(host, port, error) from None
+    listening.setblocking(False)
+    return listening
+
+
+def _bind_problem(host: str, port: int, error: OSError) -> Stop:
+    if error.errno == errno.EADDRINUSE:
+        return Stop(f"port {port} on {host} is already in use: stop the process using it or set PORT")
+    if error.errno in (errno.EACCES, errno.EPERM):
+        return Stop(f"not allowed to listen on port {port} (ports below 1024 need privileges): set PORT")
+    if error.errno == errno.EADDRNOTAVAIL:
+        return Stop(f"HOST {host!r} is not an address of this machine: set HOST", USAGE)
+    return Stop(f"cannot listen on {host}:{port}: {error.strerror}: check HOST and PORT")
+
+
 def _announce(url: str, settings: Settings, setup: SetupFlow | None) -> None:
     """Say where the server listens and, in setup mode, print the one-time setup link."""
-    print(f"railyard: listening on {url}", file=sys.stderr, flush=True)
+    log.info("listening", url=url, version=railyard_version())
     if setup is not None:
-        print(
-            f"railyard: to register the GitHub App, open {setup_url(settings, setup)} "
-            "(this link works until the app's credentials are saved)",
-            file=sys.stderr,
-            flush=True,
+        # The link carries the setup flow's one-time token: it is meant for the operator's eyes.
+        link = setup_url(settings, setup)
+        log.warning(f"to register the GitHub App, open {link} (it works until the credentials are saved)")
+
+
+class AccessLog(AbstractAccessLogger):
+    """One line per request on aiohttp's access logger: method, path, status, duration.
+
+    Never the query string (a setup link's token rides in it) nor any header or body.
+    """
+
+    def log(self, request: web.BaseRequest, response: web.StreamResponse, time: float) -> None:
+        """Log one answered request."""
+        self.logger.info(
+            "request",
+            extra={
+                "method": request.method,
+                "path": request.path,
+                "status": response.status,
+                "seconds": round(time, 4),
+                "remote": request.remote,
+            },
         )
 
 
@@ -79,14 +132,10 @@ def run_worker(settings: Settings, concurrency: int) -> int:
     _event_loop_policy()
     database = Database(settings.database_url)
     if database.is_sqlite:
-        print("railyard: extra workers are meant for PostgreSQL; `serve` already runs one.", file=sys.stderr)
-    try:
-        # Rate-limit pauses and write slots are shared with every other process on the database.
-        limits = SharedLimits(database)
-        github = GitHubClient(settings, Metrics(), limits=limits) if settings.configured else None
-    except ConfigurationError as error:
-        print(f"railyard: {error}", file=sys.stderr)
-        return 2
+        log.warning("extra workers are meant for PostgreSQL; `serve` already runs one")
+    # Rate-limit pauses and write slots are shared with every other process on the database.
+    limits = SharedLimits(database)
+    github = GitHubClient(settings, Metrics(), limits=limits) if settings.configured else None
     return asyncio.run(_work(settings, database, concurrency, github))
 
 

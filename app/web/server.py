@@ -35,7 +35,7 @@ from app.runtime.outbox import Outbox
 from app.runtime.supervisor import Supervisor, close_all, supervise
 from app.runtime.watchdog import Watchdog
 from app.runtime.worker import Worker
-from app.settings import Settings
+from app.settings import Settings, railyard_version
 from app.store.database import Database
 from app.store.effects import effect_counts, release_effect_leases
 from app.store.intake import (
@@ -194,7 +194,10 @@ async def health(request: web.Request) -> web.Response:
     housekeeping) has ended or not completed an iteration for longer than its limit.
     """
     app = request.app
-    report: dict[str, Any] = {"mode": "running" if app[SETTINGS].configured else "setup"}
+    report: dict[str, Any] = {
+        "mode": "running" if app[SETTINGS].configured else "setup",
+        "version": railyard_version(),
+    }
     try:
         await asyncio.to_thread(_ping, app[DATABASE])
         report["database"] = "ok"

@@ -27,7 +27,7 @@ import structlog
 from aiohttp import web
 from cryptography.hazmat.primitives import serialization
 
-from app.github.client import API_VERSION, ENDPOINTS
+from app.github.client import API_VERSION, ENDPOINTS, USER_AGENT
 from app.settings import Settings
 from app.web.answers import guarded
 from app.web.envfile import update_env_file
@@ -153,7 +153,11 @@ async def exchange_code(api_url: str, code: str, timeout: float = 15.0) -> dict[
     if not _CODE.match(code):
         raise SetupError(400, "GitHub's redirect carried no usable code. Start again from the setup link.")
     path = ENDPOINTS["create_app_from_manifest"].path.format(code=quote(code, safe=""))
-    headers = {"Accept": "application/vnd.github+json", "X-GitHub-Api-Version": API_VERSION}
+    headers = {
+        "Accept": "application/vnd.github+json",
+        "X-GitHub-Api-Version": API_VERSION,
+        "User-Agent": USER_AGENT,
+    }
     try:
         async with httpx.AsyncClient(timeout=timeout) as client:
             response = await client.post(api_url.rstrip("/") + path, headers=headers)
