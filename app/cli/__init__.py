@@ -7,7 +7,7 @@ import sys
 from collections.abc import Sequence
 from typing import TextIO
 
-from app.cli import check, queue, tickets
+from app.cli import check, effects, queue, tickets
 from app.cli.common import Handler, cmd_migrate
 from app.logs import configure_logging
 from app.settings import Settings
@@ -24,6 +24,7 @@ def build_parser() -> argparse.ArgumentParser:
     tickets.register(commands)
     queue.register(commands)
     check.register(commands)
+    effects.register(commands)
     commands.add_parser("serve", help="run the web server, worker and outbox").set_defaults(handler=None)
     worker = commands.add_parser("worker", help="run an extra worker process (PostgreSQL)")
     worker.add_argument("--concurrency", type=int, default=4)
