@@ -53,4 +53,3 @@ def main(
         return handler(args, database, out, err)
     finally:
         database.close()
-

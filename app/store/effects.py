@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -48,6 +49,11 @@ def assign(installation_id: int, repository: str, number: int, logins: Sequence[
     """Add assignees to an issue."""
     payload = {"number": number, "assignees": list(logins)}
     return Effect("assign", installation_id, repository, f"assign:{key}", payload)
+
+
+def rerun(effect: Effect) -> Effect:
+    """The surface write marked to be written even when GitHub already shows the same (Re-run)."""
+    return dataclasses.replace(effect, payload={**effect.payload, "rerun": True})
 
 
 def marker(dedupe_key: str) -> str:
