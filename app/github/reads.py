@@ -10,12 +10,22 @@ import base64
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any
 
-from app.github.client import GitHubClient, GitHubError
+from app.github.client import GitHubClient, GitHubError, NotFound
 from app.github.config import CONFIG_PATH, ConfigLoader, LoadedConfig, RepoFile
 from app.github.roles import RoleResolver
 from handlers.errors import Missing
 from handlers.ports import Json, RoleEntry, Rules
 from policies.states import Role
+
+CLOSING_ISSUES = """
+query($owner: String!, $name: String!, $number: Int!) {
+  repository(owner: $owner, name: $name) {
+    pullRequest(number: $number) {
+      closingIssuesReferences(first: 50) { nodes { number repository { nameWithOwner } } }
+    }
+  }
+}
+"""
 
 
 class GitHubReadsAdapter:
@@ -54,6 +64,26 @@ class GitHubReadsAdapter:
         """The app's installation on the repository."""
         found = await self._get("get_repository_installation", None, (404,), repository=repository)
         return int(found["id"])
+
+    async def closing_issues(self, installation_id: int, repository: str, number: int) -> set[int]:
+        """The issues of `repository` the PR closes (body keywords and Development sidebar alike)."""
+        owner, _, name = repository.partition("/")
+        variables = {"owner": owner, "name": name, "number": number}
+        try:
+            data = await self._github.graphql(installation_id, CLOSING_ISSUES, variables)
+        except NotFound as error:
+            raise Missing(f"pull request {repository}#{number}") from error
+        nodes = (
+            ((data.get("repository") or {}).get("pullRequest") or {}).get("closingIssuesReferences") or {}
+        ).get("nodes") or []
+        wanted = repository.casefold()
+        return {
+            int(node["number"])
+            for node in nodes
+            if isinstance(node, dict)
+            and isinstance(node.get("number"), int)
+            and str((node.get("repository") or {}).get("nameWithOwner", "")).casefold() == wanted
+        }
 
     async def deployments(
         self, installation_id: int, repository: str, environment: str, limit: int
