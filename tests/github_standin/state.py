@@ -74,6 +74,8 @@ class PullRequest:
     title: str = "A pull request"
     # The head branch's repository: "" is the PR's own, "owner/name" a fork, None a deleted fork.
     head_repo: str | None = ""
+    # Issues linked from their Development sidebar: a number in this repository, or "owner/name#N".
+    closing_issues: list[int | str] = field(default_factory=list)
 
 
 @dataclass
