@@ -44,7 +44,7 @@ async def test_a_sidebar_link_to_another_repository_links_nothing_here(world: Wo
 
 
 async def test_a_graphql_outage_retries_the_delivery_and_then_links_body_and_sidebar(world: World) -> None:
-    """GraphQL answers 502 twice: the delivery is retried, and then both the body's and the sidebar's links count."""
+    """GraphQL answers 502 twice: the delivery is retried, then the body's and the sidebar's links count."""
     await world.say("rachel", "/publish")
     world.github.add_issue(REPO, 14, body="Retry uploads")
     await world.say("rachel", "/publish", number=14)
