@@ -44,7 +44,11 @@ async def on_pull_request(event: WebhookEvent, services: Services) -> None:
     body = dig_str(event.payload, "pull_request", "body")
     # Read before the unit: a GraphQL failure that is transient retries the whole delivery,
     # so neither the body's links nor the sidebar's are lost, and nothing is half-recorded.
-    sidebar = await sidebar_links(services, event.installation_id, repository, pull.number, event.action)
+    sidebar = (
+        await sidebar_links(services, event.installation_id, repository, pull.number)
+        if event.action in _READS_SIDEBAR
+        else None
+    )
     async with services.store.unit() as uow:
         # First the PR as seen now, committed before the held checks are read: a check completing
         # at the same time either finds this PR or is found by it.
@@ -82,16 +86,12 @@ async def on_pull_request(event: WebhookEvent, services: Services) -> None:
     await recheck_merged(services, repository, rules, merged, source)
 
 
-async def sidebar_links(
-    services: Services, installation_id: int, repository: str, number: int, action: str | None
-) -> set[int] | None:
-    """The issues GitHub says the PR closes (its Development sidebar's), None if the action reads none.
+async def sidebar_links(services: Services, installation_id: int, repository: str, number: int) -> set[int]:
+    """The issues GitHub says the PR closes (its Development sidebar's links among them).
 
     A PR GitHub does not know (deleted since) links none; a transient failure propagates, and
     the worker retries the delivery.
     """
-    if action not in _READS_SIDEBAR:
-        return None
     try:
         return await services.github.closing_issues(installation_id, repository, number)
     except Missing:

@@ -5,10 +5,11 @@ from __future__ import annotations
 import pytest
 
 from handlers.errors import Missing, TransientError
+from handlers.resync import resync
 from policies.states import IntegrationState
 from tests.fakes.github import pull_answer
-from tests.fakes.webhooks import REPOSITORY, pull_request
-from tests.unit.handlers.steps import published, ticket, world
+from tests.fakes.webhooks import INSTALLATION, REPOSITORY, pull_request
+from tests.unit.handlers.steps import KEY, published, ticket, world
 
 MERGE = "e" * 40
 
@@ -76,3 +77,20 @@ async def test_a_pull_request_graphql_does_not_know_links_by_its_body_only() -> 
         "pull_request", pull_request("opened", pull_answer(REPOSITORY, 40, body="Fixes #12"))
     )
     assert ticket(ports).rails.pull_requests[40].linked
+
+
+async def test_resync_keeps_a_sidebar_link() -> None:
+    """`railyard resync` reads the sidebar too: a PR linked only there stays linked and merges the ticket."""
+    ports = world()
+    ports.github.installations[REPOSITORY] = INSTALLATION
+    await published(ports)
+    ports.github.link_from_sidebar(REPOSITORY, 40, 12)
+    await ports.dispatch("pull_request", pull_request("opened", pull_answer(REPOSITORY, 40, body="Retries.")))
+    merged = pull_answer(
+        REPOSITORY, 40, body="Retries.", state="closed", merged_at="2026-11-30T10:30:00Z",
+        merge_commit=MERGE, updated_at="2026-11-30T10:30:00Z",
+    )  # fmt: skip
+    ports.github.add_pull(REPOSITORY, merged)
+    await resync(ports.services, KEY)
+    rails = ticket(ports).rails
+    assert rails.pull_requests[40].linked and rails.integration is IntegrationState.MERGED
