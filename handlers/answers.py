@@ -33,6 +33,8 @@ class CheckRun:
     pull: int
     head_sha: str
     merge_group: bool = False
+    rerun: bool = False
+    """Someone pressed Re-run: write the check even if GitHub already shows exactly this."""
 
 
 # -- acknowledgements -------------------------------------------------------------------

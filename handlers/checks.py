@@ -3,11 +3,13 @@ head that commit is."""
 
 from __future__ import annotations
 
+from handlers.answers import CheckRun
 from handlers.observe import record
 from handlers.payloads import dig, dig_int, dig_str, time_or
 from handlers.ports import Services
 from handlers.pull_requests import source_of
 from handlers.routing import Router, WebhookEvent
+from policies.checks import CHECK_NAME
 from policies.rails import CheckObserved
 
 router = Router()
@@ -53,4 +55,40 @@ async def on_check(event: WebhookEvent, services: Services) -> None:
         await record(
             uow, services, repository, rules, [(n, observation) for n in sorted(tickets)], source_of(event)
         )
+        await uow.commit()
+
+
+def _own(event: WebhookEvent, app_id: int) -> bool:
+    """Whether a rerequested check run or suite is this app's `railyard` check (its app's id compared)."""
+    item = dig(event.payload, event.event)
+    owner = dig_int(item, "app", "id")
+    if event.event == "check_run" and dig_str(item, "name") != CHECK_NAME:
+        return False
+    # GitHub sends `rerequested` only to the app that owns the check; the id, when given, must be ours.
+    return owner is None or owner == app_id
+
+
+def _rerequested_pulls(event: WebhookEvent) -> set[int]:
+    """The PR numbers a rerequested check run or suite names (empty for PRs from forks)."""
+    pulls = dig(event.payload, event.event, "pull_requests")
+    found = {dig_int(pull, "number") for pull in pulls} if isinstance(pulls, list) else set()
+    return {number for number in found if number is not None}
+
+
+@router.register("check_run", "rerequested")
+@router.register("check_suite", "rerequested")
+async def on_rerequested(event: WebhookEvent, services: Services) -> None:
+    """Re-run: write the `railyard` check again on that commit for each open PR whose head it is."""
+    repository = dig_str(event.payload, "repository", "full_name")
+    head_sha = dig_str(event.payload, event.event, "head_sha")
+    if repository is None or head_sha is None or event.installation_id is None:
+        return
+    if not _own(event, services.app_id):
+        return
+    async with services.store.unit() as uow:
+        # The payload lists PRs of this repository only; the stored PRs with that head add forks'.
+        stored = await uow.pulls_where(repository, head_sha=head_sha)
+        pulls = _rerequested_pulls(event) | {pull.number for pull, _ in stored if pull.open}
+        for number in sorted(pulls):
+            await uow.send(CheckRun(event.installation_id, repository, number, head_sha, rerun=True))
         await uow.commit()

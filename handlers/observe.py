@@ -132,14 +132,17 @@ async def pull_links(
     rules: Rules,
     *,
     body_as_of_merge: bool,
+    sidebar: set[int] | None = None,
 ) -> tuple[set[int], set[int]]:
     """(the tickets the PR links now, the tickets it linked when it merged; empty unless merged).
 
     The body counts for the merge only when it is the body of the merge (`body_as_of_merge`:
     the `closed` event, or an answer not updated since `merged_at`); a branch counts only
-    when its head is in this repository and it was reported by `merged_at`.
+    when its head is in this repository and it was reported by `merged_at`. `sidebar`: the
+    issues GitHub says the PR closes (the Development sidebar's links), which count exactly
+    like `Fixes #N` in the body.
     """
-    by_body = set(linked_issues(body, repository))
+    by_body = set(linked_issues(body, repository)) | (sidebar or set())
     linked, at_merge = set(by_body), by_body if pull.merged and body_as_of_merge else set()
     if pull.head_ref and pull.head_in_repository:
         ref, head = pull.head_ref, pull.head_repository

@@ -259,6 +259,9 @@ class GitHubReads(Protocol):
     async def installation_of(self, repository: str) -> int:
         """The id of the app's installation on the repository."""
 
+    async def closing_issues(self, installation_id: int, repository: str, number: int) -> set[int]:
+        """Issues of `repository` the PR will close, the Development sidebar's links included (GraphQL)."""
+
     async def deployments(
         self, installation_id: int, repository: str, environment: str, limit: int
     ) -> list[Json]:

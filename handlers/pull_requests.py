@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from handlers.answers import CheckRun
+from handlers.errors import Missing
 from handlers.observe import (
     Source,
     Told,
@@ -19,6 +20,9 @@ from handlers.routing import Router, WebhookEvent
 
 router = Router()
 _NEW_HEAD = ("opened", "reopened", "synchronize", "ready_for_review")
+_READS_SIDEBAR = ("opened", "edited", "synchronize", "reopened", "closed")
+"""Actions after which the Development sidebar's links are read (the merge included: GitHub
+closes them then); between two reads the PR's links stand as last stored."""
 
 
 def source_of(event: WebhookEvent) -> Source:
@@ -38,13 +42,28 @@ async def on_pull_request(event: WebhookEvent, services: Services) -> None:
     if pull is None:
         return
     body = dig_str(event.payload, "pull_request", "body")
+    # Read before the unit: a GraphQL failure that is transient retries the whole delivery,
+    # so neither the body's links nor the sidebar's are lost, and nothing is half-recorded.
+    sidebar = (
+        await sidebar_links(services, event.installation_id, repository, pull.number)
+        if event.action in _READS_SIDEBAR
+        else None
+    )
     async with services.store.unit() as uow:
         # First the PR as seen now, committed before the held checks are read: a check completing
         # at the same time either finds this PR or is found by it.
-        linked, at_merge = await pull_links(
-            uow, repository, pull, body, rules, body_as_of_merge=as_of_merge(pull, event.action)
-        )
         stored = await uow.stored_pull(repository, pull.number)
+        if sidebar is None:  # not read for this action: the links stand as last stored
+            sidebar = set(stored[1]) if stored else set()
+        linked, at_merge = await pull_links(
+            uow,
+            repository,
+            pull,
+            body,
+            rules,
+            body_as_of_merge=as_of_merge(pull, event.action),
+            sidebar=sidebar,
+        )
         before = await uow.remember(pull, linked)
         if pull.open and pull.head_sha:
             # Every open PR gets the check on its head, linked or not (`checks.unlinked`).
@@ -65,6 +84,18 @@ async def on_pull_request(event: WebhookEvent, services: Services) -> None:
         await uow.commit()
     # SPEC: when a ticket becomes merged, each environment's latest deployment is checked again.
     await recheck_merged(services, repository, rules, merged, source)
+
+
+async def sidebar_links(services: Services, installation_id: int, repository: str, number: int) -> set[int]:
+    """The issues GitHub says the PR closes (its Development sidebar's links among them).
+
+    A PR GitHub does not know (deleted since) links none; a transient failure propagates, and
+    the worker retries the delivery.
+    """
+    try:
+        return await services.github.closing_issues(installation_id, repository, number)
+    except Missing:
+        return set()
 
 
 def pull_observations(

@@ -14,6 +14,7 @@ from handlers.errors import Missing
 from handlers.observe import Source, Told, as_of_merge, branch_head, pull_links, pull_request_from, record
 from handlers.payloads import dig_int, dig_str
 from handlers.ports import Rules, Services
+from handlers.pull_requests import sidebar_links
 from policies.model import Ticket, TicketKey
 from policies.rails import BranchObserved, DeploymentObserved
 
@@ -40,10 +41,12 @@ async def resync(services: Services, key: TicketKey) -> list[str]:
         pull = pull_request_from(answer, key.repository, now)
         if pull is None:
             continue
+        sidebar = await sidebar_links(services, installation, key.repository, number)
         async with services.store.unit() as uow:
             linked, at_merge = await pull_links(
-                uow, key.repository, pull, dig_str(answer, "body"), rules, body_as_of_merge=as_of_merge(pull)
-            )
+                uow, key.repository, pull, dig_str(answer, "body"), rules, body_as_of_merge=as_of_merge(pull),
+                sidebar=sidebar,
+            )  # fmt: skip
             await uow.remember(pull, linked)
             await uow.commit()
         told.append((key.number, pull.observed(key.number in linked, linked_at_merge=key.number in at_merge)))

@@ -96,6 +96,9 @@ ENDPOINTS: dict[str, Endpoint] = {
     "create_app_from_manifest": Endpoint("POST", "/app-manifests/{code}/conversions", None),
 }
 
+# GraphQL, for what REST does not answer (a PR's Development-sidebar issues); read-only queries.
+ENDPOINTS["graphql"] = Endpoint("POST", "/graphql", ("pull_requests", "read"))
+
 
 class GitHubError(Exception):
     """GitHub answered with an error that retrying will not fix."""
@@ -298,6 +301,30 @@ class GitHubClient:
         if response.status_code == 301 and endpoint.method == "GET" and location.startswith(self._base_url):
             response = await self._send(endpoint, name, location, installation_id, params, None)
         return await self._decode(name, installation_id, response)
+
+    async def graphql(self, installation_id: int, query: str, variables: Mapping[str, Any]) -> Any:
+        """A GraphQL query's `data`, through `call` (token, metrics, rate limits).
+
+        GitHub answers 200 with `errors` for what it cannot resolve: NOT_FOUND becomes
+        `NotFound`, RATE_LIMITED a pause of the installation, any other a `GitHubError`.
+        """
+        answer = await self.call(
+            "graphql", installation_id, json={"query": query, "variables": dict(variables)}
+        )
+        errors = answer.get("errors") if isinstance(answer, dict) else None
+        if errors:
+            kinds = {str(e.get("type")) for e in errors if isinstance(e, dict)}
+            message = "; ".join(str(e.get("message", ""))[:200] for e in errors if isinstance(e, dict))
+            if "RATE_LIMITED" in kinds:
+                until = self._clock() + SECONDARY_LIMIT_FALLBACK_SECONDS
+                await self.limits.pause(installation_id, until)
+                raise RateLimited(f"graphql: rate-limited until {until:.0f}", retry_at=until)
+            raise (
+                NotFound(404, message) if kinds == {"NOT_FOUND"} else GitHubError(200, f"graphql: {message}")
+            )
+        if not isinstance(answer, dict) or not isinstance(answer.get("data"), dict):
+            raise GitHubUnavailable("graphql: an answer without data", ambiguous=False)
+        return answer["data"]
 
     async def _prepare(
         self, name: str, installation_id: int | None, path: Mapping[str, Any]

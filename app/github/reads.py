@@ -10,12 +10,40 @@ import base64
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any
 
-from app.github.client import GitHubClient, GitHubError
+import structlog
+
+from app.github.client import GitHubClient, GitHubError, NotFound
 from app.github.config import CONFIG_PATH, ConfigLoader, LoadedConfig, RepoFile
 from app.github.roles import RoleResolver
 from handlers.errors import Missing
 from handlers.ports import Json, RoleEntry, Rules
 from policies.states import Role
+
+log = structlog.get_logger(__name__)
+
+CLOSING_ISSUES = """
+query($owner: String!, $name: String!, $number: Int!) {
+  repository(owner: $owner, name: $name) {
+    pullRequest(number: $number) {
+      closingIssuesReferences(first: 50) { nodes { number repository { nameWithOwner } } }
+    }
+  }
+}
+"""
+
+
+def _same_repository_numbers(data: Json, repository: str) -> set[int]:
+    """The numbers of the closing issue references that are in `repository` itself."""
+    pull = (data.get("repository") or {}).get("pullRequest") or {}
+    nodes = (pull.get("closingIssuesReferences") or {}).get("nodes") or []
+    wanted = repository.casefold()
+    return {
+        node["number"]
+        for node in nodes
+        if isinstance(node, dict)
+        and isinstance(node.get("number"), int)
+        and str((node.get("repository") or {}).get("nameWithOwner", "")).casefold() == wanted
+    }
 
 
 class GitHubReadsAdapter:
@@ -54,6 +82,21 @@ class GitHubReadsAdapter:
         """The app's installation on the repository."""
         found = await self._get("get_repository_installation", None, (404,), repository=repository)
         return int(found["id"])
+
+    async def closing_issues(self, installation_id: int, repository: str, number: int) -> set[int]:
+        """The issues of `repository` the PR closes (body keywords and Development sidebar alike)."""
+        owner, _, name = repository.partition("/")
+        variables = {"owner": owner, "name": name, "number": number}
+        try:
+            data = await self._github.graphql(installation_id, CLOSING_ISSUES, variables)
+        except NotFound as error:
+            raise Missing(f"pull request {repository}#{number}") from error
+        except GitHubError as error:
+            # An answer that will not change on retry (a permission GitHub refuses, say): the
+            # sidebar's links are unknown, and the body's must not be lost for them.
+            log.warning("could not read a pull request's closing issues", error=str(error), number=number)
+            return set()
+        return _same_repository_numbers(data, repository)
 
     async def deployments(
         self, installation_id: int, repository: str, environment: str, limit: int

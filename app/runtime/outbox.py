@@ -194,8 +194,11 @@ class Outbox:
             if payload is None:
                 return previous or None  # nothing to write any more
             digest = _digest(payload)
-            if previous.get("digest") == digest and (
-                previous.get("comment_id") or previous.get("check_run_id")
+            again = bool((row["payload"] or {}).get("rerun"))  # Re-run pressed: write all the same
+            if (
+                previous.get("digest") == digest
+                and not again
+                and (previous.get("comment_id") or previous.get("check_run_id"))
             ):
                 return previous  # GitHub already shows exactly this: no write
             previous["digest"] = digest

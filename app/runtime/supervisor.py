@@ -37,12 +37,13 @@ def full_jitter(attempt: int, base: float, cap: float, rng: random.Random | None
 class RetryPolicy:
     """Exponential backoff with full jitter, then a visible failure.
 
-    Thirty tries with delays capped at five minutes keep a delivery or an effect alive for
-    about an hour (never less than several minutes), so an outage of GitHub or of the
+    Thirty-two tries, each delay drawn from zero to a ceiling that doubles from 2 s up to five
+    minutes, keep a delivery or an effect alive for 62 minutes on average (the expected delays
+    sum to 3,705 s; in practice never less than half an hour), so an outage of GitHub or of the
     database shorter than that loses nothing.
     """
 
-    max_attempts: int = 30
+    max_attempts: int = 32
     base_seconds: float = 2.0
     cap_seconds: float = 300.0
 

@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -48,6 +49,11 @@ def assign(installation_id: int, repository: str, number: int, logins: Sequence[
     """Add assignees to an issue."""
     payload = {"number": number, "assignees": list(logins)}
     return Effect("assign", installation_id, repository, f"assign:{key}", payload)
+
+
+def rerun(effect: Effect) -> Effect:
+    """The surface write marked to be written even when GitHub already shows the same (Re-run)."""
+    return dataclasses.replace(effect, payload={**effect.payload, "rerun": True})
 
 
 def marker(dedupe_key: str) -> str:
@@ -205,3 +211,44 @@ class EffectLeases:
                 .where(effects_table.c.id == row["id"], effects_table.c.lease_owner == self.owner)
                 .values(lease_until=None, updated_at=now, **values)
             )
+
+
+LISTED = ("id", "kind", "repository", "status", "attempts", "next_attempt_at", "last_error", "created_at")
+RETRYABLE = (FAILED, CANCELLED)
+
+
+def list_effects(database: Database, status: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
+    """Stored effects, newest first, optionally of one status (what `railyard effects` shows)."""
+    columns = [effects_table.c[name] for name in LISTED]
+    statement = select(*columns).order_by(effects_table.c.id.desc()).limit(limit)
+    if status is not None:
+        statement = statement.where(effects_table.c.status == status)
+    with database.read() as connection:
+        return [dict(row) for row in connection.execute(statement).mappings()]
+
+
+def retry_effects(database: Database, ids: Sequence[int], now: float) -> dict[int, str | None]:
+    """Put failed or cancelled effects back to pending, due now, attempts reset.
+
+    Answers each id's status before the call (None: no such effect); only the ones that were
+    failed or cancelled changed. An ambiguous effect stays ambiguous, so its next attempt
+    still looks for what an earlier attempt created before it writes.
+    """
+    with database.write() as connection:
+        rows = connection.execute(
+            select(effects_table.c.id, effects_table.c.status).where(effects_table.c.id.in_(list(ids)))
+        )
+        found: dict[int, str | None] = {int(row.id): row.status for row in rows}
+        connection.execute(
+            update(effects_table)
+            .where(effects_table.c.id.in_(list(ids)), effects_table.c.status.in_(RETRYABLE))
+            .values(
+                status=PENDING,
+                attempts=0,
+                next_attempt_at=now,
+                lease_until=None,
+                lease_owner=None,
+                updated_at=now,
+            )
+        )
+    return {effect_id: found.get(effect_id) for effect_id in ids}

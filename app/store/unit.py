@@ -24,10 +24,10 @@ from sqlalchemy import Connection
 
 from app.store import held, installations, pulls, signs, tickets
 from app.store.database import Database
-from app.store.effects import Effect, enqueue
+from app.store.effects import Effect, enqueue, rerun
 from app.store.replies import Reply, enqueue_reply
 from app.store.tickets import SurfacesFor
-from handlers.answers import Answer
+from handlers.answers import Answer, CheckRun
 from handlers.ports import (
     Change,
     ChangeContext,
@@ -247,8 +247,14 @@ class SqlUnit(SqlReads):
 
     async def send(self, *answers: Answer) -> None:
         """Enqueue the writes with this transaction; replies within the author's reply limit."""
-        rendered = [self._render(answer) for answer in answers]
+        rendered = [self._rendered(answer) for answer in answers]
         self._session.post(_enqueue_all, rendered, self._clock())
+
+    def _rendered(self, answer: Answer) -> Effect | Reply:
+        item = self._render(answer)
+        if isinstance(answer, CheckRun) and answer.rerun and isinstance(item, Effect):
+            return rerun(item)  # Re-run pressed: written even when GitHub already shows the same
+        return item
 
     async def commit(self) -> None:
         """Make every write of the unit durable now (fsynced on SQLite); the unit ends here."""

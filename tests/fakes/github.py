@@ -40,6 +40,9 @@ class FakeGitHub:
     deployments_by_environment: dict[Key, list[Json]] = field(default_factory=dict)
     statuses: dict[Key, Json] = field(default_factory=dict)
     installations: dict[str, int] = field(default_factory=dict)
+    closing: dict[Key, set[int]] = field(default_factory=dict)
+    closing_faults: list[Exception] = field(default_factory=list)
+    """Raised, one per read, by the next `closing_issues` reads (GraphQL failing)."""
     calls: list[Call] = field(default_factory=list)
 
     # -- seeding -------------------------------------------------------------------------
@@ -73,6 +76,10 @@ class FakeGitHub:
         if state is not None:
             self.statuses[_key(repository, deployment_id)] = {"id": deployment_id * 10, "state": state}
 
+    def link_from_sidebar(self, repository: str, pull: int, *issues: int) -> None:
+        """Link issues to a PR from the issues' Development sidebar (GraphQL only tells)."""
+        self.closing.setdefault(_key(repository, pull), set()).update(issues)
+
     # -- GitHubReads -----------------------------------------------------------------------
 
     def _found(
@@ -102,6 +109,13 @@ class FakeGitHub:
         """A branch with its head commit."""
         self.calls.append(Call("branch", installation_id, (repository, branch)))
         return self._found(self.branches, "branch", repository, branch)
+
+    async def closing_issues(self, installation_id: int, repository: str, number: int) -> set[int]:
+        """The issues of the repository the PR closes (those linked from the sidebar, here)."""
+        self.calls.append(Call("closing_issues", installation_id, (repository, number)))
+        if self.closing_faults:
+            raise self.closing_faults.pop(0)
+        return set(self.closing.get(_key(repository, number), set()))
 
     async def installation_of(self, repository: str) -> int:
         """The app's installation on the repository."""

@@ -22,6 +22,7 @@ from tests.github_standin.checks import create_check_run, list_check_runs, updat
 from tests.github_standin.common import Handler, iso, parse_time, plain
 from tests.github_standin.edge import RULES, github_edge
 from tests.github_standin.faults import Fault
+from tests.github_standin.graphql import graphql
 from tests.github_standin.issues import (
     add_assignees,
     create_comment,
@@ -112,6 +113,7 @@ def create_standin(state: StandinState | None = None) -> web.Application:
         ("GET", repo + "/pulls/{number:\\d+}", get_pull, token, "pull_requests:read"),
         ("GET", repo + "/pulls/{number:\\d+}/files", list_pull_files, token, "pull_requests:read"),
         ("GET", repo + "/compare/{basehead:.+}", compare, token, "contents:read"),
+        ("POST", "/graphql", graphql, token, "pull_requests:read"),
     ]
     for method, path, handler, credential, needs in routes:
         app[RULES][app.router.add_route(method, path, handler)] = (credential, needs)

@@ -76,6 +76,8 @@ class PullRequest:
     head_repo: str | None = ""
     # The files the PR changes, as they are at its head: path -> text (None: the PR removes it).
     files: dict[str, str | None] = field(default_factory=dict)
+    # Issues linked from their Development sidebar: a number in this repository, or "owner/name#N".
+    closing_issues: list[int | str] = field(default_factory=list)
 
 
 @dataclass

@@ -29,6 +29,13 @@ def run(database: Database, *argv: str) -> tuple[int, str, str]:
     return main(list(argv), settings=settings, out=out, err=err), out.getvalue(), err.getvalue()
 
 
+def closing(*numbers: int) -> None:
+    """GitHub's GraphQL answer for the PR's closing issue references (resync reads the sidebar)."""
+    nodes = [{"number": n, "repository": {"nameWithOwner": REPO}} for n in numbers]
+    answer = {"data": {"repository": {"pullRequest": {"closingIssuesReferences": {"nodes": nodes}}}}}
+    respx.post(f"{GITHUB_API}/graphql").mock(return_value=httpx.Response(200, json=answer))
+
+
 @respx.mock
 def test_resync_records_what_happened_while_webhooks_were_lost(database: Database) -> None:
     """A branch, a merge and a deployment missed in an outage are recorded; a second resync adds nothing."""
@@ -56,6 +63,7 @@ def test_resync_records_what_happened_while_webhooks_were_lost(database: Databas
         "body": "Fixes #12", "head": {"ref": "agent/12", "sha": "f" * 40},
     }  # fmt: skip
     respx.get(f"{API}/pulls/50").mock(return_value=httpx.Response(200, json=merged))
+    closing(12)  # GitHub counts `Fixes #12` among the closing references too
     respx.get(f"{API}/deployments").mock(return_value=httpx.Response(200, json=[{"id": 900, "sha": MERGE}]))
     respx.get(f"{API}/deployments/900/statuses").mock(
         return_value=httpx.Response(200, json=[{"id": 3, "state": "success"}])
@@ -105,6 +113,7 @@ def test_resync_of_a_pull_request_edited_after_its_merge_does_not_merge_the_tick
         "head": {"ref": "chore/x", "sha": "e" * 40, "repo": {"full_name": REPO}},
     }  # fmt: skip
     respx.get(f"{API}/pulls/51").mock(return_value=httpx.Response(200, json=edited))
+    closing()  # `Refs #12` closes nothing
     respx.get(f"{API}/deployments").mock(return_value=httpx.Response(200, json=[]))
     status, _, err = run(database, "resync", "acme/web#12")
     assert status == 0, err

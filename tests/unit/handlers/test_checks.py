@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from handlers.answers import CheckRun
 from handlers.ports import Rules
 from policies.states import IntegrationState
 from tests.fakes.github import pull_answer
-from tests.fakes.webhooks import REPOSITORY, check_run, pull_request
-from tests.unit.handlers.steps import published, ticket, world
+from tests.fakes.ports import APP_ID
+from tests.fakes.webhooks import INSTALLATION, REPOSITORY, check_run, pull_request
+from tests.unit.handlers.steps import answers_after, published, ticket, world
 
 HEAD = "a" * 40
 REQUIRED = Rules("blob-sha-1", required_checks=("tests",))
@@ -51,3 +53,53 @@ async def test_a_check_suite_is_named_by_its_app() -> None:
     payload = {**check_run(HEAD), "check_suite": suite, "action": "completed"}
     await ports.dispatch("check_suite", payload)
     assert ticket(ports).rails.checks[(HEAD, "ci")].conclusion == "success"
+
+
+def rerequested(
+    kind: str, *, app_id: int = APP_ID, name: str = "railyard", pulls: tuple[int, ...] = (40,)
+) -> dict:
+    """A `check_run` or `check_suite` `rerequested` payload (someone pressed Re-run)."""
+    item = {
+        "id": 77, "head_sha": HEAD, "status": "completed", "conclusion": "success",
+        "app": {"id": app_id, "slug": "railyard"},
+        "pull_requests": [{"number": n, "head": {"sha": HEAD}} for n in pulls],
+    }  # fmt: skip
+    if kind == "check_run":
+        item["name"] = name
+    return {**check_run(HEAD), kind: item, "action": "rerequested"}
+
+
+async def test_re_run_of_the_railyard_check_writes_it_again() -> None:
+    """`check_run` `rerequested` on this app's `railyard` check enqueues the check for that PR head."""
+    ports = world()
+    await published(ports)
+    await ports.dispatch("pull_request", pull_request("opened", pull_answer(REPOSITORY, 40, head_sha=HEAD)))
+    before = len(ports.store.answers)
+    await ports.dispatch("check_run", rerequested("check_run"))
+    assert CheckRun(INSTALLATION, REPOSITORY, 40, HEAD, rerun=True) in answers_after(ports, before)
+
+
+async def test_re_run_of_the_suite_writes_the_check_for_payload_and_stored_pulls() -> None:
+    """`check_suite` `rerequested`: the PRs the payload names and a stored PR with that head (a fork's)."""
+    ports = world()
+    await ports.dispatch("pull_request", pull_request("opened", pull_answer(REPOSITORY, 41, head_sha=HEAD)))
+    before = len(ports.store.answers)
+    await ports.dispatch("check_suite", rerequested("check_suite", pulls=(40,)))
+    checks = [a for a in answers_after(ports, before) if isinstance(a, CheckRun)]
+    assert checks == [
+        CheckRun(INSTALLATION, REPOSITORY, 40, HEAD, rerun=True),
+        CheckRun(INSTALLATION, REPOSITORY, 41, HEAD, rerun=True),
+    ]
+
+
+async def test_re_run_of_another_app_or_another_check_does_nothing() -> None:
+    """Another app's check (its id compared), or another check of ours, is not this app's to re-render."""
+    ports = world()
+    for kind, payload in [
+        ("check_run", rerequested("check_run", app_id=APP_ID + 1)),
+        ("check_run", rerequested("check_run", name="tests")),
+        ("check_suite", rerequested("check_suite", app_id=APP_ID + 1)),
+    ]:
+        before = len(ports.store.answers)
+        await ports.dispatch(kind, payload)
+        assert not [a for a in answers_after(ports, before) if isinstance(a, CheckRun)]

@@ -1,0 +1,61 @@
+"""A delivery that fails transiently on every try is marked failed, visibly, after the last one."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from app.bootstrap import wire
+from app.runtime.metrics import Metrics
+from app.store.intake import IncomingDelivery, write_batch
+from app.store.queue import list_deliveries
+from handlers.errors import TransientError
+from handlers.ports import Services
+from handlers.routing import Router, WebhookEvent
+from tests.conftest import sqlite_database
+
+NOW = 1_800_000_000.0
+
+
+class LeapingClock:
+    """A clock that moves on ten minutes each time it is read, so every retry is due at once."""
+
+    def __init__(self) -> None:
+        self.now = NOW
+
+    def __call__(self) -> float:
+        self.now += 600.0
+        return self.now
+
+
+async def test_a_delivery_failing_on_every_try_is_failed_after_the_last_with_its_error(
+    tmp_path: Path,
+) -> None:
+    """GitHub away for good: the delivery is tried max_attempts times, then `failed` with "gave up"."""
+    database = sqlite_database(tmp_path / "railyard.db")
+    router, tries = Router(), []
+
+    @router.register("issues", "edited")
+    async def unavailable(event: WebhookEvent, services: Services) -> None:
+        tries.append(event.delivery_id)
+        raise TransientError("GitHub answered 502")
+
+    worker = wire(database, clock=LeapingClock()).worker(router, Metrics(), poll_seconds=0.01)
+    payload = '{"action": "edited"}'
+    write_batch(
+        database,
+        [IncomingDelivery("d1", "issues", "edited", None, None, "k", "pending", payload, 2, NOW, NOW)],
+    )
+    stop = asyncio.Event()
+    running = asyncio.create_task(worker.run(stop))
+    for _ in range(2000):
+        [delivery] = list_deliveries(database)
+        if delivery["status"] == "failed":
+            break
+        await asyncio.sleep(0.01)
+    stop.set()
+    await running
+    database.close()
+
+    assert delivery["status"] == "failed" and len(tries) == worker.retry.max_attempts == 32
+    assert "gave up after 32 attempts" in delivery["last_error"] and "502" in delivery["last_error"]
