@@ -1,11 +1,24 @@
 """The slash-command parser: a comment's text in, at most one command out (SPEC: "Commands").
 
-A command is a line that begins, after at most three spaces, with `/` and a command word
-(any case), in text a reader sees as prose. `parse_comment` never raises: whatever the text,
-it answers with a `ParsedComment` saying what was found, what was ignored and what was wrong.
+A command is a line that begins with `/` and a command word (any case) where GitHub renders
+that slash as plain text at the start of a line. SPEC says "a comment line that begins with
+`/` and a command word, at the start of the line, outside fenced or indented code,
+blockquotes and HTML comments": any line, not only a paragraph's first, so the rule
+implemented is SPEC's, made exact with CommonMark (`policies.markdown_blocks`, checked against
+markdown-it-py in tests/unit/test_parser_oracle.py):
 
-Where a reader would not see a line as prose (a quote, code, a code span, an HTML comment:
-`policies.markdown_blocks` decides), it is never a command.
+- the line is part of a paragraph, at the top level or in a list item, never in a block
+  quote (lazy continuations included: `- > quoted` then `/accept` is quoted), fenced or
+  indented code, an HTML block or a heading;
+- its first character is plain text, not inside a code span, tag or HTML comment begun on an
+  earlier line ("text `start", "/accept", "end` text" is one code span);
+- the raw line holds only whitespace before the slash: `Thanks!` then `/accept` on the next
+  line runs (it is a continuation line GitHub shows at the start of a line), `- /accept`
+  does not (the line begins with a list marker), and neither does `    /accept` after a
+  blank line (indented code), while `para` then `    /accept` does (a continuation).
+
+`parse_comment` never raises: whatever the text, it answers with a `ParsedComment` saying what
+was found, what was ignored and what was wrong.
 
 Arguments are the leading tokens of the command line: `#N`, `--flag` (an en or em dash that
 a phone put in place of `--` counts), `--flag VALUE` or `--flag=VALUE`, `key=value`; flag and
@@ -104,8 +117,7 @@ USAGE: dict[str, str] = {
     "help": "/help",
 }
 
-_COMMAND_START = re.compile(r" {0,3}/")
-_SLASH_TOKEN = re.compile(r" {0,3}/(\S*)")
+_SLASH_TOKEN = re.compile(r"/(\S*)")
 _TOKEN = re.compile(r"\s*(\S+)")
 _NUMBER = re.compile(r"#([0-9]+)", re.ASCII)
 _FLAG = re.compile(r"(?:--|\u2014|\u2013)([A-Za-z][A-Za-z0-9-]*)(?:=(.*))?", re.ASCII | re.DOTALL)
@@ -181,11 +193,11 @@ def parse_comment(body: str) -> ParsedComment:
 
 def _slash_token(line: ScannedLine) -> tuple[str, str] | None:
     """The word after the slash and the rest, for a prose line that begins with `/`."""
-    if line.kind is not LineKind.PROSE or not line.starts_visible:
+    if line.kind is not LineKind.PROSE or not line.opens_line:
         return None
-    if _COMMAND_START.match(line.raw) is None:
-        return None
-    match = _SLASH_TOKEN.match(line.text)
+    if line.raw[: line.start].strip(" \t") or line.raw[line.start : line.start + 1] != "/":
+        return None  # a list marker before the slash: the line does not begin with it
+    match = _SLASH_TOKEN.match(line.text, line.start)
     if match is None or not match.group(1):
         return None
     return match.group(1), line.text[match.end() :]

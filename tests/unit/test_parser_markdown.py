@@ -132,7 +132,12 @@ def test_a_command_after_a_closed_pre_block_runs() -> None:
     """The line after the end tag is prose again; a one-line block closes itself."""
     assert command_of("<pre>x\n</PRE>\n/accept") == Accept()
     assert command_of("<pre>x</pre>\n/accept") == Accept()
-    assert command_of("<prelude>\n/accept") == Accept()
+    assert command_of("<prelude>\n\n/accept") == Accept()
+
+
+def test_a_tag_alone_on_its_line_hides_the_lines_up_to_a_blank_line() -> None:
+    """CommonMark's seventh HTML block: `<prelude>` alone starts raw HTML that a blank line ends."""
+    assert parse_comment("<prelude>\n/accept") == ParsedComment()
 
 
 def test_a_command_after_a_closed_comment_runs() -> None:
@@ -187,7 +192,7 @@ def test_the_scanner_classifies_every_line() -> None:
         LineKind.CODE,
         LineKind.CODE,
         LineKind.QUOTE,
-        LineKind.PROSE,  # `<!--` starts hidden, but the line itself begins visibly
+        LineKind.HIDDEN,  # `<!--` at a line's start opens an HTML block, hidden whole
         LineKind.HIDDEN,
         LineKind.HIDDEN,
         LineKind.PROSE,
