@@ -69,7 +69,9 @@ class ParsedComment:
     "help" when that is all the comment asks. `target` is the ticket a `#N` argument names.
     `ignored` lists the words of every further command line. `near_miss` is (typed,
     suggestion) for the first line that looks like a mistyped command, words without the
-    slash. `line` is THE command's line as written, for quoting in replies.
+    slash. `line` is the line the comment's answer quotes, as written: THE command's line,
+    or the near miss's when there is one and the arguments are fine (a near miss is answered
+    before the command runs, so `/acept` is quoted whole, not as `/`).
     """
 
     command: Command | None = None
@@ -85,6 +87,7 @@ class ParsedComment:
 @dataclass(frozen=True)
 class _Grammar:
     usage: str
+    needs: str  # what the command requires, in a sentence for `/help`
     flags: frozenset[str] = frozenset()  # flags without a value
     valued_flags: frozenset[str] = frozenset()  # flags taking the next token (or `=value`)
     keys: frozenset[str] = frozenset()  # `key=value` arguments
@@ -92,29 +95,50 @@ class _Grammar:
 
 
 _GRAMMARS: dict[CommandName, _Grammar] = {
-    CommandName.DRAFT: _Grammar("/draft [#N]"),
-    CommandName.PUBLISH: _Grammar("/publish [--no-code] [#N]", flags=frozenset({"no-code"})),
+    CommandName.DRAFT: _Grammar("/draft [#N]", "nothing: makes the issue a draft ticket"),
+    CommandName.PUBLISH: _Grammar(
+        "/publish [--no-code] [#N]",
+        "a description (the issue body) and an owner; --no-code for work without code, whose "
+        "deliveries then need artifact=URL",
+        flags=frozenset({"no-code"}),
+    ),
     CommandName.CLAIM: _Grammar(
         "/claim [--check-in MINUTES] [branch=NAME] [#N]",
+        "an open ticket; --check-in sets how long silence may last, branch= the branch the attempt works on",
         valued_flags=frozenset({"check-in"}),
         keys=frozenset({"branch"}),
     ),
     CommandName.DELIVER: _Grammar(
         "/deliver [branch=NAME] [commit=SHA] [artifact=URL ...] [#PR] SUMMARY",
+        "a summary (the text after the arguments and on the next lines) and at least one "
+        "artifact: branch=, commit=, artifact= or a linked pull request #PR",
         keys=frozenset({"branch", "commit", "artifact"}),
         takes_text=True,
     ),
     CommandName.ACCEPT: _Grammar(
-        "/accept [--self | --override REASON] [#N]", flags=frozenset({"self", "override"}), takes_text=True
+        "/accept [--self | --override REASON] [#N]",
+        "a delivery reviewed by someone other than its runner; --self only for the delivering "
+        "runner where the config allows it; --override REASON waives the independence rules",
+        flags=frozenset({"self", "override"}),
+        takes_text=True,
     ),
-    CommandName.SEND_BACK: _Grammar("/send-back [#N] FEEDBACK", takes_text=True),
-    CommandName.REOPEN: _Grammar("/reopen [#N] REASON", takes_text=True),
+    CommandName.SEND_BACK: _Grammar(
+        "/send-back [#N] FEEDBACK", "feedback for the runner (the text after the command)", takes_text=True
+    ),
+    CommandName.REOPEN: _Grammar(
+        "/reopen [#N] REASON", "a reason (the text after the command)", takes_text=True
+    ),
 }
 
 USAGE: dict[str, str] = {
     **{name.value: grammar.usage for name, grammar in _GRAMMARS.items()},
     "status": "/status [#N]",
     "help": "/help",
+}
+NEEDS: dict[str, str] = {
+    **{name.value: grammar.needs for name, grammar in _GRAMMARS.items()},
+    "status": "nothing: replies with where the ticket stands and who can act next",
+    "help": "nothing: this list",
 }
 
 _SLASH_TOKEN = re.compile(r"/(\S*)")
@@ -152,6 +176,7 @@ def parse_comment(body: str) -> ParsedComment:
     lines = scan_markdown(body)
     found: list[_CommandLine] = []
     near_miss: tuple[str, str] | None = None
+    near_line: str | None = None
     for line in lines:
         slash = _slash_token(line)
         if slash is None:
@@ -161,9 +186,10 @@ def parse_comment(body: str) -> ParsedComment:
             found.append(_CommandLine(line.index, token.lower(), rest, line.raw.strip()))
         elif near_miss is None:
             near_miss = _near_miss(token)
+            near_line = line.raw.strip() if near_miss is not None else None
     chosen = _choose(found)
     if chosen is None:
-        return ParsedComment(near_miss=near_miss)
+        return ParsedComment(near_miss=near_miss, line=near_line)
     ignored = tuple(other.word for other in found if other is not chosen)
     if chosen.word in INFORMATIONAL:
         return ParsedComment(
@@ -172,7 +198,7 @@ def parse_comment(body: str) -> ParsedComment:
             target=_leading_number(chosen.rest),
             ignored=ignored,
             near_miss=near_miss,
-            line=chosen.written,
+            line=near_line or chosen.written,
         )
     following = _following_text(lines, chosen, {other.index for other in found})
     built = _build(CommandName(chosen.word), chosen.rest, following)
@@ -187,7 +213,7 @@ def parse_comment(body: str) -> ParsedComment:
         target=target,
         ignored=ignored,
         near_miss=near_miss,
-        line=chosen.written,
+        line=near_line or chosen.written,
     )
 
 
