@@ -19,7 +19,8 @@ goes on, so `/accept` is quoted). Leaf blocks:
   several lines if need be.
 
 Anything inside a block quote is QUOTE. Link reference definitions, tables and other GFM
-extensions are read as paragraphs.
+extensions are read as paragraphs. Past `MAX_NESTING` containers no reader follows the text
+any more (only a scanner made slow would): from that line on the comment is HIDDEN.
 """
 
 from __future__ import annotations
@@ -61,6 +62,7 @@ class ScannedLine:
     opens_line: bool = False
 
 
+MAX_NESTING = 64  # deeper containers are there only to slow the scanner down: hide the rest
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 _NONSPACE = re.compile(r"[^ \t]")
 _ATX = re.compile(r"#{1,6}(?:[ \t]|$)")
@@ -69,6 +71,7 @@ _FENCE_CLOSE = re.compile(r"(`{3,}|~{3,})[ \t]*$")
 _SETEXT = re.compile(r"(?:=+|-+)[ \t]*$")
 _THEMATIC = re.compile(r"(?:(?:\*[ \t]*){3,}|(?:-[ \t]*){3,}|(?:_[ \t]*){3,})$")
 _THEMATIC_CHARS = ("*", "-", "_")
+_MAYBE_SPECIAL = frozenset("#`~<>*+-_=0123456789")
 _LIST_MARKER = re.compile(r"[*+-]|([0-9]{1,9})[.)]")
 _BLOCK_NAMES = (
     "address|article|aside|base|basefont|blockquote|body|caption|center|col|colgroup|dd|details|"
@@ -209,8 +212,12 @@ class _Blocks:
         self.stack: list[_Box] = [_Box(quoted=False)]  # the document, then the open containers
         self.leaf: _Leaf | None = None
         self.roles: list[_Role] = []
+        self.too_deep = False  # past MAX_NESTING containers: every line from here is hidden
 
     def feed(self, index: int, raw: str) -> None:
+        if self.too_deep:
+            self.roles.append(_Role("html", False, 0))
+            return
         cursor = _Cursor(raw)
         matched = 1
         while matched < len(self.stack) and self._continues(self.stack[matched], cursor):
@@ -291,6 +298,12 @@ class _Blocks:
                 cursor.skip_columns(4)
                 self._open(_Leaf("indented"))
                 self._record("code", cursor)
+                return
+            if columns < 4 and cursor.raw[first : first + 1] not in _MAYBE_SPECIAL:
+                break  # no block starts with this character: paragraph text (most lines)
+            if len(self.stack) > MAX_NESTING:
+                self.too_deep = True
+                self.roles.append(_Role("html", False, 0))
                 return
             if cursor.raw[first : first + 1] == ">":
                 self._close(matched)

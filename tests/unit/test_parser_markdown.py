@@ -8,7 +8,7 @@ import time
 import pytest
 
 from policies.commands import Accept, Claim, Deliver, SendBack
-from policies.markdown_blocks import LineKind, scan_markdown
+from policies.markdown_blocks import MAX_NESTING, LineKind, scan_markdown
 from policies.parser import ParsedComment, parse_comment
 from tests.unit.parser_helpers import command_of
 
@@ -235,3 +235,9 @@ def test_pathological_inputs_parse_quickly(body: str) -> None:
     started = time.perf_counter()
     assert isinstance(parse_comment(body), ParsedComment)
     assert time.perf_counter() - started < 2.0
+
+
+def test_containers_nested_past_the_limit_hide_the_rest_of_the_comment() -> None:
+    """Sixty-five nested quotes or list items are only there to slow the scanner: nothing after runs."""
+    assert parse_comment("- " * (MAX_NESTING + 1) + "x\n\n/accept") == ParsedComment()
+    assert command_of("- " * (MAX_NESTING - 1) + "x\n\n/accept") == Accept()
