@@ -11,8 +11,9 @@ goes on, so `/accept` is quoted). Leaf blocks:
   indented code (four columns, not interrupting a paragraph): CODE;
 - HTML blocks (CommonMark's seven kinds: <pre>-like, comments, processing instructions,
   declarations, CDATA, block-level tags, any complete tag alone on its line): CODE for
-  <pre>, <script>, <style> and <textarea>, which GitHub shows preformatted or strips, HIDDEN
-  for the others;
+  <pre>, <script>, <style> and <textarea>, which GitHub shows preformatted or strips; HTML
+  for block-level and lone tags (`<details>`: GitHub renders the text in them, so links
+  there count, but a command there is raw HTML and does not run); HIDDEN for the others;
 - ATX and setext headings and thematic breaks: PROSE that never starts a command;
 - paragraphs: PROSE outside block quotes, QUOTE inside. Their inline content
   (`policies.markdown_inline`) says which characters are code spans, tags or comments, over
@@ -38,7 +39,8 @@ class LineKind(Enum):
     PROSE = "prose"
     CODE = "code"  # fenced or indented code (the fences included), <pre>-like HTML blocks
     QUOTE = "quote"  # anything inside a block quote, lazy continuations included
-    HIDDEN = "hidden"  # HTML blocks other than <pre>-like ones
+    HTML = "html"  # block-level or lone tags and the lines up to a blank one: rendered, never commands
+    HIDDEN = "hidden"  # HTML comments, processing instructions, declarations, CDATA blocks
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,12 +137,12 @@ class _Leaf:
     paragraph: _Paragraph | None = None
     fence: tuple[str, int, int] = ("", 0, 0)  # character, length, indent
     html_end: re.Pattern[str] | None = None  # the end condition of kinds 1 to 5
-    pre: bool = False  # <pre>, <script>, <style> or <textarea>
+    role: str = "html"  # "pre" (kind 1), "html" (kinds 2 to 5) or "tags" (kinds 6 and 7)
 
 
 @dataclass(frozen=True)
 class _Role:
-    what: str  # "paragraph", "heading", "code", "pre", "html", "blank" or "break"
+    what: str  # "paragraph", "heading", "code", "pre", "html", "tags", "blank" or "break"
     quoted: bool
     start: int
     paragraph: _Paragraph | None = None
@@ -271,7 +273,7 @@ class _Blocks:
                 self.leaf = None
                 self._record("blank", cursor)
                 return True
-            self._record("pre" if leaf.pre else "html", cursor)
+            self._record(leaf.role, cursor)
             if leaf.html_end is not None and leaf.html_end.search(cursor.raw, cursor.position):
                 self.leaf = None
             return True
@@ -351,8 +353,9 @@ class _Blocks:
         if kind is not None:
             self._close(matched)
             end = _HTML_KINDS[kind][1]
-            self._open(_Leaf("html", html_end=end, pre=kind == 0))
-            self._record("pre" if kind == 0 else "html", cursor)
+            role = "pre" if kind == 0 else "html" if kind < 5 else "tags"
+            self._open(_Leaf("html", html_end=end, role=role))
+            self._record(role, cursor)
             if end is not None and end.search(raw, first):
                 self.leaf = None
             return True
@@ -476,6 +479,8 @@ def _line(index: int, raw: str, role: _Role, inline: tuple[str, str, bool] | Non
         return ScannedLine(index, raw, LineKind.QUOTE, raw, plain, role.start)
     if role.what in ("code", "pre"):
         return ScannedLine(index, raw, LineKind.CODE, raw, "", role.start)
+    if role.what == "tags":
+        return ScannedLine(index, raw, LineKind.HTML, raw, raw, role.start)
     if role.what == "html":
         return ScannedLine(index, raw, LineKind.HIDDEN, "", "", role.start)
     if role.what == "break":
