@@ -9,9 +9,11 @@ import html
 import re
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
-from app.views.answers import help_text, reply_body
+from app.views.answers import help_text, reply_body, sent_back
 from app.views.markdown import code_span
 from handlers.answers import (
     ArtifactNotFound,
@@ -24,6 +26,7 @@ from handlers.answers import (
     PullTarget,
     Refused,
     Reply,
+    SentBackNotice,
     StatusAnswer,
 )
 from policies.parser import COMMAND_WORDS, NEEDS, USAGE, parse_comment
@@ -147,3 +150,26 @@ def test_help_says_what_deliver_needs() -> None:
     text = shown_text(render(help_text()))
     deliver = next(line for line in text.splitlines() if line.startswith("/deliver"))
     assert "summary" in deliver and "branch=" in deliver and "commit=" in deliver and "#PR" in deliver
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.text(
+        alphabet=st.characters(min_codepoint=0x20, max_codepoint=0x7E) | st.sampled_from("é→ \t"), max_size=80
+    )
+)
+def test_any_typed_line_is_shown_exactly_in_its_code_span(line: str) -> None:
+    """Whatever a person types, the reply's code span shows it as typed (whitespace collapsed)
+    and the author is the only live mention."""
+    rendered = render(reply_body(reply("/accept " + line, NearMiss("acept", "accept"))))
+    assert html.unescape(_CODE.findall(rendered)[0]) == " ".join(("/accept " + line).split())
+    assert live_mentions(rendered) == ["mallory"]
+
+
+def test_the_sent_back_notice_mentions_runner_and_reviewer_and_quotes_the_feedback() -> None:
+    """Two deliberate mentions; the feedback is a quote block, its own `@name` dead."""
+    notice = SentBackNotice(1, "octo/repo", 12, "cody", 2, "rita", "Tests fail; ask @olivia.\n\n- item", "k")
+    rendered = render(sent_back(notice))
+    assert live_mentions(rendered) == ["cody", "rita"]
+    assert "<blockquote>" in rendered and "<ul>" not in rendered
+    assert "Tests fail; ask @\u2060olivia." in shown_text(rendered)
