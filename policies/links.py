@@ -11,7 +11,8 @@ in any case, optionally followed by a colon, then at least one space or tab, the
 this repository (compared without case). One keyword links one reference: `Fixes #1, fixes
 #2` links both, `Fixes #1 and #2` only #1, as on GitHub. A bare `#12` links nothing, and
 neither do references in code spans, fenced or indented code, or HTML comments (the
-scanner in `policies.markdown_blocks` decides what is code or hidden). Quoted text counts.
+scanner in `policies.markdown_blocks` decides what is code or hidden). Quoted text counts,
+and so does text in block-level HTML (`<details>` then `Fixes #12`), which GitHub renders.
 
 A PR's head branch links the tickets whose delivery (or claim) reported that branch only
 when the head branch lives in this repository: a fork can name its branch like any
@@ -59,7 +60,7 @@ def linked_issues(body: str | None, repository: str, *, web_host: str = "github.
         return frozenset()
     numbers: set[int] = set()
     for line in scan_markdown(body):
-        if line.kind in (LineKind.PROSE, LineKind.QUOTE):
+        if line.kind in (LineKind.PROSE, LineKind.QUOTE, LineKind.HTML):
             numbers.update(_links_in(line.plain, repository.lower(), web_host.lower()))
     return frozenset(numbers)
 

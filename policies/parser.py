@@ -1,11 +1,24 @@
 """The slash-command parser: a comment's text in, at most one command out (SPEC: "Commands").
 
-A command is a line that begins, after at most three spaces, with `/` and a command word
-(any case), in text a reader sees as prose. `parse_comment` never raises: whatever the text,
-it answers with a `ParsedComment` saying what was found, what was ignored and what was wrong.
+A command is a line that begins with `/` and a command word (any case) where GitHub renders
+that slash as plain text at the start of a line. SPEC says "a comment line that begins with
+`/` and a command word, at the start of the line, outside fenced or indented code,
+blockquotes and HTML comments": any line, not only a paragraph's first, so the rule
+implemented is SPEC's, made exact with CommonMark (`policies.markdown_blocks`, checked against
+markdown-it-py in tests/unit/test_parser_oracle.py):
 
-Where a reader would not see a line as prose (a quote, code, a code span, an HTML comment:
-`policies.markdown_blocks` decides), it is never a command.
+- the line is part of a paragraph, at the top level or in a list item, never in a block
+  quote (lazy continuations included: `- > quoted` then `/accept` is quoted), fenced or
+  indented code, an HTML block or a heading;
+- its first character is plain text, not inside a code span, tag or HTML comment begun on an
+  earlier line ("text `start", "/accept", "end` text" is one code span);
+- the raw line holds only whitespace before the slash: `Thanks!` then `/accept` on the next
+  line runs (it is a continuation line GitHub shows at the start of a line), `- /accept`
+  does not (the line begins with a list marker), and neither does `    /accept` after a
+  blank line (indented code), while `para` then `    /accept` does (a continuation).
+
+`parse_comment` never raises: whatever the text, it answers with a `ParsedComment` saying what
+was found, what was ignored and what was wrong.
 
 Arguments are the leading tokens of the command line: `#N`, `--flag` (an en or em dash that
 a phone put in place of `--` counts), `--flag VALUE` or `--flag=VALUE`, `key=value`; flag and
@@ -56,7 +69,9 @@ class ParsedComment:
     "help" when that is all the comment asks. `target` is the ticket a `#N` argument names.
     `ignored` lists the words of every further command line. `near_miss` is (typed,
     suggestion) for the first line that looks like a mistyped command, words without the
-    slash. `line` is THE command's line as written, for quoting in replies.
+    slash. `line` is the line the comment's answer quotes, as written: THE command's line,
+    or the near miss's when there is one and the arguments are fine (a near miss is answered
+    before the command runs, so `/acept` is quoted whole, not as `/`).
     """
 
     command: Command | None = None
@@ -72,6 +87,7 @@ class ParsedComment:
 @dataclass(frozen=True)
 class _Grammar:
     usage: str
+    needs: str  # what the command requires, in a sentence for `/help`
     flags: frozenset[str] = frozenset()  # flags without a value
     valued_flags: frozenset[str] = frozenset()  # flags taking the next token (or `=value`)
     keys: frozenset[str] = frozenset()  # `key=value` arguments
@@ -79,23 +95,39 @@ class _Grammar:
 
 
 _GRAMMARS: dict[CommandName, _Grammar] = {
-    CommandName.DRAFT: _Grammar("/draft [#N]"),
-    CommandName.PUBLISH: _Grammar("/publish [--no-code] [#N]", flags=frozenset({"no-code"})),
+    CommandName.DRAFT: _Grammar("/draft [#N]", "nothing: makes the issue a draft ticket"),
+    CommandName.PUBLISH: _Grammar(
+        "/publish [--no-code] [#N]",
+        "a description (the issue body) and an owner; --no-code for work without code, whose "
+        "deliveries then need artifact=URL",
+        flags=frozenset({"no-code"}),
+    ),
     CommandName.CLAIM: _Grammar(
         "/claim [--check-in MINUTES] [branch=NAME] [#N]",
+        "an open ticket; --check-in sets how long silence may last, branch= the branch the attempt works on",
         valued_flags=frozenset({"check-in"}),
         keys=frozenset({"branch"}),
     ),
     CommandName.DELIVER: _Grammar(
         "/deliver [branch=NAME] [commit=SHA] [artifact=URL ...] [#PR] SUMMARY",
+        "a summary (the text after the arguments and on the next lines) and at least one "
+        "artifact: branch=, commit=, artifact= or a linked pull request #PR",
         keys=frozenset({"branch", "commit", "artifact"}),
         takes_text=True,
     ),
     CommandName.ACCEPT: _Grammar(
-        "/accept [--self | --override REASON] [#N]", flags=frozenset({"self", "override"}), takes_text=True
+        "/accept [--self | --override REASON] [#N]",
+        "a delivery reviewed by someone other than its runner; --self only for the delivering "
+        "runner where the config allows it; --override REASON waives the independence rules",
+        flags=frozenset({"self", "override"}),
+        takes_text=True,
     ),
-    CommandName.SEND_BACK: _Grammar("/send-back [#N] FEEDBACK", takes_text=True),
-    CommandName.REOPEN: _Grammar("/reopen [#N] REASON", takes_text=True),
+    CommandName.SEND_BACK: _Grammar(
+        "/send-back [#N] FEEDBACK", "feedback for the runner (the text after the command)", takes_text=True
+    ),
+    CommandName.REOPEN: _Grammar(
+        "/reopen [#N] REASON", "a reason (the text after the command)", takes_text=True
+    ),
 }
 
 USAGE: dict[str, str] = {
@@ -103,9 +135,13 @@ USAGE: dict[str, str] = {
     "status": "/status [#N]",
     "help": "/help",
 }
+NEEDS: dict[str, str] = {
+    **{name.value: grammar.needs for name, grammar in _GRAMMARS.items()},
+    "status": "nothing: replies with where the ticket stands and who can act next",
+    "help": "nothing: this list",
+}
 
-_COMMAND_START = re.compile(r" {0,3}/")
-_SLASH_TOKEN = re.compile(r" {0,3}/(\S*)")
+_SLASH_TOKEN = re.compile(r"/(\S*)")
 _TOKEN = re.compile(r"\s*(\S+)")
 _NUMBER = re.compile(r"#([0-9]+)", re.ASCII)
 _FLAG = re.compile(r"(?:--|\u2014|\u2013)([A-Za-z][A-Za-z0-9-]*)(?:=(.*))?", re.ASCII | re.DOTALL)
@@ -140,6 +176,7 @@ def parse_comment(body: str) -> ParsedComment:
     lines = scan_markdown(body)
     found: list[_CommandLine] = []
     near_miss: tuple[str, str] | None = None
+    near_line: str | None = None
     for line in lines:
         slash = _slash_token(line)
         if slash is None:
@@ -149,9 +186,10 @@ def parse_comment(body: str) -> ParsedComment:
             found.append(_CommandLine(line.index, token.lower(), rest, line.raw.strip()))
         elif near_miss is None:
             near_miss = _near_miss(token)
+            near_line = line.raw.strip() if near_miss is not None else None
     chosen = _choose(found)
     if chosen is None:
-        return ParsedComment(near_miss=near_miss)
+        return ParsedComment(near_miss=near_miss, line=near_line)
     ignored = tuple(other.word for other in found if other is not chosen)
     if chosen.word in INFORMATIONAL:
         return ParsedComment(
@@ -160,7 +198,7 @@ def parse_comment(body: str) -> ParsedComment:
             target=_leading_number(chosen.rest),
             ignored=ignored,
             near_miss=near_miss,
-            line=chosen.written,
+            line=near_line or chosen.written,
         )
     following = _following_text(lines, chosen, {other.index for other in found})
     built = _build(CommandName(chosen.word), chosen.rest, following)
@@ -175,17 +213,17 @@ def parse_comment(body: str) -> ParsedComment:
         target=target,
         ignored=ignored,
         near_miss=near_miss,
-        line=chosen.written,
+        line=near_line or chosen.written,
     )
 
 
 def _slash_token(line: ScannedLine) -> tuple[str, str] | None:
     """The word after the slash and the rest, for a prose line that begins with `/`."""
-    if line.kind is not LineKind.PROSE or not line.starts_visible:
+    if line.kind is not LineKind.PROSE or not line.opens_line:
         return None
-    if _COMMAND_START.match(line.raw) is None:
-        return None
-    match = _SLASH_TOKEN.match(line.text)
+    if line.raw[: line.start].strip(" \t") or line.raw[line.start : line.start + 1] != "/":
+        return None  # a list marker before the slash: the line does not begin with it
+    match = _SLASH_TOKEN.match(line.text, line.start)
     if match is None or not match.group(1):
         return None
     return match.group(1), line.text[match.end() :]

@@ -7,7 +7,7 @@ from functools import singledispatch
 
 from app.store.effects import Effect, assign, comment, reaction
 from app.store.replies import Reply as LimitedReply
-from app.views.markdown import escape_block, escape_inline, mention
+from app.views.markdown import code_span, escape_block, escape_inline, mention
 from app.views.render import headline
 from app.views.surfaces import check_run, status_comment
 from handlers.answers import (
@@ -30,6 +30,7 @@ from handlers.answers import (
     StatusComment,
 )
 from policies.model import Ticket
+from policies.parser import COMMAND_WORDS, NEEDS, USAGE
 from policies.states import WorkState
 from policies.transitions import next_steps
 
@@ -73,7 +74,7 @@ def sent_back(notice: SentBackNotice) -> str:
 
 
 def reply_body(reply: Reply) -> str:
-    """The reply's text: the quoted command line, then the message."""
+    """The reply's text: the author and the line answered, then the message."""
     text = message(reply.message)
     if isinstance(reply.message, Help | StatusAnswer | Ignored):
         return text
@@ -81,8 +82,12 @@ def reply_body(reply: Reply) -> str:
 
 
 def quote(author: str, line: str) -> str:
-    """`@author > /the command line`, escaped."""
-    return f"{_mention(author)} > {escape_inline(line, limit=200)}"
+    """`@author` and the answered line, whole, as an inline code span: `@mallory: `/accept``.
+
+    A `>` between them would show literally mid-line, and a quote block would need the line
+    on a line of its own; the code span shows the line exactly as typed, mentions in it dead.
+    """
+    return f"{_mention(author)}: {code_span(line, limit=200)}"
 
 
 @singledispatch
@@ -93,24 +98,33 @@ def message(item: Message) -> str:
 
 @message.register
 def _(item: Refused) -> str:
-    body = f"Refused: {escape_block(item.refusal.reason, limit=2000)}"
-    if item.refusal.hint:
-        body += f"\n\n{escape_inline(item.refusal.hint, limit=500)}"
+    return refused(item.refusal.reason, item.refusal.hint)
+
+
+def refused(reason: str, hint: str | None) -> str:
+    """`Refused: ` and the reason's first line in the sentence; further lines (a config's
+    problems) as a quoted block of their own; then the hint."""
+    first, _, details = reason.strip().partition("\n")
+    body = f"Refused: {escape_inline(first, limit=500)}"
+    if details.strip():
+        body += f"\n\n{escape_block(details, limit=2000)}"
+    if hint:
+        body += f"\n\n{escape_inline(hint, limit=500)}"
     return body
 
 
 @message.register
 def _(item: ArtifactNotFound) -> str:
-    what = f"pull request #{item.name}" if item.kind == "pull request" else f"{item.kind} {item.name}"
-    reason = f"/deliver: {what} was not found in {item.repository}."
+    name = f"#{escape_inline(item.name)}" if item.kind == "pull request" else code_span(item.name, limit=200)
+    reason = f"{escape_inline(item.kind)} {name} was not found in {escape_inline(item.repository)}."
     hint = "Push it first, or name the branch, commit or pull request that holds the work."
-    return f"Refused: {escape_block(reason, limit=2000)}\n\n{escape_inline(hint, limit=500)}"
+    return f"Refused: /deliver: {reason}\n\n{escape_inline(hint)}"
 
 
 @message.register
 def _(item: NearMiss) -> str:
-    typed = escape_inline(item.typed, 50)
-    return f"`/{typed}` is not a railyard command. Did you mean `/{item.suggestion}`?"
+    typed = code_span("/" + item.typed, limit=50)
+    return f"{typed} is not a railyard command. Did you mean {code_span('/' + item.suggestion)}?"
 
 
 @message.register
@@ -157,16 +171,24 @@ def _(item: Ignored) -> str:
 
 
 def help_text() -> str:
-    """The command list, from the transition table."""
+    """Every command the parser knows, with its usage (the parser's own), what it needs and who
+    may run it (from the transition table)."""
     lines = ["**railyard commands**", ""]
-    seen = set()
+    for word in COMMAND_WORDS:
+        who = escape_inline(", ".join(_runners().get(word, ("anyone",))))
+        lines.append(f"- {code_span(USAGE[word])}: needs {escape_inline(NEEDS[word])}. Who: {who}.")
+    lines += ["", "`#N` names a ticket (on a pull request, one it links); `--` ends the arguments."]
+    return "\n".join(lines)
+
+
+def _runners() -> dict[str, tuple[str, ...]]:
+    """Who may run each command word, in the transition table's order, without repeats."""
+    runners: dict[str, list[str]] = {}
     for state in (None, *WorkState):
         for label, allowed in next_steps(state):
-            if label not in seen:
-                seen.add(label)
-                lines.append(f"- `{label}` ({', '.join(allowed)})")
-    lines += ["- `/status` (anyone): where the ticket stands and who can act next", "- `/help` (anyone)"]
-    return "\n".join(lines)
+            roles = runners.setdefault(label.split()[0].removeprefix("/"), [])
+            roles.extend(role for role in allowed if role not in roles)
+    return {word: tuple(roles) for word, roles in runners.items()}
 
 
 def status_text(ticket: Ticket | None) -> str:

@@ -22,6 +22,11 @@ sentence or a table cell). `escape_block` returns a quoted block, every line sta
 `>`, where no line can open a fence, heading, list, table or indented code block: leading
 indentation becomes no-break spaces and a line-leading `#`, `-`, `+`, `=` or `1.` is escaped.
 
+`code_span` shows a user's line exactly as typed inside an inline code span (no markup, no
+mention, `<` and `>` as themselves): cleaned and collapsed like `escape_inline`, fenced by one
+backtick more than the longest run of backticks it holds, padded with a space when it starts
+or ends with a backtick (the renderer strips that space).
+
 With a `limit`, the output is at most `limit` characters, an ellipsis included; it is cut
 between escapes, never inside one. `#12` stays as typed (a reference, not a mention).
 """
@@ -49,6 +54,7 @@ _DROPPED = re.compile(
     "|[\U000e0100-\U000e01ef\ufe00-\ufe0d]"  # variation selectors beyond text/emoji presentation
 )
 _SELECTOR_RUNS = re.compile("(?<=[\ufe0e\ufe0f])[\ufe0e\ufe0f]+")  # after the drop: keep the first
+_BACKTICK_RUNS = re.compile("`+")
 _SURROGATES = re.compile("[\ud800-\udfff]")
 _ORDERED_MARKER = re.compile(r"[0-9]{1,9}(?=[.)])")
 _LINE_START_ESCAPED = frozenset("#-+=")
@@ -60,6 +66,19 @@ def escape_inline(text: str, limit: int | None = None) -> str:
     cleaned = " ".join(_clean(text).split())
     kept, cut = _cap(cleaned, limit)
     return _fit([_ESCAPES.get(char, char) for char in kept], limit, cut)
+
+
+def code_span(text: str, limit: int | None = None) -> str:
+    """`text` on one line as an inline code span, shown exactly as typed (at most `limit`
+    characters of it, an ellipsis included)."""
+    content = " ".join(_clean(text).split())
+    if limit is not None and len(content) > limit:
+        content = content[: max(limit - len(ELLIPSIS), 0)].rstrip() + ELLIPSIS
+    if not content:
+        return "` `"
+    fence = "`" * (max((len(run) for run in _BACKTICK_RUNS.findall(content)), default=0) + 1)
+    pad = " " if content[0] == "`" or content[-1] == "`" else ""
+    return f"{fence}{pad}{content}{pad}{fence}"
 
 
 def escape_block(text: str, limit: int | None = None) -> str:

@@ -196,7 +196,7 @@ async def test_delivering_a_branch_that_does_not_exist_is_refused(world: World) 
     await world.say("cody", "/claim")
     await world.say("cody", "/deliver branch=nope\nDone.")
     assert world.ticket().work.value == "claimed"
-    assert "branch nope was not found" in world.replies()[-1]
+    assert "branch `nope` was not found" in world.replies()[-1]
 
 
 async def test_the_ticket_label_makes_a_draft_ticket_once(world: World) -> None:

@@ -212,3 +212,17 @@ def test_a_link_in_prose_counts_and_the_same_link_in_a_fence_does_not(
 def test_only_a_head_in_this_repository_can_link_by_branch(head_repository: str | None, links: bool) -> None:
     """The head repository must be this one (compared without case); a fork or a deleted fork is not."""
     assert same_repository(head_repository, "acme/web") is links
+
+
+@pytest.mark.parametrize(
+    "body",
+    ["<details>\nFixes #12\n</details>", "- Fixes #12", "1. > Fixes #12", "text `a\nb` Fixes #12"],
+)
+def test_keywords_in_rendered_html_blocks_list_items_and_quotes_link(body: str) -> None:
+    """GitHub renders the text in block-level HTML, list items and quotes: the keyword links."""
+    assert links(body) == {12}
+
+
+def test_a_keyword_inside_a_code_span_over_several_lines_does_not_link() -> None:
+    """ "`start", "Fixes #12", "end`" is one code span."""
+    assert links("text `start\nFixes #12\nend` text") == set()

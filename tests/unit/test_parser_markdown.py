@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from policies.commands import Accept, Claim, Deliver, SendBack
-from policies.markdown_blocks import LineKind, scan_markdown
+from policies.markdown_blocks import MAX_NESTING, LineKind, scan_markdown
 from policies.parser import ParsedComment, parse_comment
 from tests.unit.parser_helpers import command_of
 from tests.unit.pathological import pathological_bodies
@@ -131,7 +131,12 @@ def test_a_command_after_a_closed_pre_block_runs() -> None:
     """The line after the end tag is prose again; a one-line block closes itself."""
     assert command_of("<pre>x\n</PRE>\n/accept") == Accept()
     assert command_of("<pre>x</pre>\n/accept") == Accept()
-    assert command_of("<prelude>\n/accept") == Accept()
+    assert command_of("<prelude>\n\n/accept") == Accept()
+
+
+def test_a_tag_alone_on_its_line_hides_the_lines_up_to_a_blank_line() -> None:
+    """CommonMark's seventh HTML block: `<prelude>` alone starts raw HTML that a blank line ends."""
+    assert parse_comment("<prelude>\n/accept") == ParsedComment()
 
 
 def test_a_command_after_a_closed_comment_runs() -> None:
@@ -186,7 +191,7 @@ def test_the_scanner_classifies_every_line() -> None:
         LineKind.CODE,
         LineKind.CODE,
         LineKind.QUOTE,
-        LineKind.PROSE,  # `<!--` starts hidden, but the line itself begins visibly
+        LineKind.HIDDEN,  # `<!--` at a line's start opens an HTML block, hidden whole
         LineKind.HIDDEN,
         LineKind.HIDDEN,
         LineKind.PROSE,
@@ -210,3 +215,9 @@ def test_an_indented_line_continuing_a_paragraph_is_prose() -> None:
 def test_pathological_inputs_parse(body: str) -> None:
     """Huge inputs built to make scanners backtrack still parse (`bench/parser.py` times them)."""
     assert isinstance(parse_comment(body), ParsedComment)
+
+
+def test_containers_nested_past_the_limit_hide_the_rest_of_the_comment() -> None:
+    """Sixty-five nested quotes or list items are only there to slow the scanner: nothing after runs."""
+    assert parse_comment("- " * (MAX_NESTING + 1) + "x\n\n/accept") == ParsedComment()
+    assert command_of("- " * (MAX_NESTING - 1) + "x\n\n/accept") == Accept()
