@@ -69,7 +69,8 @@ def assert_well_formed(parsed: ParsedComment) -> None:
     if parsed.error is not None:
         assert parsed.command is None
         assert parsed.word is not None
-    assert (parsed.word is None) == (parsed.line is None)
+    # The line is kept for a command and for a near miss (the reply quotes it whole).
+    assert (parsed.word is None and not parsed.near_miss) == (parsed.line is None)
     assert all(word in COMMAND_WORDS for word in parsed.ignored)
     if parsed.word is None:
         assert parsed.ignored == ()
