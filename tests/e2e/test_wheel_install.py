@@ -51,6 +51,18 @@ class Installed:
         env["PATH"] += os.pathsep + os.environ.get("PATH", "")
         return {**env, **extra}
 
+    def python(self, code: str) -> str:
+        """Run Python `code` with the venv's interpreter in its working folder; return its output."""
+        result = subprocess.run(
+            [self.command("python"), "-c", code],
+            cwd=self.workdir,
+            env=self.env(),
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return result.stdout
+
     def run(self, *args: str, **extra: str) -> subprocess.CompletedProcess[str]:
         """Run `railyard ARGS` from the venv in its working folder."""
         return subprocess.run(
@@ -107,15 +119,7 @@ def installed(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Installe
 def test_the_package_is_imported_from_the_venv_not_the_checkout(installed: Installed) -> None:
     """`app`, `handlers` and `policies` load from the venv's site-packages, and not as an editable install."""
     code = "import app, handlers, policies; print(app.__file__, handlers.__file__, policies.__file__)"
-    result = subprocess.run(
-        [installed.command("python"), "-c", code],
-        cwd=installed.workdir,
-        env=installed.env(),
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    for path in result.stdout.split():
+    for path in installed.python(code).split():
         assert Path(path).is_relative_to(installed.venv), path
         assert not Path(path).is_relative_to(ROOT), path
 
@@ -123,15 +127,7 @@ def test_the_package_is_imported_from_the_venv_not_the_checkout(installed: Insta
 def test_the_wheel_ships_the_manifest_the_repository_shows(installed: Installed) -> None:
     """The packaged app.yml, read through importlib.resources, is the repository root's app.yml."""
     code = "from app.web.manifest import load_manifest; import json; print(json.dumps(load_manifest()))"
-    result = subprocess.run(
-        [installed.command("python"), "-c", code],
-        cwd=installed.workdir,
-        env=installed.env(),
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    assert json.loads(result.stdout) == yaml.safe_load((ROOT / "app.yml").read_text())
+    assert json.loads(installed.python(code)) == yaml.safe_load((ROOT / "app.yml").read_text())
 
 
 # Every sub-command's --help in one process (each start imports githubkit, which is slow);
