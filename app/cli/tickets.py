@@ -11,53 +11,8 @@ from app.cli.common import EXIT_NOT_FOUND, EXIT_USAGE, ready, table, ticket_key
 from app.settings import Settings
 from app.store.database import Database
 from app.store.tickets import TicketService
-from policies.model import Ticket, TicketKey
-
-
-def ticket_summary(ticket: Ticket) -> dict[str, Any]:
-    """The `status --json` shape."""
-    delivery = ticket.last_delivery
-    runner = ticket.claimant or (delivery.runner if delivery else None)
-    runner_id = ticket.claimant_id if ticket.claimant else (delivery.runner_id if delivery else None)
-    return {
-        "ticket": str(ticket.key),
-        "work": ticket.work.value if ticket.work else None,
-        "integration": ticket.rails.integration.value,
-        "deployment": ticket.rails.deployment.value,
-        "deployments": {env: state.value for env, state in ticket.rails.deployments.items()},
-        "revision": ticket.revision,
-        "attempt": ticket.attempt,
-        "runner": runner,
-        "runner_id": runner_id,
-        "claimant": ticket.claimant,
-        "claimant_id": ticket.claimant_id,
-        "owner": ticket.owner,
-        "owner_id": ticket.owner_id,
-        "no_code": ticket.no_code,
-        "review": ticket.review.kind.value if ticket.review else None,
-        "reviewer": ticket.review.reviewer if ticket.review else None,
-        "reviewer_id": ticket.review.reviewer_id if ticket.review else None,
-        "delivery": _delivery(ticket),
-        "merge_commit": ticket.rails.merge_commit,
-    }
-
-
-def _delivery(ticket: Ticket) -> dict[str, Any] | None:
-    delivery = ticket.last_delivery
-    if delivery is None:
-        return None
-    return {
-        "attempt": delivery.attempt,
-        "runner": delivery.runner,
-        "runner_id": delivery.runner_id,
-        "summary": delivery.summary,
-        "branch": delivery.branch,
-        "commit": delivery.commit,
-        "pull_request": delivery.pull_request,
-        "artifacts": list(delivery.artifacts),
-        "operation_id": delivery.operation_id,
-        "at": delivery.at.isoformat(),
-    }
+from app.views.status_json import status_object
+from policies.model import TicketKey
 
 
 def event_items(service: TicketService, key: TicketKey) -> list[dict[str, Any]]:
@@ -153,7 +108,7 @@ def cmd_status(args: argparse.Namespace, database: Database, out: TextIO, err: T
     if ticket is None:
         err.write(f"railyard: {args.ticket} is not a ticket (nothing recorded for it).\n")
         return EXIT_NOT_FOUND
-    summary = ticket_summary(ticket)
+    summary = status_object(ticket)
     if args.json:
         out.write(json.dumps(summary, indent=2) + "\n")
     else:

@@ -32,6 +32,7 @@ from app.store.effects import Effect, effect_result
 from app.store.pulls import stored_pull
 from app.store.tickets import TicketService
 from app.views.render import StatusView, render_check_summary, render_status_comment
+from app.views.status_json import status_comment_body
 from handlers.ports import PullRequest
 from policies.checks import CHECK_NAME, Conclusion, Linked, Verdict, verdict
 from policies.model import Ticket, TicketKey
@@ -89,12 +90,13 @@ class Surfaces:
         return {STATUS_COMMENT: self.status_comment, CHECK_RUN: self.check_run}
 
     async def status_comment(self, row: Mapping[str, Any]) -> Mapping[str, Any] | None:
-        """The comment's body now; None when the issue is not (or no longer) a ticket."""
+        """The comment's body now (ending in the hidden status-json line); None when the issue is
+        not (or no longer) a ticket."""
         number = int(row["payload"]["number"])
         view = await self._view(row["installation_id"], row["repository"], number)
         if view is None:
             return None
-        return {"number": number, "body": render_status_comment(view)}
+        return {"number": number, "body": status_comment_body(view)}
 
     async def check_run(self, row: Mapping[str, Any]) -> Mapping[str, Any] | None:
         """The check's conclusion, title and summary for the PR's tickets at this commit."""
@@ -130,6 +132,7 @@ class Surfaces:
     async def _linked_body(self, installation: int, repository: str, number: int) -> tuple[str, str | None]:
         view = await self._view(installation, repository, number)
         link = await asyncio.to_thread(self._status_link, repository, number)
+        # The check quotes the visible part only: one ticket's status-json line lives on its issue.
         return link or "", render_status_comment(view) if view else None
 
     async def _view(self, installation: int, repository: str, number: int) -> StatusView | None:

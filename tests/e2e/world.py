@@ -13,7 +13,8 @@ from typing import Any
 from app.store.database import Database
 from app.store.effects import effect_counts, marker
 from app.store.tickets import TicketService
-from app.views.render import StatusView, render_status_comment
+from app.views.render import StatusView
+from app.views.status_json import status_comment_body
 from app.views.surfaces import status_key
 from policies.model import TicketKey
 from tests.fakes import drained, example
@@ -135,7 +136,7 @@ class World:
         ticket = service.load(key)
         assert ticket is not None, f"#{number} is not a ticket"
         view = StatusView(ticket, tuple(recorded.event for recorded in service.history(key)))
-        return f"{render_status_comment(view)}\n\n{marker(status_key(REPO, number))}"
+        return f"{status_comment_body(view)}\n\n{marker(status_key(REPO, number))}"
 
     def ticket(self, number: int = 12) -> Any:
         return TicketService(self.database).load(TicketKey(REPO, number))

@@ -1,0 +1,126 @@
+"""The status object: `railyard status --json` and the status comment's hidden line, one shape.
+
+The CLI prints `status_object(ticket)`; the status comment carries the same object on one hidden
+line, `<!-- railyard:status-json {...} -->`, so an agent that can read the issue can read the
+state. Inside that line `<`, `>` and every `-` followed by another `-` are written as JSON
+`\\u` escapes: user text (summaries, logins, branch names) can neither close the HTML comment
+(`-->`, `--!>`) nor spell a second marker, and the JSON still loads to the same object.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from app.views.render import STATUS_BUDGET, StatusView, render_status_comment
+from policies.model import Ticket
+from policies.transitions import next_steps
+
+MARKER = "<!-- railyard:status-json "
+END = " -->"
+MIN_VISIBLE = 2_000
+"""The visible part keeps at least this much of the comment, however large the object."""
+
+_DOUBLE_DASH = re.compile("-(?=-)")
+
+
+def status_object(ticket: Ticket) -> dict[str, Any]:
+    """The `status --json` shape: the three rails, the people, the last delivery, and `next`."""
+    delivery = ticket.last_delivery
+    runner = ticket.claimant or (delivery.runner if delivery else None)
+    runner_id = ticket.claimant_id if ticket.claimant else (delivery.runner_id if delivery else None)
+    return {
+        "ticket": str(ticket.key),
+        "work": ticket.work.value if ticket.work else None,
+        "integration": ticket.rails.integration.value,
+        "deployment": ticket.rails.deployment.value,
+        "deployments": {env: state.value for env, state in ticket.rails.deployments.items()},
+        "revision": ticket.revision,
+        "attempt": ticket.attempt,
+        "runner": runner,
+        "runner_id": runner_id,
+        "claimant": ticket.claimant,
+        "claimant_id": ticket.claimant_id,
+        "owner": ticket.owner,
+        "owner_id": ticket.owner_id,
+        "no_code": ticket.no_code,
+        "review": ticket.review.kind.value if ticket.review else None,
+        "reviewer": ticket.review.reviewer if ticket.review else None,
+        "reviewer_id": ticket.review.reviewer_id if ticket.review else None,
+        "delivery": _delivery(ticket),
+        "merge_commit": ticket.rails.merge_commit,
+        "next": next_commands(ticket),
+    }
+
+
+def next_commands(ticket: Ticket) -> list[dict[str, Any]]:
+    """The commands that can move the ticket now, each with who may run it (the transition table)."""
+    return [{"command": label, "roles": list(allowed)} for label, allowed in next_steps(ticket.work)]
+
+
+def _delivery(ticket: Ticket) -> dict[str, Any] | None:
+    delivery = ticket.last_delivery
+    if delivery is None:
+        return None
+    return {
+        "attempt": delivery.attempt,
+        "runner": delivery.runner,
+        "runner_id": delivery.runner_id,
+        "summary": delivery.summary,
+        "branch": delivery.branch,
+        "commit": delivery.commit,
+        "pull_request": delivery.pull_request,
+        "artifacts": list(delivery.artifacts),
+        "operation_id": delivery.operation_id,
+        "at": delivery.at.isoformat(),
+    }
+
+
+def status_line(status: dict[str, Any]) -> str:
+    """The hidden line carrying `status`: one line, safe inside an HTML comment."""
+    text = json.dumps(status, ensure_ascii=True, separators=(",", ":"))
+    # Outside strings JSON has no `<`, `>` or `--`, so escaping the whole text touches only strings.
+    text = _DOUBLE_DASH.sub(r"\\u002d", text.replace("<", "\\u003c").replace(">", "\\u003e"))
+    return f"{MARKER}{text}{END}"
+
+
+def parse_status_line(body: str) -> dict[str, Any] | None:
+    """The object on the first status-json line of a comment body; None if there is none."""
+    start = body.find(MARKER)
+    if start < 0:
+        return None
+    end = body.find(END, start + len(MARKER))
+    if end < 0:
+        return None
+    found = json.loads(body[start + len(MARKER) : end])
+    return found if isinstance(found, dict) else None
+
+
+def status_comment_body(view: StatusView, limit: int = STATUS_BUDGET) -> str:
+    """The status comment: the visible part, cut to leave room, then the hidden status line.
+
+    An object too large for the comment (a delivery summary of tens of thousands of dashes) has
+    its delivery summary shortened in the line and `summary_truncated` set; `status --json`
+    keeps it whole.
+    """
+    line = _fitting_line(status_object(view.ticket), limit - MIN_VISIBLE)
+    visible = render_status_comment(view, limit=limit - len(line) - 2)
+    return f"{visible}\n\n{line}"
+
+
+def _fitting_line(status: dict[str, Any], room: int) -> str:
+    line = status_line(status)
+    delivery = status.get("delivery")
+    if len(line) <= room or not delivery:
+        return line
+    summary, shortened = str(delivery["summary"]), dict(delivery)
+    keep = len(summary)
+    while len(line) > room and keep > 0:
+        keep //= 2
+        shortened = {**delivery, "summary": summary[:keep], "summary_truncated": True}
+        line = status_line({**status, "delivery": shortened})
+    if len(line) > room:  # the artifacts alone are too many: keep the count
+        shortened = {**shortened, "artifacts": [], "artifacts_truncated": len(delivery["artifacts"])}
+        line = status_line({**status, "delivery": shortened})
+    return line
