@@ -83,7 +83,7 @@ def test_a_summary_too_large_for_the_comment_is_shortened_in_the_line_only() -> 
     assert len(body) <= COMMENT_LIMIT - 100
     found = parse_status_line(body)
     assert found is not None and found["delivery"]["summary_truncated"] is True
-    assert "--" * 30_000 == status_object(story.ticket)["delivery"]["summary"]
+    assert status_object(story.ticket)["delivery"]["summary"] == "--" * 30_000
     assert {k: v for k, v in found.items() if k != "delivery"} == {
         k: v for k, v in _as_cli_prints(story.ticket).items() if k != "delivery"
     }
