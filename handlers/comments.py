@@ -44,6 +44,7 @@ from policies.commands import Command, Context, Deliver, Publish
 from policies.links import linked_issues
 from policies.model import Actor, TicketKey
 from policies.parser import ParsedComment, parse_comment
+from policies.refusals import RefusalCode
 from policies.transitions import roles_in_rows
 
 router = Router()
@@ -163,7 +164,13 @@ class CommandRun:
         high_risk = bool(_label_names(issue) & set(rules.high_risk_labels))
         context = await self._context(Actor(f.author, roles, f.author_id), rules, high_risk)
         async with services.store.unit() as uow:
-            outcome = await uow.execute(key, completed, context, installation_id=f.installation_id)
+            outcome = await uow.execute(
+                key,
+                completed,
+                context,
+                expected_revision=self.parsed.expected_revision,
+                installation_id=f.installation_id,
+            )
             if outcome.answerable:
                 await uow.send(*self._answers(outcome))
             merged: list[int] = []
@@ -286,7 +293,9 @@ class CommandRun:
         """The GitHub writes the outcome calls for, enqueued with it."""
         f = self.facts
         if outcome.refusal is not None:
-            return [self._reply_to_author(Refused(outcome.refusal))]
+            stale = outcome.refusal.code is RefusalCode.STALE_REVISION
+            retry = f"/{self.parsed.word} rev={outcome.revision}" if stale else None
+            return [self._reply_to_author(Refused(outcome.refusal, retry))]
         answers: list[Answer] = [Reaction(f.installation_id, f.repository, f.comment_id, "+1")]
         last = outcome.events[-1] if outcome.events else None
         number = outcome.ticket.number

@@ -71,7 +71,9 @@ class ParsedComment:
     suggestion) for the first line that looks like a mistyped command, words without the
     slash. `line` is the line the comment's answer quotes, as written: THE command's line,
     or the near miss's when there is one and the arguments are fine (a near miss is answered
-    before the command runs, so `/acept` is quoted whole, not as `/`).
+    before the command runs, so `/acept` is quoted whole, not as `/`). `expected_revision` is
+    the `rev=N` of a state-changing command: it binds the execution (the one door), not what
+    the command means, so it travels beside the command rather than inside every kind of it.
     """
 
     command: Command | None = None
@@ -82,6 +84,7 @@ class ParsedComment:
     near_miss: tuple[str, str] | None = None
     error: str | None = None
     line: str | None = None
+    expected_revision: int | None = None
 
 
 @dataclass(frozen=True)
@@ -95,38 +98,40 @@ class _Grammar:
 
 
 _GRAMMARS: dict[CommandName, _Grammar] = {
-    CommandName.DRAFT: _Grammar("/draft [#N]", "nothing: makes the issue a draft ticket"),
+    CommandName.DRAFT: _Grammar("/draft [rev=N] [#N]", "nothing: makes the issue a draft ticket"),
     CommandName.PUBLISH: _Grammar(
-        "/publish [--no-code] [#N]",
+        "/publish [--no-code] [rev=N] [#N]",
         "a description (the issue body) and an owner; --no-code for work without code, whose "
         "deliveries then need artifact=URL",
         flags=frozenset({"no-code"}),
     ),
     CommandName.CLAIM: _Grammar(
-        "/claim [--check-in MINUTES] [branch=NAME] [#N]",
+        "/claim [--check-in MINUTES] [branch=NAME] [rev=N] [#N]",
         "an open ticket; --check-in sets how long silence may last, branch= the branch the attempt works on",
         valued_flags=frozenset({"check-in"}),
         keys=frozenset({"branch"}),
     ),
     CommandName.DELIVER: _Grammar(
-        "/deliver [branch=NAME] [commit=SHA] [artifact=URL ...] [#PR] SUMMARY",
+        "/deliver [branch=NAME] [commit=SHA] [artifact=URL ...] [rev=N] [#PR] SUMMARY",
         "a summary (the text after the arguments and on the next lines) and at least one "
         "artifact: branch=, commit=, artifact= or a linked pull request #PR",
         keys=frozenset({"branch", "commit", "artifact"}),
         takes_text=True,
     ),
     CommandName.ACCEPT: _Grammar(
-        "/accept [--self | --override REASON] [#N]",
+        "/accept [--self | --override REASON] [rev=N] [#N]",
         "a delivery reviewed by someone other than its runner; --self only for the delivering "
         "runner where the config allows it; --override REASON waives the independence rules",
         flags=frozenset({"self", "override"}),
         takes_text=True,
     ),
     CommandName.SEND_BACK: _Grammar(
-        "/send-back [#N] FEEDBACK", "feedback for the runner (the text after the command)", takes_text=True
+        "/send-back [rev=N] [#N] FEEDBACK",
+        "feedback for the runner (the text after the command)",
+        takes_text=True,
     ),
     CommandName.REOPEN: _Grammar(
-        "/reopen [#N] REASON", "a reason (the text after the command)", takes_text=True
+        "/reopen [rev=N] [#N] REASON", "a reason (the text after the command)", takes_text=True
     ),
 }
 
@@ -147,6 +152,7 @@ _NUMBER = re.compile(r"#([0-9]+)", re.ASCII)
 _FLAG = re.compile(r"(?:--|\u2014|\u2013)([A-Za-z][A-Za-z0-9-]*)(?:=(.*))?", re.ASCII | re.DOTALL)
 _KEY_VALUE = re.compile(r"([A-Za-z][A-Za-z0-9_-]*)=(.*)", re.ASCII | re.DOTALL)
 _MINUTES = re.compile(r"[0-9]{1,6}", re.ASCII)
+_REVISION = re.compile(r"[0-9]{1,9}", re.ASCII)
 _COMMIT = re.compile(r"[0-9a-fA-F]{7,40}", re.ASCII)
 _NEAR_MISS_SHAPE = re.compile(r"[A-Za-z][A-Za-z_-]{1,29}", re.ASCII)
 _BRANCH_FORBIDDEN = frozenset(" ~^:?*[\\")
@@ -166,6 +172,7 @@ class _CommandLine:
 @dataclass
 class _Arguments:
     number: int | None = None
+    revision: int | None = None
     flags: set[str] = field(default_factory=set)
     values: dict[str, list[str]] = field(default_factory=dict)
     text: str = ""
@@ -206,11 +213,12 @@ def parse_comment(body: str) -> ParsedComment:
         return ParsedComment(
             word=chosen.word, ignored=ignored, near_miss=near_miss, error=built, line=chosen.written
         )
-    command, target = built
+    command, target, revision = built
     return ParsedComment(
         command=command,
         word=chosen.word,
         target=target,
+        expected_revision=revision,
         ignored=ignored,
         near_miss=near_miss,
         line=near_line or chosen.written,
@@ -268,12 +276,18 @@ def _following_text(lines: tuple[ScannedLine, ...], chosen: _CommandLine, comman
     )
 
 
-def _build(name: CommandName, rest: str, following: str) -> tuple[Command, int | None] | str:
-    """The command value and its `#N` target, or a message saying what is wrong."""
-    grammar = _GRAMMARS[name]
-    arguments = _arguments(name, grammar, rest)
+def _build(name: CommandName, rest: str, following: str) -> tuple[Command, int | None, int | None] | str:
+    """The command value, its `#N` target and its `rev=N`, or a message saying what is wrong."""
+    arguments = _arguments(name, _GRAMMARS[name], rest)
     if isinstance(arguments, str):
         return arguments
+    built = _command(name, arguments, following)
+    return built if isinstance(built, str) else (*built, arguments.revision)
+
+
+def _command(name: CommandName, arguments: _Arguments, following: str) -> tuple[Command, int | None] | str:
+    """The command value and its `#N` target from its arguments and text."""
+    grammar = _GRAMMARS[name]
     text = "\n".join((arguments.text, following)).strip()
     values = arguments.values
     match name:
@@ -327,6 +341,8 @@ def _arguments(name: CommandName, grammar: _Grammar, rest: str) -> _Arguments | 
             problem = _take_number(arguments, number.group(1), name)
         elif (flag := _FLAG.fullmatch(piece)) is not None:
             problem, position = _take_flag(arguments, grammar, name, flag, rest, position)
+        elif (pair := _KEY_VALUE.fullmatch(piece)) is not None and pair.group(1).lower() == "rev":
+            problem = _take_revision(arguments, name, pair.group(2))
         elif (pair := _KEY_VALUE.fullmatch(piece)) is not None and (grammar.keys or not grammar.takes_text):
             # On /claim and /deliver `pr=12` is a typo worth reporting; on /send-back it is text.
             key = pair.group(1).lower()
@@ -345,6 +361,19 @@ def _arguments(name: CommandName, grammar: _Grammar, rest: str) -> _Arguments | 
         if problem is not None:
             return problem
     return arguments
+
+
+def _take_revision(arguments: _Arguments, name: CommandName, value: str) -> str | None:
+    """Record `rev=N`, the revision the command expects the ticket to be at."""
+    if _REVISION.fullmatch(value) is None:
+        return (
+            f"rev= takes the ticket's revision, a whole number like rev=7 (the status comment "
+            f"shows it); got {_shown(value)}."
+        )
+    if arguments.revision is not None:
+        return f"/{name} takes rev= once."
+    arguments.revision = int(value)
+    return None
 
 
 def _take_number(arguments: _Arguments, digits: str, name: CommandName) -> str | None:

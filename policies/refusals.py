@@ -39,3 +39,18 @@ class Refusal:
     reason: str
     hint: str = ""
     transient: bool = False
+
+
+def stale_revision(subject: str, expected: int, actual: int, *, final: bool) -> Refusal:
+    """The refusal of a change made against revision `expected` of a ticket now at `actual`.
+
+    For a command it is `final`: stored and replayed like any refusal, so a redelivered
+    comment gets the same answer and never applies later when the revision happens to come
+    round to `expected`. For an observation it is transient (observations are not stored).
+    """
+    return Refusal(
+        RefusalCode.STALE_REVISION,
+        f"{subject} changed since revision {expected} was read; it is now at revision {actual}.",
+        f"Read the ticket again; if the command still holds, send it again with rev={actual}.",
+        transient=not final,
+    )

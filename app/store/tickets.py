@@ -29,7 +29,7 @@ from policies.events import Event, EventType
 from policies.model import Ticket, TicketKey
 from policies.notices import NOTICES, NoticeContext, decide_notice, notice_name
 from policies.rails import OBSERVATIONS, ObservationContext, observation_to_data
-from policies.refusals import Refusal, RefusalCode
+from policies.refusals import Refusal, RefusalCode, stale_revision
 
 EffectsFor = Callable[[Outcome], Sequence[Effect | Reply]]
 SurfacesFor = Callable[[int, Ticket], Sequence[Effect]]
@@ -92,8 +92,9 @@ def execute_in(
                     _show(connection, outcome.shown, installation_id, context.at.timestamp(), surfaces)
                 return outcome
         except _ConflictError:
-            if expected_revision is not None:
-                return _stale(key, context, expected_revision)
+            # Read again: with an expected revision the next try finds the ticket moved and
+            # refuses it as stale (stored, for a command), like any other stale change.
+            continue
         except IntegrityError:
             # A concurrent writer created the ticket or stored this operation first:
             # read again; the stored operation (if any) is then replayed.
@@ -242,7 +243,12 @@ def _execute_once(
     row = connection.execute(_SELECT_TICKET, _key_params(key)).first()
     ticket = ticket_from_data(key, row.revision, row.snapshot) if row else Ticket(key)
     if expected_revision is not None and ticket.revision != expected_revision:
-        return _stale(key, context, expected_revision, ticket.revision)
+        final = isinstance(context, Context)
+        stale = stale_revision(str(key), expected_revision, ticket.revision, final=final)
+        if final:  # a command's stale refusal is its outcome: replayed, never applied later
+            ticket_id = row.id if row else None
+            _record_operation(connection, key, ticket_id, change, context, ticket.revision, refusal=stale)
+        return Outcome(context.operation_id, key, ticket.revision, refusal=stale)
     decision = _decide(ticket, change, context)
     if isinstance(decision, Refusal):
         # Only commands have an outcome worth replaying; observations are deduplicated by the rails.
@@ -259,17 +265,6 @@ def _execute_once(
     _append(connection, ticket_id, ticket, decision)
     _record_operation(connection, key, ticket_id, change, context, after.revision, ticket.revision + 1)
     return Outcome(context.operation_id, key, after.revision, events=decision, shown=after)
-
-
-def _stale(key: TicketKey, context: ChangeContext, expected: int, actual: int | None = None) -> Outcome:
-    now = f"; it is now at revision {actual}" if actual is not None else ""
-    refusal = Refusal(
-        RefusalCode.STALE_REVISION,
-        f"{key} changed since revision {expected} was read{now}.",
-        "Read the ticket again and retry.",
-        transient=True,
-    )
-    return Outcome(context.operation_id, key, actual if actual is not None else expected, refusal=refusal)
 
 
 def _enqueue_answers(connection: Connection, answers: Sequence[Effect | Reply], now: float) -> None:

@@ -98,7 +98,10 @@ def message(item: Message) -> str:
 
 @message.register
 def _(item: Refused) -> str:
-    return refused(item.refusal.reason, item.refusal.hint)
+    if item.retry is None:
+        return refused(item.refusal.reason, item.refusal.hint)
+    retry = "Read the ticket again; if the command still holds, send it again with the current revision: "
+    return f"{refused(item.refusal.reason, None)}\n\n{retry}{code_span(item.retry, limit=200)}"
 
 
 def refused(reason: str, hint: str | None) -> str:
@@ -177,7 +180,11 @@ def help_text() -> str:
     for word in COMMAND_WORDS:
         who = escape_inline(", ".join(_runners().get(word, ("anyone",))))
         lines.append(f"- {code_span(USAGE[word])}: needs {escape_inline(NEEDS[word])}. Who: {who}.")
-    lines += ["", "`#N` names a ticket (on a pull request, one it links); `--` ends the arguments."]
+    lines += [
+        "",
+        "`#N` names a ticket (on a pull request, one it links); `--` ends the arguments; `rev=N` runs "
+        "the command only if the ticket is still at revision N (else it is refused, naming the current one).",
+    ]
     return "\n".join(lines)
 
 

@@ -9,7 +9,7 @@ from policies.events import Event, EventType
 from policies.model import Ticket, TicketKey
 from policies.notices import NOTICES, NoticeContext, decide_notice, notice_name
 from policies.rails import OBSERVATIONS, ObservationContext, observation_to_data
-from policies.refusals import Refusal, RefusalCode
+from policies.refusals import Refusal, stale_revision
 
 # The events that open a new attempt (their data carries the attempt number), as `app.store.tickets`.
 OPENS_ATTEMPT = frozenset({EventType.CLAIMED, EventType.SENT_BACK, EventType.DELIVERED})
@@ -21,13 +21,9 @@ def normalize(key: TicketKey) -> TicketKey:
 
 
 def stale(key: TicketKey, context: ChangeContext, expected: int, actual: int) -> Outcome:
-    """`tickets._stale`: a transient refusal, so the same operation may run again."""
-    refusal = Refusal(
-        RefusalCode.STALE_REVISION,
-        f"{key} changed since revision {expected} was read; it is now at revision {actual}.",
-        "Read the ticket again and retry.",
-        transient=True,
-    )
+    """`tickets._execute_once` on a stale revision: final (stored by the caller) for a command,
+    transient for an observation."""
+    refusal = stale_revision(str(key), expected, actual, final=isinstance(context, Context))
     return Outcome(context.operation_id, key, actual, refusal=refusal)
 
 

@@ -191,7 +191,10 @@ class Records:
             return stored.replayed(context.operation_id)
         ticket = self.ticket(key) or Ticket(key)
         if expected_revision is not None and ticket.revision != expected_revision:
-            return stale(key, context, expected_revision, ticket.revision)
+            refused = stale(key, context, expected_revision, ticket.revision)
+            if refused.refusal is not None and not refused.refusal.transient and isinstance(context, Context):
+                self._record_operation(key, change, context, ticket.revision, refusal=refused.refusal)
+            return refused
         decision = decide_change(ticket, change, context)
         if isinstance(decision, Refusal):
             # Only commands have an outcome worth replaying; observations are deduplicated by the rails.

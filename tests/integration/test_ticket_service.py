@@ -100,16 +100,22 @@ def test_a_replayed_refusal_returns_the_original_refusal(database: Database) -> 
     assert count(database, operations) == 2
 
 
-def test_an_outdated_expected_revision_is_refused_and_not_stored(database: Database) -> None:
-    """Optimistic concurrency: a change prepared against an old revision is refused, then may retry."""
+def test_an_outdated_expected_revision_is_a_stored_refusal_replayed_for_the_same_command(
+    database: Database,
+) -> None:
+    """A command made against an old revision is refused as stale, stored, and replayed as refused
+    even once the ticket is at that revision: a fresh command (new operation id) applies."""
     service, comments = TicketService(database), Comments()
     service.execute(KEY, Publish("Describe"), comments.context(REQUESTER))
     context = comments.context(RUNNER)
     stale = service.execute(KEY, Claim(), context, expected_revision=1)
     assert stale.refusal is not None and stale.refusal.code is RefusalCode.STALE_REVISION
-    assert stale.refusal.transient
+    assert not stale.refusal.transient and stale.answerable and stale.revision == 2
+    assert "revision 2" in stale.refusal.reason
     assert service.load(KEY).revision == 2  # type: ignore[union-attr]
-    retried = service.execute(KEY, Claim(), context, expected_revision=2)
+    again = service.execute(KEY, Claim(), context, expected_revision=2)
+    assert again.replayed and again.refusal == stale.refusal
+    retried = service.execute(KEY, Claim(), comments.context(RUNNER), expected_revision=2)
     assert retried.applied and retried.revision == 3
 
 
