@@ -55,7 +55,7 @@ _SELECT_ATTEMPT = select(attempts.c.id).where(
 )
 
 # The events that open a new attempt (their data carries the attempt number).
-_OPENS_ATTEMPT = {EventType.CLAIMED, EventType.SENT_BACK, EventType.DELIVERED}
+OPENS_ATTEMPT = frozenset({EventType.CLAIMED, EventType.SENT_BACK, EventType.DELIVERED})
 
 
 class _ConflictError(Exception):
@@ -249,7 +249,7 @@ def _execute_once(
             ticket_id = row.id if row else None
             _record_operation(connection, key, ticket_id, change, context, ticket.revision, refusal=stale)
         return Outcome(context.operation_id, key, ticket.revision, refusal=stale)
-    decision = _decide(ticket, change, context)
+    decision = decide_change(ticket, change, context)
     if isinstance(decision, Refusal):
         # Only commands have an outcome worth replaying; observations are deduplicated by the rails.
         if not decision.transient and isinstance(context, Context):
@@ -280,7 +280,8 @@ def _key_params(key: TicketKey) -> dict[str, Any]:
     return {"b_repository": key.repository, "b_number": key.number}
 
 
-def _decide(ticket: Ticket, change: Change, context: ChangeContext) -> tuple[Event, ...] | Refusal:
+def decide_change(ticket: Ticket, change: Change, context: ChangeContext) -> tuple[Event, ...] | Refusal:
+    """The core's decision for a command, an observation or a notice."""
     if isinstance(change, OBSERVATIONS) and isinstance(context, ObservationContext):
         return observe(ticket, change, context)
     if isinstance(change, NOTICES) and isinstance(context, NoticeContext):
@@ -290,7 +291,8 @@ def _decide(ticket: Ticket, change: Change, context: ChangeContext) -> tuple[Eve
     raise TypeError(f"{type(change).__name__} cannot run with {type(context).__name__}")
 
 
-def _change_name(change: Change) -> str:
+def change_name(change: Change) -> str:
+    """How an operation names its change: `/claim`, `observation:branch`, a notice's name."""
     if isinstance(change, OBSERVATIONS):
         return f"observation:{observation_to_data(change)['kind']}"
     if isinstance(change, NOTICES):
@@ -365,7 +367,7 @@ def _append(connection: Connection, ticket_id: int, before: Ticket, events: Sequ
                 "data": dict(event.data),
             },
         )
-        if event.type in _OPENS_ATTEMPT and event.data["attempt"] > attempt:
+        if event.type in OPENS_ATTEMPT and event.data["attempt"] > attempt:
             attempt = event.data["attempt"]
             attempt_ids[attempt] = _open_attempt(connection, ticket_id, before, event)
         if event.type is EventType.DELIVERED:
@@ -456,7 +458,7 @@ def _record_operation(
             "repository": key.repository,
             "number": key.number,
             "ticket_id": ticket_id,
-            "change": _change_name(change),
+            "change": change_name(change),
             "actor": _actor(context)[0],
             "actor_id": _actor(context)[1],
             "outcome": "refused" if refusal else "applied",
