@@ -15,7 +15,7 @@ units, in that order.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -360,6 +360,3 @@ class Services:
     ancestry: Ancestry
     app_id: int
     clock: Clock
-
-
-Resync = Callable[[Services, TicketKey], Awaitable[list[str]]]

@@ -12,10 +12,11 @@ from sqlalchemy import Connection, select
 
 from app.store.database import Database, insert_for
 from app.store.tables import InstallationRepositoryRow, InstallationRow, table
+from handlers.installations import ACTIVE, DELETED, SUSPENDED
 
 installations = table(InstallationRow)
 installation_repositories = table(InstallationRepositoryRow)
-ACTIVE, SUSPENDED, DELETED = "active", "suspended", "deleted"
+__all__ = ["ACTIVE", "DELETED", "SUSPENDED"]
 
 
 def set_installation(
