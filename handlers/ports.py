@@ -133,6 +133,22 @@ class MergedTicket:
     anchor: str | None
 
 
+@dataclass(frozen=True)
+class KeptAnswer:
+    """The answer an API command got, kept under the account's Idempotency-Key.
+
+    `digest` names the request it answered (its route and body): the same key sent with
+    another request is refused, never answered with this.
+    """
+
+    account_id: int
+    key: str
+    digest: str
+    status: int
+    body: Mapping[str, Any]
+    at: datetime
+
+
 Linked = tuple[PullRequest, set[int]]
 """A stored PR and the ticket numbers it links."""
 
@@ -175,6 +191,9 @@ class Reads(Protocol):
 
     async def merged_tickets(self, repository: str) -> list[MergedTicket]:
         """Every merged ticket, with the newest deployed commit known to contain its merge."""
+
+    async def kept_answer(self, account_id: int, key: str) -> KeptAnswer | None:
+        """The API answer kept under the account's Idempotency-Key, if any."""
 
 
 class UnitOfWork(Reads, Protocol):
@@ -221,6 +240,9 @@ class UnitOfWork(Reads, Protocol):
 
     async def send(self, *answers: Answer) -> None:
         """Enqueue GitHub writes with this transaction; replies within the author's reply limit."""
+
+    async def keep_answer(self, answer: KeptAnswer) -> KeptAnswer:
+        """Keep an API answer with this transaction, unless one is kept under its key; the one kept."""
 
     async def commit(self) -> None:
         """Make every write of the unit durable; without it, nothing is kept."""

@@ -125,3 +125,4 @@ class Context:
     commands_per_hour: int | None = None
     config_error: str | None = None
     on_pull_request: bool = False  # the command was written on a pull request, which never creates a ticket
+    via: str | None = None  # how the command came other than by comment ("api"), kept on its events

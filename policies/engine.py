@@ -137,9 +137,21 @@ def _event(
     role: str | None = None,
 ) -> Event:
     role = used.value if used is not None else role
+    if ctx.via is not None:
+        data = _by_way_of(data, ctx.via)
     return Event(
         kind, ctx.actor.login, role, ctx.at, ctx.operation_id, ctx.policy_version, data, ctx.actor.id
     )
+
+
+def _by_way_of(data: Mapping[str, Any], via: str) -> dict[str, Any]:
+    """The event's data with `via` (how the command came: "api"); a creation's own `via` (draft,
+    publish) is kept as `origin`."""
+    marked = dict(data)
+    if "via" in marked:
+        marked["origin"] = marked["via"]
+    marked["via"] = via
+    return marked
 
 
 def _iso(moment: datetime | None) -> str | None:

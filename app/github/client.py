@@ -394,6 +394,24 @@ class GitHubClient:
         )
         raise RateLimited(f"{name}: token request rate-limited until {until:.0f}", retry_at=until) from error
 
+    async def as_user(self, token: str, path: str, etag: str | None = None) -> httpx.Response:
+        """GET `path` with a person's own token (the HTTP API's caller), conditionally when `etag`.
+
+        The answer is the caller's to read: a person's calls count against their own limit,
+        never the installation's, so nothing here pauses an installation.
+        """
+        assert self._http is not None, "GitHubClient.start() was not awaited"
+        headers = {"Authorization": f"Bearer {token}"}
+        if etag is not None:
+            headers["If-None-Match"] = etag
+        try:
+            response = await self._http.get(path.lstrip("/"), headers=headers)
+        except (httpx.TimeoutException, httpx.TransportError) as error:
+            self._metrics.github_calls.labels("unreachable").inc()
+            raise GitHubUnavailable(f"GET {path} as a user: {type(error).__name__}", ambiguous=False) from error
+        self._metrics.github_calls.labels(str(response.status_code)).inc()
+        return response
+
     async def _decode(self, name: str, installation_id: int | None, response: httpx.Response) -> Any:
         status = response.status_code
         self._metrics.github_calls.labels(str(status)).inc()

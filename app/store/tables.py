@@ -385,3 +385,21 @@ class InstallationLimitRow(SQLModel, table=True):
     installation_id: int = Field(sa_column=Column(BigInteger, primary_key=True, autoincrement=False))
     paused_until: float = 0.0
     next_content_write_at: float = 0.0
+
+
+class ApiAnswerRow(SQLModel, table=True):
+    """The answer an API command got, kept under the account and its `Idempotency-Key`.
+
+    Written in the same transaction as the change, so a request replayed with the same key
+    gets exactly this answer (`digest` is the request it answered: the same key with another
+    request is refused), and no change can exist without its answer.
+    """
+
+    __tablename__ = "api_answers"
+
+    account_id: int = Field(sa_column=Column(BigInteger, primary_key=True, autoincrement=False))
+    idempotency_key: str = Field(primary_key=True)
+    digest: str  # sha256 of the route and the request body it answered
+    status: int
+    body: dict[str, Any] = _json()
+    at: datetime = _time()

@@ -22,7 +22,7 @@ from typing import Any, Generic, TypeVar
 
 from sqlalchemy import Connection
 
-from app.store import held, installations, pulls, signs, tickets
+from app.store import api_answers, held, installations, pulls, signs, tickets
 from app.store.database import Database
 from app.store.effects import Effect, enqueue, rerun
 from app.store.replies import Reply, enqueue_reply
@@ -33,6 +33,7 @@ from handlers.ports import (
     ChangeContext,
     Clock,
     Heard,
+    KeptAnswer,
     Linked,
     MergedTicket,
     Outcome,
@@ -192,6 +193,10 @@ class SqlReads:
         """Every merged ticket with its anchor."""
         return await self._run(tickets.merged_tickets, repository)
 
+    async def kept_answer(self, account_id: int, key: str) -> KeptAnswer | None:
+        """The API answer kept under the account's key."""
+        return await self._run(api_answers.kept_answer, account_id, key)
+
 
 class SqlUnit(SqlReads):
     """`handlers.ports.UnitOfWork`: one write transaction."""
@@ -249,6 +254,10 @@ class SqlUnit(SqlReads):
         """Enqueue the writes with this transaction; replies within the author's reply limit."""
         rendered = [self._rendered(answer) for answer in answers]
         self._session.post(_enqueue_all, rendered, self._clock())
+
+    async def keep_answer(self, answer: KeptAnswer) -> KeptAnswer:
+        """Keep the API answer with this transaction (or find the one a racing request kept)."""
+        return await self._run(api_answers.keep_answer, answer)
 
     def _rendered(self, answer: Answer) -> Effect | Reply:
         item = self._render(answer)

@@ -17,6 +17,7 @@ from handlers.ports import (
     Change,
     ChangeContext,
     Heard,
+    KeptAnswer,
     Linked,
     MergedTicket,
     Outcome,
@@ -135,6 +136,7 @@ class Records:
     repositories: dict[tuple[int, str], tuple[bool, float]] = field(default_factory=dict)
     answers: list[Answer] = field(default_factory=list)
     shown: list[Shown] = field(default_factory=list)
+    api_answers: dict[tuple[int, str], KeptAnswer] = field(default_factory=dict)
 
     def copy(self) -> Records:
         """A copy a unit of work can change without touching these (the rows are immutable)."""

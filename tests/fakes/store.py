@@ -19,6 +19,7 @@ from handlers.ports import (
     Change,
     ChangeContext,
     Heard,
+    KeptAnswer,
     Linked,
     MergedTicket,
     Outcome,
@@ -81,6 +82,10 @@ class MemoryReads:
     async def merged_tickets(self, repository: str) -> list[MergedTicket]:
         """Every merged ticket with its anchor."""
         return self.records.merged_tickets(repository)
+
+    async def kept_answer(self, account_id: int, key: str) -> KeptAnswer | None:
+        """The API answer kept under the account's key."""
+        return self.records.api_answers.get((account_id, key))
 
 
 class MemoryUnit(MemoryReads):
@@ -147,6 +152,10 @@ class MemoryUnit(MemoryReads):
     async def send(self, *answers: Answer) -> None:
         """Enqueue the answers with this unit (kept, like everything else, only by `commit`)."""
         self._writing().answers.extend(answers)
+
+    async def keep_answer(self, answer: KeptAnswer) -> KeptAnswer:
+        """Keep the API answer unless one is kept under its key; the one kept."""
+        return self._writing().api_answers.setdefault((answer.account_id, answer.key), answer)
 
     async def commit(self) -> None:
         """Make every write of the unit the store's; the unit ends here."""

@@ -1,0 +1,102 @@
+"""What GitHub says about a person's own token: whose it is, and whether it can read a repository.
+
+The HTTP API checks its caller's token with GitHub on every call (`GET /user`), so a revoked
+token stops working at once. Each read is conditional: the ETag and body of the last answer
+are kept per token (under a hash of it, never the token) and sent back as `If-None-Match`;
+GitHub's 304 costs no rate limit. Freshness is unchanged: every check still asks GitHub.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from app.github.client import GitHubClient, GitHubUnavailable, RateLimited, rate_limit_until
+
+KEPT = 4_096
+"""Answers kept for conditional requests (least recently used go first)."""
+
+
+@dataclass(frozen=True)
+class Account:
+    """The account a token belongs to, by id; `login` is what it is called now."""
+
+    id: int
+    login: str
+    is_bot: bool
+
+
+class BadToken(Exception):  # noqa: N818 - it names GitHub's answer
+    """GitHub does not accept the token (401): missing, wrong, expired or revoked."""
+
+
+class UserReads:
+    """`GET /user` and `GET /repos/{repo}` with a person's token, conditional, through one client."""
+
+    def __init__(
+        self, github: GitHubClient, *, clock: Callable[[], float] = time.time, kept: int = KEPT
+    ) -> None:
+        self._github, self._clock = github, clock
+        self._kept: OrderedDict[tuple[str, str], tuple[str, Any]] = OrderedDict()
+        self._limit = kept
+        self.not_modified = 0  # answers served from a 304, for benches and tests
+
+    async def account(self, token: str) -> Account:
+        """Whose token it is (`BadToken` when GitHub refuses it)."""
+        found = await self._read(token, "/user")
+        if not isinstance(found, dict) or not isinstance(found.get("id"), int) or not found.get("login"):
+            raise GitHubUnavailable("GET /user: an answer without the account", ambiguous=False)
+        return Account(int(found["id"]), str(found["login"]), found.get("type") == "Bot")
+
+    async def can_read(self, token: str, repository: str) -> bool:
+        """Whether the token's account can read the repository (GitHub hides what it cannot: 404)."""
+        found = await self._read(token, f"/repos/{repository}")
+        if not isinstance(found, dict):
+            return False
+        permissions = found.get("permissions")
+        if isinstance(permissions, dict):
+            return bool(permissions.get("pull"))
+        return found.get("private") is False
+
+    async def _read(self, token: str, path: str) -> Any:
+        """The answer's JSON (None for 403/404), from the kept body on a 304."""
+        slot = (hashlib.sha256(token.encode()).hexdigest(), path)
+        kept = self._kept.get(slot)
+        response = await self._github.as_user(token, path, kept[0] if kept else None)
+        status = response.status_code
+        if status == 304 and kept is not None:
+            self._kept.move_to_end(slot)
+            self.not_modified += 1
+            return kept[1]
+        if status == 401:
+            self._kept.pop(slot, None)
+            raise BadToken("GitHub does not accept this token (missing, wrong, expired or revoked)")
+        until = rate_limit_until(response, self._clock())
+        if until is not None:
+            raise RateLimited(f"GET {path} as a user: rate-limited until {until:.0f}", retry_at=until)
+        if status >= 500 or status == 304:
+            raise GitHubUnavailable(f"GET {path} as a user: GitHub answered {status}", ambiguous=False)
+        if status in (403, 404):
+            self._kept.pop(slot, None)
+            return None
+        body = _json(path, response)
+        etag = response.headers.get("etag")
+        if etag:
+            self._kept[slot] = (etag, body)
+            self._kept.move_to_end(slot)
+            while len(self._kept) > self._limit:
+                self._kept.popitem(last=False)
+        return body
+
+
+def _json(path: str, response: httpx.Response) -> Any:
+    try:
+        return response.json()
+    except ValueError:
+        raise GitHubUnavailable(f"GET {path} as a user: an answer that is not JSON", ambiguous=False) from None

@@ -1,0 +1,32 @@
+"""Answers of the HTTP API, kept under each account's Idempotency-Key.
+
+Revision ID: 0011
+Revises: 0010
+Create Date: 2026-12-01
+"""
+
+import sqlalchemy as sa
+from alembic import op
+
+from app.store.tables import UTCDateTime
+
+revision = "0011"
+down_revision = "0010"
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    op.create_table(
+        "api_answers",
+        sa.Column("account_id", sa.BigInteger(), primary_key=True, autoincrement=False),
+        sa.Column("idempotency_key", sa.String(), primary_key=True),
+        sa.Column("digest", sa.String(), nullable=False),
+        sa.Column("status", sa.Integer(), nullable=False),
+        sa.Column("body", sa.JSON(), nullable=False),
+        sa.Column("at", UTCDateTime(), nullable=False),
+    )
+
+
+def downgrade() -> None:
+    op.drop_table("api_answers")

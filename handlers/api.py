@@ -1,0 +1,99 @@
+"""Commands through the HTTP API (`POST /api/v1/.../commands`): the run a comment gets, answered
+in the request instead of on GitHub.
+
+The operation id is the request's Idempotency-Key scoped to the account, so the one door
+applies it at most once. The JSON answer is worded by the caller (`Worded`, from `app/web`) and
+kept in the unit that made the change: a request replayed with the same key gets exactly the
+stored answer, and a crash can never leave a change without its answer. A command that never
+reaches the door (it does not parse, names a commit the repository lacks) records nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from handlers.answers import Answer, Message
+from handlers.commands import CommandFacts, CommandRun
+from handlers.ports import KeptAnswer, Outcome, Services, UnitOfWork
+from policies.model import Ticket
+from policies.parser import ParsedComment
+from policies.refusals import Refusal, RefusalCode
+
+Worded = Callable[[Outcome, Ticket | None], tuple[int, Mapping[str, Any]]]
+"""The HTTP status and JSON body that answer an outcome (given the ticket as it is after it)."""
+
+BOT_NOT_NAMED = Refusal(
+    RefusalCode.NOT_ALLOWED,
+    "This account is a bot, and no role in .github/railyard.yml names it by login.",
+    "Name the bot's login in the role it needs (for example runner).",
+)
+
+
+@dataclass(frozen=True)
+class ApiCommand:
+    """One API request to run a command: where, as which account, under which key."""
+
+    installation_id: int
+    repository: str
+    number: int
+    account_id: int
+    login: str  # the account's login now, as GitHub answered for the token
+    is_bot: bool
+    key: str  # the Idempotency-Key
+    digest: str  # the request it came with (route and body), to tell a reused key
+
+    @property
+    def operation_id(self) -> str:
+        """The key, scoped to the account: two accounts' keys never meet."""
+        return f"api:{self.account_id}:{self.key}"
+
+    def facts(self, at: datetime) -> CommandFacts:
+        """The command as the shared run sees it: written now, by this account, via the API."""
+        return CommandFacts(
+            installation_id=self.installation_id,
+            repository=self.repository,
+            number=self.number,
+            on_pull_request=False,
+            operation_id=self.operation_id,
+            at=at,
+            author=self.login,
+            author_id=self.account_id,
+            author_is_bot=self.is_bot,
+            via="api",
+        )
+
+
+class ApiCommandRun(CommandRun):
+    """The shared run with the API's answers: nothing said on GitHub but the assignment and
+    notice; everything else is the request's answer, kept with the change."""
+
+    def __init__(self, request: ApiCommand, parsed: ParsedComment, services: Services, worded: Worded) -> None:
+        super().__init__(request.facts(datetime.fromtimestamp(services.clock(), UTC)), parsed, services)
+        self.request, self.worded = request, worded
+        self.early: Message | Refusal | None = None  # why the command never reached the door
+        self.kept: KeptAnswer | None = None  # the answer kept with the outcome
+
+    def answers(self, outcome: Outcome) -> list[Answer]:
+        """The claimant's assignment and the runner's notice; refusals are the request's answer."""
+        return self.common_answers(outcome)
+
+    async def say(self, message: Message) -> None:
+        """Remember why the command stopped before the door; the caller answers with it."""
+        self.early = message
+
+    async def bot_not_named(self) -> None:
+        """A bot no role names: refused, as a comment by it would be ignored."""
+        self.early = BOT_NOT_NAMED
+
+    async def keep(self, uow: UnitOfWork, outcome: Outcome) -> None:
+        """Keep the worded answer with the change (a transient refusal keeps nothing: retry)."""
+        if outcome.refusal is not None and outcome.refusal.transient:
+            return
+        ticket = outcome.shown or await uow.ticket(outcome.ticket)
+        status, body = self.worded(outcome, ticket)
+        at = datetime.fromtimestamp(self.services.clock(), UTC)
+        r = self.request
+        self.kept = await uow.keep_answer(KeptAnswer(r.account_id, r.key, r.digest, status, body, at))

@@ -1,0 +1,286 @@
+"""One command, however it came (a comment, or the HTTP API): from its text to its outcome.
+
+The ticket is found (the issue itself, or the single ticket a pull request links); the actor's
+roles are resolved now, from the repository's configuration and GitHub; labels, assignees and
+commits are read now; and the command goes through the one door in one unit of work with the
+answers its outcome calls for. How an outcome is answered is the channel's: a comment gets a
+reaction or a reply (`handlers.comments`), an API request its JSON answer (`handlers.api`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import structlog
+
+from handlers.answers import (
+    Answer,
+    ArtifactNotFound,
+    Assign,
+    CannotRunYet,
+    Malformed,
+    Message,
+    NearMiss,
+    PullTarget,
+    SentBackNotice,
+)
+from handlers.errors import CannotVerify, Missing
+from handlers.observe import Source, delivered_branch, recheck_merged, tell_held
+from handlers.payloads import dig, dig_int, dig_str
+from handlers.ports import Outcome, Rules, Services, UnitOfWork
+from handlers.signs import signs_from_events
+from policies.commands import Command, Context, Deliver, Publish
+from policies.links import linked_issues
+from policies.model import Actor, TicketKey
+from policies.parser import ParsedComment
+from policies.transitions import roles_in_rows
+
+log = structlog.get_logger(__name__)
+
+
+@dataclass(frozen=True)
+class CommandFacts:
+    """Where a command was written, by which account, when, and the operation id it runs under."""
+
+    installation_id: int
+    repository: str
+    number: int  # the issue, or the pull request the command was written on
+    on_pull_request: bool
+    operation_id: str  # a comment's id; an API request's account-scoped idempotency key
+    at: datetime  # when it was written
+    author: str
+    author_id: int  # the account; `author` is only the login it has now
+    author_is_bot: bool
+    comment_id: int | None = None  # the comment that carried it (None: an API request)
+    via: str | None = None  # "api" for the HTTP API, recorded on every event
+
+
+class CommandRun:
+    """One command's run; a channel answers it by overriding `answers`, `say` and `keep`."""
+
+    def __init__(self, facts: CommandFacts, parsed: ParsedComment, services: Services) -> None:
+        self.facts, self.parsed, self.services = facts, parsed, services
+
+    # -- what a channel decides ---------------------------------------------------------
+
+    def answers(self, outcome: Outcome) -> list[Answer]:
+        """The GitHub writes the outcome calls for, enqueued with it."""
+        return self.common_answers(outcome)
+
+    async def say(self, message: Message) -> None:
+        """Answer a command that did not reach the door (it names no ticket, no such commit...)."""
+
+    async def keep(self, uow: UnitOfWork, outcome: Outcome) -> None:
+        """Anything the channel records with the outcome, in the same unit."""
+
+    async def bot_not_named(self) -> None:
+        """The author is another bot that no role names by login: nothing runs."""
+
+    async def informational(self, key: TicketKey) -> None:
+        """`/status` or `/help`: nothing changes; the channel answers."""
+
+    # -- the run ------------------------------------------------------------------------
+
+    async def run(self) -> Outcome | None:
+        """Find the ticket, resolve roles and facts, execute, answer; None when it never reached the door."""
+        f, services = self.facts, self.services
+        rules = await services.configs.load(f.installation_id, f.repository, fresh=True)
+        if f.author_is_bot and not rules.names_login(f.author):
+            await self.bot_not_named()  # other bots act only when a role names them by login
+            return None
+        if self.parsed.error:
+            await self.say(Malformed(self.parsed.error))
+            return None
+        if self.parsed.near_miss:
+            await self.say(NearMiss(*self.parsed.near_miss))
+            return None
+        number = await self._ticket_number()
+        if number is None:
+            return None
+        key = TicketKey(f.repository, number)
+        if self.parsed.informational is not None:
+            await self.informational(key)
+            return None
+        command = self.parsed.command
+        assert command is not None
+        try:
+            roles = await services.roles.roles(
+                f.installation_id, f.repository, f.author, rules, roles_in_rows(command)
+            )
+            issue = await services.github.issue(f.installation_id, f.repository, number)
+            completed = await self._complete(command, issue, rules)
+        except CannotVerify as error:
+            await self.say(CannotRunYet(str(error)))
+            raise
+        if isinstance(completed, ArtifactNotFound):
+            await self.say(completed)
+            return None
+        high_risk = bool(label_names(issue) & set(rules.high_risk_labels))
+        context = await self._context(Actor(f.author, roles, f.author_id), rules, high_risk)
+        outcome = await self._execute(key, completed, context, rules)
+        log.info(
+            "command",
+            command=self.parsed.word,
+            via=f.via or "comment",
+            applied=outcome.applied,
+            replayed=outcome.replayed,
+            refusal=outcome.refusal.code.value if outcome.refusal else None,
+        )
+        return outcome
+
+    async def _execute(self, key: TicketKey, command: Command, context: Context, rules: Rules) -> Outcome:
+        """The one door and everything that goes with its outcome, in one unit."""
+        f, services, number = self.facts, self.services, key.number
+        async with services.store.unit() as uow:
+            outcome = await uow.execute(
+                key,
+                command,
+                context,
+                expected_revision=self.parsed.expected_revision,
+                installation_id=f.installation_id,
+            )
+            if outcome.answerable:
+                await uow.send(*self.answers(outcome))
+            merged: list[int] = []
+            if outcome.applied:  # an attempt opened or a delivery: the watchdog's start or sign of life
+                limit, source = rules.max_silence_minutes, f.operation_id
+                version = rules.policy_version
+                for heard in signs_from_events(key, outcome.events, f.at, source, limit, version):
+                    await uow.record_sign_of_life(heard)
+            if outcome.applied and isinstance(command, Publish):  # news of the issue from before
+                merged = await tell_held(uow, services, f.repository, rules, number, f.installation_id)
+            if outcome.applied and isinstance(command, Deliver) and command.branch:
+                operation = f"delivered:{f.operation_id}"
+                await delivered_branch(
+                    uow, services, f.repository, rules, number, command.branch, command.commit, operation
+                )
+            await self.keep(uow, outcome)
+            await uow.commit()
+        await recheck_merged(
+            services, f.repository, rules, merged, Source("railyard", "held", f.installation_id)
+        )
+        return outcome
+
+    def common_answers(self, outcome: Outcome) -> list[Answer]:
+        """What every channel's applied command writes: the claimant's assignment, the runner's notice."""
+        f = self.facts
+        if outcome.refusal is not None:
+            return []
+        answers: list[Answer] = []
+        last = outcome.events[-1] if outcome.events else None
+        number = outcome.ticket.number
+        if last is not None and last.type.value == "claimed":
+            answers.append(
+                Assign(f.installation_id, f.repository, number, (last.actor,), f"claim:{f.operation_id}")
+            )
+        if last is not None and last.type.value == "sent_back":
+            runner = last.data.get("runner")
+            answers.append(
+                SentBackNotice(
+                    f.installation_id,
+                    f.repository,
+                    number,
+                    str(runner) if runner else None,
+                    last.data.get("attempt"),
+                    f.author,
+                    str(last.data.get("feedback", "")),
+                    f"sent-back:{f.operation_id}",
+                )
+            )
+        return answers
+
+    # -- finding the ticket ------------------------------------------------------------
+
+    async def _ticket_number(self) -> int | None:
+        """The issue itself; on a PR, the ticket it links (or the one named with #N)."""
+        f = self.facts
+        if not f.on_pull_request:
+            return f.number
+        pull = await self.services.github.pull(f.installation_id, f.repository, f.number)
+        from_body = linked_issues(dig_str(pull, "body"), f.repository)
+        head = dig_str(pull, "head", "ref")
+        head_repository = dig_str(pull, "head", "repo", "full_name")  # a fork's branch links nothing
+        delivered: set[int] = set()
+        if head:
+            async with self.services.store.read() as reads:
+                delivered = await reads.tickets_on_branch(f.repository, head, head_repository=head_repository)
+        linked = sorted(from_body | delivered)
+        target = self.parsed.target
+        if target is not None and target in linked:
+            return target
+        if target is None and len(linked) == 1:
+            return linked[0]
+        await self.say(PullTarget(target, tuple(linked)))
+        return None
+
+    # -- facts read at execution time --------------------------------------------------
+
+    async def _complete(self, command: Command, issue: Any, rules: Rules) -> Command | ArtifactNotFound:
+        """Fill in what only GitHub knows now: the description and owner, the delivered commit."""
+        if isinstance(command, Publish):
+            labels = label_names(issue)
+            assignees = [a for a in dig(issue, "assignees") or [] if dig_str(a, "login") and dig_int(a, "id")]
+            return replace(
+                command,
+                description=dig_str(issue, "body") or "",
+                first_assignee=dig_str(assignees[0], "login") if assignees else None,
+                first_assignee_id=dig_int(assignees[0], "id") if assignees else None,
+                no_code=command.no_code or rules.no_code_label in labels,
+            )
+        if isinstance(command, Deliver):
+            return await self._resolve_delivery(command)
+        return command
+
+    async def _resolve_delivery(self, command: Deliver) -> Deliver | ArtifactNotFound:
+        """The commit: the given sha, else the branch head, else the linked PR's head."""
+        f, github = self.facts, self.services.github
+        pull_number = command.pull_request or (f.number if f.on_pull_request else None)
+        try:
+            if command.commit:
+                found = await github.commit(f.installation_id, f.repository, command.commit)
+                return replace(command, commit=dig_str(found, "sha"), pull_request=pull_number)
+            if command.branch:
+                found = await github.branch(f.installation_id, f.repository, command.branch)
+                return replace(command, commit=dig_str(found, "commit", "sha"), pull_request=pull_number)
+            if pull_number is not None:
+                found = await github.pull(f.installation_id, f.repository, pull_number)
+                branch = dig_str(found, "head", "ref")
+                return replace(
+                    command, commit=dig_str(found, "head", "sha"), branch=branch, pull_request=pull_number
+                )
+        except Missing:
+            if command.commit:
+                return ArtifactNotFound("commit", command.commit, f.repository)
+            if command.branch:
+                return ArtifactNotFound("branch", command.branch, f.repository)
+            return ArtifactNotFound("pull request", str(pull_number), f.repository)
+        return command
+
+    async def _context(self, actor: Actor, rules: Rules, high_risk: bool) -> Context:
+        f = self.facts
+        now = datetime.fromtimestamp(self.services.clock(), UTC)
+        async with self.services.store.read() as reads:
+            recent = await reads.commands_since(f.repository, f.author_id, now - timedelta(hours=1))
+        return Context(
+            actor=actor,
+            operation_id=f.operation_id,
+            at=now,
+            comment_id=f.comment_id,
+            comment_at=f.at,
+            policy_version=rules.policy_version,
+            high_risk=high_risk,
+            self_verification=rules.self_verification,
+            environments=rules.environments,
+            commands_last_hour=recent,
+            commands_per_hour=rules.commands_per_hour,
+            config_error=rules.error,
+            on_pull_request=f.on_pull_request,
+            via=f.via,
+        )
+
+
+def label_names(issue: Any) -> set[str]:
+    """The names of an issue's labels."""
+    return {name for name in (dig_str(label, "name") for label in dig(issue, "labels") or []) if name}
