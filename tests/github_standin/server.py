@@ -34,6 +34,13 @@ from tests.github_standin.issues import (
     list_comments,
 )
 from tests.github_standin.lookups import STATE, respond
+from tests.github_standin.oauth import (
+    access_token,
+    authorize,
+    get_user,
+    list_user_installation_repositories,
+    list_user_installations,
+)
 from tests.github_standin.repos import (
     compare,
     get_branch,
@@ -42,13 +49,6 @@ from tests.github_standin.repos import (
     get_pull,
     get_repo,
     list_pull_files,
-)
-from tests.github_standin.oauth import (
-    access_token,
-    authorize,
-    get_user,
-    list_user_installation_repositories,
-    list_user_installations,
 )
 from tests.github_standin.state import StandinState
 
