@@ -57,6 +57,10 @@ class Settings(BaseSettings):
     held_retention_days: float = Field(default=14.0, alias="HELD_RETENTION_DAYS", gt=0)
     recovery_interval_seconds: float = Field(default=600.0, alias="RECOVERY_INTERVAL_SECONDS", gt=0)
     watchdog_interval_seconds: float = Field(default=60.0, alias="WATCHDOG_INTERVAL_SECONDS", gt=0)
+    github_web_url: str = Field(default="https://github.com", alias="GITHUB_WEB_URL")
+    github_client_id: str | None = Field(default=None, alias="GITHUB_CLIENT_ID")
+    github_client_secret: SecretStr | None = Field(default=None, alias="GITHUB_CLIENT_SECRET")
+    session_secret: SecretStr | None = Field(default=None, alias="SESSION_SECRET")
     log_level: LogLevel = Field(default="info", alias="LOG_LEVEL")
     access_log: bool = Field(default=False, alias="ACCESS_LOG")
 
@@ -80,6 +84,11 @@ class Settings(BaseSettings):
         """Whether the app's credentials are present; without them `serve` runs in setup mode."""
         has_key = self.private_key is not None or self.private_key_path is not None
         return self.app_id is not None and has_key and bool(self.webhook_secrets)
+
+    @property
+    def sign_in(self) -> bool:
+        """Whether sign-in with GitHub is possible: the app's OAuth client id and secret are set."""
+        return bool(self.github_client_id) and self.github_client_secret is not None
 
     @property
     def webhook_secrets(self) -> list[SecretStr]:

@@ -40,21 +40,30 @@ def _authenticate(state: StandinState, header: str) -> tuple[str, int | None]:
         return "none", None
     if scheme.lower() in ("token", "bearer") and token is not None and token.expires_at > state.now():
         return "installation", token.installation_id
+    if scheme.lower() in ("token", "bearer") and state.oauth.user_of(credential.strip(), state.now()):
+        return "user", None
     if scheme.lower() == "bearer" and _looks_like_jwt(credential.strip()):
         return "jwt", None
     return "invalid", None
 
 
 def _bucket_key(kind: str, installation_id: int | None) -> str:
-    return f"installation:{installation_id}" if installation_id else "app" if kind == "jwt" else "anonymous"
+    if installation_id:
+        return f"installation:{installation_id}"
+    return {"jwt": "app", "user": "user"}.get(kind, "anonymous")
 
 
 def _check_access(request: web.Request, kind: str, installation_id: int | None) -> None:
     if request.match_info.http_exception is not None:
         raise not_found()
+    credential, needs = request.app[RULES][request.match_info.route]
+    if credential == "web":  # github.com's own pages: forms, no API credential
+        return
+    if credential == "user" and kind != "user":
+        # An installation token may not read /user (403); no token at all needs one (401).
+        raise GitHubError(403 if kind == "installation" else 401, _USER_REFUSALS[kind == "installation"])
     if request[BODY] is None:
         raise GitHubError(400, "Problems parsing JSON")
-    credential, needs = request.app[RULES][request.match_info.route]
     if credential == "jwt" and kind != "jwt":
         raise GitHubError(401, "A JSON web token could not be decoded")
     if credential == "installation" and kind != "installation":
@@ -64,6 +73,9 @@ def _check_access(request: web.Request, kind: str, installation_id: int | None) 
         granted = request.app[STATE].installations[installation_id].permissions.get(area, "none")
         if ACCESS_LEVELS.index(granted) < ACCESS_LEVELS.index(level):
             raise GitHubError(403, "Resource not accessible by integration")
+
+
+_USER_REFUSALS = {True: "Resource not accessible by integration", False: "Requires authentication"}
 
 
 def _fault_response(fault: Fault, installation_id: int | None, request_id: str) -> web.Response:
@@ -134,6 +146,8 @@ async def github_edge(request: web.Request, handler: Handler) -> web.StreamRespo
     request_id = ":".join(secrets.token_hex(n).upper() for n in (2, 3, 4, 4))
     response, exhausted = await _answer(request, handler, kind, request_id)
     bucket = state.bucket(_bucket_key(kind, request[INSTALLATION]))
+    if response.status == 304:  # a conditional request answered "not modified" is free
+        bucket.remaining += 1
     remaining = 0 if exhausted else bucket.remaining
     response.headers.update(
         {

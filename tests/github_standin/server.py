@@ -34,6 +34,13 @@ from tests.github_standin.issues import (
     list_comments,
 )
 from tests.github_standin.lookups import STATE, respond
+from tests.github_standin.oauth import (
+    access_token,
+    authorize,
+    get_user,
+    list_user_installation_repositories,
+    list_user_installations,
+)
 from tests.github_standin.repos import (
     compare,
     get_branch,
@@ -114,6 +121,18 @@ def create_standin(state: StandinState | None = None) -> web.Application:
         ("GET", repo + "/pulls/{number:\\d+}/files", list_pull_files, token, "pull_requests:read"),
         ("GET", repo + "/compare/{basehead:.+}", compare, token, "contents:read"),
         ("POST", "/graphql", graphql, token, "pull_requests:read"),
+        # Sign-in: the web host's OAuth pages (no API credential) and what a user token reads.
+        ("GET", "/login/oauth/authorize", authorize, "web", None),
+        ("POST", "/login/oauth/access_token", access_token, "web", None),
+        ("GET", "/user", get_user, "user", None),
+        ("GET", "/user/installations", list_user_installations, "user", None),
+        (
+            "GET",
+            "/user/installations/{installation_id:\\d+}/repositories",
+            list_user_installation_repositories,
+            "user",
+            None,
+        ),
     ]
     for method, path, handler, credential, needs in routes:
         app[RULES][app.router.add_route(method, path, handler)] = (credential, needs)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from tests.github_standin.accounts import OAuthState
 from tests.github_standin.common import (
     DEFAULT_PERMISSIONS,
     SEEDED_AT,
@@ -213,6 +214,7 @@ class StandinState:
     deliveries: list[Delivery] = field(default_factory=list)
     redelivery_attempts: list[int] = field(default_factory=list)
     tokens: dict[str, Token] = field(default_factory=dict)
+    oauth: OAuthState = field(default_factory=OAuthState)  # sign-in with GitHub: codes, user tokens
     calls: list[Call] = field(default_factory=list)
     rate_limit: int = 5000
     clock: Callable[[], datetime] = wall_clock

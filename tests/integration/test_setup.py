@@ -168,7 +168,7 @@ async def test_without_public_url_the_page_says_to_set_it(tmp_path: Path) -> Non
 async def test_a_registration_saves_the_credentials_to_env_with_mode_0600(
     server: ServerHandle, tmp_path: Path
 ) -> None:
-    """The code is exchanged, `.env` gets APP_ID, PRIVATE_KEY and WEBHOOK_SECRET, other lines stay."""
+    """The code is exchanged, `.env` gets the app, its webhook secret and OAuth client; other lines stay."""
     env = tmp_path / ".env"
     env.write_text(f"# mine\nPUBLIC_URL={PUBLIC_URL}\nAPP_ID=\nDATABASE_URL=sqlite:///kept.db\n")
     answer = manifest_conversion()
@@ -184,6 +184,9 @@ async def test_a_registration_saves_the_credentials_to_env_with_mode_0600(
     assert saved.webhook_secret.get_secret_value() == answer["webhook_secret"]
     assert read_private_key(saved) == answer["pem"]
     assert saved.database_url == "sqlite:///kept.db"
+    assert saved.github_client_id == answer["client_id"] and saved.github_client_secret is not None
+    assert saved.github_client_secret.get_secret_value() == answer["client_secret"] and saved.sign_in
+    assert answer["client_secret"] not in page
     assert "https://github.com/apps/octoapp/installations/new" in page and "railyard serve" in page
     assert answer["pem"].splitlines()[1] not in page and answer["webhook_secret"] not in page
 
