@@ -15,9 +15,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from handlers.answers import Answer, Message
+from handlers.answers import Answer, ArtifactNotFound, Message
 from handlers.commands import CommandFacts, CommandRun
-from handlers.ports import KeptAnswer, Outcome, Services, UnitOfWork
+from handlers.payloads import dig
+from handlers.ports import KeptAnswer, Outcome, Rules, Services, UnitOfWork
+from policies.commands import Command
 from policies.model import Ticket
 from policies.parser import ParsedComment
 from policies.refusals import Refusal, RefusalCode
@@ -87,6 +89,12 @@ class ApiCommandRun(CommandRun):
     async def bot_not_named(self) -> None:
         """A bot no role names: refused, as a comment by it would be ignored."""
         self.early = BOT_NOT_NAMED
+
+    async def _complete(self, command: Command, issue: Any, rules: Rules) -> Command | ArtifactNotFound:
+        """A pull request's number is not a ticket's: commands on a PR go to the issue it links."""
+        if dig(issue, "pull_request") is not None:
+            return ArtifactNotFound("issue", str(self.request.number), self.request.repository)
+        return await super()._complete(command, issue, rules)
 
     async def keep(self, uow: UnitOfWork, outcome: Outcome) -> None:
         """Keep the worded answer with the change (a transient refusal keeps nothing: retry)."""

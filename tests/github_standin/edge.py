@@ -66,6 +66,8 @@ def _check_access(request: web.Request, kind: str, installation_id: int | None) 
         raise GitHubError(400, "Problems parsing JSON")
     if credential == "jwt" and kind != "jwt":
         raise GitHubError(401, "A JSON web token could not be decoded")
+    if credential == "installation|user" and kind not in ("installation", "user"):
+        raise GitHubError(401, "Bad credentials")
     if credential == "installation" and kind != "installation":
         raise GitHubError(401, "Bad credentials")
     if needs and installation_id is not None:

@@ -70,11 +70,11 @@ async def access_token(request: web.Request) -> web.Response:
 
 
 async def get_user(request: web.Request) -> web.Response:
-    return respond(renderer(request).user(_login(request)))
+    return respond(renderer(request).user(user_login(request)))
 
 
 async def list_user_installations(request: web.Request) -> web.Response:
-    state, login = request.app[STATE], _login(request)
+    state, login = request.app[STATE], user_login(request)
     reachable = [i for i in state.installations.values() if readable(state, login, i)]
     page, headers = paginate(request, reachable)
     body = {"total_count": len(reachable), "installations": [renderer(request).installation(i) for i in page]}
@@ -82,7 +82,7 @@ async def list_user_installations(request: web.Request) -> web.Response:
 
 
 async def list_user_installation_repositories(request: web.Request) -> web.Response:
-    state, login = request.app[STATE], _login(request)
+    state, login = request.app[STATE], user_login(request)
     installation = state.installations.get(int(request.match_info["installation_id"]))
     if installation is None or not readable(state, login, installation):
         raise not_found()
@@ -107,14 +107,20 @@ def readable(state: StandinState, login: str, installation: Installation) -> lis
 
 
 def _permissions(state: StandinState, login: str, repository: Repository) -> dict[str, Any]:
-    role = state.permissions[(repository.full_name, login)]
+    return permissions_of(state.permissions[(repository.full_name, login)])
+
+
+def permissions_of(role: str) -> dict[str, Any]:
+    """A repository's `permissions` as GitHub shows them to a person holding `role` ("none": a
+    public repository read by anyone)."""
     ranks = ("read", "triage", "write", "maintain", "admin")
     held = ranks.index(role) if role in ranks else 0
     names = ("pull", "triage", "push", "maintain", "admin")
     return {"permissions": {name: held >= index for index, name in enumerate(names)}}
 
 
-def _login(request: web.Request) -> str:
+def user_login(request: web.Request) -> str:
+    """The login the request's user token belongs to (401 when it is not a live one)."""
     credential = request.headers.get("Authorization", "").partition(" ")[2].strip()
     login = request.app[STATE].oauth.user_of(credential, request.app[STATE].now())
     if login is None:

@@ -5,7 +5,17 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from tests.github_standin.lookups import GitHubError, not_found, paginate, renderer, repository_of, respond
+from tests.github_standin.lookups import (
+    INSTALLATION,
+    STATE,
+    GitHubError,
+    not_found,
+    paginate,
+    renderer,
+    repository_of,
+    respond,
+)
+from tests.github_standin.oauth import permissions_of, user_login
 
 
 async def get_content(request: web.Request) -> web.Response:
@@ -21,7 +31,18 @@ async def get_content(request: web.Request) -> web.Response:
 
 
 async def get_repo(request: web.Request) -> web.Response:
-    return respond(renderer(request).repository(repository_of(request)))
+    """The repository: to an installation that covers it, or to a person who can read it (with
+    their `permissions`; a private repository they cannot read is 404, as GitHub hides it)."""
+    if request[INSTALLATION] is not None:
+        return respond(renderer(request).repository(repository_of(request)))
+    state, login = request.app[STATE], user_login(request)
+    repository = state.repository(f"{request.match_info['owner']}/{request.match_info['repo']}")
+    if repository is None:
+        raise not_found()
+    role = state.permissions.get((repository.full_name, login), "none")
+    if repository.private and role == "none":
+        raise not_found()
+    return respond(renderer(request).repository(repository) | permissions_of(role))
 
 
 async def get_branch(request: web.Request) -> web.Response:

@@ -94,7 +94,7 @@ def create_standin(state: StandinState | None = None) -> web.Application:
         ("GET", repo + "/installation", get_repo_installation, jwt, None),
         ("GET", "/app/hook/deliveries", list_deliveries, jwt, None),
         ("POST", "/app/hook/deliveries/{delivery_id:\\d+}/attempts", redeliver, jwt, None),
-        ("GET", repo, get_repo, token, None),  # metadata: every installation may read it
+        ("GET", repo, get_repo, "installation|user", None),  # metadata: every installation may read it
         ("GET", repo + "/contents/{path:.+}", get_content, token, "contents:read"),
         ("GET", issue, get_issue, token, "issues:read"),
         (

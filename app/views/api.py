@@ -1,0 +1,76 @@
+"""The HTTP API's words: which status answers an outcome, and the JSON bodies (SPEC *Agent interface*).
+
+200 applied; 403 a role or relation refused; 404 not a ticket; 409 stale revision, wrong state
+or a lost race; 422 a command that cannot run as written; 429 the command budget; 503 GitHub
+could not answer (nothing recorded: retry with the same key). Refusals carry
+`{"applied": false, "refusal": {"code", "message", "hint"}, "status": {...}}`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from app.views.status_json import status_object
+from handlers.ports import Outcome
+from policies.events import Event
+from policies.model import Ticket
+from policies.refusals import RefusalCode
+
+REFUSAL_STATUS: dict[RefusalCode, int] = {
+    RefusalCode.NOT_ALLOWED: 403,
+    RefusalCode.NOT_INDEPENDENT: 403,
+    RefusalCode.SELF_NOT_ALLOWED: 403,
+    RefusalCode.NOT_A_TICKET: 404,
+    RefusalCode.ALREADY_A_TICKET: 409,
+    RefusalCode.WRONG_STATE: 409,
+    RefusalCode.STALE_REVISION: 409,
+    RefusalCode.STALE_DECISION: 409,
+    RefusalCode.NO_PROGRESS: 409,
+    RefusalCode.CONFIG_ERROR: 409,
+    RefusalCode.MISSING_TEXT: 422,
+    RefusalCode.INVALID_ARGUMENT: 422,
+    RefusalCode.MISSING_DESCRIPTION: 422,
+    RefusalCode.MISSING_ARTIFACT: 422,
+    RefusalCode.BUDGET: 429,
+    RefusalCode.CANNOT_VERIFY: 503,
+}
+"""Every refusal code has its status (a test holds the table complete)."""
+
+
+def error_body(code: str, message: str, **more: Any) -> dict[str, Any]:
+    """`{"error": {"code", "message", ...}}`: a request that never reached the one door."""
+    return {"error": {"code": code, "message": message, **more}}
+
+
+def event_item(revision: int, event: Event) -> dict[str, Any]:
+    """One event in the `events --json` shape."""
+    return {
+        "revision": revision,
+        "type": event.type.value,
+        "actor": event.actor,
+        "actor_id": event.actor_id,
+        "role": event.role,
+        "at": event.at.isoformat(),
+        "operation_id": event.operation_id,
+        "policy_version": event.policy_version,
+        "metadata": dict(event.data),
+    }
+
+
+def outcome_answer(outcome: Outcome, ticket: Ticket | None) -> tuple[int, Mapping[str, Any]]:
+    """The status and body answering what the one door did, with the ticket as it is now."""
+    status = status_object(ticket) if ticket is not None and ticket.exists else None
+    if outcome.refusal is None:
+        first = outcome.revision - len(outcome.events) + 1
+        events = [event_item(first + i, event) for i, event in enumerate(outcome.events)]
+        return 200, {"applied": bool(outcome.events), "status": status, "events": events}
+    refusal = outcome.refusal
+    body = {
+        "applied": False,
+        "refusal": {"code": refusal.code.value, "message": refusal.reason, "hint": refusal.hint},
+        "status": status,
+    }
+    if refusal.code is RefusalCode.STALE_REVISION:
+        body["refusal"]["current_revision"] = outcome.revision
+    return REFUSAL_STATUS.get(refusal.code, 409), body

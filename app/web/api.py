@@ -1,0 +1,291 @@
+"""The HTTP API for agents, `/api/v1` (SPEC *Agent interface*): read tickets, run commands.
+
+Every call is made as the account whose GitHub token it carries, checked with GitHub each time
+(`GET /user`, conditional: a 304 costs no rate limit, and a revoked token fails at once). The
+API serves only repositories where the app is installed and that the account can read; one it
+cannot read is 404, like GitHub's own answer, so nothing tells a stranger a private repository
+exists. A command is the comment grammar, run through the same roles and the same one door as
+a comment (`handlers.api`). `POST` needs an `Idempotency-Key`: its answer is kept with the change
+and replayed for the same key and request; the same key with another request is 422. Nothing
+is recorded for a request refused before the door, nor when GitHub cannot answer (503): a
+retry with the same key is safe.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import replace
+from typing import Any
+
+import orjson
+import structlog
+from aiohttp import web
+
+from app.bootstrap import Shell
+from app.github.users import Account, BadToken, UserReads
+from app.views.api import error_body, outcome_answer
+from app.views.status_json import status_object
+from app.web.answers import guarded
+from app.web.openapi import openapi_document
+from handlers.answers import ArtifactNotFound, CannotRunYet, Malformed, NearMiss
+from handlers.api import ApiCommand, ApiCommandRun
+from handlers.errors import Missing, TransientError
+from handlers.ports import KeptAnswer
+from policies.commands import Draft, Publish
+from policies.model import TicketKey
+from policies.parser import ParsedComment, parse_comment
+from policies.refusals import Refusal
+from policies.states import WorkState
+
+log = structlog.get_logger(__name__)
+
+PREFIX = "/api/v1"
+MAX_KEY = 255
+MAX_BODY = 256 * 1024  # a comment's 65,536 characters, in UTF-8, and the JSON around them
+INSTALLATION_TTL = 300.0  # seconds an installation id is trusted before GitHub is asked again
+_NAME = re.compile(r"[A-Za-z0-9_.-]{1,100}")
+_KEY = re.compile(r"[\x21-\x7e]{1,255}")  # visible ASCII, as HTTP header values are
+_FIELDS = frozenset({"command", "expected_revision"})
+
+
+class Refused(Exception):  # noqa: N818 - it is the answer, not a failure
+    """An answer given before the one door: a status, a stable code and a sentence."""
+
+    def __init__(self, status: int, code: str, message: str, headers: Mapping[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.status, self.code, self.message = status, code, message
+        self.headers = dict(headers or {})
+
+
+def _json(status: int, body: Any, headers: Mapping[str, str] | None = None) -> web.Response:
+    return web.Response(
+        status=status, body=orjson.dumps(body), content_type="application/json", headers=headers
+    )
+
+
+Route = Callable[[web.Request], Awaitable[web.Response]]
+
+
+def _answering(route: Route) -> Route:
+    """A route whose refusals and GitHub outages become JSON answers (never a 5xx but 503)."""
+
+    async def answering(request: web.Request) -> web.Response:
+        try:
+            return await route(request)
+        except Refused as refused:
+            return _json(refused.status, error_body(refused.code, refused.message), refused.headers)
+        except BadToken as error:
+            return _json(401, error_body("bad_token", str(error)), _CHALLENGE)
+        except TransientError as error:
+            retry = {"Retry-After": str(max(1, int(error.retry_at - time.time())))} if error.retry_at else {}
+            message = "GitHub could not answer in time; nothing was recorded: retry with the same key"
+            log.warning("api: GitHub unavailable", error=str(error)[:200])
+            return _json(503, error_body("github_unavailable", message), retry)
+
+    return answering
+
+
+_CHALLENGE = {"WWW-Authenticate": 'Bearer realm="railyard"'}
+
+
+class AgentApi:
+    """The `/api/v1` routes over one process's adapters."""
+
+    def __init__(self, shell: Shell, users: UserReads, *, clock: Callable[[], float] = time.time) -> None:
+        self._shell, self._users, self._clock = shell, users, clock
+        self._installations: dict[str, tuple[int, float]] = {}
+
+    def add_routes(self, app: web.Application) -> None:
+        """Register the API under `/api/v1`."""
+        repo = PREFIX + "/repos/{owner}/{repo}/tickets"
+        app.router.add_get(PREFIX + "/openapi.json", guarded(openapi))
+        app.router.add_get(repo, guarded(_answering(self.list_tickets)))
+        app.router.add_get(repo + "/{number}", guarded(_answering(self.get_ticket)))
+        app.router.add_post(repo + "/{number}/commands", guarded(_answering(self.post_command)))
+
+    # -- reads ------------------------------------------------------------------------
+
+    async def list_tickets(self, request: web.Request) -> web.Response:
+        """`{"tickets": [status objects]}`, newest activity first; `?work=STATE` filters."""
+        work = request.query.get("work")
+        if work is not None and work not in {state.value for state in WorkState}:
+            states = ", ".join(state.value for state in WorkState)
+            raise Refused(400, "bad_filter", f"work must be one of {states}")
+        token, _ = await self._caller(request)
+        repository, _ = await self._repository(request, token)
+        async with self._shell.store.read() as reads:
+            found = await reads.tickets_of(repository, WorkState(work) if work else None)
+        return _json(200, {"tickets": [status_object(ticket) for ticket in found]})
+
+    async def get_ticket(self, request: web.Request) -> web.Response:
+        """The ticket's status object; 404 when the issue is not a ticket."""
+        number = _number(request)
+        token, _ = await self._caller(request)
+        repository, _ = await self._repository(request, token)
+        async with self._shell.store.read() as reads:
+            ticket = await reads.ticket(TicketKey(repository, number))
+        if ticket is None or not ticket.exists:
+            raise Refused(404, "not_a_ticket", f"{repository}#{number} is not a railyard ticket")
+        return _json(200, status_object(ticket))
+
+    # -- commands ---------------------------------------------------------------------
+
+    async def post_command(self, request: web.Request) -> web.Response:
+        """Run one command as the token's account, at most once per Idempotency-Key."""
+        number, key = _number(request), _idempotency_key(request)
+        text, expected = await _command_body(request)
+        token, account = await self._caller(request)
+        repository, installation_id = await self._repository(request, token)
+        digest = _digest(repository, number, text, expected)
+        async with self._shell.store.read() as reads:
+            kept = await reads.kept_answer(account.id, key)
+        if kept is not None:
+            return _replay(kept, digest)
+        parsed = _parsed(text, expected)
+        if not isinstance(parsed.command, Draft | Publish):
+            async with self._shell.store.read() as reads:
+                ticket = await reads.ticket(TicketKey(repository, number))
+            if ticket is None or not ticket.exists:
+                raise Refused(404, "not_a_ticket", f"{repository}#{number} is not a railyard ticket")
+        command = ApiCommand(
+            installation_id, repository, number, account.id, account.login, account.is_bot, key, digest
+        )
+        run = ApiCommandRun(command, parsed, self._shell.ports, outcome_answer)
+        try:
+            outcome = await run.run()
+        except Missing:
+            raise Refused(404, "no_such_issue", f"{repository}#{number} is not an issue") from None
+        if outcome is None or run.kept is None:
+            raise _before_door(run.early, outcome.refusal if outcome is not None else None)
+        if run.kept.digest != digest:  # a request racing this one used the key for another command
+            return _replay(run.kept, digest)
+        headers = {"Idempotent-Replayed": "true" if outcome.replayed else "false"}
+        return _json(run.kept.status, run.kept.body, headers)
+
+    # -- who and where ----------------------------------------------------------------
+
+    async def _caller(self, request: web.Request) -> tuple[str, Account]:
+        """The token and its account, as GitHub says now."""
+        scheme, _, token = request.headers.get("Authorization", "").partition(" ")
+        token = token.strip()
+        if scheme.lower() not in ("bearer", "token") or not token:
+            message = "send your GitHub token: Authorization: Bearer <token>"
+            raise Refused(401, "unauthenticated", message, _CHALLENGE)
+        if len(token) > 1024 or not token.isascii() or not token.isprintable():
+            raise Refused(401, "bad_token", "that is not a GitHub token", _CHALLENGE)
+        return token, await self._users.account(token)
+
+    async def _repository(self, request: web.Request, token: str) -> tuple[str, int]:
+        """The repository, when the token can read it and the app is installed on it."""
+        owner, name = request.match_info["owner"], request.match_info["repo"]
+        missing = Refused(404, "no_such_repository", f"no repository {owner}/{name} that railyard serves to you")
+        if not (_NAME.fullmatch(owner) and _NAME.fullmatch(name)):
+            raise missing
+        repository = f"{owner}/{name}"
+        if not await self._users.can_read(token, repository):
+            raise missing
+        try:
+            return repository, await self._installation(repository)
+        except Missing:
+            raise missing from None
+
+    async def _installation(self, repository: str) -> int:
+        """The app's installation on the repository (asked of GitHub at most every few minutes)."""
+        now = self._clock()
+        cached = self._installations.get(repository.casefold())
+        if cached is not None and cached[1] > now:
+            return cached[0]
+        installation_id = await self._shell.ports.github.installation_of(repository)
+        self._installations[repository.casefold()] = (installation_id, now + INSTALLATION_TTL)
+        return installation_id
+
+
+async def openapi(request: web.Request) -> web.Response:
+    """The OpenAPI description of `/api/v1`."""
+    return _json(200, openapi_document())
+
+
+def _number(request: web.Request) -> int:
+    text = request.match_info["number"]
+    if not text.isdigit() or len(text) > 9 or int(text) < 1:
+        raise Refused(404, "not_a_ticket", f"{text!r} is not an issue number")
+    return int(text)
+
+
+def _idempotency_key(request: web.Request) -> str:
+    key = request.headers.get("Idempotency-Key")
+    if key is None or not key.strip():
+        raise Refused(400, "idempotency_key_required", "POST needs an Idempotency-Key header (1 to 255 characters)")
+    if not _KEY.fullmatch(key.strip()):
+        raise Refused(400, "bad_idempotency_key", "Idempotency-Key must be 1 to 255 visible ASCII characters")
+    return key.strip()
+
+
+async def _command_body(request: web.Request) -> tuple[str, int | None]:
+    """The command text and the expected revision, from a JSON object that holds only them."""
+    if (request.content_length or 0) > MAX_BODY:
+        raise Refused(413, "too_large", "the body is larger than 256 KB")
+    raw = await request.read()
+    try:
+        body = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        raise Refused(400, "bad_json", "the body is not JSON") from None
+    if not isinstance(body, dict):
+        raise Refused(400, "bad_json", 'the body must be a JSON object: {"command": "/claim"}')
+    if unknown := set(body) - _FIELDS:
+        raise Refused(400, "unknown_field", f"unknown fields: {', '.join(sorted(map(str, unknown)))}")
+    command, expected = body.get("command"), body.get("expected_revision")
+    if not isinstance(command, str) or not command.strip():
+        raise Refused(400, "command_required", '"command" must be the command text, e.g. "/claim"')
+    if expected is not None and (type(expected) is not int or expected < 1):
+        raise Refused(400, "bad_expected_revision", '"expected_revision" must be a revision number (1 or more)')
+    return command, expected
+
+
+def _digest(repository: str, number: int, text: str, expected: int | None) -> str:
+    """What a key was used for: the ticket, the command text and the expected revision."""
+    request = {"ticket": f"{repository.casefold()}#{number}", "command": text, "expected_revision": expected}
+    return hashlib.sha256(orjson.dumps(request, option=orjson.OPT_SORT_KEYS)).hexdigest()
+
+
+def _replay(kept: KeptAnswer, digest: str) -> web.Response:
+    """The kept answer again, or 422 when the key answered another request."""
+    if kept.digest != digest:
+        message = "this Idempotency-Key was used for another request; use a new key for a new request"
+        raise Refused(422, "idempotency_key_reused", message)
+    return _json(kept.status, kept.body, {"Idempotent-Replayed": "true"})
+
+
+def _parsed(text: str, expected: int | None) -> ParsedComment:
+    """The command in the comment grammar: exactly one state-changing command."""
+    parsed = parse_comment(text)
+    if parsed.informational is not None:
+        raise Refused(422, "not_a_state_change", f"/{parsed.informational} changes nothing: GET the ticket instead")
+    if parsed.command is None and not parsed.error and not parsed.near_miss:
+        raise Refused(422, "not_a_command", "the text holds no command: it must start with one, e.g. /claim")
+    if parsed.ignored:
+        raise Refused(422, "several_commands", "one command per request")
+    if expected is not None and parsed.expected_revision not in (None, expected):
+        raise Refused(422, "revision_mismatch", "rev= in the command and expected_revision differ")
+    return replace(parsed, expected_revision=parsed.expected_revision or expected)
+
+
+def _before_door(early: object, refusal: Refusal | None) -> Refused:
+    """Why the command stopped before the door (or was refused for a moment), as an answer."""
+    if isinstance(early, Malformed):
+        return Refused(422, "malformed_command", early.problem)
+    if isinstance(early, NearMiss):
+        return Refused(422, "not_a_command", f"{early.typed} is not a command; did you mean {early.suggestion}?")
+    if isinstance(early, ArtifactNotFound) and early.kind == "issue":
+        return Refused(404, "not_a_ticket", f"#{early.name} in {early.repository} is a pull request, not an issue")
+    if isinstance(early, ArtifactNotFound):
+        return Refused(422, "artifact_not_found", f"no {early.kind} {early.name} in {early.repository}")
+    if isinstance(early, Refusal):
+        return Refused(403, early.code.value, early.reason)
+    if isinstance(early, CannotRunYet) or refusal is not None:
+        reason = early.reason if isinstance(early, CannotRunYet) else refusal.reason if refusal else ""
+        return Refused(503, "cannot_verify", f"{reason} Nothing was recorded: retry with the same key.")
+    return Refused(503, "not_run", "the command did not run; nothing was recorded: retry with the same key")
