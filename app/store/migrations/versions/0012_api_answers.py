@@ -1,7 +1,7 @@
 """Answers of the HTTP API, kept under each account's Idempotency-Key.
 
-Revision ID: 0011
-Revises: 0010
+Revision ID: 0012
+Revises: 0011
 Create Date: 2026-12-01
 """
 
@@ -10,8 +10,8 @@ from alembic import op
 
 from app.store.tables import UTCDateTime
 
-revision = "0011"
-down_revision = "0010"
+revision = "0012"
+down_revision = "0011"
 branch_labels = None
 depends_on = None
 
