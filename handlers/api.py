@@ -72,7 +72,9 @@ class ApiCommandRun(CommandRun):
     """The shared run with the API's answers: nothing said on GitHub but the assignment and
     notice; everything else is the request's answer, kept with the change."""
 
-    def __init__(self, request: ApiCommand, parsed: ParsedComment, services: Services, worded: Worded) -> None:
+    def __init__(
+        self, request: ApiCommand, parsed: ParsedComment, services: Services, worded: Worded
+    ) -> None:
         super().__init__(request.facts(datetime.fromtimestamp(services.clock(), UTC)), parsed, services)
         self.request, self.worded = request, worded
         self.early: Message | Refusal | None = None  # why the command never reached the door

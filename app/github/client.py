@@ -408,7 +408,9 @@ class GitHubClient:
             response = await self._http.get(path.lstrip("/"), headers=headers)
         except (httpx.TimeoutException, httpx.TransportError) as error:
             self._metrics.github_calls.labels("unreachable").inc()
-            raise GitHubUnavailable(f"GET {path} as a user: {type(error).__name__}", ambiguous=False) from error
+            raise GitHubUnavailable(
+                f"GET {path} as a user: {type(error).__name__}", ambiguous=False
+            ) from error
         self._metrics.github_calls.labels(str(response.status_code)).inc()
         return response
 

@@ -99,4 +99,6 @@ def _json(path: str, response: httpx.Response) -> Any:
     try:
         return response.json()
     except ValueError:
-        raise GitHubUnavailable(f"GET {path} as a user: an answer that is not JSON", ambiguous=False) from None
+        raise GitHubUnavailable(
+            f"GET {path} as a user: an answer that is not JSON", ambiguous=False
+        ) from None

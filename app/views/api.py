@@ -66,11 +66,7 @@ def outcome_answer(outcome: Outcome, ticket: Ticket | None) -> tuple[int, Mappin
         events = [event_item(first + i, event) for i, event in enumerate(outcome.events)]
         return 200, {"applied": bool(outcome.events), "status": status, "events": events}
     refusal = outcome.refusal
-    body = {
-        "applied": False,
-        "refusal": {"code": refusal.code.value, "message": refusal.reason, "hint": refusal.hint},
-        "status": status,
-    }
+    said: dict[str, Any] = {"code": refusal.code.value, "message": refusal.reason, "hint": refusal.hint}
     if refusal.code is RefusalCode.STALE_REVISION:
-        body["refusal"]["current_revision"] = outcome.revision
-    return REFUSAL_STATUS.get(refusal.code, 409), body
+        said["current_revision"] = outcome.revision
+    return REFUSAL_STATUS.get(refusal.code, 409), {"applied": False, "refusal": said, "status": status}

@@ -13,6 +13,7 @@ retry with the same key is safe.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import re
 import time
@@ -26,6 +27,7 @@ from aiohttp import web
 
 from app.bootstrap import Shell
 from app.github.users import Account, BadToken, UserReads
+from app.store.listing import Cursor, Listing
 from app.views.api import error_body, outcome_answer
 from app.views.status_json import status_object
 from app.web.answers import guarded
@@ -43,7 +45,7 @@ from policies.states import WorkState
 log = structlog.get_logger(__name__)
 
 PREFIX = "/api/v1"
-MAX_KEY = 255
+MAX_PER_PAGE = 100
 MAX_BODY = 256 * 1024  # a comment's 65,536 characters, in UTF-8, and the JSON around them
 INSTALLATION_TTL = 300.0  # seconds an installation id is trusted before GitHub is asked again
 _NAME = re.compile(r"[A-Za-z0-9_.-]{1,100}")
@@ -54,7 +56,9 @@ _FIELDS = frozenset({"command", "expected_revision"})
 class Refused(Exception):  # noqa: N818 - it is the answer, not a failure
     """An answer given before the one door: a status, a stable code and a sentence."""
 
-    def __init__(self, status: int, code: str, message: str, headers: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self, status: int, code: str, message: str, headers: Mapping[str, str] | None = None
+    ) -> None:
         super().__init__(message)
         self.status, self.code, self.message = status, code, message
         self.headers = dict(headers or {})
@@ -97,28 +101,43 @@ class AgentApi:
     def __init__(self, shell: Shell, users: UserReads, *, clock: Callable[[], float] = time.time) -> None:
         self._shell, self._users, self._clock = shell, users, clock
         self._installations: dict[str, tuple[int, float]] = {}
+        self._listing = Listing(shell.database)
 
     def add_routes(self, app: web.Application) -> None:
         """Register the API under `/api/v1`."""
-        repo = PREFIX + "/repos/{owner}/{repo}/tickets"
-        app.router.add_get(PREFIX + "/openapi.json", guarded(openapi))
-        app.router.add_get(repo, guarded(_answering(self.list_tickets)))
-        app.router.add_get(repo + "/{number}", guarded(_answering(self.get_ticket)))
-        app.router.add_post(repo + "/{number}/commands", guarded(_answering(self.post_command)))
+        tickets = PREFIX + "/repos/{owner}/{repo}/tickets"
+        for path, method, route in [
+            (PREFIX + "/openapi.json", "GET", openapi),
+            (tickets, "GET", _answering(self.list_tickets)),
+            (tickets + "/{number}", "GET", _answering(self.get_ticket)),
+            (tickets + "/{number}/commands", "POST", _answering(self.post_command)),
+        ]:
+            resource = app.router.add_resource(path)
+            resource.add_route(method, guarded(route))
+            resource.add_route("*", _not_allowed(method))  # any other method: 405 in JSON
+        app.router.add_route("*", PREFIX + "/{tail:.*}", _no_such_route)
 
     # -- reads ------------------------------------------------------------------------
 
     async def list_tickets(self, request: web.Request) -> web.Response:
-        """`{"tickets": [status objects]}`, newest activity first; `?work=STATE` filters."""
-        work = request.query.get("work")
-        if work is not None and work not in {state.value for state in WorkState}:
-            states = ", ".join(state.value for state in WorkState)
-            raise Refused(400, "bad_filter", f"work must be one of {states}")
+        """`{"tickets": [status objects], "next": cursor}`, newest activity first.
+
+        `?work=STATE` filters; `?per_page=N` (1 to 100, default 100) and `?after=CURSOR` page,
+        with the next page also in a `Link: <...>; rel="next"` header, as GitHub pages.
+        """
+        work, per_page, after = _list_query(request)
         token, _ = await self._caller(request)
         repository, _ = await self._repository(request, token)
-        async with self._shell.store.read() as reads:
-            found = await reads.tickets_of(repository, WorkState(work) if work else None)
-        return _json(200, {"tickets": [status_object(ticket) for ticket in found]})
+        page = await asyncio.to_thread(
+            self._listing.page, repository=repository, work=work, limit=per_page, after=after
+        )
+        following = page.next.token() if page.next else None
+        headers = {}
+        if following is not None:
+            query = {k: v for k, v in request.query.items() if k != "after"} | {"after": following}
+            headers["Link"] = f'<{request.url.with_query(query)}>; rel="next"'
+        tickets = [status_object(listed.ticket) for listed in page.items]
+        return _json(200, {"tickets": tickets, "next": following}, headers)
 
     async def get_ticket(self, request: web.Request) -> web.Response:
         """The ticket's status object; 404 when the issue is not a ticket."""
@@ -181,7 +200,9 @@ class AgentApi:
     async def _repository(self, request: web.Request, token: str) -> tuple[str, int]:
         """The repository, when the token can read it and the app is installed on it."""
         owner, name = request.match_info["owner"], request.match_info["repo"]
-        missing = Refused(404, "no_such_repository", f"no repository {owner}/{name} that railyard serves to you")
+        missing = Refused(
+            404, "no_such_repository", f"no repository {owner}/{name} that railyard serves to you"
+        )
         if not (_NAME.fullmatch(owner) and _NAME.fullmatch(name)):
             raise missing
         repository = f"{owner}/{name}"
@@ -203,9 +224,42 @@ class AgentApi:
         return installation_id
 
 
+def _not_allowed(allowed: str) -> Route:
+    async def not_allowed(request: web.Request) -> web.Response:
+        message = f"{request.method} is not allowed here; {allowed} is"
+        return _json(405, error_body("method_not_allowed", message), {"Allow": allowed})
+
+    return not_allowed
+
+
+async def _no_such_route(request: web.Request) -> web.Response:
+    """Any other path under `/api/v1`: 404 in JSON, pointing at the description."""
+    message = "no such API route; the routes are described at /api/v1/openapi.json"
+    return _json(404, error_body("no_such_route", message))
+
+
 async def openapi(request: web.Request) -> web.Response:
     """The OpenAPI description of `/api/v1`."""
     return _json(200, openapi_document())
+
+
+def _list_query(request: web.Request) -> tuple[list[WorkState] | None, int, Cursor | None]:
+    """`work`, `per_page` and `after` from the query string (400 for a value that cannot be)."""
+    query = request.query
+    work = query.get("work")
+    if work is not None and work not in {state.value for state in WorkState}:
+        states = ", ".join(state.value for state in WorkState)
+        raise Refused(400, "bad_filter", f"work must be one of {states}")
+    per_page = query.get("per_page", "100")
+    if not per_page.isdigit() or not 1 <= int(per_page) <= MAX_PER_PAGE:
+        raise Refused(400, "bad_page", f"per_page must be 1 to {MAX_PER_PAGE}")
+    try:
+        after = Cursor.parse(query["after"]) if "after" in query else None
+    except ValueError:
+        raise Refused(
+            400, "bad_page", "after must be a cursor this API gave (the previous page's next)"
+        ) from None
+    return ([WorkState(work)] if work else None), int(per_page), after
 
 
 def _number(request: web.Request) -> int:
@@ -218,7 +272,9 @@ def _number(request: web.Request) -> int:
 def _idempotency_key(request: web.Request) -> str:
     key = request.headers.get("Idempotency-Key")
     if key is None or not key.strip():
-        raise Refused(400, "idempotency_key_required", "POST needs an Idempotency-Key header (1 to 255 characters)")
+        raise Refused(
+            400, "idempotency_key_required", "POST needs an Idempotency-Key header (1 to 255 characters)"
+        )
     if not _KEY.fullmatch(key.strip()):
         raise Refused(400, "bad_idempotency_key", "Idempotency-Key must be 1 to 255 visible ASCII characters")
     return key.strip()
@@ -241,7 +297,9 @@ async def _command_body(request: web.Request) -> tuple[str, int | None]:
     if not isinstance(command, str) or not command.strip():
         raise Refused(400, "command_required", '"command" must be the command text, e.g. "/claim"')
     if expected is not None and (type(expected) is not int or expected < 1):
-        raise Refused(400, "bad_expected_revision", '"expected_revision" must be a revision number (1 or more)')
+        raise Refused(
+            400, "bad_expected_revision", '"expected_revision" must be a revision number (1 or more)'
+        )
     return command, expected
 
 
@@ -263,7 +321,9 @@ def _parsed(text: str, expected: int | None) -> ParsedComment:
     """The command in the comment grammar: exactly one state-changing command."""
     parsed = parse_comment(text)
     if parsed.informational is not None:
-        raise Refused(422, "not_a_state_change", f"/{parsed.informational} changes nothing: GET the ticket instead")
+        raise Refused(
+            422, "not_a_state_change", f"/{parsed.informational} changes nothing: GET the ticket instead"
+        )
     if parsed.command is None and not parsed.error and not parsed.near_miss:
         raise Refused(422, "not_a_command", "the text holds no command: it must start with one, e.g. /claim")
     if parsed.ignored:
@@ -278,9 +338,13 @@ def _before_door(early: object, refusal: Refusal | None) -> Refused:
     if isinstance(early, Malformed):
         return Refused(422, "malformed_command", early.problem)
     if isinstance(early, NearMiss):
-        return Refused(422, "not_a_command", f"{early.typed} is not a command; did you mean {early.suggestion}?")
+        return Refused(
+            422, "not_a_command", f"{early.typed} is not a command; did you mean {early.suggestion}?"
+        )
     if isinstance(early, ArtifactNotFound) and early.kind == "issue":
-        return Refused(404, "not_a_ticket", f"#{early.name} in {early.repository} is a pull request, not an issue")
+        return Refused(
+            404, "not_a_ticket", f"#{early.name} in {early.repository} is a pull request, not an issue"
+        )
     if isinstance(early, ArtifactNotFound):
         return Refused(422, "artifact_not_found", f"no {early.kind} {early.name} in {early.repository}")
     if isinstance(early, Refusal):

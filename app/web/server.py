@@ -29,6 +29,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from app.bootstrap import Shell, wire
 from app.github.client import GitHubClient
+from app.github.users import UserReads
 from app.runtime.maintenance import Maintenance
 from app.runtime.metrics import Metrics, event_label
 from app.runtime.outbox import Outbox
@@ -50,6 +51,7 @@ from app.store.limits import SharedLimits
 from app.store.queue import IGNORED, PENDING, REJECTED, release_all_leases
 from app.store.retention import Retention
 from app.web.answers import answer, guarded
+from app.web.api import AgentApi
 from app.web.payloads import describe, mismatch
 from app.web.setup import SetupFlow, add_setup_routes, start_setup
 from handlers import ROUTER
@@ -234,6 +236,11 @@ async def serve_metrics(request: web.Request) -> web.Response:
     return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
 
 
+async def _api_in_setup(request: web.Request) -> web.Response:
+    """The API in setup mode: nothing to serve until the app is registered."""
+    return answer(503, SETUP_MODE_MESSAGE)
+
+
 async def index(request: web.Request) -> web.Response:
     """A one-line description of what is running (in setup mode `/` is the setup page instead)."""
     return web.Response(text="railyard is running. Webhooks go to POST /webhooks.\n")
@@ -328,6 +335,10 @@ def create_app(
     app.router.add_post("/webhooks", guarded(receiver.receive))
     app.router.add_get("/healthz", guarded(health))
     app.router.add_get("/metrics", guarded(serve_metrics))
+    if shell.github is not None:
+        AgentApi(shell, UserReads(shell.github, clock=clock), clock=clock).add_routes(app)
+    else:
+        app.router.add_route("*", "/api/v1/{tail:.*}", guarded(_api_in_setup))
     if settings.configured:
         app.router.add_get("/", guarded(index))
     else:

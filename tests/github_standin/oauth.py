@@ -70,7 +70,8 @@ async def access_token(request: web.Request) -> web.Response:
 
 
 async def get_user(request: web.Request) -> web.Response:
-    return respond(renderer(request).user(user_login(request)))
+    """The token's account, with an ETag (a conditional request is answered 304, for free)."""
+    return _conditional(request, renderer(request).user(user_login(request)), {})
 
 
 async def list_user_installations(request: web.Request) -> web.Response:

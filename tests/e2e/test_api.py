@@ -1,0 +1,227 @@
+"""The HTTP API end to end (SPEC *Agent interface*): the real server, GitHub the stand-in, each
+caller with their own GitHub user token, checked with GitHub on every call."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from typing import Any
+
+from app.store.tickets import TicketService
+from policies.model import TicketKey
+from tests.e2e.world import REPO, World
+from tests.github_standin import Fault
+
+TICKETS = f"/api/v1/repos/{REPO}/tickets"
+
+
+def token(world: World, login: str) -> str:
+    """A live user token of `login` on the stand-in (as the OAuth flow or a PAT gives one)."""
+    return world.github.oauth.issue_token(login, world.github.now()).token
+
+
+async def call(
+    world: World,
+    login_or_token: str | None,
+    method: str,
+    path: str,
+    body: Any = None,
+    key: str | None = None,
+    raw: bytes | None = None,
+) -> tuple[int, Any, dict[str, str]]:
+    """One API request; the status, the JSON answer and the headers."""
+    headers = {}
+    if login_or_token is not None:
+        credential = login_or_token if login_or_token.startswith("ghu_") else token(world, login_or_token)
+        headers["Authorization"] = f"Bearer {credential}"
+    if key is not None:
+        headers["Idempotency-Key"] = key
+    kwargs: dict[str, Any] = {"data": raw} if raw is not None else {"json": body} if body is not None else {}
+    async with world.server.client.request(method, path, headers=headers, **kwargs) as response:
+        return response.status, await response.json(), dict(response.headers)
+
+
+async def command(
+    world: World, login: str, text: str, number: int = 12, key: str | None = None, **body: Any
+) -> tuple[int, Any, dict[str, str]]:
+    """POST a command as `login` (a fresh key unless one is given)."""
+    path = f"{TICKETS}/{number}/commands"
+    return await call(world, login, "POST", path, {"command": text, **body}, key or uuid.uuid4().hex)
+
+
+def events(world: World, number: int = 12) -> list[Any]:
+    return [r.event for r in TicketService(world.database).history(TicketKey(REPO, number))]
+
+
+async def delivered(world: World) -> None:
+    """#12 published, claimed by cody and delivered, all through the API."""
+    assert (await command(world, "rachel", "/publish"))[0] == 200
+    assert (await command(world, "cody", "/claim"))[0] == 200
+    status, answer, _ = await command(world, "cody", "/deliver branch=agent/12-fix\nUploads resume now.")
+    assert status == 200, answer
+
+
+async def test_the_api_needs_a_token_github_accepts_and_a_revoked_one_fails_at_once(world: World) -> None:
+    """No token, a made-up one and a revoked one are 401; a live one reads."""
+    await world.say("rachel", "/publish")
+    assert (await call(world, None, "GET", f"{TICKETS}/12"))[0] == 401
+    assert (await call(world, "ghu_madeup", "GET", f"{TICKETS}/12"))[0] == 401
+    live = token(world, "cody")
+    assert (await call(world, live, "GET", f"{TICKETS}/12"))[0] == 200
+    del world.github.oauth.tokens[live]  # revoked on GitHub
+    status, answer, headers = await call(world, live, "GET", f"{TICKETS}/12")
+    assert status == 401 and answer["error"]["code"] == "bad_token"
+    assert headers["WWW-Authenticate"].startswith("Bearer")
+
+
+async def test_reads_and_lists_tickets_as_status_objects(world: World) -> None:
+    """GET a ticket is its `status --json` object; the list holds it; an issue that is no ticket is 404."""
+    await world.say("rachel", "/publish")
+    await world.say("cody", "/claim")
+    status, ticket, _ = await call(world, "rita", "GET", f"{TICKETS}/12")
+    assert status == 200
+    assert ticket["ticket"] == f"{REPO}#12" and ticket["work"] == "claimed" and ticket["claimant"] == "cody"
+    assert ticket["revision"] == world.ticket().revision
+    status, listed, _ = await call(world, "rita", "GET", TICKETS)
+    assert status == 200 and [t["ticket"] for t in listed["tickets"]] == [f"{REPO}#12"]
+    assert (await call(world, "rita", "GET", TICKETS + "?work=open"))[1]["tickets"] == []
+    assert (await call(world, "rita", "GET", TICKETS + "?work=finished"))[0] == 400
+    status, answer, _ = await call(world, "rita", "GET", f"{TICKETS}/40")
+    assert status == 404 and answer["error"]["code"] == "not_a_ticket"
+
+
+async def test_a_claim_is_idempotent_one_event_and_the_replay_flagged(world: World) -> None:
+    """The same key and body twice: one `claimed` event recorded via api, the same answer replayed."""
+    await world.say("rachel", "/publish")
+    first = await command(world, "cody", "/claim", key="claim-12")
+    again = await command(world, "cody", "/claim", key="claim-12")
+    assert first[0] == again[0] == 200
+    assert first[1] == again[1] and first[1]["applied"] is True
+    assert first[2]["Idempotent-Replayed"] == "false" and again[2]["Idempotent-Replayed"] == "true"
+    claims = [e for e in events(world) if e.type.value == "claimed"]
+    assert len(claims) == 1 and claims[0].data["via"] == "api"
+    assert claims[0].operation_id.startswith("api:") and claims[0].actor_id == world.github.user_id("cody")
+    [claimed] = [e for e in first[1]["events"] if e["type"] == "claimed"]
+    assert claimed["metadata"]["via"] == "api" and claimed["revision"] == world.ticket().revision
+
+
+async def test_a_reused_key_with_another_body_is_422_and_changes_nothing(world: World) -> None:
+    """A key that answered `/claim` cannot be used for another command."""
+    await world.say("rachel", "/publish")
+    assert (await command(world, "cody", "/claim", key="k1"))[0] == 200
+    revision = world.ticket().revision
+    status, answer, _ = await command(world, "cody", "/reopen giving it up", key="k1")
+    assert status == 422 and answer["error"]["code"] == "idempotency_key_reused"
+    assert world.ticket().revision == revision and world.ticket().work.value == "claimed"
+
+
+async def test_a_lost_race_is_409(world: World) -> None:
+    """Two runners claim at once with their own keys: one claim applies, the other is 409 wrong state."""
+    world.github.team_memberships[("acme", "agents", "cora")] = "active"
+    await world.say("rachel", "/publish")
+    answers = await asyncio.gather(command(world, "cody", "/claim"), command(world, "cora", "/claim"))
+    assert sorted(status for status, _, _ in answers) == [200, 409]
+    [(_, lost, _)] = [a for a in answers if a[0] == 409]
+    assert lost["applied"] is False and lost["refusal"]["code"] == "wrong_state"
+    assert lost["status"]["work"] == "claimed"
+    assert len([e for e in events(world) if e.type.value == "claimed"]) == 1
+
+
+async def test_a_stale_expected_revision_is_409_naming_the_current_one_which_applies(world: World) -> None:
+    """`expected_revision` behind the ticket is refused with the current revision; that one applies."""
+    await world.say("rachel", "/publish")
+    now = world.ticket().revision
+    status, answer, _ = await command(world, "cody", "/claim", expected_revision=now - 1)
+    assert status == 409 and answer["refusal"]["code"] == "stale_revision"
+    assert answer["refusal"]["current_revision"] == now and world.ticket().work.value == "open"
+    status, answer, _ = await command(world, "cody", "/claim", expected_revision=now)
+    assert status == 200 and answer["status"]["work"] == "claimed"
+
+
+async def test_an_outsider_and_a_runner_accepting_their_own_delivery_are_403(world: World) -> None:
+    """Roles are checked as for comments: no role is 403, and so is accepting one's own delivery."""
+    await delivered(world)
+    revision = world.ticket().revision
+    status, answer, _ = await command(world, "mallory", "/accept")
+    assert status == 403 and answer["refusal"]["code"] == "not_allowed"
+    world.github.team_memberships[("acme", "reviewers", "cody")] = "active"
+    status, answer, _ = await command(world, "cody", "/accept")
+    assert status == 403 and answer["refusal"]["code"] == "not_independent"
+    assert world.ticket().revision == revision and world.ticket().work.value == "delivered"
+    assert (await command(world, "rita", "/accept"))[0] == 200
+
+
+async def test_a_private_repository_the_account_cannot_read_is_404(world: World) -> None:
+    """An account without access sees nothing of a private repository: 404, as GitHub answers."""
+    await world.say("rachel", "/publish")
+    world.github.repository(REPO).private = True  # type: ignore[union-attr]
+    world.github.permissions[(REPO, "rita")] = "read"
+    assert (await call(world, "rita", "GET", f"{TICKETS}/12"))[0] == 200
+    for path in (f"{TICKETS}/12", TICKETS):
+        status, answer, _ = await call(world, "mallory", "GET", path)
+        assert status == 404 and answer["error"]["code"] == "no_such_repository"
+    assert (await command(world, "mallory", "/claim"))[0] == 404
+    assert (await call(world, "rita", "GET", "/api/v1/repos/acme/elsewhere/tickets"))[0] == 404
+
+
+async def test_bad_requests_get_clear_errors_and_record_nothing(world: World) -> None:
+    """No key, a key over 255 characters, bad JSON, a command that does not parse, not a ticket."""
+    await world.say("rachel", "/publish")
+    revision, path, long_key = world.ticket().revision, f"{TICKETS}/12/commands", "k" * 256
+    cases = [
+        (await call(world, "cody", "POST", path, {"command": "/claim"}), 400, "idempotency_key_required"),
+        (
+            await call(world, "cody", "POST", path, {"command": "/claim"}, long_key),
+            400,
+            "bad_idempotency_key",
+        ),
+        (await call(world, "cody", "POST", path, key="k", raw=b"{not json"), 400, "bad_json"),
+        (await call(world, "cody", "POST", path, {"command": "/claim", "x": 1}, "k"), 400, "unknown_field"),
+        (await command(world, "cody", "/claim --check-in soon"), 422, "malformed_command"),
+        (await command(world, "cody", "hello there"), 422, "not_a_command"),
+        (await command(world, "cody", "/status"), 422, "not_a_state_change"),
+        (await command(world, "cody", "/claim", number=40), 404, "not_a_ticket"),
+        (await command(world, "cody", "/claim", number=34), 404, "not_a_ticket"),
+    ]
+    for (status, answer, _), expected_status, code in cases:
+        assert (status, answer["error"]["code"]) == (expected_status, code), answer
+    assert world.ticket().revision == revision and world.ticket(40) is None
+    status, answer, headers = await call(world, "cody", "GET", f"{TICKETS}/12/commands")
+    assert (status, answer["error"]["code"], headers["Allow"]) == (405, "method_not_allowed", "POST")
+    assert (await call(world, "cody", "GET", "/api/v1/nowhere"))[1]["error"]["code"] == "no_such_route"
+
+
+async def test_github_unreachable_is_503_and_a_retry_with_the_same_key_applies_once(world: World) -> None:
+    """The token check failing is 503 with nothing recorded; the same key then applies, once."""
+    await world.say("rachel", "/publish")
+    revision = world.ticket().revision
+    world.github.inject("GET", r"^/user$", Fault(status=502))
+    status, answer, _ = await command(world, "cody", "/claim", key="retry-me")
+    assert status == 503 and answer["error"]["code"] == "github_unavailable"
+    assert world.ticket().revision == revision
+    world.github.inject("GET", r"/teams/agents/memberships/cody$", Fault(status=502))
+    assert (await command(world, "cody", "/claim", key="retry-me"))[0] == 503
+    assert world.ticket().revision == revision
+    status, answer, headers = await command(world, "cody", "/claim", key="retry-me")
+    assert status == 200 and headers["Idempotent-Replayed"] == "false"
+    assert len([e for e in events(world) if e.type.value == "claimed"]) == 1
+
+
+async def test_a_delivery_through_the_api_shows_on_the_status_comment(world: World) -> None:
+    """The status comment shows an API delivery like a comment's; the claimant is assigned."""
+    await delivered(world)
+    await world.settle()
+    [status_comment] = world.status_comments()
+    assert status_comment == world.expected_status()
+    assert "Uploads resume now." in status_comment and "delivered" in status_comment.lower()
+    assert "cody" in world.github.repository(REPO).issues[12].assignees  # type: ignore[union-attr]
+
+
+async def test_the_token_check_is_a_conditional_request(world: World) -> None:
+    """The second call with one token sends If-None-Match and GitHub answers 304."""
+    await world.say("rachel", "/publish")
+    live = token(world, "rita")
+    for _ in range(2):
+        assert (await call(world, live, "GET", f"{TICKETS}/12"))[0] == 200
+    user_calls = [c for c in world.github.calls if c.path == "/user"]
+    assert [c.status for c in user_calls] == [200, 304]
