@@ -71,7 +71,7 @@ async def access_token(request: web.Request) -> web.Response:
 
 async def get_user(request: web.Request) -> web.Response:
     """The token's account, with an ETag (a conditional request is answered 304, for free)."""
-    return _conditional(request, renderer(request).user(user_login(request)), {})
+    return conditional(request, renderer(request).user(user_login(request)), {})
 
 
 async def list_user_installations(request: web.Request) -> web.Response:
@@ -79,7 +79,7 @@ async def list_user_installations(request: web.Request) -> web.Response:
     reachable = [i for i in state.installations.values() if readable(state, login, i)]
     page, headers = paginate(request, reachable)
     body = {"total_count": len(reachable), "installations": [renderer(request).installation(i) for i in page]}
-    return _conditional(request, body, headers)
+    return conditional(request, body, headers)
 
 
 async def list_user_installation_repositories(request: web.Request) -> web.Response:
@@ -94,7 +94,7 @@ async def list_user_installation_repositories(request: web.Request) -> web.Respo
         "repository_selection": "all",
         "repositories": [renderer(request).repository(r) | _permissions(state, login, r) for r in page],
     }
-    return _conditional(request, body, headers)
+    return conditional(request, body, headers)
 
 
 def readable(state: StandinState, login: str, installation: Installation) -> list[Repository]:
@@ -129,7 +129,7 @@ def user_login(request: web.Request) -> str:
     return login
 
 
-def _conditional(request: web.Request, body: Any, headers: dict[str, str]) -> web.Response:
+def conditional(request: web.Request, body: Any, headers: dict[str, str]) -> web.Response:
     """The answer with its ETag, or 304 without a body when `If-None-Match` names it."""
     etag = f'W/"{hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:40]}"'
     headers = headers | {"ETag": etag, "Cache-Control": "private, max-age=60, s-maxage=60"}
