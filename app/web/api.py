@@ -125,8 +125,8 @@ class AgentApi:
         `?work=STATE` filters; `?per_page=N` (1 to 100, default 100) and `?after=CURSOR` page,
         with the next page also in a `Link: <...>; rel="next"` header, as GitHub pages.
         """
-        work, per_page, after = _list_query(request)
         token, _ = await self._caller(request)
+        work, per_page, after = _list_query(request)
         repository, _ = await self._repository(request, token)
         page = await asyncio.to_thread(
             self._listing.page, repository=repository, work=work, limit=per_page, after=after
@@ -141,8 +141,8 @@ class AgentApi:
 
     async def get_ticket(self, request: web.Request) -> web.Response:
         """The ticket's status object; 404 when the issue is not a ticket."""
-        number = _number(request)
         token, _ = await self._caller(request)
+        number = _number(request)
         repository, _ = await self._repository(request, token)
         async with self._shell.store.read() as reads:
             ticket = await reads.ticket(TicketKey(repository, number))
@@ -154,9 +154,9 @@ class AgentApi:
 
     async def post_command(self, request: web.Request) -> web.Response:
         """Run one command as the token's account, at most once per Idempotency-Key."""
+        token, account = await self._caller(request)
         number, key = _number(request), _idempotency_key(request)
         text, expected = await _command_body(request)
-        token, account = await self._caller(request)
         repository, installation_id = await self._repository(request, token)
         digest = _digest(repository, number, text, expected)
         async with self._shell.store.read() as reads:

@@ -164,6 +164,28 @@ async def test_a_private_repository_the_account_cannot_read_is_404(world: World)
     assert (await call(world, "rita", "GET", "/api/v1/repos/acme/elsewhere/tickets"))[0] == 404
 
 
+async def test_a_repository_where_the_app_is_not_installed_is_404(world: World) -> None:
+    """A public repository anyone can read, without railyard installed: nothing is served."""
+    world.github.add_repository("octo/tools")
+    status, answer, _ = await call(world, "rita", "GET", "/api/v1/repos/octo/tools/tickets")
+    assert status == 404 and answer["error"]["code"] == "no_such_repository"
+
+
+async def test_the_list_pages_with_a_cursor_and_a_link_header(world: World) -> None:
+    """`per_page` pages the list newest first; `next` (and `Link: rel=next`) leads to the rest."""
+    for number in (12, 40, 41):
+        world.github.add_issue(REPO, number, body="Some work") if number == 41 else None
+        await world.say("rachel", "/publish", number=number)
+    status, first, headers = await call(world, "rita", "GET", TICKETS + "?per_page=2")
+    assert status == 200 and [t["ticket"] for t in first["tickets"]] == [f"{REPO}#41", f"{REPO}#40"]
+    assert first["next"] and 'rel="next"' in headers["Link"] and "per_page=2" in headers["Link"]
+    status, rest, headers = await call(world, "rita", "GET", TICKETS + f"?per_page=2&after={first['next']}")
+    assert [t["ticket"] for t in rest["tickets"]] == [f"{REPO}#12"] and rest["next"] is None
+    assert "Link" not in headers
+    assert (await call(world, "rita", "GET", TICKETS + "?after=nonsense"))[0] == 400
+    assert (await call(world, "rita", "GET", TICKETS + "?per_page=1000"))[0] == 400
+
+
 async def test_bad_requests_get_clear_errors_and_record_nothing(world: World) -> None:
     """No key, a key over 255 characters, bad JSON, a command that does not parse, not a ticket."""
     await world.say("rachel", "/publish")
