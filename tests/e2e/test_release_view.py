@@ -46,7 +46,7 @@ async def test_a_ticket_merged_without_acceptance_is_flagged_merged_not_accepted
 async def test_report_gives_a_runners_deliveries_send_backs_and_rate_after_a_round_trip(
     world: World,
 ) -> None:
-    """Delivered, sent back by rita, delivered again and accepted: cody has 2 deliveries, 1 sent back, 50 %."""
+    """Delivered, sent back by rita, delivered again, accepted: cody has 2 deliveries, 1 sent back, 50 %."""
     await delivered(world)
     await world.say("rita", "/send-back The upload still restarts from zero.")
     world.github.repositories[REPO].branches["agent/12-fix"] = "9" * 40
