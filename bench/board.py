@@ -136,9 +136,14 @@ def main() -> None:
             with database.read() as connection:
                 return load(connection, TicketKey(REPO, args.tickets // 2))
 
+        def statement_only() -> object:
+            with database.read() as connection:
+                return list_tickets(connection, repository=REPO, limit=args.page)
+
         cases: list[tuple[str, Callable[[], object]]] = [
             ("reference: select 1", select_one),
             ("reference: load one ticket", one_ticket),
+            ("first page, statement + fold only", statement_only),
             ("first page, repository", page_render(database, args.page, repository=REPO)),
             ("first page, repository + count", page_render(database, args.page, repository=REPO, count=True)),
             (
