@@ -295,7 +295,7 @@ class CommandRun:
         if outcome.refusal is not None:
             stale = outcome.refusal.code is RefusalCode.STALE_REVISION
             retry = f"/{self.parsed.word} rev={outcome.revision}" if stale else None
-            return [self._reply_to_author(Refused(outcome.refusal, retry))]
+            return [self._reply_to_author(Refused(outcome.refusal, retry, outcome.revision))]
         answers: list[Answer] = [Reaction(f.installation_id, f.repository, f.comment_id, "+1")]
         last = outcome.events[-1] if outcome.events else None
         number = outcome.ticket.number

@@ -14,7 +14,7 @@ from aiohttp import web
 
 from tests.github_standin.common import ACCESS_LEVELS, DOCS, LIMITS_DOCS, SECONDARY_LIMIT, Handler
 from tests.github_standin.faults import Fault
-from tests.github_standin.lookups import BODY, INSTALLATION, STATE, GitHubError, not_found
+from tests.github_standin.lookups import BODY, INSTALLATION, STATE, USER, GitHubError, not_found
 from tests.github_standin.state import Call, StandinState
 
 RULES = web.AppKey("rules", dict)  # route -> (credential it needs, installation permission it needs)
@@ -40,12 +40,16 @@ def _authenticate(state: StandinState, header: str) -> tuple[str, int | None]:
         return "none", None
     if scheme.lower() in ("token", "bearer") and token is not None and token.expires_at > state.now():
         return "installation", token.installation_id
+    if scheme.lower() in ("token", "bearer") and credential.strip() in state.user_tokens:
+        return "user", None
     if scheme.lower() == "bearer" and _looks_like_jwt(credential.strip()):
         return "jwt", None
     return "invalid", None
 
 
 def _bucket_key(kind: str, installation_id: int | None) -> str:
+    if kind == "user":  # one bucket for users' tokens: the tests use a handful of accounts
+        return "user"
     return f"installation:{installation_id}" if installation_id else "app" if kind == "jwt" else "anonymous"
 
 
@@ -57,7 +61,11 @@ def _check_access(request: web.Request, kind: str, installation_id: int | None) 
     credential, needs = request.app[RULES][request.match_info.route]
     if credential == "jwt" and kind != "jwt":
         raise GitHubError(401, "A JSON web token could not be decoded")
-    if credential == "installation" and kind != "installation":
+    # "either": an installation's token or a user's own (the issue-comment endpoints agents use).
+    accepted = {"installation": ("installation",), "either": ("installation", "user"), "user": ("user",)}
+    if credential in accepted and kind not in accepted[credential]:
+        if kind == "installation":  # GitHub: an installation token cannot act as a user
+            raise GitHubError(403, "Resource not accessible by integration")
         raise GitHubError(401, "Bad credentials")
     if needs and installation_id is not None:
         area, level = needs.split(":")
@@ -124,7 +132,9 @@ async def github_edge(request: web.Request, handler: Handler) -> web.StreamRespo
         with contextlib.suppress(ValueError):
             body = await request.json()
         request[BODY] = body if isinstance(body, dict) else None  # GitHub: "Problems parsing JSON"
-    kind, request[INSTALLATION] = _authenticate(state, request.headers.get("Authorization", ""))
+    header = request.headers.get("Authorization", "")
+    kind, request[INSTALLATION] = _authenticate(state, header)
+    request[USER] = state.user_tokens.get(header.partition(" ")[2].strip()) if kind == "user" else None
     if state.limit_watch is not None:
         state.limit_watch.arrived(request[INSTALLATION], request.method, request.path)
     call = Call(

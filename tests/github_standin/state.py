@@ -213,6 +213,7 @@ class StandinState:
     deliveries: list[Delivery] = field(default_factory=list)
     redelivery_attempts: list[int] = field(default_factory=list)
     tokens: dict[str, Token] = field(default_factory=dict)
+    user_tokens: dict[str, str] = field(default_factory=dict)  # a user's token -> its login
     calls: list[Call] = field(default_factory=list)
     rate_limit: int = 5000
     clock: Callable[[], datetime] = wall_clock
@@ -305,6 +306,12 @@ class StandinState:
         token = Token(f"ghs_{secrets.token_hex(18)}", installation_id, self.now() + timedelta(hours=1))
         self.tokens[token.token] = token
         return token.token
+
+    def issue_user_token(self, login: str) -> str:
+        """A user's own token (a personal access token): it acts as that account."""
+        token = f"ghp_{secrets.token_hex(18)}"
+        self.user_tokens[token] = login
+        return token
 
     def add_repository(
         self, full_name: str, files: dict[str, str] | None = None, **fields: Any
