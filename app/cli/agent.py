@@ -54,7 +54,7 @@ def register(commands: Any) -> None:
     deliver = actions.add_parser("deliver", help="deliver the claimed ticket's work")
     _common(deliver)
     deliver.add_argument("--branch", help="the branch holding the work")
-    deliver.add_argument("--commit", help="the commit delivered (default GITHUB_SHA)")
+    deliver.add_argument("--commit", help="the commit delivered (default without --branch: GITHUB_SHA)")
     deliver.add_argument("--summary", help="what was done (or --summary-file)")
     deliver.add_argument("--summary-file", help="a file holding the summary")
     deliver.add_argument("--artifact", action="append", default=[], help="an artifact URL (repeatable)")
@@ -108,7 +108,10 @@ def resolve(args: argparse.Namespace, env: Mapping[str, str], summary_file: str 
     repo = given["repo"] or _env(env, "GITHUB_REPOSITORY")
     token = given["token"] or _env(env, "RAILYARD_TOKEN") or _env(env, "GITHUB_TOKEN")
     url = given["url"] or _env(env, "RAILYARD_URL")
-    commit = given.get("commit") or (_env(env, "GITHUB_SHA") if action == "deliver" else None)
+    # The workflow's commit only when no branch is named: a job that pushed to a branch has
+    # moved past GITHUB_SHA, and railyard records the branch's head itself.
+    pushed = action == "deliver" and not given.get("branch")
+    commit = given.get("commit") or (_env(env, "GITHUB_SHA") if pushed else None)
     _check(repo, token, url, given)
     assert repo is not None and token is not None  # checked above
     summary = given.get("summary") or summary_file or ""
