@@ -28,7 +28,7 @@ from tests.github_standin.faults import Fault, LimitWatch, RandomFaults
 
 @dataclass
 class Call:
-    """One request as received; `auth` is "jwt", "installation", "none" or "invalid"."""
+    """One request as received; `auth` is "jwt", "installation", "user", "none" or "invalid"."""
 
     method: str
     path: str
