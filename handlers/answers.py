@@ -81,10 +81,11 @@ class SentBackNotice:
 @dataclass(frozen=True)
 class Refused:
     """The command was refused: the refusal's reason and hint; `retry` is the command line that
-    would run now (`/accept rev=7`), for a command refused as stale."""
+    would run now (`/accept rev=7`), for a command refused as stale; `revision` the ticket's."""
 
     refusal: Refusal
     retry: str | None = None
+    revision: int | None = None
 
 
 @dataclass(frozen=True)

@@ -132,7 +132,7 @@ class CommentCommand(CommandRun):
         if outcome.refusal is not None:
             stale = outcome.refusal.code is RefusalCode.STALE_REVISION
             retry = f"/{self.parsed.word} rev={outcome.revision}" if stale else None
-            return [self._reply_to_author(Refused(outcome.refusal, retry))]
+            return [self._reply_to_author(Refused(outcome.refusal, retry, outcome.revision))]
         answers: list[Answer] = [Reaction(c.installation_id, c.repository, c.comment_id, "+1")]
         answers += self.common_answers(outcome)
         if self.parsed.ignored:

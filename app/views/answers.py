@@ -9,6 +9,7 @@ from app.store.effects import Effect, assign, comment, reaction
 from app.store.replies import Reply as LimitedReply
 from app.views.markdown import code_span, escape_block, escape_inline, mention
 from app.views.render import headline
+from app.views.status_json import answer_line
 from app.views.surfaces import check_run, status_comment
 from handlers.answers import (
     Answer,
@@ -34,6 +35,11 @@ from policies.parser import COMMAND_WORDS, NEEDS, USAGE
 from policies.states import WorkState
 from policies.transitions import next_steps
 
+_REFUSAL_CODES: dict[type, str] = {
+    ArtifactNotFound: "missing_artifact",
+    Malformed: "invalid_command",
+    PullTarget: "pull_request_target",
+}
 NOT_A_TICKET = (
     "This issue is not a ticket. A requester or task owner can make it one with `/draft` or `/publish`."
 )
@@ -78,7 +84,20 @@ def reply_body(reply: Reply) -> str:
     text = message(reply.message)
     if isinstance(reply.message, Help | StatusAnswer | Ignored):
         return text
-    return f"{quote(reply.author, reply.line)}\n\n{text}"
+    body = f"{quote(reply.author, reply.line)}\n\n{text}"
+    code = refusal_code(reply.message)
+    if code is None:
+        return body
+    revision = reply.message.revision if isinstance(reply.message, Refused) else None
+    # A program that posted the command finds its answer by the comment id on this hidden line.
+    return f"{body}\n\n{answer_line(str(reply.comment_id), code, revision)}"
+
+
+def refusal_code(item: Message) -> str | None:
+    """The machine-readable code of a reply that refuses the command; None for other replies."""
+    if isinstance(item, Refused):
+        return item.refusal.code.value
+    return _REFUSAL_CODES.get(type(item))
 
 
 def quote(author: str, line: str) -> str:

@@ -18,6 +18,7 @@ from policies.model import Ticket
 from policies.transitions import next_steps
 
 MARKER = "<!-- railyard:status-json "
+ANSWER_MARKER = "<!-- railyard:answer "
 END = " -->"
 MIN_VISIBLE = 2_000
 """The visible part keeps at least this much of the comment, however large the object."""
@@ -79,21 +80,40 @@ def _delivery(ticket: Ticket) -> dict[str, Any] | None:
 
 def status_line(status: dict[str, Any]) -> str:
     """The hidden line carrying `status`: one line, safe inside an HTML comment."""
-    text = json.dumps(status, ensure_ascii=True, separators=(",", ":"))
+    return hidden_line(MARKER, status)
+
+
+def hidden_line(marker: str, found: dict[str, Any]) -> str:
+    """`marker`, the object as one line of JSON safe inside an HTML comment, and the comment's end."""
+    text = json.dumps(found, ensure_ascii=True, separators=(",", ":"))
     # Outside strings JSON has no `<`, `>` or `--`, so escaping the whole text touches only strings.
     text = _DOUBLE_DASH.sub(r"\\u002d", text.replace("<", "\\u003c").replace(">", "\\u003e"))
-    return f"{MARKER}{text}{END}"
+    return f"{marker}{text}{END}"
+
+
+def answer_line(operation_id: str, code: str, revision: int | None) -> str:
+    """The hidden line on a refusal reply: which operation (the comment id) it answers, in machine words."""
+    answer = {"operation_id": operation_id, "applied": False, "code": code, "revision": revision}
+    return hidden_line(ANSWER_MARKER, answer)
 
 
 def parse_status_line(body: str) -> dict[str, Any] | None:
     """The object on the first status-json line of a comment body; None if there is none."""
-    start = body.find(MARKER)
+    return parse_hidden_line(body, MARKER)
+
+
+def parse_hidden_line(body: str, marker: str) -> dict[str, Any] | None:
+    """The object on the first `marker` line of a comment body; None if there is none or it is not JSON."""
+    start = body.find(marker)
     if start < 0:
         return None
-    end = body.find(END, start + len(MARKER))
+    end = body.find(END, start + len(marker))
     if end < 0:
         return None
-    found = json.loads(body[start + len(MARKER) : end])
+    try:
+        found = json.loads(body[start + len(marker) : end])
+    except ValueError:
+        return None
     return found if isinstance(found, dict) else None
 
 

@@ -14,7 +14,7 @@ from aiohttp import web
 
 from tests.github_standin.common import ACCESS_LEVELS, DOCS, LIMITS_DOCS, SECONDARY_LIMIT, Handler
 from tests.github_standin.faults import Fault
-from tests.github_standin.lookups import BODY, INSTALLATION, STATE, GitHubError, not_found
+from tests.github_standin.lookups import BODY, INSTALLATION, STATE, USER, GitHubError, not_found
 from tests.github_standin.state import Call, StandinState
 
 RULES = web.AppKey("rules", dict)  # route -> (credential it needs, installation permission it needs)
@@ -66,9 +66,11 @@ def _check_access(request: web.Request, kind: str, installation_id: int | None) 
         raise GitHubError(400, "Problems parsing JSON")
     if credential == "jwt" and kind != "jwt":
         raise GitHubError(401, "A JSON web token could not be decoded")
-    if credential == "installation|user" and kind not in ("installation", "user"):
-        raise GitHubError(401, "Bad credentials")
-    if credential == "installation" and kind != "installation":
+    # "either": an installation's token or a user's own (the issue-comment endpoints agents use).
+    accepted = {"installation": ("installation",), "either": ("installation", "user"), "user": ("user",)}
+    if credential in accepted and kind not in accepted[credential]:
+        if kind == "installation":  # GitHub: an installation token cannot act as a user
+            raise GitHubError(403, "Resource not accessible by integration")
         raise GitHubError(401, "Bad credentials")
     if needs and installation_id is not None:
         area, level = needs.split(":")
@@ -138,7 +140,11 @@ async def github_edge(request: web.Request, handler: Handler) -> web.StreamRespo
         with contextlib.suppress(ValueError):
             body = await request.json()
         request[BODY] = body if isinstance(body, dict) else None  # GitHub: "Problems parsing JSON"
-    kind, request[INSTALLATION] = _authenticate(state, request.headers.get("Authorization", ""))
+    header = request.headers.get("Authorization", "")
+    kind, request[INSTALLATION] = _authenticate(state, header)
+    request[USER] = (
+        state.oauth.user_of(header.partition(" ")[2].strip(), state.now()) if kind == "user" else None
+    )
     if state.limit_watch is not None:
         state.limit_watch.arrived(request[INSTALLATION], request.method, request.path)
     call = Call(

@@ -9,6 +9,7 @@ from tests.github_standin.common import REACTIONS, parse_time
 from tests.github_standin.lookups import (
     BODY,
     STATE,
+    USER,
     comment_of,
     installation_of,
     invalid,
@@ -59,8 +60,11 @@ async def create_comment(request: web.Request) -> web.Response:
     issue_of(repository, number, request)
     if not isinstance(body := (request[BODY] or {}).get("body"), str):
         raise invalid("IssueComment", "body")
-    comment = state.add_comment(repository.full_name, number, body, state.bot_login, "Bot")
-    comment.app_id = state.app_id
+    if (user := request[USER]) is not None:  # a user's own token: the comment is theirs
+        comment = state.add_comment(repository.full_name, number, body, user, "User")
+    else:
+        comment = state.add_comment(repository.full_name, number, body, state.bot_login, "Bot")
+        comment.app_id = state.app_id
     rendered = renderer(request).comment(comment)
     return respond(rendered, 201, {"Location": rendered["url"]})
 

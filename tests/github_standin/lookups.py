@@ -55,6 +55,7 @@ def paginate(request: web.Request, items: list[Any]) -> tuple[list[Any], dict[st
 STATE = web.AppKey("state", StandinState)
 BODY = web.RequestKey[Json | None]("body")  # the JSON object sent ({} if none); None if not an object
 INSTALLATION = web.RequestKey[int | None]("installation")  # the caller's installation, if a token
+USER = web.RequestKey[str | None]("user")  # the caller's login, for a user's token
 
 
 def renderer(request: web.Request) -> Render:
@@ -68,10 +69,20 @@ def installation_of(request: web.Request) -> Installation:
 
 
 def repository_of(request: web.Request) -> Repository:
-    """The path's repository, if the caller's installation can see it (404 otherwise, as GitHub)."""
+    """The path's repository, if the caller can see it (404 otherwise, as GitHub): an installation
+    its account's repositories, a person the public ones and the private ones they hold a permission on."""
     owner = request.match_info["owner"]
     repository = request.app[STATE].repository(f"{owner}/{request.match_info['repo']}")
-    if repository is None or installation_of(request).account.lower() != owner.lower():
+    if repository is None:
+        raise not_found()
+    if (user := request.get(USER)) is not None:  # a person: what they can read, as GitHub shows it
+        if (
+            repository.private
+            and request.app[STATE].permissions.get((repository.full_name, user), "none") == "none"
+        ):
+            raise not_found()
+        return repository
+    if installation_of(request).account.lower() != owner.lower():
         raise not_found()
     return repository
 

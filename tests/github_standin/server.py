@@ -94,7 +94,7 @@ def create_standin(state: StandinState | None = None) -> web.Application:
         ("GET", repo + "/installation", get_repo_installation, jwt, None),
         ("GET", "/app/hook/deliveries", list_deliveries, jwt, None),
         ("POST", "/app/hook/deliveries/{delivery_id:\\d+}/attempts", redeliver, jwt, None),
-        ("GET", repo, get_repo, "installation|user", None),  # metadata: every installation may read it
+        ("GET", repo, get_repo, "either", None),  # metadata: every installation may read it
         ("GET", repo + "/contents/{path:.+}", get_content, token, "contents:read"),
         ("GET", issue, get_issue, token, "issues:read"),
         (
@@ -104,10 +104,10 @@ def create_standin(state: StandinState | None = None) -> web.Application:
             token,
             "issues:read",
         ),
-        ("GET", issue + "/comments", list_comments, token, "issues:read"),
-        ("POST", issue + "/comments", create_comment, token, "issues:write"),
+        ("GET", issue + "/comments", list_comments, "either", "issues:read"),
+        ("POST", issue + "/comments", create_comment, "either", "issues:write"),
         ("POST", issue + "/assignees", add_assignees, token, "issues:write"),
-        ("GET", comment, get_comment, token, "issues:read"),
+        ("GET", comment, get_comment, "either", "issues:read"),
         ("PATCH", comment, edit_comment, token, "issues:write"),
         ("POST", comment + "/reactions", create_reaction, token, "issues:write"),
         ("POST", repo + "/check-runs", create_check_run, token, "checks:write"),

@@ -29,7 +29,7 @@ from tests.github_standin.faults import Fault, LimitWatch, RandomFaults
 
 @dataclass
 class Call:
-    """One request as received; `auth` is "jwt", "installation", "none" or "invalid"."""
+    """One request as received; `auth` is "jwt", "installation", "user", "none" or "invalid"."""
 
     method: str
     path: str
@@ -307,6 +307,10 @@ class StandinState:
         token = Token(f"ghs_{secrets.token_hex(18)}", installation_id, self.now() + timedelta(hours=1))
         self.tokens[token.token] = token
         return token.token
+
+    def issue_user_token(self, login: str) -> str:
+        """A user's own token (as sign-in or a personal access token gives one): it acts as that account."""
+        return self.oauth.issue_token(login, self.now()).token
 
     def add_repository(
         self, full_name: str, files: dict[str, str] | None = None, **fields: Any
