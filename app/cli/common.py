@@ -42,3 +42,14 @@ def cmd_migrate(args: argparse.Namespace, database: Database, out: TextIO, err: 
     database.migrate()
     out.write("railyard: database is up to date.\n")
     return 0
+
+
+def repository_option(text: str | None, err: TextIO) -> tuple[bool, str | None]:
+    """`--repo OWNER/REPO`: (valid, the repository or None when not given); says what is wrong."""
+    if text is None:
+        return True, None
+    owner, slash, name = text.strip().partition("/")
+    if not slash or not owner or not name or "/" in name or "#" in text:
+        err.write(f"railyard: --repo expects OWNER/REPO, got {text!r}.\n")
+        return False, None
+    return True, text.strip()

@@ -385,3 +385,26 @@ class InstallationLimitRow(SQLModel, table=True):
     installation_id: int = Field(sa_column=Column(BigInteger, primary_key=True, autoincrement=False))
     paused_until: float = 0.0
     next_content_write_at: float = 0.0
+
+
+# The release owner's listing and report (migration 0011): every page filter has an index in
+# page order (newest activity first); the listing's per-row facts and the report's period
+# read the events and operations by these.
+_tickets = TicketRow.__table__  # type: ignore[attr-defined]
+_events = TicketEventRow.__table__  # type: ignore[attr-defined]
+Index(
+    "ix_tickets_repository_work_activity",
+    _tickets.c.repository,
+    _tickets.c.work,
+    _tickets.c.updated_at,
+    _tickets.c.id,
+)
+Index("ix_tickets_repository_activity", _tickets.c.repository, _tickets.c.updated_at, _tickets.c.id)
+Index("ix_tickets_activity", _tickets.c.updated_at, _tickets.c.id)
+Index("ix_ticket_events_ticket_type", _events.c.ticket_id, _events.c.type, _events.c.revision)
+Index("ix_ticket_events_at", _events.c.at)
+Index(
+    "ix_operations_repository_at",
+    OperationRow.__table__.c.repository,  # type: ignore[attr-defined]
+    OperationRow.__table__.c.at,  # type: ignore[attr-defined]
+)

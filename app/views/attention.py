@@ -1,0 +1,138 @@
+"""The attention codes of one ticket: what needs a person, decided from what the record holds.
+
+Pure: the ticket (its stored snapshot), the few facts the record keeps beside it
+(`RecordFacts`, read by `app.store.listing` in the page's one query) and the time of looking.
+
+- `merged_not_accepted`: a linked pull request merged while the work rail is not `accepted`.
+- `accepted_not_deployed`: accepted, a code ticket, and the headline environment's deployment
+  rail is `not_deployed`, `deploying` or `failed` (an untracked deployment, `not_applicable`,
+  says nothing).
+- `accepted_commit_not_merged`: accepted at a commit, a linked PR merged, and that commit is
+  neither the head of any PR that merged while linked (the head at merge: a merged PR's head
+  never moves again) nor a merge commit. Ancestry is not consulted (the record holds none), so
+  an accepted commit with unreviewed commits pushed on top of it before the merge is flagged:
+  the merge holds work nobody accepted. An acceptance without a commit (artifacts only) is
+  never flagged.
+- `claim_overdue`: the watchdog recorded `claim_overdue` for the current attempt, the ticket is
+  still claimed, the recorded silence's deadline is past at `now`, and no sign of life was
+  stored after the silence it recorded began (a comment since then ended that silence).
+- `awaiting_review`: delivered, no decision yet.
+- `blocked`: the repository rail is `blocked`.
+- `config_error`: the repository's latest recorded command (stale-revision refusals aside: they
+  are answered before the configuration is read) was refused because `.github/railyard.yml`
+  could not be used. The record learns of a repaired file only at the next command, so the
+  flag stays until someone runs one; a repository whose file broke after its last command is
+  not flagged.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from policies.model import Ticket
+from policies.states import DeploymentState, IntegrationState, WorkState
+
+MERGED_NOT_ACCEPTED = "merged_not_accepted"
+ACCEPTED_NOT_DEPLOYED = "accepted_not_deployed"
+ACCEPTED_COMMIT_NOT_MERGED = "accepted_commit_not_merged"
+CLAIM_OVERDUE = "claim_overdue"
+AWAITING_REVIEW = "awaiting_review"
+BLOCKED = "blocked"
+CONFIG_ERROR = "config_error"
+
+CODES = (
+    MERGED_NOT_ACCEPTED,
+    ACCEPTED_NOT_DEPLOYED,
+    ACCEPTED_COMMIT_NOT_MERGED,
+    CLAIM_OVERDUE,
+    AWAITING_REVIEW,
+    BLOCKED,
+    CONFIG_ERROR,
+)
+"""Every code, in the order `attention` lists them."""
+
+_UNDEPLOYED = frozenset({DeploymentState.NOT_DEPLOYED, DeploymentState.DEPLOYING, DeploymentState.FAILED})
+
+
+@dataclass(frozen=True)
+class OverdueRecord:
+    """The ticket's latest recorded `claim_overdue`: for which attempt, which silence, its limit."""
+
+    attempt: int
+    silent_since: datetime | None
+    limit_minutes: int | None
+    at: datetime
+
+
+@dataclass(frozen=True)
+class RecordFacts:
+    """What the record holds beside the ticket's snapshot that attention needs."""
+
+    overdue: OverdueRecord | None = None
+    last_sign_of_life: datetime | None = None  # the latest stored for any of the ticket's attempts
+    config_refused: bool = False  # the repository's latest command was refused as config_error
+
+
+def attention(ticket: Ticket, facts: RecordFacts, now: datetime) -> list[str]:
+    """The codes of what needs a person on `ticket` at `now`, in `CODES` order."""
+    found = {
+        MERGED_NOT_ACCEPTED: merged_not_accepted(ticket),
+        ACCEPTED_NOT_DEPLOYED: accepted_not_deployed(ticket),
+        ACCEPTED_COMMIT_NOT_MERGED: accepted_commit_not_merged(ticket),
+        CLAIM_OVERDUE: claim_overdue(ticket, facts, now),
+        AWAITING_REVIEW: ticket.work is WorkState.DELIVERED,
+        BLOCKED: ticket.rails.integration is IntegrationState.BLOCKED,
+        CONFIG_ERROR: ticket.exists and facts.config_refused,
+    }
+    return [code for code in CODES if found[code]]
+
+
+def _merged_prs(ticket: Ticket) -> list[tuple[str | None, str | None]]:
+    """(head at merge, merge commit) of every PR that merged while it linked the ticket."""
+    return [
+        (p.head_sha, p.merge_commit) for p in ticket.rails.pull_requests.values() if p.merged_while_linked
+    ]
+
+
+def merged_not_accepted(ticket: Ticket) -> bool:
+    """Whether a linked PR merged while the work is not accepted."""
+    merged = bool(_merged_prs(ticket)) or ticket.rails.integration is IntegrationState.MERGED
+    return ticket.exists and merged and ticket.work is not WorkState.ACCEPTED
+
+
+def accepted_not_deployed(ticket: Ticket) -> bool:
+    """Whether an accepted code ticket's headline deployment has not succeeded."""
+    applicable = ticket.rails.applicable and not ticket.no_code
+    return ticket.work is WorkState.ACCEPTED and applicable and ticket.rails.deployment in _UNDEPLOYED
+
+
+def accepted_commit_not_merged(ticket: Ticket) -> bool:
+    """Whether the accepted commit is not what a merged linked PR merged (see the module)."""
+    review = ticket.review
+    if ticket.work is not WorkState.ACCEPTED or review is None or not review.commit:
+        return False
+    merged = _merged_prs(ticket)
+    if not merged:
+        return False
+    accepted = review.commit.casefold()
+    merged_shas = {sha.casefold() for pair in merged for sha in pair if sha}
+    return accepted not in merged_shas
+
+
+def claim_overdue(ticket: Ticket, facts: RecordFacts, now: datetime) -> bool:
+    """Whether the watchdog's record says the current claim is overdue, and nothing since ended it."""
+    record = facts.overdue
+    if ticket.work is not WorkState.CLAIMED or ticket.closed or record is None:
+        return False
+    if record.attempt != ticket.attempt or record.at > now:
+        return False
+    since = record.silent_since
+    if (
+        since is not None
+        and record.limit_minutes is not None
+        and now <= since + timedelta(minutes=record.limit_minutes)
+    ):
+        return False
+    sign = facts.last_sign_of_life
+    return since is None or sign is None or sign <= since
