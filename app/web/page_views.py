@@ -8,24 +8,25 @@ repository answers the same 404 as one that does not exist, so nothing leaks tha
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 
 from aiohttp import web
 from markupsafe import Markup
 
 from app.settings import Settings
+from app.store.database import Database
+from app.store.listing import Listing
+from app.store.tickets import TicketService
 from app.web.access import AccessError, Readable
 from app.web.answers import guarded
+from app.web.board_page import board as board_page
 from app.web.oauth import SIGN_IN, Session, SignIn, add_sign_in_routes, make_sign_in, to_login
 from app.web.pages import STYLESHEET_PATH, document, html_response, not_found, sign_in_disabled, stylesheet
+from app.web.report_page import report_page
 from app.web.sessions import SESSION_COOKIE, clear_cookie
+from app.web.ticket_page import ticket_page
 
 Page = Callable[[web.Request, Session, dict[str, Readable]], Awaitable[web.Response]]
-PAGE_PATHS = (
-    "/tickets",
-    "/tickets/{owner}/{repo}",
-    "/tickets/{owner}/{repo}/report",
-    "/tickets/{owner}/{repo}/{number:\\d+}",
-)
 
 
 def signed_in(page: Page) -> Callable[[web.Request], Awaitable[web.Response]]:
@@ -90,18 +91,55 @@ async def repositories_page(
     return html_response(document("Your repositories", body, **who(session)))
 
 
-async def _missing(request: web.Request, session: Session, readable: dict[str, Readable]) -> web.Response:
-    return not_found(**who(session))
+@dataclass(frozen=True)
+class Reads:
+    """What the pages read from the record."""
+
+    listing: Listing
+    tickets: TicketService
 
 
-PAGES: dict[str, Page] = {"/tickets": repositories_page}
+READS: web.AppKey[Reads] = web.AppKey("page_reads", Reads)
 
 
-def install(app: web.Application, settings: Settings) -> None:
+async def board(request: web.Request, session: Session, readable: dict[str, Readable]) -> web.Response:
+    """The board of a repository the person can read; 404 otherwise."""
+    found = repository_of(request, readable)
+    if found is None:
+        return not_found(**who(session))
+    return await board_page(request, request.app[READS].listing, found, who(session))
+
+
+async def ticket(request: web.Request, session: Session, readable: dict[str, Readable]) -> web.Response:
+    """A ticket of a repository the person can read; 404 otherwise."""
+    found = repository_of(request, readable)
+    if found is None:
+        return not_found(**who(session))
+    return await ticket_page(request, request.app[READS].tickets, found.full_name, who(session))
+
+
+async def report(request: web.Request, session: Session, readable: dict[str, Readable]) -> web.Response:
+    """The report of a repository the person can read; 404 otherwise."""
+    found = repository_of(request, readable)
+    if found is None:
+        return not_found(**who(session))
+    return await report_page(request, request.app[READS].listing, found.full_name, who(session))
+
+
+PAGES: dict[str, Page] = {
+    "/tickets": repositories_page,
+    "/tickets/{owner}/{repo}": board,
+    "/tickets/{owner}/{repo}/report": report,
+    "/tickets/{owner}/{repo}/{number:\\d+}": ticket,
+}
+
+
+def install(app: web.Application, settings: Settings, database: Database) -> None:
     """Wire the stylesheet, sign-in (when its OAuth client is configured) and the ticket pages."""
     sign_in = make_sign_in(settings)
     if sign_in is not None:
         add_sign_in_routes(app, sign_in)
+    app[READS] = Reads(Listing(database), TicketService(database))
     app.router.add_get(STYLESHEET_PATH, guarded(stylesheet))
-    for path in PAGE_PATHS:
-        app.router.add_get(path, guarded(signed_in(PAGES.get(path, _missing))))
+    for path, page in PAGES.items():
+        app.router.add_get(path, guarded(signed_in(page)))

@@ -331,7 +331,7 @@ def create_app(
     app.router.add_get("/metrics", guarded(serve_metrics))
     if settings.configured:
         app.router.add_get("/", guarded(index))
-        install_pages(app, settings)  # sign-in with GitHub and the ticket pages
+        install_pages(app, settings, database)  # sign-in with GitHub and the ticket pages
     else:
         add_setup_routes(app, setup or start_setup(settings))
     return app
