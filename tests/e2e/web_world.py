@@ -14,7 +14,7 @@ from pathlib import Path
 import aiohttp
 
 from app.store.database import Database
-from tests.e2e.world import World, standin_state
+from tests.e2e.world import World, comment_payload, standin_state
 from tests.fakes import ServerHandle, app_settings, running_server
 from tests.github_standin import RunningStandin, StandinState, running_standin
 
@@ -24,6 +24,7 @@ PRIVATE_REPO = "acme/vault"
 def web_state() -> StandinState:
     """The e2e world's GitHub, with a private repository and who may read what."""
     state = standin_state()
+    state.repositories["acme/web"].issues[13].body = "Write the upload docs"
     vault = state.add_repository(PRIVATE_REPO, files={}, private=True)
     vault.branches["main"] = "2" * 40
     state.add_issue(PRIVATE_REPO, 7, title="Rotate the vault keys", body="Secret plans")
@@ -86,3 +87,27 @@ async def web_world(tmp_path: Path, **overrides: str) -> AsyncIterator[WebWorld]
         settings = app_settings(url, **web_settings(tmp_path, standin.url, **overrides))
         async with running_server(settings, outbox_spacing=0.0) as server:
             yield WebWorld(server, standin, Database(url))
+
+
+async def say_in(web: WebWorld, repo: str, login: str, body: str, number: int) -> None:
+    """`login` comments `body` on `repo`#`number` (an installed acme repository); wait until processed."""
+    world = web.world()
+    repository = web.github.repositories[repo]
+    written = web.github.add_comment(repo, number, body, user=login)
+    payload = comment_payload(login, body, number, id=written.id, user_id=web.github.user_id(login))
+    payload["repository"].update({"full_name": repo, "name": repo.split("/")[1], "id": repository.id})
+    payload["repository"]["private"] = repository.private
+    await world.send("issue_comment", payload)
+
+
+async def seed_tickets(web: WebWorld) -> None:
+    """acme/web#12 delivered by cody (a summary with markup in it), #13 open; acme/vault#7 open."""
+    world = web.world()
+    await world.say("rachel", "/publish", 12)
+    await world.say("cody", "/claim", 12)
+    await world.say("cody", f"/deliver branch=agent/12-fix\n{HOSTILE}", 12)
+    await world.say("rachel", "/publish --no-code", 13)
+    await say_in(web, PRIVATE_REPO, "olivia", "/publish --no-code", 7)
+
+
+HOSTILE = '<script>alert("x")</script><img src=x onerror=alert(1)>'
