@@ -42,7 +42,8 @@ def document(title: str, body: Markup, *, login: str | None = None, csrf: str | 
     return Markup(
         '<!doctype html><html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width,initial-scale=1">'
-        '<title>{} · railyard</title><link rel="stylesheet" href="{}"></head><body>'
+        '<link rel="icon" href="data:,"><title>{} · railyard</title><link rel="stylesheet" href="{}">'
+        "</head><body>"
         '<header class="site"><a href="/tickets"><strong>railyard</strong></a>{}</header>'
         "<main>{}</main></body></html>"
     ).format(title, STYLESHEET_PATH, who, body)
