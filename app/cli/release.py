@@ -10,9 +10,8 @@ from typing import Any, TextIO
 from app.cli.common import EXIT_NOT_FOUND, EXIT_USAGE, ready, repository_option, table
 from app.store.database import Database
 from app.store.listing import Listed, Listing
-from app.views.attention import attention
+from app.views.attention import status_with_attention
 from app.views.report import Report
-from app.views.status_json import status_object
 from policies.states import WorkState
 
 _STATES = ", ".join(state.value for state in WorkState)
@@ -34,7 +33,7 @@ def _work_states(text: str | None, err: TextIO) -> tuple[bool, list[WorkState] |
 
 def ticket_item(listed: Listed, now: datetime) -> dict[str, Any]:
     """The `tickets --json` item: the `status --json` object with its `attention` codes."""
-    return {**status_object(listed.ticket), "attention": attention(listed.ticket, listed.facts, now)}
+    return status_with_attention(listed.ticket, listed.facts, now)
 
 
 def _show(value: Any) -> str:

@@ -407,4 +407,5 @@ Index(
     "ix_operations_repository_at",
     OperationRow.__table__.c.repository,  # type: ignore[attr-defined]
     OperationRow.__table__.c.at,  # type: ignore[attr-defined]
+    OperationRow.__table__.c.operation_id,  # type: ignore[attr-defined]
 )

@@ -1,6 +1,6 @@
 """The attention codes of one ticket: what needs a person, decided from what the record holds.
 
-Pure: the ticket (its stored snapshot), the few facts the record keeps beside it
+No I/O: the ticket (its stored snapshot), the few facts the record keeps beside it
 (`RecordFacts`, read by `app.store.listing` in the page's one query) and the time of looking.
 
 - `merged_not_accepted`: a linked pull request merged while the work rail is not `accepted`.
@@ -29,7 +29,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
+from app.views.status_json import status_object
 from policies.model import Ticket
 from policies.states import DeploymentState, IntegrationState, WorkState
 
@@ -136,3 +138,8 @@ def claim_overdue(ticket: Ticket, facts: RecordFacts, now: datetime) -> bool:
         return False
     sign = facts.last_sign_of_life
     return since is None or sign is None or sign <= since
+
+
+def status_with_attention(ticket: Ticket, facts: RecordFacts, now: datetime) -> dict[str, Any]:
+    """The `tickets --json` item (and the board's card data): `status --json` plus `attention`."""
+    return {**status_object(ticket), "attention": attention(ticket, facts, now)}

@@ -145,3 +145,22 @@ def test_period_events_feed_a_report_of_a_send_back_round_trip(database: Databas
     assert (reviewer["reviewer"], reviewer["accepted"], reviewer["sent_back"]) == (REVIEWER.login, 1, 1)
     future = datetime.now(UTC) + timedelta(days=400)
     assert Listing(database).report(since=future).to_json() == {"runners": [], "reviewers": []}
+
+
+def test_config_error_follows_the_repositorys_latest_command(database: Database) -> None:
+    """A command refused for a broken config flags every ticket of the repository, not others;
+    a stale-revision refusal proves nothing; the next command that passes clears it."""
+    service, comments = TicketService(database), Comments()
+    first, second = publish(service, comments, 1), publish(service, comments, 2)
+    elsewhere = publish(service, comments, 3, "acme/api")
+    broken = comments.context(RUNNER, config_error="roles.runner: not a list")
+    assert service.execute(first, Claim(), broken).refusal is not None
+    stale = service.execute(second, Claim(), comments.context(RUNNER), expected_revision=99)
+    assert stale.refusal is not None and stale.refusal.code.value == "stale_revision"
+
+    def flagged() -> dict[str, bool]:
+        return {str(i.ticket.key): i.facts.config_refused for i in Listing(database).page().items}
+
+    assert flagged() == {str(first): True, str(second): True, str(elsewhere): False}
+    assert service.execute(second, Claim(), comments.context(RUNNER)).applied
+    assert flagged() == {str(first): False, str(second): False, str(elsewhere): False}

@@ -4,7 +4,7 @@ The board pages tickets newest activity first, by repository and work state, in 
 `tickets (repository, work, updated_at, id)`, `(repository, updated_at, id)` and
 `(updated_at, id)` give every filter an index that is already in page order. The per-row
 facts of that query look up the ticket's latest `claim_overdue` (`ticket_events (ticket_id,
-type, revision)`) and the repository's latest command (`operations (repository, at)`); the
+type, revision)`) and the repository's latest command (`operations (repository, at, operation_id)`); the
 report reads a period's events (`ticket_events (at)`).
 
 Revision ID: 0011
@@ -25,7 +25,7 @@ INDEXES = (
     ("ix_tickets_activity", "tickets", ["updated_at", "id"]),
     ("ix_ticket_events_ticket_type", "ticket_events", ["ticket_id", "type", "revision"]),
     ("ix_ticket_events_at", "ticket_events", ["at"]),
-    ("ix_operations_repository_at", "operations", ["repository", "at"]),
+    ("ix_operations_repository_at", "operations", ["repository", "at", "operation_id"]),
 )
 
 
