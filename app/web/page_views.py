@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from urllib.parse import urlencode
 
 from aiohttp import web
 from markupsafe import Markup
@@ -20,7 +21,7 @@ from app.store.tickets import TicketService
 from app.web.access import AccessError, Readable
 from app.web.answers import guarded
 from app.web.board_page import board as board_page
-from app.web.oauth import SIGN_IN, Session, SignIn, add_sign_in_routes, make_sign_in, to_login
+from app.web.oauth import SIGN_IN, Session, SignIn, add_sign_in_routes, local_path, make_sign_in, to_login
 from app.web.pages import STYLESHEET_PATH, document, html_response, not_found, sign_in_disabled, stylesheet
 from app.web.report_page import report_page
 from app.web.sessions import SESSION_COOKIE, clear_cookie
@@ -50,7 +51,7 @@ def signed_in(page: Page) -> Callable[[web.Request], Awaitable[web.Response]]:
 
 def _access_failed(sign_in: SignIn, request: web.Request, error: AccessError) -> web.Response:
     if error.status == 401:  # the token was revoked or expired: sign in again
-        response = web.HTTPSeeOther(f"/login?next={request.rel_url.path}")
+        response = web.HTTPSeeOther("/login?" + urlencode({"next": local_path(request.rel_url.path_qs)}))
         clear_cookie(response, SESSION_COOKIE, sign_in.secure)
         raise response
     return html_response(
