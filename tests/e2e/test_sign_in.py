@@ -161,3 +161,18 @@ async def test_access_is_rechecked_after_five_minutes_with_conditional_requests(
         now[0] += RECHECK_SECONDS + 1
         async with client.get("/tickets") as response:
             assert PRIVATE_REPO not in await response.text()
+
+
+async def test_a_token_github_no_longer_accepts_ends_the_session_at_the_next_check(web: WebWorld) -> None:
+    """Once GitHub answers 401 for the token (revoked, expired), the re-check sends the person to sign in."""
+    access = web.server.app[SIGN_IN].access
+    now = [1_000_000.0]
+    access.clock = lambda: now[0]
+    async with web.browser_session() as client:
+        await web.sign_in(client, "olivia")
+        web.github.oauth.tokens.clear()  # the person revoked the app's authorization on GitHub
+        now[0] += RECHECK_SECONDS + 1
+        async with client.get("/tickets/acme/web", allow_redirects=False) as response:
+            assert response.status == 303
+            assert parse_qs(urlsplit(response.headers["Location"]).query) == {"next": ["/tickets/acme/web"]}
+            assert "Max-Age=0" in cookie_header(response, SESSION_COOKIE)
