@@ -14,6 +14,7 @@ from app.web.access import RECHECK_SECONDS
 from app.web.oauth import SIGN_IN
 from app.web.sessions import SESSION_COOKIE, STATE_COOKIE
 from tests.e2e.web_world import PRIVATE_REPO, WebWorld, web_world
+from tests.github_standin import Fault
 
 
 @pytest.fixture
@@ -176,3 +177,17 @@ async def test_a_token_github_no_longer_accepts_ends_the_session_at_the_next_che
             assert response.status == 303
             assert parse_qs(urlsplit(response.headers["Location"]).query) == {"next": ["/tickets/acme/web"]}
             assert "Max-Age=0" in cookie_header(response, SESSION_COOKIE)
+
+
+async def test_when_github_fails_at_a_recheck_the_page_says_so_and_shows_nothing(web: WebWorld) -> None:
+    """A 502 from GitHub at the re-check answers 502 naming GitHub, never a stale or empty board."""
+    access = web.server.app[SIGN_IN].access
+    now = [1_000_000.0]
+    access.clock = lambda: now[0]
+    async with web.browser_session() as client:
+        await web.sign_in(client, "olivia")
+        now[0] += RECHECK_SECONDS + 1
+        web.github.inject("GET", "^/user/installations$", Fault(status=502))
+        async with client.get("/tickets/acme/web", allow_redirects=False) as response:
+            page = await response.text()
+    assert response.status == 502 and "GitHub" in page and "col-open" not in page
