@@ -37,8 +37,10 @@ lint: setup
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
-# Starts this machine's PostgreSQL for the tests that need it (scripts/postgres-for-tests).
+# Starts this machine's PostgreSQL for the tests that need it (scripts/postgres-for-tests), and
+# installs Debian's chromium when missing, so the browser tests (setup page, ticket pages) run.
 pytest: setup
+	command -v chromium >/dev/null || { apt-get update -qq && apt-get install -y -qq chromium; }
 	RAILYARD_TEST_POSTGRES_URL="$$(./scripts/postgres-for-tests)" $(BIN)/pytest
 
 test: lint pytest

@@ -94,6 +94,12 @@ ENDPOINTS: dict[str, Endpoint] = {
     "redeliver": Endpoint("POST", "/app/hook/deliveries/{delivery_id}/attempts", None),
     # Unauthenticated (the code is the credential), called by app.web.setup before the app exists.
     "create_app_from_manifest": Endpoint("POST", "/app-manifests/{code}/conversions", None),
+    # With a signed-in person's user token (app.web.access): who they are, what they may read.
+    "get_user": Endpoint("GET", "/user", None),
+    "list_user_installations": Endpoint("GET", "/user/installations", None),
+    "list_user_installation_repositories": Endpoint(
+        "GET", "/user/installations/{installation_id}/repositories", ("metadata", "read")
+    ),
 }
 
 # GraphQL, for what REST does not answer (a PR's Development-sidebar issues); read-only queries.

@@ -52,6 +52,7 @@ from app.store.queue import IGNORED, PENDING, REJECTED, release_all_leases
 from app.store.retention import Retention
 from app.web.answers import answer, guarded
 from app.web.api import AgentApi
+from app.web.page_views import install as install_pages
 from app.web.payloads import describe, mismatch
 from app.web.setup import SetupFlow, add_setup_routes, start_setup
 from handlers import ROUTER
@@ -341,6 +342,7 @@ def create_app(
         app.router.add_route("*", "/api/v1/{tail:.*}", guarded(_api_in_setup))
     if settings.configured:
         app.router.add_get("/", guarded(index))
+        install_pages(app, settings, database)  # sign-in with GitHub and the ticket pages
     else:
         add_setup_routes(app, setup or start_setup(settings))
     return app

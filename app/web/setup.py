@@ -193,7 +193,8 @@ def _conversion(response: httpx.Response) -> dict[str, Any]:
 
 
 def credentials(app_data: dict[str, Any]) -> dict[str, str]:
-    """The `.env` values from GitHub's answer: APP_ID, PRIVATE_KEY and, if given, WEBHOOK_SECRET and the OAuth client."""
+    """The `.env` values from GitHub's answer: APP_ID, PRIVATE_KEY and, if given, WEBHOOK_SECRET
+    and the app's OAuth client (GITHUB_CLIENT_ID, GITHUB_CLIENT_SECRET)."""
     app_id, pem, secret = app_data.get("id"), app_data.get("pem"), app_data.get("webhook_secret")
     if not isinstance(app_id, int) or not isinstance(pem, str):
         raise SetupError(502, "GitHub's answer lacked the app's id or private key. Nothing was saved.")
@@ -278,7 +279,8 @@ def _next_steps(flow: SetupFlow, app_data: dict[str, Any], values: dict[str, str
     )
     return f"""
 <p>GitHub created the app <strong>{_e(name)}</strong> (id {_e(values["APP_ID"])}). Its id, private key,
-webhook secret and OAuth client (for sign-in) are saved in <code>{_e(str(flow.env_path))}</code>, readable only by you.</p>{missing}
+webhook secret and OAuth client (for sign-in) are saved in <code>{_e(str(flow.env_path))}</code>,
+readable only by you.</p>{missing}
 <ol>
   <li>Restart <code>railyard serve</code>: it reads <code>.env</code> at start and leaves setup mode.</li>
   <li>Install the app on the repositories it should track: {install}.</li>

@@ -1,0 +1,196 @@
+"""What a signed-in person may see, as GitHub says: the code exchange, `GET /user`, and the
+repositories of this app's installations their user token can read.
+
+`GET /user/installations` and `GET /user/installations/{id}/repositories` (user-to-server
+token, as GitHub documents) list only what the person holds an explicit permission on. The
+answer is kept per token for at most `RECHECK_SECONDS` (5 minutes); each re-check sends the
+ETags it holds as `If-None-Match`, so an unchanged list costs a 304 and no rate limit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+from app.github.client import API_VERSION, ENDPOINTS, USER_AGENT
+from app.settings import Settings
+
+RECHECK_SECONDS = 300.0
+_MAX_PAGES = 50  # 5,000 repositories a person can read through one installation
+_REMEMBERED = 1000  # tokens whose lists are kept
+
+
+class AccessError(Exception):
+    """GitHub refused the token (401: sign in again) or could not be asked (502)."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+@dataclass(frozen=True)
+class Person:
+    """A signed-in GitHub account: the id is what identifies it, the login is for showing."""
+
+    account_id: int
+    login: str
+
+
+@dataclass(frozen=True)
+class Readable:
+    """A repository the person can read through one of this app's installations."""
+
+    full_name: str
+    private: bool
+    installation_id: int
+
+
+@dataclass
+class _Checked:
+    repositories: dict[str, Readable]
+    at: float
+
+
+@dataclass
+class Access:
+    """GitHub's answers about people, with each token's readable repositories cached briefly."""
+
+    settings: Settings
+    clock: Callable[[], float] = time.time
+    timeout: float = 15.0
+    _client: httpx.AsyncClient | None = None
+    _checked: OrderedDict[str, _Checked] = field(default_factory=OrderedDict)
+    # (token hash, url) -> (ETag, body, next page): what a 304 stands for
+    _etags: dict[tuple[str, str], tuple[str, Any, str | None]] = field(default_factory=dict)
+    _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+    @property
+    def client(self) -> httpx.AsyncClient:
+        """One HTTP client for every call, made on first use."""
+        if self._client is None:
+            self._client = httpx.AsyncClient(timeout=self.timeout, headers={"User-Agent": USER_AGENT})
+        return self._client
+
+    async def close(self) -> None:
+        """Close the HTTP client."""
+        if self._client is not None:
+            await self._client.aclose()
+
+    async def exchange(self, code: str, redirect_uri: str) -> str:
+        """The user token for an authorization code; GitHub answers its refusals with 200 + `error`."""
+        secret = self.settings.github_client_secret
+        form = {
+            "client_id": self.settings.github_client_id or "",
+            "client_secret": secret.get_secret_value() if secret else "",
+            "code": code,
+            "redirect_uri": redirect_uri,
+        }
+        url = self.settings.github_web_url.rstrip("/") + "/login/oauth/access_token"
+        try:
+            response = await self.client.post(url, data=form, headers={"Accept": "application/json"})
+            body = response.json()
+        except (httpx.HTTPError, ValueError) as error:
+            raise AccessError(502, f"GitHub could not be asked ({type(error).__name__})") from None
+        token = body.get("access_token") if isinstance(body, dict) else None
+        if response.status_code != 200 or not isinstance(token, str) or not token:
+            problem = body.get("error") if isinstance(body, dict) else None
+            raise AccessError(
+                400, f"GitHub refused the sign-in ({str(problem or response.status_code)[:80]})"
+            )
+        return token
+
+    async def person(self, token: str) -> Person:
+        """Who the token belongs to (`GET /user`)."""
+        body, _ = await self._get(token, ENDPOINTS["get_user"].path)
+        if not isinstance(body, dict) or not isinstance(body.get("id"), int):
+            raise AccessError(502, "GitHub's answer to GET /user had no account id")
+        return Person(body["id"], str(body.get("login", "")))
+
+    async def readable(self, token: str, *, fresh: bool = False) -> dict[str, Readable]:
+        """The repositories (lowercase full name -> Readable) the token can read, at most 5 minutes old."""
+        key = _token_key(token)
+        checked = self._checked.get(key)
+        if not fresh and checked is not None and self.clock() - checked.at < RECHECK_SECONDS:
+            return checked.repositories
+        repositories: dict[str, Readable] = {}
+        for installation in await self._pages(
+            token, ENDPOINTS["list_user_installations"].path, "installations"
+        ):
+            installation_id = int(installation["id"])
+            path = ENDPOINTS["list_user_installation_repositories"].path.format(
+                installation_id=quote(str(installation_id), safe="")
+            )
+            for item in await self._pages(token, path, "repositories"):
+                name = str(item["full_name"])
+                repositories[name.lower()] = Readable(name, bool(item.get("private")), installation_id)
+        self._remember(key, _Checked(repositories, self.clock()))
+        return repositories
+
+    def forget(self, token: str) -> None:
+        """Drop what is cached for `token` (on sign-out)."""
+        key = _token_key(token)
+        self._checked.pop(key, None)
+        for cached in [k for k in self._etags if k[0] == key]:
+            del self._etags[cached]
+
+    def _remember(self, key: str, checked: _Checked) -> None:
+        self._checked[key] = checked
+        self._checked.move_to_end(key)
+        while len(self._checked) > _REMEMBERED:
+            forgotten, _ = self._checked.popitem(last=False)
+            for cached in [k for k in self._etags if k[0] == forgotten]:
+                del self._etags[cached]
+
+    async def _pages(self, token: str, path: str, items: str) -> list[dict[str, Any]]:
+        """Every item of a paginated list, following GitHub's Link header."""
+        found: list[dict[str, Any]] = []
+        url: str | None = self.settings.github_api_url.rstrip("/") + path + "?per_page=100"
+        for _ in range(_MAX_PAGES):
+            if url is None:
+                break
+            body, url = await self._get(token, url)
+            page = body.get(items) if isinstance(body, dict) else None
+            found.extend(item for item in page or [] if isinstance(item, dict))
+        return found
+
+    async def _get(self, token: str, url: str) -> tuple[Any, str | None]:
+        """A GET with the user token, conditional on the ETag held; the body and the next page."""
+        if url.startswith("/"):
+            url = self.settings.github_api_url.rstrip("/") + url
+        key = (_token_key(token), url)
+        headers = {
+            "Authorization": f"Bearer {token}",
+            "Accept": "application/vnd.github+json",
+            "X-GitHub-Api-Version": API_VERSION,
+        }
+        if key in self._etags:
+            headers["If-None-Match"] = self._etags[key][0]
+        try:
+            response = await self.client.get(url, headers=headers)
+        except httpx.HTTPError as error:
+            raise AccessError(502, f"GitHub could not be asked ({type(error).__name__})") from None
+        if response.status_code == 304 and key in self._etags:
+            _, body, next_url = self._etags[key]
+            return body, next_url
+        next_url = response.links.get("next", {}).get("url")
+        if response.status_code in (401, 403):
+            raise AccessError(401, "GitHub no longer accepts this sign-in")
+        if response.status_code != 200:
+            raise AccessError(502, f"GitHub answered {response.status_code}")
+        body = response.json()
+        if etag := response.headers.get("ETag"):
+            self._etags[key] = (etag, body, next_url)
+        return body, next_url
+
+
+def _token_key(token: str) -> str:
+    """What the caches are keyed by: a hash, so no token sits in a dict key or a log line."""
+    return hashlib.sha256(token.encode()).hexdigest()

@@ -1,0 +1,146 @@
+"""The ticket pages: `/tickets`, a board per repository, a page per ticket, the report.
+
+Every page needs a session (else a redirect to `/login` with the way back) and shows a
+repository only while GitHub says the person's token can read it (`app.web.access`); any other
+repository answers the same 404 as one that does not exist, so nothing leaks that it exists.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from urllib.parse import urlencode
+
+from aiohttp import web
+from markupsafe import Markup
+
+from app.settings import Settings
+from app.store.database import Database
+from app.store.listing import Listing
+from app.store.tickets import TicketService
+from app.web.access import AccessError, Readable
+from app.web.answers import guarded
+from app.web.board_page import board as board_page
+from app.web.oauth import SIGN_IN, Session, SignIn, add_sign_in_routes, local_path, make_sign_in, to_login
+from app.web.pages import STYLESHEET_PATH, document, html_response, not_found, sign_in_disabled, stylesheet
+from app.web.report_page import report_page
+from app.web.sessions import SESSION_COOKIE, clear_cookie
+from app.web.ticket_page import ticket_page
+
+Page = Callable[[web.Request, Session, dict[str, Readable]], Awaitable[web.Response]]
+
+
+def signed_in(page: Page) -> Callable[[web.Request], Awaitable[web.Response]]:
+    """Run `page` for a signed-in person with the repositories they can read; else send to sign-in."""
+
+    async def handler(request: web.Request) -> web.Response:
+        sign_in = request.app.get(SIGN_IN)
+        if sign_in is None:
+            return sign_in_disabled()
+        session = sign_in.session(request)
+        if session is None:
+            return to_login(request)
+        try:
+            readable = await sign_in.access.readable(session.token)
+        except AccessError as error:
+            return _access_failed(sign_in, request, error)
+        return await page(request, session, readable)
+
+    return handler
+
+
+def _access_failed(sign_in: SignIn, request: web.Request, error: AccessError) -> web.Response:
+    if error.status == 401:  # the token was revoked or expired: sign in again
+        response = web.HTTPSeeOther("/login?" + urlencode({"next": local_path(request.rel_url.path_qs)}))
+        clear_cookie(response, SESSION_COOKIE, sign_in.secure)
+        raise response
+    return html_response(
+        document("GitHub unavailable", Markup("<h1>GitHub did not answer</h1><p>{}</p>").format(str(error))),
+        502,
+    )
+
+
+def who(session: Session) -> dict[str, str]:
+    """The header's signed-in part for `session`."""
+    return {"login": session.person.login, "csrf": session.csrf}
+
+
+def repository_of(request: web.Request, readable: dict[str, Readable]) -> Readable | None:
+    """The path's repository, if the person can read it."""
+    name = f"{request.match_info['owner']}/{request.match_info['repo']}".lower()
+    return readable.get(name)
+
+
+async def repositories_page(
+    request: web.Request, session: Session, readable: dict[str, Readable]
+) -> web.Response:
+    """`/tickets`: the repositories the person can read, each linking to its board."""
+    rows = Markup("").join(
+        Markup('<li><a href="/tickets/{}">{}</a>{}</li>').format(
+            r.full_name, r.full_name, Markup(' <span class="muted">(private)</span>') if r.private else ""
+        )
+        for r in sorted(readable.values(), key=lambda r: r.full_name.lower())
+    )
+    body = (
+        Markup("<h1>Your repositories</h1><ul>{}</ul>").format(rows)
+        if rows
+        else Markup(
+            "<h1>Your repositories</h1><p>GitHub lists no repository of this app's installations "
+            "that you can read.</p>"
+        )
+    )
+    return html_response(document("Your repositories", body, **who(session)))
+
+
+@dataclass(frozen=True)
+class Reads:
+    """What the pages read from the record."""
+
+    listing: Listing
+    tickets: TicketService
+
+
+READS: web.AppKey[Reads] = web.AppKey("page_reads", Reads)
+
+
+async def board(request: web.Request, session: Session, readable: dict[str, Readable]) -> web.Response:
+    """The board of a repository the person can read; 404 otherwise."""
+    found = repository_of(request, readable)
+    if found is None:
+        return not_found(**who(session))
+    return await board_page(request, request.app[READS].listing, found, who(session))
+
+
+async def ticket(request: web.Request, session: Session, readable: dict[str, Readable]) -> web.Response:
+    """A ticket of a repository the person can read; 404 otherwise."""
+    found = repository_of(request, readable)
+    if found is None:
+        return not_found(**who(session))
+    return await ticket_page(request, request.app[READS].tickets, found.full_name, who(session))
+
+
+async def report(request: web.Request, session: Session, readable: dict[str, Readable]) -> web.Response:
+    """The report of a repository the person can read; 404 otherwise."""
+    found = repository_of(request, readable)
+    if found is None:
+        return not_found(**who(session))
+    return await report_page(request, request.app[READS].listing, found.full_name, who(session))
+
+
+PAGES: dict[str, Page] = {
+    "/tickets": repositories_page,
+    "/tickets/{owner}/{repo}": board,
+    "/tickets/{owner}/{repo}/report": report,
+    "/tickets/{owner}/{repo}/{number:\\d+}": ticket,
+}
+
+
+def install(app: web.Application, settings: Settings, database: Database) -> None:
+    """Wire the stylesheet, sign-in (when its OAuth client is configured) and the ticket pages."""
+    sign_in = make_sign_in(settings)
+    if sign_in is not None:
+        add_sign_in_routes(app, sign_in)
+    app[READS] = Reads(Listing(database), TicketService(database))
+    app.router.add_get(STYLESHEET_PATH, guarded(stylesheet))
+    for path, page in PAGES.items():
+        app.router.add_get(path, guarded(signed_in(page)))

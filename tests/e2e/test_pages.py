@@ -1,0 +1,91 @@
+"""The ticket pages on the real server, tickets made by signed webhooks, read after signing in
+through the GitHub stand-in's OAuth flow (no browser): board, filters, ticket, report, and a
+private repository that stays invisible (404) to an account GitHub says cannot read it."""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.web_world import HOSTILE, PRIVATE_REPO, WebWorld, seed_tickets, web_world
+
+
+@pytest.fixture
+async def web(tmp_path: Path) -> AsyncIterator[WebWorld]:
+    """The server with sign-in and three tickets (two in acme/web, one in the private acme/vault)."""
+    async with web_world(tmp_path) as world:
+        await seed_tickets(world)
+        yield world
+
+
+async def page(web: WebWorld, login: str, path: str) -> tuple[int, str]:
+    """`path` as `login` sees it after signing in: status and HTML."""
+    async with web.browser_session() as client:
+        await web.sign_in(client, login)
+        async with client.get(path, allow_redirects=False) as response:
+            return response.status, await response.text()
+
+
+def without_csrf(page: str) -> str:
+    """The page without its session's CSRF token (each sign-in has its own)."""
+    return re.sub(r'name="csrf" value="[^"]*"', "", page)
+
+
+async def test_the_board_shows_each_ticket_in_its_column_with_rails_and_flags(web: WebWorld) -> None:
+    """#12 sits under delivered, flagged awaiting review, its repository rail shown; #13 under open."""
+    status, board = await page(web, "olivia", "/tickets/acme/web")
+    assert status == 200
+    delivered = board.split('id="col-delivered"')[1].split("</section>")[0]
+    opened = board.split('id="col-open"')[1].split("</section>")[0]
+    assert 'href="/tickets/acme/web/12"' in delivered and "awaiting review" in delivered
+    assert "repository: branch reported" in delivered and "deployment:" in delivered
+    assert 'href="/tickets/acme/web/13"' in opened and "age " in opened
+
+
+async def test_the_board_filters_by_work_state_and_attention(web: WebWorld) -> None:
+    """?work=open keeps #13 only; ?attention=awaiting_review keeps #12 only."""
+    _, only_open = await page(web, "olivia", "/tickets/acme/web?work=open")
+    _, awaiting = await page(web, "olivia", "/tickets/acme/web?attention=awaiting_review")
+    assert "/tickets/acme/web/13" in only_open and "/tickets/acme/web/12" not in only_open
+    assert "/tickets/acme/web/12" in awaiting and "/tickets/acme/web/13" not in awaiting
+
+
+async def test_the_ticket_page_shows_rails_attempts_evidence_and_log_with_user_text_escaped(
+    web: WebWorld,
+) -> None:
+    """The delivery's summary is shown as text: no tag of it reaches the page."""
+    status, ticket = await page(web, "olivia", "/tickets/acme/web/12")
+    assert status == 200
+    assert "Attempt 1 (current)" in ticket and "branch <code>agent/12-fix</code>" in ticket
+    assert "<script>" not in ticket and "<img src=x" not in ticket
+    assert f"<blockquote>{HOSTILE}</blockquote>" in html.unescape(ticket)  # shown, as text
+    assert '<th scope="col">Event</th>' in ticket and "delivered" in ticket
+
+
+async def test_the_report_page_draws_its_charts_as_inline_svg(web: WebWorld) -> None:
+    """cody's one delivery is in the runners table and chart; no external asset is referenced."""
+    status, report = await page(web, "olivia", "/tickets/acme/web/report")
+    assert status == 200 and "<svg" in report and "cody" in report
+    assert 'src="http' not in report and 'href="http' not in report
+
+
+async def test_an_account_without_access_sees_nothing_of_a_private_repository(web: WebWorld) -> None:
+    """mallory cannot read acme/vault: not listed, and its board, ticket and report answer the
+    same 404 as a repository that does not exist; olivia, who can, sees its ticket."""
+    _, listing = await page(web, "mallory", "/tickets")
+    assert "acme/web" in listing and PRIVATE_REPO not in listing
+    missing_status, missing = await page(web, "mallory", "/tickets/acme/nothing")
+    for path in (f"/tickets/{PRIVATE_REPO}", f"/tickets/{PRIVATE_REPO}/7", f"/tickets/{PRIVATE_REPO}/report"):
+        status, text = await page(web, "mallory", path)
+        assert (
+            (status, without_csrf(text))
+            == (missing_status, without_csrf(missing))
+            == (404, without_csrf(missing))
+        ), path
+        assert "vault" not in text.lower()
+    status, board = await page(web, "olivia", f"/tickets/{PRIVATE_REPO}")
+    assert status == 200 and f'href="/tickets/{PRIVATE_REPO}/7"' in board

@@ -1,0 +1,193 @@
+"""Sign-in with GitHub on the real server, through the GitHub stand-in's OAuth flow (no browser):
+the redirects, the state check, the cookies' flags, the CSP, access re-checked with ETags."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+import aiohttp
+import pytest
+
+from app.web.access import RECHECK_SECONDS
+from app.web.oauth import SIGN_IN
+from app.web.sessions import SESSION_COOKIE, STATE_COOKIE
+from tests.e2e.web_world import PRIVATE_REPO, WebWorld, web_world
+from tests.github_standin import Fault
+
+
+@pytest.fixture
+async def web(tmp_path: Path) -> AsyncIterator[WebWorld]:
+    """The server with sign-in, over http on 127.0.0.1."""
+    async with web_world(tmp_path) as world:
+        yield world
+
+
+def cookie_header(response: aiohttp.ClientResponse, name: str) -> str:
+    """The Set-Cookie line for `name`, as the server sent it."""
+    [line] = [v for v in response.headers.getall("Set-Cookie", []) if v.startswith(f"{name}=")]
+    return line
+
+
+async def test_a_page_without_a_session_redirects_to_login_with_the_way_back(web: WebWorld) -> None:
+    """/tickets/acme/web without a session answers 303 to /login?next=/tickets/acme/web."""
+    async with web.server.client.get("/tickets/acme/web?work=open", allow_redirects=False) as response:
+        assert response.status == 303
+        target = urlsplit(response.headers["Location"])
+    assert target.path == "/login" and parse_qs(target.query) == {"next": ["/tickets/acme/web?work=open"]}
+
+
+async def test_login_sends_the_browser_to_github_with_state_in_a_sealed_cookie(web: WebWorld) -> None:
+    """/login redirects to GitHub's authorize page with the client id, a state and the callback."""
+    async with web.server.client.get("/login", allow_redirects=False) as response:
+        assert response.status == 302
+        target = urlsplit(response.headers["Location"])
+        line = cookie_header(response, STATE_COOKIE)
+    assert f"{target.scheme}://{target.netloc}{target.path}" == f"{web.standin.url}/login/oauth/authorize"
+    query = parse_qs(target.query)
+    assert query["client_id"] == [web.github.oauth.client_id]
+    assert query["redirect_uri"] == [f"{web.server.url}/login/callback"]
+    assert len(query["state"][0]) >= 32 and query["state"][0] not in line  # sealed, not readable
+    assert "HttpOnly" in line and "SameSite=Lax" in line and "Max-Age=600" in line and "Secure" not in line
+
+
+async def test_signing_in_lands_on_the_page_asked_for_with_an_httponly_session(web: WebWorld) -> None:
+    """After GitHub's flow the person sees their repositories, private ones included, signed in by login."""
+    async with web.browser_session() as client:
+        web.github.oauth.approving = "olivia"
+        async with client.get("/login?next=/tickets", allow_redirects=False) as response:
+            authorize = response.headers["Location"]
+        async with client.get(authorize, allow_redirects=False) as response:
+            back = response.headers["Location"]
+        async with client.get(back, allow_redirects=False) as response:
+            assert response.status == 303 and response.headers["Location"] == "/tickets"
+            line = cookie_header(response, SESSION_COOKIE)
+        async with client.get("/tickets") as response:
+            page = await response.text()
+    assert "HttpOnly" in line and "SameSite=Lax" in line and "Max-Age=28800" in line
+    assert "acme/web" in page and PRIVATE_REPO in page and "olivia" in page
+
+
+async def test_a_callback_whose_state_does_not_match_the_cookie_is_refused(web: WebWorld) -> None:
+    """A forged or replayed callback (login CSRF) gets 400 and no session, and GitHub is never asked."""
+    async with web.browser_session() as client:
+        web.github.oauth.approving = "mallory"
+        async with client.get("/login", allow_redirects=False) as response:
+            authorize = response.headers["Location"]
+        async with client.get(authorize, allow_redirects=False) as response:
+            code = parse_qs(urlsplit(response.headers["Location"]).query)["code"][0]
+        async with client.get(f"/login/callback?code={code}&state=forged", allow_redirects=False) as response:
+            assert response.status == 400
+            assert not any(v.startswith(SESSION_COOKIE) for v in response.headers.getall("Set-Cookie", []))
+    assert not web.github.calls_to("POST", "/login/oauth/access_token")
+
+
+async def test_a_return_path_to_another_site_is_replaced_by_tickets(web: WebWorld) -> None:
+    """`next` must be a local path: //evil.example and https://evil.example land on /tickets."""
+    for target in ("//evil.example/x", "https://evil.example/", "/\\evil.example"):
+        async with web.browser_session() as client:
+            web.github.oauth.approving = "olivia"
+            async with client.get("/login", params={"next": target}, allow_redirects=False) as response:
+                authorize = response.headers["Location"]
+            async with client.get(authorize, allow_redirects=False) as response:
+                back = response.headers["Location"]
+            async with client.get(back, allow_redirects=False) as response:
+                assert response.headers["Location"] == "/tickets", target
+
+
+async def test_under_https_every_cookie_is_secure_and_the_callback_is_public_url(tmp_path: Path) -> None:
+    """With PUBLIC_URL https, the state cookie is Secure and GitHub is told PUBLIC_URL/login/callback."""
+    async with web_world(tmp_path, PUBLIC_URL="https://railyard.example.com") as web:
+        async with web.server.client.get("/login", allow_redirects=False) as response:
+            query = parse_qs(urlsplit(response.headers["Location"]).query)
+            line = cookie_header(response, STATE_COOKIE)
+    assert query["redirect_uri"] == ["https://railyard.example.com/login/callback"]
+    assert "Secure" in line
+
+
+async def test_pages_carry_a_strict_content_security_policy(web: WebWorld) -> None:
+    """Every page forbids scripts, external styles, framing and foreign form targets."""
+    async with web.browser_session() as client:
+        await web.sign_in(client, "olivia")
+        async with client.get("/tickets") as response:
+            policy = response.headers["Content-Security-Policy"]
+    assert "default-src 'none'" in policy and "style-src 'self'" in policy
+    assert (
+        "frame-ancestors 'none'" in policy and "form-action 'self'" in policy and "script-src" not in policy
+    )
+
+
+async def test_without_the_oauth_client_the_pages_say_how_to_enable_sign_in(tmp_path: Path) -> None:
+    """No GITHUB_CLIENT_ID: /tickets explains the settings instead of redirecting to a broken /login."""
+    async with web_world(tmp_path, GITHUB_CLIENT_ID="", GITHUB_CLIENT_SECRET="") as web:
+        async with web.server.client.get("/tickets", allow_redirects=False) as response:
+            page = await response.text()
+        async with web.server.client.get("/login", allow_redirects=False) as login:
+            pass
+    assert response.status == 503 and "GITHUB_CLIENT_ID" in page and "GITHUB_CLIENT_SECRET" in page
+    assert login.status == 404
+
+
+async def test_logout_needs_the_session_csrf_token_and_then_ends_the_session(web: WebWorld) -> None:
+    """A POST /logout without the form's token is refused (403); with it the cookie is cleared."""
+    async with web.browser_session() as client:
+        page = await web.sign_in(client, "olivia")
+        csrf = page.split('name="csrf" value="')[1].split('"')[0]
+        async with client.post("/logout", data={"csrf": "wrong"}, allow_redirects=False) as response:
+            assert response.status == 403
+        async with client.post("/logout", data={"csrf": csrf}, allow_redirects=False) as response:
+            assert response.status == 303
+        async with client.get("/tickets", allow_redirects=False) as response:
+            assert response.status == 303 and response.headers["Location"].startswith("/login")
+
+
+async def test_access_is_rechecked_after_five_minutes_with_conditional_requests(web: WebWorld) -> None:
+    """Within 5 minutes the list is reused; then it is asked again with If-None-Match (304 when
+    unchanged), and a permission GitHub withdrew takes the repository off the page."""
+    access = web.server.app[SIGN_IN].access
+    now = [1_000_000.0]
+    access.clock = lambda: now[0]
+    async with web.browser_session() as client:
+        await web.sign_in(client, "olivia")
+        web.github.calls.clear()
+        now[0] += RECHECK_SECONDS + 1
+        async with client.get("/tickets") as response:
+            assert PRIVATE_REPO in await response.text()
+        statuses = {c.path: c.status for c in web.github.calls if c.path.startswith("/user/installations")}
+        assert statuses and set(statuses.values()) == {304}
+        del web.github.permissions[(PRIVATE_REPO, "olivia")]
+        async with client.get("/tickets") as response:
+            assert PRIVATE_REPO in await response.text()  # still within the five minutes
+        now[0] += RECHECK_SECONDS + 1
+        async with client.get("/tickets") as response:
+            assert PRIVATE_REPO not in await response.text()
+
+
+async def test_a_token_github_no_longer_accepts_ends_the_session_at_the_next_check(web: WebWorld) -> None:
+    """Once GitHub answers 401 for the token (revoked, expired), the re-check sends the person to sign in."""
+    access = web.server.app[SIGN_IN].access
+    now = [1_000_000.0]
+    access.clock = lambda: now[0]
+    async with web.browser_session() as client:
+        await web.sign_in(client, "olivia")
+        web.github.oauth.tokens.clear()  # the person revoked the app's authorization on GitHub
+        now[0] += RECHECK_SECONDS + 1
+        async with client.get("/tickets/acme/web", allow_redirects=False) as response:
+            assert response.status == 303
+            assert parse_qs(urlsplit(response.headers["Location"]).query) == {"next": ["/tickets/acme/web"]}
+            assert "Max-Age=0" in cookie_header(response, SESSION_COOKIE)
+
+
+async def test_when_github_fails_at_a_recheck_the_page_says_so_and_shows_nothing(web: WebWorld) -> None:
+    """A 502 from GitHub at the re-check answers 502 naming GitHub, never a stale or empty board."""
+    access = web.server.app[SIGN_IN].access
+    now = [1_000_000.0]
+    access.clock = lambda: now[0]
+    async with web.browser_session() as client:
+        await web.sign_in(client, "olivia")
+        now[0] += RECHECK_SECONDS + 1
+        web.github.inject("GET", "^/user/installations$", Fault(status=502))
+        async with client.get("/tickets/acme/web", allow_redirects=False) as response:
+            page = await response.text()
+    assert response.status == 502 and "GitHub" in page and "col-open" not in page
