@@ -1,0 +1,104 @@
+"""`railyard agent` through the HTTP API, end to end: the command runs as an Actions step would,
+with the agent's own GitHub token, against the real server's `/api/v1` (GitHub the stand-in)."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from app.cli import main
+from app.store.database import Database
+from app.store.tickets import TicketService
+from policies.model import TicketKey
+from tests.e2e.world import REPO, World, standin_state
+from tests.fakes import app_settings, running_server
+from tests.github_standin import Fault, running_standin
+
+
+@dataclass
+class ApiAgents:
+    """The e2e world, and where the step's summary and outputs go."""
+
+    world: World
+    tmp: Path
+
+    async def run(self, login: str, *argv: str) -> tuple[int, str, str]:
+        """Run `railyard agent ...` against the server's API with `login`'s own token."""
+        token = self.world.github.issue_user_token(login)
+        out, err = io.StringIO(), io.StringIO()
+        common = ["--repo", REPO, "--issue", "12", "--token", token, "--url", self.world.server.url]
+        command = ["agent", argv[0], *common, "--timeout", "60", *argv[1:]]
+        status = await asyncio.to_thread(main, command, None, out, err)
+        return status, out.getvalue(), err.getvalue()
+
+
+@pytest.fixture
+async def agents(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[ApiAgents]:
+    """A configured server talking to the stand-in, and a step environment with a run id."""
+    for name in ("GITHUB_SHA", "GITHUB_TOKEN", "RAILYARD_TOKEN", "RAILYARD_URL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("GITHUB_RUN_ID", "4242")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(tmp_path / "summary.md"))
+    monkeypatch.setenv("GITHUB_OUTPUT", str(tmp_path / "output"))
+    state = standin_state()
+    async with running_standin(state) as standin:
+        url = f"sqlite:///{tmp_path}/railyard.db"
+        settings = app_settings(url, GITHUB_API_URL=standin.url, APP_ID="1")
+        async with running_server(settings, outbox_spacing=0.0) as server:
+            yield ApiAgents(World(server, state, Database(url)), tmp_path)
+
+
+def claims(world: World) -> int:
+    history = TicketService(world.database).history(TicketKey(REPO, 12))
+    return sum(1 for recorded in history if recorded.event.type.value == "claimed")
+
+
+async def test_an_agent_claims_and_delivers_through_the_api(agents: ApiAgents) -> None:
+    """`agent claim` and `agent deliver --url` apply through the API; the events say via api."""
+    world = agents.world
+    await world.say("rachel", "/publish")
+    status, out, err = await agents.run("cody", "claim")
+    assert (status, err) == (0, ""), out
+    assert world.ticket().work.value == "claimed" and world.ticket().claimant == "cody"
+    status, out, err = await agents.run("cody", "deliver", "--branch", "agent/12-fix", "--summary", "Done.")
+    assert (status, err) == (0, ""), out
+    ticket = world.ticket()
+    assert ticket.work.value == "delivered" and ticket.last_delivery.branch == "agent/12-fix"
+    history = TicketService(world.database).history(TicketKey(REPO, 12))
+    [delivered] = [r.event for r in history if r.event.type.value == "delivered"]
+    assert delivered.data["via"] == "api" and delivered.operation_id.startswith("api:")
+    assert "applied=true" in (agents.tmp / "output").read_text().splitlines()
+
+
+async def test_a_rerun_of_the_same_workflow_run_replays_and_claims_once(agents: ApiAgents) -> None:
+    """The default key comes from the run: running the step again replays the stored answer."""
+    world = agents.world
+    await world.say("rachel", "/publish")
+    assert (await agents.run("cody", "claim"))[0] == 0
+    status, out, err = await agents.run("cody", "claim", "--json")
+    assert (status, err) == (0, ""), out
+    assert claims(world) == 1
+
+
+async def test_a_refusal_through_the_api_fails_the_step_with_its_reason(agents: ApiAgents) -> None:
+    """Someone without the runner role: exit 1, railyard's reason on stderr, nothing changed."""
+    world = agents.world
+    await world.say("rachel", "/publish")
+    status, _, err = await agents.run("rita", "claim")
+    assert status == 1 and "runner" in err and world.ticket().work.value == "open"
+
+
+async def test_github_down_for_a_moment_is_retried_with_the_same_key(agents: ApiAgents) -> None:
+    """Two 502s on the token check: the agent retries (same key) and the claim applies once."""
+    world = agents.world
+    await world.say("rachel", "/publish")
+    world.github.inject("GET", r"^/user$", Fault(status=502), Fault(status=502))
+    status, out, err = await agents.run("cody", "claim", "--json")
+    assert (status, err) == (0, ""), out
+    assert json.loads(out)["applied"] is True and claims(world) == 1
