@@ -54,9 +54,14 @@ class UserReads:
             raise GitHubUnavailable("GET /user: an answer without the account", ambiguous=False)
         return Account(int(found["id"]), str(found["login"]), found.get("type") == "Bot")
 
-    async def can_read(self, token: str, repository: str) -> bool:
-        """Whether the token's account can read the repository (GitHub hides what it cannot: 404)."""
-        found = await self._read(token, f"/repos/{repository}")
+    async def can_read(self, token: str, repository: str) -> bool | None:
+        """Whether the token's account can read the repository (GitHub hides what it cannot: 404);
+        None when GitHub, having just accepted the token for `GET /user`, refuses it here (401):
+        the caller then asks with the app's own credentials."""
+        try:
+            found = await self._read(token, f"/repos/{repository}")
+        except BadToken:
+            return None
         if not isinstance(found, dict):
             return False
         permissions = found.get("permissions")

@@ -26,6 +26,7 @@ import structlog
 from aiohttp import web
 
 from app.bootstrap import Shell
+from app.github.client import GitHubError, NotFound
 from app.github.users import Account, BadToken, UserReads
 from app.store.listing import Cursor, Listing
 from app.views.api import error_body, outcome_answer
@@ -83,6 +84,10 @@ def _answering(route: Route) -> Route:
             return _json(refused.status, error_body(refused.code, refused.message), refused.headers)
         except BadToken as error:
             return _json(401, error_body("bad_token", str(error)), _CHALLENGE)
+        except GitHubError as error:  # GitHub refused railyard's own call: nothing was recorded
+            log.error("api: GitHub refused railyard's call", error=str(error)[:200])
+            message = "GitHub refused a call railyard made for this request; nothing was recorded"
+            return _json(503, error_body("github_refused", message))
         except TransientError as error:
             retry = {"Retry-After": str(max(1, int(error.retry_at - time.time())))} if error.retry_at else {}
             message = "GitHub could not answer in time; nothing was recorded: retry with the same key"
@@ -125,9 +130,9 @@ class AgentApi:
         `?work=STATE` filters; `?per_page=N` (1 to 100, default 100) and `?after=CURSOR` page,
         with the next page also in a `Link: <...>; rel="next"` header, as GitHub pages.
         """
-        token, _ = await self._caller(request)
+        token, account = await self._caller(request)
         work, per_page, after = _list_query(request)
-        repository, _ = await self._repository(request, token)
+        repository, _ = await self._repository(request, token, account)
         page = await asyncio.to_thread(
             self._listing.page, repository=repository, work=work, limit=per_page, after=after
         )
@@ -141,9 +146,9 @@ class AgentApi:
 
     async def get_ticket(self, request: web.Request) -> web.Response:
         """The ticket's status object; 404 when the issue is not a ticket."""
-        token, _ = await self._caller(request)
+        token, account = await self._caller(request)
         number = _number(request)
-        repository, _ = await self._repository(request, token)
+        repository, _ = await self._repository(request, token, account)
         async with self._shell.store.read() as reads:
             ticket = await reads.ticket(TicketKey(repository, number))
         if ticket is None or not ticket.exists:
@@ -157,7 +162,7 @@ class AgentApi:
         token, account = await self._caller(request)
         number, key = _number(request), _idempotency_key(request)
         text, expected = await _command_body(request)
-        repository, installation_id = await self._repository(request, token)
+        repository, installation_id = await self._repository(request, token, account)
         digest = _digest(repository, number, text, expected)
         async with self._shell.store.read() as reads:
             kept = await reads.kept_answer(account.id, key)
@@ -197,7 +202,7 @@ class AgentApi:
             raise Refused(401, "bad_token", "that is not a GitHub token", _CHALLENGE)
         return token, await self._users.account(token)
 
-    async def _repository(self, request: web.Request, token: str) -> tuple[str, int]:
+    async def _repository(self, request: web.Request, token: str, account: Account) -> tuple[str, int]:
         """The repository, when the token can read it and the app is installed on it."""
         owner, name = request.match_info["owner"], request.match_info["repo"]
         missing = Refused(
@@ -206,12 +211,32 @@ class AgentApi:
         if not (_NAME.fullmatch(owner) and _NAME.fullmatch(name)):
             raise missing
         repository = f"{owner}/{name}"
-        if not await self._users.can_read(token, repository):
-            raise missing
+        readable = await self._users.can_read(token, repository)
         try:
-            return repository, await self._installation(repository)
+            installation_id = await self._installation(repository)
+            if readable is None:  # GitHub would not answer for the token: ask as the app
+                readable = await self._readable_by_app(installation_id, repository, account)
         except Missing:
             raise missing from None
+        if not readable:
+            raise missing
+        return repository, installation_id
+
+    async def _readable_by_app(self, installation_id: int, repository: str, account: Account) -> bool:
+        """Readable as the app sees it: a public repository, or a private one where GitHub gives
+        the account a permission (the collaborator permission counts teams and the organization)."""
+        github = self._shell.github
+        assert github is not None  # the API is served only with app credentials
+        found = await github.call("get_repository", installation_id, repository=repository)
+        if isinstance(found, dict) and found.get("private") is False:
+            return True
+        try:
+            permission = await github.call(
+                "get_permission", installation_id, repository=repository, username=account.login
+            )
+        except NotFound:
+            return False
+        return isinstance(permission, dict) and permission.get("permission") not in (None, "none")
 
     async def _installation(self, repository: str) -> int:
         """The app's installation on the repository (asked of GitHub at most every few minutes)."""

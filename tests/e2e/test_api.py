@@ -247,3 +247,17 @@ async def test_the_token_check_is_a_conditional_request(world: World) -> None:
         assert (await call(world, live, "GET", f"{TICKETS}/12"))[0] == 200
     user_calls = [c for c in world.github.calls if c.path == "/user"]
     assert [c.status for c in user_calls] == [200, 304]
+
+
+async def test_when_github_will_not_answer_for_the_token_about_the_repository_the_app_asks(
+    world: World,
+) -> None:
+    """A 401 on the token's repository read (after /user accepted it): the app's own view decides."""
+    await world.say("rachel", "/publish")
+    repository = world.github.repository(REPO)
+    assert repository is not None
+    world.github.inject("GET", r"^/repos/acme/web$", Fault(status=401))
+    assert (await call(world, "rita", "GET", f"{TICKETS}/12"))[0] == 200  # public: readable
+    repository.private = True
+    world.github.inject("GET", r"^/repos/acme/web$", Fault(status=401))
+    assert (await call(world, "mallory", "GET", f"{TICKETS}/12"))[0] == 404  # no permission
