@@ -144,14 +144,17 @@ class CommandRun:
             if outcome.answerable:
                 await uow.send(*self.answers(outcome))
             merged: list[int] = []
-            if outcome.applied:  # an attempt opened or a delivery: the watchdog's start or sign of life
+            # A replay's effects were made with it, in its own unit: never again, and never on
+            # another ticket (an API key sent for two tickets at once replays the first's outcome).
+            fresh = outcome.applied and not outcome.replayed
+            if fresh:  # an attempt opened or a delivery: the watchdog's start or sign of life
                 limit, source = rules.max_silence_minutes, f.operation_id
                 version = rules.policy_version
                 for heard in signs_from_events(key, outcome.events, f.at, source, limit, version):
                     await uow.record_sign_of_life(heard)
-            if outcome.applied and isinstance(command, Publish):  # news of the issue from before
+            if fresh and isinstance(command, Publish):  # news of the issue from before
                 merged = await tell_held(uow, services, f.repository, rules, number, f.installation_id)
-            if outcome.applied and isinstance(command, Deliver) and command.branch:
+            if fresh and isinstance(command, Deliver) and command.branch:
                 operation = f"delivered:{f.operation_id}"
                 await delivered_branch(
                     uow, services, f.repository, rules, number, command.branch, command.commit, operation

@@ -261,3 +261,23 @@ async def test_when_github_will_not_answer_for_the_token_about_the_repository_th
     repository.private = True
     world.github.inject("GET", r"^/repos/acme/web$", Fault(status=401))
     assert (await call(world, "mallory", "GET", f"{TICKETS}/12"))[0] == 404  # no permission
+
+
+async def test_one_key_sent_for_two_tickets_at_once_changes_only_the_first(world: World) -> None:
+    """A key raced onto another ticket replays the first outcome: 422, and nothing lands on the other.
+
+    (Found in review: the loser's delivery report once ran on its own ticket without a role check.)
+    """
+    world.github.repositories[REPO].issues[13].body = "Thirteen"
+    await world.say("rachel", "/publish")
+    await world.say("rachel", "/publish", 13)
+    before = [r.event.type.value for r in TicketService(world.database).history(TicketKey(REPO, 13))]
+
+    async def deliver_on_13() -> tuple[int, Any, dict[str, str]]:
+        await asyncio.sleep(0)
+        return await command(world, "cody", "/deliver branch=agent/12-fix -- not on 13", 13, key="K")
+
+    first, second = await asyncio.gather(command(world, "cody", "/claim", 12, key="K"), deliver_on_13())
+    assert first[0] == 200 and (second[0], second[1]["error"]["code"]) == (422, "idempotency_key_reused")
+    after = [r.event.type.value for r in TicketService(world.database).history(TicketKey(REPO, 13))]
+    assert after == before and world.ticket(13).rails.integration.value == "unreported"
