@@ -50,6 +50,8 @@ class UserReads:
     async def account(self, token: str) -> Account:
         """Whose token it is (`BadToken` when GitHub refuses it)."""
         found = await self._read(token, "/user")
+        if found is None:  # 403: a token that is no person's (an installation's, Actions' GITHUB_TOKEN)
+            raise BadToken("GitHub does not say whose token this is: use a user token, not an app's")
         if not isinstance(found, dict) or not isinstance(found.get("id"), int) or not found.get("login"):
             raise GitHubUnavailable("GET /user: an answer without the account", ambiguous=False)
         return Account(int(found["id"]), str(found["login"]), found.get("type") == "Bot")

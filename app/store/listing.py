@@ -53,7 +53,10 @@ class Cursor:
             moment = datetime.fromisoformat(when)
             if moment.tzinfo is None:
                 raise ValueError("naive time")
-            return cls(moment, int(ident))
+            row_id = int(ident)
+            if not 0 < row_id < 2**63:  # a row id fits a 64-bit integer, on SQLite and PostgreSQL
+                raise ValueError("row id out of range")
+            return cls(moment, row_id)
         except (ValueError, UnicodeDecodeError) as error:
             raise ValueError(f"not a page cursor: {token!r}") from error
 

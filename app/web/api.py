@@ -17,8 +17,10 @@ import asyncio
 import hashlib
 import re
 import time
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import orjson
@@ -48,8 +50,12 @@ log = structlog.get_logger(__name__)
 PREFIX = "/api/v1"
 MAX_PER_PAGE = 100
 MAX_BODY = 256 * 1024  # a comment's 65,536 characters, in UTF-8, and the JSON around them
-INSTALLATION_TTL = 300.0  # seconds an installation id is trusted before GitHub is asked again
+INSTALLATION_TTL = (
+    300.0  # seconds an installation id (or its absence) is trusted before GitHub is asked again
+)
+INSTALLATIONS_KEPT = 10_000
 _NAME = re.compile(r"[A-Za-z0-9_.-]{1,100}")
+_DIGITS = re.compile(r"[0-9]{1,9}")  # ASCII only: str.isdigit() also takes "²"
 _KEY = re.compile(r"[\x21-\x7e]{1,255}")  # visible ASCII, as HTTP header values are
 _FIELDS = frozenset({"command", "expected_revision"})
 
@@ -105,7 +111,7 @@ class AgentApi:
 
     def __init__(self, shell: Shell, users: UserReads, *, clock: Callable[[], float] = time.time) -> None:
         self._shell, self._users, self._clock = shell, users, clock
-        self._installations: dict[str, tuple[int, float]] = {}
+        self._installations: OrderedDict[str, tuple[int | None, float]] = OrderedDict()
         self._listing = Listing(shell.database)
 
     def add_routes(self, app: web.Application) -> None:
@@ -169,6 +175,7 @@ class AgentApi:
         if kept is not None:
             return _replay(kept, digest)
         parsed = _parsed(text, expected)
+        await self._within_budget(installation_id, repository, account)
         if not isinstance(parsed.command, Draft | Publish):
             async with self._shell.store.read() as reads:
                 ticket = await reads.ticket(TicketKey(repository, number))
@@ -189,6 +196,20 @@ class AgentApi:
         headers = {"Idempotent-Replayed": "true" if outcome.replayed else "false"}
         return _json(run.kept.status, run.kept.body, headers)
 
+    async def _within_budget(self, installation_id: int, repository: str, account: Account) -> None:
+        """429, recording nothing, once the account has spent the repository's commands for the
+        hour: checked before any call with the installation's token, so an account without a role
+        cannot spend the installation's rate limit (nor grow the record) faster than its budget."""
+        rules = await self._shell.ports.configs.load(installation_id, repository)  # as recently read
+        if rules.commands_per_hour is None:
+            return
+        since = datetime.fromtimestamp(self._clock(), UTC) - timedelta(hours=1)
+        async with self._shell.store.read() as reads:
+            spent = await reads.commands_since(repository, account.id, since)
+        if spent >= rules.commands_per_hour:
+            message = f"{spent} commands here in the last hour; the limit is {rules.commands_per_hour}"
+            raise Refused(429, "over_budget", message, {"Retry-After": "600"})
+
     # -- who and where ----------------------------------------------------------------
 
     async def _caller(self, request: web.Request) -> tuple[str, Account]:
@@ -208,16 +229,17 @@ class AgentApi:
         missing = Refused(
             404, "no_such_repository", f"no repository {owner}/{name} that railyard serves to you"
         )
-        if not (_NAME.fullmatch(owner) and _NAME.fullmatch(name)):
-            raise missing
+        if not all(_NAME.fullmatch(part) and part not in (".", "..") for part in (owner, name)):
+            raise missing  # GitHub's names: letters, digits, `-`, `_`, `.`; never `.` or `..`
         repository = f"{owner}/{name}"
         readable = await self._users.can_read(token, repository)
-        try:
-            installation_id = await self._installation(repository)
-            if readable is None:  # GitHub would not answer for the token: ask as the app
-                readable = await self._readable_by_app(installation_id, repository, account)
-        except Missing:
-            raise missing from None
+        if readable is False:  # nothing more is asked of GitHub about a repository the caller cannot read
+            raise missing
+        installation_id = await self._installation(repository)
+        if installation_id is None:
+            raise missing
+        if readable is None:  # GitHub would not answer for the token: ask as the app
+            readable = await self._readable_by_app(installation_id, repository, account)
         if not readable:
             raise missing
         return repository, installation_id
@@ -238,14 +260,21 @@ class AgentApi:
             return False
         return isinstance(permission, dict) and permission.get("permission") not in (None, "none")
 
-    async def _installation(self, repository: str) -> int:
-        """The app's installation on the repository (asked of GitHub at most every few minutes)."""
-        now = self._clock()
-        cached = self._installations.get(repository.casefold())
+    async def _installation(self, repository: str) -> int | None:
+        """The app's installation on the repository, or None (GitHub asked at most every few
+        minutes per repository, misses too; the memory is bounded)."""
+        now, slot = self._clock(), repository.casefold()
+        cached = self._installations.get(slot)
         if cached is not None and cached[1] > now:
             return cached[0]
-        installation_id = await self._shell.ports.github.installation_of(repository)
-        self._installations[repository.casefold()] = (installation_id, now + INSTALLATION_TTL)
+        try:
+            installation_id: int | None = await self._shell.ports.github.installation_of(repository)
+        except Missing:
+            installation_id = None
+        self._installations[slot] = (installation_id, now + INSTALLATION_TTL)
+        self._installations.move_to_end(slot)
+        while len(self._installations) > INSTALLATIONS_KEPT:
+            self._installations.popitem(last=False)
         return installation_id
 
 
@@ -276,7 +305,7 @@ def _list_query(request: web.Request) -> tuple[list[WorkState] | None, int, Curs
         states = ", ".join(state.value for state in WorkState)
         raise Refused(400, "bad_filter", f"work must be one of {states}")
     per_page = query.get("per_page", "100")
-    if not per_page.isdigit() or not 1 <= int(per_page) <= MAX_PER_PAGE:
+    if not _DIGITS.fullmatch(per_page) or not 1 <= int(per_page) <= MAX_PER_PAGE:
         raise Refused(400, "bad_page", f"per_page must be 1 to {MAX_PER_PAGE}")
     try:
         after = Cursor.parse(query["after"]) if "after" in query else None
@@ -289,7 +318,7 @@ def _list_query(request: web.Request) -> tuple[list[WorkState] | None, int, Curs
 
 def _number(request: web.Request) -> int:
     text = request.match_info["number"]
-    if not text.isdigit() or len(text) > 9 or int(text) < 1:
+    if not _DIGITS.fullmatch(text) or int(text) < 1:
         raise Refused(404, "not_a_ticket", f"{text!r} is not an issue number")
     return int(text)
 
@@ -307,9 +336,7 @@ def _idempotency_key(request: web.Request) -> str:
 
 async def _command_body(request: web.Request) -> tuple[str, int | None]:
     """The command text and the expected revision, from a JSON object that holds only them."""
-    if (request.content_length or 0) > MAX_BODY:
-        raise Refused(413, "too_large", "the body is larger than 256 KB")
-    raw = await request.read()
+    raw = await _body_within(request, MAX_BODY)
     try:
         body = orjson.loads(raw)
     except orjson.JSONDecodeError:
@@ -326,6 +353,20 @@ async def _command_body(request: web.Request) -> tuple[str, int | None]:
             400, "bad_expected_revision", '"expected_revision" must be a revision number (1 or more)'
         )
     return command, expected
+
+
+async def _body_within(request: web.Request, limit: int) -> bytes:
+    """The body, read no further than `limit` bytes whatever Content-Length says (413 past it)."""
+    too_large = Refused(413, "too_large", f"the body is larger than {limit // 1024} KB")
+    if (request.content_length or 0) > limit:
+        raise too_large
+    chunks, size = [], 0
+    while chunk := await request.content.read(64 * 1024):
+        size += len(chunk)
+        if size > limit:
+            raise too_large
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def _digest(repository: str, number: int, text: str, expected: int | None) -> str:

@@ -131,7 +131,7 @@ PAGES: dict[str, Page] = {
     "/tickets": repositories_page,
     "/tickets/{owner}/{repo}": board,
     "/tickets/{owner}/{repo}/report": report,
-    "/tickets/{owner}/{repo}/{number:\\d+}": ticket,
+    "/tickets/{owner}/{repo}/{number:[0-9]{1,9}}": ticket,
 }
 
 

@@ -4,6 +4,7 @@ caller with their own GitHub user token, checked with GitHub on every call."""
 from __future__ import annotations
 
 import asyncio
+import base64
 import uuid
 from typing import Any
 
@@ -32,7 +33,7 @@ async def call(
     """One API request; the status, the JSON answer and the headers."""
     headers = {}
     if login_or_token is not None:
-        credential = login_or_token if login_or_token.startswith("ghu_") else token(world, login_or_token)
+        credential = login_or_token if login_or_token.startswith("gh") else token(world, login_or_token)
         headers["Authorization"] = f"Bearer {credential}"
     if key is not None:
         headers["Idempotency-Key"] = key
@@ -281,3 +282,60 @@ async def test_one_key_sent_for_two_tickets_at_once_changes_only_the_first(world
     assert first[0] == 200 and (second[0], second[1]["error"]["code"]) == (422, "idempotency_key_reused")
     after = [r.event.type.value for r in TicketService(world.database).history(TicketKey(REPO, 13))]
     assert after == before and world.ticket(13).rails.integration.value == "unreported"
+
+
+async def test_malformed_paths_and_queries_are_4xx_never_5xx(world: World) -> None:
+    """Non-ASCII digits, an out-of-range cursor and `.`/`..` names: clear 4xx (found in review)."""
+    await world.say("rachel", "/publish")
+    cursor = base64.urlsafe_b64encode(b"2024-01-01T00:00:00+00:00|99999999999999999999999").decode()
+    for path, expected in [
+        (f"{TICKETS}/%C2%B2", 404),
+        (f"{TICKETS}?per_page=%C2%B2", 400),
+        (f"{TICKETS}?after={cursor}", 400),
+        ("/api/v1/repos/%2E%2E/users/tickets", 404),
+        ("/api/v1/repos/acme/%2E/tickets", 404),
+    ]:
+        status, answer, _ = await call(world, "rita", "GET", path)
+        assert status == expected and "error" in answer, (path, status, answer)
+    called = {c.path for c in world.github.calls}
+    assert "/users" not in called and "/users/installation" not in called
+
+
+async def test_an_account_over_its_budget_is_429_before_any_call_with_the_installations_token(
+    world: World,
+) -> None:
+    """Past `limits.commands_per_hour`, a POST is 429 and costs the installation nothing, records nothing."""
+    repository = world.github.repository(REPO)
+    assert repository is not None
+    repository.files[".github/railyard.yml"] += "limits:\n  commands_per_hour: 2\n"
+    await world.say("rachel", "/publish")
+    for _ in range(2):
+        assert (await command(world, "mallory", "/claim"))[0] == 403
+    before = len(world.github.calls)
+    status, answer, headers = await command(world, "mallory", "/claim")
+    assert (status, answer["error"]["code"]) == (429, "over_budget") and headers["Retry-After"]
+    installation_calls = [c for c in world.github.calls[before:] if c.auth == "installation"]
+    assert installation_calls == []
+    refused = TicketService(world.database).refusals(TicketKey(REPO, 12))
+    assert len(refused) == 2
+
+
+async def test_a_body_past_the_limit_is_413_even_without_a_content_length(world: World) -> None:
+    """A chunked body is read no further than 256 KB."""
+    await world.say("rachel", "/publish")
+
+    async def chunks() -> Any:
+        for _ in range(40):
+            yield b" " * 10_000
+
+    headers = {"Authorization": f"Bearer {token(world, 'cody')}", "Idempotency-Key": "big"}
+    path = f"{TICKETS}/12/commands"
+    async with world.server.client.post(path, data=chunks(), headers=headers) as response:
+        assert response.status == 413 and (await response.json())["error"]["code"] == "too_large"
+
+
+async def test_a_token_that_is_no_persons_is_401(world: World) -> None:
+    """An installation's token (like Actions' GITHUB_TOKEN) cannot say whose it is: 401, not a retry."""
+    installation_token = world.github.issue_token(7)
+    status, answer, _ = await call(world, installation_token, "GET", f"{TICKETS}/12")
+    assert status == 401 and answer["error"]["code"] == "bad_token"
