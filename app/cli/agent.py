@@ -16,6 +16,7 @@ import uuid
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TextIO
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -143,8 +144,8 @@ def _check(repo: str | None, token: str | None, url: str | None, given: Mapping[
         raise UsageError("--issue must be a positive issue number")
     if not token:
         raise UsageError("no token: pass --token or set RAILYARD_TOKEN (or GITHUB_TOKEN)")
-    if url and not url.startswith(("https://", "http://")):
-        raise UsageError(f"--url must be railyard's http(s) address; got {url!r}")
+    if url:
+        _check_url(url)
     if given["rev"] is not None and given["rev"] < 0:
         raise UsageError("--rev must be a revision number (0 or more)")
     if (given["timeout"] or 0) < 0 or (given["poll_interval"] or 1) <= 0:
@@ -152,6 +153,18 @@ def _check(repo: str | None, token: str | None, url: str | None, given: Mapping[
     branch = given.get("branch")
     if branch is not None and not _NO_SPACE.fullmatch(branch):
         raise UsageError(f"--branch must be a branch name without spaces; got {branch!r}")
+
+
+def _check_url(url: str) -> None:
+    """railyard's address: https, or http only on this machine (the token must not cross a
+    network in clear), and no credentials in it (the address is printed in the step summary)."""
+    parsed = urlsplit(url)
+    if parsed.scheme not in ("https", "http") or not parsed.hostname:
+        raise UsageError(f"--url must be railyard's https address; got {url!r}")
+    if parsed.username or parsed.password:
+        raise UsageError("--url must not hold a user or password: the token is sent as a header")
+    if parsed.scheme == "http" and parsed.hostname not in ("127.0.0.1", "localhost", "::1"):
+        raise UsageError(f"--url must be https (http only for 127.0.0.1 or localhost): {url}")
 
 
 def _check_delivery(summary: str, branch: str | None, commit: str | None, artifacts: tuple[str, ...]) -> None:

@@ -143,11 +143,14 @@ def test_options_fall_back_to_the_environment_an_actions_step_has() -> None:
         ("claim", "--issue", "0"),
         ("claim", "--issue", "12", "--idempotency-key", "k" * 256),
         ("claim", "--issue", "12", "--url", "ftp://r"),
+        ("claim", "--issue", "12", "--url", "http://railyard.example"),  # the token in clear
+        ("claim", "--issue", "12", "--url", "https://user:pw@railyard.example"),
         ("deliver", "--issue", "12", "--branch", "b"),
         ("deliver", "--issue", "12", "--summary", "Done.", "--artifact", "two words"),
     ],
 )
 def test_bad_inputs_are_usage_errors(argv: tuple[str, ...]) -> None:
-    """A bad repository, issue, key or URL, a summary-less delivery, a bad artifact: refused unsent."""
+    """A bad repository, issue, key or URL (not https off this machine, or with credentials), a
+    summary-less delivery, a bad artifact: refused unsent."""
     with pytest.raises(UsageError):
         resolve(_args(*argv), {"GITHUB_REPOSITORY": "acme/web", "RAILYARD_TOKEN": "tok"})
