@@ -57,6 +57,9 @@ class Settings(BaseSettings):
     held_retention_days: float = Field(default=14.0, alias="HELD_RETENTION_DAYS", gt=0)
     recovery_interval_seconds: float = Field(default=600.0, alias="RECOVERY_INTERVAL_SECONDS", gt=0)
     watchdog_interval_seconds: float = Field(default=60.0, alias="WATCHDOG_INTERVAL_SECONDS", gt=0)
+    # Conditional requests: how many GET answers (and megabytes) are kept; 0 rows sends none.
+    http_cache_max_rows: int = Field(default=20_000, alias="HTTP_CACHE_MAX_ROWS", ge=0)
+    http_cache_max_mb: float = Field(default=64.0, alias="HTTP_CACHE_MAX_MB", gt=0)
     log_level: LogLevel = Field(default="info", alias="LOG_LEVEL")
     access_log: bool = Field(default=False, alias="ACCESS_LOG")
 

@@ -16,6 +16,7 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
+    LargeBinary,
     Table,
     Text,
     UniqueConstraint,
@@ -385,3 +386,21 @@ class InstallationLimitRow(SQLModel, table=True):
     installation_id: int = Field(sa_column=Column(BigInteger, primary_key=True, autoincrement=False))
     paused_until: float = 0.0
     next_content_write_at: float = 0.0
+
+
+class HttpCacheRow(SQLModel, table=True):
+    """A GET's answer kept for conditional requests, shared by every process on the database.
+
+    `key` is a sha256 of method, URL and the credential's scope (an installation, or a
+    sha256 of a user token: never the token). `stored_at` orders eviction, oldest first.
+    """
+
+    __tablename__ = "http_cache"
+
+    key: str = Field(primary_key=True)
+    scope: str
+    url: str = Field(sa_column=Column(Text, nullable=False))
+    etag: str
+    body: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
+    size: int
+    stored_at: float = Field(index=True)
