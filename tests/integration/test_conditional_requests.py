@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 
 import httpx
@@ -11,6 +12,7 @@ from sqlalchemy import text
 
 from app.github.client import GitHubClient
 from app.github.http_cache import HttpCache, MemoryHttpCache, installation_scope, token_scope
+from app.runtime.maintenance import Maintenance
 from app.runtime.metrics import Metrics
 from app.store.database import Database
 from app.store.http_cache import SharedHttpCache, prune_http_cache
@@ -167,3 +169,21 @@ async def test_maintenance_evicts_the_oldest_rows_beyond_the_bounds(database: Da
     assert kept == [3, 4]
     with database.read() as connection:
         assert connection.execute(text("SELECT count(*) FROM http_cache")).scalar_one() == 2
+
+
+async def test_housekeeping_holds_the_cache_to_its_bounds(database: Database) -> None:
+    """A round of the maintenance loop evicts the oldest entries beyond the configured rows."""
+    moments = iter(range(100))
+    cache = SharedHttpCache(database, clock=lambda: float(next(moments)))
+    for n in range(4):
+        await cache.put("installation:7", f"{ISSUE}/{n}", f"e{n}", b"x")
+    stop = asyncio.Event()
+    task = asyncio.create_task(Maintenance(database, None, http_cache=(1, 1_000)).run(stop))
+    for _ in range(400):
+        await asyncio.sleep(0.01)
+        if await cache.get("installation:7", f"{ISSUE}/0") is None:
+            break
+    stop.set()
+    await task
+    kept = [n for n in range(4) if await cache.get("installation:7", f"{ISSUE}/{n}") is not None]
+    assert kept == [3]
