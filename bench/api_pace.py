@@ -23,9 +23,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import statistics
 import tempfile
 import time
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,7 +37,7 @@ from app.store.database import Database
 from policies.states import WorkState
 from tests.e2e.world import CONFIG, REPO, World, standin_state
 from tests.fakes import app_settings, running_server
-from tests.github_standin import StandinState, running_standin
+from tests.github_standin import Call, StandinState, running_standin
 
 FIRST = 500
 EVIDENCE = ("repository_observed", "deployment_observed")
@@ -64,6 +66,7 @@ class Run:
     content_writes: int
     latencies: list[float]
     seconds: float
+    counted_by_endpoint: Counter[str]
 
     def line(self) -> str:
         """The run's figures on one line, and the capacity they imply."""
@@ -85,7 +88,8 @@ class Run:
             f"({per_command:.2f} per command), 304s {self.not_modified}, content writes "
             f"{self.content_writes} = {writes:.2f} per command{latency}; capacity per installation "
             f"~{capacity:.0f} commands/hour (calls allow {HOURLY_CALLS / max(per_command, 1e-9):.0f}, "
-            f"writes {WRITES_PER_HOUR / max(writes, 1e-9):.0f})"
+            f"writes {WRITES_PER_HOUR / max(writes, 1e-9):.0f})\n    counted, by endpoint: "
+            + ", ".join(f"{n} {shape}" for shape, n in self.counted_by_endpoint.most_common(8))
         )
 
 
@@ -101,6 +105,11 @@ def _state(tickets: list[int]) -> StandinState:
     for number in tickets:
         state.add_issue(REPO, number, body=f"Ticket {number}", assignees=["olivia"])
     return state
+
+
+def _shape(call: Call) -> str:
+    """A call as its method and path shape (numbers folded)."""
+    return f"{call.method} {re.sub(r'/[0-9]+', '/N', call.path)}"
 
 
 def _installation_counters(state: StandinState) -> tuple[int, int, int]:
@@ -171,8 +180,9 @@ async def _serve(cache_on: bool, tickets: list[int], spacing: float, scenario: A
                 seconds = time.monotonic() - started
                 counted, not_modified, writes = _installation_counters(state)
                 changes = _changes(world.database)
+                shapes = Counter(_shape(c) for c in state.calls if c.installation_id == 7 and c.counted)
     label = "after (conditional requests)" if cache_on else "before (no conditional requests)"
-    return Run(label, 4 * len(tickets), changes, counted, not_modified, writes, latencies, seconds)
+    return Run(label, 4 * len(tickets), changes, counted, not_modified, writes, latencies, seconds, shapes)
 
 
 def steady(tickets: list[int], gap: float) -> Any:
