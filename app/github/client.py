@@ -7,8 +7,8 @@ the app JWT and the installation tokens (cached until a minute before they expir
 through strict typed models.
 
 A GET sends back the ETag it last got (`http_cache`) as `If-None-Match`; GitHub's 304 (no
-rate-limit cost) is answered with the body kept. This is the one place conditional requests
-are made: every read of the endpoint table goes through `call`.
+rate-limit cost) is answered with the body kept. Every read of the endpoint table goes
+through `call`, and its conditional part is `app.github.http_cache.conditional_get`.
 
 Rate limits are honoured for the whole installation without sleeping: once GitHub says
 "wait", every call for that installation fails fast with `RateLimited(retry_at)` until
@@ -32,7 +32,7 @@ from githubkit.auth import AppAuthStrategy
 from githubkit.cache import MemCacheStrategy
 from githubkit.exception import GitHubException, RequestFailed
 
-from app.github.http_cache import HttpCache, installation_scope
+from app.github.http_cache import HttpCache, conditional_get, installation_scope
 from app.runtime.metrics import Metrics
 from app.settings import Settings, railyard_version
 from app.store.limits import Limits, MemoryLimits
@@ -336,21 +336,17 @@ class GitHubClient:
     ) -> Any:
         """A GET with the ETag kept: a 304 answers with the body kept; a new 200 replaces it."""
         assert self._http is not None and self.http_cache is not None
-        cache, scope = self.http_cache, installation_scope(installation_id)
         key = str(self._http.build_request("GET", url, params=params).url)
-        cached = await cache.get(scope, key)
-        headers = {"If-None-Match": cached.etag} if cached is not None else None
-        response = await self._send_following(endpoint, name, url, installation_id, params, None, headers)
-        if response.status_code == 304 and cached is not None:
+        response, kept = await conditional_get(
+            self.http_cache,
+            installation_scope(installation_id),
+            key,
+            lambda headers: self._send_following(endpoint, name, url, installation_id, params, None, headers),
+        )
+        if kept is not None:
             self._observe(installation_id, response)
-            return json_loads(cached.body) if cached.body else None
-        data = await self._decode(name, installation_id, response)
-        etag = response.headers.get("etag")
-        # Kept only for the URL asked (not a 301's target) and only when it changed.
-        asked = response.status_code == 200 and str(response.request.url) == key
-        if etag and asked and (cached is None or cached.etag != etag):
-            await cache.put(scope, key, etag, response.content)
-        return data
+            return json_loads(kept.body) if kept.body else None
+        return await self._decode(name, installation_id, response)
 
     async def graphql(self, installation_id: int, query: str, variables: Mapping[str, Any]) -> Any:
         """A GraphQL query's `data`, through `call` (token, metrics, rate limits).

@@ -14,8 +14,11 @@ from __future__ import annotations
 
 import hashlib
 from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
+
+import httpx
 
 MAX_ENTRY_BYTES = 512 * 1024  # a bigger answer (a large compare) is not worth a row
 
@@ -36,6 +39,28 @@ class HttpCache(Protocol):
 
     async def put(self, scope: str, url: str, etag: str, body: bytes) -> None:
         """Keep (or replace) the answer for this scope and URL."""
+
+
+async def conditional_get(
+    cache: HttpCache,
+    scope: str,
+    url: str,
+    send: Callable[[Mapping[str, str] | None], Awaitable[httpx.Response]],
+) -> tuple[httpx.Response, Cached | None]:
+    """Send a GET with the ETag kept for (scope, url) as If-None-Match, through `send(headers)`.
+
+    Returns GitHub's response and, when it answered 304, the entry kept (whose body is the
+    answer). A 200 with a new ETag for `url` itself (not a redirect's target) replaces it.
+    """
+    cached = await cache.get(scope, url)
+    response = await send({"If-None-Match": cached.etag} if cached is not None else None)
+    if response.status_code == 304 and cached is not None:
+        return response, cached
+    etag = response.headers.get("etag")
+    asked = response.status_code == 200 and str(response.request.url) == url
+    if etag and asked and (cached is None or cached.etag != etag):
+        await cache.put(scope, url, etag, response.content)
+    return response, None
 
 
 def installation_scope(installation_id: int | None) -> str:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 
 import httpx
 import pytest
@@ -11,7 +11,7 @@ import respx
 from sqlalchemy import text
 
 from app.github.client import GitHubClient
-from app.github.http_cache import HttpCache, MemoryHttpCache, installation_scope, token_scope
+from app.github.http_cache import HttpCache, MemoryHttpCache, conditional_get, installation_scope, token_scope
 from app.runtime.maintenance import Maintenance
 from app.runtime.metrics import Metrics
 from app.store.database import Database
@@ -187,3 +187,26 @@ async def test_housekeeping_holds_the_cache_to_its_bounds(database: Database) ->
     await task
     kept = [n for n in range(4) if await cache.get("installation:7", f"{ISSUE}/{n}") is not None]
     assert kept == [3]
+
+
+@respx.mock
+async def test_conditional_get_serves_a_user_tokens_get_user_from_the_cache() -> None:
+    """conditional_get with a token's scope: the second GET /user is a 304 answered with the body kept."""
+    user = f"{GITHUB_API}/user"
+    route = respx.get(user).mock(
+        side_effect=[
+            httpx.Response(200, json={"id": 42, "login": "ann"}, headers={"ETag": ETAG}),
+            httpx.Response(304, headers={"ETag": ETAG}),
+        ]
+    )
+    cache, scope = MemoryHttpCache(), token_scope("ghu_ann")
+    async with httpx.AsyncClient() as http:
+
+        async def send(headers: Mapping[str, str] | None) -> httpx.Response:
+            return await http.get(user, headers={"Authorization": "token ghu_ann", **(headers or {})})
+
+        first, kept_first = await conditional_get(cache, scope, user, send)
+        second, kept_second = await conditional_get(cache, scope, user, send)
+    assert first.status_code == 200 and kept_first is None
+    assert second.status_code == 304 and kept_second is not None and kept_second.body == first.content
+    assert route.calls[1].request.headers["If-None-Match"] == ETAG
