@@ -61,6 +61,9 @@ class Settings(BaseSettings):
     github_client_id: str | None = Field(default=None, alias="GITHUB_CLIENT_ID")
     github_client_secret: SecretStr | None = Field(default=None, alias="GITHUB_CLIENT_SECRET")
     session_secret: SecretStr | None = Field(default=None, alias="SESSION_SECRET")
+    # Conditional requests: how many GET answers (and megabytes) are kept; 0 rows sends none.
+    http_cache_max_rows: int = Field(default=20_000, alias="HTTP_CACHE_MAX_ROWS", ge=0)
+    http_cache_max_mb: float = Field(default=64.0, alias="HTTP_CACHE_MAX_MB", gt=0)
     log_level: LogLevel = Field(default="info", alias="LOG_LEVEL")
     access_log: bool = Field(default=False, alias="ACCESS_LOG")
 

@@ -15,7 +15,14 @@ server sees bursts. Afterwards it prints, from the stand-in's record of calls:
   most 1 for tickets without a PR), with reactions and replies reported separately;
 - the most writes one ticket's surface received within any one second (target: at most 1).
 
+It also prints the calls counted against the installation's rate limit per state change,
+the 304s (conditional requests answered "not modified", which count against nothing) and the
+content writes per state change. `--steady` runs `bench/api_pace.py`'s scenarios instead: a
+steady 15 commands a minute and a 40-ticket burst, each with conditional requests off and on,
+with status-comment latency and the hourly capacity per installation they imply.
+
     python bench/api_calls.py [--tickets 40] [--gap 0.3] [--spacing 1.0]
+    python bench/api_calls.py --steady [--compress 1] [--burst 40] [--spacing 1.0]
 """
 
 from __future__ import annotations
@@ -40,6 +47,7 @@ from sqlalchemy import text
 from app.store.database import Database
 from app.store.effects import marker
 from app.views.surfaces import status_key
+from bench.api_pace import run_pace
 from tests.e2e.world import CONFIG, REPO, World, event_payload, pull_request_payload, standin_state
 from tests.fakes import app_settings, running_server
 from tests.github_standin import Call, StandinState, running_standin
@@ -187,6 +195,7 @@ class Figures:
     replies: int
     calls: Counter[str] = field(default_factory=Counter)
     reply_kinds: Counter[str] = field(default_factory=Counter)
+    installation_calls: list[Call] = field(default_factory=list)
 
 
 def count(database: Database, state: StandinState, tickets: list[Ticket]) -> Figures:
@@ -216,7 +225,8 @@ def count(database: Database, state: StandinState, tickets: list[Ticket]) -> Fig
         surface_writes[number] += 1
         per_second[(number, surface, int(call.at.timestamp()))] += 1
     calls = Counter(_endpoint(c) for c in state.calls)
-    return Figures(changes, surface_writes, per_second, reactions, replies, calls, kinds)
+    mine = [c for c in state.calls if c.installation_id is not None]
+    return Figures(changes, surface_writes, per_second, reactions, replies, calls, kinds, mine)
 
 
 def body_of(call: Call) -> dict[str, Any]:
@@ -271,7 +281,13 @@ async def main() -> None:
     parser.add_argument("--tickets", type=int, default=40)
     parser.add_argument("--gap", type=float, default=0.3, help="seconds between one ticket's steps")
     parser.add_argument("--spacing", type=float, default=1.0, help="seconds between content-creating writes")
+    parser.add_argument("--steady", action="store_true", help="the steady-pace and burst scenarios")
+    parser.add_argument("--compress", type=float, default=1.0, help="--steady: run the pace K times faster")
+    parser.add_argument("--burst", type=int, default=40, help="--steady: tickets in the burst")
     args = parser.parse_args()
+    if args.steady:
+        await run_pace(args.compress, args.spacing, args.burst)
+        return
     tickets = [Ticket(FIRST + i, code=i % 4 != 3) for i in range(args.tickets)]
     state = standin_state()
     # One runner and one reviewer do all the work here: lift the per-person command budget.
@@ -315,6 +331,12 @@ def report(figures: Figures, tickets: list[Ticket], seconds: float) -> None:
     kinds = ", ".join(f"{n} {kind}" for kind, n in figures.reply_kinds.most_common())
     print(f"  reported separately: {figures.reactions} reactions, {figures.replies} replies ({kinds})")
     total_changes = max(sum(figures.changes.values()), 1)
+    counted = sum(c.counted for c in figures.installation_calls)
+    not_modified = sum(c.status == 304 for c in figures.installation_calls)
+    writes = sum(c.content_write for c in figures.installation_calls)
+    print(f"  installation calls counted against the rate limit: {counted} = {counted / total_changes:.2f} "
+          f"per state change; 304s (not counted): {not_modified}; content writes: {writes} = "
+          f"{writes / total_changes:.2f} per state change")  # fmt: skip
     calls = sum(figures.calls.values())
     print(f"  GitHub API calls, all kinds: {calls} ({calls / total_changes:.1f} per state change)")
     for endpoint, n in figures.calls.most_common(8):

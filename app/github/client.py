@@ -6,6 +6,10 @@ the app JWT and the installation tokens (cached until a minute before they expir
 `httpx.AsyncClient` serves the whole process. Responses are read as plain JSON, never
 through strict typed models.
 
+A GET sends back the ETag it last got (`http_cache`) as `If-None-Match`; GitHub's 304 (no
+rate-limit cost) is answered with the body kept. Every read of the endpoint table goes
+through `call`, and its conditional part is `app.github.http_cache.conditional_get`.
+
 Rate limits are honoured for the whole installation without sleeping: once GitHub says
 "wait", every call for that installation fails fast with `RateLimited(retry_at)` until
 then, and the worker or outbox reschedules.
@@ -17,6 +21,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
+from json import loads as json_loads
 from typing import Any
 
 import httpx
@@ -27,6 +32,7 @@ from githubkit.auth import AppAuthStrategy
 from githubkit.cache import MemCacheStrategy
 from githubkit.exception import GitHubException, RequestFailed
 
+from app.github.http_cache import HttpCache, conditional_get, installation_scope
 from app.runtime.metrics import Metrics
 from app.settings import Settings, railyard_version
 from app.store.limits import Limits, MemoryLimits
@@ -236,6 +242,7 @@ class GitHubClient:
         transport: httpx.AsyncBaseTransport | None = None,
         timeout: float = 15.0,
         limits: Limits | None = None,
+        http_cache: HttpCache | None = None,
     ) -> None:
         self._strategy = AppAuthStrategy(settings.app_id, read_private_key(settings))
         base_url = settings.github_api_url.rstrip("/") + "/"
@@ -258,6 +265,8 @@ class GitHubClient:
         # Where rate-limit pauses live: this process's memory, or the database (SharedLimits)
         # so that every process sharing it honours a pause any of them was told about.
         self.limits: Limits = limits or MemoryLimits()
+        # Where GETs' ETags and bodies are kept for conditional requests (None: none are sent).
+        self.http_cache = http_cache
 
     async def start(self) -> None:
         """Open the connection pool."""
@@ -300,12 +309,49 @@ class GitHubClient:
     ) -> Any:
         """Call one endpoint; the decoded JSON body (None for an empty one)."""
         endpoint, installation_id, url = await self._prepare(name, installation_id, path)
-        response = await self._send(endpoint, name, url, installation_id, params, json)
+        if endpoint.method == "GET" and self.http_cache is not None:
+            return await self._get_conditionally(endpoint, name, url, installation_id, params)
+        response = await self._send_following(endpoint, name, url, installation_id, params, json)
+        return await self._decode(name, installation_id, response)
+
+    async def _send_following(
+        self,
+        endpoint: Endpoint,
+        name: str,
+        url: str,
+        installation_id: int | None,
+        params: Mapping[str, Any] | None,
+        json: Any,
+        headers: Mapping[str, str] | None = None,
+    ) -> httpx.Response:
+        response = await self._send(endpoint, name, url, installation_id, params, json, headers)
         location = response.headers.get("location", "")
         # GitHub answers 301 for a transferred issue: follow a read once, and only on the API
         # itself, so the installation token never goes anywhere else.
         if response.status_code == 301 and endpoint.method == "GET" and location.startswith(self._base_url):
             response = await self._send(endpoint, name, location, installation_id, params, None)
+        return response
+
+    async def _get_conditionally(
+        self,
+        endpoint: Endpoint,
+        name: str,
+        url: str,
+        installation_id: int | None,
+        params: Mapping[str, Any] | None,
+    ) -> Any:
+        """A GET with the ETag kept: a 304 answers with the body kept; a new 200 replaces it."""
+        assert self._http is not None and self.http_cache is not None
+        key = str(self._http.build_request("GET", url, params=params).url)
+        response, kept = await conditional_get(
+            self.http_cache,
+            installation_scope(installation_id),
+            key,
+            lambda headers: self._send_following(endpoint, name, url, installation_id, params, None, headers),
+        )
+        if kept is not None:
+            self._observe(installation_id, response)
+            return json_loads(kept.body) if kept.body else None
         return await self._decode(name, installation_id, response)
 
     async def graphql(self, installation_id: int, query: str, variables: Mapping[str, Any]) -> Any:
@@ -363,12 +409,18 @@ class GitHubClient:
         installation_id: int | None,
         params: Mapping[str, Any] | None,
         json: Any,
+        headers: Mapping[str, str] | None = None,
     ) -> httpx.Response:
         assert self._http is not None, "GitHubClient.start() was not awaited"
         idempotent = endpoint.method in ("GET", "PUT", "DELETE")
         try:
             return await self._http.request(
-                endpoint.method, url, params=params, json=json, auth=self._auth_for(installation_id)
+                endpoint.method,
+                url,
+                params=params,
+                json=json,
+                headers=headers,
+                auth=self._auth_for(installation_id),
             )
         except (httpx.ConnectError, httpx.ConnectTimeout) as error:
             self._metrics.github_calls.labels("unreachable").inc()
@@ -400,32 +452,32 @@ class GitHubClient:
         )
         raise RateLimited(f"{name}: token request rate-limited until {until:.0f}", retry_at=until) from error
 
-    async def as_user(self, token: str, path: str, etag: str | None = None) -> httpx.Response:
-        """GET `path` with a person's own token (the HTTP API's caller), conditionally when `etag`.
+    def api_url(self, path: str) -> str:
+        """The absolute address of `path` on GitHub's API."""
+        return self._base_url + path.lstrip("/")
 
-        The answer is the caller's to read: a person's calls count against their own limit,
-        never the installation's, so nothing here pauses an installation.
-        """
-        assert self._http is not None, "GitHubClient.start() was not awaited"
-        headers = {"Authorization": f"Bearer {token}"}
-        if etag is not None:
-            headers["If-None-Match"] = etag
+    async def as_user(self, token: str, url: str, headers: Mapping[str, str] | None) -> httpx.Response:
+        """GET `url` (on this API) with a person's own token: their limit, never an installation's."""
+        assert self._http is not None and url.startswith(self._base_url), "start() first; this API only"
+        sent = {**(headers or {}), "Authorization": f"Bearer {token}"}
         try:
-            response = await self._http.get(path.lstrip("/"), headers=headers)
+            response = await self._http.get(url, headers=sent)
         except (httpx.TimeoutException, httpx.TransportError) as error:
             self._metrics.github_calls.labels("unreachable").inc()
-            raise GitHubUnavailable(
-                f"GET {path} as a user: {type(error).__name__}", ambiguous=False
-            ) from error
+            raise GitHubUnavailable(f"GET as a user: {type(error).__name__}", ambiguous=False) from error
         self._metrics.github_calls.labels(str(response.status_code)).inc()
         return response
 
-    async def _decode(self, name: str, installation_id: int | None, response: httpx.Response) -> Any:
-        status = response.status_code
-        self._metrics.github_calls.labels(str(status)).inc()
+    def _observe(self, installation_id: int | None, response: httpx.Response) -> None:
+        """Count the answer by status, and note the installation's remaining quota."""
+        self._metrics.github_calls.labels(str(response.status_code)).inc()
         remaining = response.headers.get("x-ratelimit-remaining")
         if remaining is not None and remaining.isdigit():
             self._metrics.rate_limit_remaining.labels(str(installation_id)).set(int(remaining))
+
+    async def _decode(self, name: str, installation_id: int | None, response: httpx.Response) -> Any:
+        status = response.status_code
+        self._observe(installation_id, response)
         if status < 300:
             return _body(name, response)
         until = rate_limit_until(response, self._clock())

@@ -1,16 +1,16 @@
 """What GitHub says about a person's own token: whose it is, and whether it can read a repository.
 
 The HTTP API checks its caller's token with GitHub on every call (`GET /user`), so a revoked
-token stops working at once. Each read is conditional: the ETag and body of the last answer
-are kept per token (under a hash of it, never the token) and sent back as `If-None-Match`;
-GitHub's 304 costs no rate limit. Freshness is unchanged: every check still asks GitHub.
+token stops working at once. Each read is conditional (`app.github.http_cache`): the ETag and
+body of the last answer are kept under the token's scope (a hash of it, never the token), in
+the database every process shares, and sent back as `If-None-Match`; GitHub's 304 costs no
+rate limit. Freshness is unchanged: every check still asks GitHub.
 """
 
 from __future__ import annotations
 
-import hashlib
+import json
 import time
-from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -18,9 +18,7 @@ from typing import Any
 import httpx
 
 from app.github.client import GitHubClient, GitHubUnavailable, RateLimited, rate_limit_until
-
-KEPT = 4_096
-"""Answers kept for conditional requests (least recently used go first)."""
+from app.github.http_cache import HttpCache, MemoryHttpCache, conditional_get, token_scope
 
 
 @dataclass(frozen=True)
@@ -40,11 +38,14 @@ class UserReads:
     """`GET /user` and `GET /repos/{repo}` with a person's token, conditional, through one client."""
 
     def __init__(
-        self, github: GitHubClient, *, clock: Callable[[], float] = time.time, kept: int = KEPT
+        self,
+        github: GitHubClient,
+        *,
+        cache: HttpCache | None = None,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self._github, self._clock = github, clock
-        self._kept: OrderedDict[tuple[str, str], tuple[str, Any]] = OrderedDict()
-        self._limit = kept
+        self._cache = cache or github.http_cache or MemoryHttpCache()
         self.not_modified = 0  # answers served from a 304, for benches and tests
 
     async def account(self, token: str) -> Account:
@@ -73,33 +74,22 @@ class UserReads:
 
     async def _read(self, token: str, path: str) -> Any:
         """The answer's JSON (None for 403/404), from the kept body on a 304."""
-        slot = (hashlib.sha256(token.encode()).hexdigest(), path)
-        kept = self._kept.get(slot)
-        response = await self._github.as_user(token, path, kept[0] if kept else None)
-        status = response.status_code
-        if status == 304 and kept is not None:
-            self._kept.move_to_end(slot)
+        url = self._github.api_url(path)
+        response, kept = await conditional_get(
+            self._cache, token_scope(token), url, lambda headers: self._github.as_user(token, url, headers)
+        )
+        if kept is not None:
             self.not_modified += 1
-            return kept[1]
+            return json.loads(kept.body)
+        status = response.status_code
         if status == 401:
-            self._kept.pop(slot, None)
             raise BadToken("GitHub does not accept this token (missing, wrong, expired or revoked)")
         until = rate_limit_until(response, self._clock())
         if until is not None:
             raise RateLimited(f"GET {path} as a user: rate-limited until {until:.0f}", retry_at=until)
-        if status >= 500 or status == 304:
+        if status >= 300 and status not in (403, 404):
             raise GitHubUnavailable(f"GET {path} as a user: GitHub answered {status}", ambiguous=False)
-        if status in (403, 404):
-            self._kept.pop(slot, None)
-            return None
-        body = _json(path, response)
-        etag = response.headers.get("etag")
-        if etag:
-            self._kept[slot] = (etag, body)
-            self._kept.move_to_end(slot)
-            while len(self._kept) > self._limit:
-                self._kept.popitem(last=False)
-        return body
+        return None if status in (403, 404) else _json(path, response)
 
 
 def _json(path: str, response: httpx.Response) -> Any:

@@ -1,4 +1,5 @@
-"""Housekeeping that runs beside the server: retention, and recovery of lost deliveries.
+"""Housekeeping that runs beside the server: retention, the HTTP cache's bounds, and recovery
+of lost deliveries.
 
 GitHub never redelivers on its own. Deliveries that failed while railyard was down or
 unreachable are listed by `GET /app/hook/deliveries`; those not stored here are asked for
@@ -18,6 +19,7 @@ import structlog
 from app.github.client import GitHubClient, GitHubError
 from app.runtime.supervisor import Loop
 from app.store.database import Database
+from app.store.http_cache import prune_http_cache
 from app.store.replies import prune_replies
 from app.store.retention import Retention, apply_retention, prune_held_observations, stored_delivery_ids
 from handlers.errors import TransientError
@@ -76,11 +78,14 @@ class Maintenance:
     retention: Retention = field(default_factory=Retention)
     retention_every: float = 3600.0
     recovery_every: float = 600.0
+    # The HTTP cache's bounds (rows, bytes), enforced every `http_cache_every`; None: no cache.
+    http_cache: tuple[int, int] | None = None
+    http_cache_every: float = 300.0
 
     stuck_after: float = 900.0  # recovery reads up to 20 pages of deliveries, each may take 15 s
 
     def __post_init__(self) -> None:
-        self._next_retention = self._next_recovery = 0.0
+        self._next_retention = self._next_recovery = self._next_prune = 0.0
 
     def loop(self) -> Loop:
         """Housekeeping as a supervised loop: a round that fails is logged and retried after a backoff."""
@@ -107,6 +112,11 @@ class Maintenance:
             self._next_retention = now + self.retention_every
             if expired:
                 log.info("retention", held_observations_expired=expired)
+        if self.http_cache is not None and now >= self._next_prune:
+            evicted = await asyncio.to_thread(prune_http_cache, self.database, *self.http_cache)
+            self._next_prune = now + self.http_cache_every
+            if evicted:
+                log.info("retention", http_cache_evicted=evicted)
         if self.github is not None and now >= self._next_recovery:
             try:
                 await recover_missed_deliveries(self.database, self.github, self.clock())

@@ -20,6 +20,7 @@ from app.runtime.metrics import Metrics
 from app.runtime.supervisor import close_all, supervise
 from app.settings import Settings, railyard_version
 from app.store.database import Database
+from app.store.http_cache import shared_http_cache
 from app.store.limits import SharedLimits
 from app.web.server import create_app
 from app.web.setup import SetupFlow, setup_url, start_setup
@@ -133,9 +134,11 @@ def run_worker(settings: Settings, concurrency: int) -> int:
     database = Database(settings.database_url)
     if database.is_sqlite:
         log.warning("extra workers are meant for PostgreSQL; `serve` already runs one")
-    # Rate-limit pauses and write slots are shared with every other process on the database.
-    limits = SharedLimits(database)
-    github = GitHubClient(settings, Metrics(), limits=limits) if settings.configured else None
+    # Rate-limit pauses, write slots and kept GET answers are shared with every other process.
+    limits, cache = SharedLimits(database), shared_http_cache(settings, database)
+    github = None
+    if settings.configured:
+        github = GitHubClient(settings, Metrics(), limits=limits, http_cache=cache)
     return asyncio.run(_work(settings, database, concurrency, github))
 
 

@@ -16,6 +16,7 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
+    LargeBinary,
     Table,
     Text,
     UniqueConstraint,
@@ -427,3 +428,21 @@ class ApiAnswerRow(SQLModel, table=True):
     status: int
     body: dict[str, Any] = _json()
     at: datetime = _time()
+
+
+class HttpCacheRow(SQLModel, table=True):
+    """A GET's answer kept for conditional requests, shared by every process on the database.
+
+    `key` is a sha256 of method, URL and the credential's scope (an installation, or a
+    sha256 of a user token: never the token). `stored_at` orders eviction, oldest first.
+    """
+
+    __tablename__ = "http_cache"
+
+    key: str = Field(primary_key=True)
+    scope: str
+    url: str = Field(sa_column=Column(Text, nullable=False))
+    etag: str
+    body: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
+    size: int
+    stored_at: float = Field(index=True)

@@ -39,6 +39,7 @@ from app.runtime.worker import Worker
 from app.settings import Settings, railyard_version
 from app.store.database import Database
 from app.store.effects import effect_counts, release_effect_leases
+from app.store.http_cache import http_cache_bounds, shared_http_cache
 from app.store.intake import (
     MAX_BODY_BYTES,
     DeliveryWriter,
@@ -303,7 +304,12 @@ def create_app(
     metrics = Metrics()
     if shell is None:
         limits = SharedLimits(database)  # one pause and one write slot per installation, for every process
-        github = GitHubClient(settings, metrics, clock=clock, limits=limits) if settings.configured else None
+        cache = shared_http_cache(settings, database)
+        github = (
+            GitHubClient(settings, metrics, clock=clock, limits=limits, http_cache=cache)
+            if settings.configured
+            else None
+        )
         shell = wire(database, clock, github, settings.app_id)
     app[SETTINGS] = settings
     app[SHELL] = shell
@@ -325,6 +331,7 @@ def create_app(
             clock=clock,
             retention=retention,
             recovery_every=settings.recovery_interval_seconds,
+            http_cache=http_cache_bounds(settings),
         )
         app[WATCHDOG] = Watchdog(
             database, shell.tickets, clock=clock, every=settings.watchdog_interval_seconds

@@ -16,7 +16,8 @@ As a subprocess, seeded and inspected over HTTP under /_standin/::
 The parts: `common` (constants, ids, times), `faults` (injected failures), `state` (what GitHub
 knows), `render` (GitHub's JSON shapes), `lookups` (errors, paging, path lookups), the
 endpoints by area (`apps`, `repos`, `issues`, `checks`), `edge` (authentication, rate limits
-and faults on every request), `server` (routes, control API, serving) and `process`.
+and faults on every request), `conditional` (ETags and 304s; `StandinState.counters()` tells
+counted calls, 304s and content writes apart), `server` (routes, control API, serving) and `process`.
 """
 
 from tests.github_standin.common import Json, fake_jwt, git_blob_sha, iso

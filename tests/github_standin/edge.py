@@ -13,6 +13,7 @@ from typing import Any
 from aiohttp import web
 
 from tests.github_standin.common import ACCESS_LEVELS, DOCS, LIMITS_DOCS, SECONDARY_LIMIT, Handler
+from tests.github_standin.conditional import conditional
 from tests.github_standin.faults import Fault
 from tests.github_standin.lookups import BODY, INSTALLATION, STATE, USER, GitHubError, not_found
 from tests.github_standin.state import Call, StandinState
@@ -96,7 +97,7 @@ def _fault_response(fault: Fault, installation_id: int | None, request_id: str) 
 
 
 async def _answer(
-    request: web.Request, handler: Handler, kind: str, request_id: str
+    request: web.Request, handler: Handler, kind: str, request_id: str, call: Call
 ) -> tuple[web.StreamResponse, bool]:
     """The response, and whether it must report the rate limit as exhausted."""
     state, installation_id = request.app[STATE], request[INSTALLATION]
@@ -107,6 +108,7 @@ async def _answer(
             fault: Fault | None = Fault(status=403, primary_rate_limit=True)
         else:
             bucket.remaining -= 1
+            call.counted = True
             fault = state.take_fault(request.method, request.path) or state.random_fault(
                 request.method, request.path
             )
@@ -152,10 +154,13 @@ async def github_edge(request: web.Request, handler: Handler) -> web.StreamRespo
     )
     state.calls.append(call)
     request_id = ":".join(secrets.token_hex(n).upper() for n in (2, 3, 4, 4))
-    response, exhausted = await _answer(request, handler, kind, request_id)
+    response, exhausted = await _answer(request, handler, kind, request_id, call)
     bucket = state.bucket(_bucket_key(kind, request[INSTALLATION]))
-    if response.status == 304:  # a conditional request answered "not modified" is free
-        bucket.remaining += 1
+    credential = request.headers.get("Authorization", "") if state.etag_per_credential else ""
+    response = conditional(request, response, credential)
+    if response.status == 304 and call.counted:
+        bucket.remaining += 1  # GitHub: a 304 to an authorized request counts against no limit
+        call.counted = False
     remaining = 0 if exhausted else bucket.remaining
     response.headers.update(
         {

@@ -59,6 +59,10 @@ async def _control_calls(request: web.Request) -> web.Response:
     return respond(plain(request.app[STATE].calls))
 
 
+async def _control_counters(request: web.Request) -> web.Response:
+    return respond(request.app[STATE].counters())
+
+
 async def _control_state(request: web.Request) -> web.Response:
     if request.method == "POST":
         request.app[STATE].seed(await request.json())
@@ -139,6 +143,7 @@ def create_standin(state: StandinState | None = None) -> web.Application:
     for method, name, control in [
         ("GET", "calls", _control_calls),
         ("DELETE", "calls", _control_calls),
+        ("GET", "counters", _control_counters),
         ("GET", "state", _control_state),
         ("POST", "state", _control_state),
         ("POST", "faults", _control_faults),

@@ -39,6 +39,17 @@ class Call:
     installation_id: int | None
     at: datetime
     status: int = 0
+    counted: bool = False  # it took one from the credential's rate-limit bucket
+
+    @property
+    def content_write(self) -> bool:
+        """A write GitHub performed that creates or changes content (its secondary limits: 80 a
+        minute, 500 an hour); the token exchange and GraphQL queries are not content."""
+        return (
+            self.method in ("POST", "PATCH", "PUT", "DELETE")
+            and 200 <= self.status < 300
+            and self.path.startswith("/repos/")
+        )
 
 
 @dataclass
@@ -224,6 +235,7 @@ class StandinState:
     limit_watch: LimitWatch | None = None  # off unless set: see LimitWatch
     # Called with each write (POST, PATCH) GitHub performed, before the client hears of it.
     after_write: Callable[[Call], None] | None = None
+    etag_per_credential: bool = False  # GitHub's ETags vary with the Authorization header too
     _ids: Iterator[int] = field(default_factory=lambda: itertools.count(1_000_001), repr=False)
     _user_ids: dict[str, int] = field(default_factory=dict, repr=False)
 
@@ -286,6 +298,16 @@ class StandinState:
     def calls_to(self, method: str, path_prefix: str) -> list[Call]:
         """The recorded calls with this method whose path starts with `path_prefix`."""
         return [c for c in self.calls if c.method == method.upper() and c.path.startswith(path_prefix)]
+
+    def counters(self) -> dict[str, int]:
+        """The call accounting: calls counted against the rate limit, 304s (not counted), and
+        content-creating writes performed."""
+        return {
+            "calls": len(self.calls),
+            "counted": sum(c.counted for c in self.calls),
+            "not_modified": sum(c.status == 304 for c in self.calls),
+            "content_writes": sum(c.content_write for c in self.calls),
+        }
 
     def bucket(self, key: str) -> RateBucket:
         """A credential's rate-limit bucket, refilled once its hour is over."""
