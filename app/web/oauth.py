@@ -16,12 +16,12 @@ from urllib.parse import urlencode
 
 import structlog
 from aiohttp import web
-from markupsafe import Markup
 
 from app.settings import Settings
+from app.views.pages.document import sign_in_refused
 from app.web.access import Access, AccessError, Person
 from app.web.answers import guarded
-from app.web.pages import simple_page
+from app.web.pages import html_response
 from app.web.sessions import (
     SESSION_COOKIE,
     SESSION_SECONDS,
@@ -174,11 +174,7 @@ async def logout(request: web.Request) -> web.Response:
 
 
 def _refused(sign_in: SignIn, status: int, reason: str) -> web.Response:
-    response = simple_page(
-        status,
-        "Sign-in did not finish",
-        Markup('<p>{}</p><p><a href="/login">Sign in again</a>.</p>').format(reason),
-    )
+    response = html_response(sign_in_refused(reason), status)
     clear_cookie(response, STATE_COOKIE, sign_in.secure)
     return response
 

@@ -3,29 +3,32 @@
 Every page needs a session (else a redirect to `/login` with the way back) and shows a
 repository only while GitHub says the person's token can read it (`app.web.access`); any other
 repository answers the same 404 as one that does not exist, so nothing leaks that it exists.
+Here are only the routes: what a page shows is read by `app.web.page_reads` and worded by
+`app.views.pages`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from urllib.parse import urlencode
 
 from aiohttp import web
-from markupsafe import Markup
 
 from app.settings import Settings
 from app.store.database import Database
 from app.store.listing import Listing
 from app.store.tickets import TicketService
+from app.views.pages import board as board_view
+from app.views.pages import document
+from app.views.pages import report as report_view
+from app.views.pages import ticket as ticket_view
 from app.web.access import AccessError, Readable
 from app.web.answers import guarded
-from app.web.board_page import board as board_page
 from app.web.oauth import SIGN_IN, Session, SignIn, add_sign_in_routes, local_path, make_sign_in, to_login
-from app.web.pages import STYLESHEET_PATH, document, html_response, not_found, sign_in_disabled, stylesheet
-from app.web.report_page import report_page
+from app.web.page_reads import Reads, parse_since, read_board, read_report, read_ticket
+from app.web.pages import STYLESHEET_PATH, html_response, not_found, sign_in_disabled, stylesheet
 from app.web.sessions import SESSION_COOKIE, clear_cookie
-from app.web.ticket_page import ticket_page
+from policies.model import TicketKey
 
 Page = Callable[[web.Request, Session, dict[str, Readable]], Awaitable[web.Response]]
 
@@ -54,10 +57,7 @@ def _access_failed(sign_in: SignIn, request: web.Request, error: AccessError) ->
         response = web.HTTPSeeOther("/login?" + urlencode({"next": local_path(request.rel_url.path_qs)}))
         clear_cookie(response, SESSION_COOKIE, sign_in.secure)
         raise response
-    return html_response(
-        document("GitHub unavailable", Markup("<h1>GitHub did not answer</h1><p>{}</p>").format(str(error))),
-        502,
-    )
+    return html_response(document.github_unavailable(str(error)), 502)
 
 
 def who(session: Session) -> dict[str, str]:
@@ -75,29 +75,7 @@ async def repositories_page(
     request: web.Request, session: Session, readable: dict[str, Readable]
 ) -> web.Response:
     """`/tickets`: the repositories the person can read, each linking to its board."""
-    rows = Markup("").join(
-        Markup('<li><a href="/tickets/{}">{}</a>{}</li>').format(
-            r.full_name, r.full_name, Markup(' <span class="muted">(private)</span>') if r.private else ""
-        )
-        for r in sorted(readable.values(), key=lambda r: r.full_name.lower())
-    )
-    body = (
-        Markup("<h1>Your repositories</h1><ul>{}</ul>").format(rows)
-        if rows
-        else Markup(
-            "<h1>Your repositories</h1><p>GitHub lists no repository of this app's installations "
-            "that you can read.</p>"
-        )
-    )
-    return html_response(document("Your repositories", body, **who(session)))
-
-
-@dataclass(frozen=True)
-class Reads:
-    """What the pages read from the record."""
-
-    listing: Listing
-    tickets: TicketService
+    return html_response(document.repositories(readable.values(), **who(session)))
 
 
 READS: web.AppKey[Reads] = web.AppKey("page_reads", Reads)
@@ -108,23 +86,31 @@ async def board(request: web.Request, session: Session, readable: dict[str, Read
     found = repository_of(request, readable)
     if found is None:
         return not_found(**who(session))
-    return await board_page(request, request.app[READS].listing, found, who(session))
+    shown = await read_board(request.app[READS].listing, found.full_name, request.query)
+    return html_response(board_view.board_page(shown, **who(session)))
 
 
 async def ticket(request: web.Request, session: Session, readable: dict[str, Readable]) -> web.Response:
-    """A ticket of a repository the person can read; 404 otherwise."""
+    """A ticket of a repository the person can read; the same 404 for anything missing."""
     found = repository_of(request, readable)
     if found is None:
         return not_found(**who(session))
-    return await ticket_page(request, request.app[READS].tickets, found.full_name, who(session))
+    key = TicketKey(found.full_name, int(request.match_info["number"]))
+    record = await read_ticket(request.app[READS].tickets, key)
+    if record is None:
+        return not_found(**who(session))
+    shown, history = record
+    return html_response(ticket_view.ticket_page(found.full_name, shown, history, **who(session)))
 
 
 async def report(request: web.Request, session: Session, readable: dict[str, Readable]) -> web.Response:
-    """The report of a repository the person can read; 404 otherwise."""
+    """The report of a readable repository for `?since=` (default: the whole record); 404 otherwise."""
     found = repository_of(request, readable)
     if found is None:
         return not_found(**who(session))
-    return await report_page(request, request.app[READS].listing, found.full_name, who(session))
+    since = parse_since(request.query.get("since", ""))
+    figures = await read_report(request.app[READS].listing, found.full_name, since)
+    return html_response(report_view.report_page(found.full_name, figures, since, **who(session)))
 
 
 PAGES: dict[str, Page] = {

@@ -7,6 +7,12 @@
 - no import circles among railyard's modules (imports under `TYPE_CHECKING` excepted);
 - `app/` has at most six modules at its top level and at least four sub-packages;
 - SQL lives in `app/store/` (and the migrations under it);
+- `app/views/` never reaches aiohttp, even through other modules, and imports nothing from
+  `app/web/`; it imports `app/store/` only where two older views did (`answers`, `surfaces`:
+  they build the outbox's effects), and every other view (the web pages' included) is pure:
+  through all its imports, only the standard library, `policies/`, `handlers/`, `app/views/`
+  and markupsafe;
+- `app/web/` builds no HTML: markupsafe only in `app/web/pages.py`, which sends the views' Markup;
 - no Python module anywhere in the repository is over 500 lines.
 """
 
@@ -196,6 +202,75 @@ def test_sql_lives_in_the_store(path: Path) -> None:
     assert not sql, f"{module_name(path)} imports {sorted(sql)}"
 
 
+# The views that still reach the store directly, and exactly which store modules (no new ones).
+VIEWS_STORE_IMPORTS = {
+    "app.views.answers": {"app.store.effects", "app.store.replies"},
+    "app.views.surfaces": {"app.store.database", "app.store.effects", "app.store.pulls", "app.store.tickets"},
+}
+PURE_VIEWS_MAY_USE = {"markupsafe"}
+WEB_MAY_USE_MARKUPSAFE = {"app.web.pages"}
+
+
+def _closure(start: str, graph: dict[str, set[str]]) -> set[str]:
+    """`start` and every first-party module it imports at run time, directly or through others."""
+    seen: set[str] = set()
+    todo = [start]
+    while todo:
+        name = todo.pop()
+        if name not in seen:
+            seen.add(name)
+            todo.extend(graph.get(name, ()))
+    return seen
+
+
+def _third_party(modules: set[str]) -> set[str]:
+    """The top-level names of what `modules` import from outside railyard and the standard library."""
+    return {
+        _top(i.module)
+        for path in source_files(*FIRST_PARTY)
+        if module_name(path) in modules
+        for i in imports_of(path)
+        if not i.type_checking and not _is_stdlib(i.module) and _top(i.module) not in FIRST_PARTY
+    }
+
+
+def views_rule_breaks(name: str, imported: set[str], reached: set[str], third_party: set[str]) -> set[str]:
+    """What breaks the views' rule for module `name`: its direct imports, the first-party modules
+    it reaches at run time, and the third-party packages those use."""
+    wrong = {m for m in imported if _top(m) == "aiohttp" or m == "app.web" or m.startswith("app.web.")}
+    if "aiohttp" in third_party:
+        wrong.add("aiohttp (reached)")
+    store = {m for m in imported if m.startswith("app.store")}
+    if name in VIEWS_STORE_IMPORTS:
+        return wrong | (store - VIEWS_STORE_IMPORTS[name])
+    outside = {m for m in reached if _top(m) == "app" and not m.startswith("app.views")}
+    return wrong | store | outside | (third_party - PURE_VIEWS_MAY_USE - {"aiohttp"})
+
+
+@pytest.mark.parametrize("path", source_files("app/views"), ids=lambda p: module_name(p))
+def test_views_are_words_without_http_or_the_database(path: Path) -> None:
+    """A view imports no aiohttp and nothing of `app/web`; only the two older views touch the store;
+    the others, the web pages among them, reach nothing but policies, handlers, views and markupsafe."""
+    name, graph = module_name(path), _graph()
+    reached = _closure(name, graph)
+    known = _real_modules()  # `from m import name` also records `m.name`: keep real modules only
+    imported = {
+        i.module
+        for i in imports_of(path)
+        if not i.type_checking and (_top(i.module) not in FIRST_PARTY or i.module in known)
+    }
+    wrong = views_rule_breaks(name, imported, reached, _third_party(reached))
+    assert not wrong, f"{name} imports or reaches {sorted(wrong)}"
+
+
+@pytest.mark.parametrize("path", source_files("app/web"), ids=lambda p: module_name(p))
+def test_web_modules_build_no_html(path: Path) -> None:
+    """The words and markup of the pages are chosen in `app/views/`; `app/web/` only sends them."""
+    name = module_name(path)
+    uses = {i.module for i in imports_of(path) if _top(i.module) == "markupsafe"}
+    assert name in WEB_MAY_USE_MARKUPSAFE or not uses, f"{name} builds HTML with {sorted(uses)}"
+
+
 def _all_python_files() -> list[Path]:
     return sorted(p for p in ROOT.rglob("*.py") if not SKIPPED_DIRS & set(p.relative_to(ROOT).parts))
 
@@ -214,6 +289,26 @@ def test_the_circle_finder_finds_a_circle_and_ignores_a_chain() -> None:
     """A -> B -> A is a circle; A -> B -> C is not."""
     assert list(_cycles({"a": {"b"}, "b": {"a"}, "c": set()})) == [["a", "b"]]
     assert list(_cycles({"a": {"b"}, "b": {"c"}, "c": set()})) == []
+
+
+def test_the_views_rule_catches_http_the_web_the_store_and_other_packages() -> None:
+    """A page view importing aiohttp, app.web or app.store, or reaching app.github or pydantic,
+    breaks the rule; an older view's listed store import does not, an unlisted one does."""
+    page = "app.views.pages.board"
+    assert views_rule_breaks(page, {"aiohttp.web"}, {page}, {"aiohttp"}) == {
+        "aiohttp.web",
+        "aiohttp (reached)",
+    }
+    assert views_rule_breaks(page, {"app.web.pages"}, {page, "app.web.pages"}, set()) >= {"app.web.pages"}
+    assert views_rule_breaks(page, {"app.store.listing"}, {page}, set()) == {"app.store.listing"}
+    assert views_rule_breaks(page, set(), {page, "app.github.client"}, {"pydantic"}) == {
+        "app.github.client",
+        "pydantic",
+    }
+    assert views_rule_breaks(page, {"markupsafe", "policies.model"}, {page}, {"markupsafe"}) == set()
+    older = "app.views.answers"
+    assert views_rule_breaks(older, {"app.store.effects"}, {older, "app.github.client"}, {"httpx"}) == set()
+    assert views_rule_breaks(older, {"app.store.listing"}, {older}, set()) == {"app.store.listing"}
 
 
 def test_imports_under_type_checking_are_marked(tmp_path: Path) -> None:

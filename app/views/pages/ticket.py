@@ -1,21 +1,17 @@
-"""`/tickets/{owner}/{repo}/{number}`: one ticket's rails, its attempts with their evidence and
-its whole event log, as recorded (every user text escaped)."""
+"""One ticket's page: its rails, its attempts with their evidence and its whole event log, as
+recorded (every user text escaped)."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from aiohttp import web
 from markupsafe import Markup
 
-from app.store.tickets import TicketService
-from app.web.board_page import words
-from app.web.pages import document, html_response, not_found
+from app.views.pages.document import document, words
 from handlers.ports import RecordedEvent
 from policies.events import Event, EventType
-from policies.model import Ticket, TicketKey
+from policies.model import Ticket
 
 _TEXT_LIMIT = 4000
 
@@ -45,39 +41,42 @@ def evidence(data: Mapping[str, Any]) -> Markup:
     return Markup(", ").join(parts) if parts else Markup("no artifact recorded")
 
 
+def _line(event: Event) -> tuple[str, Markup] | None:
+    """The attempt field an event names and its line, for the events an attempt shows."""
+    data, at, actor = event.data, _when(event), event.actor
+    if event.type is EventType.CLAIMED:
+        return "attempt", Markup("Claimed {} by {}").format(at, actor)
+    if event.type is EventType.DELIVERED:
+        return "attempt", Markup("Delivered {} by {}: {}{}").format(
+            at, actor, evidence(data), _text(data.get("summary"))
+        )
+    if event.type is EventType.SENT_BACK:
+        return "previous_attempt", Markup("<strong>Sent back</strong> {} by {}{}").format(
+            at, actor, _text(data.get("feedback"))
+        )
+    if event.type is EventType.ACCEPTED:
+        return "attempt", Markup("<strong>Accepted</strong> {} by {} ({}){}").format(
+            at, actor, words(str(data.get("review", ""))), _text(data.get("reason"))
+        )
+    return None
+
+
 def attempts(events: Sequence[Event]) -> dict[int, list[Markup]]:
     """Each attempt's lines, from claim and send-back to delivery, review and reopening."""
     lines: dict[int, list[Markup]] = {}
     for event in events:
-        data, at = event.data, _when(event)
-        if event.type is EventType.CLAIMED:
-            lines.setdefault(int(data["attempt"]), []).append(
-                Markup("Claimed {} by {}").format(at, event.actor)
-            )
-        elif event.type is EventType.DELIVERED:
-            lines.setdefault(int(data["attempt"]), []).append(
-                Markup("Delivered {} by {}: {}{}").format(
-                    at, event.actor, evidence(data), _text(data.get("summary"))
+        if event.type is EventType.REOPENED:
+            if lines:  # a reopening belongs to the latest attempt, if there is one
+                lines[max(lines)].append(
+                    Markup("<strong>Reopened</strong> {} by {}{}").format(
+                        _when(event), event.actor, _text(event.data.get("reason"))
+                    )
                 )
-            )
-        elif event.type is EventType.SENT_BACK:
-            lines.setdefault(int(data["previous_attempt"]), []).append(
-                Markup("<strong>Sent back</strong> {} by {}{}").format(
-                    at, event.actor, _text(data.get("feedback"))
-                )
-            )
-        elif event.type is EventType.ACCEPTED:
-            lines.setdefault(int(data["attempt"]), []).append(
-                Markup("<strong>Accepted</strong> {} by {} ({}){}").format(
-                    at, event.actor, words(str(data.get("review", ""))), _text(data.get("reason"))
-                )
-            )
-        elif event.type is EventType.REOPENED and lines:
-            lines[max(lines)].append(
-                Markup("<strong>Reopened</strong> {} by {}{}").format(
-                    at, event.actor, _text(data.get("reason"))
-                )
-            )
+            continue
+        found = _line(event)
+        if found is not None:
+            field, line = found
+            lines.setdefault(int(event.data[field]), []).append(line)
     return lines
 
 
@@ -115,17 +114,9 @@ def event_log(history: Sequence[RecordedEvent]) -> Markup:
     ).format(rows)
 
 
-async def ticket_page(
-    request: web.Request, service: TicketService, full_name: str, who: dict[str, str]
-) -> web.Response:
-    """The ticket page, or the same 404 as for anything missing."""
-    key = TicketKey(full_name, int(request.match_info["number"]))
-    ticket = await asyncio.to_thread(service.load, key)
-    if ticket is None or ticket.work is None:
-        return not_found(**who)
-    history = await asyncio.to_thread(service.history, key)
+def _sections(ticket: Ticket, history: Sequence[RecordedEvent]) -> Markup:
     by_attempt = attempts([r.event for r in history])
-    sections = Markup("").join(
+    return Markup("").join(
         Markup("<section><h3>Attempt {}{}</h3><ul>{}</ul></section>").format(
             n,
             " (current)" if n == ticket.attempt else "",
@@ -133,6 +124,13 @@ async def ticket_page(
         )
         for n, lines in sorted(by_attempt.items())
     )
+
+
+def ticket_page(
+    full_name: str, ticket: Ticket, history: Sequence[RecordedEvent], **who: str | None
+) -> Markup:
+    """The page of `ticket` of `full_name` (as GitHub spells it): holders, rails, attempts, event log."""
+    number = ticket.key.number
     people = Markup('<p class="muted">owner {} · claimant {}</p>').format(
         ticket.owner or "none", ticket.claimant or "none"
     )
@@ -140,11 +138,11 @@ async def ticket_page(
         '<h1>{} #{}</h1><p><a href="/tickets/{}">Board</a></p>{}{}<h2>Attempts</h2>{}<h2>Events</h2>{}'
     ).format(
         full_name,
-        key.number,
+        number,
         full_name,
         people,
         rails_table(ticket),
-        sections or Markup("<p>No attempt yet.</p>"),
+        _sections(ticket, history) or Markup("<p>No attempt yet.</p>"),
         event_log(history),
     )
-    return html_response(document(f"{full_name} #{key.number}", body, **who))
+    return document(f"{full_name} #{number}", body, **who)
