@@ -92,9 +92,11 @@ class ApiCommandRun(CommandRun):
         """A bot no role names: refused, as a comment by it would be ignored."""
         self.early = BOT_NOT_NAMED
 
-    async def _complete(self, command: Command, issue: Any, rules: Rules) -> Command | ArtifactNotFound:
+    async def _complete(
+        self, command: Command, issue: Any | None, rules: Rules
+    ) -> Command | ArtifactNotFound:
         """A pull request's number is not a ticket's: commands on a PR go to the issue it links."""
-        if dig(issue, "pull_request") is not None:
+        if issue is not None and dig(issue, "pull_request") is not None:
             return ArtifactNotFound("issue", str(self.request.number), self.request.repository)
         return await super()._complete(command, issue, rules)
 

@@ -31,7 +31,7 @@ from handlers.observe import Source, delivered_branch, recheck_merged, tell_held
 from handlers.payloads import dig, dig_int, dig_str
 from handlers.ports import Outcome, Rules, Services, UnitOfWork
 from handlers.signs import signs_from_events
-from policies.commands import Command, Context, Deliver, Publish
+from policies.commands import Accept, AcceptMode, Command, Context, Deliver, Draft, Publish
 from policies.links import linked_issues
 from policies.model import Actor, TicketKey
 from policies.parser import ParsedComment
@@ -109,7 +109,11 @@ class CommandRun:
             roles = await services.roles.roles(
                 f.installation_id, f.repository, f.author, rules, roles_in_rows(command)
             )
-            issue = await services.github.issue(f.installation_id, f.repository, number)
+            issue = (
+                await services.github.issue(f.installation_id, f.repository, number)
+                if _reads_issue(command)
+                else None
+            )
             completed = await self._complete(command, issue, rules)
         except CannotVerify as error:
             await self.say(CannotRunYet(str(error)))
@@ -117,7 +121,7 @@ class CommandRun:
         if isinstance(completed, ArtifactNotFound):
             await self.say(completed)
             return None
-        high_risk = bool(label_names(issue) & set(rules.high_risk_labels))
+        high_risk = issue is not None and bool(label_names(issue) & set(rules.high_risk_labels))
         context = await self._context(Actor(f.author, roles, f.author_id), rules, high_risk)
         outcome = await self._execute(key, completed, context, rules)
         log.info(
@@ -220,7 +224,9 @@ class CommandRun:
 
     # -- facts read at execution time --------------------------------------------------
 
-    async def _complete(self, command: Command, issue: Any, rules: Rules) -> Command | ArtifactNotFound:
+    async def _complete(
+        self, command: Command, issue: Any | None, rules: Rules
+    ) -> Command | ArtifactNotFound:
         """Fill in what only GitHub knows now: the description and owner, the delivered commit."""
         if isinstance(command, Publish):
             labels = label_names(issue)
@@ -282,6 +288,15 @@ class CommandRun:
             on_pull_request=f.on_pull_request,
             via=f.via,
         )
+
+
+def _reads_issue(command: Command) -> bool:
+    """Whether the command needs the issue as it is now: `/publish` its body, first assignee and
+    labels, `/accept --self` its high-risk labels, `/draft` that it exists. No other command
+    reads it (every comment changes the issue, so its read could never be a free 304)."""
+    return isinstance(command, Publish | Draft) or (
+        isinstance(command, Accept) and command.mode is AcceptMode.SELF
+    )
 
 
 def label_names(issue: Any) -> set[str]:

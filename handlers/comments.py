@@ -1,8 +1,9 @@
 """Slash-commands in issue and pull-request comments.
 
 A newly created comment is parsed and its command run (`handlers.commands`); a comment is
-answered on GitHub: a reaction when it ran, a reply that explains a refusal, an assignment,
-a mention. Edited and deleted comments never run anything.
+answered on GitHub: the status comment shows what it did (and on a pull request a reaction
+says so), a reply explains a refusal; a claim assigns, a send-back mentions. Edited and
+deleted comments never run anything.
 """
 
 from __future__ import annotations
@@ -127,13 +128,17 @@ class CommentCommand(CommandRun):
         self.comment = comment
 
     def answers(self, outcome: Outcome) -> list[Answer]:
-        """A refusal's reply; else the reaction, the assignment or notice, and any ignored lines."""
+        """A refusal's reply; else the assignment or notice and any ignored lines, and on a pull
+        request a reaction. On the issue itself the status comment, edited within seconds, is the
+        acknowledgement: a `+1` there would be one more content write per command (issue 17)."""
         c = self.comment
         if outcome.refusal is not None:
             stale = outcome.refusal.code is RefusalCode.STALE_REVISION
             retry = f"/{self.parsed.word} rev={outcome.revision}" if stale else None
             return [self._reply_to_author(Refused(outcome.refusal, retry, outcome.revision))]
-        answers: list[Answer] = [Reaction(c.installation_id, c.repository, c.comment_id, "+1")]
+        answers: list[Answer] = []
+        if c.on_pull_request:  # the status comment is on the issue: here only a reaction says "done"
+            answers.append(Reaction(c.installation_id, c.repository, c.comment_id, "+1"))
         answers += self.common_answers(outcome)
         if self.parsed.ignored:
             answers.append(self._reply_to_author(Ignored(self.parsed.word or "", tuple(self.parsed.ignored))))

@@ -39,9 +39,9 @@ async def test_a_whole_lifecycle_runs_from_comments_with_roles_from_teams(world:
         "independent",
         FIX,
     )
-    for comment_id in (published, claimed, delivered, accepted):
-        assert world.reactions_to(comment_id) == ["+1"]
-    assert world.replies() == []
+    for comment_id in (published, claimed, delivered, accepted):  # the status comment says it
+        assert world.reactions_to(comment_id) == []
+    assert world.replies() == [] and world.status_comments() == [world.expected_status()]
 
 
 async def test_a_command_without_the_role_is_refused_with_a_reply_and_changes_nothing(world: World) -> None:
@@ -132,14 +132,14 @@ async def test_commands_inside_code_quotes_and_html_comments_do_nothing(world: W
 
 
 async def test_the_same_comment_delivered_twice_runs_once(world: World) -> None:
-    """Two webhook deliveries of one comment: one claim, one event, one reaction."""
+    """Two webhook deliveries of one comment: one claim, one event, one assignment."""
     await world.say("rachel", "/publish")
     payload = world.write("cody", "/claim", 12)
     for delivery_id in ("first", "second"):
         await world.server.deliver("issue_comment", json.dumps(payload).encode(), delivery_id)
     await world.settle()
     assert world.ticket().revision == 3
-    assert world.reactions_to(payload["comment"]["id"]) == ["+1"]
+    assert len(world.github.calls_to("POST", f"/repos/{REPO}/issues/12/assignees")) == 1
 
 
 async def test_a_command_on_a_pull_request_applies_to_its_linked_ticket(world: World) -> None:

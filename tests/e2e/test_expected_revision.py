@@ -19,6 +19,5 @@ async def test_a_stale_rev_is_refused_naming_the_current_revision_and_the_curren
     [reply] = world.replies()
     assert f"it is now at revision {now}" in reply and f"`/accept rev={now}`" in reply
     assert world.reactions_to(stale) == []
-    accepted = await world.say("rita", f"/accept rev={now}")
-    assert world.ticket().work.value == "accepted"
-    assert world.reactions_to(accepted) == ["+1"]
+    await world.say("rita", f"/accept rev={now}")
+    assert world.ticket().work.value == "accepted" and len(world.replies()) == 1

@@ -40,8 +40,9 @@ from tests.unit.handlers.steps import (
 )
 
 
-async def test_a_claim_reacts_assigns_the_claimant_and_starts_the_watch() -> None:
-    """A runner's /claim claims the ticket, reacts +1, assigns the runner and records the attempt's start."""
+async def test_a_claim_assigns_the_claimant_and_starts_the_watch_without_a_reaction() -> None:
+    """A runner's /claim claims the ticket, assigns the runner and records the attempt's start; on the
+    issue the status comment acknowledges it, so no `+1` is written (one content write fewer)."""
     ports = world()
     await published(ports)
     before = len(ports.store.answers)
@@ -53,7 +54,6 @@ async def test_a_claim_reacts_assigns_the_claimant_and_starts_the_watch() -> Non
         1,
     )
     assert answers_after(ports, before) == [
-        Reaction(INSTALLATION, REPOSITORY, comment_id, "+1"),
         Assign(INSTALLATION, REPOSITORY, 12, ("carol",), f"claim:{comment_id}"),
     ]
     sign = ports.store.sign_of_life(KEY, 1)
@@ -106,6 +106,17 @@ async def test_the_apps_own_comment_is_never_acted_on() -> None:
     await say(ports, "/publish", via_app=APP_ID)
     assert ports.store.ticket(KEY) is None
     assert ports.store.answers == [] and ports.configs.loads == []
+
+
+async def test_a_command_on_a_pull_request_gets_a_reaction_where_it_was_written() -> None:
+    """On a PR the status comment is not in sight: an applied command there is acknowledged `+1`."""
+    ports = world()
+    await claimed(ports)
+    ports.github.add_pull(REPOSITORY, pull_answer(REPOSITORY, 40, body="Fixes #12"))
+    before = len(ports.store.answers)
+    comment_id = await say(ports, "/deliver Done in the PR.", by=CAROL, number=40, on_pull_request=True)
+    assert ticket(ports).work is WorkState.DELIVERED
+    assert answers_after(ports, before) == [Reaction(INSTALLATION, REPOSITORY, comment_id, "+1")]
 
 
 async def test_a_command_on_a_pull_request_that_links_no_ticket_is_answered_with_the_target() -> None:
