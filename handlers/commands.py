@@ -35,7 +35,7 @@ from policies.commands import Accept, AcceptMode, Command, Context, Deliver, Dra
 from policies.links import linked_issues
 from policies.model import Actor, TicketKey
 from policies.parser import ParsedComment
-from policies.transitions import roles_in_rows
+from policies.transitions import deciding_roles, roles_in_rows
 
 log = structlog.get_logger(__name__)
 
@@ -106,9 +106,11 @@ class CommandRun:
         command = self.parsed.command
         assert command is not None
         try:
+            deciding = deciding_roles(command)  # then the first role held is all that counts
             roles = await services.roles.roles(
-                f.installation_id, f.repository, f.author, rules, roles_in_rows(command)
-            )
+                f.installation_id, f.repository, f.author, rules, deciding or roles_in_rows(command),
+                first_only=deciding is not None,
+            )  # fmt: skip
             issue = (
                 await services.github.issue(f.installation_id, f.repository, number)
                 if _reads_issue(command)

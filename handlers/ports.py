@@ -366,9 +366,20 @@ class Roles(Protocol):
     """Who holds which role, asked of GitHub when a command executes."""
 
     async def roles(
-        self, installation_id: int, repository: str, login: str, rules: Rules, among: Iterable[Role]
+        self,
+        installation_id: int,
+        repository: str,
+        login: str,
+        rules: Rules,
+        among: Iterable[Role],
+        *,
+        first_only: bool = False,
     ) -> frozenset[Role]:
-        """The roles `login` holds now (of `among`); `CannotVerify` when GitHub will not say."""
+        """The roles `login` holds now (of `among`); `CannotVerify` when GitHub will not say.
+
+        `first_only`: only the first of `among`, in its order, that `login` holds (nothing more
+        is asked of GitHub once it is found).
+        """
 
 
 @dataclass(frozen=True)

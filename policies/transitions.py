@@ -126,6 +126,20 @@ def roles_in_rows(command: Command) -> frozenset[Role]:
     return frozenset(allowed | {row.backed_by for row in rows if row.backed_by is not None})
 
 
+def deciding_roles(command: Command) -> tuple[Role, ...] | None:
+    """The roles, in order, that alone decide who may run `command` in any state, when there is
+    such a list: every row of it allows the same roles and no relation. Then the first of them the
+    actor holds is all `decide` can use (it records that one), so resolving may stop there."""
+    variant = command.mode if isinstance(command, Accept) else None
+    rows = rows_for(command.name, variant)
+    orders = {row.allowed for row in rows}
+    if len(orders) != 1 or any(row.backed_by is not None for row in rows):
+        return None
+    (order,) = orders
+    roles = tuple(q for q in order if isinstance(q, Role))
+    return roles if len(roles) == len(order) else None
+
+
 def mermaid_diagram(transitions: tuple[Transition, ...] = TRANSITIONS) -> str:
     """The work rail as a Mermaid state diagram, one arrow per source of each row."""
     lines = ["stateDiagram-v2"]

@@ -181,9 +181,16 @@ class RolesAdapter:
         self._github = github
 
     async def roles(
-        self, installation_id: int, repository: str, login: str, rules: Rules, among: Iterable[Role]
+        self,
+        installation_id: int,
+        repository: str,
+        login: str,
+        rules: Rules,
+        among: Iterable[Role],
+        *,
+        first_only: bool = False,
     ) -> frozenset[Role]:
-        """The roles `login` holds now, of `among`."""
+        """The roles `login` holds now, of `among` (only the first held, in order, if asked)."""
         return await RoleResolver(self._github, installation_id, repository).roles(
-            login, rules.roles, among=among
+            login, rules.roles, among=among, first_only=first_only
         )

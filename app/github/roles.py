@@ -60,18 +60,28 @@ class RoleResolver:
         self._permission: dict[str, str] = {}
 
     async def roles(
-        self, login: str, role_lists: RoleLists, among: Iterable[Role] | None = None
+        self,
+        login: str,
+        role_lists: RoleLists,
+        among: Iterable[Role] | None = None,
+        *,
+        first_only: bool = False,
     ) -> frozenset[Role]:
-        """The roles `login` holds now under the role lists in force (of `among`, when only those matter)."""
+        """The roles `login` holds now under the role lists in force (of `among`, when only those
+        matter; with `first_only`, just the first of `among`, in its order, that it holds)."""
         held: set[Role] = set()
-        wanted = set(among) if among is not None else set(Role)
-        for role in (role for role in Role if role in wanted):
+        order = (
+            list(among) if first_only and among is not None else [r for r in Role if r in set(among or Role)]
+        )
+        for role in order:
             entries = role_lists.get(role)
             if entries is None:
                 if role in roles_from_permission(await self._permission_of(login)):
                     held.add(role)
             elif await self._named(login, entries):
                 held.add(role)
+            if held and first_only:
+                break
         return frozenset(held)
 
     async def _named(self, login: str, entries: Sequence[Named]) -> bool:

@@ -2,9 +2,12 @@
 repositories of this app's installations their user token can read.
 
 `GET /user/installations` and `GET /user/installations/{id}/repositories` (user-to-server
-token, as GitHub documents) list only what the person holds an explicit permission on. The
-answer is kept per token for at most `RECHECK_SECONDS` (5 minutes); each re-check sends the
-ETags it holds as `If-None-Match`, so an unchanged list costs a 304 and no rate limit.
+token, as GitHub documents) list only what the person holds an explicit permission on. A
+repository railyard serves that no list names (a public one, or any when the token cannot list
+installations) is asked about alone: `GET /repos/{owner}/{repo}` with the token, readable when
+GitHub gives it `pull`. Every answer is kept per token for at most `RECHECK_SECONDS` (5
+minutes); each re-check sends the ETags it holds as `If-None-Match`, so an unchanged answer
+costs a 304 and no rate limit.
 """
 
 from __future__ import annotations
@@ -71,6 +74,8 @@ class Access:
     # (token hash, url) -> (ETag, body, next page): what a 304 stands for
     _etags: dict[tuple[str, str], tuple[str, Any, str | None]] = field(default_factory=dict)
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    # (token hash, lowercase full name) -> (what GitHub said of that one repository, when)
+    _single: OrderedDict[tuple[str, str], tuple[Readable | None, float]] = field(default_factory=OrderedDict)
 
     @property
     def client(self) -> httpx.AsyncClient:
@@ -109,7 +114,12 @@ class Access:
 
     async def person(self, token: str) -> Person:
         """Who the token belongs to (`GET /user`)."""
-        body, _ = await self._get(token, ENDPOINTS["get_user"].path)
+        try:
+            body, _ = await self._get(token, ENDPOINTS["get_user"].path)
+        except AccessError as error:
+            if error.status in (403, 404):  # not a person's token: as good as none
+                raise AccessError(401, "GitHub does not say whose token this is") from None
+            raise
         if not isinstance(body, dict) or not isinstance(body.get("id"), int):
             raise AccessError(502, "GitHub's answer to GET /user had no account id")
         return Person(body["id"], str(body.get("login", "")))
@@ -121,9 +131,15 @@ class Access:
         if not fresh and checked is not None and self.clock() - checked.at < RECHECK_SECONDS:
             return checked.repositories
         repositories: dict[str, Readable] = {}
-        for installation in await self._pages(
-            token, ENDPOINTS["list_user_installations"].path, "installations"
-        ):
+        try:
+            installations = await self._pages(
+                token, ENDPOINTS["list_user_installations"].path, "installations"
+            )
+        except AccessError as error:
+            if error.status not in (403, 404):  # 403: a token that cannot list app installations
+                raise
+            installations = []
+        for installation in installations:
             installation_id = int(installation["id"])
             path = ENDPOINTS["list_user_installation_repositories"].path.format(
                 installation_id=quote(str(installation_id), safe="")
@@ -134,12 +150,35 @@ class Access:
         self._remember(key, _Checked(repositories, self.clock()))
         return repositories
 
+    async def one(self, token: str, full_name: str) -> Readable | None:
+        """The repository, when GitHub says the token can read it (`GET /repos/{owner}/{repo}`)."""
+        key = (_token_key(token), full_name.lower())
+        cached = self._single.get(key)
+        if cached is not None and self.clock() - cached[1] < RECHECK_SECONDS:
+            return cached[0]
+        owner, _, name = full_name.partition("/")
+        try:
+            body, _ = await self._get(token, f"/repos/{quote(owner, safe='')}/{quote(name, safe='')}")
+        except AccessError as error:
+            if error.status not in (403, 404):
+                raise
+            body = None
+        found = None
+        if isinstance(body, dict) and _can_pull(body):
+            found = Readable(str(body.get("full_name") or full_name), bool(body.get("private")), 0)
+        self._single[key] = (found, self.clock())
+        while len(self._single) > _REMEMBERED * 10:
+            self._single.popitem(last=False)
+        return found
+
     def forget(self, token: str) -> None:
         """Drop what is cached for `token` (on sign-out)."""
         key = _token_key(token)
         self._checked.pop(key, None)
         for cached in [k for k in self._etags if k[0] == key]:
             del self._etags[cached]
+        for single in [k for k in self._single if k[0] == key]:
+            del self._single[single]
 
     def _remember(self, key: str, checked: _Checked) -> None:
         self._checked[key] = checked
@@ -181,14 +220,24 @@ class Access:
             _, body, next_url = self._etags[key]
             return body, next_url
         next_url = response.links.get("next", {}).get("url")
-        if response.status_code in (401, 403):
+        if response.status_code == 401:
             raise AccessError(401, "GitHub no longer accepts this sign-in")
+        if response.status_code in (403, 404):
+            raise AccessError(response.status_code, f"GitHub answered {response.status_code}")
         if response.status_code != 200:
             raise AccessError(502, f"GitHub answered {response.status_code}")
         body = response.json()
         if etag := response.headers.get("ETag"):
             self._etags[key] = (etag, body, next_url)
         return body, next_url
+
+
+def _can_pull(repository: dict[str, Any]) -> bool:
+    """GitHub's `permissions.pull` for the token; a public repository without them is readable."""
+    permissions = repository.get("permissions")
+    if isinstance(permissions, dict):
+        return bool(permissions.get("pull"))
+    return repository.get("private") is False
 
 
 def _token_key(token: str) -> str:

@@ -9,6 +9,7 @@ Here are only the routes: what a page shows is read by `app.web.page_reads` and 
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from urllib.parse import urlencode
 
@@ -65,17 +66,34 @@ def who(session: Session) -> dict[str, str]:
     return {"login": session.person.login, "csrf": session.csrf}
 
 
-def repository_of(request: web.Request, readable: dict[str, Readable]) -> Readable | None:
-    """The path's repository, if the person can read it."""
+async def repository_of(
+    request: web.Request, session: Session, readable: dict[str, Readable]
+) -> Readable | None:
+    """The path's repository, if the person can read it: named by their installation lists, or
+    (a repository railyard serves that no list names) by GitHub's answer about it alone."""
     name = f"{request.match_info['owner']}/{request.match_info['repo']}".lower()
-    return readable.get(name)
+    if name in readable:
+        return readable[name]
+    if name not in await served(request):
+        return None
+    return await request.app[SIGN_IN].access.one(session.token, name)
+
+
+async def served(request: web.Request) -> set[str]:
+    """The repositories railyard keeps tickets of (lowercase)."""
+    found = await asyncio.to_thread(request.app[READS].listing.repositories)
+    return {name.lower() for name, _ in found}
 
 
 async def repositories_page(
     request: web.Request, session: Session, readable: dict[str, Readable]
 ) -> web.Response:
     """`/tickets`: the repositories the person can read, each linking to its board."""
-    return html_response(document.repositories(readable.values(), **who(session)))
+    shown = dict(readable)
+    for name in sorted(await served(request) - set(readable)):
+        if (found := await request.app[SIGN_IN].access.one(session.token, name)) is not None:
+            shown[name] = found
+    return html_response(document.repositories(shown.values(), **who(session)))
 
 
 READS: web.AppKey[Reads] = web.AppKey("page_reads", Reads)
@@ -83,7 +101,7 @@ READS: web.AppKey[Reads] = web.AppKey("page_reads", Reads)
 
 async def board(request: web.Request, session: Session, readable: dict[str, Readable]) -> web.Response:
     """The board of a repository the person can read; 404 otherwise."""
-    found = repository_of(request, readable)
+    found = await repository_of(request, session, readable)
     if found is None:
         return not_found(**who(session))
     shown = await read_board(request.app[READS].listing, found.full_name, request.query)
@@ -92,7 +110,7 @@ async def board(request: web.Request, session: Session, readable: dict[str, Read
 
 async def ticket(request: web.Request, session: Session, readable: dict[str, Readable]) -> web.Response:
     """A ticket of a repository the person can read; the same 404 for anything missing."""
-    found = repository_of(request, readable)
+    found = await repository_of(request, session, readable)
     if found is None:
         return not_found(**who(session))
     key = TicketKey(found.full_name, int(request.match_info["number"]))
@@ -105,7 +123,7 @@ async def ticket(request: web.Request, session: Session, readable: dict[str, Rea
 
 async def report(request: web.Request, session: Session, readable: dict[str, Readable]) -> web.Response:
     """The report of a readable repository for `?since=` (default: the whole record); 404 otherwise."""
-    found = repository_of(request, readable)
+    found = await repository_of(request, session, readable)
     if found is None:
         return not_found(**who(session))
     since = parse_since(request.query.get("since", ""))

@@ -19,12 +19,23 @@ class FakeRoles:
     asked: list[tuple[str, frozenset[Role]]] = field(default_factory=list)
 
     async def roles(
-        self, installation_id: int, repository: str, login: str, rules: Rules, among: Iterable[Role]
+        self,
+        installation_id: int,
+        repository: str,
+        login: str,
+        rules: Rules,
+        among: Iterable[Role],
+        *,
+        first_only: bool = False,
     ) -> frozenset[Role]:
-        """The roles given for `login`, of `among`; `CannotVerify` for an `unverifiable` login."""
-        wanted = frozenset(among)
-        self.asked.append((login, wanted))
+        """The roles given for `login`, of `among` (the first held only, if asked); `CannotVerify`
+        for an `unverifiable` login."""
+        order = tuple(among)
+        self.asked.append((login, frozenset(order)))
         if login.casefold() in {name.casefold() for name in self.unverifiable}:
             raise CannotVerify(f"GitHub did not say whether @{login} is in a team")
         folded = {name.casefold(): roles for name, roles in self.by_login.items()}
-        return folded.get(login.casefold(), frozenset()) & wanted
+        held = folded.get(login.casefold(), frozenset())
+        if first_only:
+            return frozenset(next(([r] for r in order if r in held), []))
+        return held & frozenset(order)

@@ -115,3 +115,18 @@ async def test_a_403_on_team_membership_is_cannot_verify_not_a_no(github: GitHub
 def test_unknown_permissions_grant_nothing() -> None:
     """A custom repository role railyard does not know is treated as no role."""
     assert roles_from_permission("custom-auditor") == frozenset()
+
+
+async def test_first_only_stops_asking_once_a_role_is_held(github: GitHubClient) -> None:
+    """With `first_only`, a requester's task_owner team is never asked (a 404 GitHub would count)."""
+    config = parse_repository_config(
+        'roles:\n  requester: ["@acme/product"]\n  task_owner: ["@acme/leads"]\n'
+    )
+    membership("product", "rachel", "active")
+    leads = respx.get(MEMBERSHIP.format(team="leads", login="rachel")).mock(return_value=httpx.Response(404))
+    among = (Role.REQUESTER, Role.TASK_OWNER)
+    resolver = RoleResolver(github, 7, REPO)
+    assert await resolver.roles("rachel", config.roles, among, first_only=True) == {Role.REQUESTER}
+    assert not leads.called
+    assert await RoleResolver(github, 7, REPO).roles("rachel", config.roles, among) == {Role.REQUESTER}
+    assert leads.called
