@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.web_world import HOSTILE, PRIVATE_REPO, WebWorld, seed_tickets, web_world
+from tests.github_standin import Fault
 
 
 @pytest.fixture
@@ -89,3 +90,25 @@ async def test_an_account_without_access_sees_nothing_of_a_private_repository(we
         assert "vault" not in text.lower()
     status, board = await page(web, "olivia", f"/tickets/{PRIVATE_REPO}")
     assert status == 200 and f'href="/tickets/{PRIVATE_REPO}/7"' in board
+
+
+async def test_a_public_repository_without_an_explicit_permission_is_readable_by_githubs_answer(
+    web: WebWorld,
+) -> None:
+    """rita holds no permission on acme/web (no installation list names it for her), but GitHub
+    says she can read it (public): its board shows; the private acme/vault still answers 404."""
+    assert ("acme/web", "rita") not in web.github.permissions
+    _, listing = await page(web, "rita", "/tickets")
+    assert 'href="/tickets/acme/web"' in listing and PRIVATE_REPO not in listing
+    status, board = await page(web, "rita", "/tickets/acme/web")
+    assert status == 200 and 'href="/tickets/acme/web/12"' in board
+    assert (await page(web, "rita", f"/tickets/{PRIVATE_REPO}"))[0] == 404
+
+
+async def test_a_token_that_cannot_list_installations_still_sees_what_it_can_read(web: WebWorld) -> None:
+    """GitHub answers 403 to the installation list (a token that is not the app's): the served
+    repositories are asked about one by one, and only what GitHub says is readable shows."""
+    web.github.inject("GET", r"^/user/installations$", *[Fault(status=403)] * 6)
+    status, board = await page(web, "olivia", f"/tickets/{PRIVATE_REPO}")
+    assert status == 200 and f'href="/tickets/{PRIVATE_REPO}/7"' in board
+    assert (await page(web, "mallory", f"/tickets/{PRIVATE_REPO}"))[0] == 404
