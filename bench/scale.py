@@ -107,6 +107,7 @@ class Result:
     machine: tuple[float, float]  # busy, iowait shares of all cores while draining
     postgres: tuple[int, int, float]  # commits, WAL syncs, seconds syncing
     runs: list[int]  # processing runs per process, most first
+    idle: float  # CPU seconds per second the railyard processes used before any delivery came
     checks: Checks
 
     @property
@@ -129,6 +130,12 @@ class Result:
             f"  CPU s while draining: {parts} = {used:.1f} of {cores * self.drained:.1f} "
             f"({used / (cores * self.drained):.0%}); machine busy {self.machine[0]:.0%}, "
             f"iowait {self.machine[1]:.0%}"
+        )
+        railyard = sum(v for k, v in self.cpu.items() if k.startswith(("serve", "worker")))
+        print(
+            f"  CPU ms per delivery: {1000 * used / self.deliveries:.0f} in all, "
+            f"{1000 * railyard / self.deliveries:.0f} in railyard's processes; "
+            f"idle, before the backlog, they used {self.idle:.2f} CPU s per second"
         )
         commits, syncs, sync_seconds = self.postgres
         print(
@@ -203,7 +210,11 @@ async def until(condition: str, database: Database, deadline: float) -> float | 
     began = time.monotonic()
     while time.monotonic() < deadline:
         depth, _ = await asyncio.to_thread(queue_depth, database)
-        effects = 0 if condition == "drained" else (await asyncio.to_thread(effect_counts, database)).get("pending", 0)
+        effects = (
+            0
+            if condition == "drained"
+            else (await asyncio.to_thread(effect_counts, database)).get("pending", 0)
+        )
         if depth == 0 and effects == 0:
             return time.monotonic() - began
         await asyncio.sleep(0.05)
@@ -236,6 +247,17 @@ def cpu_by_kind(
     }
 
 
+async def idle_cpu(
+    servers: list[ServerProcess], worker_processes: list[subprocess.Popen[bytes]], standin: StandinProcess,
+    cluster: PrivateCluster, seconds: float = 2.0,
+) -> float:  # fmt: skip
+    """CPU seconds per second the servers and workers spend with nothing to do (their polling)."""
+    before = cpu_by_kind(servers, worker_processes, standin, cluster)
+    await asyncio.sleep(seconds)
+    after = cpu_by_kind(servers, worker_processes, standin, cluster)
+    return sum(after[k] - before[k] for k in before if k.startswith(("serve", "worker"))) / seconds
+
+
 async def configuration(count: int, options: Options, cluster: PrivateCluster, workdir: Path) -> Result:
     """Drain the backlog with two servers and `count` workers on a fresh database and stand-in."""
     name = f"scale_{count}_{uuid.uuid4().hex[:6]}"
@@ -260,6 +282,7 @@ async def configuration(count: int, options: Options, cluster: PrivateCluster, w
                 for server in servers:
                     await start(server)
                 await ready(worker_processes, folder)
+                idle = await idle_cpu(servers, worker_processes, standin, cluster)
                 cpu_before = cpu_by_kind(servers, worker_processes, standin, cluster)
                 machine_before, pg_before = machine_ticks(), postgres_figures(admin, name)
                 began = time.monotonic()
@@ -290,7 +313,7 @@ async def configuration(count: int, options: Options, cluster: PrivateCluster, w
     cpu = {kind: cpu_after[kind] - cpu_before[kind] for kind in cpu_before}
     pg = (pg_after[0] - pg_before[0], pg_after[1] - pg_before[1], (pg_after[2] - pg_before[2]) / 1000)
     shares = (delta[0] / sum(delta), delta[2] / sum(delta))
-    return Result(count, sent, intake, drained, settled, cpu, shares, pg, runs, checks)
+    return Result(count, sent, intake, drained, settled, cpu, shares, pg, runs, idle, checks)
 
 
 async def bench(options: Options) -> list[Result]:
@@ -298,7 +321,9 @@ async def bench(options: Options) -> list[Result]:
     cluster = PrivateCluster()
     await asyncio.to_thread(cluster.start)
     try:
-        with psycopg.connect(f"postgresql://postgres@127.0.0.1:{cluster.port}/postgres", autocommit=True) as c:
+        with psycopg.connect(
+            f"postgresql://postgres@127.0.0.1:{cluster.port}/postgres", autocommit=True
+        ) as c:
             c.execute("ALTER SYSTEM SET track_wal_io_timing = on")  # pg_stat_wal's sync times
             c.execute("SELECT pg_reload_conf()")
         with tempfile.TemporaryDirectory(prefix="railyard-scale-") as directory:

@@ -131,8 +131,11 @@ class Checks:
         return f"{check}: pass" if not found else f"{check}: FAIL ({len(found)}: {'; '.join(found[:3])})"
 
 
-ORDER, ONCE, LIMITS, DONE = "per-ticket order kept", "no effect twice", "shared rate limit respected", (
-    "every delivery processed"
+ORDER, ONCE, LIMITS, DONE = (
+    "per-ticket order kept",
+    "no effect twice",
+    "shared rate limit respected",
+    ("every delivery processed"),
 )
 
 
@@ -166,7 +169,11 @@ def check_deliveries(database: Database, sent: int, checks: Checks) -> None:
     """Every delivery sent is stored and done."""
     with database.read() as connection:
         statuses = Counter(
-            dict(connection.execute(text("SELECT status, count(*) FROM webhook_deliveries GROUP BY status")).all())
+            dict(
+                connection.execute(
+                    text("SELECT status, count(*) FROM webhook_deliveries GROUP BY status")
+                ).all()
+            )
         )
     if statuses.get("done", 0) != sent:
         checks.fail(DONE, f"{sent} sent, stored: {dict(statuses)}")
@@ -175,7 +182,9 @@ def check_deliveries(database: Database, sent: int, checks: Checks) -> None:
 def check_once(standin: StandinProcess, tickets: list[Ticket], checks: Checks) -> None:
     """From the stand-in's record of writes: one status comment created per ticket, at most one
     reaction per command comment, at most one assignment per /claim."""
-    writes = [c for c in standin.calls() if c["method"] in ("POST", "PATCH") and 200 <= c["status"] < 300]
+    calls = standin.calls()
+    tokens = sum(c["path"].endswith("/access_tokens") for c in calls)
+    writes = [c for c in calls if c["method"] in ("POST", "PATCH") and 200 <= c["status"] < 300]
     created: Counter[str] = Counter()
     assigned: Counter[str] = Counter()
     reacted: Counter[str] = Counter()
@@ -193,13 +202,16 @@ def check_once(standin: StandinProcess, tickets: list[Ticket], checks: Checks) -
             checks.fail(ONCE, f"{ticket.repository}: {created[ticket.repository]} status comments created")
         claims = sum(c.body == "/claim" for c in ticket.commands)
         if assigned[ticket.repository] > claims:
-            checks.fail(ONCE, f"{ticket.repository}: {assigned[ticket.repository]} assignments, {claims} claim")
+            checks.fail(
+                ONCE, f"{ticket.repository}: {assigned[ticket.repository]} assignments, {claims} claim"
+            )
     for path, n in reacted.items():
         if n > 1:
             checks.fail(ONCE, f"{n} reactions on {path}")
     checks.notes.append(
         f"writes: {sum(created.values())} status comments created, {sum(reacted.values())} reactions, "
-        f"{sum(assigned.values())} assignments, {len(writes)} writes in all"
+        f"{sum(assigned.values())} assignments, {len(writes)} writes in all; "
+        f"GitHub calls {len(calls)}, of which {tokens} installation tokens"
     )
 
 
@@ -211,7 +223,9 @@ def check_limits(standin: StandinProcess, injected: int, checks: Checks) -> None
         checks.fail(LIMITS, f"only {len(watched['limits'])} of {injected} Retry-Afters were answered")
     for installation, method, path, since, left in watched["ignored"]:
         checks.fail(LIMITS, f"installation {installation}: {method} {path} {since} s after, {left} s early")
-    checks.notes.append(f"Retry-Afters answered: {len(watched['limits'])}; calls during one: {len(watched['ignored'])}")
+    checks.notes.append(
+        f"Retry-Afters answered: {len(watched['limits'])}; calls during one: {len(watched['ignored'])}"
+    )
 
 
 # --- where the CPU time went ----------------------------------------------------------------------
