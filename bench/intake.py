@@ -8,7 +8,11 @@ Drives a real `railyard serve` (a subprocess, the worker running inside it) over
    from each request's scheduled send time (no coordinated omission); prints p50/p99;
 3. for reference, full load again against the intake alone (`bench/intake_alone.py`: the same
    server with no worker), to show what the worker in the same process costs;
-4. drain: 5,000 stored `installation_repositories` deliveries processed by the worker.
+4. side by side, full load and the fixed rate again against a stateless aiohttp bot
+   (`bench/stateless_bot.py`: verifies the signature, parses the JSON, answers 202, stores
+   nothing) on the same payloads, and the ratios railyard/stateless of the full-load rate and
+   of the p99 at the fixed rate: figures that mean something on any machine;
+5. drain: 5,000 stored `installation_repositories` deliveries processed by the worker.
 
     python bench/intake.py [--postgres URL] [--seconds 10]
 """
@@ -164,6 +168,14 @@ def queue_counts(database_url: str) -> tuple[int, int]:
     return pending, total - pending
 
 
+def latency_figures(latencies: list[float]) -> str:
+    """A fixed-rate run's percentiles, as printed."""
+    return (
+        f"p50={percentile(latencies, 0.50):.2f} ms  p99={percentile(latencies, 0.99):.2f} ms  "
+        f"max={latencies[-1]:.2f} ms  n={len(latencies)}"
+    )
+
+
 def percentile(values: list[float], fraction: float) -> float:
     """The value below which `fraction` of the sorted values fall."""
     return values[min(len(values) - 1, int(fraction * len(values)))]
@@ -185,8 +197,8 @@ async def bench(label: str, database_url: str, workdir: Path, seconds: int) -> N
     server = ServerProcess(env=env, cwd=workdir)
     await server.start()
     try:
-        full = run_wrk(server.url, body_file, signature, seconds, 16)
-        print(f"{label:<10} full load (wrk -t2 -c16, {len(body)} B): {wrk_figures(full)}", flush=True)
+        full_load = run_wrk(server.url, body_file, signature, seconds, 16)
+        print(f"{label:<10} full load (wrk -t2 -c16, {len(body)} B): {wrk_figures(full_load)}", flush=True)
         pending, processed = queue_counts(database_url)
         print(
             f"{label:<10} meanwhile the worker processed {processed} ({processed / seconds:.0f}/s; "
@@ -194,11 +206,7 @@ async def bench(label: str, database_url: str, workdir: Path, seconds: int) -> N
             flush=True,
         )
         latencies = await fixed_rate(server.url, body, signature, 1000, seconds)
-        print(
-            f"{label:<10} fixed 1000/s for {seconds}s: p50={percentile(latencies, 0.50):.2f} ms  "
-            f"p99={percentile(latencies, 0.99):.2f} ms  max={latencies[-1]:.2f} ms  n={len(latencies)}",
-            flush=True,
-        )
+        print(f"{label:<10} fixed 1000/s for {seconds}s: {latency_figures(latencies)}", flush=True)
         _, processed_after = queue_counts(database_url)
         print(
             f"{label:<10} meanwhile the worker processed {processed_after - processed} "
@@ -216,7 +224,40 @@ async def bench(label: str, database_url: str, workdir: Path, seconds: int) -> N
         print(f"{label:<10} for reference, intake alone (no worker): {wrk_figures(full)}", flush=True)
     finally:
         alone.stop()
+    await side_by_side(label, (full_load, latencies), env, workdir, body_file, signature, seconds)
     await drain(label, database_url, workdir, env)
+
+
+async def side_by_side(
+    label: str,
+    railyard: tuple[dict[str, float], list[float]],
+    env: dict[str, str],
+    workdir: Path,
+    body_file: Path,
+    signature: str,
+    seconds: int,
+) -> None:
+    """The stateless bot under the same full load and fixed rate; railyard/stateless ratios."""
+    bot = ServerProcess(
+        env=env, cwd=workdir, command=[sys.executable, str(ROOT / "bench" / "stateless_bot.py")]
+    )
+    await bot.start()
+    try:
+        full = run_wrk(bot.url, body_file, signature, seconds, 16)
+        print(f"{label:<10} stateless bot, full load: {wrk_figures(full)}", flush=True)
+        latencies = await fixed_rate(bot.url, body_file.read_bytes(), signature, 1000, seconds)
+        print(
+            f"{label:<10} stateless bot, fixed 1000/s for {seconds}s: {latency_figures(latencies)}",
+            flush=True,
+        )
+    finally:
+        bot.stop()
+    p99 = percentile(railyard[1], 0.99) / percentile(latencies, 0.99)
+    print(
+        f"{label:<10} railyard/stateless: full load {railyard[0]['rate'] / full['rate']:.2f}x the rate, "
+        f"p99 at 1000/s {p99:.2f}x the latency",
+        flush=True,
+    )
 
 
 async def drain(label: str, database_url: str, workdir: Path, env: dict[str, str]) -> None:
