@@ -37,6 +37,7 @@ import json
 import os
 import re
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -51,7 +52,6 @@ sys.path.insert(0, str(ROOT))
 
 import aiohttp
 import psycopg
-from sqlalchemy import text
 
 from app.store.database import Database
 from app.store.effects import effect_counts
@@ -64,6 +64,7 @@ from bench.scale_backlog import (
     ONCE,
     ORDER,
     Checks,
+    Runs,
     Ticket,
     backlog,
     check_deliveries,
@@ -74,6 +75,7 @@ from bench.scale_backlog import (
     machine_ticks,
     payload,
     postgres_cpu,
+    runs,
     seed,
 )
 from tests.fakes import ServerProcess, server_env, signed_headers
@@ -91,6 +93,7 @@ class Options:
     per_installation: int = 2
     limit_every: int = 10
     workers: tuple[int, ...] = (1, 2, 4)
+    rounds: int = 1
     settle: float = 90.0
 
 
@@ -106,7 +109,7 @@ class Result:
     cpu: dict[str, float]
     machine: tuple[float, float]  # busy, iowait shares of all cores while draining
     postgres: tuple[int, int, float]  # commits, WAL syncs, seconds syncing
-    runs: list[int]  # processing runs per process, most first
+    runs: Runs
     idle: float  # CPU seconds per second the railyard processes used before any delivery came
     checks: Checks
 
@@ -304,16 +307,13 @@ async def configuration(count: int, options: Options, cluster: PrivateCluster, w
         check_order(database, tickets, checks)
         check_once(standin, tickets, checks)
         check_limits(standin, len(limited), checks)
-    with database.read() as connection:
-        runs = [n for (n,) in connection.execute(
-            text("SELECT count(*) FROM delivery_runs GROUP BY worker ORDER BY count(*) DESC")
-        ).all()]  # fmt: skip
+    spread = runs(database)
     database.close()
     delta = [after - before for after, before in zip(machine_after, machine_before, strict=True)]
     cpu = {kind: cpu_after[kind] - cpu_before[kind] for kind in cpu_before}
     pg = (pg_after[0] - pg_before[0], pg_after[1] - pg_before[1], (pg_after[2] - pg_before[2]) / 1000)
     shares = (delta[0] / sum(delta), delta[2] / sum(delta))
-    return Result(count, sent, intake, drained, settled, cpu, shares, pg, runs, idle, checks)
+    return Result(count, sent, intake, drained, settled, cpu, shares, pg, spread, idle, checks)
 
 
 async def bench(options: Options) -> list[Result]:
@@ -328,10 +328,12 @@ async def bench(options: Options) -> list[Result]:
             c.execute("SELECT pg_reload_conf()")
         with tempfile.TemporaryDirectory(prefix="railyard-scale-") as directory:
             results = []
-            for count in options.workers:
-                result = await configuration(count, options, cluster, Path(directory))
-                result.print()
-                results.append(result)
+            for round_ in range(options.rounds):
+                for count in options.workers:
+                    print(f"round {round_ + 1}: ", end="")
+                    result = await configuration(count, options, cluster, Path(directory))
+                    result.print()
+                    results.append(result)
             return results
     finally:
         await asyncio.to_thread(cluster.stop)
@@ -347,19 +349,22 @@ def main() -> None:
     parser.add_argument("--tickets-per-installation", type=int, default=2)
     parser.add_argument("--limit-every", type=int, default=10, help="a Retry-After on every Nth ticket")
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2, 4])
+    parser.add_argument("--rounds", type=int, default=1, help="run every configuration this many times")
     args = parser.parse_args()
     if args.deliveries_per_ticket < 4 or args.deliveries_per_ticket % 2:
         parser.error("--deliveries-per-ticket must be even and at least 4")
     options = Options(
         args.tickets, args.deliveries_per_ticket, args.tickets_per_installation, args.limit_every,
-        tuple(args.workers),
+        tuple(args.workers), args.rounds,
     )  # fmt: skip
     load = " ".join(f"{v:.2f}" for v in os.getloadavg())
     print(f"cores={os.cpu_count()}  load average before: {load}  python={sys.version.split()[0]}", flush=True)
     results = asyncio.run(bench(options))
-    base = results[0]
-    ratios = "  ".join(f"{r.workers}/{base.workers}: {r.rate / base.rate:.2f}" for r in results[1:])
-    print(f"drain rate ratios: {ratios}")
+    rates = {n: statistics.median(r.rate for r in results if r.workers == n) for n in options.workers}
+    base = options.workers[0]
+    ratios = "  ".join(f"{n}/{base}: {rates[n] / rates[base]:.2f}" for n in options.workers[1:])
+    medians = ", ".join(f"{n} workers {rate:.1f}/s" for n, rate in rates.items())
+    print(f"drain rates (median of {options.rounds}): {medians}; ratios: {ratios}")
     sys.exit(1 if any(r.checks.failures for r in results) else 0)
 
 

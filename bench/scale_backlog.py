@@ -263,3 +263,40 @@ def machine_ticks() -> tuple[int, int, int]:
     values = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
     idle, iowait = values[3], values[4]
     return sum(values) - idle - iowait, idle, iowait
+
+
+@dataclass
+class Runs:
+    """The workers' processing runs (delivery_runs): how the work spread and how long it took."""
+
+    per_process: list[int]  # runs per process, most first
+    seconds: float  # all runs' durations added up
+    count: int
+    longest_ticket: float  # the most any one ticket's runs took, added up: its runs cannot overlap
+
+    def line(self, drained: float) -> str:
+        """Printed: spread, mean duration, runs in flight on average, the longest ticket's chain."""
+        mean = 1000 * self.seconds / self.count
+        return (
+            f"processing runs per process {self.per_process}; a run takes {mean:.0f} ms on average,"
+            f" {self.seconds / drained:.1f} in flight on average; the longest ticket's runs "
+            f"add up to {self.longest_ticket:.1f} s of the {drained:.1f} s drain"
+        )
+
+
+def runs(database: Database) -> Runs:
+    """What delivery_runs recorded."""
+    with database.read() as connection:
+        rows = connection.execute(
+            text(
+                "SELECT r.worker, d.ordering_key, r.finished_at - r.started_at FROM delivery_runs r "
+                "JOIN webhook_deliveries d ON d.seq = r.delivery_seq"
+            )
+        ).all()
+    per_worker: Counter[str] = Counter()
+    per_ticket: Counter[str] = Counter()
+    for worker, key, seconds in rows:
+        per_worker[worker] += 1
+        per_ticket[key] += seconds
+    longest = max(per_ticket.values(), default=0.0)
+    return Runs(sorted(per_worker.values(), reverse=True), sum(r[2] for r in rows), len(rows), longest)
