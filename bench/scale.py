@@ -118,11 +118,11 @@ class Result:
         """Deliveries drained per second."""
         return self.deliveries / self.drained
 
-    def print(self) -> None:
-        """The configuration's lines."""
+    def print(self, heading: str) -> None:
+        """The configuration's lines, the first one starting with `heading`."""
         settled = f"{self.settled:.1f} s" if self.settled is not None else "NOT within the bound"
         print(
-            f"workers={self.workers}  deliveries={self.deliveries}  intake {self.intake:.1f} s  "
+            f"{heading}workers={self.workers}  deliveries={self.deliveries}  intake {self.intake:.1f} s  "
             f"drained {self.drained:.1f} s = {self.rate:.1f} deliveries/s  settled {settled}",
             flush=True,
         )
@@ -141,10 +141,8 @@ class Result:
             f"idle, before the backlog, they used {self.idle:.2f} CPU s per second"
         )
         commits, syncs, sync_seconds = self.postgres
-        print(
-            f"  postgres: {commits} commits, {syncs} WAL syncs taking {sync_seconds:.2f} s; "
-            f"processing runs per process: {self.runs}"
-        )
+        print(f"  postgres: {commits} commits, {syncs} WAL syncs taking {sync_seconds:.2f} s of that time")
+        print(f"  {self.runs.line(self.drained)}")
         for note in self.checks.notes:
             print(f"  {note}")
         for check in (DONE, ORDER, ONCE, LIMITS):
@@ -330,9 +328,8 @@ async def bench(options: Options) -> list[Result]:
             results = []
             for round_ in range(options.rounds):
                 for count in options.workers:
-                    print(f"round {round_ + 1}: ", end="")
                     result = await configuration(count, options, cluster, Path(directory))
-                    result.print()
+                    result.print(f"round {round_ + 1}: " if options.rounds > 1 else "")
                     results.append(result)
             return results
     finally:
