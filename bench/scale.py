@@ -94,6 +94,7 @@ class Options:
     limit_every: int = 10
     workers: tuple[int, ...] = (1, 2, 4)
     rounds: int = 1
+    idle_seconds: float = 2.0
     settle: float = 90.0
 
 
@@ -280,10 +281,8 @@ async def configuration(count: int, options: Options, cluster: PrivateCluster, w
         servers = [ServerProcess(env=env, cwd=folder) for _ in range(2)]
         try:
             with workers(count, env, folder) as worker_processes:
-                for server in servers:
-                    await start(server)
-                await ready(worker_processes, folder)
-                idle = await idle_cpu(servers, worker_processes, standin, cluster)
+                await asyncio.gather(*(start(server) for server in servers), ready(worker_processes, folder))
+                idle = await idle_cpu(servers, worker_processes, standin, cluster, options.idle_seconds)
                 cpu_before = cpu_by_kind(servers, worker_processes, standin, cluster)
                 machine_before, pg_before = machine_ticks(), postgres_figures(admin, name)
                 began = time.monotonic()
@@ -347,12 +346,15 @@ def main() -> None:
     parser.add_argument("--limit-every", type=int, default=10, help="a Retry-After on every Nth ticket")
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2, 4])
     parser.add_argument("--rounds", type=int, default=1, help="run every configuration this many times")
+    parser.add_argument(
+        "--idle-seconds", type=float, default=2.0, help="how long to watch the idle processes"
+    )
     args = parser.parse_args()
     if args.deliveries_per_ticket < 4 or args.deliveries_per_ticket % 2:
         parser.error("--deliveries-per-ticket must be even and at least 4")
     options = Options(
         args.tickets, args.deliveries_per_ticket, args.tickets_per_installation, args.limit_every,
-        tuple(args.workers), args.rounds,
+        tuple(args.workers), args.rounds, args.idle_seconds,
     )  # fmt: skip
     load = " ".join(f"{v:.2f}" for v in os.getloadavg())
     print(f"cores={os.cpu_count()}  load average before: {load}  python={sys.version.split()[0]}", flush=True)
