@@ -303,7 +303,7 @@ async def configuration(count: int, options: Options, cluster: PrivateCluster, w
         check_deliveries(database, sent, checks)
         check_order(database, tickets, checks)
         check_once(standin, tickets, checks)
-        check_limits(standin, len(limited), checks)
+        check_limits(database, standin, len({t.installation for t in limited}), checks)
     spread = runs(database)
     database.close()
     delta = [after - before for after, before in zip(machine_after, machine_before, strict=True)]

@@ -215,9 +215,16 @@ def check_once(standin: StandinProcess, tickets: list[Ticket], checks: Checks) -
     )
 
 
-def check_limits(standin: StandinProcess, injected: int, checks: Checks) -> None:
-    """The injected Retry-Afters were answered, and no call reached their installation before
-    the pause ended (the stand-in's LimitWatch, with its one-second grace for calls in flight)."""
+def check_limits(database: Database, standin: StandinProcess, injected: int, checks: Checks) -> None:
+    """The injected Retry-Afters were answered and stored as the installations' shared pause, and
+    no call reached their installation before the pause ended (the stand-in's LimitWatch, with
+    its one-second grace for calls in flight)."""
+    with database.read() as connection:
+        paused = connection.execute(
+            text("SELECT count(*) FROM installation_limits WHERE paused_until > 0")
+        ).scalar_one()
+    if paused < injected:
+        checks.fail(LIMITS, f"{paused} installations hold a shared pause, {injected} were limited")
     watched = standin.limits()
     if len(watched["limits"]) < injected:
         checks.fail(LIMITS, f"only {len(watched['limits'])} of {injected} Retry-Afters were answered")
