@@ -231,7 +231,8 @@ def check_limits(database: Database, standin: StandinProcess, injected: int, che
     for installation, method, path, since, left in watched["ignored"]:
         checks.fail(LIMITS, f"installation {installation}: {method} {path} {since} s after, {left} s early")
     checks.notes.append(
-        f"Retry-Afters answered: {len(watched['limits'])}; calls during one: {len(watched['ignored'])}"
+        f"Retry-Afters answered: {len(watched['limits'])}, stored as a shared pause: {paused}; "
+        f"calls during one: {len(watched['ignored'])}"
     )
 
 
