@@ -22,16 +22,8 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_the_scale_bench_drains_a_tiny_backlog_and_every_check_passes() -> None:
     """Two servers and one worker on a private cluster drain two tickets' commands; the bench
     prints the drain rate and the ratio line, and order, once-only and the rate limit pass."""
-    command = [
-        sys.executable,
-        "bench/scale.py",
-        "--tickets",
-        "2",
-        "--deliveries-per-ticket",
-        "4",
-        "--workers",
-        "1",
-    ]
+    tiny = "--tickets 2 --deliveries-per-ticket 4 --workers 1 --tickets-per-installation 1 --idle-seconds 0.5"
+    command = [sys.executable, "bench/scale.py", *tiny.split()]
     run = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120)
 
     assert run.returncode == 0, run.stdout + run.stderr[-3000:]
