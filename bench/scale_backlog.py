@@ -139,19 +139,23 @@ ORDER, ONCE, LIMITS, DONE = (
 )
 
 
+def query(database: Database, sql: str) -> list[Any]:
+    """The rows of one read-only statement of ours (fixed text, no input in it)."""
+    with database.read() as connection:
+        return list(connection.execute(text(sql)).all())
+
+
 def check_order(database: Database, tickets: list[Ticket], checks: Checks) -> None:
     """Each ticket's event log names its command comments in the order their webhooks were
     sent, and every command applied."""
-    with database.read() as connection:
-        rows = connection.execute(
-            text(
-                "SELECT t.repository, e.operation_id FROM ticket_events e "
-                "JOIN tickets t ON t.id = e.ticket_id ORDER BY t.repository, e.revision"
-            )
-        ).all()
-        refused = connection.execute(
-            text("SELECT repository, operation_id, refusal_code FROM operations WHERE outcome != 'applied'")
-        ).all()
+    rows = query(
+        database,
+        "SELECT t.repository, e.operation_id FROM ticket_events e "
+        "JOIN tickets t ON t.id = e.ticket_id ORDER BY t.repository, e.revision",
+    )
+    refused = query(
+        database, "SELECT repository, operation_id, refusal_code FROM operations WHERE outcome != 'applied'"
+    )
     logged: dict[str, list[int]] = defaultdict(list)
     for repository, operation in rows:
         found = re.search(r"(\d+)$", operation)
@@ -294,13 +298,11 @@ class Runs:
 
 def runs(database: Database) -> Runs:
     """What delivery_runs recorded."""
-    with database.read() as connection:
-        rows = connection.execute(
-            text(
-                "SELECT r.worker, d.ordering_key, r.finished_at - r.started_at FROM delivery_runs r "
-                "JOIN webhook_deliveries d ON d.seq = r.delivery_seq"
-            )
-        ).all()
+    rows = query(
+        database,
+        "SELECT r.worker, d.ordering_key, r.finished_at - r.started_at FROM delivery_runs r "
+        "JOIN webhook_deliveries d ON d.seq = r.delivery_seq",
+    )
     per_worker: Counter[str] = Counter()
     per_ticket: Counter[str] = Counter()
     for worker, key, seconds in rows:
