@@ -171,14 +171,8 @@ def check_order(database: Database, tickets: list[Ticket], checks: Checks) -> No
 
 def check_deliveries(database: Database, sent: int, checks: Checks) -> None:
     """Every delivery sent is stored and done."""
-    with database.read() as connection:
-        statuses = Counter(
-            dict(
-                connection.execute(
-                    text("SELECT status, count(*) FROM webhook_deliveries GROUP BY status")
-                ).all()
-            )
-        )
+    rows = query(database, "SELECT status, count(*) FROM webhook_deliveries GROUP BY status")
+    statuses: dict[str, int] = {status: int(n) for status, n in rows}
     if statuses.get("done", 0) != sent:
         checks.fail(DONE, f"{sent} sent, stored: {dict(statuses)}")
 
