@@ -14,13 +14,14 @@ Drives a real `railyard serve` (a subprocess, the worker running inside it) over
    of the p99 at the fixed rate: figures that mean something on any machine;
 5. drain: 5,000 stored `installation_repositories` deliveries processed by the worker.
 
-    python bench/intake.py [--postgres URL] [--seconds 10] [--rate 1000]
+    python bench/intake.py [--postgres URL|private] [--seconds 10] [--rate 1000]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import re
@@ -29,6 +30,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -41,6 +43,7 @@ sys.path.insert(0, str(ROOT))
 from app.store.database import Database
 from app.store.intake import IncomingDelivery, sign, write_batch
 from app.store.queue import deliveries, queue_depth
+from bench.postgres_cluster import PrivateCluster
 from tests.fakes import WEBHOOK_SECRET, ServerProcess, example, private_key_pem, reset_schema
 
 PAYLOAD_BYTES = 13 * 1024
@@ -308,7 +311,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--postgres", help="PostgreSQL URL (its public schema is reset!)")
+    parser.add_argument(
+        "--postgres",
+        help='a PostgreSQL URL (its public schema is reset!), or "private" (a throwaway cluster)',
+    )
     parser.add_argument("--seconds", type=int, default=10)
     parser.add_argument("--rate", type=int, default=1000, help="deliveries per second in the fixed-rate part")
     args = parser.parse_args()
@@ -318,11 +324,25 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         asyncio.run(bench("sqlite", f"sqlite:///{folder}/intake.db", Path(folder), args.seconds, args.rate))
     if args.postgres:
-        database = Database(args.postgres)
+        with postgres(args.postgres) as url, tempfile.TemporaryDirectory() as folder:
+            asyncio.run(bench("postgresql", url, Path(folder), args.seconds, args.rate))
+
+
+@contextlib.contextmanager
+def postgres(url: str) -> Iterator[str]:
+    """The URL given, its schema reset; or with "private", a throwaway cluster of our own."""
+    if url != "private":
+        database = Database(url)
         reset_schema(database)
         database.close()
-        with tempfile.TemporaryDirectory() as folder:
-            asyncio.run(bench("postgresql", args.postgres, Path(folder), args.seconds, args.rate))
+        yield url
+        return
+    cluster = PrivateCluster()
+    cluster.start()
+    try:
+        yield cluster.create_database("intake")
+    finally:
+        cluster.stop()
 
 
 if __name__ == "__main__":
