@@ -4,19 +4,24 @@ Drives a real `railyard serve` (a subprocess, the worker running inside it) over
 
 1. full load: `wrk` (Debian's package) posting signed 13 KB `issue_comment` deliveries, each
    with its own delivery id, from 16 connections; prints acknowledged deliveries per second;
-2. fixed rate: 1,000 deliveries per second for 10 s from an asyncio client, latency measured
+2. fixed rate: 1,000 deliveries per second (`--rate`) for 10 s from an asyncio client, latency measured
    from each request's scheduled send time (no coordinated omission); prints p50/p99;
 3. for reference, full load again against the intake alone (`bench/intake_alone.py`: the same
    server with no worker), to show what the worker in the same process costs;
-4. drain: 5,000 stored `installation_repositories` deliveries processed by the worker.
+4. side by side, full load and the fixed rate again against a stateless aiohttp bot
+   (`bench/stateless_bot.py`: verifies the signature, parses the JSON, answers 202, stores
+   nothing) on the same payloads, and the ratios railyard/stateless of the full-load rate and
+   of the p99 at the fixed rate: figures that mean something on any machine;
+5. drain: 5,000 stored `installation_repositories` deliveries processed by the worker.
 
-    python bench/intake.py [--postgres URL] [--seconds 10]
+    python bench/intake.py [--postgres URL|private] [--seconds 10] [--rate 1000]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import re
@@ -25,6 +30,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import aiohttp
@@ -36,6 +43,7 @@ sys.path.insert(0, str(ROOT))
 from app.store.database import Database
 from app.store.intake import IncomingDelivery, sign, write_batch
 from app.store.queue import deliveries, queue_depth
+from bench.postgres_cluster import PrivateCluster
 from tests.fakes import WEBHOOK_SECRET, ServerProcess, example, private_key_pem, reset_schema
 
 PAYLOAD_BYTES = 13 * 1024
@@ -164,13 +172,31 @@ def queue_counts(database_url: str) -> tuple[int, int]:
     return pending, total - pending
 
 
+def latency_figures(latencies: list[float]) -> str:
+    """A fixed-rate run's percentiles, as printed."""
+    return (
+        f"p50={percentile(latencies, 0.50):.2f} ms  p99={percentile(latencies, 0.99):.2f} ms  "
+        f"max={latencies[-1]:.2f} ms  n={len(latencies)}"
+    )
+
+
 def percentile(values: list[float], fraction: float) -> float:
     """The value below which `fraction` of the sorted values fall."""
     return values[min(len(values) - 1, int(fraction * len(values)))]
 
 
-async def bench(label: str, database_url: str, workdir: Path, seconds: int) -> None:
-    """One database: full load, fixed rate, drain."""
+@dataclass(frozen=True)
+class Load:
+    """What every server in a run is driven with: the signed payload, for how long, at what rate."""
+
+    body_file: Path
+    signature: str
+    seconds: int
+    rate: int  # deliveries per second in the fixed-rate part
+
+
+async def bench(label: str, database_url: str, workdir: Path, seconds: int, rate: int) -> None:
+    """One database: full load, fixed rate, intake alone, the stateless bot, drain."""
     env = {
         "DATABASE_URL": database_url,
         "APP_ID": "1",
@@ -179,26 +205,21 @@ async def bench(label: str, database_url: str, workdir: Path, seconds: int) -> N
         "GITHUB_API_URL": "http://127.0.0.1:9",
     }
     body = comment_payload()
-    body_file = workdir / "comment.json"
-    body_file.write_bytes(body)
-    signature = sign(body, WEBHOOK_SECRET.encode())
+    load = Load(workdir / "comment.json", sign(body, WEBHOOK_SECRET.encode()), seconds, rate)
+    load.body_file.write_bytes(body)
     server = ServerProcess(env=env, cwd=workdir)
     await server.start()
     try:
-        full = run_wrk(server.url, body_file, signature, seconds, 16)
-        print(f"{label:<10} full load (wrk -t2 -c16, {len(body)} B): {wrk_figures(full)}", flush=True)
+        full_load = run_wrk(server.url, load.body_file, load.signature, seconds, 16)
+        print(f"{label:<10} full load (wrk -t2 -c16, {len(body)} B): {wrk_figures(full_load)}", flush=True)
         pending, processed = queue_counts(database_url)
         print(
             f"{label:<10} meanwhile the worker processed {processed} ({processed / seconds:.0f}/s; "
             f"it yields while the intake is saturated); {pending} wait",
             flush=True,
         )
-        latencies = await fixed_rate(server.url, body, signature, 1000, seconds)
-        print(
-            f"{label:<10} fixed 1000/s for {seconds}s: p50={percentile(latencies, 0.50):.2f} ms  "
-            f"p99={percentile(latencies, 0.99):.2f} ms  max={latencies[-1]:.2f} ms  n={len(latencies)}",
-            flush=True,
-        )
+        latencies = await fixed_rate(server.url, body, load.signature, rate, seconds)
+        print(f"{label:<10} fixed {rate}/s for {seconds}s: {latency_figures(latencies)}", flush=True)
         _, processed_after = queue_counts(database_url)
         print(
             f"{label:<10} meanwhile the worker processed {processed_after - processed} "
@@ -212,11 +233,44 @@ async def bench(label: str, database_url: str, workdir: Path, seconds: int) -> N
     )
     await alone.start()
     try:
-        full = run_wrk(alone.url, body_file, signature, seconds, 16)
+        full = run_wrk(alone.url, load.body_file, load.signature, seconds, 16)
         print(f"{label:<10} for reference, intake alone (no worker): {wrk_figures(full)}", flush=True)
     finally:
         alone.stop()
+    await side_by_side(label, (full_load, latencies), env, workdir, load)
     await drain(label, database_url, workdir, env)
+
+
+async def side_by_side(
+    label: str, railyard: tuple[dict[str, float], list[float]], env: dict[str, str], workdir: Path, load: Load
+) -> None:
+    """The stateless bot under the same full load and fixed rate; railyard/stateless ratios."""
+    bot = ServerProcess(
+        env=env, cwd=workdir, command=[sys.executable, str(ROOT / "bench" / "stateless_bot.py")]
+    )
+    await bot.start()
+    try:
+        full = run_wrk(bot.url, load.body_file, load.signature, load.seconds, 16)
+        print(f"{label:<10} stateless bot, full load: {wrk_figures(full)}", flush=True)
+        body = load.body_file.read_bytes()
+        latencies = await fixed_rate(bot.url, body, load.signature, load.rate, load.seconds)
+        pace = f"fixed {load.rate}/s for {load.seconds}s"
+        print(f"{label:<10} stateless bot, {pace}: {latency_figures(latencies)}", flush=True)
+    finally:
+        bot.stop()
+    p99 = percentile(railyard[1], 0.99) / percentile(latencies, 0.99)
+    print(
+        f"{label:<10} railyard/stateless: full load {railyard[0]['rate'] / full['rate']:.2f}x the rate, "
+        f"p99 at {load.rate}/s {p99:.2f}x the latency",
+        flush=True,
+    )
+    slower = min(railyard[0]["rate"], full["rate"])
+    if load.rate > 0.9 * slower:  # past capacity a p99 measures the queue, not the server
+        print(
+            f"{label:<10} note: {load.rate}/s is near or past the full-load rate here ({slower:.0f}/s): "
+            "that p99 is mostly queueing; take --rate lower on this machine",
+            flush=True,
+        )
 
 
 async def drain(label: str, database_url: str, workdir: Path, env: dict[str, str]) -> None:
@@ -257,20 +311,38 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--postgres", help="PostgreSQL URL (its public schema is reset!)")
+    parser.add_argument(
+        "--postgres",
+        help='a PostgreSQL URL (its public schema is reset!), or "private" (a throwaway cluster)',
+    )
     parser.add_argument("--seconds", type=int, default=10)
+    parser.add_argument("--rate", type=int, default=1000, help="deliveries per second in the fixed-rate part")
     args = parser.parse_args()
     if shutil.which("wrk") is None:
         sys.exit("bench/intake.py needs wrk: apt-get install wrk")
     print(f"cores={os.cpu_count()}  python={sys.version.split()[0]}", flush=True)
     with tempfile.TemporaryDirectory() as folder:
-        asyncio.run(bench("sqlite", f"sqlite:///{folder}/intake.db", Path(folder), args.seconds))
+        asyncio.run(bench("sqlite", f"sqlite:///{folder}/intake.db", Path(folder), args.seconds, args.rate))
     if args.postgres:
-        database = Database(args.postgres)
+        with postgres(args.postgres) as url, tempfile.TemporaryDirectory() as folder:
+            asyncio.run(bench("postgresql", url, Path(folder), args.seconds, args.rate))
+
+
+@contextlib.contextmanager
+def postgres(url: str) -> Iterator[str]:
+    """The URL given, its schema reset; or with "private", a throwaway cluster of our own."""
+    if url != "private":
+        database = Database(url)
         reset_schema(database)
         database.close()
-        with tempfile.TemporaryDirectory() as folder:
-            asyncio.run(bench("postgresql", args.postgres, Path(folder), args.seconds))
+        yield url
+        return
+    cluster = PrivateCluster()
+    cluster.start()
+    try:
+        yield cluster.create_database("intake")
+    finally:
+        cluster.stop()
 
 
 if __name__ == "__main__":

@@ -49,6 +49,14 @@ class StandinProcess:
     def calls(self) -> Any:
         return self.control("GET", "calls")
 
+    def watch_limits(self, grace: float = 1.0) -> None:
+        """Turn on the stand-in's LimitWatch: it remembers every Retry-After it answers."""
+        self.control("POST", "limits", {"grace": grace})
+
+    def limits(self) -> Any:
+        """The watch's record: `limits` [installation, sent, until], `ignored` calls made during one."""
+        return self.control("GET", "limits")
+
 
 @contextlib.contextmanager
 def standin_subprocess(

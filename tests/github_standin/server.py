@@ -21,7 +21,7 @@ from tests.github_standin.apps import (
 from tests.github_standin.checks import create_check_run, list_check_runs, update_check_run
 from tests.github_standin.common import Handler, iso, parse_time, plain
 from tests.github_standin.edge import RULES, github_edge
-from tests.github_standin.faults import Fault
+from tests.github_standin.faults import Fault, LimitWatch
 from tests.github_standin.graphql import graphql
 from tests.github_standin.issues import (
     add_assignees,
@@ -73,6 +73,19 @@ async def _control_faults(request: web.Request) -> web.Response:
     data = await request.json()
     request.app[STATE].inject(data["method"], data["path"], *(Fault(**fault) for fault in data["faults"]))
     return respond({}, 201)
+
+
+async def _control_limits(request: web.Request) -> web.Response:
+    """POST turns the Retry-After watch on (afresh); GET says what it saw (a subprocess's
+    callers cannot reach `state.limit_watch` otherwise)."""
+    state = request.app[STATE]
+    if request.method == "POST":
+        state.limit_watch = LimitWatch(grace=(await request.json()).get("grace", 1.0))
+    watch = state.limit_watch
+    if watch is None:
+        return respond({"limits": [], "ignored": []})
+    limits = [[installation, sent, until] for installation, (sent, until) in watch.limits.items()]
+    return respond({"limits": limits, "ignored": [list(seen) for seen in watch.ignored]})
 
 
 async def _control_clock(request: web.Request) -> web.Response:
@@ -148,6 +161,8 @@ def create_standin(state: StandinState | None = None) -> web.Application:
         ("POST", "state", _control_state),
         ("POST", "faults", _control_faults),
         ("POST", "clock", _control_clock),
+        ("GET", "limits", _control_limits),
+        ("POST", "limits", _control_limits),
     ]:
         app.router.add_route(method, f"/_standin/{name}", control)
     return app

@@ -455,3 +455,17 @@ def test_the_clock_can_be_frozen_and_advanced() -> None:
     ]
     state.advance(60)
     assert state.now() == start + timedelta(seconds=62)
+
+
+def test_the_subprocess_watches_its_retry_afters_and_the_calls_made_through_them(tmp_path: Path) -> None:
+    """Over /_standin/limits a subprocess's LimitWatch is turned on and read: the Retry-After it
+    answered, and a call that came in before it ran out."""
+    with standin_subprocess(tmp_path / "standin.port") as standin:
+        assert standin.limits() == {"limits": [], "ignored": []}
+        standin.watch_limits(grace=0.0)
+        standin.inject("GET", "^/app$", Fault(status=403, secondary_rate_limit=True, retry_after=600))
+        assert httpx.get(f"{standin.url}/app", headers=as_app()).status_code == 403
+        assert httpx.get(f"{standin.url}/app", headers=as_app()).status_code == 200
+        watched = standin.limits()
+        assert [installation for installation, _, _ in watched["limits"]] == [None]
+        assert [(method, path) for _, method, path, _, _ in watched["ignored"]] == [("GET", "/app")]
