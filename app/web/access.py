@@ -171,6 +171,25 @@ class Access:
             self._single.popitem(last=False)
         return found
 
+    async def revoke(self, token: str) -> bool:
+        """Ask GitHub to revoke the token (`DELETE /applications/{client_id}/token`, authorized by
+        the app's OAuth client), so a copy of the signed-out cookie is worth nothing; True if done."""
+        client_id, secret = self.settings.github_client_id, self.settings.github_client_secret
+        if not client_id or secret is None:
+            return False
+        url = f"{self.settings.github_api_url.rstrip('/')}/applications/{quote(client_id, safe='')}/token"
+        try:
+            response = await self.client.request(
+                "DELETE",
+                url,
+                json={"access_token": token},
+                auth=(client_id, secret.get_secret_value()),
+                headers={"Accept": "application/vnd.github+json", "X-GitHub-Api-Version": API_VERSION},
+            )
+        except httpx.HTTPError:
+            return False
+        return response.status_code in (204, 404)  # 404: GitHub no longer knows the token
+
     def forget(self, token: str) -> None:
         """Drop what is cached for `token` (on sign-out)."""
         key = _token_key(token)

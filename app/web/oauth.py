@@ -168,6 +168,8 @@ async def logout(request: web.Request) -> web.Response:
     if not hmac.compare_digest(str(form.get("csrf", "")).encode(), session.csrf.encode()):
         return _refused(sign_in, 403, "Sign-out needs the form on this site's pages.")
     sign_in.access.forget(session.token)
+    if not await sign_in.access.revoke(session.token):  # the cookie is cleared either way
+        log.warning("sign-out: GitHub did not revoke the token; it lapses when it expires")
     response = web.HTTPSeeOther("/")
     clear_cookie(response, SESSION_COOKIE, sign_in.secure)
     raise response

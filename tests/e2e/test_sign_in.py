@@ -142,6 +142,21 @@ async def test_logout_needs_the_session_csrf_token_and_then_ends_the_session(web
             assert response.status == 303 and response.headers["Location"].startswith("/login")
 
 
+async def test_logout_revokes_the_token_so_a_copied_cookie_is_worth_nothing(web: WebWorld) -> None:
+    """Signing out asks GitHub to revoke the token: the cookie, replayed, no longer reads anything."""
+    async with web.browser_session() as client:
+        page = await web.sign_in(client, "olivia")
+        csrf = page.split('name="csrf" value="')[1].split('"')[0]
+        copied = {c.key: c.value for c in client.cookie_jar}
+        async with client.post("/logout", data={"csrf": csrf}, allow_redirects=False) as response:
+            assert response.status == 303
+    assert not web.github.oauth.tokens  # the only token issued is gone at GitHub
+    async with web.browser_session() as thief:
+        thief.cookie_jar.update_cookies(copied)
+        async with thief.get("/tickets/acme/web", allow_redirects=False) as response:
+            assert response.status == 303 and response.headers["Location"].startswith("/login")
+
+
 async def test_access_is_rechecked_after_five_minutes_with_conditional_requests(web: WebWorld) -> None:
     """Within 5 minutes the list is reused; then it is asked again with If-None-Match (304 when
     unchanged), and a permission GitHub withdrew takes the repository off the page."""

@@ -10,6 +10,7 @@ A user reaches the repositories of an installation they hold an explicit permiss
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 from typing import Any
@@ -17,7 +18,7 @@ from urllib.parse import parse_qsl, urlencode
 
 from aiohttp import web
 
-from tests.github_standin.lookups import STATE, GitHubError, not_found, paginate, renderer, respond
+from tests.github_standin.lookups import BODY, STATE, GitHubError, not_found, paginate, renderer, respond
 from tests.github_standin.state import Installation, Repository, StandinState
 
 _TROUBLE = (
@@ -67,6 +68,27 @@ async def access_token(request: web.Request) -> web.Response:
         "token_type": "bearer",
     }
     return _token_answer(request, body)
+
+
+async def revoke_token(request: web.Request) -> web.Response:
+    """`DELETE /applications/{client_id}/token`: the OAuth client (HTTP Basic) revokes one of its
+    user tokens; 204, and the token stops working at once. Wrong client credentials: 404."""
+    oauth = request.app[STATE].oauth
+    scheme, _, encoded = request.headers.get("Authorization", "").partition(" ")
+    try:
+        given = base64.b64decode(encoded).decode() if scheme.lower() == "basic" else ""
+    except (ValueError, UnicodeDecodeError):
+        given = ""
+    if (
+        request.match_info["client_id"] != oauth.client_id
+        or given != f"{oauth.client_id}:{oauth.client_secret}"
+    ):
+        raise not_found()
+    token = (request[BODY] or {}).get("access_token")
+    if not isinstance(token, str) or token not in oauth.tokens:
+        raise not_found()
+    del oauth.tokens[token]
+    return web.Response(status=204)
 
 
 async def get_user(request: web.Request) -> web.Response:

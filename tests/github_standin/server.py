@@ -40,6 +40,7 @@ from tests.github_standin.oauth import (
     get_user,
     list_user_installation_repositories,
     list_user_installations,
+    revoke_token,
 )
 from tests.github_standin.repos import (
     compare,
@@ -140,6 +141,7 @@ def create_standin(state: StandinState | None = None) -> web.Application:
         ("POST", "/graphql", graphql, token, "pull_requests:read"),
         # Sign-in: the web host's OAuth pages (no API credential) and what a user token reads.
         ("GET", "/login/oauth/authorize", authorize, "web", None),
+        ("DELETE", "/applications/{client_id}/token", revoke_token, "web", None),
         ("POST", "/login/oauth/access_token", access_token, "web", None),
         ("GET", "/user", get_user, "user", None),
         ("GET", "/user/installations", list_user_installations, "user", None),
