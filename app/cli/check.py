@@ -10,7 +10,7 @@ from typing import Any, TextIO
 
 from sqlalchemy.exc import DBAPIError
 
-from app.cli.common import EXIT_NOT_FOUND, EXIT_OVERDUE, EXIT_USAGE, ready, table
+from app.cli.common import EXIT_NOT_FOUND, EXIT_OVERDUE, EXIT_USAGE, ready, repository_option, table
 from app.runtime.watchdog import OverdueClaim, check_claims
 from app.store.database import Database
 from app.store.tickets import TicketService
@@ -33,16 +33,6 @@ def _check_time(text: str | None, err: TextIO) -> datetime | None:
         )
         return None
     return moment.astimezone(UTC)
-
-
-def _repository(text: str | None, err: TextIO) -> tuple[bool, str | None]:
-    if text is None:
-        return True, None
-    owner, slash, name = text.strip().partition("/")
-    if not slash or not owner or not name or "/" in name or "#" in text:
-        err.write(f"railyard: --repo expects OWNER/REPO, got {text!r}.\n")
-        return False, None
-    return True, text.strip()
 
 
 def _duration(span: timedelta) -> str:
@@ -84,7 +74,7 @@ def check_summary(found: list[OverdueClaim], at: datetime, recorded: bool) -> st
 def cmd_check(args: argparse.Namespace, database: Database, out: TextIO, err: TextIO) -> int:
     """Find claims silent past their limit, record `claim_overdue` once per silence period."""
     at = _check_time(args.at, err)
-    valid, repository = _repository(args.repo, err)
+    valid, repository = repository_option(args.repo, err)
     if at is None or not valid:
         return EXIT_USAGE
     record = at <= datetime.now(UTC)  # a look into the future is a preview: nothing is recorded
