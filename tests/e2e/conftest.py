@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -22,3 +25,28 @@ async def world(tmp_path: Path) -> AsyncIterator[World]:
         settings = app_settings(url, GITHUB_API_URL=standin.url, APP_ID="1")
         async with running_server(settings, outbox_spacing=0.0) as server:
             yield World(server, state, Database(url))
+
+
+def missing(reason: str) -> None:
+    """Skip for `reason`, or fail when the browser is required (CI)."""
+    if os.environ.get("RAILYARD_REQUIRE_BROWSER") == "1":
+        pytest.fail(f"RAILYARD_REQUIRE_BROWSER=1 but {reason}")
+    pytest.skip(reason)
+
+
+@pytest.fixture
+async def browser() -> AsyncIterator[Any]:
+    """Headless chromium from the system (playwright's own browser download is never used)."""
+    executable = shutil.which("chromium") or shutil.which("chromium-browser")
+    if executable is None:
+        missing("chromium is not installed (apt-get install -y chromium)")
+    try:
+        from playwright.async_api import async_playwright
+    except ImportError:
+        missing("the playwright package is not installed (pip install -e '.[dev]')")
+    async with async_playwright() as playwright:
+        launched = await playwright.chromium.launch(executable_path=executable, headless=True)
+        try:
+            yield launched
+        finally:
+            await launched.close()

@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import re
-import shutil
 import stat
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -26,31 +24,6 @@ from tests.fakes import ServerProcess, manifest_conversion
 
 PUBLIC_URL = "https://railyard.example.com"
 TOKEN_LINE = re.compile(r"open (http://\S+/\?token=\S+)")
-
-
-def missing(reason: str) -> None:
-    """Skip for `reason`, or fail when the browser is required (CI)."""
-    if os.environ.get("RAILYARD_REQUIRE_BROWSER") == "1":
-        pytest.fail(f"RAILYARD_REQUIRE_BROWSER=1 but {reason}")
-    pytest.skip(reason)
-
-
-@pytest.fixture
-async def browser() -> AsyncIterator[Any]:
-    """Headless chromium from the system (playwright's own browser download is never used)."""
-    executable = shutil.which("chromium") or shutil.which("chromium-browser")
-    if executable is None:
-        missing("chromium is not installed (apt-get install -y chromium)")
-    try:
-        from playwright.async_api import async_playwright
-    except ImportError:
-        missing("the playwright package is not installed (pip install -e '.[dev]')")
-    async with async_playwright() as playwright:
-        launched = await playwright.chromium.launch(executable_path=executable, headless=True)
-        try:
-            yield launched
-        finally:
-            await launched.close()
 
 
 async def start_in_setup_mode(tmp_path: Path, **env: str) -> tuple[ServerProcess, str]:
