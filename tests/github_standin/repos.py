@@ -15,7 +15,7 @@ from tests.github_standin.lookups import (
     repository_of,
     respond,
 )
-from tests.github_standin.oauth import conditional, permissions_of, user_login
+from tests.github_standin.oauth import permissions_of, user_login
 
 
 async def get_content(request: web.Request) -> web.Response:
@@ -42,7 +42,7 @@ async def get_repo(request: web.Request) -> web.Response:
     role = state.permissions.get((repository.full_name, login), "none")
     if repository.private and role == "none":
         raise not_found()
-    return conditional(request, renderer(request).repository(repository) | permissions_of(role), {})
+    return respond(renderer(request).repository(repository) | permissions_of(role))
 
 
 async def get_branch(request: web.Request) -> web.Response:
