@@ -54,6 +54,10 @@ class Publish:
     name: ClassVar[CommandName] = CommandName.PUBLISH
 
 
+MAX_CHECK_IN_MINUTES = 43_200
+"""`/claim --check-in` at most: thirty days; longer is a typo, not a plan (and a date overflows)."""
+
+
 @dataclass(frozen=True)
 class Claim:
     """`/claim [--check-in MINUTES] [branch=NAME]`: open a new attempt."""

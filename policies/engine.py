@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from policies.commands import (
+    MAX_CHECK_IN_MINUTES,
     Accept,
     AcceptMode,
     Claim,
@@ -219,10 +220,11 @@ def _publish(
 
 
 def _claim(ticket: Ticket, command: Claim, ctx: Context, row: Transition, used: Qualification) -> Decision:
-    if command.check_in_minutes is not None and command.check_in_minutes <= 0:
+    minutes = command.check_in_minutes
+    if minutes is not None and not 1 <= minutes <= MAX_CHECK_IN_MINUTES:
         return Refusal(
             RefusalCode.INVALID_ARGUMENT,
-            f"/claim --check-in needs a positive number of minutes, not {command.check_in_minutes}.",
+            f"/claim --check-in takes whole minutes from 1 to {MAX_CHECK_IN_MINUTES}, not {minutes}.",
             "For example: /claim --check-in 60",
         )
     data = {

@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from policies.commands import (
+    MAX_CHECK_IN_MINUTES,
     Accept,
     AcceptMode,
     Claim,
@@ -55,7 +56,6 @@ from policies.markdown_blocks import LineKind, ScannedLine, scan_markdown
 
 INFORMATIONAL: tuple[str, ...] = ("status", "help")
 COMMAND_WORDS: tuple[str, ...] = (*(name.value for name in CommandName), *INFORMATIONAL)
-MAX_CHECK_IN_MINUTES = 43_200  # thirty days; longer is a typo, not a plan
 NEAR_MISS_CUTOFF = 0.75  # `/hepl` (0.75) and `/acept` are close; `/etc` and `/home` are not
 
 

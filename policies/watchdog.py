@@ -15,6 +15,9 @@ from datetime import datetime, timedelta
 
 DEFAULT_MAX_SILENCE_MINUTES = 240
 """`claims.max_silence_minutes` when `.github/railyard.yml` does not set it."""
+MAX_SILENCE_MINUTES = 525_600
+"""The longest silence limit there is (a year): the configuration refuses more, and a limit
+stored before that bound existed is read as this, so no limit overflows a date."""
 
 
 @dataclass(frozen=True)
@@ -39,19 +42,33 @@ class Silence:
 
     @property
     def deadline(self) -> datetime:
-        """The last moment the attempt is still within its limit."""
-        return self.silent_since + timedelta(minutes=self.limit_minutes)
+        """The last moment the attempt is still within its limit (the end of time, at worst)."""
+        try:
+            return self.silent_since + timedelta(minutes=bounded_limit(self.limit_minutes))
+        except OverflowError:  # silent since near the end of datetime's range
+            return datetime.max.replace(tzinfo=self.silent_since.tzinfo)
 
     def overdue_by(self, now: datetime) -> timedelta:
         """How far past the limit `now` is (zero or negative while within it)."""
         return now - self.deadline
 
 
+def bounded_limit(minutes: int) -> int:
+    """A silence limit as the watchdog applies it: from one minute to `MAX_SILENCE_MINUTES`.
+
+    The configuration and `/claim --check-in` refuse anything outside; this keeps a value
+    stored before those bounds (or written into the database by hand) from stopping anything.
+    """
+    return min(max(minutes, 1), MAX_SILENCE_MINUTES)
+
+
 def silence_limit(check_in_minutes: int | None, max_silence_minutes: int | None) -> int:
     """`/claim --check-in MINUTES` when given, else the repository's `claims.max_silence_minutes`."""
     if check_in_minutes is not None:
-        return check_in_minutes
-    return max_silence_minutes if max_silence_minutes is not None else DEFAULT_MAX_SILENCE_MINUTES
+        return bounded_limit(check_in_minutes)
+    if max_silence_minutes is not None:
+        return bounded_limit(max_silence_minutes)
+    return DEFAULT_MAX_SILENCE_MINUTES
 
 
 def current_silence(watch: Watch) -> Silence:

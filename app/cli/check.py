@@ -11,7 +11,7 @@ from typing import Any, TextIO
 from sqlalchemy.exc import DBAPIError
 
 from app.cli.common import EXIT_NOT_FOUND, EXIT_OVERDUE, EXIT_USAGE, ready, repository_option, table
-from app.runtime.watchdog import OverdueClaim, check_claims
+from app.runtime.watchdog import FailedTicket, OverdueClaim, watch_claims
 from app.store.database import Database
 from app.store.tickets import TicketService
 from app.views.markdown import escape_inline
@@ -57,10 +57,22 @@ def _check_rows(found: list[OverdueClaim]) -> list[list[str]]:
 CHECK_HEADER = ["TICKET", "CLAIMANT", "ATTEMPT", "SILENT SINCE", "LIMIT", "OVERDUE BY"]
 
 
-def check_summary(found: list[OverdueClaim], at: datetime, recorded: bool) -> str:
+def _failed_lines(failed: list[FailedTicket]) -> list[str]:
+    return [
+        f"railyard: could not check {item.ticket} ({item.error}); it counts as overdue until it can be "
+        "checked, and the server's log has the error."
+        for item in failed
+    ]
+
+
+def check_summary(
+    found: list[OverdueClaim], at: datetime, recorded: bool, failed: list[FailedTicket] | None = None
+) -> str:
     """The Markdown appended to `$GITHUB_STEP_SUMMARY`."""
     lines = ["## railyard check", ""]
     when = at.strftime("%Y-%m-%d %H:%M UTC")
+    for item in failed or []:
+        lines += [f"Could not check {escape_inline(str(item.ticket))} ({escape_inline(item.error)}).", ""]
     if not found:
         return "\n".join([*lines, f"No claim is overdue at {when}.", ""])
     lines.append(f"{len(found)} claim{'s are' if len(found) > 1 else ' is'} overdue at {when}.")
@@ -83,12 +95,15 @@ def cmd_check(args: argparse.Namespace, database: Database, out: TextIO, err: Te
             return EXIT_NOT_FOUND
         # Recorded here, shown by the server: the overdue claim's status comment goes through the outbox.
         service = TicketService(database, surfaces=surfaces_for)
-        found = check_claims(database, service, at, repository=repository, record=record)
+        checked = watch_claims(database, service, at, repository=repository, record=record)
     except DBAPIError as error:
         err.write(f"railyard: could not read the database: {type(error.orig).__name__}.\n")
         return EXIT_NOT_FOUND
+    found, failed = checked.overdue, checked.failed
+    err.writelines(line + "\n" for line in _failed_lines(failed))
     if args.json:
-        out.write(json.dumps([item.to_json() for item in found], indent=2) + "\n")
+        items = [*(item.to_json() for item in found), *(item.to_json() for item in failed)]
+        out.write(json.dumps(items, indent=2) + "\n")
     elif found:
         table([CHECK_HEADER, *_check_rows(found)], out)
     else:
@@ -96,8 +111,10 @@ def cmd_check(args: argparse.Namespace, database: Database, out: TextIO, err: Te
     summary_path = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary_path:
         with open(summary_path, "a", encoding="utf-8") as summary:
-            summary.write(check_summary(found, at, record))
-    return EXIT_OVERDUE if found else 0
+            summary.write(check_summary(found, at, record, failed))
+    # A ticket that could not be checked may be overdue: it exits 3 like one that is, so a cron
+    # job watching for 3 never stays green while a ticket goes unwatched.
+    return EXIT_OVERDUE if found or failed else 0
 
 
 def register(commands: Any) -> None:
@@ -107,7 +124,8 @@ def register(commands: Any) -> None:
         help="find claims silent past their limit (exit 3 when one is)",
         description="Check every claimed ticket whose issue is open for silence past its limit, and "
         "record claim_overdue once per silence period, as the server does every minute. Exit 0 when "
-        "nothing is overdue, 3 when something is, 2 for bad input. Appends a Markdown summary to "
+        "nothing is overdue, 3 when something is or a ticket could not be checked (it is named on "
+        "stderr, and the other tickets are still checked), 2 for bad input. Appends a Markdown summary to "
         "$GITHUB_STEP_SUMMARY when that variable is set.",
     )
     check.add_argument("--repo", metavar="OWNER/REPO", help="only this repository")

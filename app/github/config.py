@@ -33,6 +33,7 @@ from app.github.config_problems import Lines, Loc, located, yaml_problem
 from app.github.config_problems import show as _show
 from policies.rails import RailPolicy
 from policies.states import Role, SelfVerification
+from policies.watchdog import MAX_SILENCE_MINUTES
 
 CONFIG_PATH = ".github/railyard.yml"
 DEFAULT_POLICY_VERSION = "default"
@@ -117,7 +118,11 @@ RoleEntryField = Annotated[
     PlainSerializer(str, return_type=str),
     WithJsonSchema(_ROLE_ENTRY_SCHEMA),
 ]
-PositiveInt = Annotated[int, Strict(), Field(gt=0)]
+MAX_COMMANDS_PER_HOUR = 10_000  # more than one command every half second from one person is no budget
+# Every number the file holds is bounded: a limit that overflows a date, a timer or an integer
+# column would stop the loops that read it (the watchdog), not just the repository that set it.
+SilenceMinutes = Annotated[int, Strict(), Field(gt=0, le=MAX_SILENCE_MINUTES)]
+CommandsPerHour = Annotated[int, Strict(), Field(gt=0, le=MAX_COMMANDS_PER_HOUR)]
 Text = Annotated[str, Strict(), Field(min_length=1)]
 
 
@@ -152,13 +157,13 @@ class TicketsConfig(_Section):
 class ClaimsConfig(_Section):
     """`claims`: how long a claim may stay silent before it is overdue."""
 
-    max_silence_minutes: PositiveInt = 240
+    max_silence_minutes: SilenceMinutes = 240
 
 
 class LimitsConfig(_Section):
     """`limits`: how many commands one person may send per hour."""
 
-    commands_per_hour: PositiveInt = 30
+    commands_per_hour: CommandsPerHour = 30
 
 
 class ChecksConfig(_Section):

@@ -72,6 +72,7 @@ class Loop:
     stuck_after: float
     wait: Wait | None = None
     finish: Finish | None = None
+    detail: Callable[[], dict[str, Any]] | None = None  # more for /healthz; never changes `healthy`
     backoff_base: float = 0.5
     backoff_cap: float = 30.0
     clock: Callable[[], float] = time.time
@@ -162,6 +163,8 @@ class Loop:
             report["ended" if self.ended else "stuck"] = True
         if self.failures and self.last_error is not None:
             report["last_error"] = self.last_error
+        if self.detail is not None:
+            report.update(self.detail())
         return report
 
 

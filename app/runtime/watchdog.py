@@ -13,14 +13,14 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 import structlog
 
 from app.runtime.supervisor import Loop
 from app.store.database import Database
-from app.store.signs import Watched, watched_claims
+from app.store.signs import Unwatchable, Watched, watched_claims
 from app.store.tickets import EffectsFor, TicketService
 from policies.model import TicketKey
 from policies.notices import WATCHDOG_ACTOR, NoticeContext, OverdueObserved, overdue_operation_id
@@ -53,6 +53,56 @@ class OverdueClaim:
         }
 
 
+@dataclass(frozen=True)
+class FailedTicket:
+    """A ticket the watchdog could not check this round, and the kind of error (the log has it all)."""
+
+    ticket: TicketKey
+    ticket_id: int
+    error: str
+
+    def to_json(self) -> dict[str, object]:
+        """The `railyard check --json` item of a ticket that could not be checked."""
+        return {"ticket": str(self.ticket), "failed": self.error}
+
+
+@dataclass(frozen=True)
+class WatchRound:
+    """One look at every claimed ticket: the overdue claims, and the tickets that could not be checked."""
+
+    overdue: list[OverdueClaim]
+    failed: list[FailedTicket]
+
+
+def watch_claims(
+    database: Database,
+    service: TicketService,
+    now: datetime,
+    *,
+    repository: str | None = None,
+    record: bool = True,
+    effects: EffectsFor | None = None,
+) -> WatchRound:
+    """Every claimed ticket checked at `now`, each on its own: one that fails is logged and named,
+    and never stops the others (a bad value in one repository must not blind the watchdog)."""
+    found: list[OverdueClaim] = []
+    failed: list[FailedTicket] = []
+    with database.read() as connection:
+        watched = watched_claims(connection, repository)
+    for item in watched:
+        if isinstance(item, Unwatchable):
+            failed.append(_failed(item.ticket, item.ticket_id, item.error))
+            continue
+        try:
+            claim = _check(service, item, now, record, effects)
+        except Exception as error:
+            failed.append(_failed(item.ticket.key, item.ticket_id, error))
+            continue
+        if claim is not None:
+            found.append(claim)
+    return WatchRound(found, failed)
+
+
 def check_claims(
     database: Database,
     service: TicketService,
@@ -63,16 +113,22 @@ def check_claims(
     effects: EffectsFor | None = None,
 ) -> list[OverdueClaim]:
     """The claims overdue at `now`; with `record`, each silence period's `claim_overdue` is recorded once."""
-    found = []
-    with database.read() as connection:
-        watched = watched_claims(connection, repository)
-    for item in watched:
-        period = overdue(item.watch, now)
-        if period is None:
-            continue
-        recorded = record and _record(service, item, period, now, effects)
-        found.append(OverdueClaim(item.ticket.key, period, period.overdue_by(now), recorded))
-    return found
+    return watch_claims(database, service, now, repository=repository, record=record, effects=effects).overdue
+
+
+def _check(
+    service: TicketService, item: Watched, now: datetime, record: bool, effects: EffectsFor | None
+) -> OverdueClaim | None:
+    period = overdue(item.watch, now)
+    if period is None:
+        return None
+    recorded = record and _record(service, item, period, now, effects)
+    return OverdueClaim(item.ticket.key, period, period.overdue_by(now), recorded)
+
+
+def _failed(ticket: TicketKey, ticket_id: int, error: Exception) -> FailedTicket:
+    log.error("watchdog could not check a ticket", ticket=str(ticket), ticket_id=ticket_id, exc_info=error)
+    return FailedTicket(ticket, ticket_id, type(error).__name__)
 
 
 def _record(
@@ -95,7 +151,13 @@ def _record(
 
 @dataclass
 class Watchdog:
-    """Checks the claims every `every` seconds until stopped (the server's background task)."""
+    """Checks the claims every `every` seconds until stopped (the server's background task).
+
+    A ticket that cannot be checked is named in `/healthz` (by its row id: the endpoint is
+    unauthenticated, and a repository's name can be private) and counted, but does not make
+    the watchdog unhealthy: the other tickets are still watched, and a liveness probe that
+    restarted the server for one bad row would restart it for ever.
+    """
 
     database: Database
     tickets: TicketService
@@ -104,19 +166,36 @@ class Watchdog:
     effects: EffectsFor | None = None
 
     stuck_after: float = 600.0
+    failed: list[FailedTicket] = field(default_factory=list)
+    ticket_failures: int = 0
 
     def loop(self) -> Loop:
         """The watchdog as a supervised loop: a round that fails is logged and retried after a backoff."""
         return Loop(
-            "watchdog", self._step, interval=self.every, stuck_after=max(self.stuck_after, 3 * self.every)
+            "watchdog",
+            self._step,
+            interval=self.every,
+            stuck_after=max(self.stuck_after, 3 * self.every),
+            detail=self.detail,
         )
 
     async def run(self, stop: asyncio.Event) -> None:
         """Loop until `stop`; a round that fails is logged and tried again."""
         await self.loop().run(stop)
 
+    def detail(self) -> dict[str, object]:
+        """What `/healthz` adds about the last round: the tickets it could not check."""
+        return {
+            "failed_tickets": [{"ticket_id": f.ticket_id, "error": f.error} for f in self.failed],
+            "ticket_failures_total": self.ticket_failures,
+        }
+
     async def _step(self, stop: asyncio.Event) -> bool:
         """One round: record the claims overdue now."""
         now = datetime.fromtimestamp(self.clock(), UTC)
-        await asyncio.to_thread(check_claims, self.database, self.tickets, now, effects=self.effects)
+        checked = await asyncio.to_thread(
+            watch_claims, self.database, self.tickets, now, effects=self.effects
+        )
+        self.failed = checked.failed
+        self.ticket_failures += len(checked.failed)
         return False

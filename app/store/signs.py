@@ -6,6 +6,7 @@ Kept as the latest per (ticket, attempt) in `signs_of_life`, moved only forward 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy import Connection, select, update
 
@@ -74,10 +75,24 @@ class Watched:
     ticket: Ticket
     watch: Watch
     policy_version: str
+    ticket_id: int = 0
 
 
-def watched_claims(connection: Connection, repository: str | None = None) -> list[Watched]:
-    """Every claimed ticket whose issue is open, with its current attempt's watch."""
+@dataclass(frozen=True)
+class Unwatchable:
+    """A claimed ticket whose stored rows could not be read into a watch, and why."""
+
+    ticket: TicketKey
+    ticket_id: int
+    error: Exception
+
+
+def watched_claims(connection: Connection, repository: str | None = None) -> list[Watched | Unwatchable]:
+    """Every claimed ticket whose issue is open, with its current attempt's watch.
+
+    A ticket whose rows cannot be read (a snapshot no longer decodes, a value out of range)
+    comes back as `Unwatchable`, so one bad row never hides the others from the watchdog.
+    """
     statement = select(
         tickets.c.id, tickets.c.repository, tickets.c.number, tickets.c.revision, tickets.c.snapshot
     )
@@ -98,14 +113,27 @@ def watched_claims(connection: Connection, repository: str | None = None) -> lis
         (r.ticket_id, r.attempt): r
         for r in connection.execute(select(signs_of_life).where(signs_of_life.c.ticket_id.in_(ids)))
     }
-    watched = []
+    watched: list[Watched | Unwatchable] = []
     for row in rows:
-        ticket = ticket_from_data(TicketKey(row.repository, row.number), row.revision, row.snapshot)
-        opened_at = opened.get((row.id, ticket.attempt))
-        if ticket.closed or ticket.claimant is None or opened_at is None:
+        try:
+            item = _watched(row, opened, signs)
+        except Exception as error:  # one ticket's bad row: named, and the others still watched
+            watched.append(Unwatchable(TicketKey(row.repository, row.number), int(row.id), error))
             continue
-        sign = signs.get((row.id, ticket.attempt))
-        limit = silence_limit(ticket.check_in_minutes, sign.max_silence_minutes if sign else None)
-        watch = Watch(ticket.attempt, ticket.claimant, opened_at, sign.at if sign else None, limit)
-        watched.append(Watched(ticket, watch, (sign.policy_version if sign else None) or ""))
+        if item is not None:
+            watched.append(item)
     return watched
+
+
+Rows = dict[tuple[int, int], Any]
+
+
+def _watched(row: Any, opened: Rows, signs: Rows) -> Watched | None:
+    ticket = ticket_from_data(TicketKey(row.repository, row.number), row.revision, row.snapshot)
+    opened_at = opened.get((row.id, ticket.attempt))
+    if ticket.closed or ticket.claimant is None or opened_at is None:
+        return None
+    sign = signs.get((row.id, ticket.attempt))
+    limit = silence_limit(ticket.check_in_minutes, sign.max_silence_minutes if sign else None)
+    watch = Watch(ticket.attempt, ticket.claimant, opened_at, sign.at if sign else None, limit)
+    return Watched(ticket, watch, (sign.policy_version if sign else None) or "", int(row.id))

@@ -28,12 +28,13 @@ No I/O: the ticket (its stored snapshot), the few facts the record keeps beside 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from app.views.status_json import status_object
 from policies.model import Ticket
 from policies.states import DeploymentState, IntegrationState, WorkState
+from policies.watchdog import Silence
 
 MERGED_NOT_ACCEPTED = "merged_not_accepted"
 ACCEPTED_NOT_DEPLOYED = "accepted_not_deployed"
@@ -133,7 +134,7 @@ def claim_overdue(ticket: Ticket, facts: RecordFacts, now: datetime) -> bool:
     if (
         since is not None
         and record.limit_minutes is not None
-        and now <= since + timedelta(minutes=record.limit_minutes)
+        and now <= Silence(record.attempt, "", since, record.limit_minutes).deadline  # never overflows
     ):
         return False
     sign = facts.last_sign_of_life

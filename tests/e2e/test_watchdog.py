@@ -12,9 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlalchemy import select, update
 
 from app.store.database import Database
-from app.store.tickets import TicketService
+from app.store.signs import signs_of_life
+from app.store.tickets import TicketService, tickets
 from policies.events import EventType
 from policies.model import TicketKey
 from tests.e2e.world import REPO, World, event_payload, standin_state
@@ -104,3 +106,60 @@ async def test_the_server_records_an_overdue_claim_once_per_silence_and_never_mo
     assert len(overdue(world)) == 2
     ticket = world.ticket()
     assert ticket.closed and ticket.work.value == "claimed"
+
+
+def corrupt(world: World, number: int, **values: Any) -> int:
+    """Write `values` into #`number`'s rows as an older release (or a hand) left them; its row id."""
+    with world.database.write() as connection:
+        ticket_id = int(
+            connection.execute(
+                select(tickets.c.id).where(tickets.c.repository == REPO, tickets.c.number == number)
+            ).scalar_one()
+        )
+        if "max_silence_minutes" in values:
+            limit = values["max_silence_minutes"]
+            connection.execute(
+                update(signs_of_life)
+                .where(signs_of_life.c.ticket_id == ticket_id)
+                .values(max_silence_minutes=limit)
+            )
+        if "snapshot" in values:
+            connection.execute(
+                update(tickets).where(tickets.c.id == ticket_id).values(snapshot=values["snapshot"])
+            )
+    return ticket_id
+
+
+async def health(world: World) -> tuple[int, dict[str, Any]]:
+    """/healthz's status and report."""
+    async with world.server.client.get("/healthz") as response:
+        return response.status, await response.json()
+
+
+async def test_one_tickets_bad_stored_values_never_stop_the_watchdog_for_the_others(
+    watched: tuple[World, Wall],
+) -> None:
+    """#14 holds a silence limit of 9,000,000,000 minutes stored before the bound, then a snapshot that
+    no longer reads: #12's overdue claims are still recorded, /healthz stays 200 and names #14's row."""
+    world, wall = watched
+    world.github.add_issue(REPO, 14, body="Retry the webhooks")
+    for number in (12, 14):
+        await world.say("rachel", "/publish", number)
+    await world.say("cody", "/claim --check-in 60")
+    await world.say("cody", "/claim", 14)
+    corrupt(world, 14, max_silence_minutes=9_000_000_000)
+
+    wall.ahead = timedelta(minutes=61)
+    await eventually(world, 1)  # before the fix: OverflowError in every round, nothing recorded
+
+    broken = corrupt(world, 14, snapshot={"work": "claimed"})
+    await world.say("cody", "Still on it.", created_at=wall.now().strftime("%Y-%m-%dT%H:%M:%SZ"))
+    wall.ahead += timedelta(minutes=61)
+    await eventually(world, 2)
+    status, report = await health(world)
+
+    assert status == 200 and report["status"] == "ok"
+    watchdog = report["loops"]["watchdog"]
+    assert watchdog["healthy"] and watchdog["consecutive_failures"] == 0
+    assert watchdog["failed_tickets"] == [{"ticket_id": broken, "error": "KeyError"}]
+    assert watchdog["ticket_failures_total"] >= 1

@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import select, update
 
 from app.cli import build_parser, main
 from app.settings import Settings
@@ -196,3 +196,41 @@ def test_an_overdue_claim_recorded_from_the_command_line_reaches_the_status_comm
     with database.read() as connection:
         keys = [row.dedupe_key for row in connection.execute(select(effects_table))]
     assert keys == [status_key(KEY.repository, KEY.number)]
+
+
+def break_snapshot(database: Database, key: TicketKey) -> None:
+    """The ticket's snapshot as no release can read it (a hand edit, a half-applied migration)."""
+    with database.write() as connection:
+        connection.execute(
+            update(tickets)
+            .where(tickets.c.repository == key.repository, tickets.c.number == key.number)
+            .values(snapshot={"work": "claimed"})
+        )
+
+
+def test_a_ticket_that_cannot_be_checked_is_named_and_the_others_still_are(database: Database) -> None:
+    """One ticket's unreadable row: the other's overdue claim is still reported and recorded, the broken
+    one is named on stderr and in `--json`, and the exit is 3 (it may be overdue: never a silent 0)."""
+    opened = claim(database, KEY, check_in=30)
+    claim(database, OTHER, check_in=30)
+    break_snapshot(database, OTHER)
+    at = stamp(opened + timedelta(minutes=40))
+
+    status, out, err = run(database, "check", "--json", "--at", at)
+
+    assert status == 3
+    assert [item["ticket"] for item in json.loads(out)] == ["acme/web#7", "acme/api#3"]
+    assert json.loads(out)[1] == {"ticket": "acme/api#3", "failed": "KeyError"}
+    assert "could not check acme/api#3 (KeyError)" in err
+    assert overdue_count(database) == 1
+
+
+def test_a_broken_ticket_alone_still_exits_3_not_0(database: Database) -> None:
+    """Nothing else overdue, one ticket unreadable: exit 3 with the ticket named, never "all clear"."""
+    opened = claim(database, OTHER, check_in=30)
+    break_snapshot(database, OTHER)
+
+    status, out, err = run(database, "check", "--at", stamp(opened + timedelta(minutes=10)))
+
+    assert status == 3
+    assert "no claim is overdue" in out and "could not check acme/api#3" in err

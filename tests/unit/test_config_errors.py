@@ -251,3 +251,34 @@ def test_a_character_yaml_does_not_allow_names_its_line() -> None:
     assert problem_of("tickets:\n  label: \x07\n") == (
         "line 2: could not parse YAML: a character YAML does not allow"
     )
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            "claims:\n  max_silence_minutes: 9000000000\n",
+            "line 2: claims.max_silence_minutes: must be at most 525600, got 9000000000",
+        ),
+        (
+            "claims:\n  max_silence_minutes: 525601\n",
+            "line 2: claims.max_silence_minutes: must be at most 525600, got 525601",
+        ),
+        (
+            "# budget\nlimits:\n  commands_per_hour: 99999999999999999999\n",
+            "line 3: limits.commands_per_hour: must be at most 10000, got 99999999999999999999",
+        ),
+    ],
+)
+def test_every_number_is_bounded_with_its_line(text: str, message: str) -> None:
+    """A limit that would overflow a date, a timer or an integer column is refused with its line."""
+    assert problem_of(text) == message
+
+
+def test_the_bounds_themselves_are_accepted() -> None:
+    """A year of silence and 10,000 commands an hour are the largest values, and valid."""
+    config = parse_repository_config(
+        "claims:\n  max_silence_minutes: 525600\nlimits:\n  commands_per_hour: 10000\n"
+    )
+
+    assert (config.claims.max_silence_minutes, config.limits.commands_per_hour) == (525_600, 10_000)

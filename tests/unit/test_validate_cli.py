@@ -117,3 +117,14 @@ def test_the_installed_command_exits_with_the_verdict(tmp_path: Path) -> None:
 
     assert [run.returncode for run in runs] == [1, 0]
     assert "unknown key: tickets.lable" in runs[0].stdout and runs[1].stderr == ""
+
+
+def test_validate_refuses_a_silence_limit_that_would_overflow_a_date(tmp_path: Path) -> None:
+    """`max_silence_minutes: 9000000000` (it once stopped every watchdog round) exits 1 with its line."""
+    path = tmp_path / "railyard.yml"
+    path.write_text("roles:\n  runner: [cody]\nclaims:\n  max_silence_minutes: 9000000000\n")
+
+    status, out, _ = validate(str(path))
+
+    assert status == 1
+    assert f"{path}: line 4: claims.max_silence_minutes: must be at most 525600, got 9000000000" in out

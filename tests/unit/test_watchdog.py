@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from policies.commands import Claim, Context, Deliver, Publish, SendBack
+from policies.commands import MAX_CHECK_IN_MINUTES, Claim, Context, Deliver, Publish, SendBack
 from policies.engine import apply, apply_all, decide
 from policies.events import NOTICE_EVENT_TYPES, Event, EventType
 from policies.model import Actor, Ticket, TicketKey
@@ -25,6 +25,8 @@ from policies.refusals import Refusal, RefusalCode
 from policies.states import Role, WorkState
 from policies.watchdog import (
     DEFAULT_MAX_SILENCE_MINUTES,
+    MAX_SILENCE_MINUTES,
+    Silence,
     Watch,
     current_silence,
     overdue,
@@ -125,6 +127,35 @@ def test_the_limit_is_the_check_in_else_the_configured_maximum_else_240_minutes(
     assert silence_limit(45, 600) == 45
     assert silence_limit(None, 600) == 600
     assert silence_limit(None, None) == DEFAULT_MAX_SILENCE_MINUTES == 240
+
+
+@given(
+    stored=st.integers(min_value=-(2**63), max_value=2**63),
+    since=st.datetimes(min_value=datetime(1, 1, 1), max_value=datetime(9999, 12, 31), timezones=st.just(UTC)),
+    elapsed=st.integers(min_value=0, max_value=10**6),
+)
+def test_no_stored_limit_or_silence_start_makes_the_watchdog_raise(
+    stored: int, since: datetime, elapsed: int
+) -> None:
+    """A limit stored before the bound (9,000,000,000 minutes), or any start, answers without an error."""
+    limit = silence_limit(None, stored)
+    period = Silence(1, "cody", since, limit)
+    now = since + timedelta(
+        seconds=min(elapsed, int((datetime.max.replace(tzinfo=UTC) - since).total_seconds()))
+    )
+
+    assert 1 <= limit <= MAX_SILENCE_MINUTES
+    assert period.deadline >= since
+    overdue(Watch(1, "cody", since, None, limit), now)  # answers without raising
+
+
+def test_a_limit_stored_past_a_year_is_applied_as_a_year() -> None:
+    """`max_silence_minutes: 9000000000` stored before the bound: overdue after a year, not never."""
+    limit = silence_limit(None, 9_000_000_000)
+
+    assert limit == MAX_SILENCE_MINUTES == 525_600
+    assert overdue(watch(limit), at(MAX_SILENCE_MINUTES)) is None
+    assert overdue(watch(limit), at(MAX_SILENCE_MINUTES + 1)) is not None
 
 
 def test_the_operation_id_names_the_ticket_the_attempt_and_the_period_in_utc() -> None:
@@ -263,3 +294,15 @@ def test_a_notice_event_never_moves_a_rail_or_the_claim(
         before.claimant,
         before.attempt,
     )
+
+
+@pytest.mark.parametrize("minutes_given", [0, -5, MAX_CHECK_IN_MINUTES + 1, 9_000_000_000])
+def test_the_engine_refuses_a_check_in_outside_one_minute_to_thirty_days(minutes_given: int) -> None:
+    """A `Claim` from any door (the parser bounds comments) is refused past the bound: no limit overflows."""
+    ticket = Ticket(KEY)
+    ticket = apply_all(ticket, decide(ticket, Publish("Resumable uploads"), ctx(OLIVIA, 0)))  # type: ignore[arg-type]
+
+    decision = decide(ticket, Claim(check_in_minutes=minutes_given), ctx(CODY, 1))
+
+    assert isinstance(decision, Refusal) and decision.code is RefusalCode.INVALID_ARGUMENT
+    assert str(MAX_CHECK_IN_MINUTES) in decision.reason
