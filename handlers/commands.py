@@ -54,6 +54,7 @@ class CommandFacts:
     author_id: int  # the account; `author` is only the login it has now
     author_is_bot: bool
     comment_id: int | None = None  # the comment that carried it (None: an API request)
+    received_at: datetime | None = None  # when railyard received the comment (its own clock)
     via: str | None = None  # "api" for the HTTP API, recorded on every event
 
 
@@ -280,6 +281,7 @@ class CommandRun:
             at=now,
             comment_id=f.comment_id,
             comment_at=f.at,
+            received_at=f.received_at,
             policy_version=rules.policy_version,
             high_risk=high_risk,
             self_verification=rules.self_verification,

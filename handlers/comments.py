@@ -9,7 +9,7 @@ deleted comments never run anything.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 
 import structlog
 
@@ -52,6 +52,7 @@ class CommentFacts:
     author_id: int  # the account; `author` is only the login it has now
     author_is_bot: bool
     via_app_id: int | None
+    received_at: datetime | None = None  # railyard's clock: the comment existed by then
 
     @classmethod
     def read(cls, event: WebhookEvent) -> CommentFacts | None:
@@ -75,6 +76,7 @@ class CommentFacts:
             author_id=int(author_id),  # type: ignore[arg-type]
             author_is_bot=dig_str(p, "comment", "user", "type") == "Bot",
             via_app_id=dig_int(p, "comment", "performed_via_github_app", "id"),
+            received_at=datetime.fromtimestamp(event.received_at, UTC) if event.received_at else None,
         )
 
 
@@ -123,6 +125,7 @@ class CommentCommand(CommandRun):
             author_id=comment.author_id,
             author_is_bot=comment.author_is_bot,
             comment_id=comment.comment_id,
+            received_at=comment.received_at,
         )
         super().__init__(facts, parsed, services)
         self.comment = comment

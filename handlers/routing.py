@@ -18,6 +18,7 @@ class WebhookEvent:
     action: str | None
     installation_id: int | None
     payload: dict[str, Any]
+    received_at: float | None = None  # when railyard received it, on its own clock (epoch seconds)
 
 
 Handler = Callable[[WebhookEvent, Services], Awaitable[None]]

@@ -120,7 +120,8 @@ class Context:
     operation_id: str
     at: datetime
     comment_id: int | None = None
-    comment_at: datetime | None = None
+    comment_at: datetime | None = None  # GitHub's created_at of the comment (whole seconds)
+    received_at: datetime | None = None  # when railyard received the comment, on its own clock
     policy_version: str = ""
     high_risk: bool = False
     self_verification: SelfVerification = SelfVerification.EXPLICIT

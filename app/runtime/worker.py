@@ -198,6 +198,7 @@ class Worker:
                 delivery.action,
                 delivery.installation_id,
                 orjson.loads(delivery.payload),
+                delivery.received_at,
             )
             for handler in handlers:
                 await handler(event, self.services)

@@ -63,6 +63,7 @@ _CANDIDATES = """
 """
 _CLAIMED_COLUMNS = """
 SELECT d.seq, d.delivery_id, d.event, d.action, d.installation_id, d.payload, d.attempts,
+       d.received_at,
        (SELECT i.status FROM installations i WHERE i.id = d.installation_id) AS installation_status
 """
 _DUE = """
@@ -131,6 +132,8 @@ class ClaimedDelivery:
     attempt: int
     installation_status: str | None = None
     """The installation's status when the delivery was claimed (None: not known to railyard)."""
+    received_at: float | None = None
+    """When railyard received it (railyard's clock): a comment in it was written before then."""
 
 
 class DeliveryQueue:
@@ -191,9 +194,19 @@ class DeliveryQueue:
 
     @staticmethod
     def _claimed(row: Sequence[Any]) -> ClaimedDelivery:
-        seq, delivery_id, event, action, installation_id, payload, attempts, installation_status = row
+        seq, delivery_id, event, action, installation_id, payload, attempts, received, installation_status = (
+            row
+        )
         return ClaimedDelivery(
-            seq, delivery_id, event, action, installation_id, payload, attempts + 1, installation_status
+            seq,
+            delivery_id,
+            event,
+            action,
+            installation_id,
+            payload,
+            attempts + 1,
+            installation_status,
+            received,
         )
 
     def _finish(self, claimed: ClaimedDelivery, values: dict[str, Any], outcome: str, started: float) -> bool:

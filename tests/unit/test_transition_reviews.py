@@ -4,22 +4,28 @@ stale decisions."""
 from __future__ import annotations
 
 from dataclasses import replace
+from datetime import datetime, timedelta
 
 import pytest
+from hypothesis import assume, given
+from hypothesis import strategies as st
 
-from policies.commands import Accept, AcceptMode, Command, Deliver, SendBack
+from policies.commands import Accept, AcceptMode, Command, Context, Deliver, SendBack
+from policies.engine import decide
 from policies.events import EventType
-from policies.model import Actor
-from policies.refusals import RefusalCode
+from policies.model import Actor, Ticket
+from policies.refusals import Refusal, RefusalCode
 from policies.states import ReviewKind, Role, SelfVerification, WorkState
 from tests.unit.work_walk import (
     ACTORS,
     CODY,
     DELIVERY_MINUTE,
     FIRST_COMMIT,
+    FIRST_DELIVERY,
     MONA,
     RITA,
     SECOND_COMMIT,
+    T0,
     context,
     events_of,
     refusal_code,
@@ -133,3 +139,108 @@ def test_decision_about_an_older_attempt_is_stale_after_a_redelivery(decision: s
     second = Deliver(summary="Second pass.", commit=SECOND_COMMIT)
     ticket = run(sent_back_ticket(), second, context(CODY, 8))
     assert refusal_code(ticket, DECISIONS[decision], context(RITA, 6)) is RefusalCode.STALE_DECISION
+
+
+# -- stale decisions across two clocks ------------------------------------------------------
+#
+# The true timeline is in microseconds. GitHub stamps a comment with the whole second it was
+# written in and ids that rise with it; railyard receives it some time later, on its own clock;
+# an API delivery is recorded at railyard's time, to the microsecond, with no comment id.
+
+CLAIMED_AT = T0 + timedelta(minutes=3)
+micros = st.integers(min_value=0, max_value=10_000_000)  # within ten seconds of the claim
+latency = st.integers(min_value=0, max_value=5_000_000)  # a webhook's way from GitHub to railyard
+
+
+def moment(offset: int) -> datetime:
+    """The claim's time plus `offset` microseconds."""
+    return CLAIMED_AT + timedelta(microseconds=offset)
+
+
+def whole_second(offset: int) -> datetime:
+    """`created_at` as GitHub writes it for a comment written at `offset`."""
+    return moment(offset).replace(microsecond=0)
+
+
+def api_delivered(recorded: int) -> Ticket:
+    """Claimed, then delivered through the API at `recorded` (railyard's clock, no comment id)."""
+    ctx = Context(CODY, "api:1:key", moment(recorded), comment_at=moment(recorded), via="api")
+    return run(ticket_in(WorkState.CLAIMED), FIRST_DELIVERY, ctx)
+
+
+def comment_decision(written: int, received: int, comment_id: int = 900) -> Context:
+    """rita's `/accept` comment written at `written`, received by railyard at `received`."""
+    return Context(
+        RITA,
+        f"op-{written}",
+        moment(received),
+        comment_id=comment_id,
+        comment_at=whole_second(written),
+        received_at=moment(received),
+    )
+
+
+def is_stale(ticket: Ticket, ctx: Context) -> bool:
+    """Whether `/accept` is refused as stale."""
+    decision = decide(ticket, Accept(), ctx)
+    return isinstance(decision, Refusal) and decision.code is RefusalCode.STALE_DECISION
+
+
+@given(recorded=micros, after=st.integers(min_value=1, max_value=5_000_000), late=latency)
+def test_a_review_written_after_an_api_delivery_is_never_stale(recorded: int, after: int, late: int) -> None:
+    """Written after the API delivery was recorded, in the same second or later: never refused as stale."""
+    written = recorded + after
+    assert not is_stale(api_delivered(recorded), comment_decision(written, written + late))
+
+
+@given(recorded=micros, before=st.integers(min_value=1, max_value=5_000_000), late=latency)
+def test_a_review_written_before_an_api_delivery_is_stale_whenever_that_can_be_known(
+    recorded: int, before: int, late: int
+) -> None:
+    """Written before: stale when it is in an earlier second, or railyard received it before recording
+    the delivery; only a comment of the delivery's own second received after it cannot be placed."""
+    written = recorded - before
+    received = written + late
+    knowable = whole_second(written) < whole_second(recorded) or received < recorded
+    assert is_stale(api_delivered(recorded), comment_decision(written, received)) is knowable
+
+
+def test_the_reported_case_an_accept_in_the_same_second_as_an_api_deliver_goes_through() -> None:
+    """Delivered through the API at 09:03:05.300, `/accept` created at 09:03:05 received later: accepted."""
+    ticket = api_delivered(5_300_000)
+    decision = decide(ticket, Accept(), comment_decision(5_600_000, 5_900_000))
+    assert not isinstance(decision, Refusal)
+    assert decision[-1].type is EventType.ACCEPTED
+
+
+def test_a_review_received_before_an_api_delivery_in_its_second_is_stale() -> None:
+    """`/accept` written at 09:03:05.100 and received at .200, the API delivery recorded at .300: stale."""
+    assert is_stale(api_delivered(5_300_000), comment_decision(5_100_000, 5_200_000))
+
+
+@given(delivered=micros, decided=micros, late=latency)
+def test_between_two_comments_the_order_they_were_written_decides(
+    delivered: int, decided: int, late: int
+) -> None:
+    """A `/deliver` comment and an `/accept` comment: stale exactly when the accept was written first
+    (GitHub's ids rise with the writing, so the same second is ordered too)."""
+    assume(delivered != decided)
+    first, second = sorted((delivered, decided))
+    ids = {first: 1000, second: 1001}
+    deliver_ctx = Context(
+        CODY, "op-deliver", moment(delivered), comment_id=ids[delivered], comment_at=whole_second(delivered)
+    )
+    ticket = run(ticket_in(WorkState.CLAIMED), FIRST_DELIVERY, deliver_ctx)
+    ctx = comment_decision(decided, max(decided, delivered) + late, comment_id=ids[decided])
+    assert is_stale(ticket, ctx) is (decided < delivered)
+
+
+@given(delivered=micros, skew=st.integers(min_value=-5_000_000, max_value=5_000_000))
+def test_an_api_decision_is_never_stale(delivered: int, skew: int) -> None:
+    """An API `/accept` runs when it arrives, after the delivery it sees was recorded: never stale."""
+    deliver_ctx = Context(
+        CODY, "op-deliver", moment(delivered), comment_id=104, comment_at=whole_second(delivered)
+    )
+    ticket = run(ticket_in(WorkState.CLAIMED), FIRST_DELIVERY, deliver_ctx)
+    ctx = Context(RITA, "api:2:key", moment(delivered + skew), comment_at=moment(delivered + skew), via="api")
+    assert not is_stale(ticket, ctx)
