@@ -118,7 +118,9 @@ RoleEntryField = Annotated[
     PlainSerializer(str, return_type=str),
     WithJsonSchema(_ROLE_ENTRY_SCHEMA),
 ]
-MAX_COMMANDS_PER_HOUR = 10_000  # more than one command every half second from one person is no budget
+# The budget is compared with a count, so only sanity bounds it: a million an hour (what the
+# benchmarks' single runner uses is 100,000) stays far inside every integer column.
+MAX_COMMANDS_PER_HOUR = 1_000_000
 # Every number the file holds is bounded: a limit that overflows a date, a timer or an integer
 # column would stop the loops that read it (the watchdog), not just the repository that set it.
 SilenceMinutes = Annotated[int, Strict(), Field(gt=0, le=MAX_SILENCE_MINUTES)]

@@ -266,7 +266,7 @@ def test_a_character_yaml_does_not_allow_names_its_line() -> None:
         ),
         (
             "# budget\nlimits:\n  commands_per_hour: 99999999999999999999\n",
-            "line 3: limits.commands_per_hour: must be at most 10000, got 99999999999999999999",
+            "line 3: limits.commands_per_hour: must be at most 1000000, got 99999999999999999999",
         ),
     ],
 )
@@ -276,9 +276,9 @@ def test_every_number_is_bounded_with_its_line(text: str, message: str) -> None:
 
 
 def test_the_bounds_themselves_are_accepted() -> None:
-    """A year of silence and 10,000 commands an hour are the largest values, and valid."""
+    """A year of silence and a million commands an hour are the largest values, and valid."""
     config = parse_repository_config(
-        "claims:\n  max_silence_minutes: 525600\nlimits:\n  commands_per_hour: 10000\n"
+        "claims:\n  max_silence_minutes: 525600\nlimits:\n  commands_per_hour: 1000000\n"
     )
 
-    assert (config.claims.max_silence_minutes, config.limits.commands_per_hour) == (525_600, 10_000)
+    assert (config.claims.max_silence_minutes, config.limits.commands_per_hour) == (525_600, 1_000_000)

@@ -79,7 +79,7 @@ def test_the_schema_rejects_an_unknown_role_and_a_malformed_entry() -> None:
     [
         "tickets:\n",  # a section with every line commented out
         "claims: {max_silence_minutes: 60}\nroles:\n  reviewer: []\n",
-        "claims: {max_silence_minutes: 525600}\nlimits: {commands_per_hour: 10000}\n",
+        "claims: {max_silence_minutes: 525600}\nlimits: {commands_per_hour: 1000000}\n",
         "checks: {unlinked: action_required}\nself_verification: never\n",
     ],
 )
@@ -96,7 +96,7 @@ def test_what_the_server_accepts_the_schema_accepts(text: str) -> None:
         "claims: {max_silence_minutes: 0}\n",
         "claims: {max_silence_minutes: 9000000000}\n",
         "limits: {commands_per_hour: '30'}\n",
-        "limits: {commands_per_hour: 10001}\n",
+        "limits: {commands_per_hour: 1000001}\n",
         "checks: {unlinked: failure}\n",
         "tickets: {no_code_label: ''}\n",
         "high_risk: [risk]\n",
