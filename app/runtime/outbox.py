@@ -6,8 +6,10 @@
   comments (or for its check-run by name on the commit) before creating it again. An effect
   is marked in flight before its create request leaves, so a process killed before the
   answer was recorded leaves an ambiguous effect, not a second comment.
-- Leases: an outbox renews an effect's lease before it writes; one whose lease was taken
-  over by another outbox leaves it alone.
+- Leases: short (`LEASE_SECONDS`), renewed for the whole batch every third of that while
+  the batch is performed, and renewed for an effect before it writes; one whose lease was
+  taken over by another outbox is left alone. An outbox that died leaves leases that run
+  out within `LEASE_SECONDS`, and another outbox takes its effects over.
 - Coalescing: a `coalesce` effect enqueued again while pending is not duplicated; renderers
   registered for its kind compute the payload from the latest state when it is performed,
   so a burst of changes becomes one write, at most one per `min_interval` per surface.
@@ -37,7 +39,7 @@ from app.store.database import Database
 from app.store.effects import CANCELLED, FAILED, EffectLeases, marker
 from app.store.installations import DELETED, SUSPENDED, status_of
 from app.store.limits import Limits, SharedLimits
-from app.store.queue import worker_name
+from app.store.queue import LEASE_SECONDS, worker_name
 
 log = structlog.get_logger(__name__)
 
@@ -56,7 +58,7 @@ class Outbox:
     clock: Callable[[], float] = time.time
     renderers: Mapping[str, Renderer] = field(default_factory=dict)
     retry: RetryPolicy = field(default_factory=RetryPolicy)
-    lease_seconds: float = 60.0
+    lease_seconds: float = LEASE_SECONDS
     spacing: float = 1.0
     poll_seconds: float = 0.5
     name: str = field(default_factory=worker_name)
@@ -99,11 +101,33 @@ class Outbox:
     async def run_once(self, limit: int = 20) -> int:
         """Perform the effects due now; return how many were attempted."""
         rows = await asyncio.to_thread(self._leases.claim_due, self.clock(), limit)
-        for row in rows:
-            await self._perform(row)
-            if self._loop is not None:
-                self._loop.beat()  # a round of slow writes is progress, not a stuck loop
+        if not rows:
+            return 0
+        waiting = {row["id"] for row in rows}
+        heartbeat = asyncio.create_task(self._keep_leases(waiting), name="outbox-leases")
+        try:
+            for row in rows:
+                await self._perform(row)
+                waiting.discard(row["id"])
+                if self._loop is not None:
+                    self._loop.beat()  # a round of slow writes is progress, not a stuck loop
+        finally:
+            heartbeat.cancel()
+            await asyncio.gather(heartbeat, return_exceptions=True)
         return len(rows)
+
+    async def _keep_leases(self, waiting: set[int]) -> None:
+        """Renew the batch's leases every third of a lease until it is performed (then cancelled).
+
+        The effects late in a batch (writes spaced a second apart, a slow GitHub) keep their
+        leases however long the batch takes; a renewal that fails is tried at the next beat.
+        """
+        while True:
+            await asyncio.sleep(self.lease_seconds / 3)
+            try:
+                await asyncio.to_thread(self._leases.renew, sorted(waiting), self.clock())
+            except Exception as error:
+                log.warning("could not renew the outbox's leases", error=str(error))
 
     async def _perform(self, row: dict[str, Any]) -> None:
         with structlog.contextvars.bound_contextvars(effect=row["dedupe_key"], kind=row["kind"]):

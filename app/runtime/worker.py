@@ -3,10 +3,13 @@
 Transient failures are retried with exponential backoff and full jitter (about an hour of
 tries), then marked failed; any other exception, a payload that cannot be decoded included,
 marks the delivery failed at once, with the error, for an operator to see (`railyard
-deliveries --status failed`) and re-run (`railyard redeliver ID`). While its handlers run, a
-delivery's lease is renewed, so no other worker takes over a delivery whose first run is
-alive. The loop itself is supervised (`app.runtime.supervisor`): a claim the database cannot answer
-is backed off, not fatal.
+deliveries --status failed`) and re-run (`railyard redeliver ID`). Leases are short
+(`LEASE_SECONDS`) and renewed every third of that while the handlers run, so no other worker
+takes over a delivery whose first run is alive, and one whose process died is taken over
+within a lease. A renewal that finds the lease taken stops the handlers: the new holder
+runs the delivery, and the old run records no outcome (the queue's and the tickets'
+optimistic checks refuse a late one anyway). The loop itself is supervised
+(`app.runtime.supervisor`): a claim the database cannot answer is backed off, not fatal.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from app.store.queue import (
     DONE,
     FAILED,
     IGNORED,
+    LEASE_SECONDS,
     ClaimedDelivery,
     DeliveryQueue,
     queue_depth,
@@ -51,7 +55,7 @@ class Worker:
     metrics: Metrics
     clock: Callable[[], float] = time.time
     concurrency: int = 4
-    lease_seconds: float = 60.0
+    lease_seconds: float = LEASE_SECONDS
     poll_seconds: float = 0.2
     claim_gap_seconds: float = 0.01
     intake_busy: Callable[[], bool] | None = None
@@ -154,11 +158,14 @@ class Worker:
         with structlog.contextvars.bound_contextvars(
             delivery_id=delivery.delivery_id, github_event=delivery.event, action=delivery.action
         ):
-            keeper = asyncio.create_task(self._keep_lease(delivery))
-            try:
-                status, note, retry_at = await self._dispatch(delivery)
-            finally:
-                keeper.cancel()
+            ran = await self._run_holding_lease(delivery)
+            if ran is None:
+                log.warning(
+                    "lease lost while the handlers ran; stopped them, another worker has the delivery"
+                )
+                self.metrics.processed.labels(delivery.event, "lease_lost").inc()
+                return
+            status, note, retry_at = ran
             now = self.clock()
             if retry_at is not None:
                 status = "retry"
@@ -170,18 +177,43 @@ class Worker:
             self.metrics.processed.labels(delivery.event, status).inc()
             self.metrics.processing_seconds.labels(delivery.event).observe(time.perf_counter() - started)
 
-    async def _keep_lease(self, delivery: ClaimedDelivery) -> None:
-        """Renew the lease while the handlers run, so no other worker takes a live delivery over.
+    async def _run_holding_lease(
+        self, delivery: ClaimedDelivery
+    ) -> tuple[str, str | None, float | None] | None:
+        """The handlers' result, with the lease renewed while they run; None when it was lost.
 
-        A renewal the database refuses is logged and tried again at the next beat; the lease
-        only lapses when this process stops renewing it (it died or hangs).
+        Both are tasks of this one, and both are awaited whatever happens (cancelled included):
+        the heartbeat never outlives the handlers, nor the handlers a lost lease.
+        """
+        handlers = asyncio.create_task(self._dispatch(delivery), name=f"handlers-{delivery.delivery_id}")
+        heartbeat = asyncio.create_task(self._keep_lease(delivery), name=f"lease-{delivery.delivery_id}")
+        try:
+            await asyncio.wait((handlers, heartbeat), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            heartbeat.cancel()
+            if not handlers.done():  # the lease was lost (or this process is stopping)
+                handlers.cancel()
+            await asyncio.gather(handlers, heartbeat, return_exceptions=True)
+        if handlers.cancelled():
+            return None
+        return handlers.result()
+
+    async def _keep_lease(self, delivery: ClaimedDelivery) -> None:
+        """Renew the lease every third of it while the handlers run; return once it is lost.
+
+        A renewal the database cannot take is logged and tried again at the next beat: the
+        lease lapses only when this process stops renewing it (it died or hangs), and even
+        then stays this claim's until another claim takes it.
         """
         while True:
             await asyncio.sleep(self.lease_seconds / 3)
             try:
-                await asyncio.to_thread(self.queue.extend, delivery, self.clock())
+                held = await asyncio.to_thread(self.queue.extend, delivery, self.clock())
             except Exception as error:
                 log.warning("could not renew a delivery's lease", error=str(error))
+                continue
+            if not held:
+                return
 
     async def _dispatch(self, delivery: ClaimedDelivery) -> tuple[str, str | None, float | None]:
         """(final status, note, retry time): a retry time means "try again then"."""

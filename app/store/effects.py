@@ -186,6 +186,22 @@ class EffectLeases:
             ).rowcount
         return bool(held)
 
+    def renew(self, ids: Sequence[int], now: float) -> int:
+        """Renew this outbox's live leases among `ids` (a batch still being performed); how many it holds."""
+        if not ids:
+            return 0
+        with self.database.write() as connection:
+            held = connection.execute(
+                update(effects_table)
+                .where(
+                    effects_table.c.id.in_(list(ids)),
+                    effects_table.c.lease_owner == self.owner,
+                    effects_table.c.lease_until >= now,
+                )
+                .values(lease_until=now + self.lease_seconds)
+            ).rowcount
+        return int(held)
+
     def done(self, row: dict[str, Any], result: dict[str, Any] | None, now: float) -> None:
         """Record a performed write; a surface enqueued again while it was written stays pending."""
         mine = (effects_table.c.id == row["id"], effects_table.c.lease_owner == self.owner)

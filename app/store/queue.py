@@ -114,6 +114,12 @@ def _raw(database: Database) -> Iterator[Any]:
         connection.close()  # back to the pool
 
 
+LEASE_SECONDS = 15.0
+"""How long a claim lasts unless renewed. Its holder renews it every third of that while the
+handlers run, so a live delivery keeps it however long it takes, and one leased by a process
+that died is taken over within this long (SPEC: within 30 s on PostgreSQL, not after a minute)."""
+
+
 def worker_name() -> str:
     """A name unique to this process, recorded on every lease it takes."""
     return f"{socket.gethostname()}:{os.getpid()}:{time.monotonic_ns() % 1_000_000}"
@@ -139,7 +145,7 @@ class ClaimedDelivery:
 class DeliveryQueue:
     """Claim, complete, retry and inspect stored deliveries."""
 
-    def __init__(self, database: Database, *, owner: str, lease_seconds: float = 60.0) -> None:
+    def __init__(self, database: Database, *, owner: str, lease_seconds: float = LEASE_SECONDS) -> None:
         self.database = database
         self.owner = owner
         self.lease_seconds = lease_seconds
@@ -262,14 +268,25 @@ class DeliveryQueue:
         """Put a delivery back, due at `at`; later deliveries for its ticket wait behind it."""
         return self._finish(claimed, {"next_attempt_at": at, "last_error": error}, "retry", started or at)
 
-    def extend(self, claimed: ClaimedDelivery, now: float) -> None:
-        """Renew the lease of a delivery still being processed."""
+    def extend(self, claimed: ClaimedDelivery, now: float) -> bool:
+        """Renew the lease of a delivery still being processed; False when it is no longer this claim's.
+
+        A lease that ran out (a renewal the database could not take in time) is still this
+        claim's while nobody else claimed it; once another claim took it (another owner, or
+        this process's own later attempt) it is lost for good.
+        """
         with self.database.write() as connection:
-            connection.execute(
+            result = connection.execute(
                 update(deliveries)
-                .where(deliveries.c.seq == claimed.seq, deliveries.c.lease_owner == self.owner)
+                .where(
+                    deliveries.c.seq == claimed.seq,
+                    deliveries.c.lease_owner == self.owner,
+                    deliveries.c.attempts == claimed.attempt,
+                    deliveries.c.status == PENDING,
+                )
                 .values(lease_until=now + self.lease_seconds)
             )
+        return result.rowcount == 1
 
 
 def release_all_leases(database: Database) -> int:

@@ -114,6 +114,9 @@ async def _answer(
             )
         if fault is None:
             return await handler(request), False
+        if fault.slow:
+            await asyncio.sleep(fault.delay)
+            return await handler(request), False
         if not (fault.apply_then_fail or fault.apply_then_timeout or fault.apply_then_drop):
             await asyncio.sleep(fault.delay)
             if fault.retry_after is not None and state.limit_watch is not None:

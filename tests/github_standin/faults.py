@@ -16,7 +16,8 @@ class Fault:
     `apply_then_fail` performs the request's effect, then answers `status`; `apply_then_timeout`
     performs it and answers only after `delay` seconds, past the client's timeout;
     `apply_then_drop` performs it and closes the connection without an answer. All three are
-    the ambiguous failures a client must survive without doing things twice.
+    the ambiguous failures a client must survive without doing things twice. `slow` is no
+    failure: the answer is the right one, `delay` seconds late (GitHub under load).
     """
 
     status: int = 500
@@ -27,6 +28,7 @@ class Fault:
     apply_then_timeout: bool = False
     delay: float = 0.0
     apply_then_drop: bool = False
+    slow: bool = False
 
 
 @dataclass

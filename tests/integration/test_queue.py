@@ -59,7 +59,7 @@ def test_only_the_oldest_pending_delivery_of_each_ticket_is_claimable(database: 
 
 def test_a_delivery_in_backoff_holds_back_its_ticket_but_not_others(database: Database) -> None:
     write_batch(database, [pending("a1", "a"), pending("a2", "a"), pending("b1", "b"), pending("b2", "b")])
-    queue = DeliveryQueue(database, owner="w1")
+    queue = DeliveryQueue(database, owner="w1", lease_seconds=60)  # b2 still leased when a1 is due
     a1, b1 = queue.claim(NOW, 10)
 
     assert queue.retry(a1, NOW + 30, "GitHub answered 502")

@@ -7,11 +7,12 @@ import time
 from pathlib import Path
 
 import pytest
+from sqlalchemy import select, update
 
 from app.bootstrap import wire
 from app.runtime.metrics import Metrics
 from app.store.intake import IncomingDelivery, write_batch
-from app.store.queue import ClaimedDelivery, DeliveryQueue, list_deliveries
+from app.store.queue import ClaimedDelivery, DeliveryQueue, deliveries, list_deliveries, runs
 from handlers.ports import Services
 from handlers.routing import Router, WebhookEvent
 from tests.conftest import sqlite_database
@@ -189,6 +190,45 @@ async def test_a_delivery_whose_handler_runs_past_its_lease_is_not_taken_over(tm
     database.close()
 
     assert taken == []
+
+
+async def test_a_handler_whose_lease_was_taken_over_is_stopped_and_records_no_outcome(tmp_path: Path) -> None:
+    """Another claim took the lease (this process was paused past it): the next renewal finds it lost, the
+    handlers are cancelled before they finish, and no outcome of theirs is recorded over the new holder's."""
+    database = sqlite_database(tmp_path / "railyard.db")
+    started, stopped, finished = asyncio.Event(), asyncio.Event(), []
+    router = Router()
+
+    @router.register("issues", "edited")
+    async def slow(event: WebhookEvent, services: Services) -> None:
+        started.set()
+        try:
+            await asyncio.sleep(30)
+            finished.append(event.delivery_id)
+        except asyncio.CancelledError:
+            stopped.set()
+            raise
+
+    worker = wire(database, clock=lambda: NOW).worker(router, Metrics(), lease_seconds=0.3, poll_seconds=0.05)
+    stop = asyncio.Event()
+    running = asyncio.create_task(worker.run(stop))
+    write_batch(database, [edited("taken", "k")])
+    worker.notify()
+    await asyncio.wait_for(started.wait(), 10)
+    with database.write() as connection:  # what another worker's claim of the lapsed lease writes
+        connection.execute(
+            update(deliveries).values(lease_owner="another-process", attempts=deliveries.c.attempts + 1)
+        )
+    await asyncio.wait_for(stopped.wait(), 5)
+    stop.set()
+    await running
+    with database.read() as connection:
+        recorded = connection.execute(select(runs.c.worker)).all()
+        [row] = connection.execute(select(deliveries.c.status, deliveries.c.lease_owner)).all()
+    database.close()
+
+    assert finished == [] and recorded == []
+    assert (row.status, row.lease_owner) == ("pending", "another-process")
 
 
 async def test_a_payload_that_cannot_be_decoded_fails_its_delivery_and_the_worker_goes_on(

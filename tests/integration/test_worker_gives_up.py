@@ -40,7 +40,11 @@ async def test_a_delivery_failing_on_every_try_is_failed_after_the_last_with_its
         tries.append(event.delivery_id)
         raise TransientError("GitHub answered 502")
 
-    worker = wire(database, clock=LeapingClock()).worker(router, Metrics(), poll_seconds=0.01)
+    # The clock leaps ten minutes a read: a lease shorter than that would lapse between the claim
+    # and the outcome, and the worker would claim its own live delivery again.
+    worker = wire(database, clock=LeapingClock()).worker(
+        router, Metrics(), poll_seconds=0.01, lease_seconds=1e6
+    )
     payload = '{"action": "edited"}'
     write_batch(
         database,
