@@ -17,8 +17,10 @@ import pytest
 from sqlalchemy import select
 
 from app.store.database import Database
+from app.store.effects import effect_counts, marker
 from app.store.queue import LEASE_SECONDS, deliveries, runs
 from app.store.tickets import TicketService
+from app.views.surfaces import status_key
 from policies.events import EventType
 from policies.model import TicketKey
 from tests.conftest import _empty
@@ -151,3 +153,36 @@ async def test_a_handler_slower_than_its_lease_is_not_taken_over_while_its_proce
     assert (run.outcome, run.lease_kept) == ("done", True)
     assert published(shared) == 1
     assert len(state.calls_to("GET", f"/repos/{REPO}/contents/.github/railyard.yml")) == 1
+
+
+def pending_effects(database: Database) -> int:
+    """GitHub writes not performed yet."""
+    return effect_counts(database).get("pending", 0)
+
+
+async def test_a_github_write_leased_by_a_killed_process_is_taken_over_within_30_seconds(
+    shared: Database, github: tuple[StandinState, str], tmp_path: Path
+) -> None:
+    """Server A's outbox is writing the status comment when GitHub stalls and A is SIGKILLed; server B,
+    started at once, performs the write within 30 s of the kill, and GitHub shows one status comment."""
+    state, url = github
+    first = ServerProcess(env=server_env(shared.url, url), cwd=tmp_path)
+    await first.start()
+    state.inject("POST", rf"/repos/{REPO}/issues/12/comments$", Fault(slow=True, delay=300))
+    await publish(state, first)
+    await until(lambda: bool(state.calls_to("POST", f"/repos/{REPO}/issues/12/comments")))
+    first.kill()
+    killed = time.monotonic()
+
+    second = ServerProcess(env=server_env(shared.url, url), cwd=tmp_path)
+    await second.start()
+    try:
+        await until(lambda: pending_effects(shared) == 0, timeout=90)
+        taken_over_after = time.monotonic() - killed
+    finally:
+        await asyncio.to_thread(second.stop)
+
+    print(f"\nGitHub write taken over {taken_over_after:.1f} s after SIGKILL (lease {LEASE_SECONDS:.0f} s)")
+    assert taken_over_after < 30, f"the write waited {taken_over_after:.1f} s after the kill"
+    status = marker(status_key(REPO, 12))
+    assert len([c for c in state.comments.values() if c.issue_number == 12 and status in c.body]) == 1
