@@ -49,12 +49,17 @@ async def recover_missed_deliveries(
         if not isinstance(page, list) or not page:
             break
         for item in page:
+            if not isinstance(item, dict):  # one odd item never stops the others being read
+                continue
             guid, status_code = str(item.get("guid", "")), item.get("status_code")
             if isinstance(status_code, int) and 200 <= status_code < 300:
                 arrived.add(guid)
             elif guid and isinstance(item.get("id"), int):
                 failed.setdefault(guid, item["id"])
-        if min(_when(item.get("delivered_at")) for item in page) < cutoff:
+        if (
+            min((_when(item.get("delivered_at")) for item in page if isinstance(item, dict)), default=0.0)
+            < cutoff
+        ):
             break
     missing = [guid for guid in failed if guid not in arrived]
     missing = [
@@ -62,10 +67,18 @@ async def recover_missed_deliveries(
         for guid in missing
         if guid not in await asyncio.to_thread(stored_delivery_ids, database, missing)
     ]
+    asked = []
     for guid in missing:
-        await github.call("redeliver", None, delivery_id=failed[guid])
+        try:
+            await github.call("redeliver", None, delivery_id=failed[guid])
+        except GitHubError as error:
+            # GitHub refuses this one (too old, gone): the others are still asked for, and the
+            # next round does not stop at it again and again. GitHub away (transient) ends the round.
+            log.warning("GitHub would not redeliver a delivery", guid=guid, error=str(error))
+            continue
+        asked.append(guid)
         log.info("asked GitHub to redeliver a delivery that never arrived", guid=guid)
-    return missing
+    return asked
 
 
 @dataclass

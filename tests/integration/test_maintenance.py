@@ -162,3 +162,22 @@ async def test_failed_deliveries_that_never_arrived_are_redelivered_once(
     )
     assert await recover_missed_deliveries(database, github, NOW) == ["guid-lost"]
     assert [call.request.url.path for call in redeliver.calls] == ["/api/v3/app/hook/deliveries/1/attempts"]
+
+
+@respx.mock
+async def test_a_delivery_github_will_not_redeliver_does_not_stop_the_others(
+    database: Database, github: GitHubClient
+) -> None:
+    """GitHub refuses to redeliver the first lost delivery (422): the second is still asked for, and only it
+    is reported as asked; an item of the list that is not an object is passed over."""
+    page = [hook_delivery(1, "guid-refused", 503), "not an object", hook_delivery(2, "guid-lost", 503)]
+    respx.get(f"{GITHUB_API}/app/hook/deliveries").mock(return_value=httpx.Response(200, json=page))
+    refused = respx.post(f"{GITHUB_API}/app/hook/deliveries/1/attempts").mock(
+        return_value=httpx.Response(422, json={"message": "Validation Failed"})
+    )
+    asked = respx.post(f"{GITHUB_API}/app/hook/deliveries/2/attempts").mock(
+        return_value=httpx.Response(202, json={})
+    )
+
+    assert await recover_missed_deliveries(database, github, NOW) == ["guid-lost"]
+    assert refused.called and asked.called
