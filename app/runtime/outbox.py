@@ -31,6 +31,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import structlog
+from sqlalchemy.exc import DBAPIError
 
 from app.github.client import GitHubClient, GitHubError, GitHubUnavailable, NotFound, RateLimited
 from app.runtime.metrics import Metrics
@@ -107,7 +108,7 @@ class Outbox:
         heartbeat = asyncio.create_task(self._keep_leases(waiting), name="outbox-leases")
         try:
             for row in rows:
-                await self._perform(row)
+                await self._perform_alone(row)
                 waiting.discard(row["id"])
                 if self._loop is not None:
                     self._loop.beat()  # a round of slow writes is progress, not a stuck loop
@@ -115,6 +116,21 @@ class Outbox:
             heartbeat.cancel()
             await asyncio.gather(heartbeat, return_exceptions=True)
         return len(rows)
+
+    async def _perform_alone(self, row: dict[str, Any]) -> None:
+        """Perform one effect; one that raises past `_perform` (its outcome could not be recorded)
+        is counted as a failed, ambiguous attempt and the batch goes on: one bad row never stops
+        the outbox. The database away stops the round (the loop backs off)."""
+        try:
+            await self._perform(row)
+        except DBAPIError:
+            raise
+        except Exception as error:
+            log.error("an effect could not be performed or recorded; the others go on", exc_info=error)
+            try:  # whether GitHub acted is unknown: the next attempt looks before it writes again
+                await self._failed_attempt(row, f"{type(error).__name__}: {error}", ambiguous=True)
+            except Exception:
+                log.exception("could not record the failed attempt; its lease runs out and it is tried again")
 
     async def _keep_leases(self, waiting: set[int]) -> None:
         """Renew the batch's leases every third of a lease until it is performed (then cancelled).

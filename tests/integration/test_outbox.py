@@ -292,3 +292,35 @@ async def test_a_retry_after_seen_by_one_outbox_pauses_the_other(
     assert len(issue.post_times) == 1
     await alternate([first, second], clock, lambda: effect_counts(database).get("done") == 2)
     assert len(issue.comments) == 2 and min(issue.post_times[1:]) >= start + 20
+
+
+@respx.mock
+async def test_an_effect_whose_outcome_cannot_be_recorded_does_not_stop_the_others(
+    database: Database, outbox_parts: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Recording the first reaction raises (a row the store refuses): the second is still performed and
+    recorded in the same round, and the first counts a failed, ambiguous attempt instead of blocking."""
+    outbox, _, clock = outbox_parts
+    for comment_id in (555, 556):
+        respx.post(f"{GITHUB_API}/repos/{REPO}/issues/comments/{comment_id}/reactions").mock(
+            return_value=httpx.Response(201, json={"id": comment_id, "content": "+1"})
+        )
+    put(database, clock, reaction(7, REPO, 555), reaction(7, REPO, 556))
+    done = outbox._leases.done
+
+    def refuse_the_first(row: dict[str, Any], result: dict[str, Any] | None, now: float) -> None:
+        if row["dedupe_key"].endswith(":555:+1"):
+            raise ValueError("the store refused the answer")
+        done(row, result, now)
+
+    monkeypatch.setattr(outbox._leases, "done", refuse_the_first)
+
+    assert await outbox.run_once() == 2
+    with database.read() as connection:
+        rows = {
+            r.dedupe_key.split(":")[2]: r
+            for r in connection.execute(select(effects_table.c.dedupe_key, effects_table.c.status,
+                                               effects_table.c.attempts, effects_table.c.ambiguous))
+        }  # fmt: skip
+    assert rows["556"].status == "done"
+    assert (rows["555"].status, rows["555"].attempts, rows["555"].ambiguous) == ("pending", 1, True)
