@@ -32,7 +32,13 @@ def _check_time(text: str | None, err: TextIO) -> datetime | None:
             f"railyard: --at {text!r} has no timezone; add one, e.g. {text.strip()}Z for UTC or +02:00.\n"
         )
         return None
-    return moment.astimezone(UTC)
+    try:
+        return moment.astimezone(UTC)
+    except OverflowError:  # 0001-01-01T00:00+14:00 is before the first moment a datetime holds in UTC
+        err.write(
+            f"railyard: --at {text!r} is out of range once in UTC; give a time between years 1 and 9999.\n"
+        )
+        return None
 
 
 def _duration(span: timedelta) -> str:

@@ -96,7 +96,13 @@ def since_option(text: str | None, err: TextIO) -> tuple[bool, datetime | None]:
     if moment.tzinfo is None:
         err.write(f"railyard: --since {text!r} has no timezone; add one, e.g. {given}Z for UTC.\n")
         return False, None
-    return True, moment.astimezone(UTC)
+    try:
+        return True, moment.astimezone(UTC)
+    except OverflowError:  # 9999-12-31T23:00-14:00 is after the last moment a datetime holds in UTC
+        err.write(
+            f"railyard: --since {text!r} is out of range once in UTC; give a time between years 1 and 9999.\n"
+        )
+        return False, None
 
 
 def _minutes(value: float | None) -> str:

@@ -145,6 +145,8 @@ def test_a_time_in_the_future_previews_without_recording(database: Database) -> 
     [
         (["--at", "2026-11-30T12:00:00"], "has no timezone"),
         (["--at", "yesterday"], "is not an ISO-8601 time"),
+        (["--at", "0001-01-01T00:00:00+14:00"], "is out of range once in UTC"),
+        (["--at", "9999-12-31T23:59:59-14:00"], "is out of range once in UTC"),
         (["--repo", "acme"], "--repo expects OWNER/REPO"),
         (["--repo", "acme/web#7"], "--repo expects OWNER/REPO"),
     ],

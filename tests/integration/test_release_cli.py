@@ -70,6 +70,7 @@ def test_tickets_filters_by_repository_work_and_attention(recorded: Database) ->
         (["tickets", "--repo", "acme"], "--repo expects OWNER/REPO"),
         (["report", "--since", "last tuesday"], "--since 'last tuesday' is not a date or time"),
         (["report", "--since", "2026-11-01T09:00"], "has no timezone"),
+        (["report", "--since", "9999-12-31T23:00:00-14:00"], "is out of range once in UTC"),
     ],
 )
 def test_bad_input_is_exit_2_with_a_clear_message(recorded: Database, argv: list[str], message: str) -> None:
