@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
 
+from policies.clocks import whole_second
 from policies.commands import (
     MAX_CHECK_IN_MINUTES,
     Accept,
@@ -298,11 +299,7 @@ def decided_before_delivery(ctx: Context, delivery: Delivery) -> bool:
         return (ctx.comment_at, ctx.comment_id) < (delivery.comment_at, delivery.comment_id)
     if ctx.received_at is not None and ctx.received_at < delivery.comment_at:
         return True
-    return _whole_second(ctx.comment_at) < _whole_second(delivery.comment_at)
-
-
-def _whole_second(moment: datetime) -> datetime:
-    return moment.replace(microsecond=0)
+    return whole_second(ctx.comment_at) < whole_second(delivery.comment_at)
 
 
 def _stale(ticket: Ticket, command: Command, ctx: Context) -> Refusal | None:

@@ -18,6 +18,7 @@ from app.store.database import insert_for
 from app.store.tables import PullRequestRow, table
 from app.store.tickets import attempts, delivery_records, tickets
 from handlers.ports import PullRequest
+from policies.clocks import end_of_second
 from policies.links import same_repository
 
 pull_requests = table(PullRequestRow)
@@ -131,9 +132,11 @@ def tickets_on_branch(
     if reported_by is not None:
         # GitHub's time of the `/deliver` comment, not when railyard got to it: a delivery written
         # before the merge and processed after it (a retry, an outage) still linked the PR.
+        # `reported_by` is GitHub's whole second; railyard's own times (an API delivery, an
+        # attempt's opening) in that same second count as by it (policies.clocks).
         written = func.coalesce(delivery_records.c.comment_at, delivery_records.c.created_at)
-        delivered = delivered.where(written <= reported_by)
-        claimed = claimed.where(attempts.c.opened_at <= reported_by)
+        delivered = delivered.where(written < end_of_second(reported_by))
+        claimed = claimed.where(attempts.c.opened_at < end_of_second(reported_by))
     return {int(row[0]) for row in connection.execute(union(delivered, claimed))}
 
 
@@ -145,7 +148,7 @@ def attempt_opened_by(connection: Connection, repository: str, number: int, when
         .where(
             tickets.c.repository == repository.casefold(),
             tickets.c.number == number,
-            attempts.c.opened_at <= when,
+            attempts.c.opened_at < end_of_second(when),  # GitHub's second: see tickets_on_branch
         )
         .limit(1)
     )

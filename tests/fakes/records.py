@@ -24,6 +24,7 @@ from handlers.ports import (
     PullRequest,
     RecordedEvent,
 )
+from policies.clocks import end_of_second
 from policies.commands import Context
 from policies.engine import apply_all
 from policies.events import Event, EventType
@@ -304,21 +305,21 @@ class Records:
             for d in self.deliveries
             if d.key.repository == repository
             and d.branch == branch
-            and (reported_by is None or (d.comment_at or d.created_at) <= reported_by)
+            and (reported_by is None or (d.comment_at or d.created_at) < end_of_second(reported_by))
         }
         claimed = {
             a.key.number
             for a in self.attempts
             if a.key.repository == repository
             and a.branch == branch
-            and (reported_by is None or a.opened_at <= reported_by)
+            and (reported_by is None or a.opened_at < end_of_second(reported_by))
         }
         return delivered | claimed
 
     def attempt_opened_by(self, repository: str, number: int, when: datetime) -> bool:
         """`pulls.attempt_opened_by`."""
         key = normalize(TicketKey(repository, number))
-        return any(a.key == key and a.opened_at <= when for a in self.attempts)
+        return any(a.key == key and a.opened_at < end_of_second(when) for a in self.attempts)
 
     # -- held observations (app/store/held.py) ------------------------------------------
 

@@ -7,6 +7,7 @@ import asyncio
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from sqlalchemy import Connection
@@ -141,3 +142,30 @@ async def test_a_queued_write_that_fails_fails_the_commit_and_keeps_nothing(data
             await uow.commit()
     async with store.read() as reads:
         assert await reads.ticket(KEY) is None
+
+
+async def test_an_attempt_opened_in_the_second_github_reports_a_merge_counts_as_before_it(
+    database: Database,
+) -> None:
+    """Claimed at 09:00:05.300 (railyard's clock), merged at 09:00:05 (GitHub's whole second): the
+    branch's ticket is one the PR linked when it merged; a claim a second later is not."""
+    store, comments = wire(database).store, Comments()
+    merged = datetime(2026, 12, 1, 9, 0, 5, tzinfo=UTC)
+    async with store.unit() as uow:
+        await uow.execute(KEY, Publish("Resumable uploads"), comments.context(REQUESTER))
+        opened = merged + timedelta(milliseconds=300)
+        await uow.execute(KEY, Claim(branch="agent/12"), comments.context(RUNNER, at=opened))
+        await uow.commit()
+    async with store.read() as reads:
+        same_second = await reads.tickets_on_branch(
+            KEY.repository, "agent/12", head_repository=KEY.repository, reported_by=merged
+        )
+        a_second_before = await reads.tickets_on_branch(
+            KEY.repository,
+            "agent/12",
+            head_repository=KEY.repository,
+            reported_by=merged - timedelta(seconds=1),
+        )
+        assert await reads.attempt_opened_by(KEY.repository, 12, merged)
+
+    assert (same_second, a_second_before) == ({12}, set())
