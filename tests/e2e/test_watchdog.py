@@ -163,3 +163,21 @@ async def test_one_tickets_bad_stored_values_never_stop_the_watchdog_for_the_oth
     assert watchdog["healthy"] and watchdog["consecutive_failures"] == 0
     assert watchdog["failed_tickets"] == [{"ticket_id": broken, "error": "KeyError"}]
     assert watchdog["ticket_failures_total"] >= 1
+
+
+async def test_a_silence_limit_that_would_overflow_is_refused_with_its_line(
+    watched: tuple[World, Wall],
+) -> None:
+    """`claims.max_silence_minutes: 9000000000` in the repository's file: `/publish` is refused with the
+    line and the bound, nothing is recorded, and the watchdog goes on (it once raised every round)."""
+    world, _ = watched
+    files = world.github.repositories[REPO].files
+    files[".github/railyard.yml"] += "claims:\n  max_silence_minutes: 9000000000\n"
+
+    await world.say("rachel", "/publish")
+
+    assert world.ticket() is None
+    [reply] = world.replies()
+    assert "claims.max\\_silence\\_minutes: must be at most 525600, got 9000000000" in reply
+    status, report = await health(world)
+    assert status == 200 and report["loops"]["watchdog"]["healthy"]
