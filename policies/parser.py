@@ -28,9 +28,9 @@ left out, code kept as written); `--` ends the arguments early. `/deliver` takes
 its summary and `#N` as its linked PR; `/send-back` as feedback; `/reopen` and `/accept` (any
 mode) as the reason; the text is kept without the characters people cannot see
 (`policies.text`), and a branch name holding one is refused. `/draft`, `/publish` and
-`/claim` take no text: an extra word is an error, as is an unknown flag or key, so a typo never runs a different command. Missing
-required text (summary, feedback, reason) is left to the engine, which refuses it knowing
-the ticket's state.
+`/claim` take no text: an extra word is an error, as is an unknown flag or key, so a typo
+never runs a different command. Missing required text (summary, feedback, reason) is left to
+the engine, which refuses it knowing the ticket's state.
 """
 
 from __future__ import annotations
