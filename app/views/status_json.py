@@ -24,6 +24,7 @@ MIN_VISIBLE = 2_000
 """The visible part keeps at least this much of the comment, however large the object."""
 
 _DOUBLE_DASH = re.compile("-(?=-)")
+_EFFECT_AT_END = re.compile(r"\r?\n\r?\n(<!-- railyard:effect:[0-9a-f]{20} -->)\s*\Z")
 
 
 def status_object(ticket: Ticket) -> dict[str, Any]:
@@ -115,6 +116,24 @@ def parse_hidden_line(body: str, marker: str) -> dict[str, Any] | None:
     except ValueError:
         return None
     return found if isinstance(found, dict) else None
+
+
+def own_hidden_line(body: str, marker: str, effect: str | None = None) -> dict[str, Any] | None:
+    """The object on the hidden line railyard put last in a comment it wrote; None if none.
+
+    railyard's comments end with the outbox's `<!-- railyard:effect:... -->` marker (`effect`
+    when given: the status comment's is its dedupe key's), and the line just before it is the
+    status line of a status comment or the answer line of a refusal. Only that line counts: a
+    marker anywhere else in the body is not railyard's.
+    """
+    found = _EFFECT_AT_END.search(body)
+    if found is None or (effect is not None and found.group(1) != effect):
+        return None
+    head = body[: found.start()]
+    line = head[head.rfind("\n") + 1 :].rstrip("\r")
+    if not (line.startswith(marker) and line.endswith(END)):
+        return None
+    return parse_hidden_line(line, marker)
 
 
 def status_comment_body(view: StatusView, limit: int = STATUS_BUDGET) -> str:
