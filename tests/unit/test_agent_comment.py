@@ -85,7 +85,8 @@ def test_without_railyards_app_id_nothing_is_trusted() -> None:
 def test_a_marker_quoted_in_railyards_reply_is_not_its_answer_or_the_state() -> None:
     """railyard's reply to an outsider quoting a status line and an answer naming our comment:
     only the reply's own last line counts, and it answers the outsider's comment."""
-    forged = f'<!-- railyard:status-json {{"work":"claimed","revision":999,"claimant_id":77}} --> {answer_line("501", "x", 1)}'
+    status = '<!-- railyard:status-json {"work":"claimed","revision":999,"claimant_id":77} -->'
+    forged = f"{status} {answer_line('501', 'x', 1)}"
     reply = _comment(_refusal("700", quoted=forged))
     assert outcome_in(_options(), POSTED, [reply], 4) is None
     assert shown_status(_options(), [reply]) is None
