@@ -78,7 +78,9 @@ def _common(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--rev", type=int, help="apply only if the ticket is still at this revision")
     parser.add_argument(
-        "--idempotency-key", help="the API's key (default: from GITHUB_RUN_ID, so a re-run replays)"
+        "--idempotency-key",
+        help="the API's key (default: from GITHUB_RUN_ID and GITHUB_RUN_ATTEMPT, the action, the issue and "
+        "the commit: a retry replays, a re-run is a new command)",
     )
     parser.add_argument(
         "--timeout", type=float, help=f"seconds to wait for the outcome (default {DEFAULT_TIMEOUT:g})"
