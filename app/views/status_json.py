@@ -5,6 +5,12 @@ line, `<!-- railyard:status-json {...} -->`, so an agent that can read the issue
 state. Inside that line `<`, `>` and every `-` followed by another `-` are written as JSON
 `\\u` escapes: user text (summaries, logins, branch names) can neither close the HTML comment
 (`-->`, `--!>`) nor spell a second marker, and the JSON still loads to the same object.
+
+Where railyard's own line sits: the outbox ends every comment it writes with
+`<!-- railyard:effect:HASH -->` (HASH from the effect's dedupe key; the status comment's is
+`status:OWNER/REPO#N`), and the hidden line is the line just before it: the status line on the
+status comment, the answer line on a refusal reply. `own_hidden_line` reads only that line; the
+visible part above it never holds `<!--` (app.views.markdown), but a reader must not rely on it.
 """
 
 from __future__ import annotations
