@@ -113,20 +113,24 @@ def command_text(options: Options, *, rev_in_text: bool = True) -> str:
 
 
 def default_key(env: Mapping[str, str], action: str, issue: int, commit: str | None) -> str | None:
-    """The idempotency key of an Actions run: the run id and its attempt, the action, the issue
-    and, for a delivery, the commit; None outside Actions.
+    """The idempotency key of an Actions run: the run id, the action, the issue and, for a
+    delivery, the run attempt and the commit; None outside Actions.
 
-    A try sent again within one run attempt (a timeout, a 503) replays; a re-run (a new
-    `GITHUB_RUN_ATTEMPT`, say after a send-back) or a new commit is a new command.
+    A try sent again within one run attempt (a timeout, a 503) replays. A delivery from a re-run
+    (a new `GITHUB_RUN_ATTEMPT`, say after a send-back) or of a new commit is a new command; a
+    claim from a re-run replays the run's claim, which railyard answers as that claim (or, after
+    a send-back, as an earlier attempt's, which `claim_held` reads).
     """
     run = env.get("GITHUB_RUN_ID", "").strip()
     if not run:
         return None
-    attempt = env.get("GITHUB_RUN_ATTEMPT", "").strip() or "1"
     repository = env.get("GITHUB_REPOSITORY", "").strip()
     scope = hashlib.sha256(repository.encode()).hexdigest()[:12]
+    if action != "deliver":
+        return f"gha-{scope}-{run}-{action}-{issue}"
+    attempt = env.get("GITHUB_RUN_ATTEMPT", "").strip() or "1"
     key = f"gha-{scope}-{run}.{attempt}-{action}-{issue}"
-    return f"{key}-{commit}" if action == "deliver" and commit else key
+    return f"{key}-{commit}" if commit else key
 
 
 def from_api(status: int, body: Any, replayed: bool = False) -> Result:
@@ -149,6 +153,22 @@ def from_api(status: int, body: Any, replayed: bool = False) -> Result:
     return Result(
         exit_status, f"not sent ({code}, HTTP {status}): {message}", None, code, message, answer=answer
     )
+
+
+def claim_held(result: Result) -> Result:
+    """A replayed claim answered as an earlier attempt's: applied still when the ticket is claimed
+    now by the account whose claim the key made (keys belong to one account), at the current
+    attempt; any other answer as it is."""
+    if result.code != "earlier_attempt" or result.status is None:
+        return result
+    earlier = result.answer.get("earlier_answer")
+    then = earlier.get("status") if isinstance(earlier, Mapping) else None
+    claimant = then.get("claimant_id") if isinstance(then, Mapping) else None
+    now = result.status
+    if now.get("work") != "claimed" or claimant is None or now.get("claimant_id") != claimant:
+        return result
+    line = f"applied (replayed; still claimed, now at attempt {now.get('attempt')}){_where(now)}"
+    return Result(EXIT_APPLIED, line, True, status=now, answer=result.answer)
 
 
 def _where(status: Mapping[str, Any] | None) -> str:

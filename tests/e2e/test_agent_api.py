@@ -137,11 +137,15 @@ async def test_a_replayed_delivery_of_an_earlier_attempt_is_not_reported_applied
 async def test_a_workflow_rerun_after_a_send_back_delivers_again(
     agents: ApiAgents, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The default key names the run attempt: re-running the workflow after a send-back sends a
-    new delivery (attempt 2 delivered), not the first delivery's answer again."""
+    """Re-running the workflow after a send-back: its claim step replays the run's claim, which
+    railyard names an earlier attempt's while the agent still holds the ticket (exit 0, attempt
+    2), and its delivery, keyed by the run attempt, is a new delivery (attempt 2 delivered)."""
     monkeypatch.setenv("GITHUB_RUN_ATTEMPT", "1")
     await _delivered_then_sent_back(agents)
     monkeypatch.setenv("GITHUB_RUN_ATTEMPT", "2")
+    status, out, err = await agents.run("cody", "claim")
+    assert (status, err) == (0, ""), out
+    assert "still claimed, now at attempt 2" in out and "attempt=2" in (agents.tmp / "output").read_text()
     fixed = agents.world.github.repository(REPO)
     assert fixed is not None
     fixed.branches["agent/12-fix"] = "a" * 40  # the re-run pushed a fix
