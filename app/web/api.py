@@ -31,16 +31,16 @@ from app.bootstrap import Shell
 from app.github.client import GitHubError, NotFound
 from app.github.users import Account, BadToken, UserReads
 from app.store.listing import Cursor, Listing
-from app.views.api import error_body, outcome_answer
+from app.views.api import earlier_attempt_answer, error_body, outcome_answer
 from app.views.status_json import status_object
 from app.web.answers import guarded
 from app.web.openapi import openapi_document
 from handlers.answers import ArtifactNotFound, CannotRunYet, Malformed, NearMiss
-from handlers.api import ApiCommand, ApiCommandRun
+from handlers.api import ApiCommand, ApiCommandRun, replays_an_earlier_attempt
 from handlers.errors import Missing, TransientError
 from handlers.ports import KeptAnswer
 from policies.commands import Draft, Publish
-from policies.model import TicketKey
+from policies.model import Ticket, TicketKey
 from policies.parser import ParsedComment, parse_comment
 from policies.refusals import Refusal
 from policies.states import WorkState
@@ -172,8 +172,9 @@ class AgentApi:
         digest = _digest(repository, number, text, expected)
         async with self._shell.store.read() as reads:
             kept = await reads.kept_answer(account.id, key)
+            now = await reads.ticket(TicketKey(repository, number)) if kept is not None else None
         if kept is not None:
-            return _replay(kept, digest)
+            return _replay(kept, digest, now)
         parsed = _parsed(text, expected)
         await self._within_budget(installation_id, repository, account)
         if not isinstance(parsed.command, Draft | Publish):
@@ -375,11 +376,16 @@ def _digest(repository: str, number: int, text: str, expected: int | None) -> st
     return hashlib.sha256(orjson.dumps(request, option=orjson.OPT_SORT_KEYS)).hexdigest()
 
 
-def _replay(kept: KeptAnswer, digest: str) -> web.Response:
-    """The kept answer again, or 422 when the key answered another request."""
+def _replay(kept: KeptAnswer, digest: str, now: Ticket | None = None) -> web.Response:
+    """The kept answer again, or 422 when the key answered another request, or 409 when it
+    applied to an attempt older than the ticket's current one (never "applied" for a change
+    the current attempt did not get)."""
     if kept.digest != digest:
         message = "this Idempotency-Key was used for another request; use a new key for a new request"
         raise Refused(422, "idempotency_key_reused", message)
+    if now is not None and replays_an_earlier_attempt(kept, now):
+        status, body = earlier_attempt_answer(kept.body, now)
+        return _json(status, body, {"Idempotent-Replayed": "true"})
     return _json(kept.status, kept.body, {"Idempotent-Replayed": "true"})
 
 

@@ -249,7 +249,11 @@ def _command_operation() -> dict[str, Any]:
                 "No Idempotency-Key, a bad one (over 255 characters), or a body that is not the JSON asked"
             ),
             "403": _refused("A role or relation refused (e.g. a runner accepting their own delivery)"),
-            "409": _refused("Stale expected revision, wrong state, or a lost race (another claim won)"),
+            "409": _refused(
+                "Stale expected revision, wrong state, a lost race (another claim won), or a key whose "
+                "command applied to an earlier attempt (`earlier_attempt`: the current status, and the "
+                "earlier answer as `earlier_answer`; replayed)"
+            ),
             "413": _error("A body over 256 KB"),
             "422": _json(
                 {"oneOf": [_ref("Error"), _ref("Refused")]},

@@ -190,8 +190,13 @@ class Render:
         installation = self.state.installation_for(login)
         return self.user(login, installation.account_type if installation else "User")
 
-    def app(self) -> Json:
-        slug, app_id = self.state.app_slug, self.state.app_id
+    def app(self, app_id: int | None = None) -> Json:
+        """railyard's app, or (a comment another installed app wrote) the app with `app_id`."""
+        slug, app_id = (
+            (self.state.app_slug, self.state.app_id)
+            if app_id in (None, self.state.app_id)
+            else (f"other-app-{app_id}", app_id)
+        )
         app = self.fill(
             _APP, id=app_id, slug=slug, node_id=node_id_of("Integration", app_id), name=slug.title()
         )
@@ -309,7 +314,7 @@ class Render:
         return shape | {
             "body": c.body,
             "user": self.user(c.user, c.user_type),
-            "performed_via_github_app": self.app() if c.app_id is not None else None,
+            "performed_via_github_app": self.app(c.app_id) if c.app_id is not None else None,
         }
 
     def reaction(self, r: Reaction) -> Json:

@@ -130,7 +130,8 @@ def create_standin(state: StandinState | None = None) -> web.Application:
         ("POST", comment + "/reactions", create_reaction, token, "issues:write"),
         ("POST", repo + "/check-runs", create_check_run, token, "checks:write"),
         ("PATCH", repo + "/check-runs/{check_run_id:\\d+}", update_check_run, token, "checks:write"),
-        ("GET", repo + "/commits/{ref:.+}/check-runs", list_check_runs, token, "checks:read"),
+        # A user's token reads check-runs too (GitHub: a fine-grained token with Checks: read).
+        ("GET", repo + "/commits/{ref:.+}/check-runs", list_check_runs, "either", "checks:read"),
         ("GET", repo + "/commits/{ref:[^/]+}", get_commit, token, "contents:read"),
         ("GET", team + "/memberships/{username}", get_team_membership, token, "members:read"),
         ("GET", repo + "/collaborators/{username}/permission", get_collaborator_permission, token, None),
