@@ -17,7 +17,7 @@ from typing import Any
 
 import httpx
 
-from app.github.client import GitHubClient, GitHubUnavailable, RateLimited, rate_limit_until
+from app.github.client import GitHubClient, GitHubUnavailable, RateLimited, path_segment, rate_limit_until
 from app.github.http_cache import HttpCache, MemoryHttpCache, conditional_get, token_scope
 
 
@@ -62,7 +62,7 @@ class UserReads:
         None when GitHub, having just accepted the token for `GET /user`, refuses it here (401):
         the caller then asks with the app's own credentials."""
         try:
-            found = await self._read(token, f"/repos/{repository}")
+            found = await self._read(token, "/repos/" + path_segment("repository", repository))
         except BadToken:
             return None
         if not isinstance(found, dict):

@@ -146,7 +146,8 @@ class AgentApi:
         headers = {}
         if following is not None:
             query = {k: v for k, v in request.query.items() if k != "after"} | {"after": following}
-            headers["Link"] = f'<{request.url.with_query(query)}>; rel="next"'
+            # Relative, never from the Host header: a forged Host cannot point a client elsewhere.
+            headers["Link"] = f'<{request.rel_url.with_query(query)}>; rel="next"'
         tickets = [status_object(listed.ticket) for listed in page.items]
         return _json(200, {"tickets": tickets, "next": following}, headers)
 
@@ -348,9 +349,9 @@ async def _command_body(request: web.Request) -> tuple[str, int | None]:
     command, expected = body.get("command"), body.get("expected_revision")
     if not isinstance(command, str) or not command.strip():
         raise Refused(400, "command_required", '"command" must be the command text, e.g. "/claim"')
-    if expected is not None and (type(expected) is not int or expected < 1):
+    if expected is not None and (type(expected) is not int or expected < 0):
         raise Refused(
-            400, "bad_expected_revision", '"expected_revision" must be a revision number (1 or more)'
+            400, "bad_expected_revision", '"expected_revision" must be a revision number (0 or more)'
         )
     return command, expected
 
@@ -396,7 +397,8 @@ def _parsed(text: str, expected: int | None) -> ParsedComment:
         raise Refused(422, "several_commands", "one command per request")
     if expected is not None and parsed.expected_revision not in (None, expected):
         raise Refused(422, "revision_mismatch", "rev= in the command and expected_revision differ")
-    return replace(parsed, expected_revision=parsed.expected_revision or expected)
+    revision = parsed.expected_revision if parsed.expected_revision is not None else expected
+    return replace(parsed, expected_revision=revision)  # rev=0 is a revision like any other
 
 
 def _before_door(early: object, refusal: Refusal | None) -> Refused:

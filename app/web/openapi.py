@@ -108,7 +108,7 @@ _SCHEMAS: dict[str, Any] = {
                 "type": "string",
                 "description": "The comment grammar: `/claim`, `/deliver branch=x commit=y` + a summary",
             },
-            "expected_revision": {"type": "integer", "minimum": 1},
+            "expected_revision": {"type": "integer", "minimum": 0},
         },
     },
     "Applied": {

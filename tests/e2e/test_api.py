@@ -339,3 +339,36 @@ async def test_a_token_that_is_no_persons_is_401(world: World) -> None:
     installation_token = world.github.issue_token(7)
     status, answer, _ = await call(world, installation_token, "GET", f"{TICKETS}/12")
     assert status == 401 and answer["error"]["code"] == "bad_token"
+
+
+async def test_rev_0_through_the_api_is_a_revision_like_any_other(world: World) -> None:
+    """`/claim rev=0` on a published ticket is stale (409), not run as if no revision were given."""
+    await world.say("rachel", "/publish")
+    revision = world.ticket().revision
+    status, answer, _ = await command(world, "cody", "/claim rev=0")
+    assert status == 409 and answer["refusal"]["code"] == "stale_revision", answer
+    assert world.ticket().revision == revision and world.ticket().work.value == "open"
+
+
+async def test_a_branch_with_a_hash_is_asked_about_whole(world: World) -> None:
+    """`branch=a#b` delivers the head of `a#b`, not of `a` (path parameters are percent-encoded)."""
+    branches = world.github.repositories[REPO].branches
+    branches.update({"a": "a" * 40, "a#b": "b" * 40})
+    await world.say("rachel", "/publish")
+    assert (await command(world, "cody", "/claim"))[0] == 200
+    status, answer, _ = await command(world, "cody", "/deliver branch=a#b\nDone.")
+    assert status == 200, answer
+    delivered = [e for e in events(world) if e.type.value == "delivered"]
+    assert delivered[-1].data["commit"] == "b" * 40
+    assert f"/repos/{REPO}/branches/a#b" in {c.path for c in world.github.calls}
+
+
+async def test_the_next_page_link_never_comes_from_the_host_header(world: World) -> None:
+    """A forged Host header cannot make the `Link` header point at another server."""
+    for number in (12, 40):
+        await world.say("rachel", "/publish", number=number)
+    headers = {"Authorization": f"Bearer {token(world, 'rita')}", "Host": "evil.example"}
+    async with world.server.client.get(TICKETS + "?per_page=1", headers=headers) as response:
+        assert response.status == 200
+        link = response.headers["Link"]
+    assert "evil.example" not in link and link.startswith(f"<{TICKETS}?"), link
