@@ -337,6 +337,7 @@ class Rules:
     high_risk_labels: tuple[str, ...] = ()
     self_verification: SelfVerification = SelfVerification.EXPLICIT
     commands_per_hour: int = 30
+    outsider_requests_per_hour: int = 30  # API requests by an account without a role here
     roles: Mapping[Role, tuple[RoleEntry, ...]] = field(default_factory=dict)
 
     @property

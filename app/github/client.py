@@ -17,14 +17,12 @@ then, and the worker or outbox reschedules.
 
 from __future__ import annotations
 
-import re
 import time
-from collections.abc import AsyncGenerator, Callable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from json import loads as json_loads
 from typing import Any
-from urllib.parse import quote
 
 import httpx
 import structlog
@@ -35,6 +33,7 @@ from githubkit.cache import MemCacheStrategy
 from githubkit.exception import GitHubException, RequestFailed
 
 from app.github.http_cache import HttpCache, conditional_get, installation_scope
+from app.github.paths import EncodedPathAuth, path_segment
 from app.runtime.metrics import Metrics
 from app.settings import Settings, railyard_version
 from app.store.limits import Limits, MemoryLimits
@@ -112,42 +111,6 @@ ENDPOINTS: dict[str, Endpoint] = {
 
 # GraphQL, for what REST does not answer (a PR's Development-sidebar issues); read-only queries.
 ENDPOINTS["graphql"] = Endpoint("POST", "/graphql", ("pull_requests", "read"))
-
-
-def path_segment(name: str, value: Any) -> str:
-    """A path parameter percent-encoded, so `a#b`, `a?b` or `..` name what they say: a branch
-    `a#b` is asked about as `a#b`, not `a`. `repository` ("owner/name") keeps its one slash and a
-    file's `path` its slashes; every other parameter (a ref, a login, a team slug) is one segment."""
-    text = str(value)
-    if name == "repository":
-        return "/".join(quote(part, safe="") for part in text.strip("/").split("/", 1))
-    if name == "path":
-        return "/".join(quote(part, safe="") for part in text.strip("/").split("/"))
-    return quote(text, safe="")
-
-
-class EncodedPathAuth(httpx.Auth):
-    """githubkit's auth flow, shown a request whose path it can parse.
-
-    githubkit rebuilds the route from the *decoded* path to tell app routes from installation
-    ones, and a decoded `#` or `?` (a branch `a#b`, sent as `a%23b`) is no valid path: it is
-    shown the path with those two replaced, and the header it sets goes on the real request.
-    """
-
-    def __init__(self, inner: httpx.Auth) -> None:
-        self._inner = inner
-
-    async def async_auth_flow(self, request: httpx.Request) -> AsyncGenerator[httpx.Request, httpx.Response]:
-        raw = re.sub(rb"%(23|3[Ff])", b"_", request.url.raw_path)
-        probe = httpx.Request(request.method, request.url.copy_with(raw_path=raw))
-        flow = self._inner.async_auth_flow(probe)
-        sent = await flow.__anext__()
-        while sent is not probe:  # the installation token's own request, when none is cached
-            sent = await flow.asend((yield sent))
-        await flow.aclose()
-        if "Authorization" in probe.headers:
-            request.headers["Authorization"] = probe.headers["Authorization"]
-        yield request
 
 
 class GitHubError(Exception):

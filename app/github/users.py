@@ -17,8 +17,9 @@ from typing import Any
 
 import httpx
 
-from app.github.client import GitHubClient, GitHubUnavailable, RateLimited, path_segment, rate_limit_until
+from app.github.client import GitHubClient, GitHubUnavailable, RateLimited, rate_limit_until
 from app.github.http_cache import HttpCache, MemoryHttpCache, conditional_get, token_scope
+from app.github.paths import path_segment
 
 
 @dataclass(frozen=True)

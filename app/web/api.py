@@ -20,7 +20,6 @@ import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import replace
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import orjson
@@ -29,7 +28,9 @@ from aiohttp import web
 
 from app.bootstrap import Shell
 from app.github.client import GitHubError, NotFound
+from app.github.reads import rules_from
 from app.github.users import Account, BadToken, UserReads
+from app.store.budgets import spend, spent
 from app.store.listing import Cursor, Listing
 from app.views.api import error_body, outcome_answer
 from app.views.status_json import status_object
@@ -38,7 +39,8 @@ from app.web.openapi import openapi_document
 from handlers.answers import ArtifactNotFound, CannotRunYet, Malformed, NearMiss
 from handlers.api import ApiCommand, ApiCommandRun
 from handlers.errors import Missing, TransientError
-from handlers.ports import KeptAnswer
+from handlers.ports import KeptAnswer, Rules
+from policies.budgets import Budget, WindowCounter
 from policies.commands import Draft, Publish
 from policies.model import TicketKey
 from policies.parser import ParsedComment, parse_comment
@@ -54,6 +56,8 @@ INSTALLATION_TTL = (
     300.0  # seconds an installation id (or its absence) is trusted before GitHub is asked again
 )
 INSTALLATIONS_KEPT = 10_000
+READS_PER_MINUTE = 600  # per account, per process
+OUTSIDERS_PER_REPOSITORY = 10  # all role-less accounts together: this many times one account's share
 _NAME = re.compile(r"[A-Za-z0-9_.-]{1,100}")
 _DIGITS = re.compile(r"[0-9]{1,9}")  # ASCII only: str.isdigit() also takes "²"
 _KEY = re.compile(r"[\x21-\x7e]{1,255}")  # visible ASCII, as HTTP header values are
@@ -109,10 +113,18 @@ _CHALLENGE = {"WWW-Authenticate": 'Bearer realm="railyard"'}
 class AgentApi:
     """The `/api/v1` routes over one process's adapters."""
 
-    def __init__(self, shell: Shell, users: UserReads, *, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        shell: Shell,
+        users: UserReads,
+        *,
+        clock: Callable[[], float] = time.time,
+        reads_per_minute: int = READS_PER_MINUTE,
+    ) -> None:
         self._shell, self._users, self._clock = shell, users, clock
         self._installations: OrderedDict[str, tuple[int | None, float]] = OrderedDict()
         self._listing = Listing(shell.database)
+        self._reads = WindowCounter(Budget("reads", reads_per_minute, 60.0))
 
     def add_routes(self, app: web.Application) -> None:
         """Register the API under `/api/v1`."""
@@ -137,6 +149,7 @@ class AgentApi:
         with the next page also in a `Link: <...>; rel="next"` header, as GitHub pages.
         """
         token, account = await self._caller(request)
+        self._read_allowed(account)
         work, per_page, after = _list_query(request)
         repository, _ = await self._repository(request, token, account)
         page = await asyncio.to_thread(
@@ -154,6 +167,7 @@ class AgentApi:
     async def get_ticket(self, request: web.Request) -> web.Response:
         """The ticket's status object; 404 when the issue is not a ticket."""
         token, account = await self._caller(request)
+        self._read_allowed(account)
         number = _number(request)
         repository, _ = await self._repository(request, token, account)
         async with self._shell.store.read() as reads:
@@ -175,8 +189,10 @@ class AgentApi:
             kept = await reads.kept_answer(account.id, key)
         if kept is not None:
             return _replay(kept, digest)
+        rules = await self._known_rules(installation_id, repository)
+        await self._spend(account, commands_budget(repository, rules))  # refusals included
+        await self._not_over_as_outsider(account, repository, rules)
         parsed = _parsed(text, expected)
-        await self._within_budget(installation_id, repository, account)
         if not isinstance(parsed.command, Draft | Publish):
             async with self._shell.store.read() as reads:
                 ticket = await reads.ticket(TicketKey(repository, number))
@@ -190,6 +206,9 @@ class AgentApi:
             outcome = await run.run()
         except Missing:
             raise Refused(404, "no_such_issue", f"{repository}#{number} is not an issue") from None
+        finally:
+            if run.roles is not None and not run.roles:  # it holds no role here: an outsider's request
+                await self._spent_as_outsider(account, repository, rules)
         if outcome is None or run.kept is None:
             raise _before_door(run.early, outcome.refusal if outcome is not None else None)
         if run.kept.digest != digest:  # a request racing this one used the key for another command
@@ -197,19 +216,40 @@ class AgentApi:
         headers = {"Idempotent-Replayed": "true" if outcome.replayed else "false"}
         return _json(run.kept.status, run.kept.body, headers)
 
-    async def _within_budget(self, installation_id: int, repository: str, account: Account) -> None:
-        """429, recording nothing, once the account has spent the repository's commands for the
-        hour: checked before any call with the installation's token, so an account without a role
-        cannot spend the installation's rate limit (nor grow the record) faster than its budget."""
-        rules = await self._shell.ports.configs.load(installation_id, repository)  # as recently read
-        if rules.commands_per_hour is None:
-            return
-        since = datetime.fromtimestamp(self._clock(), UTC) - timedelta(hours=1)
-        async with self._shell.store.read() as reads:
-            spent = await reads.commands_since(repository, account.id, since)
-        if spent >= rules.commands_per_hour:
-            message = f"{spent} commands here in the last hour; the limit is {rules.commands_per_hour}"
-            raise Refused(429, "over_budget", message, {"Retry-After": "600"})
+    async def _known_rules(self, installation_id: int, repository: str) -> Rules:
+        """The rules last read for the repository, however long ago: a limit is checked before
+        anything is asked of GitHub (read once when this process never read them)."""
+        loader = self._shell.loader
+        known = loader.known(repository) if loader is not None else None
+        if known is not None:
+            return rules_from(known)
+        return await self._shell.ports.configs.load(installation_id, repository)
+
+    async def _spend(self, account: Account, budget: Budget) -> None:
+        """Take one unit of the account's budget, or 429 with `Retry-After`, nothing called."""
+        now = self._clock()
+        retry = await asyncio.to_thread(spend, self._shell.database, account.id, budget, now)
+        if retry is not None:
+            raise _over_budget(budget, retry)
+
+    async def _not_over_as_outsider(self, account: Account, repository: str, rules: Rules) -> None:
+        """429 once an account without a role here (or all such accounts together) made its
+        share of requests for the hour: each costs the installation a call to learn it."""
+        now = self._clock()
+        for holder, budget in outsider_budgets(account.id, repository, rules):
+            if await asyncio.to_thread(spent, self._shell.database, holder, budget, now) >= budget.limit:
+                raise _over_budget(budget, budget.retry_after(now))
+
+    async def _spent_as_outsider(self, account: Account, repository: str, rules: Rules) -> None:
+        now = self._clock()
+        for holder, budget in outsider_budgets(account.id, repository, rules):
+            await asyncio.to_thread(spend, self._shell.database, holder, budget, now)
+
+    def _read_allowed(self, account: Account) -> None:
+        """Reads are limited per account (600 a minute by default): 429 past it."""
+        retry = self._reads.spend(account.id, self._clock())
+        if retry is not None:
+            raise _over_budget(self._reads.budget, retry)
 
     # -- who and where ----------------------------------------------------------------
 
@@ -277,6 +317,26 @@ class AgentApi:
         while len(self._installations) > INSTALLATIONS_KEPT:
             self._installations.popitem(last=False)
         return installation_id
+
+
+def commands_budget(repository: str, rules: Rules) -> Budget:
+    """An account's API commands in one repository: `limits.commands_per_hour`."""
+    return Budget(f"commands:{repository.casefold()}", rules.commands_per_hour, 3600.0)
+
+
+def outsider_budgets(account_id: int, repository: str, rules: Rules) -> list[tuple[int, Budget]]:
+    """Requests by accounts without a role: one account's (`limits.outsider_requests_per_hour`)
+    and every such account's together (held by account 0), so many accounts cost no more."""
+    scope, limit = repository.casefold(), rules.outsider_requests_per_hour
+    return [
+        (account_id, Budget(f"outsider:{scope}", limit, 3600.0)),
+        (0, Budget(f"outsiders:{scope}", limit * OUTSIDERS_PER_REPOSITORY, 3600.0)),
+    ]
+
+
+def _over_budget(budget: Budget, retry: int) -> Refused:
+    message = f"over the budget of {budget.limit} requests per {int(budget.window)} s; retry in {retry} s"
+    return Refused(429, "over_budget", message, {"Retry-After": str(retry)})
 
 
 def _not_allowed(allowed: str) -> Route:

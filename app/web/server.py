@@ -344,7 +344,8 @@ def create_app(
     app.router.add_get("/healthz", guarded(health))
     app.router.add_get("/metrics", guarded(serve_metrics))
     if shell.github is not None:
-        AgentApi(shell, UserReads(shell.github, clock=clock), clock=clock).add_routes(app)
+        users = UserReads(shell.github, clock=clock)
+        AgentApi(shell, users, clock=clock, reads_per_minute=settings.api_reads_per_minute).add_routes(app)
     else:
         app.router.add_route("*", "/api/v1/{tail:.*}", guarded(_api_in_setup))
     if settings.configured:

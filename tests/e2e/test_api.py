@@ -6,12 +6,15 @@ from __future__ import annotations
 import asyncio
 import base64
 import uuid
+from pathlib import Path
 from typing import Any
 
+from app.store.database import Database
 from app.store.tickets import TicketService
 from policies.model import TicketKey
-from tests.e2e.world import REPO, World
-from tests.github_standin import Fault
+from tests.e2e.world import REPO, World, standin_state
+from tests.fakes import app_settings, running_server
+from tests.github_standin import Fault, running_standin
 
 TICKETS = f"/api/v1/repos/{REPO}/tickets"
 
@@ -372,3 +375,57 @@ async def test_the_next_page_link_never_comes_from_the_host_header(world: World)
         assert response.status == 200
         link = response.headers["Link"]
     assert "evil.example" not in link and link.startswith(f"<{TICKETS}?"), link
+
+
+def installation_calls(world: World, since: int) -> list[Any]:
+    """The calls made with the installation's token since call number `since`, that cost its limit."""
+    return [c for c in world.github.calls[since:] if c.auth == "installation" and c.counted]
+
+
+async def test_an_outsiders_flood_of_refused_commands_costs_the_installation_little(world: World) -> None:
+    """120 commands by an account without a role, refused before the door (an unknown commit, an
+    issue that does not exist): at most `outsider_requests_per_hour` reach GitHub, each for at most
+    the role check; the rest are 429 with Retry-After, calling nothing; a maintainer still publishes."""
+    await world.say("rachel", "/publish")
+    before, statuses = len(world.github.calls), []
+    for n in range(120):
+        if n % 2:
+            answer = await command(world, "mallory", f"/deliver commit={uuid.uuid4().hex}\nDone.")
+        else:
+            answer = await command(world, "mallory", "/publish", number=999)
+        statuses.append(answer[0])
+        if answer[0] == 429:
+            assert int(answer[2]["Retry-After"]) > 0 and answer[1]["error"]["code"] == "over_budget"
+    spent = installation_calls(world, before)
+    print(f"\noutsider flood: {len(spent)} counted installation calls, {statuses.count(429)} answered 429")
+    assert statuses.count(429) == 90 and set(statuses[:30]) <= {403, 404, 409, 422}
+    assert len(spent) <= 15 * 2 + 15 * 1  # the role check only: /publish asks two teams, /deliver one
+    assert {c.path.rsplit("/", 1)[-1] for c in spent} == {"mallory"}  # never a commit or an issue
+    flood_end = len(world.github.calls)
+    assert (await command(world, "mallory", "/publish", number=999))[0] == 429
+    assert world.github.calls[flood_end:] == [
+        c for c in world.github.calls[flood_end:] if c.auth != "installation"
+    ]
+    world.github.repositories[REPO].issues[13].body = "Real work"
+    status, answer, _ = await command(world, "rachel", "/publish", number=13)  # a requester's
+    assert status == 200, answer
+
+
+async def test_reads_are_limited_per_account(tmp_path: Path) -> None:
+    """Past API_READS_PER_MINUTE (600 by default) an account's reads are 429 with Retry-After;
+    another account still reads."""
+    async with running_standin(standin_state()) as standin:
+        url = f"sqlite:///{tmp_path}/railyard.db"
+        settings = app_settings(url, GITHUB_API_URL=standin.url, APP_ID="1", API_READS_PER_MINUTE="5")
+        async with running_server(settings, outbox_spacing=0.0) as server:
+            await reads_limited(World(server, standin.state, Database(url)))
+
+
+async def reads_limited(world: World) -> None:
+    await world.say("rachel", "/publish")
+    live = token(world, "rita")
+    statuses = [(await call(world, live, "GET", f"{TICKETS}/12"))[0] for _ in range(7)]
+    assert statuses == [200] * 5 + [429] * 2
+    status, _, headers = await call(world, live, "GET", TICKETS)
+    assert status == 429 and int(headers["Retry-After"]) >= 1
+    assert (await call(world, "cody", "GET", f"{TICKETS}/12"))[0] == 200

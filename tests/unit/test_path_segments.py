@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from app.github.client import ENDPOINTS, path_segment
+from app.github.client import ENDPOINTS
+from app.github.paths import path_segment
 
 
 def test_a_ref_a_login_and_a_team_slug_are_one_segment_each() -> None:
