@@ -35,6 +35,7 @@ from app.store.listing import Cursor, Listing
 from app.views.api import error_body, outcome_answer
 from app.views.status_json import status_object
 from app.web.answers import guarded
+from app.web.bodies import BodyBudget, BodyRefused
 from app.web.openapi import openapi_document
 from handlers.answers import ArtifactNotFound, CannotRunYet, Malformed, NearMiss
 from handlers.api import ApiCommand, ApiCommandRun
@@ -120,11 +121,13 @@ class AgentApi:
         *,
         clock: Callable[[], float] = time.time,
         reads_per_minute: int = READS_PER_MINUTE,
+        bodies: BodyBudget | None = None,
     ) -> None:
         self._shell, self._users, self._clock = shell, users, clock
         self._installations: OrderedDict[str, tuple[int | None, float]] = OrderedDict()
         self._listing = Listing(shell.database)
         self._reads = WindowCounter(Budget("reads", reads_per_minute, 60.0))
+        self._bodies = bodies or BodyBudget()
 
     def add_routes(self, app: web.Application) -> None:
         """Register the API under `/api/v1`."""
@@ -182,7 +185,7 @@ class AgentApi:
         """Run one command as the token's account, at most once per Idempotency-Key."""
         token, account = await self._caller(request)
         number, key = _number(request), _idempotency_key(request)
-        text, expected = await _command_body(request)
+        text, expected = await _command_body(request, self._bodies)
         repository, installation_id = await self._repository(request, token, account)
         digest = _digest(repository, number, text, expected)
         async with self._shell.store.read() as reads:
@@ -395,11 +398,15 @@ def _idempotency_key(request: web.Request) -> str:
     return key.strip()
 
 
-async def _command_body(request: web.Request) -> tuple[str, int | None]:
+async def _command_body(request: web.Request, bodies: BodyBudget) -> tuple[str, int | None]:
     """The command text and the expected revision, from a JSON object that holds only them."""
-    raw = await _body_within(request, MAX_BODY)
     try:
-        body = orjson.loads(raw)
+        async with bodies.body(request, MAX_BODY) as raw:
+            body = orjson.loads(raw)
+    except BodyRefused as refused:
+        code = {408: "body_stalled", 413: "too_large"}.get(refused.status, "busy")
+        retry = {"Retry-After": str(refused.retry_after)} if refused.retry_after is not None else None
+        raise Refused(refused.status, code, refused.message, retry) from None
     except orjson.JSONDecodeError:
         raise Refused(400, "bad_json", "the body is not JSON") from None
     if not isinstance(body, dict):
@@ -414,20 +421,6 @@ async def _command_body(request: web.Request) -> tuple[str, int | None]:
             400, "bad_expected_revision", '"expected_revision" must be a revision number (0 or more)'
         )
     return command, expected
-
-
-async def _body_within(request: web.Request, limit: int) -> bytes:
-    """The body, read no further than `limit` bytes whatever Content-Length says (413 past it)."""
-    too_large = Refused(413, "too_large", f"the body is larger than {limit // 1024} KB")
-    if (request.content_length or 0) > limit:
-        raise too_large
-    chunks, size = [], 0
-    while chunk := await request.content.read(64 * 1024):
-        size += len(chunk)
-        if size > limit:
-            raise too_large
-        chunks.append(chunk)
-    return b"".join(chunks)
 
 
 def _digest(repository: str, number: int, text: str, expected: int | None) -> str:
