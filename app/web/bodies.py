@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from urllib.parse import parse_qs
 
 from aiohttp import web
 
@@ -68,6 +69,18 @@ class BodyBudget:
         if self.in_flight + size > self.capacity:
             raise BodyRefused(503, "too many request bodies are being read at once; retry shortly", 5)
         self.in_flight += size
+
+
+BODIES: web.AppKey[BodyBudget] = web.AppKey("bodies", BodyBudget)
+FORM_BYTES = 4096  # a page's own form (the sign-out's CSRF token) is a few dozen bytes
+
+
+async def small_form(request: web.Request) -> dict[str, str]:
+    """A page's form, read under the app's body budget and at most FORM_BYTES (`BodyRefused`)."""
+    bodies = request.app.get(BODIES) or BodyBudget()
+    async with bodies.body(request, FORM_BYTES) as raw:
+        fields = parse_qs(raw.decode("utf-8", errors="replace"), max_num_fields=20)
+    return {name: values[0] for name, values in fields.items()}
 
 
 def _too_large(limit: int) -> BodyRefused:

@@ -53,7 +53,7 @@ from app.store.queue import IGNORED, PENDING, REJECTED, release_all_leases
 from app.store.retention import Retention
 from app.web.answers import answer, guarded
 from app.web.api import AgentApi
-from app.web.bodies import BodyBudget, BodyRefused
+from app.web.bodies import BODIES, BodyBudget, BodyRefused
 from app.web.page_views import install as install_pages
 from app.web.payloads import describe, mismatch
 from app.web.setup import SetupFlow, add_setup_routes, start_setup
@@ -73,7 +73,6 @@ MAINTENANCE: web.AppKey[Maintenance] = web.AppKey("maintenance", Maintenance)
 WATCHDOG: web.AppKey[Watchdog] = web.AppKey("watchdog", Watchdog)
 SUPERVISOR: web.AppKey[Supervisor] = web.AppKey("supervisor", Supervisor)
 SHELL: web.AppKey[Shell] = web.AppKey("shell", Shell)
-BODIES: web.AppKey[BodyBudget] = web.AppKey("bodies", BodyBudget)
 
 
 SETUP_MODE_MESSAGE = "railyard is in setup mode: set APP_ID, PRIVATE_KEY and WEBHOOK_SECRET, then restart it"
