@@ -56,6 +56,7 @@ class CommandFacts:
     author_is_bot: bool
     comment_id: int | None = None  # the comment that carried it (None: an API request)
     via: str | None = None  # "api" for the HTTP API, recorded on every event
+    outsider: bool = False  # the author was lately found without a role here (fewer calls to ask again)
 
 
 class CommandRun:
@@ -111,7 +112,7 @@ class CommandRun:
             deciding = deciding_roles(command)  # then the first role held is all that counts
             roles = self.roles = await services.roles.roles(
                 f.installation_id, f.repository, f.author, rules, deciding or roles_in_rows(command),
-                first_only=deciding is not None,
+                first_only=deciding is not None, outsider=f.outsider,
             )  # fmt: skip
             if not roles and needs_a_role(command):
                 # No role that can allow it: the door refuses it whatever the issue or the commit

@@ -190,8 +190,9 @@ class RolesAdapter:
         among: Iterable[Role],
         *,
         first_only: bool = False,
+        outsider: bool = False,
     ) -> frozenset[Role]:
         """The roles `login` holds now, of `among` (only the first held, in order, if asked)."""
         return await RoleResolver(self._github, installation_id, repository).roles(
-            login, rules.roles, among=among, first_only=first_only
+            login, rules.roles, among=among, first_only=first_only, outsider=outsider
         )

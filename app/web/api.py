@@ -194,7 +194,7 @@ class AgentApi:
             return _replay(kept, digest)
         rules = await self._known_rules(installation_id, repository)
         await self._spend(account, commands_budget(repository, rules))  # refusals included
-        await self._not_over_as_outsider(account, repository, rules)
+        outsider = await self._outsider_within_budget(account, repository, rules)
         parsed = _parsed(text, expected)
         if not isinstance(parsed.command, Draft | Publish):
             async with self._shell.store.read() as reads:
@@ -202,7 +202,15 @@ class AgentApi:
             if ticket is None or not ticket.exists:
                 raise Refused(404, "not_a_ticket", f"{repository}#{number} is not a railyard ticket")
         command = ApiCommand(
-            installation_id, repository, number, account.id, account.login, account.is_bot, key, digest
+            installation_id,
+            repository,
+            number,
+            account.id,
+            account.login,
+            account.is_bot,
+            key,
+            digest,
+            outsider,
         )
         run = ApiCommandRun(command, parsed, self._shell.ports, outcome_answer)
         try:
@@ -235,13 +243,16 @@ class AgentApi:
         if retry is not None:
             raise _over_budget(budget, retry)
 
-    async def _not_over_as_outsider(self, account: Account, repository: str, rules: Rules) -> None:
-        """429 once an account without a role here (or all such accounts together) made its
-        share of requests for the hour: each costs the installation a call to learn it."""
-        now = self._clock()
+    async def _outsider_within_budget(self, account: Account, repository: str, rules: Rules) -> bool:
+        """Whether the account was found without a role here this hour; 429 once it (or all such
+        accounts together) made its share of requests: each costs the installation a call."""
+        now, known = self._clock(), False
         for holder, budget in outsider_budgets(account.id, repository, rules):
-            if await asyncio.to_thread(spent, self._shell.database, holder, budget, now) >= budget.limit:
+            used = await asyncio.to_thread(spent, self._shell.database, holder, budget, now)
+            if used >= budget.limit:
                 raise _over_budget(budget, budget.retry_after(now))
+            known = known or (holder == account.id and used > 0)
+        return known
 
     async def _spent_as_outsider(self, account: Account, repository: str, rules: Rules) -> None:
         now = self._clock()
