@@ -9,6 +9,12 @@ a comment (`handlers.api`). `POST` needs an `Idempotency-Key`: its answer is kep
 and replayed for the same key and request; the same key with another request is 422. Nothing
 is recorded for a request refused before the door, nor when GitHub cannot answer (503): a
 retry with the same key is safe.
+
+What a request costs is bounded before anything is asked of GitHub with the installation's
+token: each command spends the account's `limits.commands_per_hour` in the repository (refusals
+included), an account found without a role there spends `limits.outsider_requests_per_hour`
+too (and all such accounts together ten times that), reads spend `API_READS_PER_MINUTE`; past
+a budget the answer is 429 with `Retry-After`, and nothing is called or recorded.
 """
 
 from __future__ import annotations
