@@ -64,6 +64,7 @@ INSTALLATION_TTL = (
 )
 INSTALLATIONS_KEPT = 10_000
 READS_PER_MINUTE = 600  # per account, per process
+LOOKUPS_PER_HOUR = 300  # repositories' installations asked of GitHub for one account, per process
 OUTSIDERS_PER_REPOSITORY = 10  # all role-less accounts together: this many times one account's share
 _NAME = re.compile(r"[A-Za-z0-9_.-]{1,100}")
 _DIGITS = re.compile(r"[0-9]{1,9}")  # ASCII only: str.isdigit() also takes "²"
@@ -133,6 +134,7 @@ class AgentApi:
         self._installations: OrderedDict[str, tuple[int | None, float]] = OrderedDict()
         self._listing = Listing(shell.database)
         self._reads = WindowCounter(Budget("reads", reads_per_minute, 60.0))
+        self._lookups = WindowCounter(Budget("installation lookups", LOOKUPS_PER_HOUR, 3600.0))
         self._bodies = bodies or BodyBudget()
 
     def add_routes(self, app: web.Application) -> None:
@@ -296,7 +298,7 @@ class AgentApi:
         readable = await self._users.can_read(token, repository)
         if readable is False:  # nothing more is asked of GitHub about a repository the caller cannot read
             raise missing
-        installation_id = await self._installation(repository)
+        installation_id = await self._installation(repository, account)
         if installation_id is None:
             raise missing
         if readable is None:  # GitHub would not answer for the token: ask as the app
@@ -321,13 +323,17 @@ class AgentApi:
             return False
         return isinstance(permission, dict) and permission.get("permission") not in (None, "none")
 
-    async def _installation(self, repository: str) -> int | None:
+    async def _installation(self, repository: str, account: Account) -> int | None:
         """The app's installation on the repository, or None (GitHub asked at most every few
-        minutes per repository, misses too; the memory is bounded)."""
+        minutes per repository, misses too; the memory is bounded). Each question asked of
+        GitHub spends the account's lookups: any public repository's name is readable, and an
+        account must not spend the app's own rate limit by naming one after another."""
         now, slot = self._clock(), repository.casefold()
         cached = self._installations.get(slot)
         if cached is not None and cached[1] > now:
             return cached[0]
+        if (retry := self._lookups.spend(account.id, now)) is not None:
+            raise _over_budget(self._lookups.budget, retry)
         try:
             installation_id: int | None = await self._shell.ports.github.installation_of(repository)
         except Missing:

@@ -433,3 +433,26 @@ async def reads_limited(world: World) -> None:
     status, _, headers = await call(world, live, "GET", TICKETS)
     assert status == 429 and int(headers["Retry-After"]) >= 1
     assert (await call(world, "cody", "GET", f"{TICKETS}/12"))[0] == 200
+
+
+async def test_naming_one_public_repository_after_another_cannot_spend_the_apps_rate_limit(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    """Each repository whose installation GitHub is asked about spends the account's lookups: past
+    them a request is 429 and the app's JWT is not used; repositories already known still answer."""
+    monkeypatch.setattr("app.web.api.LOOKUPS_PER_HOUR", 3)
+    async with running_standin(standin_state()) as standin:
+        url = f"sqlite:///{tmp_path}/railyard.db"
+        settings = app_settings(url, GITHUB_API_URL=standin.url, APP_ID="1")
+        async with running_server(settings, outbox_spacing=0.0) as server:
+            world = World(server, standin.state, Database(url))
+            for n in range(6):
+                world.github.add_repository(f"octo/public-{n}")
+            live = token(world, "mallory")
+            assert (await call(world, live, "GET", TICKETS))[0] == 200  # acme/web: the first lookup
+            paths = [f"/api/v1/repos/octo/public-{n}/tickets" for n in range(6)]
+            answers = [(await call(world, live, "GET", path))[0] for path in paths]
+            assert answers == [404, 404, 429, 429, 429, 429]
+            asked = [c for c in world.github.calls if c.path.endswith("/installation") and "public" in c.path]
+            assert len(asked) == 2
+            assert (await call(world, live, "GET", TICKETS))[0] == 200  # known: no lookup spent
