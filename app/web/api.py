@@ -43,6 +43,7 @@ from app.views.status_json import status_object
 from app.web.answers import guarded
 from app.web.bodies import BodyBudget, BodyRefused
 from app.web.openapi import openapi_document
+from app.web.token_checks import TokenChecks
 from handlers.answers import ArtifactNotFound, CannotRunYet, Malformed, NearMiss
 from handlers.api import ApiCommand, ApiCommandRun
 from handlers.errors import Missing, TransientError
@@ -136,9 +137,11 @@ class AgentApi:
         self._reads = WindowCounter(Budget("reads", reads_per_minute, 60.0))
         self._lookups = WindowCounter(Budget("installation lookups", LOOKUPS_PER_HOUR, 3600.0))
         self._bodies = bodies or BodyBudget()
+        self._tokens = TokenChecks()
 
     def add_routes(self, app: web.Application) -> None:
         """Register the API under `/api/v1`."""
+        app[AGENT_API] = self
         tickets = PREFIX + "/repos/{owner}/{repo}/tickets"
         for path, method, route in [
             (PREFIX + "/openapi.json", "GET", openapi),
@@ -284,7 +287,20 @@ class AgentApi:
             raise Refused(401, "unauthenticated", message, _CHALLENGE)
         if len(token) > 1024 or not token.isascii() or not token.isprintable():
             raise Refused(401, "bad_token", "that is not a GitHub token", _CHALLENGE)
-        return token, await self._users.account(token)
+        now = self._clock()
+        known = self._tokens.known(token, now)
+        if known is False:
+            raise Refused(401, "bad_token", "GitHub refused this token", _CHALLENGE)
+        if known is None and (retry := self._tokens.spend_new(now)) is not None:
+            message = f"too many unknown tokens are being checked; retry in {retry} s"
+            raise Refused(429, "over_budget", message, {"Retry-After": str(retry)})
+        try:
+            account = await self._users.account(token)
+        except BadToken:
+            self._tokens.remember(token, accepted=False, now=now)
+            raise
+        self._tokens.remember(token, accepted=True, now=now)
+        return token, account
 
     async def _repository(self, request: web.Request, token: str, account: Account) -> tuple[str, int]:
         """The repository, when the token can read it and the app is installed on it."""
@@ -343,6 +359,9 @@ class AgentApi:
         while len(self._installations) > INSTALLATIONS_KEPT:
             self._installations.popitem(last=False)
         return installation_id
+
+
+AGENT_API: web.AppKey[AgentApi] = web.AppKey("agent_api", AgentApi)
 
 
 def commands_budget(repository: str, rules: Rules) -> Budget:

@@ -11,6 +11,8 @@ from typing import Any
 
 from app.store.database import Database
 from app.store.tickets import TicketService
+from app.web.api import AGENT_API
+from policies.budgets import Budget
 from policies.model import TicketKey
 from tests.e2e.world import REPO, World, standin_state
 from tests.fakes import app_settings, running_server
@@ -388,13 +390,14 @@ async def test_an_outsiders_flood_of_refused_commands_costs_the_installation_lit
     the role check (one call once it is known to hold none); the rest are 429 with Retry-After,
     calling nothing; a requester still publishes."""
     await world.say("rachel", "/publish")
+    mallory = token(world, "mallory")  # one account, one token, as an agent sends them
     before, statuses, costs = len(world.github.calls), [], []
     for n in range(120):
         start = len(world.github.calls)
         if n % 2:
-            answer = await command(world, "mallory", f"/deliver commit={uuid.uuid4().hex}\nDone.")
+            answer = await command(world, mallory, f"/deliver commit={uuid.uuid4().hex}\nDone.")
         else:
-            answer = await command(world, "mallory", "/publish", number=999)
+            answer = await command(world, mallory, "/publish", number=999)
         statuses.append(answer[0])
         costs.append(len(installation_calls(world, start)))
         if answer[0] == 429:
@@ -406,7 +409,7 @@ async def test_an_outsiders_flood_of_refused_commands_costs_the_installation_lit
     assert costs[0] <= 2 and max(costs[1:]) <= 1 and sum(costs[30:]) == 0
     assert {c.path.rsplit("/", 1)[-1] for c in spent} == {"mallory"}  # never a commit or an issue
     flood_end = len(world.github.calls)
-    assert (await command(world, "mallory", "/publish", number=999))[0] == 429
+    assert (await command(world, mallory, "/publish", number=999))[0] == 429
     assert world.github.calls[flood_end:] == [
         c for c in world.github.calls[flood_end:] if c.auth != "installation"
     ]
@@ -456,3 +459,20 @@ async def test_naming_one_public_repository_after_another_cannot_spend_the_apps_
             asked = [c for c in world.github.calls if c.path.endswith("/installation") and "public" in c.path]
             assert len(asked) == 2
             assert (await call(world, live, "GET", TICKETS))[0] == 200  # known: no lookup spent
+
+
+async def test_made_up_tokens_cost_github_a_bounded_number_of_checks(world: World, monkeypatch: Any) -> None:
+    """A refused token is refused again without asking GitHub; past the budget for tokens never
+    seen accepted a request is 429 without a call, and a token seen accepted still reads."""
+    await world.say("rachel", "/publish")
+    live = token(world, "rita")
+    assert (await call(world, live, "GET", f"{TICKETS}/12"))[0] == 200
+    checks = world.server.app[AGENT_API]._tokens
+    monkeypatch.setattr(checks.new, "budget", Budget("new tokens", 5, 60.0))
+    before = len(world.github.calls)
+    statuses = [(await call(world, f"ghu_madeup{n}", "GET", f"{TICKETS}/12"))[0] for n in range(20)]
+    statuses += [(await call(world, "ghu_madeup0", "GET", f"{TICKETS}/12"))[0] for _ in range(5)]
+    asked = [c for c in world.github.calls[before:] if c.path == "/user"]
+    assert statuses[:4] == [401] * 4 and 429 in statuses[4:20] and statuses[20:] == [401] * 5
+    assert len(asked) <= 5
+    assert (await call(world, live, "GET", f"{TICKETS}/12"))[0] == 200
