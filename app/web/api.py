@@ -34,21 +34,18 @@ from aiohttp import web
 
 from app.bootstrap import Shell
 from app.github.client import GitHubError, NotFound
-from app.github.reads import rules_from
 from app.github.users import Account, BadToken, UserReads
-from app.store.budgets import spend, spent
 from app.store.listing import Cursor, Listing
 from app.views.api import error_body, outcome_answer
 from app.views.status_json import status_object
 from app.web.answers import guarded
+from app.web.api_costs import READS_PER_MINUTE, ApiCosts, OverBudget
 from app.web.bodies import BodyBudget, BodyRefused
 from app.web.openapi import openapi_document
-from app.web.token_checks import TokenChecks
 from handlers.answers import ArtifactNotFound, CannotRunYet, Malformed, NearMiss
 from handlers.api import ApiCommand, ApiCommandRun
 from handlers.errors import Missing, TransientError
-from handlers.ports import KeptAnswer, Rules
-from policies.budgets import Budget, WindowCounter
+from handlers.ports import KeptAnswer
 from policies.commands import Draft, Publish
 from policies.model import TicketKey
 from policies.parser import ParsedComment, parse_comment
@@ -64,9 +61,6 @@ INSTALLATION_TTL = (
     300.0  # seconds an installation id (or its absence) is trusted before GitHub is asked again
 )
 INSTALLATIONS_KEPT = 10_000
-READS_PER_MINUTE = 600  # per account, per process
-LOOKUPS_PER_HOUR = 300  # repositories' installations asked of GitHub for one account, per process
-OUTSIDERS_PER_REPOSITORY = 10  # all role-less accounts together: this many times one account's share
 _NAME = re.compile(r"[A-Za-z0-9_.-]{1,100}")
 _DIGITS = re.compile(r"[0-9]{1,9}")  # ASCII only: str.isdigit() also takes "²"
 _KEY = re.compile(r"[\x21-\x7e]{1,255}")  # visible ASCII, as HTTP header values are
@@ -101,6 +95,8 @@ def _answering(route: Route) -> Route:
             return await route(request)
         except Refused as refused:
             return _json(refused.status, error_body(refused.code, refused.message), refused.headers)
+        except OverBudget as over:
+            return _json(429, error_body("over_budget", str(over)), {"Retry-After": str(over.retry_after)})
         except BadToken as error:
             return _json(401, error_body("bad_token", str(error)), _CHALLENGE)
         except GitHubError as error:  # GitHub refused railyard's own call: nothing was recorded
@@ -134,10 +130,8 @@ class AgentApi:
         self._shell, self._users, self._clock = shell, users, clock
         self._installations: OrderedDict[str, tuple[int | None, float]] = OrderedDict()
         self._listing = Listing(shell.database)
-        self._reads = WindowCounter(Budget("reads", reads_per_minute, 60.0))
-        self._lookups = WindowCounter(Budget("installation lookups", LOOKUPS_PER_HOUR, 3600.0))
         self._bodies = bodies or BodyBudget()
-        self._tokens = TokenChecks()
+        self.costs = ApiCosts(shell, clock=clock, reads_per_minute=reads_per_minute)
 
     def add_routes(self, app: web.Application) -> None:
         """Register the API under `/api/v1`."""
@@ -163,7 +157,7 @@ class AgentApi:
         with the next page also in a `Link: <...>; rel="next"` header, as GitHub pages.
         """
         token, account = await self._caller(request)
-        self._read_allowed(account)
+        self.costs.read(account.id)
         work, per_page, after = _list_query(request)
         repository, _ = await self._repository(request, token, account)
         page = await asyncio.to_thread(
@@ -181,7 +175,7 @@ class AgentApi:
     async def get_ticket(self, request: web.Request) -> web.Response:
         """The ticket's status object; 404 when the issue is not a ticket."""
         token, account = await self._caller(request)
-        self._read_allowed(account)
+        self.costs.read(account.id)
         number = _number(request)
         repository, _ = await self._repository(request, token, account)
         async with self._shell.store.read() as reads:
@@ -203,9 +197,9 @@ class AgentApi:
             kept = await reads.kept_answer(account.id, key)
         if kept is not None:
             return _replay(kept, digest)
-        rules = await self._known_rules(installation_id, repository)
-        await self._spend(account, commands_budget(repository, rules))  # refusals included
-        outsider = await self._outsider_within_budget(account, repository, rules)
+        rules = await self.costs.known_rules(installation_id, repository)
+        await self.costs.command(account.id, repository, rules)  # refusals included
+        outsider = await self.costs.outsider_known(account.id, repository, rules)
         parsed = _parsed(text, expected)
         if not isinstance(parsed.command, Draft | Publish):
             async with self._shell.store.read() as reads:
@@ -230,51 +224,13 @@ class AgentApi:
             raise Refused(404, "no_such_issue", f"{repository}#{number} is not an issue") from None
         finally:
             if run.roles is not None and not run.roles:  # it holds no role here: an outsider's request
-                await self._spent_as_outsider(account, repository, rules)
+                await self.costs.outsider_request(account.id, repository, rules)
         if outcome is None or run.kept is None:
             raise _before_door(run.early, outcome.refusal if outcome is not None else None)
         if run.kept.digest != digest:  # a request racing this one used the key for another command
             return _replay(run.kept, digest)
         headers = {"Idempotent-Replayed": "true" if outcome.replayed else "false"}
         return _json(run.kept.status, run.kept.body, headers)
-
-    async def _known_rules(self, installation_id: int, repository: str) -> Rules:
-        """The rules last read for the repository, however long ago: a limit is checked before
-        anything is asked of GitHub (read once when this process never read them)."""
-        loader = self._shell.loader
-        known = loader.known(repository) if loader is not None else None
-        if known is not None:
-            return rules_from(known)
-        return await self._shell.ports.configs.load(installation_id, repository)
-
-    async def _spend(self, account: Account, budget: Budget) -> None:
-        """Take one unit of the account's budget, or 429 with `Retry-After`, nothing called."""
-        now = self._clock()
-        retry = await asyncio.to_thread(spend, self._shell.database, account.id, budget, now)
-        if retry is not None:
-            raise _over_budget(budget, retry)
-
-    async def _outsider_within_budget(self, account: Account, repository: str, rules: Rules) -> bool:
-        """Whether the account was found without a role here this hour; 429 once it (or all such
-        accounts together) made its share of requests: each costs the installation a call."""
-        now, known = self._clock(), False
-        for holder, budget in outsider_budgets(account.id, repository, rules):
-            used = await asyncio.to_thread(spent, self._shell.database, holder, budget, now)
-            if used >= budget.limit:
-                raise _over_budget(budget, budget.retry_after(now))
-            known = known or (holder == account.id and used > 0)
-        return known
-
-    async def _spent_as_outsider(self, account: Account, repository: str, rules: Rules) -> None:
-        now = self._clock()
-        for holder, budget in outsider_budgets(account.id, repository, rules):
-            await asyncio.to_thread(spend, self._shell.database, holder, budget, now)
-
-    def _read_allowed(self, account: Account) -> None:
-        """Reads are limited per account (600 a minute by default): 429 past it."""
-        retry = self._reads.spend(account.id, self._clock())
-        if retry is not None:
-            raise _over_budget(self._reads.budget, retry)
 
     # -- who and where ----------------------------------------------------------------
 
@@ -287,19 +243,18 @@ class AgentApi:
             raise Refused(401, "unauthenticated", message, _CHALLENGE)
         if len(token) > 1024 or not token.isascii() or not token.isprintable():
             raise Refused(401, "bad_token", "that is not a GitHub token", _CHALLENGE)
-        now = self._clock()
-        known = self._tokens.known(token, now)
+        now, tokens = self._clock(), self.costs.tokens
+        known = tokens.known(token, now)
         if known is False:
             raise Refused(401, "bad_token", "GitHub refused this token", _CHALLENGE)
-        if known is None and (retry := self._tokens.spend_new(now)) is not None:
-            message = f"too many unknown tokens are being checked; retry in {retry} s"
-            raise Refused(429, "over_budget", message, {"Retry-After": str(retry)})
+        if known is None:
+            self.costs.new_token()
         try:
             account = await self._users.account(token)
         except BadToken:
-            self._tokens.remember(token, accepted=False, now=now)
+            tokens.remember(token, accepted=False, now=now)
             raise
-        self._tokens.remember(token, accepted=True, now=now)
+        tokens.remember(token, accepted=True, now=now)
         return token, account
 
     async def _repository(self, request: web.Request, token: str, account: Account) -> tuple[str, int]:
@@ -348,8 +303,7 @@ class AgentApi:
         cached = self._installations.get(slot)
         if cached is not None and cached[1] > now:
             return cached[0]
-        if (retry := self._lookups.spend(account.id, now)) is not None:
-            raise _over_budget(self._lookups.budget, retry)
+        self.costs.lookup(account.id)
         try:
             installation_id: int | None = await self._shell.ports.github.installation_of(repository)
         except Missing:
@@ -362,26 +316,6 @@ class AgentApi:
 
 
 AGENT_API: web.AppKey[AgentApi] = web.AppKey("agent_api", AgentApi)
-
-
-def commands_budget(repository: str, rules: Rules) -> Budget:
-    """An account's API commands in one repository: `limits.commands_per_hour`."""
-    return Budget(f"commands:{repository.casefold()}", rules.commands_per_hour, 3600.0)
-
-
-def outsider_budgets(account_id: int, repository: str, rules: Rules) -> list[tuple[int, Budget]]:
-    """Requests by accounts without a role: one account's (`limits.outsider_requests_per_hour`)
-    and every such account's together (held by account 0), so many accounts cost no more."""
-    scope, limit = repository.casefold(), rules.outsider_requests_per_hour
-    return [
-        (account_id, Budget(f"outsider:{scope}", limit, 3600.0)),
-        (0, Budget(f"outsiders:{scope}", limit * OUTSIDERS_PER_REPOSITORY, 3600.0)),
-    ]
-
-
-def _over_budget(budget: Budget, retry: int) -> Refused:
-    message = f"over the budget of {budget.limit} requests per {int(budget.window)} s; retry in {retry} s"
-    return Refused(429, "over_budget", message, {"Retry-After": str(retry)})
 
 
 def _not_allowed(allowed: str) -> Route:

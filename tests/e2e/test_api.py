@@ -443,7 +443,7 @@ async def test_naming_one_public_repository_after_another_cannot_spend_the_apps_
 ) -> None:
     """Each repository whose installation GitHub is asked about spends the account's lookups: past
     them a request is 429 and the app's JWT is not used; repositories already known still answer."""
-    monkeypatch.setattr("app.web.api.LOOKUPS_PER_HOUR", 3)
+    monkeypatch.setattr("app.web.api_costs.LOOKUPS_PER_HOUR", 3)
     async with running_standin(standin_state()) as standin:
         url = f"sqlite:///{tmp_path}/railyard.db"
         settings = app_settings(url, GITHUB_API_URL=standin.url, APP_ID="1")
@@ -467,7 +467,7 @@ async def test_made_up_tokens_cost_github_a_bounded_number_of_checks(world: Worl
     await world.say("rachel", "/publish")
     live = token(world, "rita")
     assert (await call(world, live, "GET", f"{TICKETS}/12"))[0] == 200
-    checks = world.server.app[AGENT_API]._tokens
+    checks = world.server.app[AGENT_API].costs.tokens
     monkeypatch.setattr(checks.new, "budget", Budget("new tokens", 5, 60.0))
     before = len(world.github.calls)
     statuses = [(await call(world, f"ghu_madeup{n}", "GET", f"{TICKETS}/12"))[0] for n in range(20)]
