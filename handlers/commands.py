@@ -114,11 +114,11 @@ class CommandRun:
                 f.installation_id, f.repository, f.author, rules, deciding or roles_in_rows(command),
                 first_only=deciding is not None, outsider=f.outsider,
             )  # fmt: skip
-            if not roles and needs_a_role(command):
-                # No role that can allow it: the door refuses it whatever the issue or the commit
-                # say, so neither is asked of GitHub (an outsider costs the installation no reads).
-                issue, completed = None, command  # type: Any | None, Command | ArtifactNotFound
-            else:
+            issue: Any | None = None
+            completed: Command | ArtifactNotFound = command
+            if roles or not needs_a_role(command):
+                # Without a role that can allow it the door refuses it whatever the issue or the
+                # commit say, so neither is asked of GitHub (an outsider costs no reads).
                 issue = (
                     await services.github.issue(f.installation_id, f.repository, number)
                     if _reads_issue(command)
