@@ -46,6 +46,7 @@ class ApiCommand:
     is_bot: bool
     key: str  # the Idempotency-Key
     digest: str  # the request it came with (route and body), to tell a reused key
+    outsider: bool = False  # the account was lately found holding no role in the repository
 
     @property
     def operation_id(self) -> str:
@@ -65,6 +66,7 @@ class ApiCommand:
             author_id=self.account_id,
             author_is_bot=self.is_bot,
             via="api",
+            outsider=self.outsider,
         )
 
 

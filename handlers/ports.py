@@ -337,6 +337,7 @@ class Rules:
     high_risk_labels: tuple[str, ...] = ()
     self_verification: SelfVerification = SelfVerification.EXPLICIT
     commands_per_hour: int = 30
+    outsider_requests_per_hour: int = 30  # API requests by an account without a role here
     roles: Mapping[Role, tuple[RoleEntry, ...]] = field(default_factory=dict)
 
     @property
@@ -374,11 +375,13 @@ class Roles(Protocol):
         among: Iterable[Role],
         *,
         first_only: bool = False,
+        outsider: bool = False,
     ) -> frozenset[Role]:
         """The roles `login` holds now (of `among`); `CannotVerify` when GitHub will not say.
 
         `first_only`: only the first of `among`, in its order, that `login` holds (nothing more
-        is asked of GitHub once it is found).
+        is asked of GitHub once it is found). `outsider`: the account was lately found holding no
+        role here; the answer is the same, asked of GitHub with fewer calls when it holds none.
         """
 
 

@@ -33,6 +33,7 @@ from githubkit.cache import MemCacheStrategy
 from githubkit.exception import GitHubException, RequestFailed
 
 from app.github.http_cache import HttpCache, conditional_get, installation_scope
+from app.github.paths import EncodedPathAuth, path_segment
 from app.runtime.metrics import Metrics
 from app.settings import Settings, railyard_version
 from app.store.limits import Limits, MemoryLimits
@@ -87,6 +88,7 @@ ENDPOINTS: dict[str, Endpoint] = {
         "PATCH", "/repos/{repository}/check-runs/{check_run_id}", ("checks", "write")
     ),
     "list_check_runs": Endpoint("GET", "/repos/{repository}/commits/{ref}/check-runs", ("checks", "read")),
+    "check_org_member": Endpoint("GET", "/orgs/{org}/members/{username}", ("members", "read")),
     "get_team_membership": Endpoint(
         "GET", "/orgs/{org}/teams/{team_slug}/memberships/{username}", ("members", "read")
     ),
@@ -295,7 +297,7 @@ class GitHubClient:
             strategy = (
                 self._strategy if installation_id is None else self._strategy.as_installation(installation_id)
             )
-            self._auth[installation_id] = strategy.get_auth_flow(self._github)
+            self._auth[installation_id] = EncodedPathAuth(strategy.get_auth_flow(self._github))
         return self._auth[installation_id]
 
     async def call(
@@ -388,7 +390,7 @@ class GitHubClient:
         until = await self.blocked_until(installation_id)
         if until is not None:
             raise RateLimited(f"{name}: rate-limited for installation {installation_id}", retry_at=until)
-        url = endpoint.path.format(**{k: str(v).strip("/") for k, v in path.items()}).lstrip("/")
+        url = endpoint.path.format(**{k: path_segment(k, v) for k, v in path.items()}).lstrip("/")
         return endpoint, installation_id, url
 
     async def call_page(

@@ -152,6 +152,7 @@ def rules_from(loaded: LoadedConfig) -> Rules:
         high_risk_labels=tuple(config.high_risk.labels),
         self_verification=config.self_verification,
         commands_per_hour=config.limits.commands_per_hour,
+        outsider_requests_per_hour=config.limits.outsider_requests_per_hour,
         roles={
             role: tuple(RoleEntry(e.login, e.org, e.slug) for e in entries)
             for role, entries in config.roles.items()
@@ -189,8 +190,9 @@ class RolesAdapter:
         among: Iterable[Role],
         *,
         first_only: bool = False,
+        outsider: bool = False,
     ) -> frozenset[Role]:
         """The roles `login` holds now, of `among` (only the first held, in order, if asked)."""
         return await RoleResolver(self._github, installation_id, repository).roles(
-            login, rules.roles, among=among, first_only=first_only
+            login, rules.roles, among=among, first_only=first_only, outsider=outsider
         )

@@ -19,6 +19,7 @@ import httpx
 
 from app.github.client import GitHubClient, GitHubUnavailable, RateLimited, rate_limit_until
 from app.github.http_cache import HttpCache, MemoryHttpCache, conditional_get, token_scope
+from app.github.paths import path_segment
 
 
 @dataclass(frozen=True)
@@ -62,7 +63,7 @@ class UserReads:
         None when GitHub, having just accepted the token for `GET /user`, refuses it here (401):
         the caller then asks with the app's own credentials."""
         try:
-            found = await self._read(token, f"/repos/{repository}")
+            found = await self._read(token, "/repos/" + path_segment("repository", repository))
         except BadToken:
             return None
         if not isinstance(found, dict):

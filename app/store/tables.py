@@ -354,6 +354,7 @@ class ReplyRow(SQLModel, table=True):
     actor_id: int = Field(sa_column=Column(BigInteger, nullable=False))
     kind: str
     reacted: bool  # over the limit: answered with a reaction only (recorded, so a redelivery agrees)
+    silent: bool = False  # over the limit with the window's reaction given: not answered at all
     operation_id: str = Field(unique=True)  # the comment answered: one reply per comment counts once
     at: datetime = _time()
 
@@ -427,7 +428,23 @@ class ApiAnswerRow(SQLModel, table=True):
     digest: str  # sha256 of the route and the request body it answered
     status: int
     body: dict[str, Any] = _json()
-    at: datetime = _time()
+    at: datetime = Field(sa_column=Column(UTCDateTime(), nullable=False, index=True))
+
+
+class ApiBudgetRow(SQLModel, table=True):
+    """What one account has spent of one API budget in one fixed window (`app.store.budgets`).
+
+    `scope` names the budget ("commands:<repository>", "outsider:<repository>", "reads");
+    `window_start` is the window's first second (epoch). One row per account, scope and window,
+    pruned once the window is over: an account can only add to its own rows.
+    """
+
+    __tablename__ = "api_budgets"
+
+    account_id: int = Field(sa_column=Column(BigInteger, primary_key=True, autoincrement=False))
+    scope: str = Field(primary_key=True)
+    window_start: float = Field(primary_key=True, index=True)
+    spent: int
 
 
 class HttpCacheRow(SQLModel, table=True):

@@ -29,6 +29,7 @@ from app.settings import Settings
 RECHECK_SECONDS = 300.0
 _MAX_PAGES = 50  # 5,000 repositories a person can read through one installation
 _REMEMBERED = 1000  # tokens whose lists are kept
+ETAGS_KEPT = 20 * _REMEMBERED  # conditional answers kept, across every token and address
 
 
 class AccessError(Exception):
@@ -71,8 +72,9 @@ class Access:
     timeout: float = 15.0
     _client: httpx.AsyncClient | None = None
     _checked: OrderedDict[str, _Checked] = field(default_factory=OrderedDict)
-    # (token hash, url) -> (ETag, body, next page): what a 304 stands for
-    _etags: dict[tuple[str, str], tuple[str, Any, str | None]] = field(default_factory=dict)
+    # (token hash, url) -> (ETag, body, next page): what a 304 stands for; the least recently
+    # used go first past ETAGS_KEPT (tokens x repositories would otherwise grow without bound)
+    _etags: OrderedDict[tuple[str, str], tuple[str, Any, str | None]] = field(default_factory=OrderedDict)
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     # (token hash, lowercase full name) -> (what GitHub said of that one repository, when)
     _single: OrderedDict[tuple[str, str], tuple[Readable | None, float]] = field(default_factory=OrderedDict)
@@ -237,6 +239,7 @@ class Access:
             raise AccessError(502, f"GitHub could not be asked ({type(error).__name__})") from None
         if response.status_code == 304 and key in self._etags:
             _, body, next_url = self._etags[key]
+            self._etags.move_to_end(key)
             return body, next_url
         next_url = response.links.get("next", {}).get("url")
         if response.status_code == 401:
@@ -248,6 +251,9 @@ class Access:
         body = response.json()
         if etag := response.headers.get("ETag"):
             self._etags[key] = (etag, body, next_url)
+            self._etags.move_to_end(key)
+            while len(self._etags) > ETAGS_KEPT:
+                self._etags.popitem(last=False)
         return body, next_url
 
 

@@ -21,6 +21,7 @@ from app.settings import Settings
 from app.views.pages.document import sign_in_refused
 from app.web.access import Access, AccessError, Person
 from app.web.answers import guarded
+from app.web.bodies import BodyRefused, small_form
 from app.web.pages import html_response
 from app.web.sessions import (
     SESSION_COOKIE,
@@ -162,10 +163,13 @@ async def logout(request: web.Request) -> web.Response:
     """End the session: only a POST from this site's own form (its CSRF token) is obeyed."""
     sign_in = request.app[SIGN_IN]
     session = sign_in.session(request)
-    form = await request.post()
-    if session is None:
+    if session is None:  # nothing of a stranger's body is read
         raise web.HTTPSeeOther("/login")
-    if not hmac.compare_digest(str(form.get("csrf", "")).encode(), session.csrf.encode()):
+    try:
+        form = await small_form(request)
+    except BodyRefused as refused:
+        return _refused(sign_in, refused.status, refused.message)
+    if not hmac.compare_digest(form.get("csrf", "").encode(), session.csrf.encode()):
         return _refused(sign_in, 403, "Sign-out needs the form on this site's pages.")
     sign_in.access.forget(session.token)
     if not await sign_in.access.revoke(session.token):  # the cookie is cleared either way

@@ -142,6 +142,18 @@ async def test_logout_needs_the_session_csrf_token_and_then_ends_the_session(web
             assert response.status == 303 and response.headers["Location"].startswith("/login")
 
 
+async def test_a_sign_out_form_is_read_only_for_a_session_and_only_a_few_kilobytes(web: WebWorld) -> None:
+    """A stranger's POST /logout is sent to sign in before its body is read; a session's 5 MB form is 413."""
+    async with web.server.client.post("/logout", data=b"x" * (5 * 1024 * 1024), allow_redirects=False) as r:
+        assert r.status == 303 and r.headers["Location"] == "/login"
+    async with web.browser_session() as client:
+        await web.sign_in(client, "olivia")
+        async with client.post("/logout", data={"csrf": "x" * (5 * 1024 * 1024)}, allow_redirects=False) as r:
+            assert r.status == 413
+        async with client.get("/tickets", allow_redirects=False) as response:
+            assert response.status == 200  # still signed in: nothing was done for it
+
+
 async def test_logout_revokes_the_token_so_a_copied_cookie_is_worth_nothing(web: WebWorld) -> None:
     """Signing out asks GitHub to revoke the token: the cookie, replayed, no longer reads anything."""
     async with web.browser_session() as client:

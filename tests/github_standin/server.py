@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from aiohttp import web
 
 from tests.github_standin.apps import (
+    check_org_member,
     create_token,
     get_app,
     get_collaborator_permission,
@@ -134,6 +135,7 @@ def create_standin(state: StandinState | None = None) -> web.Application:
         ("GET", repo + "/commits/{ref:.+}/check-runs", list_check_runs, "either", "checks:read"),
         ("GET", repo + "/commits/{ref:[^/]+}", get_commit, token, "contents:read"),
         ("GET", team + "/memberships/{username}", get_team_membership, token, "members:read"),
+        ("GET", "/orgs/{org}/members/{username}", check_org_member, token, "members:read"),
         ("GET", repo + "/collaborators/{username}/permission", get_collaborator_permission, token, None),
         ("GET", repo + "/branches/{branch:.+}", get_branch, token, None),
         ("GET", repo + "/pulls/{number:\\d+}", get_pull, token, "pull_requests:read"),

@@ -221,6 +221,7 @@ class StandinState:
     reactions: list[Reaction] = field(default_factory=list)
     check_runs: dict[int, CheckRun] = field(default_factory=dict)
     team_memberships: dict[tuple[str, str, str], str] = field(default_factory=dict)  # (org, team, login)
+    org_members: set[tuple[str, str]] = field(default_factory=set)  # (org, login), beyond the teams' members
     permissions: dict[tuple[str, str], str] = field(default_factory=dict)  # (repo, login) -> role
     deliveries: list[Delivery] = field(default_factory=list)
     redelivery_attempts: list[int] = field(default_factory=list)
