@@ -22,6 +22,7 @@ from app.store.database import Database
 from app.store.http_cache import prune_http_cache
 from app.store.replies import prune_replies
 from app.store.retention import Retention, apply_retention, prune_held_observations, stored_delivery_ids
+from app.store.web_sessions import prune_web_sessions
 from handlers.errors import TransientError
 
 log = structlog.get_logger(__name__)
@@ -109,6 +110,7 @@ class Maintenance:
                 prune_held_observations, self.database, self.clock(), self.retention.held_observation_days
             )
             await asyncio.to_thread(prune_replies, self.database, self.clock())
+            await asyncio.to_thread(prune_web_sessions, self.database, self.clock())
             self._next_retention = now + self.retention_every
             if expired:
                 log.info("retention", held_observations_expired=expired)

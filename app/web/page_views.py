@@ -41,7 +41,7 @@ def signed_in(page: Page) -> Callable[[web.Request], Awaitable[web.Response]]:
         sign_in = request.app.get(SIGN_IN)
         if sign_in is None:
             return sign_in_disabled()
-        session = sign_in.session(request)
+        session = await sign_in.session(request)
         if session is None:
             return to_login(request)
         try:
@@ -141,7 +141,7 @@ PAGES: dict[str, Page] = {
 
 def install(app: web.Application, settings: Settings, database: Database) -> None:
     """Wire the stylesheet, sign-in (when its OAuth client is configured) and the ticket pages."""
-    sign_in = make_sign_in(settings)
+    sign_in = make_sign_in(settings, database)
     if sign_in is not None:
         add_sign_in_routes(app, sign_in)
     app[READS] = Reads(Listing(database), TicketService(database))
