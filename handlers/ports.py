@@ -86,16 +86,22 @@ class PullRequest:
     author: str | None = None
     head_repository: str | None = None
     merged_at: datetime | None = None
+    # Whether the author held a role when the PR was opened or edited (resolved then, kept
+    # with the PR): None when not asked (a PR of this repository needs no answer).
+    author_has_role: bool | None = None
 
     @property
     def head_in_repository(self) -> bool:
         """Whether the head branch is a branch of the PR's own repository (not a fork's)."""
         return same_repository(self.head_repository, self.repository)
 
-    def observed(self, linked: bool, *, linked_at_merge: bool = False) -> PullRequestObserved:
+    def observed(
+        self, linked: bool, *, linked_at_merge: bool = False, mention: bool = False
+    ) -> PullRequestObserved:
         """This PR as an observation about one ticket it links (or no longer links).
 
-        `linked_at_merge`: the caller knows the PR linked the ticket when it merged.
+        `linked_at_merge`: the caller knows the PR linked the ticket when it merged;
+        `mention`: the PR names the ticket but its links do not count (`links_move_rail`).
         """
         return PullRequestObserved(
             number=self.number,
@@ -108,6 +114,7 @@ class PullRequest:
             merge_commit=self.merge_commit if self.merged else None,
             updated_at=self.updated_at,
             linked_at_merge=linked_at_merge and self.merged,
+            mention=mention and not linked,
         )
 
 

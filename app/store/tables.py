@@ -307,6 +307,8 @@ class PullRequestRow(SQLModel, table=True):
     # only a head in this repository links tickets by branch name.
     head_repository: str | None = None
     merged_at: float | None = None  # links reported after it never count for the merge
+    # A fork's PR: whether its author held a role when it was opened or edited (None: not asked).
+    author_has_role: bool | None = None
 
 
 class HeldObservationRow(SQLModel, table=True):

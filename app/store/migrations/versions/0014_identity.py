@@ -1,7 +1,8 @@
 """Repository identity and browser sessions (SPEC *Repository identity and sessions*).
 
 Tickets get GitHub's repository id; `repositories` maps each id to the name the records use
-now; `web_sessions` keeps browser sessions so signing out ends them on every process.
+now; pull requests keep whether a fork's author held a role; `web_sessions` keeps browser
+sessions, so signing out ends them on every process.
 
 Rows from before this migration: a ticket's id is taken from the webhook payloads still stored
 (the newest delivery naming its repository, when every stored payload of that name agrees on
@@ -46,6 +47,8 @@ def upgrade() -> None:
     with op.batch_alter_table("tickets") as batch:
         batch.add_column(sa.Column("repository_id", sa.BigInteger(), nullable=True))
     op.create_index("ix_tickets_repository_id", "tickets", ["repository_id"])
+    with op.batch_alter_table("pull_requests") as batch:
+        batch.add_column(sa.Column("author_has_role", sa.Boolean(), nullable=True))
     _backfill(op.get_bind())
 
 
@@ -91,6 +94,8 @@ def _ids_in_payloads(connection: sa.Connection, name: str) -> set[int]:
 
 
 def downgrade() -> None:
+    with op.batch_alter_table("pull_requests") as batch:
+        batch.drop_column("author_has_role")
     op.drop_index("ix_tickets_repository_id", "tickets")
     with op.batch_alter_table("tickets") as batch:
         batch.drop_column("repository_id")
