@@ -22,7 +22,6 @@ from app.store.effects import CANCELLED
 from app.store.tables import (
     HeldObservationRow,
     InstallationRepositoryRow,
-    OperationRow,
     OutboxEffectRow,
     PullRequestRow,
     ReplyRow,
@@ -34,12 +33,13 @@ from app.store.tables import (
 repositories = table(RepositoryRow)
 _tickets = table(TicketRow)
 _outbox = table(OutboxEffectRow)
-# Every table keyed by the repository's name (webhook deliveries are history: never moved).
+# Every table keyed by the repository's name, but history: webhook deliveries and the append-only
+# operations (the database refuses to change them) keep the name they had then. An operation's
+# outcome is found by its id, so a replay is still a replay under the new name.
 _KEYED_BY_NAME = tuple(
     table(row)
     for row in (
         TicketRow,
-        OperationRow,
         PullRequestRow,
         HeldObservationRow,
         InstallationRepositoryRow,

@@ -245,8 +245,9 @@ class Access:
         next_url = response.links.get("next", {}).get("url")
         if response.status_code == 401:
             raise AccessError(401, "GitHub no longer accepts this sign-in")
-        if response.status_code in (403, 404):
-            raise AccessError(response.status_code, f"GitHub answered {response.status_code}")
+        if response.status_code in (301, 403, 404):  # 301: a renamed repository's old name is none
+            status = 403 if response.status_code == 403 else 404
+            raise AccessError(status, f"GitHub answered {response.status_code}")
         if response.status_code != 200:
             raise AccessError(502, f"GitHub answered {response.status_code}")
         body = response.json()

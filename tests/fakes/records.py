@@ -407,7 +407,6 @@ def move(records: Records, old: str, new: str) -> None:
 
     records.tickets = {key(k): v for k, v in records.tickets.items()}
     records.log = {key(k): v for k, v in records.log.items()}
-    records.operations = {i: replace(o, key=key(o.key)) for i, o in records.operations.items()}
     records.attempts = [replace(a, key=key(a.key)) for a in records.attempts]
     records.deliveries = [replace(d, key=key(d.key)) for d in records.deliveries]
     records.installation_of = {key(k): v for k, v in records.installation_of.items()}
