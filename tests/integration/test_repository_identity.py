@@ -89,7 +89,9 @@ def test_a_first_webhook_adopts_the_tickets_from_before_ids_unless_older_than_th
         )
         place(connection, 70, "acme/quiet", created_at=datetime(2026, 3, 1, tzinfo=UTC).timestamp(), now=2.0)
     with database.read() as connection:
-        rows = connection.execute(select(tickets.c.repository, tickets.c.number, tickets.c.repository_id)).all()
+        rows = connection.execute(
+            select(tickets.c.repository, tickets.c.number, tickets.c.repository_id)
+        ).all()
     assert sorted((r.repository, r.number, r.repository_id) for r in rows) == [
         ("acme/quiet", 2, 70),
         (f"acme/quiet@legacy-{1}", 1, None),
