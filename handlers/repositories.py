@@ -42,6 +42,7 @@ async def identified(event: WebhookEvent, services: Services) -> WebhookEvent | 
     if current == name.casefold():
         return event
     created = _created_at(dig(event.payload, "repository", "created_at"))
+    services.configs.forget(name)  # rules read for the name may be another repository's
     if current is None:
         if holder is not None:
             await _follow(services, event, holder, name)
@@ -51,6 +52,7 @@ async def identified(event: WebhookEvent, services: Services) -> WebhookEvent | 
     if now is None:
         log.warning("dropped: GitHub does not know the repository", repository_id=repository_id)
         return None
+    services.configs.forget(current)
     await _place(services, repository_id, now, created)
     if now.casefold() != name.casefold():
         log.info("dropped: the repository has been renamed since", repository_id=repository_id)

@@ -15,7 +15,12 @@ from sqlalchemy import insert, select
 from app.store.database import Database, alembic_config
 from app.store.effects import effects_table
 from app.store.repositories import holds, place, repositories
+from app.store.signs import watched_claims
 from app.store.tables import PullRequestRow, TicketRow, WebhookDeliveryRow, table
+from app.store.tickets import TicketService
+from policies.commands import Claim, Publish
+from policies.model import TicketKey
+from tests.fakes import REQUESTER, RUNNER, Comments
 
 tickets, deliveries, pulls = table(TicketRow), table(WebhookDeliveryRow), table(PullRequestRow)
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -130,3 +135,20 @@ def test_a_rename_moves_every_record_and_a_reuse_retires_the_old_ones_and_cancel
         effect = connection.execute(select(effects_table.c.status)).one()
     assert effect.status == "cancelled"
     assert holds(database, "acme/archive", 2) and not holds(database, "acme/archive", 1)
+
+
+def test_the_watchdog_watches_no_claim_of_a_repository_that_lost_its_name(database: Database) -> None:
+    """A claimed ticket of the old acme/vault, retired when a new acme/vault appeared, gets no
+    overdue notices: they would go to a repository that is not its own."""
+    service = TicketService(database)
+    key, comments = TicketKey("acme/vault", 12), Comments()
+    with database.write() as connection:
+        place(connection, 1, "acme/vault", None, 1.0)
+    service.execute(key, Publish("Rotate"), comments.context(REQUESTER))
+    service.execute(key, Claim(), comments.context(RUNNER))
+    with database.read() as connection:
+        assert [w.ticket.key.number for w in watched_claims(connection)] == [12]
+    with database.write() as connection:
+        place(connection, 2, "acme/vault", None, 2.0)
+    with database.read() as connection:
+        assert watched_claims(connection) == []
