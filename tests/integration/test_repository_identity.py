@@ -65,6 +65,11 @@ def test_the_migration_takes_each_repositorys_id_from_the_stored_payloads_that_a
         connection.execute(insert(tickets), [a_ticket("acme/web", 1), a_ticket("acme/web", 2)])
         connection.execute(insert(tickets), [a_ticket("acme/reused", 1), a_ticket("acme/quiet", 1)])
         connection.execute(
+            insert(pulls).values(
+                repository="acme/web", number=9, url="u", open=True, merged=False, linked=[1], updated_at=1.0
+            )
+        )
+        connection.execute(
             insert(deliveries),
             [
                 a_delivery("d1", "acme/web", 55),
@@ -77,7 +82,9 @@ def test_the_migration_takes_each_repositorys_id_from_the_stored_payloads_that_a
     with before_0014.read() as connection:
         ids = dict(connection.execute(select(tickets.c.repository, tickets.c.repository_id)).all())
         registry = dict(connection.execute(select(repositories.c.full_name, repositories.c.id)).all())
+        kept_pull = connection.execute(select(pulls.c.number, pulls.c.linked, pulls.c.author_has_role)).one()
     assert ids == {"acme/web": 55, "acme/reused": None, "acme/quiet": None}
+    assert tuple(kept_pull) == (9, [1], None)  # the PR kept, its author not asked yet
     assert registry == {"acme/web": 55}
     assert holds(before_0014, "acme/web", 55) and not holds(before_0014, "acme/quiet", 70)
 
