@@ -63,21 +63,19 @@ class UserReads:
         the caller then asks with the app's own credentials."""
         return (await self.visible(token, repository))[0]
 
-    async def visible(self, token: str, repository: str) -> tuple[bool | None, int | None]:
-        """`can_read`, and GitHub's id of the repository that has the name now (None if unsaid).
-
-        A renamed repository's old name (301) is no repository: not readable under it."""
+    async def visible(self, token: str, repository: str) -> tuple[bool | None, Any]:
+        """`can_read`, and GitHub's answer about the repository that has the name now (its `id`
+        and `created_at`; None when unsaid). A renamed repository's old name (301) is none."""
         try:
             found = await self._read(token, f"/repos/{repository}")
         except BadToken:
             return None, None
         if not isinstance(found, dict):
             return False, None
-        found_id = found.get("id") if isinstance(found.get("id"), int) else None
         permissions = found.get("permissions")
         if isinstance(permissions, dict):
-            return bool(permissions.get("pull")), found_id
-        return found.get("private") is False, found_id
+            return bool(permissions.get("pull")), found
+        return found.get("private") is False, found
 
     async def _read(self, token: str, path: str) -> Any:
         """The answer's JSON (None for 403/404), from the kept body on a 304."""

@@ -106,6 +106,7 @@ class Repository:
     transferred: dict[int, tuple[int, int]] = field(default_factory=dict)
     private: bool = False
     id: int = 0
+    created_at: datetime | None = None  # None: when the world was seeded
 
     def __post_init__(self) -> None:
         self.branches.setdefault(self.default_branch, fake_sha(self.full_name, self.default_branch))
@@ -351,6 +352,8 @@ class StandinState:
         """A new repository; a name used before (renamed away) gets a new id, as on GitHub."""
         generation = self._names_used.get(full_name.casefold(), 0)
         fields.setdefault("id", repository_id(full_name, generation))
+        if generation:  # a name used before: this repository is new now
+            fields.setdefault("created_at", self.now())
         self._names_used[full_name.casefold()] = generation + 1
         self.moved.pop(full_name.casefold(), None)  # the name is this repository's now: no redirect
         repository = self.repositories[full_name] = Repository(full_name, files=dict(files or {}), **fields)
