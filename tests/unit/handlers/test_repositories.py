@@ -88,3 +88,15 @@ async def test_a_rename_whose_event_has_not_arrived_is_followed_by_id() -> None:
     await ports.dispatch("issue_comment", of(OLD, comment(12, "/claim", author=("carol", 202)), "acme/tools"))
     moved = ports.store.ticket(TicketKey("acme/tools", 12))
     assert moved is not None and moved.claimant == "carol"
+
+
+async def test_a_transfer_moves_the_tickets_to_the_new_owner() -> None:
+    """GitHub's real `repository` `transferred` payload: acme/app's ticket is now bravo/app's."""
+    ports = world()
+    await publish(ports, OLD, 12)
+    ports.github.names[OLD] = "bravo/app"
+    payload = json.loads(example("api.github.com", "repository", "11-transferred.json"))
+    payload["installation"] = {"id": INSTALLATION}
+    await ports.dispatch("repository", of(OLD, payload, "bravo/app"))
+    assert ports.store.ticket(TicketKey("bravo/app", 12)) is not None
+    assert ports.store.ticket(TicketKey(REPOSITORY, 12)) is None
