@@ -62,6 +62,7 @@ class Endpoint:
 
 ENDPOINTS: dict[str, Endpoint] = {
     "get_repository": Endpoint("GET", "/repos/{repository}", ("metadata", "read")),
+    "get_repository_by_id": Endpoint("GET", "/repositories/{repository_id}", ("metadata", "read")),
     "get_permission": Endpoint(
         "GET", "/repos/{repository}/collaborators/{username}/permission", ("metadata", "read")
     ),

@@ -78,6 +78,13 @@ class GitHubReadsAdapter:
         """A branch and its head."""
         return await self._get("get_branch", installation_id, (404,), repository=repository, branch=branch)  # type: ignore[no-any-return]
 
+    async def repository_name(self, installation_id: int, repository_id: int) -> str:
+        """The repository's name now, asked by its id; `Missing` when GitHub no longer has it."""
+        found = await self._get(
+            "get_repository_by_id", installation_id, (404,), repository_id=str(repository_id)
+        )
+        return str(found["full_name"])
+
     async def installation_of(self, repository: str) -> int:
         """The app's installation on the repository."""
         found = await self._get("get_repository_installation", None, (404,), repository=repository)

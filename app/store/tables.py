@@ -77,6 +77,9 @@ class TicketRow(SQLModel, table=True):
     updated_at: datetime = _time()
     # The installation that last brought news of it: the status comment is written through it.
     installation_id: int | None = Field(default=None, sa_column=Column(BigInteger, nullable=True))
+    # GitHub's `repository.id`: the name can be renamed and reused, the id cannot. None only for
+    # a ticket stored before 0014 that no webhook has named yet (read by nobody until then).
+    repository_id: int | None = Field(default=None, sa_column=Column(BigInteger, nullable=True, index=True))
 
 
 class TicketEventRow(SQLModel, table=True):
@@ -304,6 +307,8 @@ class PullRequestRow(SQLModel, table=True):
     # only a head in this repository links tickets by branch name.
     head_repository: str | None = None
     merged_at: float | None = None  # links reported after it never count for the merge
+    # A fork's PR: whether its author held a role when it was opened or edited (None: not asked).
+    author_has_role: bool | None = None
 
 
 class HeldObservationRow(SQLModel, table=True):
@@ -463,3 +468,36 @@ class HttpCacheRow(SQLModel, table=True):
     body: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
     size: int
     stored_at: float = Field(index=True)
+
+
+class WebSessionRow(SQLModel, table=True):
+    """A signed-in browser session, shared by every server process on the database.
+
+    The cookie carries a random session id; only its sha256 is kept here (`key`), so this
+    table holds no secret. Signing out sets `ended_at`: every process refuses the cookie at its
+    next page request. Rows past `expires_at` are deleted by housekeeping.
+    """
+
+    __tablename__ = "web_sessions"
+
+    key: str = Field(primary_key=True)
+    account_id: int = Field(sa_column=Column(BigInteger, nullable=False))
+    created_at: float
+    expires_at: float = Field(index=True)
+    ended_at: float | None = None
+
+
+class RepositoryRow(SQLModel, table=True):
+    """Which repository (GitHub's id) a name railyard keys its records by belongs to now.
+
+    Every table keyed by a repository name is read through this: a `repository` renamed or
+    transferred event moves the name of every record of the id; a webhook naming a known name
+    with another id (the name reused by a new repository) first moves the old repository's
+    records away to a name no GitHub repository can have (`owner/name@ID`).
+    """
+
+    __tablename__ = "repositories"
+
+    id: int = Field(sa_column=Column(BigInteger, primary_key=True, autoincrement=False))
+    full_name: str = Field(index=True, unique=True)  # lowercase, as the records spell it
+    updated_at: float

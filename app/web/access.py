@@ -55,6 +55,7 @@ class Readable:
     full_name: str
     private: bool
     installation_id: int
+    repository_id: int = 0  # GitHub's id of the repository that has this name now (0: not said)
 
 
 @dataclass
@@ -148,7 +149,9 @@ class Access:
             )
             for item in await self._pages(token, path, "repositories"):
                 name = str(item["full_name"])
-                repositories[name.lower()] = Readable(name, bool(item.get("private")), installation_id)
+                repositories[name.lower()] = Readable(
+                    name, bool(item.get("private")), installation_id, _id_of(item)
+                )
         self._remember(key, _Checked(repositories, self.clock()))
         return repositories
 
@@ -167,7 +170,8 @@ class Access:
             body = None
         found = None
         if isinstance(body, dict) and _can_pull(body):
-            found = Readable(str(body.get("full_name") or full_name), bool(body.get("private")), 0)
+            name = str(body.get("full_name") or full_name)
+            found = Readable(name, bool(body.get("private")), 0, _id_of(body))
         self._single[key] = (found, self.clock())
         while len(self._single) > _REMEMBERED * 10:
             self._single.popitem(last=False)
@@ -244,8 +248,9 @@ class Access:
         next_url = response.links.get("next", {}).get("url")
         if response.status_code == 401:
             raise AccessError(401, "GitHub no longer accepts this sign-in")
-        if response.status_code in (403, 404):
-            raise AccessError(response.status_code, f"GitHub answered {response.status_code}")
+        if response.status_code in (301, 403, 404):  # 301: a renamed repository's old name is none
+            status = 403 if response.status_code == 403 else 404
+            raise AccessError(status, f"GitHub answered {response.status_code}")
         if response.status_code != 200:
             raise AccessError(502, f"GitHub answered {response.status_code}")
         body = response.json()
@@ -263,6 +268,12 @@ def _can_pull(repository: dict[str, Any]) -> bool:
     if isinstance(permissions, dict):
         return bool(permissions.get("pull"))
     return repository.get("private") is False
+
+
+def _id_of(repository: dict[str, Any]) -> int:
+    """GitHub's id of a repository answer (0 when it has none: then it matches no record)."""
+    found = repository.get("id")
+    return found if isinstance(found, int) and not isinstance(found, bool) else 0
 
 
 def _token_key(token: str) -> str:

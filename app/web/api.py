@@ -45,6 +45,7 @@ from app.web.openapi import openapi_document
 from handlers.answers import ArtifactNotFound, CannotRunYet, Malformed, NearMiss
 from handlers.api import ApiCommand, ApiCommandRun, replays_an_earlier_attempt
 from handlers.errors import Missing, TransientError
+from handlers.payloads import dig_int, dig_time
 from handlers.ports import KeptAnswer
 from policies.commands import Draft, Publish
 from policies.model import Ticket, TicketKey
@@ -267,33 +268,56 @@ class AgentApi:
         if not all(_NAME.fullmatch(part) and part not in (".", "..") for part in (owner, name)):
             raise missing  # GitHub's names: letters, digits, `-`, `_`, `.`; never `.` or `..`
         repository = f"{owner}/{name}"
-        readable = await self._users.can_read(token, repository)
+        readable, answer = await self._users.visible(token, repository)
         if readable is False:  # nothing more is asked of GitHub about a repository the caller cannot read
             raise missing
         installation_id = await self._installation(repository, account)
         if installation_id is None:
             raise missing
         if readable is None:  # GitHub would not answer for the token: ask as the app
-            readable = await self._readable_by_app(installation_id, repository, account)
-        if not readable:
+            readable, answer = await self._readable_by_app(installation_id, repository, account)
+        if not readable or not await self._ours(repository, answer):
             raise missing
         return repository, installation_id
 
-    async def _readable_by_app(self, installation_id: int, repository: str, account: Account) -> bool:
+    async def _ours(self, repository: str, answer: Any) -> bool:
+        """Whether railyard's records under the name are the repository GitHub now calls that
+        (SPEC: a reused name shows nothing of the old repository's tickets). A name and an id
+        railyard has never seen become each other's, as a first webhook would make them (it
+        adopts only tickets from before ids that are younger than the repository)."""
+        repository_id = dig_int(answer, "id")
+        created = dig_time(answer, "created_at")
+        if repository_id is None:
+            return False
+        async with self._shell.store.read() as reads:
+            holder = await reads.repository_named(repository)
+            known_as = await reads.repository_at(repository_id) if holder is None else None
+        if holder is None and known_as is None and created is not None:
+            async with self._shell.store.unit() as uow:
+                await uow.place_repository(repository_id, repository, created.timestamp(), self._clock())
+                await uow.commit()
+            return True
+        return holder is not None and holder == repository_id
+
+    async def _readable_by_app(
+        self, installation_id: int, repository: str, account: Account
+    ) -> tuple[bool, Any]:
         """Readable as the app sees it: a public repository, or a private one where GitHub gives
-        the account a permission (the collaborator permission counts teams and the organization)."""
+        the account a permission (the collaborator permission counts teams and the organization);
+        and GitHub's id of the repository."""
         github = self._shell.github
         assert github is not None  # the API is served only with app credentials
         found = await github.call("get_repository", installation_id, repository=repository)
         if isinstance(found, dict) and found.get("private") is False:
-            return True
+            return True, found
         try:
             permission = await github.call(
                 "get_permission", installation_id, repository=repository, username=account.login
             )
         except NotFound:
-            return False
-        return isinstance(permission, dict) and permission.get("permission") not in (None, "none")
+            return False, found
+        granted = isinstance(permission, dict) and permission.get("permission") not in (None, "none")
+        return granted, found
 
     async def _installation(self, repository: str, account: Account) -> int | None:
         """The app's installation on the repository, or None (GitHub asked at most every few

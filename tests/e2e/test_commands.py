@@ -15,6 +15,7 @@ from app.store.tickets import TicketService
 from policies.model import TicketKey
 from tests.e2e.world import CONFIG, FIX, REPO, World
 from tests.fakes import example
+from tests.github_standin import repository_id
 
 
 async def test_a_whole_lifecycle_runs_from_comments_with_roles_from_teams(world: World) -> None:
@@ -206,6 +207,7 @@ async def test_the_ticket_label_makes_a_draft_ticket_once(world: World) -> None:
     payload = json.loads(example("api.github.com", "issues", "10-labeled.json"))
     payload["installation"] = {"id": 7}
     payload["repository"]["full_name"] = REPO
+    payload["repository"]["id"] = repository_id(REPO)
     payload["issue"]["number"] = 13
     payload["issue"]["labels"] = [{"name": "bug"}]
     await world.server.deliver("issues", json.dumps(payload).encode())

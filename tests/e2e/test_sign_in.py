@@ -13,7 +13,8 @@ import pytest
 from app.web.access import RECHECK_SECONDS
 from app.web.oauth import SIGN_IN
 from app.web.sessions import SESSION_COOKIE, STATE_COOKIE
-from tests.e2e.web_world import PRIVATE_REPO, WebWorld, web_world
+from tests.e2e.web_world import PRIVATE_REPO, WebWorld, say_in, web_settings, web_world
+from tests.fakes import app_settings, running_server
 from tests.github_standin import Fault
 
 
@@ -167,6 +168,31 @@ async def test_logout_revokes_the_token_so_a_copied_cookie_is_worth_nothing(web:
         thief.cookie_jar.update_cookies(copied)
         async with thief.get("/tickets/acme/web", allow_redirects=False) as response:
             assert response.status == 303 and response.headers["Location"].startswith("/login")
+
+
+async def test_signing_out_on_one_server_ends_the_session_on_the_other_at_once(
+    web: WebWorld, tmp_path: Path
+) -> None:
+    """Two server processes on one database: after sign-out on the first, the copied cookie no
+    longer reads the private board on the second, though that one had just served it."""
+    await say_in(web, PRIVATE_REPO, "olivia", "/publish --no-code", 7)
+    url = f"sqlite:///{tmp_path}/railyard.db"
+    settings = app_settings(url, **web_settings(tmp_path, web.standin.url))
+    async with running_server(settings, outbox_spacing=0.0, run_worker=False) as other:
+        async with web.browser_session() as client:
+            page = await web.sign_in(client, "olivia")
+            csrf = page.split('name="csrf" value="')[1].split('"')[0]
+            copied = {c.key: c.value for c in client.cookie_jar}
+            async with aiohttp.ClientSession(other.url, cookie_jar=aiohttp.CookieJar(unsafe=True)) as thief:
+                thief.cookie_jar.update_cookies(copied)
+                async with thief.get(f"/tickets/{PRIVATE_REPO}", allow_redirects=False) as response:
+                    board = await response.text()
+                    assert response.status == 200 and f'href="/tickets/{PRIVATE_REPO}/7"' in board
+                async with client.post("/logout", data={"csrf": csrf}, allow_redirects=False) as response:
+                    assert response.status == 303
+                async with thief.get(f"/tickets/{PRIVATE_REPO}", allow_redirects=False) as response:
+                    assert response.status == 303 and response.headers["Location"].startswith("/login")
+                    assert f"{PRIVATE_REPO}/7" not in await response.text()
 
 
 async def test_access_is_rechecked_after_five_minutes_with_conditional_requests(web: WebWorld) -> None:

@@ -63,7 +63,7 @@ _INSTALLATION = """{
 _REPOSITORY = """{
     "id": $id, "node_id": "$node_id", "name": "$name", "full_name": "$full_name", "private": $private,
     "visibility": "$visibility", "default_branch": "$default_branch", "open_issues": $open_issues,
-    "open_issues_count": $open_issues, "pushed_at": "$seeded", "created_at": "$seeded",
+    "open_issues_count": $open_issues, "pushed_at": "$seeded", "created_at": "$created_at",
     "updated_at": "$seeded",
     "html_url": "https://github.com/$full_name", "clone_url": "https://github.com/$full_name.git",
     "git_url": "git://github.com/$full_name.git", "ssh_url": "git@github.com:$full_name.git",
@@ -227,6 +227,7 @@ class Render:
             default_branch=r.default_branch,
             open_issues=sum(i.state == "open" for i in r.issues.values()),
             url=f"{self.api}/repos/{r.full_name}",
+            created_at=iso(r.created_at or SEEDED_AT),
         )
         return shape | {"owner": self.account(owner)}
 
@@ -245,6 +246,7 @@ class Render:
             default_branch="main",
             open_issues=0,
             url=f"{self.api}/repos/{full_name}",
+            created_at=iso(SEEDED_AT),
         )
         return shape | {"owner": self.account(owner), "fork": True}
 

@@ -50,6 +50,7 @@ from tests.github_standin.repos import (
     get_content,
     get_pull,
     get_repo,
+    get_repo_by_id,
     list_pull_files,
 )
 from tests.github_standin.state import StandinState
@@ -114,6 +115,7 @@ def create_standin(state: StandinState | None = None) -> web.Application:
         ("GET", "/app/hook/deliveries", list_deliveries, jwt, None),
         ("POST", "/app/hook/deliveries/{delivery_id:\\d+}/attempts", redeliver, jwt, None),
         ("GET", repo, get_repo, "either", None),  # metadata: every installation may read it
+        ("GET", "/repositories/{repository_id:\\d+}", get_repo_by_id, "either", None),
         ("GET", repo + "/contents/{path:.+}", get_content, token, "contents:read"),
         ("GET", issue, get_issue, token, "issues:read"),
         (
