@@ -23,7 +23,8 @@ from urllib.parse import quote
 
 import httpx
 
-from app.github.client import API_VERSION, ENDPOINTS, USER_AGENT
+from app.github.client import API_VERSION, USER_AGENT
+from app.github.endpoints import ENDPOINTS
 from app.settings import Settings
 
 RECHECK_SECONDS = 300.0

@@ -1,4 +1,4 @@
-"""Repository identity in the database, on SQLite and PostgreSQL: migration 0014 on existing data
+"""Repository identity in the database, on SQLite and PostgreSQL: migration 0015 on existing data
 (ids backfilled from the stored payloads), and `repositories.place` moving records by id."""
 
 from __future__ import annotations
