@@ -64,6 +64,8 @@ class Settings(BaseSettings):
     # Conditional requests: how many GET answers (and megabytes) are kept; 0 rows sends none.
     http_cache_max_rows: int = Field(default=20_000, alias="HTTP_CACHE_MAX_ROWS", ge=0)
     http_cache_max_mb: float = Field(default=64.0, alias="HTTP_CACHE_MAX_MB", gt=0)
+    # The API's reads per account and minute (per process); past it: 429 with Retry-After.
+    api_reads_per_minute: int = Field(default=600, alias="API_READS_PER_MINUTE", gt=0)
     log_level: LogLevel = Field(default="info", alias="LOG_LEVEL")
     access_log: bool = Field(default=False, alias="ACCESS_LOG")
 

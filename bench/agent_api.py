@@ -83,7 +83,10 @@ async def main(seconds: float, clients: int) -> None:
     async with running_standin(state) as standin:
         with tempfile.TemporaryDirectory() as tmp:
             url = f"sqlite:///{tmp}/railyard.db"
-            settings = app_settings(url, GITHUB_API_URL=standin.url, APP_ID="1")
+            # Throughput, not the per-account limit: one reader's 600 reads a minute would cap it.
+            settings = app_settings(
+                url, GITHUB_API_URL=standin.url, APP_ID="1", API_READS_PER_MINUTE="10000000"
+            )
             async with running_server(settings, outbox_spacing=0.0) as server:
                 from app.store.database import Database
 

@@ -17,6 +17,8 @@ from handlers.merge_queue import router as merge_queue_router
 from handlers.meta import router as meta_router
 from handlers.pull_requests import router as pull_requests_router
 from handlers.pushes import router as pushes_router
+from handlers.repositories import identified
+from handlers.repositories import router as repositories_router
 from handlers.routing import Router
 
 ROUTER = Router.combine(
@@ -29,6 +31,8 @@ ROUTER = Router.combine(
     pushes_router,
     deployments_router,
     merge_queue_router,
+    repositories_router,
+    guard=identified,
 )
 
 __all__ = ["ROUTER", "Router"]

@@ -46,6 +46,7 @@ class ApiCommand:
     is_bot: bool
     key: str  # the Idempotency-Key
     digest: str  # the request it came with (route and body), to tell a reused key
+    outsider: bool = False  # the account was lately found holding no role in the repository
 
     @property
     def operation_id(self) -> str:
@@ -65,6 +66,7 @@ class ApiCommand:
             author_id=self.account_id,
             author_is_bot=self.is_bot,
             via="api",
+            outsider=self.outsider,
         )
 
 
@@ -109,3 +111,14 @@ class ApiCommandRun(CommandRun):
         at = datetime.fromtimestamp(self.services.clock(), UTC)
         r = self.request
         self.kept = await uow.keep_answer(KeptAnswer(r.account_id, r.key, r.digest, status, body, at))
+
+
+def replays_an_earlier_attempt(kept: KeptAnswer, ticket: Ticket | None) -> bool:
+    """Whether a kept "applied" answer was given to an attempt older than the ticket's current
+    one (a workflow re-run after a send-back sending its first delivery's key again): replaying
+    it as applied would report a change the current attempt never got."""
+    status = kept.body.get("status")
+    attempt = status.get("attempt") if isinstance(status, Mapping) else None
+    if kept.body.get("applied") is not True or not isinstance(attempt, int):
+        return False
+    return ticket is not None and ticket.exists and attempt < ticket.attempt

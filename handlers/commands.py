@@ -35,7 +35,8 @@ from policies.commands import Accept, AcceptMode, Command, Context, Deliver, Dra
 from policies.links import linked_issues
 from policies.model import Actor, TicketKey
 from policies.parser import ParsedComment
-from policies.transitions import deciding_roles, roles_in_rows
+from policies.states import Role
+from policies.transitions import deciding_roles, needs_a_role, roles_in_rows
 
 log = structlog.get_logger(__name__)
 
@@ -56,6 +57,7 @@ class CommandFacts:
     comment_id: int | None = None  # the comment that carried it (None: an API request)
     received_at: datetime | None = None  # when railyard received the comment (its own clock)
     via: str | None = None  # "api" for the HTTP API, recorded on every event
+    outsider: bool = False  # the author was lately found without a role here (fewer calls to ask again)
 
 
 class CommandRun:
@@ -63,6 +65,7 @@ class CommandRun:
 
     def __init__(self, facts: CommandFacts, parsed: ParsedComment, services: Services) -> None:
         self.facts, self.parsed, self.services = facts, parsed, services
+        self.roles: frozenset[Role] | None = None  # the author's roles, once resolved
 
     # -- what a channel decides ---------------------------------------------------------
 
@@ -108,16 +111,21 @@ class CommandRun:
         assert command is not None
         try:
             deciding = deciding_roles(command)  # then the first role held is all that counts
-            roles = await services.roles.roles(
+            roles = self.roles = await services.roles.roles(
                 f.installation_id, f.repository, f.author, rules, deciding or roles_in_rows(command),
-                first_only=deciding is not None,
+                first_only=deciding is not None, outsider=f.outsider,
             )  # fmt: skip
-            issue = (
-                await services.github.issue(f.installation_id, f.repository, number)
-                if _reads_issue(command)
-                else None
-            )
-            completed = await self._complete(command, issue, rules)
+            issue: Any | None = None
+            completed: Command | ArtifactNotFound = command
+            if roles or not needs_a_role(command):
+                # Without a role that can allow it the door refuses it whatever the issue or the
+                # commit say, so neither is asked of GitHub (an outsider costs no reads).
+                issue = (
+                    await services.github.issue(f.installation_id, f.repository, number)
+                    if _reads_issue(command)
+                    else None
+                )
+                completed = await self._complete(command, issue, rules)
         except CannotVerify as error:
             await self.say(CannotRunYet(str(error)))
             raise

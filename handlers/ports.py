@@ -86,16 +86,22 @@ class PullRequest:
     author: str | None = None
     head_repository: str | None = None
     merged_at: datetime | None = None
+    # Whether the author held a role when the PR was opened or edited (resolved then, kept
+    # with the PR): None when not asked (a PR of this repository needs no answer).
+    author_has_role: bool | None = None
 
     @property
     def head_in_repository(self) -> bool:
         """Whether the head branch is a branch of the PR's own repository (not a fork's)."""
         return same_repository(self.head_repository, self.repository)
 
-    def observed(self, linked: bool, *, linked_at_merge: bool = False) -> PullRequestObserved:
+    def observed(
+        self, linked: bool, *, linked_at_merge: bool = False, mention: bool = False
+    ) -> PullRequestObserved:
         """This PR as an observation about one ticket it links (or no longer links).
 
-        `linked_at_merge`: the caller knows the PR linked the ticket when it merged.
+        `linked_at_merge`: the caller knows the PR linked the ticket when it merged;
+        `mention`: the PR names the ticket but its links do not count (`links_move_rail`).
         """
         return PullRequestObserved(
             number=self.number,
@@ -108,6 +114,7 @@ class PullRequest:
             merge_commit=self.merge_commit if self.merged else None,
             updated_at=self.updated_at,
             linked_at_merge=linked_at_merge and self.merged,
+            mention=mention and not linked,
         )
 
 
@@ -195,6 +202,12 @@ class Reads(Protocol):
     async def kept_answer(self, account_id: int, key: str) -> KeptAnswer | None:
         """The API answer kept under the account's Idempotency-Key, if any."""
 
+    async def repository_at(self, repository_id: int) -> str | None:
+        """The name the records of GitHub's repository `repository_id` are kept under, if known."""
+
+    async def repository_named(self, name: str) -> int | None:
+        """The id of the repository whose records are kept under `name`, if any."""
+
 
 class UnitOfWork(Reads, Protocol):
     """One transaction: every write a handler makes for one delivery, committed together."""
@@ -229,6 +242,12 @@ class UnitOfWork(Reads, Protocol):
 
     async def record_sign_of_life(self, heard: Heard) -> bool:
         """Store a sign of life unless a later one is stored; False when the issue is not a ticket."""
+
+    async def place_repository(
+        self, repository_id: int, name: str, created_at: float | None, now: float
+    ) -> None:
+        """Make `name` the name of the repository's records: a name reused by another repository
+        sends the old one's records away first; a renamed repository's records move to it."""
 
     async def set_installation(self, installation_id: int, account: str, status: str, now: float) -> None:
         """Record an installation's status."""
@@ -277,6 +296,9 @@ class GitHubReads(Protocol):
 
     async def branch(self, installation_id: int, repository: str, branch: str) -> Json:
         """A branch with its head commit."""
+
+    async def repository_name(self, installation_id: int, repository_id: int) -> str:
+        """The repository's name now (`GET /repositories/{id}`); `Missing` when it is gone."""
 
     async def installation_of(self, repository: str) -> int:
         """The id of the app's installation on the repository."""
@@ -337,6 +359,7 @@ class Rules:
     high_risk_labels: tuple[str, ...] = ()
     self_verification: SelfVerification = SelfVerification.EXPLICIT
     commands_per_hour: int = 30
+    outsider_requests_per_hour: int = 30  # API requests by an account without a role here
     roles: Mapping[Role, tuple[RoleEntry, ...]] = field(default_factory=dict)
 
     @property
@@ -374,11 +397,13 @@ class Roles(Protocol):
         among: Iterable[Role],
         *,
         first_only: bool = False,
+        outsider: bool = False,
     ) -> frozenset[Role]:
         """The roles `login` holds now (of `among`); `CannotVerify` when GitHub will not say.
 
         `first_only`: only the first of `among`, in its order, that `login` holds (nothing more
-        is asked of GitHub once it is found).
+        is asked of GitHub once it is found). `outsider`: the account was lately found holding no
+        role here; the answer is the same, asked of GitHub with fewer calls when it holds none.
         """
 
 

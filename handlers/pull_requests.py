@@ -1,6 +1,13 @@
-"""`pull_request` events: link and unlink tickets; record the PR's state on each ticket it links."""
+"""`pull_request` events: link and unlink tickets; record the PR's state on each ticket it links.
+
+A fork's PR links only if its author holds a role (`policies.links.links_move_rail`): asked of
+GitHub once, when the PR is opened, reopened or edited (or first seen), and kept with the PR,
+so its `synchronize` events and the check-run storms on its head cost no role calls.
+"""
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 from handlers.answers import CheckRun
 from handlers.errors import Missing
@@ -15,14 +22,26 @@ from handlers.observe import (
     record,
 )
 from handlers.payloads import dig, dig_int, dig_str
-from handlers.ports import PullRequest, Services
+from handlers.ports import Linked, PullRequest, Rules, Services
 from handlers.routing import Router, WebhookEvent
+from policies.links import linked_issues, links_move_rail
+from policies.states import Role
 
 router = Router()
 _NEW_HEAD = ("opened", "reopened", "synchronize", "ready_for_review")
 _READS_SIDEBAR = ("opened", "edited", "synchronize", "reopened", "closed")
 """Actions after which the Development sidebar's links are read (the merge included: GitHub
 closes them then); between two reads the PR's links stand as last stored."""
+_RESOLVES_AUTHOR = ("opened", "reopened", "edited")
+"""Actions after which a fork's PR author's roles are asked again; otherwise the stored answer."""
+_ANY_ROLE = (
+    Role.RUNNER,
+    Role.TASK_OWNER,
+    Role.REPOSITORY_MAINTAINER,
+    Role.REVIEWER,
+    Role.REQUESTER,
+    Role.RELEASE_OWNER,
+)
 
 
 def source_of(event: WebhookEvent) -> Source:
@@ -49,6 +68,14 @@ async def on_pull_request(event: WebhookEvent, services: Services) -> None:
         if event.action in _READS_SIDEBAR
         else None
     )
+    async with services.store.read() as reads:
+        seen = await reads.stored_pull(repository, pull.number)
+    pull = await with_author_roles(services, event, rules, pull, body, sidebar, seen)
+    counts = links_move_rail(
+        head_in_repository=pull.head_in_repository,
+        author_has_role=bool(pull.author_has_role),
+        merged=pull.merged,
+    )
     async with services.store.unit() as uow:
         # First the PR as seen now, committed before the held checks are read: a check completing
         # at the same time either finds this PR or is found by it.
@@ -64,13 +91,15 @@ async def on_pull_request(event: WebhookEvent, services: Services) -> None:
             body_as_of_merge=as_of_merge(pull, event.action),
             sidebar=sidebar,
         )
+        mentions = set() if counts else linked
+        linked = linked if counts else set()
         before = await uow.remember(pull, linked)
         if pull.open and pull.head_sha:
             # Every open PR gets the check on its head, linked or not (`checks.unlinked`).
             await uow.send(CheckRun(event.installation_id, repository, pull.number, pull.head_sha))
         await uow.commit()
     newer = stored[0] if stored and stored[0].updated_at > pull.updated_at else None
-    told = pull_observations(pull, linked, at_merge, before, newer)
+    told = pull_observations(pull, linked, at_merge, before, newer, mentions)
     async with services.store.read() as reads:
         if pull.head_sha and linked:  # checks that completed before this PR showed its head
             held_checks = await reads.held_for(repository, f"check:{pull.head_sha}")
@@ -99,21 +128,53 @@ async def sidebar_links(services: Services, installation_id: int, repository: st
 
 
 def pull_observations(
-    pull: PullRequest, linked: set[int], at_merge: set[int], before: set[int], newer: PullRequest | None
+    pull: PullRequest,
+    linked: set[int],
+    at_merge: set[int],
+    before: set[int],
+    newer: PullRequest | None,
+    mentions: set[int] | None = None,
 ) -> list[Told]:
     """What one PR event tells each ticket; `before` are the tickets the stored PR links.
 
     A current event also tells the tickets it no longer links. An older event arriving late
     (`newer` is stored) speaks only for the tickets it links, and a ticket it is the first to
     link also learns the newer state, so the final rails do not depend on arrival order.
+    `mentions`: tickets the PR names without its links counting (told, never linked).
     """
+    named = (mentions or set()) - linked - at_merge
+
+    def told_to(n: int) -> Told:
+        return (n, pull.observed(n in linked, linked_at_merge=n in at_merge, mention=n in named))
+
     if newer is None:
-        return [
-            (n, pull.observed(n in linked, linked_at_merge=n in at_merge))
-            for n in sorted(linked | before | at_merge)
-        ]
+        return [told_to(n) for n in sorted(linked | before | at_merge | named)]
     told = linked | at_merge
-    observations: list[Told] = [
-        (n, pull.observed(n in linked, linked_at_merge=n in at_merge)) for n in sorted(told)
-    ]
+    observations: list[Told] = [told_to(n) for n in sorted(told | named)]
     return observations + [(n, newer.observed(False)) for n in sorted(told - before)]
+
+
+async def with_author_roles(
+    services: Services,
+    event: WebhookEvent,
+    rules: Rules,
+    pull: PullRequest,
+    body: str | None,
+    sidebar: set[int] | None,
+    seen: Linked | None,
+) -> PullRequest:
+    """The PR with whether its author holds a role: asked only for a fork's open PR that names
+    a ticket, once per opening or edit; otherwise as stored (or not asked at all)."""
+    known = seen[0].author_has_role if seen else None
+    if pull.head_in_repository or pull.merged or not pull.author:
+        return replace(pull, author_has_role=known)
+    if known is not None and event.action not in _RESOLVES_AUTHOR:
+        return replace(pull, author_has_role=known)
+    names = set(linked_issues(body, pull.repository)) | (sidebar or set())
+    if not names:  # it names no ticket: nothing to decide, nothing asked
+        return replace(pull, author_has_role=known)
+    assert event.installation_id is not None
+    held = await services.roles.roles(
+        event.installation_id, pull.repository, pull.author, rules, _ANY_ROLE, first_only=True
+    )
+    return replace(pull, author_has_role=bool(held))

@@ -17,6 +17,13 @@ and so does text in block-level HTML (`<details>` then `Fixes #12`), which GitHu
 A PR's head branch links the tickets whose delivery (or claim) reported that branch only
 when the head branch lives in this repository: a fork can name its branch like any
 delivered branch, so a fork's branch name links nothing (`same_repository`).
+
+Whose links move the rail (`links_move_rail`): a PR whose head is in this repository (only
+people with write access can push there), a fork's PR whose author holds any railyard role
+in the repository (roles resolved at the edge, passed in), and any PR once it merged (only
+someone GitHub lets merge can merge it: the merge is their act). A fork's open PR from an
+account without a role only *mentions* the tickets it names: shown on the status comment,
+never `pull_request_open` or `blocked`, and its checks never reach the ticket.
 """
 
 from __future__ import annotations
@@ -86,3 +93,12 @@ def same_repository(head_repository: str | None, repository: str) -> bool:
     link a ticket by branch (SPEC: Links). GitHub compares repository names without case.
     """
     return head_repository is not None and head_repository.casefold() == repository.casefold()
+
+
+def links_move_rail(*, head_in_repository: bool, author_has_role: bool, merged: bool) -> bool:
+    """Whether a PR's links count for the repository rail, or only mention the tickets.
+
+    A fork's PR from an account without a role cannot move a ticket to `pull_request_open`
+    or `blocked` (anyone can open one and fail its checks); its merge still counts.
+    """
+    return head_in_repository or author_has_role or merged

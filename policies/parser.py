@@ -26,10 +26,11 @@ key names ignore case. The first other token starts the free text, which runs on
 following line of the comment as a reader sees it (HTML comments and other command lines
 left out, code kept as written); `--` ends the arguments early. `/deliver` takes the text as
 its summary and `#N` as its linked PR; `/send-back` as feedback; `/reopen` and `/accept` (any
-mode) as the reason. `/draft`, `/publish` and `/claim` take no text: an extra word is an
-error, as is an unknown flag or key, so a typo never runs a different command. Missing
-required text (summary, feedback, reason) is left to the engine, which refuses it knowing
-the ticket's state.
+mode) as the reason; the text is kept without the characters people cannot see
+(`policies.text`), and a branch name holding one is refused. `/draft`, `/publish` and
+`/claim` take no text: an extra word is an error, as is an unknown flag or key, so a typo
+never runs a different command. Missing required text (summary, feedback, reason) is left to
+the engine, which refuses it knowing the ticket's state.
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ from policies.commands import (
     SendBack,
 )
 from policies.markdown_blocks import LineKind, ScannedLine, scan_markdown
+from policies.text import drop_invisible, has_invisible
 
 INFORMATIONAL: tuple[str, ...] = ("status", "help")
 COMMAND_WORDS: tuple[str, ...] = (*(name.value for name in CommandName), *INFORMATIONAL)
@@ -288,7 +290,8 @@ def _build(name: CommandName, rest: str, following: str) -> tuple[Command, int |
 def _command(name: CommandName, arguments: _Arguments, following: str) -> tuple[Command, int | None] | str:
     """The command value and its `#N` target from its arguments and text."""
     grammar = _GRAMMARS[name]
-    text = "\n".join((arguments.text, following)).strip()
+    # Kept as people see it: the status object and the API must not carry invisible text.
+    text = drop_invisible("\n".join((arguments.text, following))).strip()
     values = arguments.values
     match name:
         case CommandName.DRAFT:
@@ -463,6 +466,8 @@ def valid_branch_name(name: str) -> bool:
     if ".." in name or "//" in name or "@{" in name:
         return False
     if any(char in _BRANCH_FORBIDDEN or ord(char) < 32 or ord(char) == 127 for char in name):
+        return False
+    if has_invisible(name):  # a name people cannot read as it is stored
         return False
     return not any(part.startswith(".") or part.endswith(".lock") for part in name.split("/"))
 

@@ -57,6 +57,8 @@ class PullRequestObserved:
     merge_commit: str | None
     updated_at: datetime
     linked_at_merge: bool = False
+    # A fork's PR from an account without a role names the ticket: shown, never on the rail.
+    mention: bool = False
 
 
 @dataclass(frozen=True)
@@ -120,8 +122,13 @@ def observation_to_data(observation: Observation) -> dict[str, Any]:
     data: dict[str, Any] = {"kind": _KIND_OF[type(observation)]}
     for f in fields(observation):
         value = getattr(observation, f.name)
+        if f.name in _OMITTED_WHEN_FALSE and value is False:
+            continue  # absent as before it existed: the same fact keeps its fingerprint
         data[f.name] = value.isoformat() if isinstance(value, datetime) else value
     return data
+
+
+_OMITTED_WHEN_FALSE = frozenset({"mention"})
 
 
 def _legacy(data: Mapping[str, Any], name: str) -> Any:
@@ -129,6 +136,8 @@ def _legacy(data: Mapping[str, Any], name: str) -> Any:
     (a merged PR linking the ticket merged it), and the log is never rewritten."""
     if name == "linked_at_merge":
         return bool(data.get("merged") and data.get("linked"))
+    if name in _OMITTED_WHEN_FALSE:
+        return False
     raise KeyError(name)
 
 
@@ -174,6 +183,7 @@ class PullRequestFact:
     updated_at: datetime
     merged_while_linked: bool = False
     merge_commit: str | None = None
+    mention: bool = False  # named by a fork's PR whose links do not count (SPEC: Links)
 
 
 @dataclass(frozen=True)
@@ -354,6 +364,7 @@ def _pull_request_fact(o: PullRequestObserved) -> PullRequestFact:
         updated_at=o.updated_at,
         merged_while_linked=o.merged and o.linked_at_merge,
         merge_commit=o.merge_commit if o.merged and o.linked_at_merge else None,
+        mention=o.mention and not o.linked,
     )
 
 

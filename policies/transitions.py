@@ -126,6 +126,17 @@ def roles_in_rows(command: Command) -> frozenset[Role]:
     return frozenset(allowed | {row.backed_by for row in rows if row.backed_by is not None})
 
 
+def needs_a_role(command: Command) -> bool:
+    """Whether no one without a role can run `command` in any state: each of its rows allows
+    only roles, or a relation backed by a role. Then an actor holding none of `roles_in_rows`
+    is refused whatever else is true, and nothing more need be asked to say so."""
+    variant = command.mode if isinstance(command, Accept) else None
+    return all(
+        row.backed_by is not None or all(isinstance(q, Role) for q in row.allowed)
+        for row in rows_for(command.name, variant)
+    )
+
+
 def deciding_roles(command: Command) -> tuple[Role, ...] | None:
     """The roles, in order, that alone decide who may run `command` in any state, when there is
     such a list: every row of it allows the same roles and no relation. Then the first of them the

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Rewrite the README's state diagram from the transition table (`policies/transitions.py`)."""
+"""Rewrite the state diagram in docs/commands.md from the transition table (`policies/transitions.py`)."""
 
 from __future__ import annotations
 
@@ -15,13 +15,13 @@ START, END = "<!-- state-diagram:start -->", "<!-- state-diagram:end -->"
 
 
 def render(readme: str) -> str:
-    """The README text with the block between the markers replaced by the current diagram."""
+    """The page's text with the block between the markers replaced by the current diagram."""
     before, _, rest = readme.partition(START)
     _, _, after = rest.partition(END)
     return f"{before}{START}\n```mermaid\n{mermaid_diagram()}```\n{END}{after}"
 
 
 if __name__ == "__main__":
-    path = ROOT / "README.md"
+    path = ROOT / "docs" / "commands.md"
     path.write_text(render(path.read_text()))
     print(f"updated {path}")

@@ -20,7 +20,8 @@ from tests.fakes import reset_schema
 APPEND_ONLY_AND_OTHER_TABLES = (
     "operations, delivery_records, attempts, ticket_events, tickets, "
     "webhook_deliveries, delivery_runs, installations, installation_repositories, outbox_effects, "
-    "pull_requests, held_observations, signs_of_life, installation_limits, replies, http_cache"
+    "pull_requests, held_observations, signs_of_life, installation_limits, replies, http_cache, "
+    "api_answers, api_budgets, web_sessions, repositories"
 )
 
 

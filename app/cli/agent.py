@@ -32,6 +32,7 @@ from app.cli.agent_core import (
     outputs,
     step_summary,
 )
+from app.cli.agent_log import clean_line, prefixed
 
 DEFAULT_GITHUB_API = "https://api.github.com"
 DEFAULT_TIMEOUT = 120.0
@@ -77,13 +78,20 @@ def _common(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--rev", type=int, help="apply only if the ticket is still at this revision")
     parser.add_argument(
-        "--idempotency-key", help="the API's key (default: from GITHUB_RUN_ID, so a re-run replays)"
+        "--idempotency-key",
+        help="the API's key (default: from GITHUB_RUN_ID and GITHUB_RUN_ATTEMPT, the action, the issue and "
+        "the commit: a retry replays, a re-run is a new command)",
     )
     parser.add_argument(
         "--timeout", type=float, help=f"seconds to wait for the outcome (default {DEFAULT_TIMEOUT:g})"
     )
     parser.add_argument(
         "--poll-interval", type=float, help=f"seconds between reads by comment (default {DEFAULT_POLL:g})"
+    )
+    parser.add_argument(
+        "--app-id",
+        help="railyard's GitHub App id: by comment, only its comments are trusted "
+        "(default RAILYARD_APP_ID, else the app of the `railyard` check-run on the commit)",
     )
     parser.add_argument("--json", action="store_true", help="print the final answer as JSON")
 
@@ -130,7 +138,23 @@ def resolve(args: argparse.Namespace, env: Mapping[str, str], summary_file: str 
         key, DEFAULT_TIMEOUT if given["timeout"] is None else given["timeout"],
         DEFAULT_POLL if given["poll_interval"] is None else given["poll_interval"],
         given["rev"], given.get("check_in"), given.get("branch"), commit, summary, artifacts,
+        app_id=_app_id(given["app_id"] or _env(env, "RAILYARD_APP_ID")),
+        app_refs=_refs(commit, given.get("branch"), _env(env, "GITHUB_SHA")),
     )  # fmt: skip
+
+
+def _app_id(text: str | None) -> int | None:
+    if text is None:
+        return None
+    if not text.strip().isdigit() or int(text) < 1:
+        raise UsageError(f"--app-id must be railyard's GitHub App id, a positive number; got {text!r}")
+    return int(text)
+
+
+def _refs(*refs: str | None) -> tuple[str, ...]:
+    """Where to look for the `railyard` check-run that names railyard's app: the commit, the
+    branch, the workflow's commit; each once."""
+    return tuple(dict.fromkeys(ref for ref in refs if ref))
 
 
 def _env(env: Mapping[str, str], name: str) -> str | None:
@@ -192,16 +216,19 @@ def report(
     """The one-line result (or the JSON answer), the refusal's words on stderr, and the step's
     summary and outputs when running in Actions."""
     target = f"{options.repo}#{options.issue}"
+    # Every line written starts with `railyard` or `{`: the runner reads a line starting with
+    # `::` as a workflow command, and the words come from GitHub (SPEC: "Answers that cannot
+    # be forged or jammed"). JSON escapes every control character, U+2028 and U+2029 included.
     if as_json:
         out.write(json.dumps({"exit": result.exit, **result.answer}, sort_keys=True) + "\n")
     else:
-        out.write(f"railyard {options.action} {target}: {result.line}\n")
+        out.write(f"railyard {options.action} {target}: {clean_line(result.line)}\n")
     if result.exit == EXIT_REFUSED:
-        err.write(f"railyard: refused: {result.message}\n")
+        err.write(prefixed("railyard: refused: ", result.message))
         if result.hint:
-            err.write(f"railyard: hint: {result.hint}\n")
+            err.write(prefixed("railyard: hint: ", result.hint))
     elif result.exit != 0:
-        err.write(f"railyard: {result.line}\n")
+        err.write(prefixed("railyard: ", result.line))
     _append(env.get("GITHUB_STEP_SUMMARY"), step_summary(options, result))
     _append(env.get("GITHUB_OUTPUT"), outputs(result))
 

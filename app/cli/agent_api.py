@@ -10,7 +10,7 @@ from urllib.parse import quote
 
 import httpx
 
-from app.cli.agent_core import Options, Result, backoff, command_text, from_api, unknown
+from app.cli.agent_core import Options, Result, backoff, claim_held, command_text, from_api, unknown
 from app.settings import railyard_version
 
 Sleep = Callable[[float], None]
@@ -64,7 +64,8 @@ def run_api(
             reason, retry_after = f"railyard did not answer ({type(error).__name__})", None
         else:
             if response.status_code < 500:
-                return from_api(response.status_code, _json(response), _replayed(response))
+                found = from_api(response.status_code, _json(response), _replayed(response))
+                return claim_held(found) if options.action == "claim" else found
             reason = f"railyard answered HTTP {response.status_code}"
             retry_after = response.headers.get("Retry-After")
         delay = backoff(tries, retry_after)

@@ -1,17 +1,23 @@
 """`railyard agent` by comment, without a railyard URL: post the command as an issue comment
 with the token given, then read the issue's comments until railyard's answer shows.
 
-Applied: the status comment's hidden `railyard:status-json` line shows the change bound to
-the comment (a claim by the comment's author at a newer revision; a delivery whose operation
-id is the comment's id). Refused: railyard's reply carries a hidden `railyard:answer` line
-naming the comment's id. Only comments an app wrote count (`performed_via_github_app`): a
-person can type either marker, not post as an app.
+Only comments written by railyard's own app count (`performed_via_github_app.id`, the app id
+given with `--app-id`, else the app of the `railyard` check-run on the commit): a person can
+type any marker, and any other app can post one. Within those comments only railyard's own
+hidden line counts, the one just before the outbox's effect marker that ends the body:
+
+- applied: the status comment (the one comment ending with the effect marker of the ticket's
+  status key, newest first if GitHub shows two) has a status line showing the change bound to
+  the posted comment (a claim by its author at a newer revision; a delivery whose operation id
+  is its id);
+- refused: a reply whose answer line names the posted comment's id.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any
 from urllib.parse import quote
 
@@ -30,7 +36,10 @@ from app.cli.agent_core import (
     usage,
 )
 from app.settings import railyard_version
-from app.views.status_json import ANSWER_MARKER, parse_hidden_line, parse_status_line
+from app.store.effects import marker
+from app.views.status_json import ANSWER_MARKER, MARKER, own_hidden_line
+from app.views.surfaces import status_key
+from policies.checks import CHECK_NAME
 
 Sleep = Callable[[float], None]
 Clock = Callable[[], float]
@@ -51,15 +60,12 @@ def outcome_in(
 ) -> Result | None:
     """The outcome of the posted comment that these comments show, or None while none does."""
     operation_id, author_id = str(posted.get("id")), _author_id(posted)
-    status: dict[str, Any] | None = None
-    for comment in comments:
-        if not isinstance(comment, dict) or not comment.get("performed_via_github_app"):
-            continue
+    for comment in _railyards(comments, options.app_id):
         body = str(comment.get("body") or "")
-        answer = parse_hidden_line(body, ANSWER_MARKER)
+        answer = own_hidden_line(body, ANSWER_MARKER)
         if answer is not None and str(answer.get("operation_id")) == operation_id:
             return refused_by_reply(answer, body)
-        status = parse_status_line(body) or status
+    status = shown_status(options, comments)
     if status is None:
         return None
     if options.action == "claim" and author_id is not None and claim_shown(status, author_id, after_revision):
@@ -69,14 +75,34 @@ def outcome_in(
     return None
 
 
-def latest_revision(comments: list[Any]) -> int | None:
+def latest_revision(options: Options, comments: list[Any]) -> int | None:
     """The revision the status comment shows now (None when the issue has none)."""
-    for comment in reversed(comments):
-        if isinstance(comment, dict) and comment.get("performed_via_github_app"):
-            status = parse_status_line(str(comment.get("body") or ""))
-            if status is not None and isinstance(status.get("revision"), int):
-                return int(status["revision"])
-    return None
+    status = shown_status(options, comments)
+    revision = status.get("revision") if status is not None else None
+    return revision if isinstance(revision, int) else None
+
+
+def shown_status(options: Options, comments: list[Any]) -> dict[str, Any] | None:
+    """The status object on the ticket's status comment among `comments` (None if not there)."""
+    own = marker(status_key(options.repo, options.issue))
+    found: list[tuple[str, dict[str, Any]]] = []
+    for comment in _railyards(comments, options.app_id):
+        status = own_hidden_line(str(comment.get("body") or ""), MARKER, own)
+        if status is not None:
+            found.append((str(comment.get("updated_at") or ""), status))
+    return max(found, key=lambda item: item[0])[1] if found else None
+
+
+def _railyards(comments: list[Any], app_id: int | None) -> list[dict[str, Any]]:
+    """The comments railyard's app wrote (none when its id is not known)."""
+    return [
+        comment
+        for comment in comments
+        if isinstance(comment, dict)
+        and isinstance(app := comment.get("performed_via_github_app"), dict)
+        and app_id is not None
+        and app.get("id") == app_id
+    ]
 
 
 def _author_id(comment: Mapping[str, Any]) -> int | None:
@@ -91,7 +117,8 @@ class IssueComments:
     def __init__(self, options: Options, client: httpx.Client) -> None:
         owner, _, name = options.repo.partition("/")
         base = options.github_api_url.rstrip("/")
-        self.url = f"{base}/repos/{quote(owner)}/{quote(name)}/issues/{options.issue}/comments"
+        self.repo_url = f"{base}/repos/{quote(owner, safe='')}/{quote(name, safe='')}"
+        self.url = f"{self.repo_url}/issues/{options.issue}/comments"
         self.client, self.options = client, options
         self.headers = {
             "Authorization": f"Bearer {options.token}",
@@ -123,6 +150,24 @@ class IssueComments:
             url, params = page[1], {}
         return found
 
+    def check_run_apps(self, ref: str) -> set[int]:
+        """The ids of the apps that wrote a `railyard` check-run on `ref` (none if it is unknown
+        or the token cannot read checks)."""
+        url = f"{self.repo_url}/commits/{quote(ref, safe='')}/check-runs"
+        params = {"check_name": CHECK_NAME, "filter": "all", "per_page": "100"}
+        try:
+            response = self.client.get(url, params=params, headers=self.headers, timeout=MAX_REQUEST_SECONDS)
+        except httpx.TransportError as error:
+            raise Unanswered(unknown(_lost("reading the check-runs", error))) from error
+        found = _json(response)
+        runs = found.get("check_runs") if response.status_code == 200 and isinstance(found, dict) else None
+        return {
+            app["id"]
+            for run in runs or []
+            if isinstance(run, dict) and run.get("name") == CHECK_NAME
+            and isinstance(app := run.get("app"), dict) and isinstance(app.get("id"), int)
+        }  # fmt: skip
+
     def _get(self, url: str, params: dict[str, str]) -> tuple[list[Any], str | None]:
         try:
             response = self.client.get(url, params=params, headers=self.headers, timeout=MAX_REQUEST_SECONDS)
@@ -148,6 +193,7 @@ def run_comment(
     deadline = clock() + options.timeout
     comments = IssueComments(options, client)
     try:
+        options = _with_app_id(options, comments)
         after = _baseline(options, comments)
         posted = comments.post(command_text(options))
     except Unanswered as stop:
@@ -170,11 +216,31 @@ def run_comment(
         sleep(delay)
 
 
+def _with_app_id(options: Options, comments: IssueComments) -> Options:
+    """The options with railyard's app id: given, else the one app that wrote a `railyard`
+    check-run on the commit, branch or workflow commit; without it nothing can be trusted."""
+    if options.app_id is not None:
+        return options
+    apps: set[int] = set()
+    for ref in options.app_refs:
+        apps |= comments.check_run_apps(ref)
+    if len(apps) == 1:
+        return replace(options, app_id=apps.pop())
+    where = ", ".join(options.app_refs) or "no commit given"
+    found = f"apps {sorted(apps)} each wrote" if apps else "no app wrote"
+    raise Unanswered(
+        usage(
+            f"cannot tell which app is railyard: {found} a `{CHECK_NAME}` check-run on {where}; "
+            "pass --app-id (the action's app-id input) with railyard's GitHub App id"
+        )
+    )
+
+
 def _baseline(options: Options, comments: IssueComments) -> int | None:
     """The revision a claim must pass: the status comment's now, or `rev=` if higher."""
     if options.action != "claim":
         return None
-    shown = latest_revision(comments.read(None))
+    shown = latest_revision(options, comments.read(None))
     candidates = [r for r in (shown, options.rev) if r is not None]
     return max(candidates) if candidates else None
 

@@ -14,6 +14,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from app.cli.agent_log import quoted, shown_code
+
 EXIT_APPLIED, EXIT_REFUSED, EXIT_USAGE, EXIT_UNKNOWN = 0, 1, 2, 3
 MAX_KEY = 255
 MAX_BACKOFF = 30.0
@@ -41,6 +43,8 @@ class Options:
     commit: str | None = None
     summary: str = ""
     artifacts: tuple[str, ...] = ()
+    app_id: int | None = None  # railyard's GitHub App (comment mode trusts only its comments)
+    app_refs: tuple[str, ...] = ()  # commits whose `railyard` check-run names the app, if no app_id
 
 
 @dataclass(frozen=True)
@@ -55,6 +59,7 @@ class Result:
     hint: str = ""
     status: Mapping[str, Any] | None = None
     answer: Mapping[str, Any] = field(default_factory=dict)
+    markdown: bool = False  # message and hint are railyard's own Markdown (a reply's words)
 
     @property
     def revision(self) -> int | None:
@@ -108,15 +113,24 @@ def command_text(options: Options, *, rev_in_text: bool = True) -> str:
 
 
 def default_key(env: Mapping[str, str], action: str, issue: int, commit: str | None) -> str | None:
-    """The idempotency key of an Actions run: the run id (not its attempt, so a re-run replays),
-    the action, the issue and, for a delivery, the commit; None outside Actions."""
+    """The idempotency key of an Actions run: the run id, the action, the issue and, for a
+    delivery, the run attempt and the commit; None outside Actions.
+
+    A try sent again within one run attempt (a timeout, a 503) replays. A delivery from a re-run
+    (a new `GITHUB_RUN_ATTEMPT`, say after a send-back) or of a new commit is a new command; a
+    claim from a re-run replays the run's claim, which railyard answers as that claim (or, after
+    a send-back, as an earlier attempt's, which `claim_held` reads).
+    """
     run = env.get("GITHUB_RUN_ID", "").strip()
     if not run:
         return None
     repository = env.get("GITHUB_REPOSITORY", "").strip()
     scope = hashlib.sha256(repository.encode()).hexdigest()[:12]
-    key = f"gha-{scope}-{run}-{action}-{issue}"
-    return f"{key}-{commit}" if action == "deliver" and commit else key
+    if action != "deliver":
+        return f"gha-{scope}-{run}-{action}-{issue}"
+    attempt = env.get("GITHUB_RUN_ATTEMPT", "").strip() or "1"
+    key = f"gha-{scope}-{run}.{attempt}-{action}-{issue}"
+    return f"{key}-{commit}" if commit else key
 
 
 def from_api(status: int, body: Any, replayed: bool = False) -> Result:
@@ -139,6 +153,22 @@ def from_api(status: int, body: Any, replayed: bool = False) -> Result:
     return Result(
         exit_status, f"not sent ({code}, HTTP {status}): {message}", None, code, message, answer=answer
     )
+
+
+def claim_held(result: Result) -> Result:
+    """A replayed claim answered as an earlier attempt's: applied still when the ticket is claimed
+    now by the account whose claim the key made (keys belong to one account), at the current
+    attempt; any other answer as it is."""
+    if result.code != "earlier_attempt" or result.status is None:
+        return result
+    earlier = result.answer.get("earlier_answer")
+    then = earlier.get("status") if isinstance(earlier, Mapping) else None
+    claimant = then.get("claimant_id") if isinstance(then, Mapping) else None
+    now = result.status
+    if now.get("work") != "claimed" or claimant is None or now.get("claimant_id") != claimant:
+        return result
+    line = f"applied (replayed; still claimed, now at attempt {now.get('attempt')}){_where(now)}"
+    return Result(EXIT_APPLIED, line, True, status=now, answer=result.answer)
 
 
 def _where(status: Mapping[str, Any] | None) -> str:
@@ -170,7 +200,7 @@ def refused_by_reply(answer: Mapping[str, Any], reply: str) -> Result:
     code = str(answer.get("code", ""))
     message, _, hint = reply_words(reply).partition("\n\n")
     line = f"refused ({code}): {message.splitlines()[0] if message else ''}"
-    return Result(EXIT_REFUSED, line, False, code, message, hint.strip(), answer=dict(answer))
+    return Result(EXIT_REFUSED, line, False, code, message, hint.strip(), answer=dict(answer), markdown=True)
 
 
 def reply_words(reply: str) -> str:
@@ -204,18 +234,19 @@ def step_summary(options: Options, result: Result) -> str:
     lines = [
         f"### railyard {options.action} {options.repo}#{options.issue}: {verdict}",
         "",
-        f"- command: `{_one_line(command_text(options))}`",
+        f"- command: {shown_code(_one_line(command_text(options)))}",
         f"- via: {'API ' + options.url if options.url else 'issue comment'}",
     ]
     if result.revision is not None:
-        work = (result.status or {}).get("work")
-        lines.append(f"- revision {result.revision}, attempt {result.attempt}, work `{work}`")
+        work = shown_code((result.status or {}).get("work"))
+        lines.append(f"- revision {result.revision}, attempt {result.attempt}, work {work}")
     if result.code and result.exit != EXIT_APPLIED:
-        lines.append(f"- code: `{result.code}`")
+        lines.append(f"- code: {shown_code(result.code)}")
+    # What railyard or GitHub said is quoted: no line of it can start a workflow command.
     if result.message and result.exit != EXIT_APPLIED:
-        lines += ["", _quote(result.message)]
+        lines += ["", quoted(result.message, markdown=result.markdown)]
     if result.hint:
-        lines += ["", _quote(result.hint)]
+        lines += ["", quoted(result.hint, markdown=result.markdown)]
     return "\n".join(lines) + "\n\n"
 
 
@@ -229,9 +260,4 @@ def outputs(result: Result) -> str:
 
 def _one_line(text: str) -> str:
     first = text.splitlines()[0] if text else ""
-    cut = first[:120] + ("…" if len(first) > 120 or "\n" in text else "")
-    return cut.replace("`", "'")
-
-
-def _quote(text: str) -> str:
-    return "\n".join(f"> {line}" for line in text.splitlines())
+    return first[:120] + ("…" if len(first) > 120 or "\n" in text else "")

@@ -81,6 +81,7 @@ def summary(config: RepositoryConfig) -> str:
             f"ticket label {config.tickets.label or 'none'}",
             f"claims silent after {config.claims.max_silence_minutes} min",
             f"{config.limits.commands_per_hour} commands/hour",
+            f"{config.limits.outsider_requests_per_hour} role-less API requests/hour",
             f"required checks {checks}",
             f"unlinked PRs {config.checks.unlinked.value}",
             f"environments {', '.join(config.deployments.environments)}",

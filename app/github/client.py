@@ -1,7 +1,8 @@
 """The one client layer for GitHub's REST API.
 
-Every call railyard makes is an `Endpoint` in `ENDPOINTS`, declaring the app permission it
-needs (the manifest test checks `app.yml` grants exactly their union). githubkit supplies
+Every call railyard makes is an `Endpoint` in `ENDPOINTS` (`app.github.endpoints`),
+declaring the app permission it needs (the manifest test checks `app.yml` grants exactly
+their union). githubkit supplies
 the app JWT and the installation tokens (cached until a minute before they expire); one
 `httpx.AsyncClient` serves the whole process. Responses are read as plain JSON, never
 through strict typed models.
@@ -19,7 +20,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from json import loads as json_loads
 from typing import Any
@@ -32,7 +32,9 @@ from githubkit.auth import AppAuthStrategy
 from githubkit.cache import MemCacheStrategy
 from githubkit.exception import GitHubException, RequestFailed
 
+from app.github.endpoints import ENDPOINTS, Endpoint
 from app.github.http_cache import HttpCache, conditional_get, installation_scope
+from app.github.paths import EncodedPathAuth, path_segment
 from app.runtime.metrics import Metrics
 from app.settings import Settings, railyard_version
 from app.store.limits import Limits, MemoryLimits
@@ -43,73 +45,6 @@ API_VERSION = "2022-11-28"
 SECONDARY_LIMIT_FALLBACK_SECONDS = 60.0
 # GitHub asks every client to name itself; the version tells its logs which release called.
 USER_AGENT = f"railyard/{railyard_version()}"
-
-
-@dataclass(frozen=True)
-class Endpoint:
-    """One REST endpoint and the app permission it needs (None: the app's own JWT)."""
-
-    method: str
-    path: str
-    permission: tuple[str, str] | None
-
-    @property
-    def creates_content(self) -> bool:
-        """GitHub asks for content-creating requests to be spaced out (a second apart)."""
-        return self.method == "POST" and self.path.endswith(("/comments", "/check-runs"))
-
-
-ENDPOINTS: dict[str, Endpoint] = {
-    "get_repository": Endpoint("GET", "/repos/{repository}", ("metadata", "read")),
-    "get_permission": Endpoint(
-        "GET", "/repos/{repository}/collaborators/{username}/permission", ("metadata", "read")
-    ),
-    "get_file": Endpoint("GET", "/repos/{repository}/contents/{path}", ("contents", "read")),
-    "get_branch": Endpoint("GET", "/repos/{repository}/branches/{branch}", ("contents", "read")),
-    "get_commit": Endpoint("GET", "/repos/{repository}/commits/{ref}", ("contents", "read")),
-    "compare": Endpoint("GET", "/repos/{repository}/compare/{base}...{head}", ("contents", "read")),
-    "get_issue": Endpoint("GET", "/repos/{repository}/issues/{number}", ("issues", "write")),
-    "list_comments": Endpoint("GET", "/repos/{repository}/issues/{number}/comments", ("issues", "write")),
-    "create_comment": Endpoint("POST", "/repos/{repository}/issues/{number}/comments", ("issues", "write")),
-    "update_comment": Endpoint(
-        "PATCH", "/repos/{repository}/issues/comments/{comment_id}", ("issues", "write")
-    ),
-    "add_reaction": Endpoint(
-        "POST", "/repos/{repository}/issues/comments/{comment_id}/reactions", ("issues", "write")
-    ),
-    "add_assignees": Endpoint("POST", "/repos/{repository}/issues/{number}/assignees", ("issues", "write")),
-    "get_pull": Endpoint("GET", "/repos/{repository}/pulls/{number}", ("pull_requests", "write")),
-    "list_pull_files": Endpoint(
-        "GET", "/repos/{repository}/pulls/{number}/files", ("pull_requests", "write")
-    ),
-    "create_check_run": Endpoint("POST", "/repos/{repository}/check-runs", ("checks", "write")),
-    "update_check_run": Endpoint(
-        "PATCH", "/repos/{repository}/check-runs/{check_run_id}", ("checks", "write")
-    ),
-    "list_check_runs": Endpoint("GET", "/repos/{repository}/commits/{ref}/check-runs", ("checks", "read")),
-    "get_team_membership": Endpoint(
-        "GET", "/orgs/{org}/teams/{team_slug}/memberships/{username}", ("members", "read")
-    ),
-    "list_pulls": Endpoint("GET", "/repos/{repository}/pulls", ("pull_requests", "write")),
-    "list_deployments": Endpoint("GET", "/repos/{repository}/deployments", ("deployments", "read")),
-    "list_deployment_statuses": Endpoint(
-        "GET", "/repos/{repository}/deployments/{deployment_id}/statuses", ("deployments", "read")
-    ),
-    "get_repository_installation": Endpoint("GET", "/repos/{repository}/installation", None),
-    "list_hook_deliveries": Endpoint("GET", "/app/hook/deliveries", None),
-    "redeliver": Endpoint("POST", "/app/hook/deliveries/{delivery_id}/attempts", None),
-    # Unauthenticated (the code is the credential), called by app.web.setup before the app exists.
-    "create_app_from_manifest": Endpoint("POST", "/app-manifests/{code}/conversions", None),
-    # With a signed-in person's user token (app.web.access): who they are, what they may read.
-    "get_user": Endpoint("GET", "/user", None),
-    "list_user_installations": Endpoint("GET", "/user/installations", None),
-    "list_user_installation_repositories": Endpoint(
-        "GET", "/user/installations/{installation_id}/repositories", ("metadata", "read")
-    ),
-}
-
-# GraphQL, for what REST does not answer (a PR's Development-sidebar issues); read-only queries.
-ENDPOINTS["graphql"] = Endpoint("POST", "/graphql", ("pull_requests", "read"))
 
 
 class GitHubError(Exception):
@@ -295,7 +230,7 @@ class GitHubClient:
             strategy = (
                 self._strategy if installation_id is None else self._strategy.as_installation(installation_id)
             )
-            self._auth[installation_id] = strategy.get_auth_flow(self._github)
+            self._auth[installation_id] = EncodedPathAuth(strategy.get_auth_flow(self._github))
         return self._auth[installation_id]
 
     async def call(
@@ -388,7 +323,7 @@ class GitHubClient:
         until = await self.blocked_until(installation_id)
         if until is not None:
             raise RateLimited(f"{name}: rate-limited for installation {installation_id}", retry_at=until)
-        url = endpoint.path.format(**{k: str(v).strip("/") for k, v in path.items()}).lstrip("/")
+        url = endpoint.path.format(**{k: path_segment(k, v) for k, v in path.items()}).lstrip("/")
         return endpoint, installation_id, url
 
     async def call_page(

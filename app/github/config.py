@@ -163,9 +163,11 @@ class ClaimsConfig(_Section):
 
 
 class LimitsConfig(_Section):
-    """`limits`: how many commands one person may send per hour."""
+    """`limits`: how many commands one person may send per hour, and how many API requests an
+    account without any role here may make per hour (each costs the installation a call)."""
 
     commands_per_hour: CommandsPerHour = 30
+    outsider_requests_per_hour: CommandsPerHour = 30
 
 
 class ChecksConfig(_Section):
@@ -354,7 +356,15 @@ class ConfigLoader:
 
     def forget(self, repository: str) -> None:
         """The repository's file may have changed (a push to its default branch): read it again."""
-        self._recent.pop(repository.casefold(), None)
+        key = repository.casefold()
+        if key in self._recent:  # kept as known (for limits), but too old to be used as recent
+            self._recent[key] = (self._clock() - self._max_age, self._recent[key][1])
+
+    def known(self, repository: str) -> LoadedConfig | None:
+        """The configuration last read for `repository`, however long ago (None: never read
+        here, or forgotten): what a limit is checked against before anything is asked of GitHub."""
+        recent = self._recent.get(repository.casefold())
+        return recent[1] if recent is not None else None
 
     async def load(self, installation_id: int, repository: str, *, fresh: bool = False) -> LoadedConfig:
         """The configuration in force for `repository` ("owner/repo"): read now when `fresh`."""

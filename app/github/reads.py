@@ -78,6 +78,13 @@ class GitHubReadsAdapter:
         """A branch and its head."""
         return await self._get("get_branch", installation_id, (404,), repository=repository, branch=branch)  # type: ignore[no-any-return]
 
+    async def repository_name(self, installation_id: int, repository_id: int) -> str:
+        """The repository's name now, asked by its id; `Missing` when GitHub no longer has it."""
+        found = await self._get(
+            "get_repository_by_id", installation_id, (404,), repository_id=str(repository_id)
+        )
+        return str(found["full_name"])
+
     async def installation_of(self, repository: str) -> int:
         """The app's installation on the repository."""
         found = await self._get("get_repository_installation", None, (404,), repository=repository)
@@ -152,6 +159,7 @@ def rules_from(loaded: LoadedConfig) -> Rules:
         high_risk_labels=tuple(config.high_risk.labels),
         self_verification=config.self_verification,
         commands_per_hour=config.limits.commands_per_hour,
+        outsider_requests_per_hour=config.limits.outsider_requests_per_hour,
         roles={
             role: tuple(RoleEntry(e.login, e.org, e.slug) for e in entries)
             for role, entries in config.roles.items()
@@ -189,8 +197,9 @@ class RolesAdapter:
         among: Iterable[Role],
         *,
         first_only: bool = False,
+        outsider: bool = False,
     ) -> frozenset[Role]:
         """The roles `login` holds now, of `among` (only the first held, in order, if asked)."""
         return await RoleResolver(self._github, installation_id, repository).roles(
-            login, rules.roles, among=among, first_only=first_only
+            login, rules.roles, among=among, first_only=first_only, outsider=outsider
         )

@@ -66,13 +66,21 @@ class RoleResolver:
         among: Iterable[Role] | None = None,
         *,
         first_only: bool = False,
+        outsider: bool = False,
     ) -> frozenset[Role]:
         """The roles `login` holds now under the role lists in force (of `among`, when only those
-        matter; with `first_only`, just the first of `among`, in its order, that it holds)."""
+        matter; with `first_only`, just the first of `among`, in its order, that it holds).
+
+        `outsider`: the account was lately found without a role here, so each organization whose
+        teams would be asked is asked first whether the account is a member at all: one call
+        answers for all of that organization's teams (no team has a member the organization lacks).
+        """
         held: set[Role] = set()
         order = (
             list(among) if first_only and among is not None else [r for r in Role if r in set(among or Role)]
         )
+        if outsider:
+            await self._strangers_to_orgs(login, [e for r in order for e in role_lists.get(r) or ()])
         for role in order:
             entries = role_lists.get(role)
             if entries is None:
@@ -92,6 +100,19 @@ class RoleResolver:
             if entry.is_team and await self._active_member(str(entry.org), str(entry.slug), login):
                 return True
         return False
+
+    async def _strangers_to_orgs(self, login: str, entries: Sequence[Named]) -> None:
+        """Mark every team of an organization `login` is no member of as not its team."""
+        teams = [(str(e.org), str(e.slug)) for e in entries if e.is_team]
+        for org in {org.casefold(): org for org, _ in teams}.values():
+            try:
+                await self._github.call("check_org_member", self._installation_id, org=org, username=login)
+            except NotFound:
+                for team_org, slug in teams:
+                    if team_org.casefold() == org.casefold():
+                        self._teams[(team_org.casefold(), slug.casefold(), login.casefold())] = False
+            except PermissionDenied:
+                pass  # the teams are asked one by one, and say so if they cannot be read
 
     async def _active_member(self, org: str, slug: str, login: str) -> bool:
         key = (org.casefold(), slug.casefold(), login.casefold())

@@ -19,6 +19,7 @@ import httpx
 
 from app.github.client import GitHubClient, GitHubUnavailable, RateLimited, rate_limit_until
 from app.github.http_cache import HttpCache, MemoryHttpCache, conditional_get, token_scope
+from app.github.paths import path_segment
 
 
 @dataclass(frozen=True)
@@ -61,16 +62,21 @@ class UserReads:
         """Whether the token's account can read the repository (GitHub hides what it cannot: 404);
         None when GitHub, having just accepted the token for `GET /user`, refuses it here (401):
         the caller then asks with the app's own credentials."""
+        return (await self.visible(token, repository))[0]
+
+    async def visible(self, token: str, repository: str) -> tuple[bool | None, Any]:
+        """`can_read`, and GitHub's answer about the repository that has the name now (its `id`
+        and `created_at`; None when unsaid). A renamed repository's old name (301) is none."""
         try:
-            found = await self._read(token, f"/repos/{repository}")
+            found = await self._read(token, "/repos/" + path_segment("repository", repository))
         except BadToken:
-            return None
+            return None, None
         if not isinstance(found, dict):
-            return False
+            return False, None
         permissions = found.get("permissions")
         if isinstance(permissions, dict):
-            return bool(permissions.get("pull"))
-        return found.get("private") is False
+            return bool(permissions.get("pull")), found
+        return found.get("private") is False, found
 
     async def _read(self, token: str, path: str) -> Any:
         """The answer's JSON (None for 403/404), from the kept body on a 304."""
@@ -87,9 +93,9 @@ class UserReads:
         until = rate_limit_until(response, self._clock())
         if until is not None:
             raise RateLimited(f"GET {path} as a user: rate-limited until {until:.0f}", retry_at=until)
-        if status >= 300 and status not in (403, 404):
+        if status >= 300 and status not in (301, 403, 404):
             raise GitHubUnavailable(f"GET {path} as a user: GitHub answered {status}", ambiguous=False)
-        return None if status in (403, 404) else _json(path, response)
+        return None if status in (301, 403, 404) else _json(path, response)
 
 
 def _json(path: str, response: httpx.Response) -> Any:

@@ -1,5 +1,5 @@
-"""Housekeeping that runs beside the server: retention, the HTTP cache's bounds, and recovery
-of lost deliveries.
+"""Housekeeping that runs beside the server: retention (payloads, delivery ids, replies, the
+API's answers and budget windows), the HTTP cache's bounds, and recovery of lost deliveries.
 
 GitHub never redelivers on its own. Deliveries that failed while railyard was down or
 unreachable are listed by `GET /app/hook/deliveries`; those not stored here are asked for
@@ -18,10 +18,18 @@ import structlog
 
 from app.github.client import GitHubClient, GitHubError
 from app.runtime.supervisor import Loop
+from app.store.budgets import prune_budgets
 from app.store.database import Database
 from app.store.http_cache import prune_http_cache
 from app.store.replies import prune_replies
-from app.store.retention import Retention, apply_retention, prune_held_observations, stored_delivery_ids
+from app.store.retention import (
+    Retention,
+    apply_retention,
+    prune_api_answers,
+    prune_held_observations,
+    stored_delivery_ids,
+)
+from app.store.web_sessions import prune_web_sessions
 from handlers.errors import TransientError
 
 log = structlog.get_logger(__name__)
@@ -122,6 +130,13 @@ class Maintenance:
                 prune_held_observations, self.database, self.clock(), self.retention.held_observation_days
             )
             await asyncio.to_thread(prune_replies, self.database, self.clock())
+            answers = await asyncio.to_thread(
+                prune_api_answers, self.database, self.clock(), self.retention.api_answer_hours
+            )
+            budgets = await asyncio.to_thread(prune_budgets, self.database, self.clock())
+            if answers or budgets:
+                log.info("retention", api_answers_dropped=answers, api_budget_windows_dropped=budgets)
+            await asyncio.to_thread(prune_web_sessions, self.database, self.clock())
             self._next_retention = now + self.retention_every
             if expired:
                 log.info("retention", held_observations_expired=expired)

@@ -49,6 +49,7 @@ def remember(connection: Connection, pull: PullRequest, linked: set[int]) -> set
         "author": pull.author,
         "head_repository": pull.head_repository,
         "merged_at": pull.merged_at.timestamp() if pull.merged_at else None,
+        "author_has_role": pull.author_has_role,
     }
     statement = insert_for(connection)(pull_requests).values(**values)
     connection.execute(
@@ -74,6 +75,7 @@ def _pull(row: Any) -> PullRequest:
         author=row.author,
         head_repository=row.head_repository,
         merged_at=datetime.fromtimestamp(row.merged_at, UTC) if row.merged_at is not None else None,
+        author_has_role=row.author_has_role,
     )
 
 

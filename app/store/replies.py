@@ -3,8 +3,10 @@
 Every reply railyard writes to a person's comment (a refusal, a near-miss hint, `/help`,
 `/status`, a pull request that links no ticket, a budget refusal) takes a slot in the
 `replies` ledger, in the same transaction that enqueues it. An account gets at most
-`REPLIES_PER_WINDOW` replies per repository in `REPLY_WINDOW`; past that its comments get a
-reaction only, which still says "seen".
+`REPLIES_PER_WINDOW` replies per repository in `REPLY_WINDOW`; past that its next comment gets
+one reaction, which still says "seen", and the rest of the window's comments get nothing: a
+reaction is a content write too (GitHub allows 500 an hour per installation), so an account
+over its limit costs the installation at most one more write per window.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import Literal
 
 from sqlalchemy import Connection, delete, func, insert, select, text
 
@@ -21,10 +24,12 @@ from app.store.tables import ReplyRow, table
 
 REPLY_WINDOW = timedelta(minutes=10)
 REPLIES_PER_WINDOW = 3
+REACTIONS_PER_WINDOW = 1  # over the limit: one reaction, then silence until the window moves on
 OVER_LIMIT_REACTION = "confused"
 KEPT_FOR = timedelta(days=1)
 
 replies = table(ReplyRow)
+Answer = Literal["reply", "reaction", "silence"]
 
 
 @dataclass(frozen=True)
@@ -45,14 +50,17 @@ class Reply:
         return f"{self.kind}:{self.comment_id}"
 
 
-def enqueue_reply(connection: Connection, reply: Reply, now: float) -> Effect:
-    """Enqueue the reply, or a reaction when the account is over its limit; return which.
+def enqueue_reply(connection: Connection, reply: Reply, now: float) -> Effect | None:
+    """Enqueue the reply, a reaction when the account is over its limit, or nothing when it was
+    already given its reaction in this window; return what was enqueued.
 
     The decision is recorded with the reply's key, so the same comment redelivered gets the
     same answer whatever happened since.
     """
-    effect = _comment(reply) if _decide(connection, reply, now) else _reaction(reply)
-    enqueue(connection, [effect], now)
+    answer = _decide(connection, reply, now)
+    effect = _comment(reply) if answer == "reply" else _reaction(reply) if answer == "reaction" else None
+    if effect is not None:
+        enqueue(connection, [effect], now)
     return effect
 
 
@@ -63,35 +71,45 @@ def prune_replies(database: Database, now: float) -> int:
         return int(connection.execute(delete(replies).where(replies.c.at < cutoff)).rowcount or 0)
 
 
-def _decide(connection: Connection, reply: Reply, now: float) -> bool:
-    """Whether the reply is written (True) or becomes a reaction, once per key."""
+def _decide(connection: Connection, reply: Reply, now: float) -> Answer:
+    """How the comment is answered ("reply", "reaction" or "silence"), decided once per key."""
     _lock_account(connection, reply)
-    held = connection.execute(select(replies.c.reacted).where(replies.c.operation_id == reply.key)).first()
+    held = connection.execute(
+        select(replies.c.reacted, replies.c.silent).where(replies.c.operation_id == reply.key)
+    ).first()
     if held is not None:
-        return not held.reacted
+        return "silence" if held.silent else "reaction" if held.reacted else "reply"
     at = datetime.fromtimestamp(now, UTC)
-    recent = connection.execute(
-        select(func.count())
-        .select_from(replies)
+    answered = connection.execute(
+        select(replies.c.reacted, func.count())
         .where(
             replies.c.repository == reply.repository.casefold(),
             replies.c.actor_id == reply.actor_id,
             replies.c.at >= at - REPLY_WINDOW,
-            replies.c.reacted.is_(False),
+            replies.c.silent.is_(False),
         )
-    ).scalar_one()
-    reacted = recent >= REPLIES_PER_WINDOW
+        .group_by(replies.c.reacted)
+    ).all()
+    counts = {bool(row[0]): int(row[1]) for row in answered}
+    answer: Answer = (
+        "reply"
+        if counts.get(False, 0) < REPLIES_PER_WINDOW
+        else "reaction"
+        if counts.get(True, 0) < REACTIONS_PER_WINDOW
+        else "silence"
+    )
     connection.execute(
         insert(replies).values(
             repository=reply.repository.casefold(),
             actor_id=reply.actor_id,
             kind=reply.kind,
-            reacted=reacted,
+            reacted=answer != "reply",
+            silent=answer == "silence",
             operation_id=reply.key,
             at=at,
         )
     )
-    return not reacted
+    return answer
 
 
 def _lock_account(connection: Connection, reply: Reply) -> None:

@@ -1,14 +1,17 @@
-"""Retention: what is forgotten when (SPEC: payloads 7 days, delivery ids 30 days), and which held
-observations expire. The event log and delivery records are never touched."""
+"""Retention: what is forgotten when (SPEC: payloads 7 days, delivery ids 30 days), which held
+observations expire, and how long the API's answers are kept for replay (a day). The event log
+and delivery records are never touched."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import delete, select, update
 
+from app.store.api_answers import api_answers
 from app.store.database import Database
 from app.store.effects import effects_table
 from app.store.held import held
@@ -25,6 +28,10 @@ class Retention:
     payload_days: float = 7.0
     delivery_id_days: float = 30.0
     held_observation_days: float = 14.0
+    # An API answer is replayed for the same Idempotency-Key this long: far past any sensible
+    # retry. After it the key is still the operation's id, so the one door still applies the
+    # command at most once; a retry that late gets the outcome worded again, not the first bytes.
+    api_answer_hours: float = 24.0
 
 
 def apply_retention(database: Database, now: float, retention: Retention = Retention()) -> tuple[int, int]:
@@ -94,6 +101,14 @@ def _deployments_kept(rows: Sequence[Any]) -> set[int]:
     return {
         row.id for row in rows if ((row.repository, row.subject), int(row.data["deployment_id"])) in wanted
     }
+
+
+def prune_api_answers(database: Database, now: float, hours: float) -> int:
+    """Forget API answers kept longer than `hours`; return how many went."""
+    cutoff = datetime.fromtimestamp(now - hours * 3600, UTC)
+    with database.write() as connection:
+        gone = connection.execute(delete(api_answers).where(api_answers.c.at < cutoff)).rowcount
+    return int(gone or 0)
 
 
 def stored_delivery_ids(database: Database, guids: list[str]) -> set[str]:

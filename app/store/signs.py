@@ -97,6 +97,9 @@ def watched_claims(connection: Connection, repository: str | None = None) -> lis
         tickets.c.id, tickets.c.repository, tickets.c.number, tickets.c.revision, tickets.c.snapshot
     )
     statement = statement.where(tickets.c.work == WorkState.CLAIMED.value)
+    # A repository that lost its name (`owner/name@ID`, app.store.repositories) is watched by nobody:
+    # its notices would have no repository to go to.
+    statement = statement.where(~tickets.c.repository.contains("@"))
     if repository is not None:
         statement = statement.where(tickets.c.repository == repository.casefold())
     rows = connection.execute(statement.order_by(tickets.c.repository, tickets.c.number)).all()

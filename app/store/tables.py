@@ -5,58 +5,31 @@ refuse it at the database too.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import (
     JSON,
     BigInteger,
     Column,
-    DateTime,
     ForeignKey,
     Index,
     Integer,
-    LargeBinary,
     Table,
     Text,
     UniqueConstraint,
 )
-from sqlalchemy.engine import Dialect
-from sqlalchemy.types import TypeDecorator
 from sqlmodel import Field, SQLModel
+
+from app.store.columns import json_field, time_field
+from app.store.tables_web import ApiAnswerRow, ApiBudgetRow, HttpCacheRow, WebSessionRow
+
+__all__ = ["ApiAnswerRow", "ApiBudgetRow", "HttpCacheRow", "WebSessionRow"]  # kept here for their readers
 
 
 def table(model: type[SQLModel]) -> Table:
     """The SQLAlchemy table behind a SQLModel class, for Core statements on the hot path."""
     return SQLModel.metadata.tables[str(model.__tablename__)]
-
-
-class UTCDateTime(TypeDecorator[datetime]):
-    """Timezone-aware UTC in, timezone-aware UTC out, on SQLite and PostgreSQL alike."""
-
-    impl = DateTime(timezone=True)
-    cache_ok = True
-
-    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
-        if value is None:
-            return None
-        if value.tzinfo is None:
-            raise ValueError("naive datetime: railyard stores UTC times only")
-        value = value.astimezone(UTC)
-        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
-
-    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
-        if value is None:
-            return None
-        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
-
-
-def _time(nullable: bool = False) -> Any:
-    return Field(sa_column=Column(UTCDateTime(), nullable=nullable))
-
-
-def _json() -> Any:
-    return Field(sa_column=Column(JSON, nullable=False))
 
 
 class TicketRow(SQLModel, table=True):
@@ -72,11 +45,14 @@ class TicketRow(SQLModel, table=True):
     work: str | None
     integration: str
     deployment: str
-    snapshot: dict[str, Any] = _json()
-    created_at: datetime = _time()
-    updated_at: datetime = _time()
+    snapshot: dict[str, Any] = json_field()
+    created_at: datetime = time_field()
+    updated_at: datetime = time_field()
     # The installation that last brought news of it: the status comment is written through it.
     installation_id: int | None = Field(default=None, sa_column=Column(BigInteger, nullable=True))
+    # GitHub's `repository.id`: the name can be renamed and reused, the id cannot. None only for
+    # a ticket stored before 0014 that no webhook has named yet (read by nobody until then).
+    repository_id: int | None = Field(default=None, sa_column=Column(BigInteger, nullable=True, index=True))
 
 
 class TicketEventRow(SQLModel, table=True):
@@ -94,10 +70,10 @@ class TicketEventRow(SQLModel, table=True):
         default=None, sa_column=Column(BigInteger, nullable=True)
     )  # the account; None before ids were stored
     role: str | None
-    at: datetime = _time()
+    at: datetime = time_field()
     operation_id: str = Field(index=True)
     policy_version: str
-    data: dict[str, Any] = _json()
+    data: dict[str, Any] = json_field()
 
 
 class AttemptRow(SQLModel, table=True):
@@ -115,7 +91,7 @@ class AttemptRow(SQLModel, table=True):
     check_in_minutes: int | None
     branch: str | None
     operation_id: str
-    opened_at: datetime = _time()
+    opened_at: datetime = time_field()
 
 
 class DeliveryRecordRow(SQLModel, table=True):
@@ -135,10 +111,10 @@ class DeliveryRecordRow(SQLModel, table=True):
     pull_request: int | None
     artifacts: list[str] = Field(sa_column=Column(JSON, nullable=False))
     comment_id: int | None = Field(default=None, sa_column=Column(BigInteger, nullable=True))
-    comment_at: datetime | None = _time(nullable=True)
+    comment_at: datetime | None = time_field(nullable=True)
     operation_id: str = Field(unique=True)
     policy_version: str
-    created_at: datetime = _time()
+    created_at: datetime = time_field()
 
 
 class OperationRow(SQLModel, table=True):
@@ -160,7 +136,7 @@ class OperationRow(SQLModel, table=True):
     refusal_reason: str | None
     refusal_hint: str | None
     policy_version: str
-    at: datetime = _time()
+    at: datetime = time_field()
 
 
 class WebhookDeliveryRow(SQLModel, table=True):
@@ -261,7 +237,7 @@ class OutboxEffectRow(SQLModel, table=True):
     installation_id: int = Field(sa_column=Column(BigInteger, nullable=False))
     repository: str
     kind: str
-    payload: dict[str, Any] = _json()
+    payload: dict[str, Any] = json_field()
     status: str  # pending | done | failed
     attempts: int = 0
     ambiguous: bool = False
@@ -304,6 +280,8 @@ class PullRequestRow(SQLModel, table=True):
     # only a head in this repository links tickets by branch name.
     head_repository: str | None = None
     merged_at: float | None = None  # links reported after it never count for the merge
+    # A fork's PR: whether its author held a role when it was opened or edited (None: not asked).
+    author_has_role: bool | None = None
 
 
 class HeldObservationRow(SQLModel, table=True):
@@ -317,7 +295,7 @@ class HeldObservationRow(SQLModel, table=True):
     repository: str = Field(index=True)
     subject: str = Field(index=True)  # "check:<head sha>" or "deployment:<environment>"
     fingerprint: str
-    data: dict[str, Any] = _json()
+    data: dict[str, Any] = json_field()
     held_at: float = Field(index=True)  # epoch seconds; expired by maintenance after the retention
 
 
@@ -336,7 +314,7 @@ class SignOfLifeRow(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     ticket_id: int = Field(sa_column=Column(Integer, ForeignKey("tickets.id"), nullable=False))
     attempt: int
-    at: datetime = _time()
+    at: datetime = time_field()
     kind: str
     source: str  # the comment id, webhook delivery id or operation id it came from
     max_silence_minutes: int | None = None
@@ -354,8 +332,9 @@ class ReplyRow(SQLModel, table=True):
     actor_id: int = Field(sa_column=Column(BigInteger, nullable=False))
     kind: str
     reacted: bool  # over the limit: answered with a reaction only (recorded, so a redelivery agrees)
+    silent: bool = False  # over the limit with the window's reaction given: not answered at all
     operation_id: str = Field(unique=True)  # the comment answered: one reply per comment counts once
-    at: datetime = _time()
+    at: datetime = time_field()
 
 
 Index(
@@ -412,37 +391,17 @@ Index(
 )
 
 
-class ApiAnswerRow(SQLModel, table=True):
-    """The answer an API command got, kept under the account and its `Idempotency-Key`.
+class RepositoryRow(SQLModel, table=True):
+    """Which repository (GitHub's id) a name railyard keys its records by belongs to now.
 
-    Written in the same transaction as the change, so a request replayed with the same key
-    gets exactly this answer (`digest` is the request it answered: the same key with another
-    request is refused), and no change can exist without its answer.
+    Every table keyed by a repository name is read through this: a `repository` renamed or
+    transferred event moves the name of every record of the id; a webhook naming a known name
+    with another id (the name reused by a new repository) first moves the old repository's
+    records away to a name no GitHub repository can have (`owner/name@ID`).
     """
 
-    __tablename__ = "api_answers"
+    __tablename__ = "repositories"
 
-    account_id: int = Field(sa_column=Column(BigInteger, primary_key=True, autoincrement=False))
-    idempotency_key: str = Field(primary_key=True)
-    digest: str  # sha256 of the route and the request body it answered
-    status: int
-    body: dict[str, Any] = _json()
-    at: datetime = _time()
-
-
-class HttpCacheRow(SQLModel, table=True):
-    """A GET's answer kept for conditional requests, shared by every process on the database.
-
-    `key` is a sha256 of method, URL and the credential's scope (an installation, or a
-    sha256 of a user token: never the token). `stored_at` orders eviction, oldest first.
-    """
-
-    __tablename__ = "http_cache"
-
-    key: str = Field(primary_key=True)
-    scope: str
-    url: str = Field(sa_column=Column(Text, nullable=False))
-    etag: str
-    body: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
-    size: int
-    stored_at: float = Field(index=True)
+    id: int = Field(sa_column=Column(BigInteger, primary_key=True, autoincrement=False))
+    full_name: str = Field(index=True, unique=True)  # lowercase, as the records spell it
+    updated_at: float

@@ -21,6 +21,7 @@ from app.store.codec import event_from_row, ticket_from_data, ticket_to_data
 from app.store.database import Database
 from app.store.effects import Effect, enqueue
 from app.store.replies import Reply, enqueue_reply
+from app.store.repositories import repository_named
 from app.store.tables import AttemptRow, DeliveryRecordRow, OperationRow, TicketEventRow, TicketRow, table
 from handlers.ports import Change, ChangeContext, MergedTicket, Outcome, RecordedEvent
 from policies.commands import Context
@@ -333,6 +334,7 @@ def _save_ticket(
             insert(tickets),
             {
                 "repository": after.key.repository,
+                "repository_id": repository_named(connection, after.key.repository),
                 "number": after.key.number,
                 "created_at": context.at,
                 **values,

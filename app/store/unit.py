@@ -22,7 +22,7 @@ from typing import Any, Generic, TypeVar
 
 from sqlalchemy import Connection
 
-from app.store import api_answers, held, installations, pulls, signs, tickets
+from app.store import api_answers, held, installations, pulls, repositories, signs, tickets
 from app.store.database import Database
 from app.store.effects import Effect, enqueue, rerun
 from app.store.replies import Reply, enqueue_reply
@@ -197,6 +197,14 @@ class SqlReads:
         """The API answer kept under the account's key."""
         return await self._run(api_answers.kept_answer, account_id, key)
 
+    async def repository_at(self, repository_id: int) -> str | None:
+        """The name the repository's records are kept under."""
+        return await self._run(repositories.repository_at, repository_id)
+
+    async def repository_named(self, name: str) -> int | None:
+        """The repository whose records are kept under `name`."""
+        return await self._run(repositories.repository_named, name)
+
 
 class SqlUnit(SqlReads):
     """`handlers.ports.UnitOfWork`: one write transaction."""
@@ -239,6 +247,12 @@ class SqlUnit(SqlReads):
     async def record_sign_of_life(self, heard: Heard) -> bool:
         """Store a sign of life."""
         return await self._run(signs.record_sign_of_life, heard)
+
+    async def place_repository(
+        self, repository_id: int, name: str, created_at: float | None, now: float
+    ) -> None:
+        """Make `name` the repository's name, moving records as `repositories.place` does."""
+        await self._run(repositories.place, repository_id, name, created_at, now)
 
     async def set_installation(self, installation_id: int, account: str, status: str, now: float) -> None:
         """Record an installation's status."""

@@ -70,3 +70,18 @@ def outcome_answer(outcome: Outcome, ticket: Ticket | None) -> tuple[int, Mappin
     if refusal.code is RefusalCode.STALE_REVISION:
         said["current_revision"] = outcome.revision
     return REFUSAL_STATUS.get(refusal.code, 409), {"applied": False, "refusal": said, "status": status}
+
+
+def earlier_attempt_answer(kept: Mapping[str, Any], ticket: Ticket) -> tuple[int, Mapping[str, Any]]:
+    """409: the key's command applied to an earlier attempt, not to the ticket as it is now; the
+    current status, and the earlier answer kept under `earlier_answer`."""
+    status = kept.get("status")
+    then = status.get("attempt") if isinstance(status, Mapping) else None
+    now = status_object(ticket)
+    message = (
+        f"this Idempotency-Key's command applied to attempt {then}; the ticket is now at attempt "
+        f"{ticket.attempt} ({now['work']}, revision {ticket.revision}), which it did not change"
+    )
+    hint = "Send the command again with a new Idempotency-Key (a workflow re-run gets one by default)."
+    said = {"code": "earlier_attempt", "message": message, "hint": hint}
+    return 409, {"applied": False, "refusal": said, "status": now, "earlier_answer": dict(kept)}

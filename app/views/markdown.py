@@ -15,7 +15,10 @@ in it render as the characters typed, never as markup. Whatever the input, the o
   language models), zero-width and other invisible characters (U+200B-U+200D, U+2060-U+2064,
   U+FEFF, U+180E, U+00AD, Hangul fillers), the bidi marks U+200E, U+200F and U+061C, and
   variation selectors past the first after a character (runs of them can smuggle bytes) are
-  dropped.
+  dropped (`policies.text`, the same set dropped from free text when a command is parsed);
+- no railyard marker: `railyard` followed by a colon gets a word joiner before the colon, so
+  neither the text shown nor the raw body spells `railyard:` (railyard's hidden lines are
+  `<!-- railyard:... -->`, and only railyard writes them).
 
 `escape_inline` also collapses all whitespace, newlines included, to single spaces (safe in a
 sentence or a table cell). `escape_block` returns a quoted block, every line starting with
@@ -23,9 +26,10 @@ sentence or a table cell). `escape_block` returns a quoted block, every line sta
 indentation becomes no-break spaces and a line-leading `#`, `-`, `+`, `=` or `1.` is escaped.
 
 `code_span` shows a user's line exactly as typed inside an inline code span (no markup, no
-mention, `<` and `>` as themselves): cleaned and collapsed like `escape_inline`, fenced by one
-backtick more than the longest run of backticks it holds, padded with a space when it starts
-or ends with a backtick (the renderer strips that space).
+mention, `<` and `>` as themselves, except that `<!` gets a word joiner between its two
+characters, so the raw body never spells `<!--`): cleaned and collapsed like
+`escape_inline`, fenced by one backtick more than the longest run of backticks it holds,
+padded with a space when it starts or ends with a backtick (the renderer strips that space).
 
 With a `limit`, the output is at most `limit` characters, an ellipsis included; it is cut
 between escapes, never inside one. `#12` stays as typed (a reference, not a mention).
@@ -34,6 +38,8 @@ between escapes, never inside one. `#12` stays as typed (a reference, not a ment
 from __future__ import annotations
 
 import re
+
+from policies.text import drop_invisible
 
 ELLIPSIS = "…"
 WORD_JOINER = "\u2060"
@@ -47,15 +53,9 @@ _ESCAPES: dict[str, str] = {
     **{char: "\\" + char for char in "\\`*_[]|~"},
 }
 _LINE_BREAKS = re.compile("\r\n|[\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")
-_DROPPED = re.compile(
-    "[\x00-\x08\x0e-\x1b\x1f\x7f-\x84\x86-\x9f\u202a-\u202e\u2066-\u2069]"  # controls, bidi overrides
-    "|[\U000e0000-\U000e007f]"  # tag characters: invisible text
-    "|[\u200b-\u200f\u2060-\u2064\ufeff\u180e\u00ad\u061c\u115f\u1160\u3164\uffa0\u034f]"  # invisible
-    "|[\U000e0100-\U000e01ef\ufe00-\ufe0d]"  # variation selectors beyond text/emoji presentation
-)
-_SELECTOR_RUNS = re.compile("(?<=[\ufe0e\ufe0f])[\ufe0e\ufe0f]+")  # after the drop: keep the first
 _BACKTICK_RUNS = re.compile("`+")
 _SURROGATES = re.compile("[\ud800-\udfff]")
+_MARKER_WORD = re.compile(r"railyard(?=\s*:)", re.IGNORECASE)  # railyard's markers are `railyard:...`
 _ORDERED_MARKER = re.compile(r"[0-9]{1,9}(?=[.)])")
 _LINE_START_ESCAPED = frozenset("#-+=")
 _LOGIN = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,37}[A-Za-z0-9])?(?:\[bot\])?")
@@ -71,7 +71,8 @@ def escape_inline(text: str, limit: int | None = None) -> str:
 def code_span(text: str, limit: int | None = None) -> str:
     """`text` on one line as an inline code span, shown exactly as typed (at most `limit`
     characters of it, an ellipsis included)."""
-    content = " ".join(_clean(text).split())
+    # Entities do not work in a code span: a word joiner keeps `<!` from opening a comment.
+    content = " ".join(_clean(text).split()).replace("<!", "<" + WORD_JOINER + "!")
     if limit is not None and len(content) > limit:
         content = content[: max(limit - len(ELLIPSIS), 0)].rstrip() + ELLIPSIS
     if not content:
@@ -113,9 +114,8 @@ def mention(login: str) -> str:
 
 def _clean(text: str) -> str:
     """Line breaks as `\\n`; control characters and bidi overrides gone; surrogates replaced."""
-    text = _LINE_BREAKS.sub("\n", text)
-    text = _SELECTOR_RUNS.sub("", _DROPPED.sub("", text))
-    return _SURROGATES.sub("\ufffd", text)
+    text = drop_invisible(_LINE_BREAKS.sub("\n", text))
+    return _MARKER_WORD.sub(lambda word: word.group() + WORD_JOINER, _SURROGATES.sub("\ufffd", text))
 
 
 def _cap(text: str, limit: int | None) -> tuple[str, bool]:

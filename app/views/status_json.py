@@ -5,6 +5,12 @@ line, `<!-- railyard:status-json {...} -->`, so an agent that can read the issue
 state. Inside that line `<`, `>` and every `-` followed by another `-` are written as JSON
 `\\u` escapes: user text (summaries, logins, branch names) can neither close the HTML comment
 (`-->`, `--!>`) nor spell a second marker, and the JSON still loads to the same object.
+
+Where railyard's own line sits: the outbox ends every comment it writes with
+`<!-- railyard:effect:HASH -->` (HASH from the effect's dedupe key; the status comment's is
+`status:OWNER/REPO#N`), and the hidden line is the line just before it: the status line on the
+status comment, the answer line on a refusal reply. `own_hidden_line` reads only that line; the
+visible part above it never holds `<!--` (app.views.markdown), but a reader must not rely on it.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ MIN_VISIBLE = 2_000
 """The visible part keeps at least this much of the comment, however large the object."""
 
 _DOUBLE_DASH = re.compile("-(?=-)")
+_EFFECT_AT_END = re.compile(r"\r?\n\r?\n(<!-- railyard:effect:[0-9a-f]{20} -->)\s*\Z")
 
 
 def status_object(ticket: Ticket) -> dict[str, Any]:
@@ -115,6 +122,24 @@ def parse_hidden_line(body: str, marker: str) -> dict[str, Any] | None:
     except ValueError:
         return None
     return found if isinstance(found, dict) else None
+
+
+def own_hidden_line(body: str, marker: str, effect: str | None = None) -> dict[str, Any] | None:
+    """The object on the hidden line railyard put last in a comment it wrote; None if none.
+
+    railyard's comments end with the outbox's `<!-- railyard:effect:... -->` marker (`effect`
+    when given: the status comment's is its dedupe key's), and the line just before it is the
+    status line of a status comment or the answer line of a refusal. Only that line counts: a
+    marker anywhere else in the body is not railyard's.
+    """
+    found = _EFFECT_AT_END.search(body)
+    if found is None or (effect is not None and found.group(1) != effect):
+        return None
+    head = body[: found.start()]
+    line = head[head.rfind("\n") + 1 :].rstrip("\r")
+    if not (line.startswith(marker) and line.endswith(END)):
+        return None
+    return parse_hidden_line(line, marker)
 
 
 def status_comment_body(view: StatusView, limit: int = STATUS_BUDGET) -> str:

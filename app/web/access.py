@@ -23,12 +23,14 @@ from urllib.parse import quote
 
 import httpx
 
-from app.github.client import API_VERSION, ENDPOINTS, USER_AGENT
+from app.github.client import API_VERSION, USER_AGENT
+from app.github.endpoints import ENDPOINTS
 from app.settings import Settings
 
 RECHECK_SECONDS = 300.0
 _MAX_PAGES = 50  # 5,000 repositories a person can read through one installation
 _REMEMBERED = 1000  # tokens whose lists are kept
+ETAGS_KEPT = 20 * _REMEMBERED  # conditional answers kept, across every token and address
 
 
 class AccessError(Exception):
@@ -54,6 +56,7 @@ class Readable:
     full_name: str
     private: bool
     installation_id: int
+    repository_id: int = 0  # GitHub's id of the repository that has this name now (0: not said)
 
 
 @dataclass
@@ -71,8 +74,9 @@ class Access:
     timeout: float = 15.0
     _client: httpx.AsyncClient | None = None
     _checked: OrderedDict[str, _Checked] = field(default_factory=OrderedDict)
-    # (token hash, url) -> (ETag, body, next page): what a 304 stands for
-    _etags: dict[tuple[str, str], tuple[str, Any, str | None]] = field(default_factory=dict)
+    # (token hash, url) -> (ETag, body, next page): what a 304 stands for; the least recently
+    # used go first past ETAGS_KEPT (tokens x repositories would otherwise grow without bound)
+    _etags: OrderedDict[tuple[str, str], tuple[str, Any, str | None]] = field(default_factory=OrderedDict)
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     # (token hash, lowercase full name) -> (what GitHub said of that one repository, when)
     _single: OrderedDict[tuple[str, str], tuple[Readable | None, float]] = field(default_factory=OrderedDict)
@@ -146,7 +150,9 @@ class Access:
             )
             for item in await self._pages(token, path, "repositories"):
                 name = str(item["full_name"])
-                repositories[name.lower()] = Readable(name, bool(item.get("private")), installation_id)
+                repositories[name.lower()] = Readable(
+                    name, bool(item.get("private")), installation_id, _id_of(item)
+                )
         self._remember(key, _Checked(repositories, self.clock()))
         return repositories
 
@@ -165,7 +171,8 @@ class Access:
             body = None
         found = None
         if isinstance(body, dict) and _can_pull(body):
-            found = Readable(str(body.get("full_name") or full_name), bool(body.get("private")), 0)
+            name = str(body.get("full_name") or full_name)
+            found = Readable(name, bool(body.get("private")), 0, _id_of(body))
         self._single[key] = (found, self.clock())
         while len(self._single) > _REMEMBERED * 10:
             self._single.popitem(last=False)
@@ -237,17 +244,22 @@ class Access:
             raise AccessError(502, f"GitHub could not be asked ({type(error).__name__})") from None
         if response.status_code == 304 and key in self._etags:
             _, body, next_url = self._etags[key]
+            self._etags.move_to_end(key)
             return body, next_url
         next_url = response.links.get("next", {}).get("url")
         if response.status_code == 401:
             raise AccessError(401, "GitHub no longer accepts this sign-in")
-        if response.status_code in (403, 404):
-            raise AccessError(response.status_code, f"GitHub answered {response.status_code}")
+        if response.status_code in (301, 403, 404):  # 301: a renamed repository's old name is none
+            status = 403 if response.status_code == 403 else 404
+            raise AccessError(status, f"GitHub answered {response.status_code}")
         if response.status_code != 200:
             raise AccessError(502, f"GitHub answered {response.status_code}")
         body = response.json()
         if etag := response.headers.get("ETag"):
             self._etags[key] = (etag, body, next_url)
+            self._etags.move_to_end(key)
+            while len(self._etags) > ETAGS_KEPT:
+                self._etags.popitem(last=False)
         return body, next_url
 
 
@@ -257,6 +269,12 @@ def _can_pull(repository: dict[str, Any]) -> bool:
     if isinstance(permissions, dict):
         return bool(permissions.get("pull"))
     return repository.get("private") is False
+
+
+def _id_of(repository: dict[str, Any]) -> int:
+    """GitHub's id of a repository answer (0 when it has none: then it matches no record)."""
+    found = repository.get("id")
+    return found if isinstance(found, int) and not isinstance(found, bool) else 0
 
 
 def _token_key(token: str) -> str:

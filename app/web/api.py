@@ -9,6 +9,12 @@ a comment (`handlers.api`). `POST` needs an `Idempotency-Key`: its answer is kep
 and replayed for the same key and request; the same key with another request is 422. Nothing
 is recorded for a request refused before the door, nor when GitHub cannot answer (503): a
 retry with the same key is safe.
+
+What a request costs is bounded before anything is asked of GitHub with the installation's
+token: each command spends the account's `limits.commands_per_hour` in the repository (refusals
+included), an account found without a role there spends `limits.outsider_requests_per_hour`
+too (and all such accounts together ten times that), reads spend `API_READS_PER_MINUTE`; past
+a budget the answer is 429 with `Retry-After`, and nothing is called or recorded.
 """
 
 from __future__ import annotations
@@ -20,7 +26,6 @@ import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import replace
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import orjson
@@ -31,16 +36,19 @@ from app.bootstrap import Shell
 from app.github.client import GitHubError, NotFound
 from app.github.users import Account, BadToken, UserReads
 from app.store.listing import Cursor, Listing
-from app.views.api import error_body, outcome_answer
+from app.views.api import earlier_attempt_answer, error_body, outcome_answer
 from app.views.status_json import status_object
 from app.web.answers import guarded
+from app.web.api_costs import READS_PER_MINUTE, ApiCosts, OverBudget
+from app.web.bodies import BodyBudget, BodyRefused
 from app.web.openapi import openapi_document
 from handlers.answers import ArtifactNotFound, CannotRunYet, Malformed, NearMiss
-from handlers.api import ApiCommand, ApiCommandRun
+from handlers.api import ApiCommand, ApiCommandRun, replays_an_earlier_attempt
 from handlers.errors import Missing, TransientError
+from handlers.payloads import dig_int, dig_time
 from handlers.ports import KeptAnswer
 from policies.commands import Draft, Publish
-from policies.model import TicketKey
+from policies.model import Ticket, TicketKey
 from policies.parser import ParsedComment, parse_comment
 from policies.refusals import Refusal
 from policies.states import WorkState
@@ -88,6 +96,8 @@ def _answering(route: Route) -> Route:
             return await route(request)
         except Refused as refused:
             return _json(refused.status, error_body(refused.code, refused.message), refused.headers)
+        except OverBudget as over:
+            return _json(429, error_body("over_budget", str(over)), {"Retry-After": str(over.retry_after)})
         except BadToken as error:
             return _json(401, error_body("bad_token", str(error)), _CHALLENGE)
         except GitHubError as error:  # GitHub refused railyard's own call: nothing was recorded
@@ -109,13 +119,24 @@ _CHALLENGE = {"WWW-Authenticate": 'Bearer realm="railyard"'}
 class AgentApi:
     """The `/api/v1` routes over one process's adapters."""
 
-    def __init__(self, shell: Shell, users: UserReads, *, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        shell: Shell,
+        users: UserReads,
+        *,
+        clock: Callable[[], float] = time.time,
+        reads_per_minute: int = READS_PER_MINUTE,
+        bodies: BodyBudget | None = None,
+    ) -> None:
         self._shell, self._users, self._clock = shell, users, clock
         self._installations: OrderedDict[str, tuple[int | None, float]] = OrderedDict()
         self._listing = Listing(shell.database)
+        self._bodies = bodies or BodyBudget()
+        self.costs = ApiCosts(shell, clock=clock, reads_per_minute=reads_per_minute)
 
     def add_routes(self, app: web.Application) -> None:
         """Register the API under `/api/v1`."""
+        app[AGENT_API] = self
         tickets = PREFIX + "/repos/{owner}/{repo}/tickets"
         for path, method, route in [
             (PREFIX + "/openapi.json", "GET", openapi),
@@ -137,6 +158,7 @@ class AgentApi:
         with the next page also in a `Link: <...>; rel="next"` header, as GitHub pages.
         """
         token, account = await self._caller(request)
+        self.costs.read(account.id)
         work, per_page, after = _list_query(request)
         repository, _ = await self._repository(request, token, account)
         page = await asyncio.to_thread(
@@ -146,13 +168,15 @@ class AgentApi:
         headers = {}
         if following is not None:
             query = {k: v for k, v in request.query.items() if k != "after"} | {"after": following}
-            headers["Link"] = f'<{request.url.with_query(query)}>; rel="next"'
+            # Relative, never from the Host header: a forged Host cannot point a client elsewhere.
+            headers["Link"] = f'<{request.rel_url.with_query(query)}>; rel="next"'
         tickets = [status_object(listed.ticket) for listed in page.items]
         return _json(200, {"tickets": tickets, "next": following}, headers)
 
     async def get_ticket(self, request: web.Request) -> web.Response:
         """The ticket's status object; 404 when the issue is not a ticket."""
         token, account = await self._caller(request)
+        self.costs.read(account.id)
         number = _number(request)
         repository, _ = await self._repository(request, token, account)
         async with self._shell.store.read() as reads:
@@ -167,48 +191,48 @@ class AgentApi:
         """Run one command as the token's account, at most once per Idempotency-Key."""
         token, account = await self._caller(request)
         number, key = _number(request), _idempotency_key(request)
-        text, expected = await _command_body(request)
+        text, expected = await _command_body(request, self._bodies)
         repository, installation_id = await self._repository(request, token, account)
         digest = _digest(repository, number, text, expected)
         async with self._shell.store.read() as reads:
             kept = await reads.kept_answer(account.id, key)
+            now = await reads.ticket(TicketKey(repository, number)) if kept is not None else None
         if kept is not None:
-            return _replay(kept, digest)
+            return _replay(kept, digest, now)
+        rules = await self.costs.known_rules(installation_id, repository)
+        await self.costs.command(account.id, repository, rules)  # refusals included
+        outsider = await self.costs.outsider_known(account.id, repository, rules)
         parsed = _parsed(text, expected)
-        await self._within_budget(installation_id, repository, account)
         if not isinstance(parsed.command, Draft | Publish):
             async with self._shell.store.read() as reads:
                 ticket = await reads.ticket(TicketKey(repository, number))
             if ticket is None or not ticket.exists:
                 raise Refused(404, "not_a_ticket", f"{repository}#{number} is not a railyard ticket")
         command = ApiCommand(
-            installation_id, repository, number, account.id, account.login, account.is_bot, key, digest
+            installation_id,
+            repository,
+            number,
+            account.id,
+            account.login,
+            account.is_bot,
+            key,
+            digest,
+            outsider,
         )
         run = ApiCommandRun(command, parsed, self._shell.ports, outcome_answer)
         try:
             outcome = await run.run()
         except Missing:
             raise Refused(404, "no_such_issue", f"{repository}#{number} is not an issue") from None
+        finally:
+            if run.roles is not None and not run.roles:  # it holds no role here: an outsider's request
+                await self.costs.outsider_request(account.id, repository, rules)
         if outcome is None or run.kept is None:
             raise _before_door(run.early, outcome.refusal if outcome is not None else None)
         if run.kept.digest != digest:  # a request racing this one used the key for another command
             return _replay(run.kept, digest)
         headers = {"Idempotent-Replayed": "true" if outcome.replayed else "false"}
         return _json(run.kept.status, run.kept.body, headers)
-
-    async def _within_budget(self, installation_id: int, repository: str, account: Account) -> None:
-        """429, recording nothing, once the account has spent the repository's commands for the
-        hour: checked before any call with the installation's token, so an account without a role
-        cannot spend the installation's rate limit (nor grow the record) faster than its budget."""
-        rules = await self._shell.ports.configs.load(installation_id, repository)  # as recently read
-        if rules.commands_per_hour is None:
-            return
-        since = datetime.fromtimestamp(self._clock(), UTC) - timedelta(hours=1)
-        async with self._shell.store.read() as reads:
-            spent = await reads.commands_since(repository, account.id, since)
-        if spent >= rules.commands_per_hour:
-            message = f"{spent} commands here in the last hour; the limit is {rules.commands_per_hour}"
-            raise Refused(429, "over_budget", message, {"Retry-After": "600"})
 
     # -- who and where ----------------------------------------------------------------
 
@@ -221,7 +245,19 @@ class AgentApi:
             raise Refused(401, "unauthenticated", message, _CHALLENGE)
         if len(token) > 1024 or not token.isascii() or not token.isprintable():
             raise Refused(401, "bad_token", "that is not a GitHub token", _CHALLENGE)
-        return token, await self._users.account(token)
+        now, tokens = self._clock(), self.costs.tokens
+        known = tokens.known(token, now)
+        if known is False:
+            raise Refused(401, "bad_token", "GitHub refused this token", _CHALLENGE)
+        if known is None:
+            self.costs.new_token()
+        try:
+            account = await self._users.account(token)
+        except BadToken:
+            tokens.remember(token, accepted=False, now=now)
+            raise
+        tokens.remember(token, accepted=True, now=now)
+        return token, account
 
     async def _repository(self, request: web.Request, token: str, account: Account) -> tuple[str, int]:
         """The repository, when the token can read it and the app is installed on it."""
@@ -232,41 +268,67 @@ class AgentApi:
         if not all(_NAME.fullmatch(part) and part not in (".", "..") for part in (owner, name)):
             raise missing  # GitHub's names: letters, digits, `-`, `_`, `.`; never `.` or `..`
         repository = f"{owner}/{name}"
-        readable = await self._users.can_read(token, repository)
+        readable, answer = await self._users.visible(token, repository)
         if readable is False:  # nothing more is asked of GitHub about a repository the caller cannot read
             raise missing
-        installation_id = await self._installation(repository)
+        installation_id = await self._installation(repository, account)
         if installation_id is None:
             raise missing
         if readable is None:  # GitHub would not answer for the token: ask as the app
-            readable = await self._readable_by_app(installation_id, repository, account)
-        if not readable:
+            readable, answer = await self._readable_by_app(installation_id, repository, account)
+        if not readable or not await self._ours(repository, answer):
             raise missing
         return repository, installation_id
 
-    async def _readable_by_app(self, installation_id: int, repository: str, account: Account) -> bool:
+    async def _ours(self, repository: str, answer: Any) -> bool:
+        """Whether railyard's records under the name are the repository GitHub now calls that
+        (SPEC: a reused name shows nothing of the old repository's tickets). A name and an id
+        railyard has never seen become each other's, as a first webhook would make them (it
+        adopts only tickets from before ids that are younger than the repository)."""
+        repository_id = dig_int(answer, "id")
+        created = dig_time(answer, "created_at")
+        if repository_id is None:
+            return False
+        async with self._shell.store.read() as reads:
+            holder = await reads.repository_named(repository)
+            known_as = await reads.repository_at(repository_id) if holder is None else None
+        if holder is None and known_as is None and created is not None:
+            async with self._shell.store.unit() as uow:
+                await uow.place_repository(repository_id, repository, created.timestamp(), self._clock())
+                await uow.commit()
+            return True
+        return holder is not None and holder == repository_id
+
+    async def _readable_by_app(
+        self, installation_id: int, repository: str, account: Account
+    ) -> tuple[bool, Any]:
         """Readable as the app sees it: a public repository, or a private one where GitHub gives
-        the account a permission (the collaborator permission counts teams and the organization)."""
+        the account a permission (the collaborator permission counts teams and the organization);
+        and GitHub's id of the repository."""
         github = self._shell.github
         assert github is not None  # the API is served only with app credentials
         found = await github.call("get_repository", installation_id, repository=repository)
         if isinstance(found, dict) and found.get("private") is False:
-            return True
+            return True, found
         try:
             permission = await github.call(
                 "get_permission", installation_id, repository=repository, username=account.login
             )
         except NotFound:
-            return False
-        return isinstance(permission, dict) and permission.get("permission") not in (None, "none")
+            return False, found
+        granted = isinstance(permission, dict) and permission.get("permission") not in (None, "none")
+        return granted, found
 
-    async def _installation(self, repository: str) -> int | None:
+    async def _installation(self, repository: str, account: Account) -> int | None:
         """The app's installation on the repository, or None (GitHub asked at most every few
-        minutes per repository, misses too; the memory is bounded)."""
+        minutes per repository, misses too; the memory is bounded). Each question asked of
+        GitHub spends the account's lookups: any public repository's name is readable, and an
+        account must not spend the app's own rate limit by naming one after another."""
         now, slot = self._clock(), repository.casefold()
         cached = self._installations.get(slot)
         if cached is not None and cached[1] > now:
             return cached[0]
+        self.costs.lookup(account.id)
         try:
             installation_id: int | None = await self._shell.ports.github.installation_of(repository)
         except Missing:
@@ -276,6 +338,9 @@ class AgentApi:
         while len(self._installations) > INSTALLATIONS_KEPT:
             self._installations.popitem(last=False)
         return installation_id
+
+
+AGENT_API: web.AppKey[AgentApi] = web.AppKey("agent_api", AgentApi)
 
 
 def _not_allowed(allowed: str) -> Route:
@@ -334,11 +399,15 @@ def _idempotency_key(request: web.Request) -> str:
     return key.strip()
 
 
-async def _command_body(request: web.Request) -> tuple[str, int | None]:
+async def _command_body(request: web.Request, bodies: BodyBudget) -> tuple[str, int | None]:
     """The command text and the expected revision, from a JSON object that holds only them."""
-    raw = await _body_within(request, MAX_BODY)
     try:
-        body = orjson.loads(raw)
+        async with bodies.body(request, MAX_BODY) as raw:
+            body = orjson.loads(raw)
+    except BodyRefused as refused:
+        code = {408: "body_stalled", 413: "too_large"}.get(refused.status, "busy")
+        retry = {"Retry-After": str(refused.retry_after)} if refused.retry_after is not None else None
+        raise Refused(refused.status, code, refused.message, retry) from None
     except orjson.JSONDecodeError:
         raise Refused(400, "bad_json", "the body is not JSON") from None
     if not isinstance(body, dict):
@@ -348,25 +417,11 @@ async def _command_body(request: web.Request) -> tuple[str, int | None]:
     command, expected = body.get("command"), body.get("expected_revision")
     if not isinstance(command, str) or not command.strip():
         raise Refused(400, "command_required", '"command" must be the command text, e.g. "/claim"')
-    if expected is not None and (type(expected) is not int or expected < 1):
+    if expected is not None and (type(expected) is not int or expected < 0):
         raise Refused(
-            400, "bad_expected_revision", '"expected_revision" must be a revision number (1 or more)'
+            400, "bad_expected_revision", '"expected_revision" must be a revision number (0 or more)'
         )
     return command, expected
-
-
-async def _body_within(request: web.Request, limit: int) -> bytes:
-    """The body, read no further than `limit` bytes whatever Content-Length says (413 past it)."""
-    too_large = Refused(413, "too_large", f"the body is larger than {limit // 1024} KB")
-    if (request.content_length or 0) > limit:
-        raise too_large
-    chunks, size = [], 0
-    while chunk := await request.content.read(64 * 1024):
-        size += len(chunk)
-        if size > limit:
-            raise too_large
-        chunks.append(chunk)
-    return b"".join(chunks)
 
 
 def _digest(repository: str, number: int, text: str, expected: int | None) -> str:
@@ -375,11 +430,16 @@ def _digest(repository: str, number: int, text: str, expected: int | None) -> st
     return hashlib.sha256(orjson.dumps(request, option=orjson.OPT_SORT_KEYS)).hexdigest()
 
 
-def _replay(kept: KeptAnswer, digest: str) -> web.Response:
-    """The kept answer again, or 422 when the key answered another request."""
+def _replay(kept: KeptAnswer, digest: str, now: Ticket | None = None) -> web.Response:
+    """The kept answer again, or 422 when the key answered another request, or 409 when it
+    applied to an attempt older than the ticket's current one (never "applied" for a change
+    the current attempt did not get)."""
     if kept.digest != digest:
         message = "this Idempotency-Key was used for another request; use a new key for a new request"
         raise Refused(422, "idempotency_key_reused", message)
+    if now is not None and replays_an_earlier_attempt(kept, now):
+        status, body = earlier_attempt_answer(kept.body, now)
+        return _json(status, body, {"Idempotent-Replayed": "true"})
     return _json(kept.status, kept.body, {"Idempotent-Replayed": "true"})
 
 
@@ -396,7 +456,8 @@ def _parsed(text: str, expected: int | None) -> ParsedComment:
         raise Refused(422, "several_commands", "one command per request")
     if expected is not None and parsed.expected_revision not in (None, expected):
         raise Refused(422, "revision_mismatch", "rev= in the command and expected_revision differ")
-    return replace(parsed, expected_revision=parsed.expected_revision or expected)
+    revision = parsed.expected_revision if parsed.expected_revision is not None else expected
+    return replace(parsed, expected_revision=revision)  # rev=0 is a revision like any other
 
 
 def _before_door(early: object, refusal: Refusal | None) -> Refused:

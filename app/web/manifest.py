@@ -30,6 +30,7 @@ EVENT_PERMISSIONS: dict[str, str] = {
     "deployment": "deployments",
     "deployment_status": "deployments",
     "merge_group": "merge_queues",
+    "repository": "metadata",
 }
 """The permission (read level suffices) without which GitHub will not deliver each event.
 

@@ -3,24 +3,32 @@
 `/login?next=PATH` sends the browser to `{GITHUB_WEB_URL}/login/oauth/authorize` with a fresh
 `state`, also sealed in a ten-minute cookie with the (local) return path. The callback checks the
 two match (constant time), exchanges the code, asks `GET /user` who it is and which repositories
-it can read, and seals the session cookie. `/logout` is a POST carrying the session's CSRF token.
+it can read, starts the session in the database (`app.store.web_sessions`) and seals its id in
+the session cookie. `/logout` is a POST carrying the session's CSRF token; it ends the session
+in the database, so every server process refuses the cookie from that moment.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import re
 import secrets
-from dataclasses import dataclass
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from urllib.parse import urlencode
 
 import structlog
 from aiohttp import web
 
 from app.settings import Settings
+from app.store.database import Database
+from app.store.web_sessions import WebSessions
 from app.views.pages.document import sign_in_refused
 from app.web.access import Access, AccessError, Person
 from app.web.answers import guarded
+from app.web.bodies import BodyRefused, small_form
 from app.web.pages import html_response
 from app.web.sessions import (
     SESSION_COOKIE,
@@ -47,6 +55,7 @@ class Session:
     person: Person
     token: str
     csrf: str
+    session_id: str = ""  # the key of its row in `web_sessions`; never logged
 
 
 @dataclass
@@ -56,6 +65,8 @@ class SignIn:
     settings: Settings
     sealer: Sealer
     access: Access
+    sessions: WebSessions
+    clock: Callable[[], float] = field(default=time.time)
 
     @property
     def secure(self) -> bool:
@@ -67,26 +78,31 @@ class SignIn:
         base = self.settings.public_url or str(request.url.origin())
         return base.rstrip("/") + "/login/callback"
 
-    def session(self, request: web.Request) -> Session | None:
-        """The request's session, if its cookie is genuine and unexpired."""
+    async def session(self, request: web.Request) -> Session | None:
+        """The request's session, if its cookie is genuine and unexpired and the session was not
+        signed out (on any process: the database says)."""
         value = self.sealer.open(SESSION_COOKIE, request.cookies.get(SESSION_COOKIE))
         if value is None:
             return None
         try:
             person = Person(int(value["id"]), str(value["login"]))
-            return Session(person, str(value["token"]), str(value["csrf"]))
+            session = Session(person, str(value["token"]), str(value["csrf"]), str(value["sid"]))
         except (KeyError, TypeError, ValueError):
-            return None
+            return None  # a cookie from before sessions were kept in the database: sign in again
+        now = self.clock()
+        live = await asyncio.to_thread(self.sessions.live, session.session_id, person.account_id, now)
+        return session if live else None
 
 
 SIGN_IN: web.AppKey[SignIn] = web.AppKey("sign_in", SignIn)
 
 
-def make_sign_in(settings: Settings) -> SignIn | None:
-    """Sign-in for `settings`, or None while the OAuth client is not configured."""
+def make_sign_in(settings: Settings, database: Database) -> SignIn | None:
+    """Sign-in for `settings` with its sessions in `database`, or None while the OAuth client is
+    not configured."""
     if not settings.sign_in:
         return None
-    return SignIn(settings, Sealer(session_key(settings)), Access(settings))
+    return SignIn(settings, Sealer(session_key(settings)), Access(settings), WebSessions(database))
 
 
 def local_path(candidate: str | None, default: str = "/tickets") -> str:
@@ -139,12 +155,16 @@ async def callback(request: web.Request) -> web.Response:
         await sign_in.access.readable(token, fresh=True)  # checked at sign-in
     except AccessError as error:
         return _refused(sign_in, error.status if error.status < 500 else 502, str(error))
+    session_id = await asyncio.to_thread(
+        sign_in.sessions.start, person.account_id, sign_in.clock(), SESSION_SECONDS
+    )
     log.info("signed in", account_id=person.account_id)
     session = {
         "id": person.account_id,
         "login": person.login,
         "token": token,
         "csrf": secrets.token_urlsafe(24),
+        "sid": session_id,
     }
     response = web.HTTPSeeOther(local_path(str(expected.get("next", ""))))
     set_cookie(
@@ -161,12 +181,17 @@ async def callback(request: web.Request) -> web.Response:
 async def logout(request: web.Request) -> web.Response:
     """End the session: only a POST from this site's own form (its CSRF token) is obeyed."""
     sign_in = request.app[SIGN_IN]
-    session = sign_in.session(request)
-    form = await request.post()
-    if session is None:
+    session = await sign_in.session(request)
+    if session is None:  # nothing of a stranger's body is read
         raise web.HTTPSeeOther("/login")
-    if not hmac.compare_digest(str(form.get("csrf", "")).encode(), session.csrf.encode()):
+    try:
+        form = await small_form(request)
+    except BodyRefused as refused:
+        return _refused(sign_in, refused.status, refused.message)
+    if not hmac.compare_digest(form.get("csrf", "").encode(), session.csrf.encode()):
         return _refused(sign_in, 403, "Sign-out needs the form on this site's pages.")
+    # Ended in the database first: from here every process refuses the cookie, whatever GitHub says.
+    await asyncio.to_thread(sign_in.sessions.end, session.session_id, sign_in.clock())
     sign_in.access.forget(session.token)
     if not await sign_in.access.revoke(session.token):  # the cookie is cleared either way
         log.warning("sign-out: GitHub did not revoke the token; it lapses when it expires")

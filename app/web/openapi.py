@@ -35,10 +35,22 @@ _REPLAYED = {
         "schema": {"type": "string", "enum": ["true", "false"]},
     }
 }
+_RETRY_AFTER = {
+    "Retry-After": {"description": "seconds until the budget's window is over", "schema": {"type": "string"}}
+}
 _COMMON = {
     "401": _error("No token, or one GitHub does not accept (wrong, expired, revoked)"),
     "404": _error("No such repository served to this account (or not installed), or not a ticket"),
-    "503": _error("GitHub could not answer in time; nothing was recorded: retry with the same key"),
+    "429": _json(
+        {"oneOf": [_ref("Error"), _ref("Refused")]},
+        "Over a budget: reads per minute, commands per hour (`limits.commands_per_hour`), or requests "
+        "by an account without a role (`limits.outsider_requests_per_hour`); nothing was called or recorded",
+        headers=_RETRY_AFTER,
+    ),
+    "503": _error(
+        "GitHub could not answer in time, or too many bodies are being read at once (Retry-After); "
+        "nothing was recorded: retry with the same key"
+    ),
 }
 _OWNER_REPO = [
     {"name": "owner", "in": "path", "required": True, "schema": {"type": "string"}},
@@ -108,7 +120,7 @@ _SCHEMAS: dict[str, Any] = {
                 "type": "string",
                 "description": "The comment grammar: `/claim`, `/deliver branch=x commit=y` + a summary",
             },
-            "expected_revision": {"type": "integer", "minimum": 1},
+            "expected_revision": {"type": "integer", "minimum": 0},
         },
     },
     "Applied": {
@@ -249,13 +261,17 @@ def _command_operation() -> dict[str, Any]:
                 "No Idempotency-Key, a bad one (over 255 characters), or a body that is not the JSON asked"
             ),
             "403": _refused("A role or relation refused (e.g. a runner accepting their own delivery)"),
-            "409": _refused("Stale expected revision, wrong state, or a lost race (another claim won)"),
+            "409": _refused(
+                "Stale expected revision, wrong state, a lost race (another claim won), or a key whose "
+                "command applied to an earlier attempt (`earlier_attempt`: the current status, and the "
+                "earlier answer as `earlier_answer`; replayed)"
+            ),
+            "408": _error("The body stalled (nothing arrived for 15 s); nothing was recorded"),
             "413": _error("A body over 256 KB"),
             "422": _json(
                 {"oneOf": [_ref("Error"), _ref("Refused")]},
                 "A command that does not parse or cannot run as written, or a key used for another request",
             ),
-            "429": _refused("The account's command budget for the repository is spent"),
             **_COMMON,
         },
     }

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from app.store.listing import Cursor, Listed, Listing, Page
+from app.store.repositories import holds
 from app.store.tickets import TicketService
 from app.views.attention import CODES, attention
 from app.views.pages.board import Board
@@ -31,6 +32,13 @@ class Reads:
 
     listing: Listing
     tickets: TicketService
+
+
+async def is_ours(listing: Listing, name: str, repository_id: int) -> bool:
+    """Whether what railyard keeps under `name` is about the repository GitHub now calls that
+    (`repository_id`, from the reader's own `GET /repos` or installation list): a name renamed
+    away and reused by another repository shows nothing of the old one."""
+    return await asyncio.to_thread(holds, listing.database, name, repository_id)
 
 
 async def read_page(

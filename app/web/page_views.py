@@ -26,7 +26,7 @@ from app.views.pages import ticket as ticket_view
 from app.web.access import AccessError, Readable
 from app.web.answers import guarded
 from app.web.oauth import SIGN_IN, Session, SignIn, add_sign_in_routes, local_path, make_sign_in, to_login
-from app.web.page_reads import Reads, parse_since, read_board, read_report, read_ticket
+from app.web.page_reads import Reads, is_ours, parse_since, read_board, read_report, read_ticket
 from app.web.pages import STYLESHEET_PATH, html_response, not_found, sign_in_disabled, stylesheet
 from app.web.sessions import SESSION_COOKIE, clear_cookie
 from policies.model import TicketKey
@@ -41,7 +41,7 @@ def signed_in(page: Page) -> Callable[[web.Request], Awaitable[web.Response]]:
         sign_in = request.app.get(SIGN_IN)
         if sign_in is None:
             return sign_in_disabled()
-        session = sign_in.session(request)
+        session = await sign_in.session(request)
         if session is None:
             return to_login(request)
         try:
@@ -69,20 +69,23 @@ def who(session: Session) -> dict[str, str]:
 async def repository_of(
     request: web.Request, session: Session, readable: dict[str, Readable]
 ) -> Readable | None:
-    """The path's repository, if the person can read it: named by their installation lists, or
-    (a repository railyard serves that no list names) by GitHub's answer about it alone."""
+    """The path's repository, if the person can read it (named by their installation lists, or,
+    a repository railyard serves that no list names, by GitHub's answer about it alone) and
+    railyard's records under that name are that repository's (GitHub's id is the stored one)."""
     name = f"{request.match_info['owner']}/{request.match_info['repo']}".lower()
-    if name in readable:
-        return readable[name]
-    if name not in await served(request):
+    found = readable.get(name)
+    if found is None and name in await served(request):
+        found = await request.app[SIGN_IN].access.one(session.token, name)
+    if found is None or not await is_ours(request.app[READS].listing, name, found.repository_id):
         return None
-    return await request.app[SIGN_IN].access.one(session.token, name)
+    return found
 
 
 async def served(request: web.Request) -> set[str]:
     """The repositories railyard keeps tickets of (lowercase)."""
     found = await asyncio.to_thread(request.app[READS].listing.repositories)
-    return {name.lower() for name, _ in found}
+    # A retired name (`owner/name@ID`: the name went to another repository) is no one's to read.
+    return {name.lower() for name, _ in found if "@" not in name}
 
 
 async def repositories_page(
@@ -141,7 +144,7 @@ PAGES: dict[str, Page] = {
 
 def install(app: web.Application, settings: Settings, database: Database) -> None:
     """Wire the stylesheet, sign-in (when its OAuth client is configured) and the ticket pages."""
-    sign_in = make_sign_in(settings)
+    sign_in = make_sign_in(settings, database)
     if sign_in is not None:
         add_sign_in_routes(app, sign_in)
     app[READS] = Reads(Listing(database), TicketService(database))

@@ -21,6 +21,7 @@ SUBSCRIBED_EVENTS = (
     "deployment",
     "deployment_status",
     "merge_group",
+    "repository",
 )
 """The events the app subscribes to (installation events arrive without subscribing, and ping)."""
 UNLISTED_EVENTS = ("installation", "installation_repositories", "ping")
@@ -143,6 +144,8 @@ SHAPES: dict[str, Shape] = {
     # A deployment status set by an Actions job names the job's check run.
     "deployment_status": _shape(("deployment", dict), ("deployment_status", dict), allows=("check_run",)),
     "merge_group": _shape(("merge_group", dict)),
+    # Renamed, transferred (and the actions railyard ignores): the repository itself, no more.
+    "repository": _shape(("repository", dict), ("action", str)),
     "installation": _shape(("installation.account", dict)),
     "installation_repositories": _shape(
         ("installation.account", dict), ("repositories_added", list), ("repositories_removed", list)

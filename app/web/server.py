@@ -53,6 +53,7 @@ from app.store.queue import IGNORED, PENDING, REJECTED, release_all_leases
 from app.store.retention import Retention
 from app.web.answers import answer, guarded
 from app.web.api import AgentApi
+from app.web.bodies import BODIES, BodyBudget, BodyRefused
 from app.web.page_views import install as install_pages
 from app.web.payloads import describe, mismatch
 from app.web.setup import SetupFlow, add_setup_routes, start_setup
@@ -92,6 +93,7 @@ class WebhookReceiver:
         routed: frozenset[str],
         clock: Callable[[], float],
         worker: Worker | None,
+        bodies: BodyBudget,
     ) -> None:
         self._configured = settings.configured
         self._secrets = [secret.get_secret_value().encode() for secret in settings.webhook_secrets]
@@ -101,6 +103,7 @@ class WebhookReceiver:
         self._clock = clock
         self._worker = worker
         self._refusals = RejectionLog()
+        self._bodies = bodies
 
     async def receive(self, request: web.Request) -> web.Response:
         """Answer one delivery (see the module docstring for the statuses)."""
@@ -117,10 +120,21 @@ class WebhookReceiver:
         if (request.content_length or 0) > MAX_BODY_BYTES:
             return self._reject(event, 413, "payload larger than 25 MB")
         try:
-            body = await request.read()
-        except web.HTTPRequestEntityTooLarge:
-            return self._reject(event, 413, "payload larger than 25 MB")
-        if not verify_signature(body, headers.get("X-Hub-Signature-256"), self._secrets):
+            async with self._bodies.body(request, MAX_BODY_BYTES) as body:
+                return await self._accept(
+                    event, delivery_id, body, started, headers.get("X-Hub-Signature-256")
+                )
+        except BodyRefused as refused:
+            response = self._reject(event, refused.status, refused.message)
+            if refused.retry_after is not None:
+                response.headers["Retry-After"] = str(refused.retry_after)
+            return response
+
+    async def _accept(
+        self, event: str, delivery_id: str, body: bytes, started: float, signature: str | None
+    ) -> web.Response:
+        """Verify the body read whole, store it durably and acknowledge it."""
+        if not verify_signature(body, signature, self._secrets):
             return self._reject(event, 401, "missing or wrong X-Hub-Signature-256")
         try:
             payload = orjson.loads(body)
@@ -339,12 +353,15 @@ def create_app(
     # The same supervised loops as `railyard worker` (app.runtime.runner), built the same way.
     app[SUPERVISOR] = supervise(app.get(WORKER), app.get(OUTBOX), app.get(MAINTENANCE), app.get(WATCHDOG))
     app.cleanup_ctx.append(_lifecycle)
-    receiver = WebhookReceiver(settings, app[WRITER], metrics, router.events, clock, app.get(WORKER))
+    bodies = app[BODIES] = BodyBudget()  # every body this process reads: the webhooks' and the API's
+    receiver = WebhookReceiver(settings, app[WRITER], metrics, router.events, clock, app.get(WORKER), bodies)
     app.router.add_post("/webhooks", guarded(receiver.receive))
     app.router.add_get("/healthz", guarded(health))
     app.router.add_get("/metrics", guarded(serve_metrics))
     if shell.github is not None:
-        AgentApi(shell, UserReads(shell.github, clock=clock), clock=clock).add_routes(app)
+        users = UserReads(shell.github, clock=clock)
+        reads = settings.api_reads_per_minute
+        AgentApi(shell, users, clock=clock, reads_per_minute=reads, bodies=bodies).add_routes(app)
     else:
         app.router.add_route("*", "/api/v1/{tail:.*}", guarded(_api_in_setup))
     if settings.configured:

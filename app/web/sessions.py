@@ -5,12 +5,12 @@ The key is derived with HKDF-SHA256 from `SESSION_SECRET`, else from `GITHUB_CLI
 associated data, so a state cookie can never be replayed as a session. Every sealed value
 carries its own expiry, checked on reading, besides the cookie's Max-Age.
 
-Why the session lives in the cookie and not in a table: the user's GitHub token is then never
-at rest anywhere but in the person's browser, encrypted under a key only the server holds;
-there is no table to leak, to migrate or to clean up, and every process of a scaled-out
-deployment reads the same cookie. Logging out deletes the cookie; a copied cookie stays valid
-until its expiry (at most the token's own eight hours), and the token inside is still checked
-against GitHub at least every five minutes (`app.web.access`).
+What lives where: the user's GitHub token stays in the person's browser, encrypted under a key
+only the server holds (no table holds a token); the session itself, a random id sealed in the
+cookie, lives in the database (`app.store.web_sessions`), so every process of a scaled-out
+deployment reads the same sessions and signing out on one ends the session on all of them at
+once (a copied cookie is refused at its next request, on any process). The token inside is still
+checked against GitHub at least every five minutes (`app.web.access`).
 """
 
 from __future__ import annotations

@@ -27,7 +27,8 @@ import structlog
 from aiohttp import web
 from cryptography.hazmat.primitives import serialization
 
-from app.github.client import API_VERSION, ENDPOINTS, USER_AGENT
+from app.github.client import API_VERSION, USER_AGENT
+from app.github.endpoints import ENDPOINTS
 from app.settings import Settings
 from app.web.answers import guarded
 from app.web.envfile import update_env_file

@@ -76,8 +76,8 @@ async def test_an_agent_claims_and_delivers_through_the_api(agents: ApiAgents) -
     assert "applied=true" in (agents.tmp / "output").read_text().splitlines()
 
 
-async def test_a_rerun_of_the_same_workflow_run_replays_and_claims_once(agents: ApiAgents) -> None:
-    """The default key comes from the run: running the step again replays the stored answer."""
+async def test_the_step_sent_again_in_the_same_run_attempt_replays_and_claims_once(agents: ApiAgents) -> None:
+    """The default key comes from the run and its attempt: the step sent again replays the answer."""
     world = agents.world
     await world.say("rachel", "/publish")
     assert (await agents.run("cody", "claim"))[0] == 0
@@ -102,3 +102,55 @@ async def test_github_down_for_a_moment_is_retried_with_the_same_key(agents: Api
     status, out, err = await agents.run("cody", "claim", "--json")
     assert (status, err) == (0, ""), out
     assert json.loads(out)["applied"] is True and claims(world) == 1
+
+
+async def _delivered_then_sent_back(agents: ApiAgents, *key: str) -> None:
+    world = agents.world
+    await world.say("rachel", "/publish")
+    assert (await agents.run("cody", "claim"))[0] == 0
+    status, out, _ = await agents.run(
+        "cody", "deliver", "--branch", "agent/12-fix", "--summary", "One.", *key
+    )
+    assert status == 0, out
+    await asyncio.sleep(1.1)  # a comment's time is to the second: the review comes after the delivery
+    await world.say("rita", "/send-back The upload still restarts from zero.")
+    assert world.ticket().work.value == "claimed" and world.ticket().attempt == 2
+
+
+async def test_a_replayed_delivery_of_an_earlier_attempt_is_not_reported_applied(agents: ApiAgents) -> None:
+    """The first delivery's key sent again after a send-back: railyard answers 409, naming the
+    earlier attempt and the ticket's current status; the step fails, nothing changes."""
+    await _delivered_then_sent_back(agents, "--idempotency-key", "deliver-12")
+    status, out, err = await agents.run(
+        "cody", "deliver", "--branch", "agent/12-fix", "--summary", "One.", "--idempotency-key", "deliver-12"
+    )
+    assert status == 1 and "applied" not in out.split(":")[1], out
+    assert "earlier_attempt" in out and "attempt 1" in err and "now at attempt 2 (claimed" in err
+    assert agents.world.ticket().work.value == "claimed"
+    answer = json.loads(
+        (await agents.run("cody", "deliver", "--branch", "agent/12-fix", "--summary", "One.",
+                          "--idempotency-key", "deliver-12", "--json"))[1]
+    )  # fmt: skip
+    assert answer["status"]["attempt"] == 2 and answer["earlier_answer"]["applied"] is True
+
+
+async def test_a_workflow_rerun_after_a_send_back_delivers_again(
+    agents: ApiAgents, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Re-running the workflow after a send-back: its claim step replays the run's claim, which
+    railyard names an earlier attempt's while the agent still holds the ticket (exit 0, attempt
+    2), and its delivery, keyed by the run attempt, is a new delivery (attempt 2 delivered)."""
+    monkeypatch.setenv("GITHUB_RUN_ATTEMPT", "1")
+    await _delivered_then_sent_back(agents)
+    monkeypatch.setenv("GITHUB_RUN_ATTEMPT", "2")
+    status, out, err = await agents.run("cody", "claim")
+    assert (status, err) == (0, ""), out
+    assert "still claimed, now at attempt 2" in out and "attempt=2" in (agents.tmp / "output").read_text()
+    fixed = agents.world.github.repository(REPO)
+    assert fixed is not None
+    fixed.branches["agent/12-fix"] = "a" * 40  # the re-run pushed a fix
+    status, out, err = await agents.run("cody", "deliver", "--branch", "agent/12-fix", "--summary", "Two.")
+    assert (status, err) == (0, ""), out
+    assert "replayed" not in out
+    ticket = agents.world.ticket()
+    assert ticket.work.value == "delivered" and ticket.last_delivery.attempt == 2

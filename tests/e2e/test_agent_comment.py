@@ -10,7 +10,7 @@ import contextlib
 import io
 import json
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -32,13 +32,19 @@ class AgentWorld:
     github_api: str
     tmp: Path
 
-    async def run(self, login: str, *argv: str) -> tuple[int, str, str]:
-        """Run `railyard agent ...` with `login`'s own token, forwarding their comments as webhooks."""
+    sent: set[int] = field(default_factory=set)
+
+    async def run(
+        self, login: str, *argv: str, app_id: str | None = "1", forward: bool = True, timeout: str = "60"
+    ) -> tuple[int, str, str]:
+        """Run `railyard agent ...` with `login`'s own token (trusting railyard's app, id 1, unless
+        told otherwise), forwarding their comments as webhooks unless `forward` is False."""
         token = self.world.github.issue_user_token(login)
         out, err = io.StringIO(), io.StringIO()
         common = ["--repo", REPO, "--issue", "12", "--token", token, "--github-api-url", self.github_api]
-        command = ["agent", argv[0], *common, "--poll-interval", "0.05", "--timeout", "60", *argv[1:]]
-        forwarding = asyncio.create_task(self._forward(login))
+        common += ["--app-id", app_id] if app_id is not None else []
+        command = ["agent", argv[0], *common, "--poll-interval", "0.05", "--timeout", timeout, *argv[1:]]
+        forwarding = asyncio.create_task(self._forward(login) if forward else asyncio.sleep(3600))
         try:
             status = await asyncio.to_thread(main, command, None, out, err)
         finally:
@@ -47,17 +53,23 @@ class AgentWorld:
                 await forwarding
         return status, out.getvalue(), err.getvalue()
 
+    async def forward_once(self, login: str) -> int:
+        """Send every comment `login` posted and railyard has not seen; how many were sent."""
+        count = 0
+        for comment in list(self.world.github.comments.values()):
+            if comment.user == login and comment.app_id is None and comment.id not in self.sent:
+                self.sent.add(comment.id)
+                account = self.world.github.user_id(login)
+                payload = comment_payload(login, comment.body, 12, id=comment.id, user_id=account)
+                response = await self.world.server.deliver("issue_comment", json.dumps(payload).encode())
+                assert response.status == 202
+                count += 1
+        return count
+
     async def _forward(self, login: str) -> None:
         """GitHub's part: each comment `login` posts is sent to railyard as a signed webhook."""
-        sent: set[int] = set()
         while True:
-            for comment in list(self.world.github.comments.values()):
-                if comment.user == login and comment.app_id is None and comment.id not in sent:
-                    sent.add(comment.id)
-                    account = self.world.github.user_id(login)
-                    payload = comment_payload(login, comment.body, 12, id=comment.id, user_id=account)
-                    response = await self.world.server.deliver("issue_comment", json.dumps(payload).encode())
-                    assert response.status == 202
+            await self.forward_once(login)
             await asyncio.sleep(0.02)
 
 

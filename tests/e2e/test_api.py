@@ -6,12 +6,17 @@ from __future__ import annotations
 import asyncio
 import base64
 import uuid
+from pathlib import Path
 from typing import Any
 
+from app.store.database import Database
 from app.store.tickets import TicketService
+from app.web.api import AGENT_API
+from policies.budgets import Budget
 from policies.model import TicketKey
-from tests.e2e.world import REPO, World
-from tests.github_standin import Fault
+from tests.e2e.world import REPO, World, standin_state
+from tests.fakes import app_settings, running_server
+from tests.github_standin import Fault, running_standin
 
 TICKETS = f"/api/v1/repos/{REPO}/tickets"
 
@@ -339,3 +344,135 @@ async def test_a_token_that_is_no_persons_is_401(world: World) -> None:
     installation_token = world.github.issue_token(7)
     status, answer, _ = await call(world, installation_token, "GET", f"{TICKETS}/12")
     assert status == 401 and answer["error"]["code"] == "bad_token"
+
+
+async def test_rev_0_through_the_api_is_a_revision_like_any_other(world: World) -> None:
+    """`/claim rev=0` on a published ticket is stale (409), not run as if no revision were given."""
+    await world.say("rachel", "/publish")
+    revision = world.ticket().revision
+    status, answer, _ = await command(world, "cody", "/claim rev=0")
+    assert status == 409 and answer["refusal"]["code"] == "stale_revision", answer
+    assert world.ticket().revision == revision and world.ticket().work.value == "open"
+
+
+async def test_a_branch_with_a_hash_is_asked_about_whole(world: World) -> None:
+    """`branch=a#b` delivers the head of `a#b`, not of `a` (path parameters are percent-encoded)."""
+    branches = world.github.repositories[REPO].branches
+    branches.update({"a": "a" * 40, "a#b": "b" * 40})
+    await world.say("rachel", "/publish")
+    assert (await command(world, "cody", "/claim"))[0] == 200
+    status, answer, _ = await command(world, "cody", "/deliver branch=a#b\nDone.")
+    assert status == 200, answer
+    delivered = [e for e in events(world) if e.type.value == "delivered"]
+    assert delivered[-1].data["commit"] == "b" * 40
+    assert f"/repos/{REPO}/branches/a#b" in {c.path for c in world.github.calls}
+
+
+async def test_the_next_page_link_never_comes_from_the_host_header(world: World) -> None:
+    """A forged Host header cannot make the `Link` header point at another server."""
+    for number in (12, 40):
+        await world.say("rachel", "/publish", number=number)
+    headers = {"Authorization": f"Bearer {token(world, 'rita')}", "Host": "evil.example"}
+    async with world.server.client.get(TICKETS + "?per_page=1", headers=headers) as response:
+        assert response.status == 200
+        link = response.headers["Link"]
+    assert "evil.example" not in link and link.startswith(f"<{TICKETS}?"), link
+
+
+def installation_calls(world: World, since: int) -> list[Any]:
+    """The calls made with the installation's token since call number `since`, that cost its limit."""
+    return [c for c in world.github.calls[since:] if c.auth == "installation" and c.counted]
+
+
+async def test_an_outsiders_flood_of_refused_commands_costs_the_installation_little(world: World) -> None:
+    """120 commands by an account without a role, refused before the door (an unknown commit, an
+    issue that does not exist): at most `outsider_requests_per_hour` reach GitHub, each for at most
+    the role check (one call once it is known to hold none); the rest are 429 with Retry-After,
+    calling nothing; a requester still publishes."""
+    await world.say("rachel", "/publish")
+    mallory = token(world, "mallory")  # one account, one token, as an agent sends them
+    before, statuses, costs = len(world.github.calls), [], []
+    for n in range(120):
+        start = len(world.github.calls)
+        if n % 2:
+            answer = await command(world, mallory, f"/deliver commit={uuid.uuid4().hex}\nDone.")
+        else:
+            answer = await command(world, mallory, "/publish", number=999)
+        statuses.append(answer[0])
+        costs.append(len(installation_calls(world, start)))
+        if answer[0] == 429:
+            assert int(answer[2]["Retry-After"]) > 0 and answer[1]["error"]["code"] == "over_budget"
+    spent = installation_calls(world, before)
+    print(f"\noutsider flood: {len(spent)} counted installation calls, {statuses.count(429)} answered 429")
+    assert statuses.count(429) == 90 and set(statuses[:30]) <= {403, 404, 409, 422}
+    # The first asks /publish's two teams; once known to hold no role, one call asks the organization.
+    assert costs[0] <= 2 and max(costs[1:]) <= 1 and sum(costs[30:]) == 0
+    assert {c.path.rsplit("/", 1)[-1] for c in spent} == {"mallory"}  # never a commit or an issue
+    flood_end = len(world.github.calls)
+    assert (await command(world, mallory, "/publish", number=999))[0] == 429
+    assert world.github.calls[flood_end:] == [
+        c for c in world.github.calls[flood_end:] if c.auth != "installation"
+    ]
+    world.github.repositories[REPO].issues[13].body = "Real work"
+    status, answer, _ = await command(world, "rachel", "/publish", number=13)  # a requester's
+    assert status == 200, answer
+
+
+async def test_reads_are_limited_per_account(tmp_path: Path) -> None:
+    """Past API_READS_PER_MINUTE (600 by default) an account's reads are 429 with Retry-After;
+    another account still reads."""
+    async with running_standin(standin_state()) as standin:
+        url = f"sqlite:///{tmp_path}/railyard.db"
+        settings = app_settings(url, GITHUB_API_URL=standin.url, APP_ID="1", API_READS_PER_MINUTE="5")
+        async with running_server(settings, outbox_spacing=0.0) as server:
+            await reads_limited(World(server, standin.state, Database(url)))
+
+
+async def reads_limited(world: World) -> None:
+    await world.say("rachel", "/publish")
+    live = token(world, "rita")
+    statuses = [(await call(world, live, "GET", f"{TICKETS}/12"))[0] for _ in range(7)]
+    assert statuses == [200] * 5 + [429] * 2
+    status, _, headers = await call(world, live, "GET", TICKETS)
+    assert status == 429 and int(headers["Retry-After"]) >= 1
+    assert (await call(world, "cody", "GET", f"{TICKETS}/12"))[0] == 200
+
+
+async def test_naming_one_public_repository_after_another_cannot_spend_the_apps_rate_limit(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    """Each repository whose installation GitHub is asked about spends the account's lookups: past
+    them a request is 429 and the app's JWT is not used; repositories already known still answer."""
+    monkeypatch.setattr("app.web.api_costs.LOOKUPS_PER_HOUR", 3)
+    async with running_standin(standin_state()) as standin:
+        url = f"sqlite:///{tmp_path}/railyard.db"
+        settings = app_settings(url, GITHUB_API_URL=standin.url, APP_ID="1")
+        async with running_server(settings, outbox_spacing=0.0) as server:
+            world = World(server, standin.state, Database(url))
+            for n in range(6):
+                world.github.add_repository(f"octo/public-{n}")
+            live = token(world, "mallory")
+            assert (await call(world, live, "GET", TICKETS))[0] == 200  # acme/web: the first lookup
+            paths = [f"/api/v1/repos/octo/public-{n}/tickets" for n in range(6)]
+            answers = [(await call(world, live, "GET", path))[0] for path in paths]
+            assert answers == [404, 404, 429, 429, 429, 429]
+            asked = [c for c in world.github.calls if c.path.endswith("/installation") and "public" in c.path]
+            assert len(asked) == 2
+            assert (await call(world, live, "GET", TICKETS))[0] == 200  # known: no lookup spent
+
+
+async def test_made_up_tokens_cost_github_a_bounded_number_of_checks(world: World, monkeypatch: Any) -> None:
+    """A refused token is refused again without asking GitHub; past the budget for tokens never
+    seen accepted a request is 429 without a call, and a token seen accepted still reads."""
+    await world.say("rachel", "/publish")
+    live = token(world, "rita")
+    assert (await call(world, live, "GET", f"{TICKETS}/12"))[0] == 200
+    checks = world.server.app[AGENT_API].costs.tokens
+    monkeypatch.setattr(checks.new, "budget", Budget("new tokens", 5, 60.0))
+    before = len(world.github.calls)
+    statuses = [(await call(world, f"ghu_madeup{n}", "GET", f"{TICKETS}/12"))[0] for n in range(20)]
+    statuses += [(await call(world, "ghu_madeup0", "GET", f"{TICKETS}/12"))[0] for _ in range(5)]
+    asked = [c for c in world.github.calls[before:] if c.path == "/user"]
+    assert statuses[:4] == [401] * 4 and 429 in statuses[4:20] and statuses[20:] == [401] * 5
+    assert len(asked) <= 5
+    assert (await call(world, live, "GET", f"{TICKETS}/12"))[0] == 200

@@ -15,6 +15,7 @@ from app.store.tickets import TicketService
 from policies.model import TicketKey
 from tests.e2e.world import CONFIG, FIX, REPO, World
 from tests.fakes import example
+from tests.github_standin import repository_id
 
 
 async def test_a_whole_lifecycle_runs_from_comments_with_roles_from_teams(world: World) -> None:
@@ -206,6 +207,7 @@ async def test_the_ticket_label_makes_a_draft_ticket_once(world: World) -> None:
     payload = json.loads(example("api.github.com", "issues", "10-labeled.json"))
     payload["installation"] = {"id": 7}
     payload["repository"]["full_name"] = REPO
+    payload["repository"]["id"] = repository_id(REPO)
     payload["issue"]["number"] = 13
     payload["issue"]["labels"] = [{"name": "bug"}]
     await world.server.deliver("issues", json.dumps(payload).encode())
@@ -316,12 +318,23 @@ async def test_the_command_budget_is_enforced_per_actor(world: World) -> None:
     assert "limit is 2" in world.replies(13)[-1]
 
 
-async def test_repeated_refusals_fall_back_to_a_reaction(world: World) -> None:
-    """A public repository cannot turn the app into a spam cannon: after a few replies, reactions only."""
+async def test_repeated_refusals_fall_back_to_one_reaction_then_silence(world: World) -> None:
+    """A public repository cannot make the app a spam cannon: a few replies, one reaction, then nothing."""
     await world.say("rachel", "/publish")
     ids = [await world.say("nora", "/claim") for _ in range(6)]
     assert len(world.replies()) <= 4
-    assert world.reactions_to(ids[-1]) == ["confused"]
+    assert world.reactions_to(ids[3]) == ["confused"]
+    assert [world.reactions_to(i) for i in ids[4:]] == [[], []]
+
+
+async def test_thirty_comments_by_an_outsider_cost_the_installation_a_handful_of_writes(world: World) -> None:
+    """Over the reply limit, further comments cost no content write: 30 refused comments, at most 4 writes."""
+    await world.say("rachel", "/publish")
+    before = len(world.github.calls)
+    for _ in range(30):
+        await world.say("nora", "/claim")
+    writes = [c for c in world.github.calls[before:] if c.content_write]
+    assert len(writes) <= 4, [(c.method, c.path) for c in writes]
 
 
 async def test_a_pull_request_from_the_delivered_branch_links_the_ticket(world: World) -> None:

@@ -8,7 +8,8 @@ import pytest
 
 from app.store.tickets import TicketService
 from policies.model import TicketKey
-from tests.e2e.world import REPO, World, pull_request_payload
+from tests.e2e.world import REPO, World, event_payload, pull_request_payload
+from tests.github_standin import account_id
 
 FORK_HEAD = "ab" * 20
 
@@ -184,3 +185,55 @@ async def test_a_merge_that_arrives_before_the_ticket_is_published_still_merges_
     assert ticket.rails.integration.value == "merged"
     assert ticket.rails.merge_commit == "d" * 40
     assert link_observations(world, 62)[0] == (True, True)
+
+
+def failing_check(head: str, check_id: int) -> dict[str, object]:
+    """`ci` completed as failure on `head`."""
+    payload = event_payload("check_run", "02-completed.json")
+    payload["check_run"].update(
+        {"name": "ci", "head_sha": head, "status": "completed", "conclusion": "failure", "id": check_id}
+    )
+    payload["check_run"]["completed_at"] = "2026-11-30T10:02:00Z"
+    return payload
+
+
+def outsiders_fork_pr(action: str, **changes: object) -> dict[str, object]:
+    """mallory's PR #99 from her fork, saying `Fixes #12`."""
+    payload = pull_request_payload(
+        action,
+        99,
+        "Fixes #12",
+        head=FORK_HEAD,
+        ref="patch-1",
+        head_repo="mallory/web",
+        **changes,  # type: ignore[arg-type]
+    )
+    pull: dict[str, object] = payload["pull_request"]
+    pull["user"] = {**pull["user"], "login": "mallory", "id": account_id("mallory"), "type": "User"}  # type: ignore[dict-item]
+    return payload
+
+
+async def test_an_outsiders_fork_pr_with_a_failing_check_only_mentions_the_ticket_until_merged(
+    world: World,
+) -> None:
+    """mallory (no role) opens a fork PR fixing #12 and its check fails: the rail stays, the status
+    comment shows the mention; a maintainer merging it makes #12 merged."""
+    await world.say("rachel", "/publish")
+    world.github.add_pull(
+        REPO,
+        99,
+        body="Fixes #12",
+        head_ref="patch-1",
+        head_sha=FORK_HEAD,
+        head_repo="mallory/web",
+        user="mallory",
+    )
+    await world.send("pull_request", outsiders_fork_pr("opened"))
+    await world.send("check_run", failing_check(FORK_HEAD, 9901))
+    assert world.ticket().rails.integration.value == "unreported"
+    [status] = world.status_comments()
+    assert "#99 mentions this ticket" in status
+    merged = outsiders_fork_pr("closed", merged=True, state="closed", updated="2026-11-30T11:00:00Z")
+    merged["pull_request"]["merged_by"] = {"login": "max", "id": account_id("max"), "type": "User"}  # type: ignore[index]
+    await world.send("pull_request", merged)
+    assert world.ticket().rails.integration.value == "merged"

@@ -12,6 +12,7 @@ import pytest
 from app.store.queue import list_deliveries
 from tests.e2e.world import CONFIG, FIX, REPO, World, event_payload, pull_request_payload
 from tests.fakes import FIXTURES
+from tests.github_standin import repository_id
 
 
 async def claimed(world: World) -> None:
@@ -166,6 +167,7 @@ def _adjusted(path: Path, event: str) -> dict[str, Any]:
     payload: dict[str, Any] = json.loads(path.read_text())
     payload["installation"] = {"id": 7}
     payload.setdefault("repository", {})["full_name"] = REPO
+    payload["repository"]["id"] = repository_id(REPO)  # the stand-in's acme/web
     if event == "pull_request":
         payload["pull_request"]["number"] = 50
         payload["pull_request"]["body"] = "Fixes #12"

@@ -13,7 +13,8 @@ import pytest
 from app.web.access import RECHECK_SECONDS
 from app.web.oauth import SIGN_IN
 from app.web.sessions import SESSION_COOKIE, STATE_COOKIE
-from tests.e2e.web_world import PRIVATE_REPO, WebWorld, web_world
+from tests.e2e.web_world import PRIVATE_REPO, WebWorld, say_in, web_settings, web_world
+from tests.fakes import app_settings, running_server
 from tests.github_standin import Fault
 
 
@@ -142,6 +143,18 @@ async def test_logout_needs_the_session_csrf_token_and_then_ends_the_session(web
             assert response.status == 303 and response.headers["Location"].startswith("/login")
 
 
+async def test_a_sign_out_form_is_read_only_for_a_session_and_only_a_few_kilobytes(web: WebWorld) -> None:
+    """A stranger's POST /logout is sent to sign in before its body is read; a session's 5 MB form is 413."""
+    async with web.server.client.post("/logout", data=b"x" * (5 * 1024 * 1024), allow_redirects=False) as r:
+        assert r.status == 303 and r.headers["Location"] == "/login"
+    async with web.browser_session() as client:
+        await web.sign_in(client, "olivia")
+        async with client.post("/logout", data={"csrf": "x" * (5 * 1024 * 1024)}, allow_redirects=False) as r:
+            assert r.status == 413
+        async with client.get("/tickets", allow_redirects=False) as response:
+            assert response.status == 200  # still signed in: nothing was done for it
+
+
 async def test_logout_revokes_the_token_so_a_copied_cookie_is_worth_nothing(web: WebWorld) -> None:
     """Signing out asks GitHub to revoke the token: the cookie, replayed, no longer reads anything."""
     async with web.browser_session() as client:
@@ -155,6 +168,31 @@ async def test_logout_revokes_the_token_so_a_copied_cookie_is_worth_nothing(web:
         thief.cookie_jar.update_cookies(copied)
         async with thief.get("/tickets/acme/web", allow_redirects=False) as response:
             assert response.status == 303 and response.headers["Location"].startswith("/login")
+
+
+async def test_signing_out_on_one_server_ends_the_session_on_the_other_at_once(
+    web: WebWorld, tmp_path: Path
+) -> None:
+    """Two server processes on one database: after sign-out on the first, the copied cookie no
+    longer reads the private board on the second, though that one had just served it."""
+    await say_in(web, PRIVATE_REPO, "olivia", "/publish --no-code", 7)
+    url = f"sqlite:///{tmp_path}/railyard.db"
+    settings = app_settings(url, **web_settings(tmp_path, web.standin.url))
+    async with running_server(settings, outbox_spacing=0.0, run_worker=False) as other:
+        async with web.browser_session() as client:
+            page = await web.sign_in(client, "olivia")
+            csrf = page.split('name="csrf" value="')[1].split('"')[0]
+            copied = {c.key: c.value for c in client.cookie_jar}
+            async with aiohttp.ClientSession(other.url, cookie_jar=aiohttp.CookieJar(unsafe=True)) as thief:
+                thief.cookie_jar.update_cookies(copied)
+                async with thief.get(f"/tickets/{PRIVATE_REPO}", allow_redirects=False) as response:
+                    board = await response.text()
+                    assert response.status == 200 and f'href="/tickets/{PRIVATE_REPO}/7"' in board
+                async with client.post("/logout", data={"csrf": csrf}, allow_redirects=False) as response:
+                    assert response.status == 303
+                async with thief.get(f"/tickets/{PRIVATE_REPO}", allow_redirects=False) as response:
+                    assert response.status == 303 and response.headers["Location"].startswith("/login")
+                    assert f"{PRIVATE_REPO}/7" not in await response.text()
 
 
 async def test_access_is_rechecked_after_five_minutes_with_conditional_requests(web: WebWorld) -> None:

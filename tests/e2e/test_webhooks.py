@@ -13,6 +13,7 @@ from app.store.queue import list_deliveries
 from app.web.payloads import SUBSCRIBED_EVENTS, UNLISTED_EVENTS
 from tests.e2e.world import REPO, World
 from tests.fakes import FIXTURES, app_settings, drained, example, running_server, signed_headers
+from tests.github_standin import repository_id
 
 PING = example("api.github.com", "ping", "01-none.json")
 SUBSCRIBED = (*SUBSCRIBED_EVENTS, *UNLISTED_EVENTS)
@@ -175,13 +176,14 @@ async def test_every_real_example_of_the_subscribed_events_is_stored_and_dispatc
     installation, so that an example `deleted` does not uninstall the app under test).
     """
     examples = _examples()
-    assert len(examples) == 231
+    assert len(examples) == 244  # 231, and the 13 `repository` examples
     for number, path in enumerate(examples):
         payload = json.loads(path.read_bytes())
         if not path.parent.name.startswith("installation"):
             payload["installation"] = {"id": 7}
             if isinstance(payload.get("repository"), dict):
                 payload["repository"]["full_name"] = REPO
+                payload["repository"]["id"] = repository_id(REPO)  # the stand-in's acme/web
         response = await world.server.deliver(
             path.parent.name, json.dumps(payload).encode(), f"example-{number}"
         )

@@ -18,7 +18,7 @@ from app.views.status_json import status_comment_body
 from app.views.surfaces import status_key
 from policies.model import TicketKey
 from tests.fakes import drained, example
-from tests.github_standin import StandinState, account_id
+from tests.github_standin import StandinState, account_id, repository_id
 
 REPO = "acme/web"
 MAIN, FIX = "1" * 40, "f" * 40
@@ -69,6 +69,7 @@ def comment_payload(
     comment_id = comment.pop("id", None) or next(_comment_ids)
     payload["installation"] = {"id": 7, "node_id": "MDIzOkludGVncmF0aW9uSW5zdGFsbGF0aW9uNw=="}
     payload["repository"]["full_name"], payload["repository"]["name"] = REPO, "web"
+    payload["repository"]["id"] = repository_id(REPO)  # the stand-in's acme/web
     payload["issue"]["number"] = number
     if pr:
         payload["issue"]["pull_request"] = {"url": f"https://api.github.com/repos/{REPO}/pulls/{number}"}
@@ -166,6 +167,7 @@ def event_payload(event: str, name: str, **changes: Any) -> dict[str, Any]:
     payload = json.loads(example("api.github.com", event, name))
     payload["installation"] = {"id": 7}
     payload["repository"]["full_name"], payload["repository"]["name"] = REPO, "web"
+    payload["repository"]["id"] = repository_id(REPO)  # the stand-in's acme/web
     payload.update(changes)
     return payload
 

@@ -44,6 +44,8 @@ class FakeGitHub:
     closing_faults: list[Exception] = field(default_factory=list)
     """Raised, one per read, by the next `closing_issues` reads (GraphQL failing)."""
     calls: list[Call] = field(default_factory=list)
+    names: dict[int, str] = field(default_factory=dict)
+    """Repositories' names now, by id (`GET /repositories/{id}`); an id not here is gone."""
 
     # -- seeding -------------------------------------------------------------------------
 
@@ -109,6 +111,14 @@ class FakeGitHub:
         """A branch with its head commit."""
         self.calls.append(Call("branch", installation_id, (repository, branch)))
         return self._found(self.branches, "branch", repository, branch)
+
+    async def repository_name(self, installation_id: int, repository_id: int) -> str:
+        """The repository's name now, by its id."""
+        self.calls.append(Call("repository_name", installation_id, (repository_id,)))
+        try:
+            return self.names[repository_id]
+        except KeyError:
+            raise Missing(f"repository {repository_id}") from None
 
     async def closing_issues(self, installation_id: int, repository: str, number: int) -> set[int]:
         """The issues of the repository the PR closes (those linked from the sidebar, here)."""

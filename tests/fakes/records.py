@@ -138,6 +138,7 @@ class Records:
     answers: list[Answer] = field(default_factory=list)
     shown: list[Shown] = field(default_factory=list)
     api_answers: dict[tuple[int, str], KeptAnswer] = field(default_factory=dict)
+    names: dict[int, str] = field(default_factory=dict)  # `repositories`: id -> the records' name
 
     def copy(self) -> Records:
         """A copy a unit of work can change without touching these (the rows are immutable)."""
@@ -370,3 +371,52 @@ def _attempt(key: TicketKey, before: Ticket, event: Event) -> Attempt:
         runner, runner_id = event.actor, event.actor_id
     branch = event.data.get("branch", before.attempt_branch)
     return Attempt(key, event.data["attempt"], runner, runner_id, event.type.value, branch, event.at)
+
+
+# -- repositories (app/store/repositories.py) --------------------------------------------
+
+
+def repository_named(records: Records, name: str) -> int | None:
+    """`repositories.repository_named`."""
+    return next((i for i, n in records.names.items() if n == name.casefold()), None)
+
+
+def place(records: Records, repository_id: int, name: str) -> None:
+    """`repositories.place` (without the legacy adoption: memory has no rows from before ids)."""
+    name = name.casefold()
+    holder = repository_named(records, name)
+    if holder == repository_id:
+        return
+    if holder is not None:
+        retired = f"{name}@{holder}"
+        move(records, name, retired)
+        records.names[holder] = retired
+    current = records.names.get(repository_id)
+    if current is not None:
+        move(records, current, name)
+    records.names[repository_id] = name
+
+
+def move(records: Records, old: str, new: str) -> None:
+    """Every record kept under the name `old` now under `new`."""
+
+    def key(k: TicketKey) -> TicketKey:
+        return TicketKey(new, k.number) if k.repository.casefold() == old else k
+
+    def named(repository: str) -> str:
+        return new if repository.casefold() == old else repository
+
+    records.tickets = {key(k): v for k, v in records.tickets.items()}
+    records.log = {key(k): v for k, v in records.log.items()}
+    records.attempts = [replace(a, key=key(a.key)) for a in records.attempts]
+    records.deliveries = [replace(d, key=key(d.key)) for d in records.deliveries]
+    records.installation_of = {key(k): v for k, v in records.installation_of.items()}
+    records.pulls = {
+        (named(r), n): (replace(p, repository=named(p.repository)), linked)
+        for (r, n), (p, linked) in records.pulls.items()
+    }
+    records.held = {
+        (named(r), i): replace(h, repository=named(h.repository)) for (r, i), h in records.held.items()
+    }
+    records.signs = {(key(k), a): v for (k, a), v in records.signs.items()}
+    records.repositories = {(i, named(r)): v for (i, r), v in records.repositories.items()}

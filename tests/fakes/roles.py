@@ -27,6 +27,7 @@ class FakeRoles:
         among: Iterable[Role],
         *,
         first_only: bool = False,
+        outsider: bool = False,
     ) -> frozenset[Role]:
         """The roles given for `login`, of `among` (the first held only, if asked); `CannotVerify`
         for an `unverifiable` login."""

@@ -29,7 +29,7 @@ from handlers.ports import (
 from policies.model import Ticket, TicketKey
 from policies.rails import Observation
 from tests.fakes.door import normalize
-from tests.fakes.records import Records, SignOfLife
+from tests.fakes.records import Records, SignOfLife, place, repository_named
 
 
 class MemoryReads:
@@ -82,6 +82,14 @@ class MemoryReads:
     async def merged_tickets(self, repository: str) -> list[MergedTicket]:
         """Every merged ticket with its anchor."""
         return self.records.merged_tickets(repository)
+
+    async def repository_at(self, repository_id: int) -> str | None:
+        """`repositories.repository_at`."""
+        return self.records.names.get(repository_id)
+
+    async def repository_named(self, name: str) -> int | None:
+        """`repositories.repository_named`."""
+        return repository_named(self.records, name)
 
     async def kept_answer(self, account_id: int, key: str) -> KeptAnswer | None:
         """The API answer kept under the account's key."""
@@ -136,6 +144,12 @@ class MemoryUnit(MemoryReads):
     async def record_sign_of_life(self, heard: Heard) -> bool:
         """Store a sign of life unless a later one is stored."""
         return self._writing().record_sign_of_life(heard)
+
+    async def place_repository(
+        self, repository_id: int, name: str, created_at: float | None, now: float
+    ) -> None:
+        """`repositories.place`."""
+        place(self._writing(), repository_id, name)
 
     async def set_installation(self, installation_id: int, account: str, status: str, now: float) -> None:
         """Record an installation's status."""

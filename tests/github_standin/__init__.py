@@ -36,6 +36,7 @@ from tests.github_standin.state import (
     Repository,
     StandinState,
     account_id,
+    repository_id,
 )
 
 __all__ = [
@@ -61,6 +62,7 @@ __all__ = [
     "git_blob_sha",
     "iso",
     "main",
+    "repository_id",
     "running_standin",
     "standin_subprocess",
 ]

@@ -80,6 +80,27 @@ async def get_team_membership(request: web.Request) -> web.Response:
     return respond({"url": url, "role": "member", "state": membership})
 
 
+async def check_org_member(request: web.Request) -> web.Response:
+    """GET /orgs/{org}/members/{username}: 204 for a member of the organization, 404 otherwise.
+
+    As on GitHub, an active member of one of its teams is a member of the organization; a pending
+    team membership is an invitation, not a membership.
+    """
+    state, info = request.app[STATE], request.match_info
+    org, login = info["org"], info["username"]
+    if installation_of(request).account.lower() != org.lower():
+        raise GitHubError(403, "Resource not accessible by integration")
+    folded = (org.casefold(), login.casefold())
+    members = {(o.casefold(), m.casefold()) for o, m in state.org_members}
+    in_a_team = any(
+        (o.casefold(), m.casefold()) == folded and held == "active"
+        for (o, _, m), held in state.team_memberships.items()
+    )
+    if folded not in members and not in_a_team:
+        raise not_found()
+    return web.Response(status=204)
+
+
 async def get_collaborator_permission(request: web.Request) -> web.Response:
     """The role, and the legacy permission that folds maintain into write and triage into read."""
     repository, login = repository_of(request), request.match_info["username"]

@@ -74,7 +74,7 @@ def repository_of(request: web.Request) -> Repository:
     owner = request.match_info["owner"]
     repository = request.app[STATE].repository(f"{owner}/{request.match_info['repo']}")
     if repository is None:
-        raise not_found()
+        raise moved_away(request) or not_found()
     if (user := request.get(USER)) is not None:  # a person: what they can read, as GitHub shows it
         if (
             repository.private
@@ -116,3 +116,17 @@ def comment_of(request: web.Request) -> Comment:
     if comment is None or comment.repo != repository.full_name:
         raise not_found()
     return comment
+
+
+def moved_away(request: web.Request) -> GitHubError | None:
+    """GitHub's answer at a renamed or transferred repository's old name: 301 to the same path
+    under `/repositories/{id}` (Location and the body's `url`), while no repository has the name."""
+    state = request.app[STATE]
+    old = f"{request.match_info['owner']}/{request.match_info['repo']}"
+    moved_to = state.moved.get(old.casefold())
+    if moved_to is None or state.repository_by_id(moved_to) is None:
+        return None
+    rest = request.path[len(f"/repos/{old}") :] if request.path.startswith(f"/repos/{old}") else ""
+    url = f"{renderer(request).api}/repositories/{moved_to}{rest}"
+    docs = "https://docs.github.com/rest/guides/best-practices-for-using-the-rest-api#follow-redirects"
+    return GitHubError(301, "Moved Permanently", docs, headers={"Location": url}, url=url)

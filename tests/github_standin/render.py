@@ -63,7 +63,7 @@ _INSTALLATION = """{
 _REPOSITORY = """{
     "id": $id, "node_id": "$node_id", "name": "$name", "full_name": "$full_name", "private": $private,
     "visibility": "$visibility", "default_branch": "$default_branch", "open_issues": $open_issues,
-    "open_issues_count": $open_issues, "pushed_at": "$seeded", "created_at": "$seeded",
+    "open_issues_count": $open_issues, "pushed_at": "$seeded", "created_at": "$created_at",
     "updated_at": "$seeded",
     "html_url": "https://github.com/$full_name", "clone_url": "https://github.com/$full_name.git",
     "git_url": "git://github.com/$full_name.git", "ssh_url": "git@github.com:$full_name.git",
@@ -190,8 +190,13 @@ class Render:
         installation = self.state.installation_for(login)
         return self.user(login, installation.account_type if installation else "User")
 
-    def app(self) -> Json:
-        slug, app_id = self.state.app_slug, self.state.app_id
+    def app(self, app_id: int | None = None) -> Json:
+        """railyard's app, or (a comment another installed app wrote) the app with `app_id`."""
+        slug, app_id = (
+            (self.state.app_slug, self.state.app_id)
+            if app_id in (None, self.state.app_id)
+            else (f"other-app-{app_id}", app_id)
+        )
         app = self.fill(
             _APP, id=app_id, slug=slug, node_id=node_id_of("Integration", app_id), name=slug.title()
         )
@@ -222,6 +227,7 @@ class Render:
             default_branch=r.default_branch,
             open_issues=sum(i.state == "open" for i in r.issues.values()),
             url=f"{self.api}/repos/{r.full_name}",
+            created_at=iso(r.created_at or SEEDED_AT),
         )
         return shape | {"owner": self.account(owner)}
 
@@ -240,6 +246,7 @@ class Render:
             default_branch="main",
             open_issues=0,
             url=f"{self.api}/repos/{full_name}",
+            created_at=iso(SEEDED_AT),
         )
         return shape | {"owner": self.account(owner), "fork": True}
 
@@ -309,7 +316,7 @@ class Render:
         return shape | {
             "body": c.body,
             "user": self.user(c.user, c.user_type),
-            "performed_via_github_app": self.app() if c.app_id is not None else None,
+            "performed_via_github_app": self.app(c.app_id) if c.app_id is not None else None,
         }
 
     def reaction(self, r: Reaction) -> Json:

@@ -9,6 +9,8 @@ from tests.github_standin.lookups import (
     INSTALLATION,
     STATE,
     GitHubError,
+    installation_of,
+    moved_away,
     not_found,
     paginate,
     renderer,
@@ -38,8 +40,25 @@ async def get_repo(request: web.Request) -> web.Response:
     state, login = request.app[STATE], user_login(request)
     repository = state.repository(f"{request.match_info['owner']}/{request.match_info['repo']}")
     if repository is None:
-        raise not_found()
+        raise moved_away(request) or not_found()
     role = state.permissions.get((repository.full_name, login), "none")
+    if repository.private and role == "none":
+        raise not_found()
+    return respond(renderer(request).repository(repository) | permissions_of(role))
+
+
+async def get_repo_by_id(request: web.Request) -> web.Response:
+    """GET /repositories/{id}: the repository whatever its name now (where a 301 points), to an
+    installation of its owner or a person who can read it."""
+    state = request.app[STATE]
+    repository = state.repository_by_id(int(request.match_info["repository_id"]))
+    if repository is None:
+        raise not_found()
+    if request[INSTALLATION] is not None:
+        if installation_of(request).account.lower() != repository.full_name.split("/")[0].lower():
+            raise not_found()
+        return respond(renderer(request).repository(repository))
+    role = state.permissions.get((repository.full_name, user_login(request)), "none")
     if repository.private and role == "none":
         raise not_found()
     return respond(renderer(request).repository(repository) | permissions_of(role))

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from aiohttp import web
 
 from tests.github_standin.apps import (
+    check_org_member,
     create_token,
     get_app,
     get_collaborator_permission,
@@ -49,6 +50,7 @@ from tests.github_standin.repos import (
     get_content,
     get_pull,
     get_repo,
+    get_repo_by_id,
     list_pull_files,
 )
 from tests.github_standin.state import StandinState
@@ -113,6 +115,7 @@ def create_standin(state: StandinState | None = None) -> web.Application:
         ("GET", "/app/hook/deliveries", list_deliveries, jwt, None),
         ("POST", "/app/hook/deliveries/{delivery_id:\\d+}/attempts", redeliver, jwt, None),
         ("GET", repo, get_repo, "either", None),  # metadata: every installation may read it
+        ("GET", "/repositories/{repository_id:\\d+}", get_repo_by_id, "either", None),
         ("GET", repo + "/contents/{path:.+}", get_content, token, "contents:read"),
         ("GET", issue, get_issue, token, "issues:read"),
         (
@@ -130,9 +133,11 @@ def create_standin(state: StandinState | None = None) -> web.Application:
         ("POST", comment + "/reactions", create_reaction, token, "issues:write"),
         ("POST", repo + "/check-runs", create_check_run, token, "checks:write"),
         ("PATCH", repo + "/check-runs/{check_run_id:\\d+}", update_check_run, token, "checks:write"),
-        ("GET", repo + "/commits/{ref:.+}/check-runs", list_check_runs, token, "checks:read"),
+        # A user's token reads check-runs too (GitHub: a fine-grained token with Checks: read).
+        ("GET", repo + "/commits/{ref:.+}/check-runs", list_check_runs, "either", "checks:read"),
         ("GET", repo + "/commits/{ref:[^/]+}", get_commit, token, "contents:read"),
         ("GET", team + "/memberships/{username}", get_team_membership, token, "members:read"),
+        ("GET", "/orgs/{org}/members/{username}", check_org_member, token, "members:read"),
         ("GET", repo + "/collaborators/{username}/permission", get_collaborator_permission, token, None),
         ("GET", repo + "/branches/{branch:.+}", get_branch, token, None),
         ("GET", repo + "/pulls/{number:\\d+}", get_pull, token, "pull_requests:read"),

@@ -106,10 +106,11 @@ class Repository:
     transferred: dict[int, tuple[int, int]] = field(default_factory=dict)
     private: bool = False
     id: int = 0
+    created_at: datetime | None = None  # None: when the world was seeded
 
     def __post_init__(self) -> None:
         self.branches.setdefault(self.default_branch, fake_sha(self.full_name, self.default_branch))
-        self.id = self.id or int(fake_sha(self.full_name)[:7], 16)
+        self.id = self.id or repository_id(self.full_name)
 
     def files_at(self, ref: str) -> dict[str, str] | None:
         """The files at a ref: the default branch's (by name or head sha), or a PR head's (by its
@@ -204,6 +205,13 @@ class RateBucket:
     reset: datetime
 
 
+def repository_id(full_name: str, generation: int = 0) -> int:
+    """A stable id for the `generation`-th repository ever created under a name (0: the first),
+    so payloads built anywhere in the tests agree with the stand-in; a reused name gets another."""
+    salt = (f"generation-{generation}",) if generation else ()
+    return int(fake_sha(full_name.casefold() if generation else full_name, *salt)[:7], 16)
+
+
 def account_id(login: str) -> int:
     """A stable user id for a login, so payloads built anywhere in the tests agree with the stand-in."""
     return 10_000 + zlib.crc32(login.casefold().encode()) % 90_000_000
@@ -221,6 +229,7 @@ class StandinState:
     reactions: list[Reaction] = field(default_factory=list)
     check_runs: dict[int, CheckRun] = field(default_factory=dict)
     team_memberships: dict[tuple[str, str, str], str] = field(default_factory=dict)  # (org, team, login)
+    org_members: set[tuple[str, str]] = field(default_factory=set)  # (org, login), beyond the teams' members
     permissions: dict[tuple[str, str], str] = field(default_factory=dict)  # (repo, login) -> role
     deliveries: list[Delivery] = field(default_factory=list)
     redelivery_attempts: list[int] = field(default_factory=list)
@@ -238,6 +247,10 @@ class StandinState:
     etag_per_credential: bool = False  # GitHub's ETags vary with the Authorization header too
     _ids: Iterator[int] = field(default_factory=lambda: itertools.count(1_000_001), repr=False)
     _user_ids: dict[str, int] = field(default_factory=dict, repr=False)
+    # Names a repository was renamed or transferred away from -> its id: GitHub answers 301 there
+    # until another repository takes the name.
+    moved: dict[str, int] = field(default_factory=dict)
+    _names_used: dict[str, int] = field(default_factory=dict, repr=False)  # name -> repositories so far
 
     def now(self) -> datetime:
         return self.clock()
@@ -337,8 +350,32 @@ class StandinState:
     def add_repository(
         self, full_name: str, files: dict[str, str] | None = None, **fields: Any
     ) -> Repository:
+        """A new repository; a name used before (renamed away) gets a new id, as on GitHub."""
+        generation = self._names_used.get(full_name.casefold(), 0)
+        fields.setdefault("id", repository_id(full_name, generation))
+        if generation:  # a name used before: this repository is new now
+            fields.setdefault("created_at", self.now())
+        self._names_used[full_name.casefold()] = generation + 1
+        self.moved.pop(full_name.casefold(), None)  # the name is this repository's now: no redirect
         repository = self.repositories[full_name] = Repository(full_name, files=dict(files or {}), **fields)
         return repository
+
+    def rename_repository(self, old: str, new: str) -> Repository:
+        """Rename (or, with another owner, transfer) a repository: the id stays, and the old
+        name answers 301 to `/repositories/{id}` until a new repository takes it."""
+        repository = self.repositories.pop(old)
+        repository.full_name = new
+        self.repositories[new] = repository
+        self.moved[old.casefold()] = repository.id
+        self._names_used[new.casefold()] = self._names_used.get(new.casefold(), 0) + 1
+        for repo, login in list(self.permissions):
+            if repo == old:
+                self.permissions[(new, login)] = self.permissions.pop((repo, login))
+        return repository
+
+    def repository_by_id(self, wanted: int) -> Repository | None:
+        """The repository with GitHub's id `wanted`, whatever its name now."""
+        return next((r for r in self.repositories.values() if r.id == wanted), None)
 
     def repository(self, full_name: str) -> Repository | None:
         """A repository by name; as on GitHub, case does not matter."""

@@ -16,11 +16,15 @@ from app.github.client import GitHubClient
 from app.runtime.maintenance import Maintenance, recover_missed_deliveries
 from app.runtime.metrics import Metrics
 from app.store import held as held_store
+from app.store.api_answers import keep_answer, kept_answer
+from app.store.budgets import budgets, spend
 from app.store.database import Database
 from app.store.held import held
 from app.store.intake import IncomingDelivery, write_batch
 from app.store.queue import deliveries
 from app.store.retention import DAY, Retention, apply_retention, prune_held_observations
+from handlers.ports import KeptAnswer
+from policies.budgets import Budget
 from policies.rails import CheckObserved, DeploymentObserved
 from tests.fakes import GITHUB_API, app_settings, private_key_pem
 
@@ -106,6 +110,32 @@ async def test_the_maintenance_loop_expires_held_observations_at_its_retention(d
     stop.set()
     await task
     assert held_for(database, "acme/web", "check:old") == []
+
+
+async def test_the_maintenance_loop_forgets_api_answers_after_a_day_and_budget_windows_once_over(
+    database: Database,
+) -> None:
+    """An answer kept 25 hours ago and a budget window of three hours ago go; a fresh answer stays."""
+    for key, hours in (("old", 25), ("fresh", 1)):
+        with database.write() as connection:
+            keep_answer(connection, KeptAnswer(42, key, "d", 200, {"applied": True}, at(NOW - hours * 3600)))
+    spend(database, 42, Budget("commands:acme/web", 30, 3600.0), NOW - 3 * 3600)
+    stop = asyncio.Event()
+    task = asyncio.create_task(Maintenance(database, None, clock=lambda: NOW).run(stop))
+    for _ in range(400):
+        await asyncio.sleep(0.01)
+        with database.read() as connection:
+            if connection.execute(select(budgets.c.account_id)).first() is None:
+                break
+    stop.set()
+    await task
+    with database.read() as connection:
+        assert kept_answer(connection, 42, "old") is None and kept_answer(connection, 42, "fresh") is not None
+        assert connection.execute(select(budgets.c.account_id)).first() is None
+
+
+def at(epoch: float) -> datetime:
+    return datetime.fromtimestamp(epoch, UTC)
 
 
 @pytest.fixture

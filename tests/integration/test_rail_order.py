@@ -112,6 +112,7 @@ async def run(
         payload = json.loads(json.dumps(payload))
         payload["installation"] = {"id": 7}
         payload["repository"]["full_name"] = repository
+        payload["repository"]["id"] = state.repositories[repository].id  # each repository its own id
         head = payload["pull_request"]["head"] if event == "pull_request" else {}
         if head.get("repo", {}).get("full_name") != FORK:  # the head branch is in the repository itself
             head.setdefault("repo", {})["full_name"] = repository

@@ -14,17 +14,29 @@ def reply(comment_id: int, actor_id: int = 42, kind: str = "hint") -> Reply:
     return Reply(7, "acme/web", 12, comment_id, actor_id, kind, f"answer to {comment_id}")
 
 
-def answer(database: Database, item: Reply, now: float) -> str:
-    """The kind of effect the reply became: a comment, or a reaction over the limit."""
+def answer(database: Database, item: Reply, now: float) -> str | None:
+    """The kind of effect the reply became: a comment, a reaction over the limit, or None."""
     with database.write() as connection:
-        return enqueue_reply(connection, item, now).kind
+        effect = enqueue_reply(connection, item, now)
+    return effect.kind if effect is not None else None
 
 
-def test_an_account_gets_three_replies_then_reactions(database: Database) -> None:
-    """The fourth reply within the window becomes a reaction; another account is unaffected."""
-    kinds = [answer(database, reply(n), T0 + n) for n in range(1, 6)]
-    assert kinds == ["comment", "comment", "comment", "reaction", "reaction"]
-    assert answer(database, reply(9, actor_id=43), T0 + 9) == "comment"
+def test_an_account_gets_three_replies_then_one_reaction_then_silence(database: Database) -> None:
+    """The fourth reply in the window becomes a reaction, the rest nothing; other accounts are unaffected."""
+    kinds = [answer(database, reply(n), T0 + n) for n in range(1, 31)]
+    assert kinds == ["comment", "comment", "comment", "reaction"] + [None] * 26
+    assert answer(database, reply(99, actor_id=43), T0 + 99) == "comment"
+
+
+def test_thirty_comments_over_the_limit_cost_one_content_write(database: Database) -> None:
+    """Over the limit, 30 comments enqueue one reaction in all; a redelivered one stays silent."""
+    for n in range(1, 4):
+        answer(database, reply(n), T0 + n)
+    written = [answer(database, reply(n), T0 + n) for n in range(4, 34)]
+    assert written.count("reaction") == 1 and written.count(None) == 29
+    assert answer(database, reply(20), T0 + 3600) is None  # the same comment, the same answer
+    later = T0 + 34 + REPLY_WINDOW.total_seconds()
+    assert answer(database, reply(50), later) == "comment"  # the window has moved on
 
 
 def test_the_same_comment_answered_again_gets_the_same_answer(database: Database) -> None:

@@ -130,3 +130,30 @@ async def test_first_only_stops_asking_once_a_role_is_held(github: GitHubClient)
     assert not leads.called
     assert await RoleResolver(github, 7, REPO).roles("rachel", config.roles, among) == {Role.REQUESTER}
     assert leads.called
+
+
+ORG_MEMBER = f"{GITHUB_API}/orgs/acme/members/{{login}}"
+TEAMS = "roles:\n  requester: ['@acme/product']\n  task_owner: ['@acme/leads', '@acme/other']\n"
+
+
+async def test_an_outsider_not_in_the_organization_costs_one_call_for_all_its_teams(
+    github: GitHubClient,
+) -> None:
+    """Asked as a known outsider, a stranger to the organization is answered by one call, no team asked."""
+    respx.get(ORG_MEMBER.format(login="mallory")).mock(return_value=httpx.Response(404, json={}))
+    teams = respx.get(url__regex=r".*/teams/.*/memberships/mallory$")
+    roles = parse_repository_config(TEAMS).roles
+    resolver = RoleResolver(github, 7, REPO)
+    held = await resolver.roles("mallory", roles, [Role.REQUESTER, Role.TASK_OWNER], outsider=True)
+    assert held == frozenset() and not teams.called
+
+
+async def test_an_outsider_hint_never_hides_a_role_the_account_holds_now(github: GitHubClient) -> None:
+    """An account since added to a team is found: the organization says member, and the teams are asked."""
+    respx.get(ORG_MEMBER.format(login="nora")).mock(return_value=httpx.Response(204))
+    membership("product", "nora", None)
+    membership("leads", "nora", "active")
+    roles = parse_repository_config(TEAMS).roles
+    resolver = RoleResolver(github, 7, REPO)
+    held = await resolver.roles("nora", roles, [Role.REQUESTER, Role.TASK_OWNER], outsider=True)
+    assert held == frozenset({Role.TASK_OWNER})

@@ -1,5 +1,5 @@
 """The agent actions (`actions/claim`, `actions/deliver`): actionlint finds nothing wrong with
-them or with the README's workflow that uses them, no `${{ }}` reaches a shell script (script
+them or with the agents' page's workflow that uses them, no `${{ }}` reaches a shell script (script
 injection), and their inputs are exactly the `railyard agent` options they pass on."""
 
 from __future__ import annotations
@@ -67,9 +67,8 @@ def _lint(tmp: Path, workflow: str) -> subprocess.CompletedProcess[str]:
 
 
 def _readme_workflow() -> str:
-    """The README's workflow, its `uses:` pointed at this checkout's actions."""
-    readme = (ROOT / "README.md").read_text()
-    section = readme[readme.index("## For agents and their operators") :]
+    """The agents' page's workflow, its `uses:` pointed at this checkout's actions."""
+    section = (ROOT / "docs" / "agents.md").read_text()
     workflow = section.split("```yaml\n")[2].split("```")[0]
     return re.sub(r"uses: [\w.-]+/railyard/(actions/\w+)@\S+", r"uses: ./\1", workflow)
 
@@ -85,7 +84,7 @@ def _as_workflow(name: str) -> str:
 
 
 def test_actionlint_passes_the_readme_workflow_using_both_actions(tmp_path: Path) -> None:
-    """The README's workflow, with the actions' metadata and the inputs it gives them, lints clean."""
+    """The agents' page's workflow, with the actions' metadata and the inputs it gives them, lints clean."""
     linted = _lint(tmp_path, _readme_workflow())
     assert linted.returncode == 0, linted.stdout + linted.stderr
 

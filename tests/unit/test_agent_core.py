@@ -15,6 +15,7 @@ from app.cli.agent_core import (
     EXIT_USAGE,
     Options,
     backoff,
+    claim_held,
     claim_shown,
     claim_text,
     default_key,
@@ -56,13 +57,38 @@ def test_a_summary_line_that_begins_with_a_slash_stays_in_the_summary() -> None:
     assert parsed.command.artifacts == ("https://x/1",) and parsed.expected_revision == 2
 
 
-def test_the_default_key_ignores_the_run_attempt_and_names_action_issue_and_commit() -> None:
-    """A re-run of the same run gets the same key; another action, issue or commit another one."""
+def test_the_default_key_names_the_run_attempt_action_issue_and_commit() -> None:
+    """A re-run (a new run attempt, e.g. after a send-back) or a new commit gets a new key, so it
+    is a new command rather than a replay of the first delivery; another action or issue too."""
     env = {"GITHUB_RUN_ID": "99", "GITHUB_RUN_ATTEMPT": "1", "GITHUB_REPOSITORY": "acme/web"}
-    first = default_key(env, "claim", 12, None)
-    assert first == default_key({**env, "GITHUB_RUN_ATTEMPT": "2"}, "claim", 12, None)
-    others = {default_key(env, "claim", 13, None), default_key(env, "deliver", 12, "c" * 40)}
-    assert first not in others and default_key({}, "claim", 12, None) is None
+    first = default_key(env, "deliver", 12, "c" * 40)
+    assert first == default_key(env, "deliver", 12, "c" * 40)  # a retry within the attempt replays
+    others = {
+        default_key({**env, "GITHUB_RUN_ATTEMPT": "2"}, "deliver", 12, "c" * 40),
+        default_key(env, "deliver", 12, "d" * 40),
+        default_key(env, "deliver", 13, "c" * 40),
+        default_key(env, "claim", 12, None),
+    }
+    assert first not in others and len(others) == 4 and default_key({}, "claim", 12, None) is None
+    # A re-run's claim replays the run's claim (railyard then answers whether it is still held).
+    assert default_key(env, "claim", 12, None) == default_key(
+        {**env, "GITHUB_RUN_ATTEMPT": "2"}, "claim", 12, None
+    )
+
+
+def test_a_replayed_claim_of_an_earlier_attempt_still_held_by_its_account_is_applied() -> None:
+    """After a send-back the ticket is claimed again by the same account: the claim step of a
+    re-run exits 0 with the current attempt; claimed by someone else, it stays refused."""
+    earlier = {"applied": True, "status": {**STATUS, "attempt": 1}}
+    now = {**STATUS, "attempt": 2, "revision": 7}
+    refusal = {"code": "earlier_attempt", "message": "m", "hint": "h"}
+    held = claim_held(
+        from_api(409, {"applied": False, "refusal": refusal, "status": now, "earlier_answer": earlier})
+    )
+    assert held.exit == EXIT_APPLIED and held.attempt == 2 and held.revision == 7
+    taken = {**now, "claimant_id": 78}
+    body = {"applied": False, "refusal": refusal, "status": taken, "earlier_answer": earlier}
+    assert claim_held(from_api(409, body)).exit == EXIT_REFUSED
 
 
 @pytest.mark.parametrize(

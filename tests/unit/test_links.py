@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from policies.links import CLOSING_KEYWORDS, REFERENCE_KEYWORDS, linked_issues, same_repository
+from policies.links import (
+    CLOSING_KEYWORDS,
+    REFERENCE_KEYWORDS,
+    linked_issues,
+    links_move_rail,
+    same_repository,
+)
+from policies.rails import PullRequestObserved, fingerprint, observation_from_data, observation_to_data
 
 REPOSITORY = "acme/widgets"
 PROPERTY_SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -226,3 +235,22 @@ def test_keywords_in_rendered_html_blocks_list_items_and_quotes_link(body: str) 
 def test_a_keyword_inside_a_code_span_over_several_lines_does_not_link() -> None:
     """ "`start", "Fixes #12", "end`" is one code span."""
     assert links("text `start\nFixes #12\nend` text") == set()
+
+
+def test_a_forks_pr_from_an_account_without_a_role_only_mentions_until_it_merges() -> None:
+    """Only a fork's open PR by an account without a role leaves the rail alone; its merge counts."""
+    assert not links_move_rail(head_in_repository=False, author_has_role=False, merged=False)
+    assert links_move_rail(head_in_repository=False, author_has_role=False, merged=True)
+    assert links_move_rail(head_in_repository=False, author_has_role=True, merged=False)
+    assert links_move_rail(head_in_repository=True, author_has_role=False, merged=False)
+
+
+def test_a_pull_request_observation_keeps_its_fingerprint_now_that_mentions_exist() -> None:
+    """The same PR fact recorded before mentions existed is still recognised as seen."""
+    fact = PullRequestObserved(
+        number=4, url="u", linked=True, open=True, merged=False, head_sha=None, head_ref=None,
+        merge_commit=None, updated_at=datetime(2026, 1, 1, tzinfo=UTC),
+    )  # fmt: skip
+    data = observation_to_data(fact)
+    assert "mention" not in data and observation_from_data(data) == fact
+    assert fingerprint(fact) != fingerprint(PullRequestObserved(**{**fact.__dict__, "mention": True}))

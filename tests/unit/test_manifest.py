@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from app.github.client import ENDPOINTS
+from app.github.endpoints import ENDPOINTS
 from app.web.manifest import (
     EVENT_PERMISSIONS,
     ManifestError,

@@ -328,8 +328,9 @@ def test_a_cut_output_is_a_prefix_of_the_full_output(text: str, limit: int) -> N
 @PROPERTY_SETTINGS
 @given(text=st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789 .,;:!?()'\"/=+-#%", max_size=60))
 def test_ordinary_prose_survives_inline_escaping(text: str) -> None:
-    """Text without special characters comes out as typed, spaces collapsed."""
-    assert escape_inline(text) == " ".join(text.split())
+    """Text without special characters comes out as typed, spaces collapsed (a `railyard:` gets
+    an invisible word joiner before its colon, so no text spells railyard's markers)."""
+    assert escape_inline(text).replace(WORD_JOINER + ":", ":") == " ".join(text.split())
 
 
 @settings(max_examples=10, deadline=None)

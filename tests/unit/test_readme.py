@@ -1,4 +1,4 @@
-"""The README's state diagram is generated from the transition table and kept in step."""
+"""The state diagram in docs/commands.md is generated from the transition table and kept in step."""
 
 from __future__ import annotations
 
@@ -18,13 +18,13 @@ def _renderer() -> object:
 
 def test_readme_state_diagram_matches_the_transition_table() -> None:
     """A change to the table without `make diagram` fails here."""
-    readme = (ROOT / "README.md").read_text()
-    assert _renderer().render(readme) == readme, "README diagram is stale: run `make diagram`"  # type: ignore[attr-defined]
+    readme = (ROOT / "docs" / "commands.md").read_text()
+    assert _renderer().render(readme) == readme, "docs/commands.md diagram is stale: run `make diagram`"  # type: ignore[attr-defined]
 
 
 def test_the_diagram_has_one_arrow_per_source_of_every_row() -> None:
     """Every command row of SPEC appears in the picture, including the moves out of accepted."""
-    readme = (ROOT / "README.md").read_text()
+    readme = (ROOT / "docs" / "commands.md").read_text()
     for arrow in (
         "accepted --> delivered: /deliver (claimant holding runner)",
         "accepted --> open: /reopen (owner, repository_maintainer)",

@@ -7,9 +7,11 @@ import contextlib
 from collections.abc import AsyncIterator
 
 import httpx
+import pytest
 
 from app.settings import Settings
-from app.web.access import Access
+from app.web import access as access_module
+from app.web.access import Access, _token_key
 from tests.github_standin import RunningStandin, StandinState, running_standin
 
 CALLBACK = "http://127.0.0.1:1/login/callback"
@@ -101,3 +103,21 @@ async def test_access_reads_every_page_and_rechecks_with_if_none_match() -> None
     assert person.login == "olivia" and person.account_id == standin.state.user_id("olivia")
     assert len(first) == 250 and first == again and first["acme/r001"].private
     assert [c.status for c in standin.state.calls] == [304, 304, 304, 304]  # installations + 3 pages
+
+
+async def test_the_pages_conditional_answers_stay_bounded_however_many_tokens_read(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Forty tokens each reading a repository keep at most ETAGS_KEPT answers, the newest ones."""
+    monkeypatch.setattr(access_module, "ETAGS_KEPT", 5)
+    async with serving(3) as (standin, _):
+        settings = Settings(_env_file=None, GITHUB_API_URL=standin.url)  # type: ignore[call-arg]
+        access = Access(settings)
+        try:
+            tokens = [standin.state.oauth.issue_token("olivia", standin.state.now()).token for _ in range(40)]
+            for token in tokens:
+                assert await access.one(token, "acme/r001") is not None
+            assert len(access._etags) == 5
+            assert {key[0] for key in access._etags} == {_token_key(token) for token in tokens[-5:]}
+        finally:
+            await access.close()

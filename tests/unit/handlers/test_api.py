@@ -17,7 +17,7 @@ from policies.parser import parse_comment
 from policies.states import WorkState
 from tests.fakes.ports import FakePorts
 from tests.fakes.webhooks import INSTALLATION, REPOSITORY
-from tests.unit.handlers.steps import CAROL, published, ticket, world
+from tests.unit.handlers.steps import CAROL, NORA, claimed, published, ticket, world
 
 
 def worded(outcome: Outcome, after: Ticket | None) -> tuple[int, Mapping[str, Any]]:
@@ -77,3 +77,15 @@ async def test_a_role_github_cannot_verify_raises_and_keeps_nothing() -> None:
     with pytest.raises(CannotVerify):
         await run(ports, "/claim")
     assert ports.store.records.api_answers == {} and ticket(ports).work is WorkState.OPEN
+
+
+async def test_a_command_no_role_less_account_can_run_asks_github_nothing_past_the_role_check() -> None:
+    """nora (no role) delivers a commit and publishes: refused at the door, no commit or issue read."""
+    ports = world()
+    await claimed(ports)
+    ports.github.calls.clear()
+    delivered = await run(ports, "/deliver commit=0123456789abcdef\nDone.", key="n1", by=NORA)
+    assert delivered.roles == frozenset() and delivered.kept is not None and delivered.kept.status == 409
+    published_again = await run(ports, "/publish", key="n2", by=NORA)
+    assert published_again.kept is not None and published_again.kept.status == 409  # refused all the same
+    assert [c.name for c in ports.github.calls] == []

@@ -5,7 +5,7 @@ from __future__ import annotations
 from handlers.answers import CheckRun
 from policies.states import DeploymentState, IntegrationState
 from tests.fakes.github import pull_answer
-from tests.fakes.webhooks import INSTALLATION, REPOSITORY, deployment_status, pull_request
+from tests.fakes.webhooks import INSTALLATION, REPOSITORY, check_run, deployment_status, pull_request
 from tests.unit.handlers.steps import answers_after, claimed, published, ticket, world
 
 HEAD, MERGE, DEPLOYED = "a" * 40, "e" * 40, "d" * 40
@@ -70,3 +70,59 @@ async def test_an_older_pull_request_event_arriving_late_does_not_undo_the_newer
     await ports.dispatch("pull_request", pull_request("closed", newer), delivery_id="d-new")
     await ports.dispatch("pull_request", pull_request("edited", older), delivery_id="d-old")
     assert not ticket(ports).rails.pull_requests[40].open
+
+
+FORK = "mallory/app"
+
+
+async def test_an_outsiders_fork_pr_with_a_failing_check_only_mentions_the_ticket() -> None:
+    """A fork's PR by an account without a role saying `Fixes #12` leaves the rail alone, even
+    when its check fails: the ticket records a mention, never `pull_request_open` or `blocked`."""
+    ports = world()
+    await published(ports)
+    pull = pull_answer(REPOSITORY, 99, body="Fixes #12", head_repository=FORK, author="mallory")
+    ports.github.add_pull(REPOSITORY, pull)
+    await ports.dispatch("pull_request", pull_request("opened", pull))
+    await ports.dispatch("check_run", check_run(HEAD, conclusion="failure"))
+    rails = ticket(ports).rails
+    assert rails.integration is IntegrationState.UNREPORTED
+    assert rails.pull_requests[99].mention and not rails.pull_requests[99].linked
+
+
+async def test_a_runners_fork_pr_links_the_ticket() -> None:
+    """A fork's PR whose author holds a role (carol runs) links `Fixes #12` like any PR."""
+    ports = world()
+    await published(ports)
+    pull = pull_answer(REPOSITORY, 98, body="Fixes #12", head_repository="carol/app", author="carol")
+    ports.github.add_pull(REPOSITORY, pull)
+    await ports.dispatch("pull_request", pull_request("opened", pull))
+    await ports.dispatch("check_run", check_run(HEAD, conclusion="failure"))
+    assert ticket(ports).rails.integration is IntegrationState.BLOCKED
+
+
+async def test_an_outsiders_fork_pr_merged_by_a_maintainer_merges_the_ticket() -> None:
+    """The merge of a mention-only fork PR counts: only someone GitHub lets merge can merge it."""
+    ports = world()
+    await published(ports)
+    opened = pull_answer(REPOSITORY, 99, body="Fixes #12", head_repository=FORK, author="mallory")
+    await ports.dispatch("pull_request", pull_request("opened", opened))
+    merged = pull_answer(
+        REPOSITORY, 99, body="Fixes #12", head_repository=FORK, author="mallory", state="closed",
+        merged_at="2026-11-30T10:30:00Z", merge_commit=MERGE, updated_at="2026-11-30T10:30:00Z",
+    )  # fmt: skip
+    await ports.dispatch("pull_request", pull_request("closed", merged))
+    rails = ticket(ports).rails
+    assert rails.integration is IntegrationState.MERGED and rails.merge_commit == MERGE
+
+
+async def test_a_fork_prs_author_is_asked_about_once_not_at_every_event() -> None:
+    """The author's roles are asked when the PR opens; its pushes and check storms ask nothing."""
+    ports = world()
+    await published(ports)
+    pull = pull_answer(REPOSITORY, 99, body="Fixes #12", head_repository=FORK, author="mallory")
+    await ports.dispatch("pull_request", pull_request("opened", pull))
+    for check_id in range(600, 610):
+        await ports.dispatch("check_run", check_run(HEAD, conclusion="failure", check_id=check_id))
+    await ports.dispatch("pull_request", pull_request("synchronize", pull))
+    assert [login for login, _ in ports.roles.asked if login == "mallory"] == ["mallory"]
+    assert ticket(ports).rails.integration is IntegrationState.UNREPORTED

@@ -8,7 +8,7 @@ Create Date: 2026-11-30
 import sqlalchemy as sa
 from alembic import op
 
-from app.store.tables import UTCDateTime
+from app.store.columns import UTCDateTime
 
 revision = "0001"
 down_revision = None

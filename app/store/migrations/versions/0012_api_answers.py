@@ -8,7 +8,7 @@ Create Date: 2026-12-01
 import sqlalchemy as sa
 from alembic import op
 
-from app.store.tables import UTCDateTime
+from app.store.columns import UTCDateTime
 
 revision = "0012"
 down_revision = "0011"

@@ -1,0 +1,56 @@
+"""The API's per-account budgets in the database (`api_budgets`), shared by every process.
+
+A request spends one unit of a budget (`policies.budgets.Budget`) before railyard makes any
+call with the installation's token for it. Spending is one conditional upsert: the count of
+the account's row for the scope and window goes up only while it is under the limit, so two
+processes cannot both take the last unit, and an account past its limit changes nothing.
+Rows are per account, scope and window; `prune_budgets` (housekeeping) drops windows that are
+over, so the table holds at most the accounts that used the API in the last hour or two.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import delete, select
+from sqlalchemy.dialects import postgresql, sqlite
+
+from app.store.database import Database
+from app.store.tables import ApiBudgetRow, table
+from policies.budgets import Budget
+
+budgets = table(ApiBudgetRow)
+KEPT_FOR = 2 * 3600.0  # the longest window is an hour: older rows count for nothing
+
+
+def spend(database: Database, account_id: int, budget: Budget, now: float) -> int | None:
+    """Take one unit: None when taken, else the seconds until the window ends (nothing taken)."""
+    start = budget.window_start(now)
+    insert = sqlite.insert if database.is_sqlite else postgresql.insert
+    row = insert(budgets).values(account_id=account_id, scope=budget.scope, window_start=start, spent=1)
+    statement = row.on_conflict_do_update(
+        index_elements=["account_id", "scope", "window_start"],
+        set_={"spent": budgets.c.spent + 1},
+        where=budgets.c.spent < budget.limit,
+    ).returning(budgets.c.spent)
+    with database.write() as connection:
+        taken = connection.execute(statement).first()
+    return None if taken is not None else budget.retry_after(now)
+
+
+def spent(database: Database, account_id: int, budget: Budget, now: float) -> int:
+    """How much of the budget the account has used in the current window."""
+    with database.read() as connection:
+        value = connection.execute(
+            select(budgets.c.spent).where(
+                budgets.c.account_id == account_id,
+                budgets.c.scope == budget.scope,
+                budgets.c.window_start == budget.window_start(now),
+            )
+        ).scalar_one_or_none()
+    return int(value or 0)
+
+
+def prune_budgets(database: Database, now: float) -> int:
+    """Forget the windows that are over; return how many rows went."""
+    with database.write() as connection:
+        gone = connection.execute(delete(budgets).where(budgets.c.window_start < now - KEPT_FOR)).rowcount
+    return int(gone or 0)

@@ -1,0 +1,149 @@
+"""Which repository a name belongs to (`repositories`), and moving records when that changes.
+
+Every record railyard keeps is keyed by the repository's name (lowercase), and the name
+belongs to GitHub's repository id kept here. `place(id, name)` makes `name` the id's name:
+
+- the name held by another id (reused by a new repository) first sends that id's records to
+  a name no GitHub repository can have, `owner/name@ID`, and cancels their pending writes, so
+  nothing of the old repository is ever shown under the name or written into the new one;
+- the id known under another name (renamed, transferred) moves every record to `name`;
+- an id and a name seen for the first time adopt the tickets stored under the name before
+  ids were kept (0014), except those created before the repository was (another repository's).
+
+Tickets created later take the id from here (`tickets._save_ticket`).
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import Connection, String, cast, func, literal, select, update
+
+from app.store.database import Database
+from app.store.effects import CANCELLED
+from app.store.tables import (
+    HeldObservationRow,
+    InstallationRepositoryRow,
+    OutboxEffectRow,
+    PullRequestRow,
+    ReplyRow,
+    RepositoryRow,
+    TicketRow,
+    table,
+)
+
+repositories = table(RepositoryRow)
+_tickets = table(TicketRow)
+_outbox = table(OutboxEffectRow)
+# Every table keyed by the repository's name, but history: webhook deliveries and the append-only
+# operations (the database refuses to change them) keep the name they had then. An operation's
+# outcome is found by its id, so a replay is still a replay under the new name.
+_KEYED_BY_NAME = tuple(
+    table(row)
+    for row in (
+        TicketRow,
+        PullRequestRow,
+        HeldObservationRow,
+        InstallationRepositoryRow,
+        ReplyRow,
+        OutboxEffectRow,
+    )
+)
+_NAMED_KEYS = ("status:", "check:", "reaction:")  # outbox keys that spell the name after the kind
+
+
+def repository_at(connection: Connection, repository_id: int) -> str | None:
+    """The name the records of `repository_id` are kept under, if railyard knows the id."""
+    found = connection.execute(
+        select(repositories.c.full_name).where(repositories.c.id == repository_id)
+    ).scalar()
+    return None if found is None else str(found)
+
+
+def repository_named(connection: Connection, name: str) -> int | None:
+    """The id of the repository whose records are kept under `name`, if any."""
+    found = connection.execute(
+        select(repositories.c.id).where(repositories.c.full_name == name.casefold())
+    ).scalar()
+    return None if found is None else int(found)
+
+
+def holds(database: Database, name: str, repository_id: int) -> bool:
+    """Whether the records kept under `name` are GitHub's repository `repository_id`'s: what the
+    pages and the API ask before they show anything of a repository (its name may be reused)."""
+    with database.read() as connection:
+        return repository_id != 0 and repository_named(connection, name) == repository_id
+
+
+def retired_name(name: str, repository_id: int) -> str:
+    """Where the records of a repository that lost its name go: no GitHub name has an `@`."""
+    return f"{name.casefold()}@{repository_id}"
+
+
+def place(
+    connection: Connection, repository_id: int, name: str, created_at: float | None, now: float
+) -> None:
+    """Make `name` the name of `repository_id`'s records (see the module's docstring)."""
+    name = name.casefold()
+    holder = repository_named(connection, name)
+    if holder == repository_id:
+        return
+    if holder is not None:
+        _move(connection, name, retired_name(name, holder), cancel=True)
+        _rename(connection, holder, retired_name(name, holder), now)
+    current = repository_at(connection, repository_id)
+    if current is None:
+        connection.execute(repositories.insert().values(id=repository_id, full_name=name, updated_at=now))
+        if holder is None:
+            _adopt(connection, repository_id, name, created_at)
+        return
+    _move(connection, current, name, cancel=False)
+    _rename(connection, repository_id, name, now)
+
+
+def _rename(connection: Connection, repository_id: int, name: str, now: float) -> None:
+    connection.execute(
+        update(repositories).where(repositories.c.id == repository_id).values(full_name=name, updated_at=now)
+    )
+
+
+def _adopt(connection: Connection, repository_id: int, name: str, created_at: float | None) -> None:
+    """The tickets stored under `name` without an id become `repository_id`'s, unless they are
+    older than the repository: those go to a retired name of their own (shown to nobody)."""
+    legacy = (_tickets.c.repository == name, _tickets.c.repository_id.is_(None))
+    rows = connection.execute(select(_tickets.c.id, _tickets.c.created_at).where(*legacy)).all()
+    older = [row.id for row in rows if created_at is not None and row.created_at.timestamp() < created_at]
+    if older:
+        connection.execute(
+            update(_tickets)
+            .where(_tickets.c.id.in_(older))
+            .values(repository=literal(f"{name}@legacy-") + cast(_tickets.c.id, String))
+        )
+    connection.execute(update(_tickets).where(*legacy).values(repository_id=repository_id))
+
+
+def _move(connection: Connection, from_name: str, to_name: str, *, cancel: bool) -> None:
+    """Every record kept under `from_name` now under `to_name`; `cancel`: its pending writes
+    are never sent (the name now belongs to another repository)."""
+    for keyed in _KEYED_BY_NAME:
+        column = keyed.c.repository
+        connection.execute(update(keyed).where(func.lower(column) == from_name).values(repository=to_name))
+    moved = connection.execute(
+        select(_outbox.c.id, _outbox.c.dedupe_key, _outbox.c.status).where(_outbox.c.repository == to_name)
+    ).all()
+    for row in moved:
+        values: dict[str, object] = {"dedupe_key": _renamed_key(row.dedupe_key, from_name, to_name)}
+        if cancel and row.status == "pending":
+            values |= {
+                "status": CANCELLED,
+                "last_error": "the repository's name now names another repository",
+            }
+        connection.execute(update(_outbox).where(_outbox.c.id == row.id).values(**values))
+
+
+def _renamed_key(key: str, from_name: str, to_name: str) -> str:
+    """An outbox key naming `from_name` after its kind (`status:owner/name#12`), renamed."""
+    for kind in _NAMED_KEYS:
+        if key.startswith(kind) and key[len(kind) :].casefold().startswith(from_name):
+            rest = key[len(kind) + len(from_name) :]
+            if rest[:1] in ("#", ":"):
+                return f"{kind}{to_name}{rest}"
+    return key

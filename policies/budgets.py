@@ -1,0 +1,58 @@
+"""Fixed-window budgets: how many of something an account may do per window, decided purely.
+
+A window is `[start, start + length)` with `start` a multiple of `length`, so every process
+counting the same account agrees on the window without talking. Past the limit an answer says
+when the window ends (the `Retry-After`), and nothing more is counted: a caller over its budget
+cannot grow the count.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import OrderedDict
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Budget:
+    """`limit` uses per `window` seconds of one scope ("commands:acme/web", "reads", ...)."""
+
+    scope: str
+    limit: int
+    window: float
+
+    def window_start(self, now: float) -> float:
+        """The first second of the window `now` falls in."""
+        return math.floor(now / self.window) * self.window
+
+    def retry_after(self, now: float) -> int:
+        """Whole seconds until the window `now` falls in is over (at least 1)."""
+        return max(1, math.ceil(self.window_start(now) + self.window - now))
+
+
+class WindowCounter:
+    """One process's counts for one budget, for at most `accounts` accounts at a time.
+
+    The least recently counted account is forgotten first: a flood of distinct accounts can
+    only push others' counts out (restarting them), never grow the memory.
+    """
+
+    def __init__(self, budget: Budget, accounts: int = 10_000) -> None:
+        self.budget, self._accounts = budget, accounts
+        self._counts: OrderedDict[int, tuple[float, int]] = OrderedDict()
+
+    def spend(self, account_id: int, now: float) -> int | None:
+        """Take one use: None when taken, else the seconds until the window ends (nothing taken)."""
+        start = self.budget.window_start(now)
+        held = self._counts.get(account_id)
+        spent = held[1] if held is not None and held[0] == start else 0
+        if spent >= self.budget.limit:
+            return self.budget.retry_after(now)
+        self._counts[account_id] = (start, spent + 1)
+        self._counts.move_to_end(account_id)
+        while len(self._counts) > self._accounts:
+            self._counts.popitem(last=False)
+        return None
+
+    def __len__(self) -> int:
+        return len(self._counts)

@@ -1,0 +1,103 @@
+"""Repository identity through the real server and the GitHub stand-in (SPEC *Repository identity
+and sessions*): a private repository renamed and its name reused by a new public repository
+shows nothing of the old tickets under that name, on the pages or the API; GitHub's `repository`
+`renamed` webhook moves them to the new name; the new repository's webhooks never touch them."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from app.store.tickets import TicketService
+from policies.model import TicketKey
+from tests.e2e.web_world import PRIVATE_REPO, WebWorld, say_in, web_world
+from tests.github_standin.events import repository_moved
+
+ARCHIVE = "acme/vault-archive"
+
+
+@pytest.fixture
+async def web(tmp_path: Path) -> AsyncIterator[WebWorld]:
+    """The server with sign-in; acme/vault#7 is a ticket (olivia published it)."""
+    async with web_world(tmp_path) as world:
+        await say_in(world, PRIVATE_REPO, "olivia", "/publish --no-code", 7)
+        yield world
+
+
+def reuse_the_name(web: WebWorld) -> None:
+    """On GitHub: acme/vault is renamed acme/vault-archive, and mallory creates a new public
+    acme/vault (a new repository: another id) with an issue #7 of its own."""
+    web.github.rename_repository(PRIVATE_REPO, ARCHIVE)
+    web.github.add_repository(PRIVATE_REPO, files={}, private=False)
+    web.github.add_issue(PRIVATE_REPO, 7, title="Hello", body="Public")
+    web.github.permissions[(PRIVATE_REPO, "mallory")] = "admin"
+
+
+async def page(web: WebWorld, login: str, path: str) -> tuple[int, str]:
+    """`path` as `login` sees it after signing in."""
+    async with web.browser_session() as client:
+        await web.sign_in(client, login)
+        async with client.get(path, allow_redirects=False) as response:
+            return response.status, await response.text()
+
+
+async def api(web: WebWorld, login: str, path: str) -> int:
+    """The API's status for `login`'s own token."""
+    token = web.github.oauth.issue_token(login, web.github.now()).token
+    async with web.server.client.get(path, headers={"Authorization": f"Bearer {token}"}) as response:
+        return response.status
+
+
+async def test_a_reused_name_shows_nothing_of_the_old_private_repositorys_tickets(web: WebWorld) -> None:
+    """Before any webhook says so, mallory's new public acme/vault shows no ticket of the old
+    private one: the ticket page, the board and the API answer 404 (GitHub's id is not the stored one)."""
+    reuse_the_name(web)
+    status, text = await page(web, "mallory", f"/tickets/{PRIVATE_REPO}/7")
+    assert status == 404 and "vault keys" not in text
+    status, board = await page(web, "mallory", f"/tickets/{PRIVATE_REPO}")
+    assert status == 404 and f"{PRIVATE_REPO}/7" not in board
+    assert await api(web, "mallory", f"/api/v1/repos/{PRIVATE_REPO}/tickets/7") == 404
+    assert await api(web, "mallory", f"/api/v1/repos/{PRIVATE_REPO}/tickets") == 404
+
+
+async def test_the_renamed_webhook_moves_the_tickets_and_the_new_repository_never_touches_them(
+    web: WebWorld,
+) -> None:
+    """GitHub's `repository` `renamed` moves acme/vault#7 to acme/vault-archive (olivia reads it
+    there); the new acme/vault's #7 being published makes a ticket of its own."""
+    reuse_the_name(web)
+    old = TicketService(web.database).load(TicketKey(PRIVATE_REPO, 7))
+    assert old is not None
+    moved = web.github.repositories[ARCHIVE]
+    guid, payload = repository_moved(web.github, web.standin.url, moved, PRIVATE_REPO, 7, "olivia")
+    response = await web.server.deliver("repository", json.dumps(payload).encode(), guid)
+    assert response.status == 202
+    await web.world().settle()
+    status, text = await page(web, "olivia", f"/tickets/{ARCHIVE}/7")
+    assert status == 200 and f"{ARCHIVE}" in text
+    assert (await page(web, "mallory", f"/tickets/{PRIVATE_REPO}/7"))[0] == 404
+    await say_in(web, PRIVATE_REPO, "mallory", "/publish --no-code", 7)  # the new repository's #7
+    kept = TicketService(web.database).load(TicketKey(ARCHIVE, 7))
+    assert kept is not None and kept.revision == old.revision
+    assert TicketService(web.database).load(TicketKey(PRIVATE_REPO, 7)) is not None
+    status, text = await page(web, "mallory", f"/tickets/{PRIVATE_REPO}/7")
+    assert status == 200 and ARCHIVE not in text
+
+
+async def test_the_old_name_of_a_renamed_repository_answers_301_to_its_id(web: WebWorld) -> None:
+    """The stand-in as GitHub: the old name redirects to /repositories/{id} until it is reused."""
+    web.github.rename_repository(PRIVATE_REPO, ARCHIVE)
+    token = web.github.oauth.issue_token("olivia", web.github.now()).token
+    async with web.server.client.get(
+        f"{web.standin.url}/repos/{PRIVATE_REPO}", headers={"Authorization": f"Bearer {token}"},
+        allow_redirects=False,
+    ) as response:  # fmt: skip
+        assert response.status == 301
+        target = response.headers["Location"]
+    moved = web.github.repositories[ARCHIVE]
+    assert target.endswith(f"/repositories/{moved.id}")
+    web.github.add_repository(PRIVATE_REPO, files={}, private=False)
+    assert web.github.repositories[PRIVATE_REPO].id != moved.id

@@ -1,0 +1,44 @@
+"""The API's per-account budgets in the database, on SQLite and PostgreSQL: spent before any
+call, never past the limit, shared by every process, forgotten once the window is over."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+from sqlalchemy import func, select
+
+from app.store.budgets import budgets, prune_budgets, spend, spent
+from app.store.database import Database
+from policies.budgets import Budget
+
+HOUR = Budget("commands:acme/web", 3, 3600.0)
+T0 = 1_780_000_000.0 - 1_780_000_000.0 % 3600
+
+
+def rows(database: Database) -> int:
+    with database.read() as connection:
+        return int(connection.execute(select(func.count()).select_from(budgets)).scalar_one())
+
+
+def test_an_account_past_its_limit_is_told_when_to_retry_and_its_count_stops(database: Database) -> None:
+    """Three units are taken, the rest refused with the seconds left; the count stays at the limit."""
+    answers = [spend(database, 42, HOUR, T0 + n) for n in range(6)]
+    assert answers[:3] == [None, None, None] and answers[3:] == [3597, 3596, 3595]
+    assert spent(database, 42, HOUR, T0 + 10) == 3 and rows(database) == 1
+    assert spend(database, 43, HOUR, T0) is None  # another account's budget is its own
+    assert spend(database, 42, HOUR, T0 + 3600) is None  # the next hour
+
+
+def test_racing_requests_never_take_more_than_the_limit(database: Database) -> None:
+    """Twenty requests at once by one account: exactly the limit's worth are taken."""
+    with ThreadPoolExecutor(8) as pool:
+        answers = list(pool.map(lambda _: spend(database, 42, HOUR, T0), range(20)))
+    assert answers.count(None) == 3 and spent(database, 42, HOUR, T0) == 3
+
+
+def test_windows_that_are_over_are_pruned(database: Database) -> None:
+    """Housekeeping drops rows of windows more than two hours old; the current ones stay."""
+    spend(database, 42, HOUR, T0)
+    spend(database, 42, HOUR, T0 + 3 * 3600)
+    assert prune_budgets(database, T0 + 3 * 3600 + 1) == 1
+    assert spent(database, 42, HOUR, T0 + 3 * 3600) == 1

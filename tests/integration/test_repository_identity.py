@@ -1,0 +1,161 @@
+"""Repository identity in the database, on SQLite and PostgreSQL: migration 0015 on existing data
+(ids backfilled from the stored payloads), and `repositories.place` moving records by id."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from alembic import command
+from sqlalchemy import insert, select
+
+from app.store.database import Database, alembic_config
+from app.store.effects import effects_table
+from app.store.repositories import holds, place, repositories
+from app.store.signs import watched_claims
+from app.store.tables import PullRequestRow, TicketRow, WebhookDeliveryRow, table
+from app.store.tickets import TicketService
+from policies.commands import Claim, Publish
+from policies.model import TicketKey
+from tests.fakes import REQUESTER, RUNNER, Comments
+
+tickets, deliveries, pulls = table(TicketRow), table(WebhookDeliveryRow), table(PullRequestRow)
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def a_ticket(repository: str, number: int, created: datetime = T0) -> dict[str, Any]:
+    """A tickets row as 0013 stored it (no repository id)."""
+    return {
+        "repository": repository, "number": number, "revision": 1, "work": "open",
+        "integration": "unreported", "deployment": "not_deployed", "snapshot": {},
+        "created_at": created, "updated_at": created, "installation_id": 7,
+    }  # fmt: skip
+
+
+def a_delivery(guid: str, repository: str, repository_id: int) -> dict[str, Any]:
+    """A stored webhook delivery whose payload names the repository and its id."""
+    payload = json.dumps({"repository": {"id": repository_id, "full_name": repository}})
+    return {
+        "delivery_id": guid, "event": "issues", "action": "opened", "installation_id": 7,
+        "repository": repository, "ordering_key": None, "status": "done", "payload": payload,
+        "payload_bytes": len(payload), "received_at": 1.0, "attempts": 1, "next_attempt_at": 1.0,
+    }  # fmt: skip
+
+
+@pytest.fixture
+def before_0015(database: Database) -> Iterator[Database]:
+    """The database at 0014, before the identity migration, brought back to head afterwards."""
+    config = alembic_config(database.url)
+    command.downgrade(config, "0014")
+    try:
+        yield database
+    finally:
+        command.upgrade(config, "head")
+
+
+def test_the_migration_takes_each_repositorys_id_from_the_stored_payloads_that_agree(
+    before_0015: Database,
+) -> None:
+    """acme/web's payloads all say id 55: its tickets get it. acme/reused's payloads name two ids
+    (the name was reused before): no id. acme/quiet has no payload left: no id, shown to nobody."""
+    with before_0015.write() as connection:
+        connection.execute(insert(tickets), [a_ticket("acme/web", 1), a_ticket("acme/web", 2)])
+        connection.execute(insert(tickets), [a_ticket("acme/reused", 1), a_ticket("acme/quiet", 1)])
+        connection.execute(
+            insert(pulls).values(
+                repository="acme/web", number=9, url="u", open=True, merged=False, linked=[1], updated_at=1.0
+            )
+        )
+        connection.execute(
+            insert(deliveries),
+            [
+                a_delivery("d1", "acme/web", 55),
+                a_delivery("d2", "ACME/Web", 55),
+                a_delivery("d3", "acme/reused", 60),
+                a_delivery("d4", "acme/reused", 61),
+            ],
+        )
+    command.upgrade(alembic_config(before_0015.url), "head")
+    with before_0015.read() as connection:
+        ids = dict(connection.execute(select(tickets.c.repository, tickets.c.repository_id)).all())
+        registry = dict(connection.execute(select(repositories.c.full_name, repositories.c.id)).all())
+        kept_pull = connection.execute(select(pulls.c.number, pulls.c.linked, pulls.c.author_has_role)).one()
+    assert ids == {"acme/web": 55, "acme/reused": None, "acme/quiet": None}
+    assert tuple(kept_pull) == (9, [1], None)  # the PR kept, its author not asked yet
+    assert registry == {"acme/web": 55}
+    assert holds(before_0015, "acme/web", 55) and not holds(before_0015, "acme/quiet", 70)
+
+
+def test_a_first_webhook_adopts_the_tickets_from_before_ids_unless_older_than_the_repository(
+    database: Database,
+) -> None:
+    """Tickets stored without an id become the repository's at its first webhook; one created
+    before the repository was (so another repository's) goes where no name reaches it."""
+    with database.write() as connection:
+        connection.execute(
+            insert(tickets),
+            [a_ticket("acme/quiet", 1, T0), a_ticket("acme/quiet", 2, datetime(2026, 6, 1, tzinfo=UTC))],
+        )
+        place(connection, 70, "acme/quiet", created_at=datetime(2026, 3, 1, tzinfo=UTC).timestamp(), now=2.0)
+    with database.read() as connection:
+        rows = connection.execute(
+            select(tickets.c.repository, tickets.c.number, tickets.c.repository_id)
+        ).all()
+    assert sorted((r.repository, r.number, r.repository_id) for r in rows) == [
+        ("acme/quiet", 2, 70),
+        (f"acme/quiet@legacy-{1}", 1, None),
+    ]
+
+
+def test_a_rename_moves_every_record_and_a_reuse_retires_the_old_ones_and_cancels_their_writes(
+    database: Database,
+) -> None:
+    """acme/vault (id 1) renamed acme/archive takes its tickets, PRs and status-comment key along;
+    a new acme/vault (id 2) then finds nothing, and the old repository's pending writes never leave."""
+    with database.write() as connection:
+        place(connection, 1, "acme/vault", None, 1.0)
+        connection.execute(insert(tickets), [{**a_ticket("acme/vault", 7), "repository_id": 1}])
+        connection.execute(
+            insert(pulls),
+            [{"repository": "acme/vault", "number": 9, "url": "u", "open": True, "merged": False,
+              "linked": [7], "updated_at": 1.0}],
+        )  # fmt: skip
+        connection.execute(
+            insert(effects_table),
+            [{"dedupe_key": "status:acme/vault#7", "installation_id": 7, "repository": "acme/vault",
+              "kind": "status_comment", "payload": {}, "status": "pending", "next_attempt_at": 1.0,
+              "created_at": 1.0, "updated_at": 1.0}],
+        )  # fmt: skip
+        place(connection, 1, "acme/archive", None, 2.0)
+    with database.read() as connection:
+        assert connection.execute(select(tickets.c.repository)).scalars().all() == ["acme/archive"]
+        assert connection.execute(select(pulls.c.repository)).scalars().all() == ["acme/archive"]
+        effect = connection.execute(select(effects_table.c.dedupe_key, effects_table.c.status)).one()
+    assert tuple(effect) == ("status:acme/archive#7", "pending")
+    with database.write() as connection:
+        place(connection, 2, "acme/archive", None, 3.0)  # another repository takes the name
+    with database.read() as connection:
+        assert connection.execute(select(tickets.c.repository)).scalars().all() == ["acme/archive@1"]
+        effect = connection.execute(select(effects_table.c.status)).one()
+    assert effect.status == "cancelled"
+    assert holds(database, "acme/archive", 2) and not holds(database, "acme/archive", 1)
+
+
+def test_the_watchdog_watches_no_claim_of_a_repository_that_lost_its_name(database: Database) -> None:
+    """A claimed ticket of the old acme/vault, retired when a new acme/vault appeared, gets no
+    overdue notices: they would go to a repository that is not its own."""
+    service = TicketService(database)
+    key, comments = TicketKey("acme/vault", 12), Comments()
+    with database.write() as connection:
+        place(connection, 1, "acme/vault", None, 1.0)
+    service.execute(key, Publish("Rotate"), comments.context(REQUESTER))
+    service.execute(key, Claim(), comments.context(RUNNER))
+    with database.read() as connection:
+        assert [w.ticket.key.number for w in watched_claims(connection)] == [12]
+    with database.write() as connection:
+        place(connection, 2, "acme/vault", None, 2.0)
+    with database.read() as connection:
+        assert watched_claims(connection) == []

@@ -1,0 +1,102 @@
+"""Repository identity through the handlers and the fakes: a delivery's repository is matched by
+GitHub's id, so a reused name never touches the old repository's tickets, and a rename moves them."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from policies.model import TicketKey
+from tests.fakes import example
+from tests.fakes.github import issue_answer, pull_answer
+from tests.fakes.ports import FakePorts
+from tests.fakes.webhooks import INSTALLATION, REPOSITORY, comment, pull_request
+from tests.unit.handlers.steps import RACHEL, world
+
+OLD, NEW = 1001, 2002  # GitHub's ids of the repository first called acme/app, and of the next one
+
+
+def of(repository_id: int, payload: dict[str, Any], name: str = REPOSITORY) -> dict[str, Any]:
+    """The payload as GitHub sends it for the repository `repository_id`, then called `name`."""
+    payload["repository"].update({"id": repository_id, "full_name": name})
+    return payload
+
+
+async def publish(ports: FakePorts, repository_id: int, number: int, name: str = REPOSITORY) -> None:
+    """rachel publishes issue `number` of the repository `repository_id` (called `name`)."""
+    ports.github.add_issue(name, issue_answer(number, assignees=(RACHEL,)))
+    await ports.dispatch("issue_comment", of(repository_id, comment(number, "/publish"), name))
+
+
+def renamed(repository_id: int, old: str, new: str) -> dict[str, Any]:
+    """GitHub's real `repository` `renamed` payload, for `repository_id` renamed from `old` to `new`."""
+    payload = json.loads(example("api.github.com", "repository", "10-renamed.json"))
+    payload["changes"] = {"repository": {"name": {"from": old.split("/")[1]}}}
+    payload["installation"] = {"id": INSTALLATION}
+    return of(repository_id, payload, new)
+
+
+async def test_a_new_repository_with_a_reused_name_never_touches_the_old_ones_tickets() -> None:
+    """acme/app#12 of the old repository stays as it was when the new acme/app's #12 is published:
+    the new one gets a ticket of its own, the old one is kept out of the name's reach."""
+    ports = world()
+    await publish(ports, OLD, 12)
+    old = ports.store.ticket(TicketKey(REPOSITORY, 12))
+    assert old is not None
+    await ports.dispatch("issue_comment", of(NEW, comment(12, "/claim", author=("nora", 404))))
+    await publish(ports, NEW, 12)
+    new = ports.store.ticket(TicketKey(REPOSITORY, 12))
+    assert new is not None and new.revision == old.revision  # published once, nora's claim refused
+    kept = ports.store.ticket(TicketKey(f"{REPOSITORY}@{OLD}", 12))
+    assert kept is not None and kept.revision == old.revision
+
+
+async def test_a_rename_moves_the_tickets_and_pull_requests_to_the_new_name() -> None:
+    """After `repository` `renamed`, acme/app's ticket and PR are acme/tools's, matched by id."""
+    ports = world()
+    await publish(ports, OLD, 12)
+    pull = pull_answer(REPOSITORY, 40, body="Fixes #12")
+    await ports.dispatch("pull_request", of(OLD, pull_request("opened", pull)))
+    ports.github.names[OLD] = "acme/tools"
+    await ports.dispatch("repository", renamed(OLD, REPOSITORY, "acme/tools"))
+    moved = ports.store.ticket(TicketKey("acme/tools", 12))
+    assert moved is not None and moved.rails.pull_requests[40].linked
+    assert ports.store.ticket(TicketKey(REPOSITORY, 12)) is None
+    async with ports.store.read() as reads:
+        assert await reads.stored_pull("acme/tools", 40) is not None
+        assert await reads.stored_pull(REPOSITORY, 40) is None
+
+
+async def test_an_event_naming_the_old_name_after_a_rename_is_dropped() -> None:
+    """A delivery older than the rename (it still says acme/app) changes nothing anywhere."""
+    ports = world()
+    await publish(ports, OLD, 12)
+    ports.github.names[OLD] = "acme/tools"
+    await ports.dispatch("repository", renamed(OLD, REPOSITORY, "acme/tools"))
+    before = ports.store.ticket(TicketKey("acme/tools", 12))
+    await ports.dispatch("issue_comment", of(OLD, comment(12, "/claim", author=("carol", 202))))
+    assert ports.store.ticket(TicketKey("acme/tools", 12)) == before
+    assert ports.store.ticket(TicketKey(REPOSITORY, 12)) is None
+
+
+async def test_a_rename_whose_event_has_not_arrived_is_followed_by_id() -> None:
+    """An event naming the new name first: GitHub says the id's name now, and the records follow."""
+    ports = world()
+    await publish(ports, OLD, 12)
+    ports.github.names[OLD] = "acme/tools"
+    ports.github.add_issue("acme/tools", issue_answer(12, assignees=(RACHEL,)))
+    await ports.dispatch("issue_comment", of(OLD, comment(12, "/claim", author=("carol", 202)), "acme/tools"))
+    moved = ports.store.ticket(TicketKey("acme/tools", 12))
+    assert moved is not None and moved.claimant == "carol"
+
+
+async def test_a_transfer_moves_the_tickets_to_the_new_owner() -> None:
+    """GitHub's real `repository` `transferred` payload: acme/app's ticket is now bravo/app's."""
+    ports = world()
+    await publish(ports, OLD, 12)
+    ports.github.names[OLD] = "bravo/app"
+    payload = json.loads(example("api.github.com", "repository", "11-transferred.json"))
+    payload["installation"] = {"id": INSTALLATION}
+    await ports.dispatch("repository", of(OLD, payload, "bravo/app"))
+    assert ports.store.ticket(TicketKey("bravo/app", 12)) is not None
+    assert ports.store.ticket(TicketKey(REPOSITORY, 12)) is None
