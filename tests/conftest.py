@@ -125,8 +125,22 @@ PROCESS_FILES = frozenset(
     }
 )
 
-# The slowest files of a serial run (`pytest --durations=25`): each takes 20 s or more.
-SLOW_FILES = frozenset(set())
+# The slowest tests of a serial run (`pytest --durations=25`): 8 s or more each (a whole file, or
+# one test of it). `-m "not slow"` leaves them out.
+SLOW = frozenset(
+    {
+        "e2e/test_chaos.py",
+        "e2e/test_crash.py",
+        "e2e/test_kill_effects.py",
+        "e2e/test_scale_bench.py",
+        "integration/test_postgres_workers.py",
+        "integration/test_rail_order.py::test_every_order_and_every_duplicate_ends_the_same",
+        "e2e/test_rails_events.py::test_the_whole_repository_and_deployment_scenario_for_two_tickets",
+        "e2e/test_rails_events.py::test_one_deployment_moves_every_merged_ticket_it_contains",
+        "e2e/test_surfaces.py::test_ambiguous_failures_never_make_a_second_status_comment",
+        "e2e/test_webhooks.py::test_a_body_over_25_mb_gets_413",
+    }
+)
 
 # Timing-sensitive tests, run alone after the parallel pass (`make test`: `-m serial`).
 SERIAL_FILES = frozenset({"e2e/test_scale_bench.py"})
@@ -149,7 +163,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.postgres)
         if where in PROCESS_FILES:
             item.add_marker(pytest.mark.process)
-        if where in SLOW_FILES:
+        function = getattr(item, "originalname", item.name)
+        if where in SLOW or f"{where}::{function}" in SLOW:
             item.add_marker(pytest.mark.slow)
         if where in SERIAL_FILES or item.get_closest_marker("bench") is not None:
             item.add_marker(pytest.mark.serial)
