@@ -142,8 +142,14 @@ SLOW = frozenset(
     }
 )
 
-# Timing-sensitive tests, run alone after the parallel pass (`make test`: `-m serial`).
-SERIAL_FILES = frozenset({"e2e/test_scale_bench.py"})
+# Timing-sensitive tests (a file, or one test of it), run alone after the parallel pass (`make test`:
+# `-m serial`): the chaos campaign's settle time is not met next to another worker's tests.
+SERIAL = frozenset(
+    {
+        "e2e/test_scale_bench.py",
+        "e2e/test_chaos.py::test_a_short_chaos_campaign_finds_no_violation",
+    }
+)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -166,5 +172,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         function = getattr(item, "originalname", item.name)
         if where in SLOW or f"{where}::{function}" in SLOW:
             item.add_marker(pytest.mark.slow)
-        if where in SERIAL_FILES or item.get_closest_marker("bench") is not None:
+        serial = where in SERIAL or f"{where}::{function}" in SERIAL
+        if serial or item.get_closest_marker("bench") is not None:
             item.add_marker(pytest.mark.serial)
