@@ -152,7 +152,8 @@ async def test_a_handler_slower_than_its_lease_is_not_taken_over_while_its_proce
     [run] = runs_of(shared, delivery(shared, delivery_id).seq)
     assert (run.outcome, run.lease_kept) == ("done", True)
     assert published(shared) == 1
-    assert len(state.calls_to("GET", f"/repos/{REPO}/contents/.github/railyard.yml")) == 1
+    # Not the count of config reads: on a loaded machine a 12 s answer can pass the client's 15 s
+    # timeout and be asked again within the same run; a second run is what the line above rules out.
 
 
 def pending_effects(database: Database) -> int:
