@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from tests.github_standin.accounts import OAuthState
-from tests.github_standin.common import (
+from github_standin.accounts import OAuthState
+from github_standin.common import (
     DEFAULT_PERMISSIONS,
     SEEDED_AT,
     Json,
@@ -24,7 +24,7 @@ from tests.github_standin.common import (
     plain,
     wall_clock,
 )
-from tests.github_standin.faults import Fault, LimitWatch, RandomFaults
+from github_standin.faults import Fault, LimitWatch, RandomFaults
 
 
 @dataclass

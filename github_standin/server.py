@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from aiohttp import web
 
-from tests.github_standin.apps import (
+from github_standin.apps import (
     check_org_member,
     create_token,
     get_app,
@@ -19,12 +19,12 @@ from tests.github_standin.apps import (
     list_deliveries,
     redeliver,
 )
-from tests.github_standin.checks import create_check_run, list_check_runs, update_check_run
-from tests.github_standin.common import Handler, iso, parse_time, plain
-from tests.github_standin.edge import RULES, github_edge
-from tests.github_standin.faults import Fault, LimitWatch
-from tests.github_standin.graphql import graphql
-from tests.github_standin.issues import (
+from github_standin.checks import create_check_run, list_check_runs, update_check_run
+from github_standin.common import Handler, iso, parse_time, plain
+from github_standin.edge import RULES, github_edge
+from github_standin.faults import Fault, LimitWatch
+from github_standin.graphql import graphql
+from github_standin.issues import (
     add_assignees,
     create_comment,
     create_reaction,
@@ -34,8 +34,8 @@ from tests.github_standin.issues import (
     get_issue_by_repository_id,
     list_comments,
 )
-from tests.github_standin.lookups import STATE, respond
-from tests.github_standin.oauth import (
+from github_standin.lookups import STATE, respond
+from github_standin.oauth import (
     access_token,
     authorize,
     get_user,
@@ -43,7 +43,7 @@ from tests.github_standin.oauth import (
     list_user_installations,
     revoke_token,
 )
-from tests.github_standin.repos import (
+from github_standin.repos import (
     compare,
     get_branch,
     get_commit,
@@ -53,7 +53,7 @@ from tests.github_standin.repos import (
     get_repo_by_id,
     list_pull_files,
 )
-from tests.github_standin.state import StandinState
+from github_standin.state import StandinState
 
 
 async def _control_calls(request: web.Request) -> web.Response:

@@ -11,7 +11,7 @@ In-process::
 
 As a subprocess, seeded and inspected over HTTP under /_standin/::
 
-    python -m tests.github_standin --port 0 --port-file PATH [--seed seed.json]
+    python -m github_standin --port 0 --port-file PATH [--seed seed.json]
 
 The parts: `common` (constants, ids, times), `faults` (injected failures), `state` (what GitHub
 knows), `render` (GitHub's JSON shapes), `lookups` (errors, paging, path lookups), the
@@ -20,11 +20,11 @@ and faults on every request), `conditional` (ETags and 304s; `StandinState.count
 counted calls, 304s and content writes apart), `server` (routes, control API, serving) and `process`.
 """
 
-from tests.github_standin.common import Json, fake_jwt, git_blob_sha, iso
-from tests.github_standin.faults import Fault, LimitWatch, RandomFaults
-from tests.github_standin.process import StandinProcess, main, standin_subprocess
-from tests.github_standin.server import RunningStandin, create_standin, running_standin
-from tests.github_standin.state import (
+from github_standin.common import Json, fake_jwt, git_blob_sha, iso
+from github_standin.faults import Fault, LimitWatch, RandomFaults
+from github_standin.process import StandinProcess, main, standin_subprocess
+from github_standin.server import RunningStandin, create_standin, running_standin
+from github_standin.state import (
     Call,
     CheckRun,
     Comment,

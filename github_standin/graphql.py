@@ -13,8 +13,8 @@ from typing import Any
 
 from aiohttp import web
 
-from tests.github_standin.lookups import BODY, STATE, installation_of, respond
-from tests.github_standin.state import PullRequest, Repository
+from github_standin.lookups import BODY, STATE, installation_of, respond
+from github_standin.state import PullRequest, Repository
 
 _KEYWORD = re.compile(r"\b(?:close[sd]?|fix(?:e[sd])?|resolve[sd]?)\s+#(\d+)\b", re.IGNORECASE)
 _SHAPE = ("repository(", "pullRequest(", "closingIssuesReferences(", "nameWithOwner")
