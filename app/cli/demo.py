@@ -39,7 +39,6 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from app.logs import configure_logging
-from app.runtime.runner import listen
 from app.settings import Settings
 from app.store.database import Database
 from app.store.effects import effect_counts, marker
@@ -48,7 +47,6 @@ from app.store.tickets import TicketService
 from app.views.render import StatusView
 from app.views.status_json import status_comment_body
 from app.views.surfaces import status_key
-from app.web.server import create_app
 from github_standin import Deployment, PullRequest, StandinState, Webhooks, WebhookTarget, running_standin
 from github_standin.common import fake_sha
 from policies.events import EventType
@@ -335,6 +333,10 @@ def state_file() -> Path:
 
 
 async def _demo(args: argparse.Namespace, out: TextIO) -> int:
+    # Imported on use, as `serve` imports them: app.runtime.runner imports the command line.
+    from app.runtime.runner import listen
+    from app.web.server import create_app
+
     started = time.monotonic()
     clock = StoryClock()
     state = StandinState(clock=clock.at)
