@@ -38,6 +38,7 @@ from aiohttp import web
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
+from app.cli.errors import Stop
 from app.logs import configure_logging
 from app.settings import Settings
 from app.store.database import Database
@@ -277,6 +278,14 @@ def headline(database: Database, number: int) -> str:
     return _plain(status_comment_body(view).splitlines()[0])
 
 
+def claim_overdue(database: Database, number: int) -> bool:
+    """Whether the watchdog has recorded the current claim of #`number` as overdue."""
+    since_claim: list[EventType] = []
+    for recorded in TicketService(database).history(TicketKey(REPO, number)):
+        since_claim = [] if recorded.event.type is EventType.CLAIMED else [*since_claim, recorded.event.type]
+    return EventType.CLAIM_OVERDUE in since_claim
+
+
 def _plain(line: str) -> str:
     """A status line for the terminal: without the bold it has on GitHub."""
     return line.strip().removeprefix("**").removesuffix("**")
@@ -325,6 +334,10 @@ def cmd_demo(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         return asyncio.run(_demo(args, out))
     except KeyboardInterrupt:
         return 130
+    except Stop as stop:  # e.g. the port is taken: said in a line, as `serve` says it
+        said = str(stop).replace("set PORT", "use --port").replace("set HOST", "use --host")
+        print(f"railyard demo: {said}", file=err)
+        return stop.status
 
 
 def state_file() -> Path:
@@ -394,7 +407,8 @@ def _announce(out: TextIO, url: str, standin: str, database: Database, seconds: 
         "",
     ]
     for number, (title, _) in ISSUES.items():
-        lines.append(f"  #{number}  {title:34}  {headline(database, number)}")
+        overdue = " (claim overdue)" if claim_overdue(database, number) else ""
+        lines.append(f"  #{number}  {title:34}  {headline(database, number)}{overdue}")
     lines += [
         "",
         f"Accounts: {ACCOUNTS}.",

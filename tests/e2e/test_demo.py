@@ -7,6 +7,7 @@ import os
 import queue
 import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -99,6 +100,8 @@ def test_the_demo_prints_every_ticket_with_its_rails(demo: RunningDemo) -> None:
     assert "Work: accepted · Repository: merged (#22) · Deployment: deployed" in demo.output
     assert "Work: accepted · Repository: merged (#23) · Deployment: not deployed" in demo.output
     assert "Work: delivered · Repository: PR open (#21)" in demo.output
+    assert re.search(r"#4  Rate-limit the login form +Work: claimed .*\(claim overdue\)", demo.output)
+    assert not re.search(r"#3 .*claim overdue", demo.output)
     assert "railyard demo say" in demo.output
     assert demo.started_in < 30
 
@@ -155,3 +158,17 @@ def test_demo_say_without_a_running_demo_says_so(tmp_path: Path) -> None:
     done = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert done.returncode == 1
     assert "no demo is running (start one with `railyard demo`)" in done.stderr
+
+
+def test_a_taken_port_is_said_in_a_line(tmp_path: Path) -> None:
+    """`railyard demo --port N` with N taken exits 1 naming the port and the option, no traceback."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        command = [sys.executable, "-m", "app.cli", "demo", "--port", str(port)]
+        env = {**os.environ, "TMPDIR": str(tmp_path)}
+        done = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1
+    assert f"railyard demo: port {port} on 127.0.0.1 is already in use" in done.stderr
+    assert "use --port" in done.stderr and "Traceback" not in done.stderr
