@@ -43,18 +43,25 @@ lint: setup
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
-# Starts this machine's PostgreSQL for the tests that need it (scripts/postgres-for-tests), and
-# installs Debian's chromium when missing, so the browser tests (setup page, ticket pages) run.
+# Every test. Starts this machine's PostgreSQL for the tests that need it (scripts/postgres-for-tests),
+# and installs Debian's chromium when missing, so the browser tests (setup page, ticket pages) run.
+# Two passes: everything but `serial` on $(WORKERS) pytest-xdist workers (each its own PostgreSQL
+# database, ports and temporary files), then the timing-sensitive `serial` tests alone.
+# The 25 slowest tests of each pass are listed at its end. Markers and lanes: docs/testing.md.
+WORKERS ?= 2
 pytest: setup
 	command -v chromium >/dev/null || { apt-get update -qq && apt-get install -y -qq chromium; }
-	RAILYARD_TEST_POSTGRES_URL="$$(./scripts/postgres-for-tests)" $(BIN)/pytest
+	url="$$(./scripts/postgres-for-tests)" && \
+	RAILYARD_TEST_POSTGRES_URL="$$url" $(BIN)/pytest -n $(WORKERS) -m "not serial" --durations=25 && \
+	RAILYARD_TEST_POSTGRES_URL="$$url" $(BIN)/pytest -m serial --durations=25
 
 test: lint pytest
 
 # The fast lane while working (under two minutes): lint, mypy, the pure core and the handlers
-# against their fakes. No PostgreSQL, no browser, no server processes.
+# against their fakes. No PostgreSQL, no browser, no processes (tests/unit's few `process`
+# tests, actionlint, hadolint and the like, are left to `make test`).
 check: lint
-	$(BIN)/pytest -q tests/unit
+	$(BIN)/pytest -q -m "not process" tests/unit
 
 bench: setup
 	$(BIN)/python bench/core.py --postgres "$$(./scripts/postgres-for-tests)"

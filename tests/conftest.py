@@ -1,18 +1,26 @@
-"""Shared fixtures: a migrated database on SQLite and, where available, PostgreSQL.
+"""Shared fixtures: a migrated database on SQLite and, where available, PostgreSQL; the lanes.
 
 PostgreSQL tests need `RAILYARD_TEST_POSTGRES_URL` (`make test` starts a server and sets
 it). Without it they are skipped, unless `RAILYARD_REQUIRE_POSTGRES=1` (CI), where a
-missing server is an error rather than a silent skip.
+missing server is an error rather than a silent skip. Under pytest-xdist each worker gets
+its own database next to that one (`<name>_gw0`, `<name>_gw1`, ...), created on demand.
+
+The lanes (docs/testing.md) are markers set here from where a test lives and what it uses,
+so a new test file needs none of its own: `e2e` (tests/e2e), `browser` (the `browser`
+fixture: headless chromium), `postgres` (the PostgreSQL database), `process` (starts
+processes or external tools), `slow` (the slowest files, from `--durations`), `serial`
+(timing-sensitive: `make test` runs them alone after the parallel pass).
 """
 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from sqlalchemy import text
+from sqlalchemy import create_engine, make_url, text
 
 from app.store.database import Database
 from tests.fakes import reset_schema
@@ -33,13 +41,37 @@ def postgres_url() -> str | None:
     return url
 
 
+def worker_postgres_url(url: str, worker: str | None) -> str:
+    """This xdist worker's own database on the same server (created when missing), or `url` itself.
+
+    The role needs CREATEDB (scripts/postgres-for-tests creates it so).
+    """
+    if worker is None or worker == "master":
+        return url
+    if not re.fullmatch(r"gw[0-9]+", worker):
+        raise ValueError(f"unexpected PYTEST_XDIST_WORKER {worker!r}")
+    base = make_url(url)
+    name = f"{base.database}_{worker}"
+    engine = create_engine(base, isolation_level="AUTOCOMMIT")
+    try:
+        with engine.connect() as connection:
+            found = connection.execute(
+                text("SELECT 1 FROM pg_database WHERE datname = :name"), {"name": name}
+            )
+            if found.first() is None:
+                connection.execute(text(f'CREATE DATABASE "{name}"'))
+    finally:
+        engine.dispose()
+    return base.set(database=name).render_as_string(hide_password=False)
+
+
 @pytest.fixture(scope="session")
 def postgres_database() -> Iterator[Database]:
-    """One PostgreSQL database for the session, rebuilt from the migrations at start."""
+    """One PostgreSQL database for the session (one per xdist worker), rebuilt from the migrations."""
     url = postgres_url()
     if url is None:
         pytest.skip("PostgreSQL not available: set RAILYARD_TEST_POSTGRES_URL (make test does)")
-    database = Database(url, pool_size=12)
+    database = Database(worker_postgres_url(url, os.environ.get("PYTEST_XDIST_WORKER")), pool_size=12)
     reset_schema(database)
     database.migrate()
     yield database
@@ -70,3 +102,77 @@ def database(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Databas
         database = request.getfixturevalue("postgres_database")
         _empty(database)
         yield database
+
+
+TESTS = Path(__file__).resolve().parent
+
+# Test files (under tests/) whose tests start processes or external tools: `railyard serve`, the
+# stand-in as a subprocess, a private PostgreSQL cluster, pip and build, actionlint, hadolint.
+# tests/unit marks its few such tests itself (`@pytest.mark.process`), so the rest of the file
+# stays in `make check`; tests/unit/conftest.py fails an unmarked one that starts a process.
+PROCESS_FILES = frozenset(
+    {
+        "e2e/test_crash.py",
+        "e2e/test_errors.py",
+        "e2e/test_kill_effects.py",
+        "e2e/test_logs.py",
+        "e2e/test_postgres_restart.py",
+        "e2e/test_recovery.py",
+        "e2e/test_scale_bench.py",
+        "e2e/test_setup_page.py",
+        "e2e/test_wheel_install.py",
+        "integration/test_cli.py",
+        "integration/test_postgres_workers.py",
+    }
+)
+
+# The slowest tests of a serial run (`pytest --durations=25`): 8 s or more each (a whole file, or
+# one test of it). `-m "not slow"` leaves them out.
+SLOW = frozenset(
+    {
+        "e2e/test_chaos.py",
+        "e2e/test_crash.py",
+        "e2e/test_kill_effects.py",
+        "e2e/test_scale_bench.py",
+        "integration/test_postgres_workers.py",
+        "integration/test_rail_order.py::test_every_order_and_every_duplicate_ends_the_same",
+        "e2e/test_rails_events.py::test_the_whole_repository_and_deployment_scenario_for_two_tickets",
+        "e2e/test_rails_events.py::test_one_deployment_moves_every_merged_ticket_it_contains",
+        "e2e/test_surfaces.py::test_ambiguous_failures_never_make_a_second_status_comment",
+        "e2e/test_webhooks.py::test_a_body_over_25_mb_gets_413",
+    }
+)
+
+# Timing-sensitive tests (a file, or one test of it), run alone after the parallel pass (`make test`:
+# `-m serial`): the chaos campaign's settle time is not met next to another worker's tests.
+SERIAL = frozenset(
+    {
+        "e2e/test_scale_bench.py",
+        "e2e/test_chaos.py::test_a_short_chaos_campaign_finds_no_violation",
+    }
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Sets the lane markers from where each test lives and which fixtures it uses."""
+    del config
+    for item in items:
+        try:
+            where = item.path.resolve().relative_to(TESTS).as_posix()
+        except ValueError:
+            continue
+        fixtures = getattr(item, "fixturenames", ())
+        if where.startswith("e2e/"):
+            item.add_marker(pytest.mark.e2e)
+        if "browser" in fixtures:
+            item.add_marker(pytest.mark.browser)
+        if "postgres_database" in fixtures and item.get_closest_marker("postgres") is None:
+            item.add_marker(pytest.mark.postgres)
+        if where in PROCESS_FILES:
+            item.add_marker(pytest.mark.process)
+        function = getattr(item, "originalname", item.name)
+        if where in SLOW or f"{where}::{function}" in SLOW:
+            item.add_marker(pytest.mark.slow)
+        serial = where in SERIAL or f"{where}::{function}" in SERIAL
+        if serial or item.get_closest_marker("bench") is not None:
+            item.add_marker(pytest.mark.serial)

@@ -24,11 +24,15 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import httpx
+import respx
 from aiohttp import web
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from sqlalchemy import text
 
+from app.github.client import GitHubClient
+from app.runtime.metrics import Metrics
 from app.settings import Settings
 from app.store.database import Database
 from app.store.queue import queue_depth
@@ -263,6 +267,28 @@ def token_response(token: str = "ghs_test_token", minutes: int = 60) -> dict[str
         "permissions": {"issues": "write"},
         "repository_selection": "all",
     }
+
+
+def token_route(installation: int = 7, token: str = "ghs_test_token") -> respx.Route:
+    """respx answers the installation's token request (POST .../access_tokens) with `token`."""
+    return respx.post(f"{GITHUB_API}/app/installations/{installation}/access_tokens").mock(
+        return_value=httpx.Response(201, json=token_response(token))
+    )
+
+
+@asynccontextmanager
+async def started_client(**options: Any) -> AsyncIterator[GitHubClient]:
+    """A started client of the app (the test key) pointed at respx's GitHub, closed afterwards.
+
+    `options` go to `GitHubClient` (`clock`, `http_cache`, `limits`).
+    """
+    settings = app_settings("sqlite://", GITHUB_API_URL=GITHUB_API, PRIVATE_KEY=private_key_pem())
+    client = GitHubClient(settings, Metrics(), **options)
+    await client.start()
+    try:
+        yield client
+    finally:
+        await client.close()
 
 
 def reset_schema(database: Database) -> None:

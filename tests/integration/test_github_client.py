@@ -2,26 +2,24 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+
 import httpx
 import pytest
 import respx
 
 from app.github.client import GitHubClient, GitHubUnavailable, Moved, NotFound, PermissionDenied, RateLimited
-from app.runtime.metrics import Metrics
-from tests.fakes import GITHUB_API, StillClock, app_settings, private_key_pem, token_response
+from tests.fakes import GITHUB_API, StillClock, started_client, token_response
 
 TOKEN_ROUTE = f"{GITHUB_API}/app/installations/7/access_tokens"
 COMMENTS = f"{GITHUB_API}/repos/acme/web/issues/12/comments"
 
 
 @pytest.fixture
-async def client() -> GitHubClient:
+async def client() -> AsyncIterator[GitHubClient]:
     """A started client pointed at a fake GitHub Enterprise URL, with a controllable clock."""
-    settings = app_settings("sqlite://", GITHUB_API_URL=GITHUB_API, PRIVATE_KEY=private_key_pem())
-    github = GitHubClient(settings, Metrics(), clock=StillClock())
-    await github.start()
-    yield github  # type: ignore[misc]
-    await github.close()
+    async with started_client(clock=StillClock()) as github:
+        yield github
 
 
 @respx.mock

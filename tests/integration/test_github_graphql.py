@@ -14,7 +14,7 @@ from app.github.reads import CLOSING_ISSUES, GitHubReadsAdapter
 from app.runtime.metrics import Metrics
 from github_standin import Fault, StandinState, running_standin
 from handlers.errors import Missing
-from tests.fakes import GITHUB_API, StillClock, app_settings, private_key_pem, token_response
+from tests.fakes import GITHUB_API, StillClock, app_settings, started_client, token_route
 
 REPO = "acme/web"
 
@@ -61,19 +61,14 @@ async def test_a_graphql_5xx_is_transient(standin: tuple[GitHubReadsAdapter, Sta
 @pytest.fixture
 async def client() -> AsyncIterator[GitHubClient]:
     """A started client pointed at respx's GitHub."""
-    settings = app_settings("sqlite://", GITHUB_API_URL=GITHUB_API, PRIVATE_KEY=private_key_pem())
-    github = GitHubClient(settings, Metrics(), clock=StillClock())
-    await github.start()
-    yield github
-    await github.close()
+    async with started_client(clock=StillClock()) as github:
+        yield github
 
 
 @respx.mock
 async def test_a_rate_limited_graphql_answer_pauses_the_installation(client: GitHubClient) -> None:
     """A 200 carrying a RATE_LIMITED error raises `RateLimited` and holds the installation's next calls."""
-    respx.post(f"{GITHUB_API}/app/installations/7/access_tokens").mock(
-        return_value=httpx.Response(201, json=token_response())
-    )
+    token_route()
     errors = [{"type": "RATE_LIMITED", "message": "API rate limit exceeded"}]
     route = respx.post(f"{GITHUB_API}/graphql").mock(
         return_value=httpx.Response(200, json={"errors": errors})
@@ -88,9 +83,7 @@ async def test_a_rate_limited_graphql_answer_pauses_the_installation(client: Git
 @respx.mock
 async def test_another_graphql_error_loses_only_the_sidebar_links(client: GitHubClient) -> None:
     """FORBIDDEN is a `GitHubError` from the client, and no sidebar links (not a failure) from the read."""
-    respx.post(f"{GITHUB_API}/app/installations/7/access_tokens").mock(
-        return_value=httpx.Response(201, json=token_response())
-    )
+    token_route()
     errors = [{"type": "FORBIDDEN", "message": "Resource not accessible by integration"}]
     answer = {"data": {"repository": {"pullRequest": None}}, "errors": errors}
     respx.post(f"{GITHUB_API}/graphql").mock(return_value=httpx.Response(200, json=answer))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -14,7 +15,6 @@ from sqlalchemy import select
 
 from app.github.client import GitHubClient
 from app.runtime.maintenance import Maintenance, recover_missed_deliveries
-from app.runtime.metrics import Metrics
 from app.store import held as held_store
 from app.store.api_answers import keep_answer, kept_answer
 from app.store.budgets import budgets, spend
@@ -26,7 +26,7 @@ from app.store.retention import DAY, Retention, apply_retention, prune_held_obse
 from handlers.ports import KeptAnswer
 from policies.budgets import Budget
 from policies.rails import CheckObserved, DeploymentObserved
-from tests.fakes import GITHUB_API, app_settings, private_key_pem
+from tests.fakes import GITHUB_API, started_client
 
 NOW = 1_800_000_000.0
 
@@ -139,13 +139,10 @@ def at(epoch: float) -> datetime:
 
 
 @pytest.fixture
-async def github() -> GitHubClient:
+async def github() -> AsyncIterator[GitHubClient]:
     """A started client against respx."""
-    settings = app_settings("sqlite://", GITHUB_API_URL=GITHUB_API, PRIVATE_KEY=private_key_pem())
-    client = GitHubClient(settings, Metrics())
-    await client.start()
-    yield client  # type: ignore[misc]
-    await client.close()
+    async with started_client() as client:
+        yield client
 
 
 def hook_delivery(id_: int, guid: str, status_code: int, redelivery: bool = False) -> dict[str, object]:

@@ -20,7 +20,7 @@ from app.runtime.outbox import Outbox
 from app.store.database import Database
 from app.store.effects import Effect, comment, effect_counts, effects_table, enqueue, marker, reaction
 from app.store.limits import SharedLimits
-from tests.fakes import GITHUB_API, StillClock, app_settings, private_key_pem, token_response
+from tests.fakes import GITHUB_API, StillClock, app_settings, private_key_pem, token_route
 
 APP_ID = 12345
 REPO = "acme/web"
@@ -79,9 +79,7 @@ async def outbox_parts(database: Database) -> Any:
     await github.start()
     issue = FakeIssue(clock)
     with respx.mock:
-        respx.post(f"{GITHUB_API}/app/installations/7/access_tokens").mock(
-            return_value=httpx.Response(201, json=token_response())
-        )
+        token_route()
         respx.post(COMMENTS).mock(side_effect=issue.post)
         respx.get(COMMENTS).mock(side_effect=issue.list)
         outbox = Outbox(database, github, Metrics(), app_id=APP_ID, clock=clock)
@@ -242,9 +240,7 @@ async def two_outboxes(database: Database) -> Any:
         await client.start()
     issue = FakeIssue(clock)
     with respx.mock:
-        respx.post(f"{GITHUB_API}/app/installations/7/access_tokens").mock(
-            return_value=httpx.Response(201, json=token_response())
-        )
+        token_route()
         respx.post(COMMENTS).mock(side_effect=issue.post)
         respx.get(COMMENTS).mock(side_effect=issue.list)
         outboxes = [Outbox(database, client, Metrics(), app_id=APP_ID, clock=clock) for client in clients]

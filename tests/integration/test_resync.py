@@ -15,7 +15,7 @@ from app.store.tickets import TicketService
 from handlers.ports import PullRequest
 from policies.commands import Claim, Publish
 from policies.model import TicketKey
-from tests.fakes import GITHUB_API, REQUESTER, RUNNER, Comments, app_settings, private_key_pem, token_response
+from tests.fakes import GITHUB_API, REQUESTER, RUNNER, Comments, app_settings, private_key_pem, token_route
 
 REPO = "acme/web"
 API = f"{GITHUB_API}/repos/{REPO}"
@@ -48,9 +48,7 @@ def test_resync_records_what_happened_while_webhooks_were_lost(database: Databas
     with database.write() as connection:
         pulls.remember(connection, opened, {12})
     respx.get(f"{API}/installation").mock(return_value=httpx.Response(200, json={"id": 7}))
-    respx.post(f"{GITHUB_API}/app/installations/7/access_tokens").mock(
-        return_value=httpx.Response(201, json=token_response())
-    )
+    token_route()
     respx.get(f"{API}/contents/.github/railyard.yml").mock(
         return_value=httpx.Response(404, json={"message": "Not Found"})
     )
@@ -101,9 +99,7 @@ def test_resync_of_a_pull_request_edited_after_its_merge_does_not_merge_the_tick
             connection, PullRequest(REPO, 51, url, True, False, "chore/x", "e" * 40, None, at), {12}
         )
     respx.get(f"{API}/installation").mock(return_value=httpx.Response(200, json={"id": 7}))
-    respx.post(f"{GITHUB_API}/app/installations/7/access_tokens").mock(
-        return_value=httpx.Response(201, json=token_response())
-    )
+    token_route()
     respx.get(f"{API}/contents/.github/railyard.yml").mock(
         return_value=httpx.Response(404, json={"message": "Not Found"})
     )

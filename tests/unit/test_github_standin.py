@@ -428,6 +428,7 @@ async def test_githubkit_parses_every_answer() -> None:
         assert all(item is not None for item in parsed)
 
 
+@pytest.mark.process
 def test_the_subprocess_writes_its_port_file_answers_and_stops_on_sigterm(tmp_path: Path) -> None:
     """The module listens on loopback, is seeded over /_standin/, and exits 0 on SIGTERM."""
     port_file = tmp_path / "standin.port"
@@ -457,6 +458,7 @@ def test_the_clock_can_be_frozen_and_advanced() -> None:
     assert state.now() == start + timedelta(seconds=62)
 
 
+@pytest.mark.process
 def test_the_subprocess_watches_its_retry_afters_and_the_calls_made_through_them(tmp_path: Path) -> None:
     """Over /_standin/limits a subprocess's LimitWatch is turned on and read: the Retry-After it
     answered, and a call that came in before it ran out."""

@@ -102,6 +102,7 @@ def test_schema_prints_the_shipped_schema() -> None:
     assert status == 0 and out == schema_text() and json.loads(out)["title"].startswith("railyard")
 
 
+@pytest.mark.process
 def test_the_installed_command_exits_with_the_verdict(tmp_path: Path) -> None:
     """`python -m app.cli validate` (the console script's entry) exits 1 for a broken file, 0 for SPEC's."""
     broken, good = tmp_path / "broken.yml", tmp_path / "good.yml"
