@@ -12,6 +12,7 @@ COPY pyproject.toml README.md LICENSE ./
 COPY app ./app
 COPY handlers ./handlers
 COPY policies ./policies
+COPY github_standin ./github_standin
 RUN pip wheel --no-cache-dir --no-deps --wheel-dir /wheels .
 
 # Stage 2: the locked dependencies (hash-checked), then the wheel alone; no source tree.

@@ -1,8 +1,9 @@
-# The two jobs a fresh machine needs: `make serve` and `make test`; `make check` is the fast lane.
+# The two jobs a fresh machine needs: `make demo` and `make test`; `make check` is the fast lane;
+# `make serve` runs the real thing (setup mode until the GitHub App is registered).
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup serve test check lint pytest bench diagram lock wheel
+.PHONY: setup demo serve test check lint pytest bench diagram lock wheel
 
 # The locked versions (with their hashes) first, then railyard itself without resolving again.
 $(BIN)/railyard: pyproject.toml requirements-dev.lock
@@ -27,6 +28,11 @@ lock: setup
 # build/ files get in), as tests/e2e/test_wheel_install.py and scripts/wheel-smoke build them.
 wheel: setup
 	$(BIN)/python -m build --outdir dist .
+
+# The real server on a temporary SQLite database against the GitHub stand-in (github_standin),
+# in one process, with a story already played: the board at http://127.0.0.1:3000 (docs/demo.md).
+demo: setup
+	$(BIN)/railyard demo
 
 # Runs the server, worker, outbox and housekeeping in one process, on SQLite by default.
 serve: setup

@@ -39,9 +39,9 @@ import aiohttp
 import httpx
 from aiohttp import web
 
+from github_standin import running_standin
 from tests.e2e.world import REPO, World, standin_state
 from tests.fakes import app_settings, running_server
-from tests.github_standin import running_standin
 
 TICKETS = f"/api/v1/repos/{REPO}/tickets"
 

@@ -88,9 +88,9 @@ from bench.chaos_checks import (
     check_replay,
 )
 from bench.postgres_cluster import PrivateCluster
+from github_standin import running_standin
 from tests.e2e.world import World
 from tests.fakes import ServerProcess, server_env
-from tests.github_standin import running_standin
 
 FIRST = 100
 

@@ -15,9 +15,9 @@ from app.store.database import Database
 from app.store.effects import marker
 from app.views.surfaces import status_key
 from bench.chaos_actors import ChaosStream, Delivery
+from github_standin import StandinState
 from policies.checks import CHECK_NAME
 from tests.e2e.world import REPO, World
-from tests.github_standin import StandinState
 
 MARKER_PREFIX = "<!-- railyard:effect:"
 

@@ -35,6 +35,7 @@ import structlog
 from app.bootstrap import Shell, wire
 from app.github.client import GitHubClient
 from app.runtime.metrics import Metrics
+from github_standin import StandinState, running_standin
 from handlers import ROUTER
 from handlers.routing import WebhookEvent
 from policies.commands import Claim, Publish
@@ -42,7 +43,6 @@ from policies.model import TicketKey
 from tests.conftest import sqlite_database
 from tests.e2e.world import REPO, event_payload, pull_request_payload
 from tests.fakes import REQUESTER, RUNNER, Comments, app_settings
-from tests.github_standin import StandinState, running_standin
 
 FIRST, SECOND, THIRD, OLD = "a1" * 20, "a2" * 20, "a3" * 20, "0b" * 20
 CONFIG = "deployments:\n  environments: [production]\n"

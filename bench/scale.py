@@ -2,7 +2,7 @@
 
 For each configuration, on a fresh database in a private PostgreSQL cluster of its own
 (bench/postgres_cluster.py, fsync on) and a fresh GitHub stand-in subprocess
-(`python -m tests.github_standin`, reached over loopback by every process):
+(`python -m github_standin`, reached over loopback by every process):
 
 1. two `railyard serve` processes (each runs its own worker and outbox, as railyard always
    does) and N `railyard worker --concurrency 4` processes start on the one database;
@@ -78,8 +78,8 @@ from bench.scale_backlog import (
     runs,
     seed,
 )
+from github_standin import Fault, StandinProcess, standin_subprocess
 from tests.fakes import ServerProcess, server_env, signed_headers
-from tests.github_standin import Fault, StandinProcess, standin_subprocess
 
 RETRY_AFTER = 2
 

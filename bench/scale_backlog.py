@@ -15,9 +15,9 @@ from sqlalchemy import text
 from app.store.database import Database
 from app.store.effects import marker
 from app.views.surfaces import status_key
+from github_standin import StandinProcess, account_id
+from github_standin.common import fake_sha
 from tests.e2e.world import CONFIG, MEMBERS, comment_payload
-from tests.github_standin import StandinProcess, account_id
-from tests.github_standin.common import fake_sha
 
 FIRST_INSTALLATION = 7000
 CONFIG_EXTRA = "limits:\n  commands_per_hour: 100000\n"  # one runner and one reviewer do all the work

@@ -9,7 +9,7 @@ import traceback
 from collections.abc import Sequence
 from typing import TextIO
 
-from app.cli import agent, check, effects, queue, release, tickets, validate
+from app.cli import agent, check, demo, effects, queue, release, tickets, validate
 from app.cli.common import Handler, cmd_migrate
 from app.cli.errors import explain
 from app.logs import configure_logging
@@ -35,6 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
     effects.register(commands)
     release.register(commands)
     agent.register(commands)
+    demo.register(commands)
     commands.add_parser("serve", help="run the web server, worker and outbox").set_defaults(handler=None)
     worker = commands.add_parser("worker", help="run an extra worker process (PostgreSQL)")
     worker.add_argument("--concurrency", type=int, default=4)

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from app.store.database import Database
+from github_standin import running_standin
 from tests.e2e.world import World, standin_state
 from tests.fakes import app_settings, running_server
-from tests.github_standin import running_standin
 
 
 @pytest.fixture

@@ -16,10 +16,10 @@ import pytest
 from app.store.effects import marker
 from app.views.status_json import answer_line, status_line
 from app.views.surfaces import status_key
+from github_standin.state import CheckRun
 from tests.e2e import test_agent_comment
 from tests.e2e.test_agent_comment import AgentWorld
 from tests.e2e.world import FIX, REPO
-from tests.github_standin.state import CheckRun
 
 agents = test_agent_comment.agents  # the same fixture: the server, the stand-in, the step's files
 COMMAND_LINE = re.compile(r"^[ \t]*(::|##\[)", re.MULTILINE)

@@ -12,11 +12,11 @@ from typing import Any
 from app.store.database import Database
 from app.store.tickets import TicketService
 from app.web.api import AGENT_API
+from github_standin import Fault, running_standin
 from policies.budgets import Budget
 from policies.model import TicketKey
 from tests.e2e.world import REPO, World, standin_state
 from tests.fakes import app_settings, running_server
-from tests.github_standin import Fault, running_standin
 
 TICKETS = f"/api/v1/repos/{REPO}/tickets"
 

@@ -12,10 +12,10 @@ from sqlalchemy import update
 
 from app.store.effects import effects_table, enqueue, reaction
 from bench.chaos import Options, Violated, campaign
+from github_standin import Fault, running_standin
 from tests.conftest import sqlite_database
 from tests.e2e.world import REPO, World, standin_state
 from tests.fakes import app_settings, running_server
-from tests.github_standin import Fault, running_standin
 
 
 async def test_a_short_chaos_campaign_finds_no_violation(tmp_path: Path) -> None:

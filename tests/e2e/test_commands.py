@@ -12,10 +12,10 @@ import pytest
 from app.store.database import Database
 from app.store.queue import list_deliveries, requeue
 from app.store.tickets import TicketService
+from github_standin import repository_id
 from policies.model import TicketKey
 from tests.e2e.world import CONFIG, FIX, REPO, World
 from tests.fakes import example
-from tests.github_standin import repository_id
 
 
 async def test_a_whole_lifecycle_runs_from_comments_with_roles_from_teams(world: World) -> None:

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from app.store.database import Database
+from github_standin import running_standin
 from tests.e2e.world import REPO, World, standin_state
 from tests.fakes import app_settings, running_server
-from tests.github_standin import running_standin
 
 CONFIG = f"/repos/{REPO}/contents/.github/railyard.yml"
 MEMBER, NOT_MEMBER = (

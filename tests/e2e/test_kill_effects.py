@@ -15,9 +15,9 @@ import aiohttp
 from app.store.database import Database
 from app.store.effects import effect_counts, marker
 from app.views.surfaces import status_key
+from github_standin import Fault, StandinState, running_standin
 from tests.e2e.world import FIX, REPO, comment_payload, pull_request_payload, standin_state
 from tests.fakes import ServerProcess, server_env, signed_headers
-from tests.github_standin import Fault, StandinState, running_standin
 
 
 async def until(condition: Callable[[], bool], timeout: float = 120.0) -> None:

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from github_standin import Fault
 from tests.e2e.web_world import HOSTILE, PRIVATE_REPO, WebWorld, seed_tickets, web_world
-from tests.github_standin import Fault
 
 
 @pytest.fixture

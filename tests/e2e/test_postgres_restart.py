@@ -22,9 +22,9 @@ from typing import Any
 import pytest
 
 from app.store.database import Database
+from github_standin import running_standin
 from tests.e2e.world import World, standin_state
 from tests.fakes import ServerHandle, app_settings, free_port, running_server
-from tests.github_standin import running_standin
 
 BIN = Path("/usr/lib/postgresql/15/bin")
 

@@ -21,12 +21,12 @@ from app.store.effects import effect_counts, marker
 from app.store.queue import LEASE_SECONDS, deliveries, runs
 from app.store.tickets import TicketService
 from app.views.surfaces import status_key
+from github_standin import Fault, StandinState, running_standin
 from policies.events import EventType
 from policies.model import TicketKey
 from tests.conftest import _empty
 from tests.e2e.world import REPO, comment_payload, standin_state
 from tests.fakes import ServerProcess, server_env, signed_headers
-from tests.github_standin import Fault, StandinState, running_standin
 
 pytestmark = pytest.mark.postgres
 CONFIG_READ = r"/contents/\.github/railyard\.yml"

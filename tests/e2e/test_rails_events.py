@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from app.store.queue import list_deliveries
+from github_standin import repository_id
 from tests.e2e.world import CONFIG, FIX, REPO, World, event_payload, pull_request_payload
 from tests.fakes import FIXTURES
-from tests.github_standin import repository_id
 
 
 async def claimed(world: World) -> None:

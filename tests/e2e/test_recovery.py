@@ -6,8 +6,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+from github_standin import standin_subprocess
 from tests.fakes import WEBHOOK_SECRET, ServerProcess, private_key_pem
-from tests.github_standin import standin_subprocess
 
 
 async def test_the_server_asks_github_to_redeliver_what_never_arrived(tmp_path: Path) -> None:

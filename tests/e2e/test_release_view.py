@@ -8,8 +8,8 @@ from typing import Any
 
 from app.cli import main
 from app.settings import Settings
+from github_standin import account_id
 from tests.e2e.world import REPO, World, pull_request_payload
-from tests.github_standin import account_id
 
 
 def cli_json(world: World, *argv: str) -> Any:

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from app.store.tickets import TicketService
+from github_standin.events import repository_moved
 from policies.model import TicketKey
 from tests.e2e.web_world import PRIVATE_REPO, WebWorld, say_in, web_world
-from tests.github_standin.events import repository_moved
 
 ARCHIVE = "acme/vault-archive"
 

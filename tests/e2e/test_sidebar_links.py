@@ -4,8 +4,8 @@ delays the link instead of losing it."""
 
 from __future__ import annotations
 
+from github_standin import Fault
 from tests.e2e.world import REPO, World, pull_request_payload
-from tests.github_standin import Fault
 
 HEAD = "c" * 40
 

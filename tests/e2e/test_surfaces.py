@@ -7,8 +7,8 @@ from typing import Any
 
 from app.store.effects import marker
 from app.views.surfaces import status_key
+from github_standin import Fault
 from tests.e2e.world import FIX, REPO, World, event_payload, pull_request_payload
-from tests.github_standin import Fault
 
 NEW_HEAD = "a" * 40
 

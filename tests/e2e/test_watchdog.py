@@ -17,11 +17,11 @@ from sqlalchemy import select, update
 from app.store.database import Database
 from app.store.signs import signs_of_life
 from app.store.tickets import TicketService, tickets
+from github_standin import running_standin
 from policies.events import EventType
 from policies.model import TicketKey
 from tests.e2e.world import REPO, World, event_payload, standin_state
 from tests.fakes import app_settings, running_server
-from tests.github_standin import running_standin
 
 KEY = TicketKey(REPO, 12)
 

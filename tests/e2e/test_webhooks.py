@@ -11,9 +11,9 @@ from app.store.database import Database
 from app.store.installations import active_repositories, status_of
 from app.store.queue import list_deliveries
 from app.web.payloads import SUBSCRIBED_EVENTS, UNLISTED_EVENTS
+from github_standin import repository_id
 from tests.e2e.world import REPO, World
 from tests.fakes import FIXTURES, app_settings, drained, example, running_server, signed_headers
-from tests.github_standin import repository_id
 
 PING = example("api.github.com", "ping", "01-none.json")
 SUBSCRIBED = (*SUBSCRIBED_EVENTS, *UNLISTED_EVENTS)

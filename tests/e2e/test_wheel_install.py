@@ -249,3 +249,41 @@ def test_serve_starts_in_setup_mode_and_serves_its_setup_page(serving: Serving) 
     status, page = get(f"{serving.base}/?token={found.group(1)}")
     assert status == 200 and "Register railyard on GitHub" in page, page
     assert "https://railyard.example.test/webhooks" in page and "<code>issue_comment</code>" in page
+
+
+def test_the_demo_runs_from_the_wheel(installed: Installed, tmp_path: Path) -> None:
+    """`railyard demo` from the installed wheel (its GitHub stand-in and issue pages inside the
+    package) serves the board, signed in, with a ticket in every work state."""
+    where = installed.python("import github_standin; print(github_standin.__file__)")
+    assert where.startswith(str(installed.venv)), where
+    log = tmp_path / "demo.log"
+    with log.open("w") as errors:
+        process = subprocess.Popen(
+            [installed.command("railyard"), "demo", "--port", "0"],
+            cwd=tmp_path,
+            env=installed.env(TMPDIR=str(tmp_path)),
+            stdout=subprocess.PIPE,
+            stderr=errors,
+            text=True,
+        )
+    try:
+        printed = ""
+        assert process.stdout is not None
+        for line in process.stdout:  # the demo prints its board only once the story is played
+            printed += line
+            if "Ctrl-C stops the demo." in line:
+                break
+        board = re.search(r"Board:\s+(\S+)", printed)
+        issues = re.search(r"Issues:\s+(\S+)", printed)
+        assert board and issues, printed + log.read_text()
+        browser = urllib.request.build_opener(urllib.request.HTTPCookieProcessor())
+        with browser.open(board[1], timeout=30) as response:  # through the stand-in's OAuth pages
+            page = response.read().decode()
+        counts = dict(re.findall(r'<h2 id="col-(\w+)">\w+ <span class="muted">\((\d+)\)</span>', page))
+        assert sorted(counts) == sorted(["draft", "open", "claimed", "delivered", "accepted"]), page
+        assert all(int(count) >= 1 for count in counts.values()), counts
+        status, issue = get(f"{issues[1]}/6")
+        assert status == 200 and "<strong>Work: accepted" in issue
+    finally:
+        process.terminate()
+        process.wait(timeout=30)

@@ -14,9 +14,9 @@ from pathlib import Path
 import aiohttp
 
 from app.store.database import Database
+from github_standin import RunningStandin, StandinState, running_standin
 from tests.e2e.world import World, comment_payload, standin_state
 from tests.fakes import ServerHandle, app_settings, running_server
-from tests.github_standin import RunningStandin, StandinState, running_standin
 
 PRIVATE_REPO = "acme/vault"
 

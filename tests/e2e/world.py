@@ -16,9 +16,9 @@ from app.store.tickets import TicketService
 from app.views.render import StatusView
 from app.views.status_json import status_comment_body
 from app.views.surfaces import status_key
+from github_standin import StandinState, account_id, repository_id
 from policies.model import TicketKey
 from tests.fakes import drained, example
-from tests.github_standin import StandinState, account_id, repository_id
 
 REPO = "acme/web"
 MAIN, FIX = "1" * 40, "f" * 40

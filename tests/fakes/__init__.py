@@ -35,9 +35,9 @@ from app.github.client import GitHubClient
 from app.runtime.metrics import Metrics
 from app.settings import Settings
 from app.store.database import Database
-from app.store.intake import sign
 from app.store.queue import queue_depth
 from app.web.server import create_app
+from github_standin import signed_headers as standin_headers
 from policies.commands import Accept, Claim, Command, Context, Deliver, Draft, Publish
 from policies.engine import apply_all, decide, observe
 from policies.events import Event
@@ -108,14 +108,8 @@ def example(host: str, event: str, name: str) -> bytes:
 
 
 def signed_headers(body: bytes, event: str, delivery_id: str, secret: str = WEBHOOK_SECRET) -> dict[str, str]:
-    """The headers GitHub sends with a webhook delivery."""
-    return {
-        "X-GitHub-Event": event,
-        "X-GitHub-Delivery": delivery_id,
-        "X-Hub-Signature-256": sign(body, secret.encode()),
-        "Content-Type": "application/json",
-        "User-Agent": "GitHub-Hookshot/test",
-    }
+    """The headers GitHub sends with a webhook delivery (signed as the stand-in signs its own)."""
+    return standin_headers(body, event, delivery_id, secret)
 
 
 def server_env(database_url: str, github_url: str, **extra: str) -> dict[str, str]:

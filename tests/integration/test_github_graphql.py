@@ -12,9 +12,9 @@ import respx
 from app.github.client import GitHubClient, GitHubError, GitHubUnavailable, RateLimited
 from app.github.reads import CLOSING_ISSUES, GitHubReadsAdapter
 from app.runtime.metrics import Metrics
+from github_standin import Fault, StandinState, running_standin
 from handlers.errors import Missing
 from tests.fakes import GITHUB_API, StillClock, app_settings, started_client, token_route
-from tests.github_standin import Fault, StandinState, running_standin
 
 REPO = "acme/web"
 

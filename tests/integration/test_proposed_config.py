@@ -10,10 +10,10 @@ import pytest
 from app.github.client import GitHubClient
 from app.runtime.metrics import Metrics
 from app.views.surfaces import ProposedConfigs
+from github_standin import Fault, StandinState, running_standin
 from handlers.errors import TransientError
 from tests.e2e.world import FIX, REPO, standin_state
 from tests.fakes import app_settings
-from tests.github_standin import Fault, StandinState, running_standin
 
 CONFIG_PATH = ".github/railyard.yml"
 

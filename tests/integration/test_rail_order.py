@@ -14,13 +14,13 @@ import pytest
 from app.bootstrap import Shell, wire
 from app.github.client import GitHubClient
 from app.runtime.metrics import Metrics
+from github_standin import StandinState, running_standin
 from handlers import ROUTER
 from handlers.routing import WebhookEvent
 from policies.commands import Claim, Publish
 from policies.model import TicketKey
 from tests.conftest import sqlite_database
 from tests.fakes import REQUESTER, RUNNER, Comments, app_settings, example
-from tests.github_standin import StandinState, running_standin
 
 HEAD, MERGE = "c" * 40, "d" * 40
 BRANCH = "agent/12-order"

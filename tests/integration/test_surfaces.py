@@ -21,6 +21,7 @@ from app.runtime.outbox import Outbox
 from app.store import pulls
 from app.store.database import Database
 from app.store.effects import effect_counts
+from github_standin import StandinState, running_standin
 from handlers.ports import PullRequest
 from policies.commands import Claim, Context, Draft, Publish
 from policies.model import Actor, TicketKey
@@ -28,7 +29,6 @@ from policies.rails import CheckObserved, ObservationContext, PullRequestObserve
 from policies.states import Role
 from tests.e2e.world import FIX, REPO, standin_state
 from tests.fakes import StillClock, app_settings
-from tests.github_standin import StandinState, running_standin
 
 KEY = TicketKey(REPO, 12)
 PR_URL = "https://github.com/acme/web/pull/34"

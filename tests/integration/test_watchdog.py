@@ -22,6 +22,7 @@ from app.store import signs
 from app.store.database import Database
 from app.store.signs import signs_of_life
 from app.store.tickets import TicketService
+from github_standin import StandinState, running_standin
 from handlers import ROUTER
 from handlers.ports import Heard
 from handlers.routing import WebhookEvent
@@ -34,7 +35,6 @@ from policies.states import WorkState
 from tests.conftest import sqlite_database
 from tests.e2e.world import comment_payload, event_payload
 from tests.fakes import REQUESTER, RUNNER, START, Comments, app_settings
-from tests.github_standin import StandinState, running_standin
 
 
 def record_sign_of_life(database: Database, heard: Heard) -> bool:

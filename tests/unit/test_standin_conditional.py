@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 
 import httpx
 
-from tests.github_standin import RunningStandin, StandinState, running_standin
+from github_standin import RunningStandin, StandinState, running_standin
 
 ISSUE = "/repos/acme/widgets/issues/1"
 

@@ -12,7 +12,7 @@ import pytest
 from app.settings import Settings
 from app.web import access as access_module
 from app.web.access import Access, _token_key
-from tests.github_standin import RunningStandin, StandinState, running_standin
+from github_standin import RunningStandin, StandinState, running_standin
 
 CALLBACK = "http://127.0.0.1:1/login/callback"
 

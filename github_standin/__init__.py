@@ -11,20 +11,25 @@ In-process::
 
 As a subprocess, seeded and inspected over HTTP under /_standin/::
 
-    python -m tests.github_standin --port 0 --port-file PATH [--seed seed.json]
+    python -m github_standin --port 0 --port-file PATH [--seed seed.json]
 
 The parts: `common` (constants, ids, times), `faults` (injected failures), `state` (what GitHub
 knows), `render` (GitHub's JSON shapes), `lookups` (errors, paging, path lookups), the
 endpoints by area (`apps`, `repos`, `issues`, `checks`), `edge` (authentication, rate limits
 and faults on every request), `conditional` (ETags and 304s; `StandinState.counters()` tells
-counted calls, 304s and content writes apart), `server` (routes, control API, serving) and `process`.
+counted calls, 304s and content writes apart), `server` (routes, control API, serving), `process`,
+`webhooks` (the app's signed webhooks, built from the state and sent when told something happened)
+and `pages` (github.com's issue pages, comments rendered from Markdown).
+
+It is a package of its own, outside `tests/`, because `railyard demo` runs railyard against it
+(and ships with the wheel), and the tests and `bench/` use the same one.
 """
 
-from tests.github_standin.common import Json, fake_jwt, git_blob_sha, iso
-from tests.github_standin.faults import Fault, LimitWatch, RandomFaults
-from tests.github_standin.process import StandinProcess, main, standin_subprocess
-from tests.github_standin.server import RunningStandin, create_standin, running_standin
-from tests.github_standin.state import (
+from github_standin.common import Json, fake_jwt, git_blob_sha, iso
+from github_standin.faults import Fault, LimitWatch, RandomFaults
+from github_standin.process import StandinProcess, main, standin_subprocess
+from github_standin.server import RunningStandin, create_standin, running_standin
+from github_standin.state import (
     Call,
     CheckRun,
     Comment,
@@ -35,15 +40,18 @@ from tests.github_standin.state import (
     Reaction,
     Repository,
     StandinState,
+    WebhookTarget,
     account_id,
     repository_id,
 )
+from github_standin.webhooks import Deployment, Webhooks, signature, signed_headers
 
 __all__ = [
     "Call",
     "CheckRun",
     "Comment",
     "Delivery",
+    "Deployment",
     "Fault",
     "Installation",
     "Issue",
@@ -56,6 +64,8 @@ __all__ = [
     "RunningStandin",
     "StandinProcess",
     "StandinState",
+    "WebhookTarget",
+    "Webhooks",
     "account_id",
     "create_standin",
     "fake_jwt",
@@ -64,5 +74,7 @@ __all__ = [
     "main",
     "repository_id",
     "running_standin",
+    "signature",
+    "signed_headers",
     "standin_subprocess",
 ]

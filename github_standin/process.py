@@ -1,4 +1,4 @@
-"""The GitHub stand-in as a subprocess (`python -m tests.github_standin`), seeded and inspected
+"""The GitHub stand-in as a subprocess (`python -m github_standin`), seeded and inspected
 over HTTP under /_standin/."""
 
 from __future__ import annotations
@@ -18,12 +18,12 @@ from typing import Any
 
 import httpx
 
-from tests.github_standin.common import Json
-from tests.github_standin.faults import Fault
-from tests.github_standin.server import running_standin
-from tests.github_standin.state import StandinState
+from github_standin.common import Json
+from github_standin.faults import Fault
+from github_standin.server import running_standin
+from github_standin.state import StandinState
 
-ROOT = Path(__file__).resolve().parents[2]  # the repository, where `python -m tests...` runs
+ROOT = Path(__file__).resolve().parents[1]  # the repository, where `python -m github_standin` runs
 
 
 @dataclass
@@ -62,8 +62,8 @@ class StandinProcess:
 def standin_subprocess(
     port_file: Path, seed: Json | None = None, timeout: float = 15.0
 ) -> Iterator[StandinProcess]:
-    """Start `python -m tests.github_standin`, wait for its port file, stop it afterwards."""
-    command = [sys.executable, "-m", "tests.github_standin", "--port", "0", "--port-file", str(port_file)]
+    """Start `python -m github_standin`, wait for its port file, stop it afterwards."""
+    command = [sys.executable, "-m", "github_standin", "--port", "0", "--port-file", str(port_file)]
     process = subprocess.Popen(command, cwd=ROOT)
     try:
         deadline = time.monotonic() + timeout
@@ -96,7 +96,7 @@ async def _serve(state: StandinState, port: int, port_file: Path | None) -> None
 
 def main(argv: list[str] | None = None) -> None:
     """Serve the GitHub stand-in on 127.0.0.1 until SIGTERM or SIGINT."""
-    parser = argparse.ArgumentParser(prog="python -m tests.github_standin", description=main.__doc__)
+    parser = argparse.ArgumentParser(prog="python -m github_standin", description=main.__doc__)
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
     parser.add_argument("--port-file", type=Path, help="where to write the port once listening")
     parser.add_argument("--seed", type=Path, help="JSON in the shape POST /_standin/state takes")

@@ -18,8 +18,8 @@ from urllib.parse import parse_qsl, urlencode
 
 from aiohttp import web
 
-from tests.github_standin.lookups import BODY, STATE, GitHubError, not_found, paginate, renderer, respond
-from tests.github_standin.state import Installation, Repository, StandinState
+from github_standin.lookups import BODY, STATE, GitHubError, not_found, paginate, renderer, respond
+from github_standin.state import Installation, Repository, StandinState
 
 _TROUBLE = (
     "https://docs.github.com/apps/managing-oauth-apps/troubleshooting-oauth-app-access-token-request-errors"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from tests.github_standin.lookups import (
+from github_standin.lookups import (
     INSTALLATION,
     STATE,
     GitHubError,
@@ -17,7 +17,7 @@ from tests.github_standin.lookups import (
     repository_of,
     respond,
 )
-from tests.github_standin.oauth import permissions_of, user_login
+from github_standin.oauth import permissions_of, user_login
 
 
 async def get_content(request: web.Request) -> web.Response:

@@ -7,9 +7,9 @@ from typing import Any
 
 from aiohttp import web
 
-from tests.github_standin.common import DOCS, Json
-from tests.github_standin.render import Render
-from tests.github_standin.state import Comment, Installation, Issue, Repository, StandinState
+from github_standin.common import DOCS, Json
+from github_standin.render import Render
+from github_standin.state import Comment, Installation, Issue, Repository, StandinState
 
 
 class GitHubError(Exception):

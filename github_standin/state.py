@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from tests.github_standin.accounts import OAuthState
-from tests.github_standin.common import (
+from github_standin.accounts import OAuthState
+from github_standin.common import (
     DEFAULT_PERMISSIONS,
     SEEDED_AT,
     Json,
@@ -24,7 +24,7 @@ from tests.github_standin.common import (
     plain,
     wall_clock,
 )
-from tests.github_standin.faults import Fault, LimitWatch, RandomFaults
+from github_standin.faults import Fault, LimitWatch, RandomFaults
 
 
 @dataclass
@@ -181,6 +181,14 @@ class Delivery:
 
 
 @dataclass
+class WebhookTarget:
+    """Where the app's webhooks go (its webhook URL) and the secret they are signed with."""
+
+    url: str
+    secret: str
+
+
+@dataclass
 class Token:
     token: str
     installation_id: int
@@ -245,6 +253,7 @@ class StandinState:
     # Called with each write (POST, PATCH) GitHub performed, before the client hears of it.
     after_write: Callable[[Call], None] | None = None
     etag_per_credential: bool = False  # GitHub's ETags vary with the Authorization header too
+    webhook: WebhookTarget | None = None  # None: the stand-in sends no webhooks (tests send their own)
     _ids: Iterator[int] = field(default_factory=lambda: itertools.count(1_000_001), repr=False)
     _user_ids: dict[str, int] = field(default_factory=dict, repr=False)
     # Names a repository was renamed or transferred away from -> its id: GitHub answers 301 there

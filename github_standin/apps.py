@@ -7,8 +7,8 @@ from dataclasses import replace
 
 from aiohttp import web
 
-from tests.github_standin.common import ROLES, iso, plain
-from tests.github_standin.lookups import (
+from github_standin.common import ROLES, iso, plain
+from github_standin.lookups import (
     BODY,
     STATE,
     GitHubError,

@@ -14,9 +14,9 @@ import json
 import uuid
 from pathlib import Path
 
-from tests.github_standin.common import Json
-from tests.github_standin.render import Render
-from tests.github_standin.state import Repository, StandinState
+from github_standin.common import Json
+from github_standin.render import Render
+from github_standin.state import Repository, StandinState
 
 _EXAMPLES = Path(__file__).parent.parent / "fixtures" / "webhooks" / "api.github.com" / "repository"
 

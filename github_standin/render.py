@@ -12,7 +12,7 @@ from collections import Counter
 from dataclasses import dataclass
 from string import Template
 
-from tests.github_standin.common import (
+from github_standin.common import (
     COMPARE_COUNTS,
     DEFAULT_PERMISSIONS,
     HTML,
@@ -25,7 +25,7 @@ from tests.github_standin.common import (
     iso,
     node_id_of,
 )
-from tests.github_standin.state import (
+from github_standin.state import (
     CheckRun,
     Comment,
     Installation,

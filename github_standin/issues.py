@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from tests.github_standin.common import REACTIONS, parse_time
-from tests.github_standin.lookups import (
+from github_standin.common import REACTIONS, parse_time
+from github_standin.lookups import (
     BODY,
     STATE,
     USER,
@@ -20,7 +20,7 @@ from tests.github_standin.lookups import (
     repository_of,
     respond,
 )
-from tests.github_standin.state import Reaction
+from github_standin.state import Reaction
 
 
 async def get_issue(request: web.Request) -> web.Response:

@@ -12,11 +12,11 @@ from typing import Any
 
 from aiohttp import web
 
-from tests.github_standin.common import ACCESS_LEVELS, DOCS, LIMITS_DOCS, SECONDARY_LIMIT, Handler
-from tests.github_standin.conditional import conditional
-from tests.github_standin.faults import Fault
-from tests.github_standin.lookups import BODY, INSTALLATION, STATE, USER, GitHubError, not_found
-from tests.github_standin.state import Call, StandinState
+from github_standin.common import ACCESS_LEVELS, DOCS, LIMITS_DOCS, SECONDARY_LIMIT, Handler
+from github_standin.conditional import conditional
+from github_standin.faults import Fault
+from github_standin.lookups import BODY, INSTALLATION, STATE, USER, GitHubError, not_found
+from github_standin.state import Call, StandinState
 
 RULES = web.AppKey("rules", dict)  # route -> (credential it needs, installation permission it needs)
 

@@ -13,8 +13,8 @@ from typing import Any
 
 from aiohttp import web
 
-from tests.github_standin.lookups import BODY, STATE, installation_of, respond
-from tests.github_standin.state import PullRequest, Repository
+from github_standin.lookups import BODY, STATE, installation_of, respond
+from github_standin.state import PullRequest, Repository
 
 _KEYWORD = re.compile(r"\b(?:close[sd]?|fix(?:e[sd])?|resolve[sd]?)\s+#(\d+)\b", re.IGNORECASE)
 _SHAPE = ("repository(", "pullRequest(", "closingIssuesReferences(", "nameWithOwner")
@@ -39,7 +39,8 @@ def closing_references(repository: Repository, pull: PullRequest) -> list[dict[s
 
 async def graphql(request: web.Request) -> web.Response:
     """POST /graphql: the closing issue references of one pull request."""
-    body: dict[str, Any] = request[BODY] or {}
+    sent = request[BODY]
+    body: dict[str, Any] = sent or {}
     query, variables = body.get("query"), body.get("variables") or {}
     if not isinstance(query, str):
         return respond({"errors": [{"message": "A query attribute must be specified and must be a string."}]})

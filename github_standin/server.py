@@ -4,12 +4,13 @@ and serving it in-process."""
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 from aiohttp import web
 
-from tests.github_standin.apps import (
+from github_standin.apps import (
     check_org_member,
     create_token,
     get_app,
@@ -19,12 +20,12 @@ from tests.github_standin.apps import (
     list_deliveries,
     redeliver,
 )
-from tests.github_standin.checks import create_check_run, list_check_runs, update_check_run
-from tests.github_standin.common import Handler, iso, parse_time, plain
-from tests.github_standin.edge import RULES, github_edge
-from tests.github_standin.faults import Fault, LimitWatch
-from tests.github_standin.graphql import graphql
-from tests.github_standin.issues import (
+from github_standin.checks import create_check_run, list_check_runs, update_check_run
+from github_standin.common import Handler, iso, parse_time, plain
+from github_standin.edge import RULES, github_edge
+from github_standin.faults import Fault, LimitWatch
+from github_standin.graphql import graphql
+from github_standin.issues import (
     add_assignees,
     create_comment,
     create_reaction,
@@ -34,8 +35,8 @@ from tests.github_standin.issues import (
     get_issue_by_repository_id,
     list_comments,
 )
-from tests.github_standin.lookups import STATE, respond
-from tests.github_standin.oauth import (
+from github_standin.lookups import STATE, respond
+from github_standin.oauth import (
     access_token,
     authorize,
     get_user,
@@ -43,7 +44,8 @@ from tests.github_standin.oauth import (
     list_user_installations,
     revoke_token,
 )
-from tests.github_standin.repos import (
+from github_standin.pages import issue_list, issue_page
+from github_standin.repos import (
     compare,
     get_branch,
     get_commit,
@@ -53,7 +55,10 @@ from tests.github_standin.repos import (
     get_repo_by_id,
     list_pull_files,
 )
-from tests.github_standin.state import StandinState
+from github_standin.state import StandinState, WebhookTarget
+from github_standin.webhooks import Webhooks
+
+_LOGIN = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9]|-(?=[A-Za-z0-9])){0,38}(?:\[bot\])?")
 
 
 async def _control_calls(request: web.Request) -> web.Response:
@@ -98,6 +103,46 @@ async def _control_clock(request: web.Request) -> web.Response:
     if "advance" in data:
         state.advance(data["advance"])
     return respond({"now": iso(state.now())})
+
+
+async def _control_webhook(request: web.Request) -> web.Response:
+    """Where the stand-in sends the app's webhooks from now on: {"url", "secret"}."""
+    data = await request.json()
+    if not isinstance(data, dict) or not all(isinstance(data.get(k), str) for k in ("url", "secret")):
+        return respond({"message": 'expected {"url": "...", "secret": "..."}'}, 400)
+    request.app[STATE].webhook = WebhookTarget(data["url"], data["secret"])
+    return respond({"url": data["url"]})
+
+
+async def _control_comment(request: web.Request) -> web.Response:
+    """Someone comments on an issue: {"repo", "number", "body", "login"}. The stand-in keeps the
+    comment and sends the app its signed `issue_comment` webhook; answers the comment and how
+    the delivery went. Bad input: 400 or 404 with a message, nothing written, nothing sent."""
+    state = request.app[STATE]
+    try:
+        data = await request.json()
+    except ValueError:
+        data = None
+    if not isinstance(data, dict):
+        return respond({"message": "expected a JSON object"}, 400)
+    repo, number, body, login = (data.get(key) for key in ("repo", "number", "body", "login"))
+    if not isinstance(login, str) or not _LOGIN.fullmatch(login):
+        return respond({"message": f"login must be a GitHub login, not {login!r}"}, 400)
+    if not isinstance(body, str) or not body.strip():
+        return respond({"message": "body must be the comment's text"}, 400)
+    repository = state.repository(repo) if isinstance(repo, str) else None
+    if repository is None:
+        return respond({"message": f"no repository {repo!r}"}, 404)
+    if not isinstance(number, int) or number not in repository.issues:
+        return respond({"message": f"{repository.full_name} has no issue or pull request #{number}"}, 404)
+    if state.webhook is None:
+        return respond({"message": "no webhook URL to send to: POST /_standin/webhook first"}, 409)
+    user_type = "Bot" if login.endswith("[bot]") else "User"
+    comment = state.add_comment(repository.full_name, number, body, user=login, user_type=user_type)
+    hooks = Webhooks(state, f"{request.scheme}://{request.host}")
+    delivery = await hooks.send("issue_comment", hooks.comment_created(comment))
+    answer = {"comment": hooks.render.comment(comment), "delivery": plain(delivery)}
+    return respond(answer, 201)
 
 
 def create_standin(state: StandinState | None = None) -> web.Application:
@@ -170,8 +215,14 @@ def create_standin(state: StandinState | None = None) -> web.Application:
         ("POST", "clock", _control_clock),
         ("GET", "limits", _control_limits),
         ("POST", "limits", _control_limits),
+        ("POST", "webhook", _control_webhook),
+        ("POST", "comments", _control_comment),
     ]:
         app.router.add_route(method, f"/_standin/{name}", control)
+    # github.com's pages for people (after the API's routes, which they must not shadow).
+    pages = [("/{owner}/{repo}/issues", issue_list), ("/{owner}/{repo}/issues/{number:\\d+}", issue_page)]
+    for path, page in pages:
+        app[RULES][app.router.add_route("GET", path, page)] = ("web", None)
     return app
 
 

@@ -6,8 +6,8 @@ from datetime import datetime
 
 from aiohttp import web
 
-from tests.github_standin.common import CHECK_CONCLUSIONS, CHECK_STATUSES, Json, parse_time
-from tests.github_standin.lookups import (
+from github_standin.common import CHECK_CONCLUSIONS, CHECK_STATUSES, Json, parse_time
+from github_standin.lookups import (
     BODY,
     STATE,
     GitHubError,
@@ -18,7 +18,7 @@ from tests.github_standin.lookups import (
     repository_of,
     respond,
 )
-from tests.github_standin.state import CheckRun
+from github_standin.state import CheckRun
 
 
 def _update_check_run(run: CheckRun, body: Json, now: datetime) -> None:
