@@ -36,6 +36,22 @@ def spend(database: Database, account_id: int, budget: Budget, now: float) -> in
     return None if taken is not None else budget.retry_after(now)
 
 
+def refund(database: Database, account_id: int, budget: Budget, now: float) -> None:
+    """Give back one unit taken in the current window (a reservation that turned out not to cost)."""
+    statement = (
+        budgets.update()
+        .where(
+            budgets.c.account_id == account_id,
+            budgets.c.scope == budget.scope,
+            budgets.c.window_start == budget.window_start(now),
+            budgets.c.spent > 0,
+        )
+        .values(spent=budgets.c.spent - 1)
+    )
+    with database.write() as connection:
+        connection.execute(statement)
+
+
 def spent(database: Database, account_id: int, budget: Budget, now: float) -> int:
     """How much of the budget the account has used in the current window."""
     with database.read() as connection:

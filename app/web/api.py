@@ -201,13 +201,13 @@ class AgentApi:
             return _replay(kept, digest, now)
         rules = await self.costs.known_rules(installation_id, repository)
         await self.costs.command(account.id, repository, rules)  # refusals included
-        outsider = await self.costs.outsider_known(account.id, repository, rules)
         parsed = _parsed(text, expected)
         if not isinstance(parsed.command, Draft | Publish):
             async with self._shell.store.read() as reads:
                 ticket = await reads.ticket(TicketKey(repository, number))
             if ticket is None or not ticket.exists:
                 raise Refused(404, "not_a_ticket", f"{repository}#{number} is not a railyard ticket")
+        outsider = await self.costs.outsider_reserve(account.id, repository, rules)
         command = ApiCommand(
             installation_id,
             repository,
@@ -225,8 +225,8 @@ class AgentApi:
         except Missing:
             raise Refused(404, "no_such_issue", f"{repository}#{number} is not an issue") from None
         finally:
-            if run.roles is not None and not run.roles:  # it holds no role here: an outsider's request
-                await self.costs.outsider_request(account.id, repository, rules)
+            roleless = None if run.roles is None else not run.roles
+            await self.costs.outsider_settled(account.id, repository, rules, outsider, roleless)
         if outcome is None or run.kept is None:
             raise _before_door(run.early, outcome.refusal if outcome is not None else None)
         if run.kept.digest != digest:  # a request racing this one used the key for another command

@@ -3,8 +3,11 @@ installation's token (SPEC *Answers that cannot be forged or jammed*: the API's 
 
 - Every command spends the account's `limits.commands_per_hour` in the repository, refusals
   included (an unknown commit, an issue that does not exist, a missing role).
-- An account found holding no role there also spends `limits.outsider_requests_per_hour`, and
-  all such accounts together ten times that: each of their requests costs a call to learn it.
+- Every command reserves one of the account's `limits.outsider_requests_per_hour` before its
+  roles are asked (so concurrent requests cannot each get a role check), given back when it
+  holds a role. An account found holding no role (this hour) also spends, with every such
+  account, ten times that, checked before its roles are asked only once it is known role-less:
+  strangers spending the shared budget never refuse a caller who holds a role.
 - Reads spend `API_READS_PER_MINUTE` per account; asking GitHub which installation serves a
   repository spends the account's lookups (any public repository is readable by anyone).
 - Tokens GitHub refused are refused again without asking; unknown ones are checked at a bounded
@@ -23,7 +26,7 @@ from collections.abc import Callable
 
 from app.bootstrap import Shell
 from app.github.reads import rules_from
-from app.store.budgets import spend, spent
+from app.store.budgets import refund, spend, spent
 from app.web.token_checks import TokenChecks
 from handlers.ports import Rules
 from policies.budgets import Budget, WindowCounter
@@ -73,22 +76,42 @@ class ApiCosts:
         if retry is not None:
             raise OverBudget(budget, retry)
 
-    async def outsider_known(self, account_id: int, repository: str, rules: Rules) -> bool:
-        """Whether the account was found without a role here this hour (`OverBudget` once it,
-        or all such accounts together, made its share of requests)."""
-        now, known = self._clock(), False
-        for holder, budget in outsider_budgets(account_id, repository, rules):
-            used = await asyncio.to_thread(spent, self._shell.database, holder, budget, now)
-            if used >= budget.limit:
-                raise OverBudget(budget, budget.retry_after(now))
-            known = known or (holder == account_id and used > 0)
+    async def outsider_reserve(self, account_id: int, repository: str, rules: Rules) -> bool:
+        """Reserve one of the account's role-less requests before its roles are asked of GitHub
+        (`outsider_settled` gives it back when it holds a role); whether it was already found
+        without a role here this hour.
+
+        `OverBudget` when the account has its share in flight or spent, or, only for an account
+        known to hold no role, when all such accounts together have theirs: a caller holding a
+        role never waits on what strangers spent."""
+        now, db = self._clock(), self._shell.database
+        mine, everyone, roleless = outsider_budgets(repository, rules)
+        retry = await asyncio.to_thread(spend, db, account_id, mine, now)  # taken before any call
+        if retry is not None:
+            raise OverBudget(mine, retry)
+        known = await asyncio.to_thread(spent, db, account_id, roleless, now) > 0
+        if known:
+            retry = await asyncio.to_thread(spend, db, 0, everyone, now)
+            if retry is not None:
+                raise OverBudget(everyone, retry)
         return known
 
-    async def outsider_request(self, account_id: int, repository: str, rules: Rules) -> None:
-        """The request just made was by an account holding no role in the repository."""
-        now = self._clock()
-        for holder, budget in outsider_budgets(account_id, repository, rules):
-            await asyncio.to_thread(spend, self._shell.database, holder, budget, now)
+    async def outsider_settled(
+        self, account_id: int, repository: str, rules: Rules, known: bool, roleless: bool | None
+    ) -> None:
+        """After the request: `roleless` True when the role check found no role (the account is
+        known role-less for the hour, and spends the shared budget if it did not already), False
+        when it holds one, None when its roles were never asked (both give the reservation back)."""
+        now, db = self._clock(), self._shell.database
+        mine, everyone, marker = outsider_budgets(repository, rules)
+        if roleless:
+            await asyncio.to_thread(spend, db, account_id, marker, now)
+            if not known:
+                await asyncio.to_thread(spend, db, 0, everyone, now)
+            return
+        await asyncio.to_thread(refund, db, account_id, mine, now)
+        if known:
+            await asyncio.to_thread(refund, db, 0, everyone, now)
 
     def read(self, account_id: int) -> None:
         """Spend one of the account's reads of the minute."""
@@ -116,11 +139,13 @@ def commands_budget(repository: str, rules: Rules) -> Budget:
     return Budget(f"commands:{repository.casefold()}", rules.commands_per_hour, 3600.0)
 
 
-def outsider_budgets(account_id: int, repository: str, rules: Rules) -> list[tuple[int, Budget]]:
-    """Requests by accounts without a role: one account's (`limits.outsider_requests_per_hour`)
-    and every such account's together (held by account 0), so many accounts cost no more."""
+def outsider_budgets(repository: str, rules: Rules) -> tuple[Budget, Budget, Budget]:
+    """Requests by accounts without a role: one account's (`limits.outsider_requests_per_hour`),
+    every such account's together (held by account 0), so many accounts cost no more, and the
+    mark that the account was found holding no role this hour (one unit)."""
     scope, limit = repository.casefold(), rules.outsider_requests_per_hour
-    return [
-        (account_id, Budget(f"outsider:{scope}", limit, 3600.0)),
-        (0, Budget(f"outsiders:{scope}", limit * OUTSIDERS_PER_REPOSITORY, 3600.0)),
-    ]
+    return (
+        Budget(f"outsider:{scope}", limit, 3600.0),
+        Budget(f"outsiders:{scope}", limit * OUTSIDERS_PER_REPOSITORY, 3600.0),
+        Budget(f"roleless:{scope}", 1, 3600.0),
+    )
