@@ -250,7 +250,7 @@ class AgentApi:
         if known is False:
             raise Refused(401, "bad_token", "GitHub refused this token", _CHALLENGE)
         if known is None:
-            self.costs.new_token()
+            self.costs.new_token(request.remote)
         try:
             account = await self._users.account(token)
         except BadToken:

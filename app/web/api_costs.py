@@ -11,7 +11,7 @@ installation's token (SPEC *Answers that cannot be forged or jammed*: the API's 
 - Reads spend `API_READS_PER_MINUTE` per account; asking GitHub which installation serves a
   repository spends the account's lookups (any public repository is readable by anyone).
 - Tokens GitHub refused are refused again without asking; unknown ones are checked at a bounded
-  rate (`app.web.token_checks`).
+  rate per caller's address, tokens seen accepted never wait on it (`app.web.token_checks`).
 
 Past a budget: `OverBudget` (429 with `Retry-After`), nothing called, nothing recorded. The
 command and outsider budgets live in the database (shared by every process, one row per account,
@@ -121,11 +121,11 @@ class ApiCosts:
         """Spend one of the account's installation lookups of the hour."""
         self._spend_in_memory(self.lookups, account_id)
 
-    def new_token(self) -> None:
-        """Spend one check of a token never seen accepted (shared by every caller)."""
-        retry = self.tokens.spend_new(self._clock())
+    def new_token(self, address: str | None) -> None:
+        """Spend one check of a token never seen accepted, from the caller's address."""
+        retry = self.tokens.spend_new(address, self._clock())
         if retry is not None:
-            message = f"too many unknown tokens are being checked; retry in {retry} s"
+            message = f"too many unknown tokens from your address are being checked; retry in {retry} s"
             raise OverBudget(self.tokens.new.budget, retry, message)
 
     def _spend_in_memory(self, counter: WindowCounter, account_id: int) -> None:

@@ -4,8 +4,13 @@ jammed*): role-less accounts and made-up tokens spend budgets of their own, neve
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
-from tests.e2e.test_api import command, installation_calls, token
+import aiohttp
+
+from app.web.api import AGENT_API
+from policies.budgets import Budget
+from tests.e2e.test_api import TICKETS, call, command, installation_calls, token
 from tests.e2e.world import REPO, World
 
 
@@ -46,3 +51,23 @@ async def test_concurrent_requests_by_one_outsider_get_at_most_its_share_of_role
     assert statuses == [403] * 3 + [429] * 17
     role_checks = [c for c in installation_calls(world, before) if c.path.endswith("/mallory")]
     assert len(role_checks) <= 3 * 2  # /claim asks at most two teams
+
+
+async def test_made_up_tokens_from_one_address_never_refuse_a_real_token_from_another(
+    world: World, monkeypatch: Any
+) -> None:
+    """A flood of made-up tokens spends its own address's checks: a runner's new token, from another
+    address, reads at its first call, and a token accepted before the flood reads from the flood's."""
+    await world.say("rachel", "/publish")
+    known = token(world, "rita")
+    assert (await call(world, known, "GET", f"{TICKETS}/12"))[0] == 200
+    checks = world.server.app[AGENT_API].costs.tokens
+    monkeypatch.setattr(checks.new, "budget", Budget("new tokens", 5, 60.0))
+    flood = [(await call(world, f"ghp_madeup{n}", "GET", f"{TICKETS}/12"))[0] for n in range(20)]
+    assert flood[:4] == [401] * 4 and flood[-1] == 429  # rita's first call spent one check
+    headers = {"Authorization": f"Bearer {token(world, 'cody')}"}
+    elsewhere = aiohttp.TCPConnector(local_addr=("127.0.0.2", 0))  # another machine, as the server sees it
+    async with aiohttp.ClientSession(world.server.url, connector=elsewhere) as client:
+        async with client.get(f"{TICKETS}/12", headers=headers) as response:
+            assert response.status == 200, await response.text()
+    assert (await call(world, known, "GET", f"{TICKETS}/12"))[0] == 200
