@@ -26,14 +26,14 @@ from collections.abc import Callable
 
 from app.bootstrap import Shell
 from app.github.reads import rules_from
-from app.store.budgets import refund, spend, spent
+from app.store.budgets import SqlBudgets, spend
 from app.web.token_checks import TokenChecks
+from handlers.outsiders import admit, settle
 from handlers.ports import Rules
 from policies.budgets import Budget, WindowCounter
 
 READS_PER_MINUTE = 600  # per account, per process
 LOOKUPS_PER_HOUR = 300  # repositories' installations asked of GitHub for one account, per process
-OUTSIDERS_PER_REPOSITORY = 10  # all role-less accounts together: this many times one account's share
 
 
 class OverBudget(Exception):  # noqa: N818 - it is the answer, not a failure
@@ -59,6 +59,7 @@ class ApiCosts:
         self.reads = WindowCounter(Budget("reads", reads_per_minute, 60.0))
         self.lookups = WindowCounter(Budget("installation lookups", LOOKUPS_PER_HOUR, 3600.0))
         self.tokens = TokenChecks()
+        self._budgets = SqlBudgets(shell.database, clock)
 
     async def known_rules(self, installation_id: int, repository: str) -> Rules:
         """The rules last read for the repository, however long ago: a limit is checked before
@@ -78,40 +79,20 @@ class ApiCosts:
 
     async def outsider_reserve(self, account_id: int, repository: str, rules: Rules) -> bool:
         """Reserve one of the account's role-less requests before its roles are asked of GitHub
-        (`outsider_settled` gives it back when it holds a role); whether it was already found
-        without a role here this hour.
-
-        `OverBudget` when the account has its share in flight or spent, or, only for an account
-        known to hold no role, when all such accounts together have theirs: a caller holding a
-        role never waits on what strangers spent."""
-        now, db = self._clock(), self._shell.database
-        mine, everyone, roleless = outsider_budgets(repository, rules)
-        retry = await asyncio.to_thread(spend, db, account_id, mine, now)  # taken before any call
-        if retry is not None:
-            raise OverBudget(mine, retry)
-        known = await asyncio.to_thread(spent, db, account_id, roleless, now) > 0
-        if known:
-            retry = await asyncio.to_thread(spend, db, 0, everyone, now)
-            if retry is not None:
-                raise OverBudget(everyone, retry)
-        return known
+        (`handlers.outsiders`); whether it was already found without a role here this hour.
+        `OverBudget` when its share, or (known role-less) all such accounts' share, is spent."""
+        limit = rules.outsider_requests_per_hour
+        admission = await admit(self._budgets, account_id, repository, limit)
+        if admission.over is not None:
+            raise OverBudget(admission.over, admission.retry_after)
+        return admission.known
 
     async def outsider_settled(
         self, account_id: int, repository: str, rules: Rules, known: bool, roleless: bool | None
     ) -> None:
-        """After the request: `roleless` True when the role check found no role (the account is
-        known role-less for the hour, and spends the shared budget if it did not already), False
-        when it holds one, None when its roles were never asked (both give the reservation back)."""
-        now, db = self._clock(), self._shell.database
-        mine, everyone, marker = outsider_budgets(repository, rules)
-        if roleless:
-            await asyncio.to_thread(spend, db, account_id, marker, now)
-            if not known:
-                await asyncio.to_thread(spend, db, 0, everyone, now)
-            return
-        await asyncio.to_thread(refund, db, account_id, mine, now)
-        if known:
-            await asyncio.to_thread(refund, db, 0, everyone, now)
+        """After the request: `roleless` as the role check found (None: never asked)."""
+        limit = rules.outsider_requests_per_hour
+        await settle(self._budgets, account_id, repository, limit, known, roleless)
 
     def read(self, account_id: int) -> None:
         """Spend one of the account's reads of the minute."""
@@ -137,15 +118,3 @@ class ApiCosts:
 def commands_budget(repository: str, rules: Rules) -> Budget:
     """An account's API commands in one repository: `limits.commands_per_hour`."""
     return Budget(f"commands:{repository.casefold()}", rules.commands_per_hour, 3600.0)
-
-
-def outsider_budgets(repository: str, rules: Rules) -> tuple[Budget, Budget, Budget]:
-    """Requests by accounts without a role: one account's (`limits.outsider_requests_per_hour`),
-    every such account's together (held by account 0), so many accounts cost no more, and the
-    mark that the account was found holding no role this hour (one unit)."""
-    scope, limit = repository.casefold(), rules.outsider_requests_per_hour
-    return (
-        Budget(f"outsider:{scope}", limit, 3600.0),
-        Budget(f"outsiders:{scope}", limit * OUTSIDERS_PER_REPOSITORY, 3600.0),
-        Budget(f"roleless:{scope}", 1, 3600.0),
-    )
