@@ -12,9 +12,10 @@ retry with the same key is safe.
 
 What a request costs is bounded before anything is asked of GitHub with the installation's
 token: each command spends the account's `limits.commands_per_hour` in the repository (refusals
-included), an account found without a role there spends `limits.outsider_requests_per_hour`
-too (and all such accounts together ten times that), reads spend `API_READS_PER_MINUTE`; past
-a budget the answer is 429 with `Retry-After`, and nothing is called or recorded.
+included), a command reserves one of the account's `limits.outsider_requests_per_hour` before
+its roles are asked (given back when it holds one; all accounts found role-less together get
+ten times that: `handlers.outsiders`), reads spend `API_READS_PER_MINUTE`; past a budget the
+answer is 429 with `Retry-After`, and nothing is called or recorded.
 """
 
 from __future__ import annotations
