@@ -15,6 +15,7 @@ from app.github.reads import ConfigsAdapter, GitHubReadsAdapter, RolesAdapter, c
 from app.runtime.metrics import Metrics
 from app.runtime.outbox import Outbox
 from app.runtime.worker import Worker
+from app.store.budgets import SqlBudgets
 from app.store.database import Database
 from app.store.tickets import TicketService
 from app.store.unit import SqlStore
@@ -64,6 +65,7 @@ class Shell:
             ancestry=Ancestry(github) if github is not None else unwired,
             app_id=self.app_id if self.app_id is not None else 0,
             clock=self.clock,
+            budgets=SqlBudgets(self.database, self.clock),
         )
 
     def worker(self, router: Router, metrics: Metrics, **options: Any) -> Worker:

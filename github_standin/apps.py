@@ -84,12 +84,14 @@ async def check_org_member(request: web.Request) -> web.Response:
     """GET /orgs/{org}/members/{username}: 204 for a member of the organization, 404 otherwise.
 
     As on GitHub, an active member of one of its teams is a member of the organization; a pending
-    team membership is an invitation, not a membership.
+    team membership is an invitation, not a membership. A requester that is not of the
+    organization (an installation on another account) gets 302 to the public members instead.
     """
     state, info = request.app[STATE], request.match_info
     org, login = info["org"], info["username"]
     if installation_of(request).account.lower() != org.lower():
-        raise GitHubError(403, "Resource not accessible by integration")
+        location = f"{renderer(request).api}/orgs/{org}/public_members/{login}"
+        return web.Response(status=302, headers={"Location": location})
     folded = (org.casefold(), login.casefold())
     members = {(o.casefold(), m.casefold()) for o, m in state.org_members}
     in_a_team = any(

@@ -85,6 +85,11 @@ class CommandRun:
     async def informational(self, key: TicketKey) -> None:
         """`/status` or `/help`: nothing changes; the channel answers."""
 
+    async def admitted(self, rules: Rules) -> bool:
+        """Whether the command may go on to ask its author's roles of GitHub (a channel's budget;
+        the API spends its own before the run)."""
+        return True
+
     # -- the run ------------------------------------------------------------------------
 
     async def run(self) -> Outcome | None:
@@ -109,6 +114,9 @@ class CommandRun:
             return None
         command = self.parsed.command
         assert command is not None
+        if not await self.admitted(rules):
+            return None
+        f = self.facts  # the channel may know more of the author now (`outsider`)
         try:
             deciding = deciding_roles(command)  # then the first role held is all that counts
             roles = self.roles = await services.roles.roles(

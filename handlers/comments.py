@@ -8,7 +8,7 @@ deleted comments never run anything.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 import structlog
@@ -25,8 +25,9 @@ from handlers.answers import (
     StatusComment,
 )
 from handlers.commands import CommandFacts, CommandRun
+from handlers.outsiders import Admission, admit, settle
 from handlers.payloads import dig, dig_int, dig_str
-from handlers.ports import Outcome, Services
+from handlers.ports import Outcome, Rules, Services
 from handlers.routing import Router, WebhookEvent
 from handlers.signs import claimant_comment
 from policies.model import TicketKey
@@ -129,6 +130,32 @@ class CommentCommand(CommandRun):
         )
         super().__init__(facts, parsed, services)
         self.comment = comment
+        self._admission: tuple[Admission, int] | None = None  # and the limit it was taken under
+
+    async def run(self) -> Outcome | None:
+        """The command's run; the author's reserved role-less request settled after it."""
+        try:
+            return await super().run()
+        finally:
+            if self._admission is not None:
+                (admission, limit), c = self._admission, self.comment
+                roleless = None if self.roles is None else not self.roles
+                await settle(
+                    self.services.budgets, c.author_id, c.repository, limit, admission.known, roleless
+                )
+
+    async def admitted(self, rules: Rules) -> bool:
+        """Within the author's role-less requests (`handlers.outsiders`), as through the API: past
+        them, silence, nothing recorded, GitHub not asked. One found role-less lately is asked
+        with the organization-membership shortcut."""
+        c, limit = self.comment, rules.outsider_requests_per_hour
+        admission = await admit(self.services.budgets, c.author_id, c.repository, limit)
+        if admission.over is not None:
+            log.info("outsider over budget", budget=admission.over.scope, author_id=c.author_id)
+            return False
+        self._admission = (admission, limit)
+        self.facts = replace(self.facts, outsider=admission.known)
+        return True
 
     def answers(self, outcome: Outcome) -> list[Answer]:
         """A refusal's reply; else the assignment or notice and any ignored lines, and on a pull

@@ -22,6 +22,7 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from handlers.answers import Answer
+from policies.budgets import Budget
 from policies.commands import Command, Context
 from policies.events import Event
 from policies.links import same_repository
@@ -407,6 +408,19 @@ class Roles(Protocol):
         """
 
 
+class Budgets(Protocol):
+    """Per-account budgets shared by every process (`policies.budgets.Budget`)."""
+
+    async def spend(self, account_id: int, budget: Budget) -> int | None:
+        """Take one unit now: None when taken, else the seconds until the window ends (nothing taken)."""
+
+    async def refund(self, account_id: int, budget: Budget) -> None:
+        """Give back one unit taken in the current window."""
+
+    async def spent(self, account_id: int, budget: Budget) -> int:
+        """How much of the budget the account has used in the current window."""
+
+
 @dataclass(frozen=True)
 class Services:
     """Everything a handler may use; passed in, never imported as a global. Every member is required."""
@@ -418,3 +432,4 @@ class Services:
     ancestry: Ancestry
     app_id: int
     clock: Clock
+    budgets: Budgets

@@ -30,6 +30,22 @@ class Budget:
         return max(1, math.ceil(self.window_start(now) + self.window - now))
 
 
+OUTSIDERS_PER_REPOSITORY = 10  # all role-less accounts together: this many times one account's share
+
+
+def outsider_budgets(repository: str, limit: int) -> tuple[Budget, Budget, Budget]:
+    """Requests by accounts without a role in a repository, whichever way they come (a comment,
+    the API): one account's (`limits.outsider_requests_per_hour`), every such account's together
+    (held by account 0), so many accounts cost no more, and the mark that the account was found
+    holding no role this hour (one unit)."""
+    scope = repository.casefold()
+    return (
+        Budget(f"outsider:{scope}", limit, 3600.0),
+        Budget(f"outsiders:{scope}", limit * OUTSIDERS_PER_REPOSITORY, 3600.0),
+        Budget(f"roleless:{scope}", 1, 3600.0),
+    )
+
+
 class WindowCounter:
     """One process's counts for one budget, for at most `accounts` accounts at a time.
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Protocol
 
-from app.github.client import GitHubClient, NotFound, PermissionDenied
+from app.github.client import GitHubClient, GitHubError, NotFound, PermissionDenied
 from handlers.errors import CannotVerify
 from policies.model import same_login
 from policies.states import Role
@@ -102,7 +102,11 @@ class RoleResolver:
         return False
 
     async def _strangers_to_orgs(self, login: str, entries: Sequence[Named]) -> None:
-        """Mark every team of an organization `login` is no member of as not its team."""
+        """Mark every team of an organization `login` is no member of as not its team.
+
+        GitHub answers 204 (a member) or 404 (not one) only when the requester counts as a member
+        of the organization; otherwise 302 to the public members: then nothing is known, and the
+        teams are asked one by one, as without the hint."""
         teams = [(str(e.org), str(e.slug)) for e in entries if e.is_team]
         for org in {org.casefold(): org for org, _ in teams}.values():
             try:
@@ -113,6 +117,9 @@ class RoleResolver:
                         self._teams[(team_org.casefold(), slug.casefold(), login.casefold())] = False
             except PermissionDenied:
                 pass  # the teams are asked one by one, and say so if they cannot be read
+            except GitHubError as error:
+                if error.status != 302:
+                    raise
 
     async def _active_member(self, org: str, slug: str, login: str) -> bool:
         key = (org.casefold(), slug.casefold(), login.casefold())

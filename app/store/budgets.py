@@ -10,6 +10,9 @@ over, so the table holds at most the accounts that used the API in the last hour
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable
+
 from sqlalchemy import delete, select
 from sqlalchemy.dialects import postgresql, sqlite
 
@@ -36,6 +39,22 @@ def spend(database: Database, account_id: int, budget: Budget, now: float) -> in
     return None if taken is not None else budget.retry_after(now)
 
 
+def refund(database: Database, account_id: int, budget: Budget, now: float) -> None:
+    """Give back one unit taken in the current window (a reservation that turned out not to cost)."""
+    statement = (
+        budgets.update()
+        .where(
+            budgets.c.account_id == account_id,
+            budgets.c.scope == budget.scope,
+            budgets.c.window_start == budget.window_start(now),
+            budgets.c.spent > 0,
+        )
+        .values(spent=budgets.c.spent - 1)
+    )
+    with database.write() as connection:
+        connection.execute(statement)
+
+
 def spent(database: Database, account_id: int, budget: Budget, now: float) -> int:
     """How much of the budget the account has used in the current window."""
     with database.read() as connection:
@@ -54,3 +73,19 @@ def prune_budgets(database: Database, now: float) -> int:
     with database.write() as connection:
         gone = connection.execute(delete(budgets).where(budgets.c.window_start < now - KEPT_FOR)).rowcount
     return int(gone or 0)
+
+
+class SqlBudgets:
+    """The `Budgets` port on the database, at the clock's now."""
+
+    def __init__(self, database: Database, clock: Callable[[], float]) -> None:
+        self._database, self._clock = database, clock
+
+    async def spend(self, account_id: int, budget: Budget) -> int | None:
+        return await asyncio.to_thread(spend, self._database, account_id, budget, self._clock())
+
+    async def refund(self, account_id: int, budget: Budget) -> None:
+        await asyncio.to_thread(refund, self._database, account_id, budget, self._clock())
+
+    async def spent(self, account_id: int, budget: Budget) -> int:
+        return await asyncio.to_thread(spent, self._database, account_id, budget, self._clock())

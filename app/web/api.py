@@ -12,9 +12,10 @@ retry with the same key is safe.
 
 What a request costs is bounded before anything is asked of GitHub with the installation's
 token: each command spends the account's `limits.commands_per_hour` in the repository (refusals
-included), an account found without a role there spends `limits.outsider_requests_per_hour`
-too (and all such accounts together ten times that), reads spend `API_READS_PER_MINUTE`; past
-a budget the answer is 429 with `Retry-After`, and nothing is called or recorded.
+included), a command reserves one of the account's `limits.outsider_requests_per_hour` before
+its roles are asked (given back when it holds one; all accounts found role-less together get
+ten times that: `handlers.outsiders`), reads spend `API_READS_PER_MINUTE`; past a budget the
+answer is 429 with `Retry-After`, and nothing is called or recorded.
 """
 
 from __future__ import annotations
@@ -201,13 +202,13 @@ class AgentApi:
             return _replay(kept, digest, now)
         rules = await self.costs.known_rules(installation_id, repository)
         await self.costs.command(account.id, repository, rules)  # refusals included
-        outsider = await self.costs.outsider_known(account.id, repository, rules)
         parsed = _parsed(text, expected)
         if not isinstance(parsed.command, Draft | Publish):
             async with self._shell.store.read() as reads:
                 ticket = await reads.ticket(TicketKey(repository, number))
             if ticket is None or not ticket.exists:
                 raise Refused(404, "not_a_ticket", f"{repository}#{number} is not a railyard ticket")
+        outsider = await self.costs.outsider_reserve(account.id, repository, rules)
         command = ApiCommand(
             installation_id,
             repository,
@@ -225,8 +226,8 @@ class AgentApi:
         except Missing:
             raise Refused(404, "no_such_issue", f"{repository}#{number} is not an issue") from None
         finally:
-            if run.roles is not None and not run.roles:  # it holds no role here: an outsider's request
-                await self.costs.outsider_request(account.id, repository, rules)
+            roleless = None if run.roles is None else not run.roles
+            await self.costs.outsider_settled(account.id, repository, rules, outsider, roleless)
         if outcome is None or run.kept is None:
             raise _before_door(run.early, outcome.refusal if outcome is not None else None)
         if run.kept.digest != digest:  # a request racing this one used the key for another command
@@ -250,7 +251,7 @@ class AgentApi:
         if known is False:
             raise Refused(401, "bad_token", "GitHub refused this token", _CHALLENGE)
         if known is None:
-            self.costs.new_token()
+            self.costs.new_token(request.remote)
         try:
             account = await self._users.account(token)
         except BadToken:

@@ -3,12 +3,15 @@ installation's token (SPEC *Answers that cannot be forged or jammed*: the API's 
 
 - Every command spends the account's `limits.commands_per_hour` in the repository, refusals
   included (an unknown commit, an issue that does not exist, a missing role).
-- An account found holding no role there also spends `limits.outsider_requests_per_hour`, and
-  all such accounts together ten times that: each of their requests costs a call to learn it.
+- Every command reserves one of the account's `limits.outsider_requests_per_hour` before its
+  roles are asked (so concurrent requests cannot each get a role check), given back when it
+  holds a role. An account found holding no role (this hour) also spends, with every such
+  account, ten times that, checked before its roles are asked only once it is known role-less:
+  strangers spending the shared budget never refuse a caller who holds a role.
 - Reads spend `API_READS_PER_MINUTE` per account; asking GitHub which installation serves a
   repository spends the account's lookups (any public repository is readable by anyone).
 - Tokens GitHub refused are refused again without asking; unknown ones are checked at a bounded
-  rate (`app.web.token_checks`).
+  rate per caller's address, tokens seen accepted never wait on it (`app.web.token_checks`).
 
 Past a budget: `OverBudget` (429 with `Retry-After`), nothing called, nothing recorded. The
 command and outsider budgets live in the database (shared by every process, one row per account,
@@ -23,14 +26,14 @@ from collections.abc import Callable
 
 from app.bootstrap import Shell
 from app.github.reads import rules_from
-from app.store.budgets import spend, spent
+from app.store.budgets import SqlBudgets, spend
 from app.web.token_checks import TokenChecks
+from handlers.outsiders import admit, settle
 from handlers.ports import Rules
 from policies.budgets import Budget, WindowCounter
 
 READS_PER_MINUTE = 600  # per account, per process
 LOOKUPS_PER_HOUR = 300  # repositories' installations asked of GitHub for one account, per process
-OUTSIDERS_PER_REPOSITORY = 10  # all role-less accounts together: this many times one account's share
 
 
 class OverBudget(Exception):  # noqa: N818 - it is the answer, not a failure
@@ -56,6 +59,7 @@ class ApiCosts:
         self.reads = WindowCounter(Budget("reads", reads_per_minute, 60.0))
         self.lookups = WindowCounter(Budget("installation lookups", LOOKUPS_PER_HOUR, 3600.0))
         self.tokens = TokenChecks()
+        self._budgets = SqlBudgets(shell.database, clock)
 
     async def known_rules(self, installation_id: int, repository: str) -> Rules:
         """The rules last read for the repository, however long ago: a limit is checked before
@@ -73,22 +77,22 @@ class ApiCosts:
         if retry is not None:
             raise OverBudget(budget, retry)
 
-    async def outsider_known(self, account_id: int, repository: str, rules: Rules) -> bool:
-        """Whether the account was found without a role here this hour (`OverBudget` once it,
-        or all such accounts together, made its share of requests)."""
-        now, known = self._clock(), False
-        for holder, budget in outsider_budgets(account_id, repository, rules):
-            used = await asyncio.to_thread(spent, self._shell.database, holder, budget, now)
-            if used >= budget.limit:
-                raise OverBudget(budget, budget.retry_after(now))
-            known = known or (holder == account_id and used > 0)
-        return known
+    async def outsider_reserve(self, account_id: int, repository: str, rules: Rules) -> bool:
+        """Reserve one of the account's role-less requests before its roles are asked of GitHub
+        (`handlers.outsiders`); whether it was already found without a role here this hour.
+        `OverBudget` when its share, or (known role-less) all such accounts' share, is spent."""
+        limit = rules.outsider_requests_per_hour
+        admission = await admit(self._budgets, account_id, repository, limit)
+        if admission.over is not None:
+            raise OverBudget(admission.over, admission.retry_after)
+        return admission.known
 
-    async def outsider_request(self, account_id: int, repository: str, rules: Rules) -> None:
-        """The request just made was by an account holding no role in the repository."""
-        now = self._clock()
-        for holder, budget in outsider_budgets(account_id, repository, rules):
-            await asyncio.to_thread(spend, self._shell.database, holder, budget, now)
+    async def outsider_settled(
+        self, account_id: int, repository: str, rules: Rules, known: bool, roleless: bool | None
+    ) -> None:
+        """After the request: `roleless` as the role check found (None: never asked)."""
+        limit = rules.outsider_requests_per_hour
+        await settle(self._budgets, account_id, repository, limit, known, roleless)
 
     def read(self, account_id: int) -> None:
         """Spend one of the account's reads of the minute."""
@@ -98,11 +102,11 @@ class ApiCosts:
         """Spend one of the account's installation lookups of the hour."""
         self._spend_in_memory(self.lookups, account_id)
 
-    def new_token(self) -> None:
-        """Spend one check of a token never seen accepted (shared by every caller)."""
-        retry = self.tokens.spend_new(self._clock())
+    def new_token(self, address: str | None) -> None:
+        """Spend one check of a token never seen accepted, from the caller's address."""
+        retry = self.tokens.spend_new(address, self._clock())
         if retry is not None:
-            message = f"too many unknown tokens are being checked; retry in {retry} s"
+            message = f"too many unknown tokens from your address are being checked; retry in {retry} s"
             raise OverBudget(self.tokens.new.budget, retry, message)
 
     def _spend_in_memory(self, counter: WindowCounter, account_id: int) -> None:
@@ -114,13 +118,3 @@ class ApiCosts:
 def commands_budget(repository: str, rules: Rules) -> Budget:
     """An account's API commands in one repository: `limits.commands_per_hour`."""
     return Budget(f"commands:{repository.casefold()}", rules.commands_per_hour, 3600.0)
-
-
-def outsider_budgets(account_id: int, repository: str, rules: Rules) -> list[tuple[int, Budget]]:
-    """Requests by accounts without a role: one account's (`limits.outsider_requests_per_hour`)
-    and every such account's together (held by account 0), so many accounts cost no more."""
-    scope, limit = repository.casefold(), rules.outsider_requests_per_hour
-    return [
-        (account_id, Budget(f"outsider:{scope}", limit, 3600.0)),
-        (0, Budget(f"outsiders:{scope}", limit * OUTSIDERS_PER_REPOSITORY, 3600.0)),
-    ]

@@ -1,12 +1,18 @@
-"""Request bodies read under two bounds: a body that stalls is dropped, and the bytes of all
-bodies being read at once are capped.
+"""Request bodies read under three bounds: a body that stalls or comes too slowly is dropped,
+the bytes of all bodies being read at once are capped, and part of the cap is kept for small
+bodies.
 
 Without them a client could open a few uploads, send all but the last byte and wait: each one
 holds its bytes for as long as it likes (eight 24 MB webhooks held 230 MB). Here a body that
-sends nothing for `stall` seconds is dropped (408), and a body that would take the bytes in
-flight past `capacity` is refused (503, with Retry-After) before it is read further. A refused
-request was never acknowledged, so nothing is lost: GitHub records a failed delivery (railyard's
-recovery asks for it again), an API client retries with the same Idempotency-Key.
+sends nothing for `stall` seconds is dropped (408), and so is one not all there within `stall`
+seconds plus one second per `rate` bytes it declares (the limit's, when it declares none): a
+body trickled a byte at a time to stay under the stall limit is dropped all the same, so holding
+bytes in flight takes sending them, at `rate` per body. A body that would take the bytes in
+flight past `capacity` is refused (503, with Retry-After) before it is read further; bodies that
+declare (or reach) `small` bytes or more share only `capacity - reserve`, so large slow uploads,
+whoever sends them, cannot starve the ordinary webhooks and API commands, which are small. A
+refused request was never acknowledged, so nothing is lost: GitHub records a failed delivery
+(railyard's recovery asks for it again), an API client retries with the same Idempotency-Key.
 """
 
 from __future__ import annotations
@@ -21,6 +27,9 @@ from aiohttp import web
 CHUNK = 64 * 1024
 STALL_SECONDS = 15.0  # SPEC: a body that stalls is dropped within 15 s
 IN_FLIGHT_BYTES = 64 * 1024 * 1024  # a little over two of GitHub's largest webhooks at once
+MIN_BYTES_PER_SECOND = 1024 * 1024  # a body of n MB must be all there within n s + STALL_SECONDS
+SMALL_BODY = 1024 * 1024  # most webhooks, every API command and form
+SMALL_RESERVE = 16 * 1024 * 1024  # of IN_FLIGHT_BYTES, kept for bodies under SMALL_BODY
 
 
 class BodyRefused(Exception):  # noqa: N818 - it is the answer, not a failure
@@ -32,43 +41,73 @@ class BodyRefused(Exception):  # noqa: N818 - it is the answer, not a failure
 
 
 class BodyBudget:
-    """The bytes of the request bodies this process is reading, capped at `capacity`."""
+    """The bytes of the request bodies this process is reading, capped at `capacity`, of which
+    `reserve` only bodies under `small` bytes may use; each body read within its deadline."""
 
-    def __init__(self, capacity: int = IN_FLIGHT_BYTES, stall: float = STALL_SECONDS) -> None:
-        self.capacity, self.stall = capacity, stall
+    def __init__(
+        self,
+        capacity: int = IN_FLIGHT_BYTES,
+        stall: float = STALL_SECONDS,
+        *,
+        rate: float = MIN_BYTES_PER_SECOND,
+        small: int = SMALL_BODY,
+        reserve: int = SMALL_RESERVE,
+    ) -> None:
+        self.capacity, self.stall, self.rate = capacity, stall, rate
+        self.small, self.reserve = small, reserve
         self.in_flight = 0
+        self.large_in_flight = 0  # of which bodies that declared, or reached, `small` bytes or more
 
     @asynccontextmanager
     async def body(self, request: web.Request, limit: int) -> AsyncIterator[bytes]:
         """The body, at most `limit` bytes, counted against the cap until the block ends."""
-        taken = 0
+        loop = asyncio.get_running_loop()
+        taken, large = 0, False
         try:
             chunks: list[bytes] = []
-            if (request.content_length or 0) > limit:
+            declared = request.content_length
+            if (declared or 0) > limit:
                 raise _too_large(limit)
+            expected = limit if declared is None else declared
+            deadline = loop.time() + self.stall + expected / self.rate
+            large = declared is not None and declared >= self.small
             while True:
-                chunk = await self._next(request)
+                chunk = await self._next(request, deadline - loop.time())
                 if not chunk:
                     break
                 if taken + len(chunk) > limit:
                     raise _too_large(limit)
-                self._take(len(chunk))
+                if not large and taken + len(chunk) >= self.small:  # a chunked body grew large
+                    self._take(taken, large=True, moving=True)
+                    large = True
+                self._take(len(chunk), large=large)
                 taken += len(chunk)
                 chunks.append(chunk)
             yield b"".join(chunks)
         finally:
             self.in_flight -= taken
+            if large:
+                self.large_in_flight -= taken
 
-    async def _next(self, request: web.Request) -> bytes:
+    async def _next(self, request: web.Request, left: float) -> bytes:
         try:
-            return await asyncio.wait_for(request.content.read(CHUNK), self.stall)
+            return await asyncio.wait_for(request.content.read(CHUNK), min(self.stall, max(left, 0.0)))
         except TimeoutError:
+            if left <= self.stall:
+                raise BodyRefused(408, "the body came too slowly: it was not all there in time") from None
             raise BodyRefused(408, f"the body stalled: nothing arrived for {self.stall:g} s") from None
 
-    def _take(self, size: int) -> None:
-        if self.in_flight + size > self.capacity:
+    def _take(self, size: int, *, large: bool, moving: bool = False) -> None:
+        """Count `size` more bytes (`moving`: bytes already counted become a large body's)."""
+        fits = moving or self.in_flight + size <= self.capacity
+        if large:
+            fits = fits and self.large_in_flight + size <= self.capacity - self.reserve
+        if not fits:
             raise BodyRefused(503, "too many request bodies are being read at once; retry shortly", 5)
-        self.in_flight += size
+        if not moving:
+            self.in_flight += size
+        if large:
+            self.large_in_flight += size
 
 
 BODIES: web.AppKey[BodyBudget] = web.AppKey("bodies", BodyBudget)

@@ -92,3 +92,55 @@ async def test_stalled_uploads_are_dropped_and_cannot_hold_more_than_the_cap(tmp
             ping = json.dumps({"zen": "Keep it logically awesome.", "hook_id": 1, "hook": {"id": 1}}).encode()
             assert (await server.deliver("ping", ping, "after-the-flood")).status == 202
     assert [d["delivery_id"] for d in list_deliveries(Database(url))] == ["after-the-flood"]
+
+
+async def trickled(url: str, length: int, sent: int, every: float) -> tuple[int, float]:
+    """A webhook declaring `length` bytes, `sent` of them at once, then one byte per `every` seconds
+    (never a stall): the status and when."""
+    where = URL(url)
+    reader, writer = await asyncio.open_connection(where.host, where.port)
+    started = time.monotonic()
+    head = "X-GitHub-Event: ping\r\nX-GitHub-Delivery: trickled\r\nContent-Type: application/json\r\n"
+    writer.write(
+        f"POST /webhooks HTTP/1.1\r\nHost: railyard\r\nContent-Length: {length}\r\n{head}\r\n".encode()
+    )
+    writer.write(b" " * sent)
+
+    async def drip() -> None:
+        while True:
+            await asyncio.sleep(every)
+            writer.write(b" ")
+            await writer.drain()
+
+    dripping = asyncio.create_task(drip())
+    try:
+        line = await asyncio.wait_for(reader.readline(), 30)
+    finally:
+        dripping.cancel()
+        writer.close()
+    return int(line.split()[1]), time.monotonic() - started
+
+
+async def test_trickled_bodies_are_dropped_and_never_keep_a_webhook_out(tmp_path: Path) -> None:
+    """Three large webhooks trickled a byte at a time, under the stall limit, hold the cap: a
+    normal webhook sent meanwhile is stored, and the trickled ones are dropped by their deadline."""
+    mb = 1024 * 1024
+    async with running_standin(standin_state()) as standin:
+        url = f"sqlite:///{tmp_path}/railyard.db"
+        settings = app_settings(url, GITHUB_API_URL=standin.url, APP_ID="1")
+        async with running_server(settings, outbox_spacing=0.0) as server:
+            bodies = server.app[BODIES]  # the same bounds, scaled down: 3 MB, 1 MB kept for small bodies
+            bodies.capacity, bodies.stall, bodies.rate, bodies.reserve = 3 * mb, 1.0, 10 * mb, mb
+            attack = [asyncio.create_task(trickled(server.url, 20 * mb, mb - 100, 0.5)) for _ in range(3)]
+            for _ in range(100):
+                if bodies.in_flight >= 2 * mb - 200:
+                    break
+                await asyncio.sleep(0.02)
+            assert bodies.in_flight >= 2 * mb - 200  # the attack holds what large bodies may
+            hook = {"zen": "x" * 2000, "hook_id": 1, "hook": {"id": 1}}
+            assert (await server.deliver("ping", json.dumps(hook).encode(), "during-the-jam")).status == 202
+            answers = await asyncio.gather(*attack)
+            assert {status for status, _ in answers} <= {408, 503}, answers
+            assert all(seconds < 10 for _, seconds in answers), answers
+            assert bodies.in_flight == 0
+    assert [d["delivery_id"] for d in list_deliveries(Database(url))] == ["during-the-jam"]

@@ -9,6 +9,7 @@ from handlers import ROUTER
 from handlers.ports import Services
 from handlers.routing import Router, WebhookEvent
 from tests.fakes.ancestry import FakeAncestry
+from tests.fakes.budgets import FakeBudgets
 from tests.fakes.clock import StillClock
 from tests.fakes.configs import FakeConfigs
 from tests.fakes.github import FakeGitHub
@@ -29,6 +30,10 @@ class FakePorts:
     ancestry: FakeAncestry = field(default_factory=FakeAncestry)
     clock: StillClock = field(default_factory=StillClock)
     app_id: int = APP_ID
+    budgets: FakeBudgets = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.budgets = FakeBudgets(self.clock)
 
     @property
     def services(self) -> Services:
@@ -41,6 +46,7 @@ class FakePorts:
             ancestry=self.ancestry,
             app_id=self.app_id,
             clock=self.clock,
+            budgets=self.budgets,
         )
 
     async def dispatch(

@@ -7,7 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from sqlalchemy import func, select
 
-from app.store.budgets import budgets, prune_budgets, spend, spent
+from app.store.budgets import budgets, prune_budgets, refund, spend, spent
 from app.store.database import Database
 from policies.budgets import Budget
 
@@ -42,3 +42,16 @@ def test_windows_that_are_over_are_pruned(database: Database) -> None:
     spend(database, 42, HOUR, T0 + 3 * 3600)
     assert prune_budgets(database, T0 + 3 * 3600 + 1) == 1
     assert spent(database, 42, HOUR, T0 + 3 * 3600) == 1
+
+
+def test_a_refunded_reservation_can_be_taken_again_and_the_count_never_goes_below_zero(
+    database: Database,
+) -> None:
+    """A unit given back is free again; giving back what was never taken changes nothing."""
+    assert [spend(database, 42, HOUR, T0) for _ in range(3)] == [None] * 3
+    refund(database, 42, HOUR, T0)
+    assert spend(database, 42, HOUR, T0) is None and spend(database, 42, HOUR, T0) is not None
+    refund(database, 43, HOUR, T0)  # no row: nothing to give back
+    for _ in range(5):
+        refund(database, 42, HOUR, T0)
+    assert spent(database, 42, HOUR, T0) == 0 and spent(database, 43, HOUR, T0) == 0

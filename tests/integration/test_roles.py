@@ -151,3 +151,17 @@ async def test_an_outsider_hint_never_hides_a_role_the_account_holds_now(github:
     resolver = RoleResolver(github, 7, REPO)
     held = await resolver.roles("nora", roles, [Role.REQUESTER, Role.TASK_OWNER], outsider=True)
     assert held == frozenset({Role.TASK_OWNER})
+
+
+async def test_an_outsider_hint_the_organization_will_not_answer_asks_the_teams(github: GitHubClient) -> None:
+    """GitHub's 302 (requester outside the organization) says nothing: the teams are asked, the role found."""
+    public = f"{GITHUB_API}/orgs/acme/public_members/nora"
+    respx.get(ORG_MEMBER.format(login="nora")).mock(
+        return_value=httpx.Response(302, headers={"Location": public})
+    )
+    membership("product", "nora", None)
+    membership("leads", "nora", "active")
+    roles = parse_repository_config(TEAMS).roles
+    resolver = RoleResolver(github, 7, REPO)
+    held = await resolver.roles("nora", roles, [Role.REQUESTER, Role.TASK_OWNER], outsider=True)
+    assert held == frozenset({Role.TASK_OWNER})

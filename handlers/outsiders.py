@@ -1,0 +1,59 @@
+"""What a command by an account without a role may cost, whichever way it comes (a comment, the
+API): the budgets are spent before the author's roles are asked of GitHub (SPEC *Answers that
+cannot be forged or jammed*).
+
+Every command that needs its author's roles first reserves one of the account's
+`limits.outsider_requests_per_hour` in the repository (a conditional upsert: concurrent commands
+by one account cannot each get a role check past its share), given back once the account is
+found holding a role. An account found holding no role is marked for the hour: its later
+commands also spend, with every such account, ten times that share, checked before its roles
+are asked only once it is known role-less, so strangers spending the shared budget never refuse
+a caller who holds a role; and its roles are asked with the organization-membership shortcut.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from handlers.ports import Budgets
+from policies.budgets import Budget, outsider_budgets
+
+
+@dataclass(frozen=True)
+class Admission:
+    """`known`: found without a role here this hour; `over`: the budget spent (then nothing runs)."""
+
+    known: bool
+    over: Budget | None = None
+    retry_after: int = 0
+
+
+async def admit(budgets: Budgets, account_id: int, repository: str, limit: int) -> Admission:
+    """Reserve one role-less request of the account before its roles are asked."""
+    mine, everyone, roleless = outsider_budgets(repository, limit)
+    retry = await budgets.spend(account_id, mine)
+    if retry is not None:
+        return Admission(False, mine, retry)
+    known = await budgets.spent(account_id, roleless) > 0
+    if known:
+        retry = await budgets.spend(0, everyone)
+        if retry is not None:
+            return Admission(True, everyone, retry)
+    return Admission(known)
+
+
+async def settle(
+    budgets: Budgets, account_id: int, repository: str, limit: int, known: bool, roleless: bool | None
+) -> None:
+    """After the command: `roleless` True when the role check found no role (marked for the hour,
+    and the shared budget spent if it was not already), False when it holds one, None when its
+    roles were never asked (both give the reservation back)."""
+    mine, everyone, marker = outsider_budgets(repository, limit)
+    if roleless:
+        await budgets.spend(account_id, marker)
+        if not known:
+            await budgets.spend(0, everyone)
+        return
+    await budgets.refund(account_id, mine)
+    if known:
+        await budgets.refund(0, everyone)

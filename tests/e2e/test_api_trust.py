@@ -1,0 +1,73 @@
+"""What strangers can do to everyone else through the API (SPEC *Answers that cannot be forged or
+jammed*): role-less accounts and made-up tokens spend budgets of their own, never a role holder's."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import aiohttp
+
+from app.web.api import AGENT_API
+from policies.budgets import Budget
+from tests.e2e.test_api import TICKETS, call, command, installation_calls, token
+from tests.e2e.world import REPO, World
+
+
+def outsider_limit(world: World, limit: int) -> None:
+    """Set `limits.outsider_requests_per_hour` in acme/web's configuration file."""
+    repository = world.github.repository(REPO)
+    assert repository is not None
+    repository.files[".github/railyard.yml"] += f"limits:\n  outsider_requests_per_hour: {limit}\n"
+
+
+async def test_role_less_accounts_spending_the_shared_budget_never_lock_out_a_runner(world: World) -> None:
+    """Ten throwaway accounts spend all outsiders' budget with refused claims: a runner still
+    claims, and a stranger known to hold no role is then refused without a call."""
+    outsider_limit(world, 3)
+    await world.say("rachel", "/publish")
+    cody = token(world, "cody")  # a runner
+    for n in range(10):
+        stranger = token(world, f"stranger{n}")
+        assert [(await command(world, stranger, "/claim"))[0] for _ in range(3)] == [403] * 3
+    status, answer, _ = await command(world, cody, "/claim")
+    assert status == 200, answer
+    late = token(world, "stranger10")
+    assert (await command(world, late, "/claim"))[0] in (403, 409)  # its first: its roles are asked
+    before = len(world.github.calls)
+    status, answer, _ = await command(world, late, "/claim")  # now known role-less, the share spent
+    assert (status, answer["error"]["code"]) == (429, "over_budget")
+    assert installation_calls(world, before) == []
+
+
+async def test_concurrent_requests_by_one_outsider_get_at_most_its_share_of_role_checks(world: World) -> None:
+    """Twenty claims sent at once by one new role-less account: three are role-checked, the rest 429."""
+    outsider_limit(world, 3)
+    await world.say("rachel", "/publish")
+    mallory = token(world, "mallory")
+    before = len(world.github.calls)
+    answers = await asyncio.gather(*(command(world, mallory, "/claim") for _ in range(20)))
+    statuses = sorted(status for status, _, _ in answers)
+    assert statuses == [403] * 3 + [429] * 17
+    role_checks = [c for c in installation_calls(world, before) if c.path.endswith("/mallory")]
+    assert len(role_checks) <= 3 * 2  # /claim asks at most two teams
+
+
+async def test_made_up_tokens_from_one_address_never_refuse_a_real_token_from_another(
+    world: World, monkeypatch: Any
+) -> None:
+    """A flood of made-up tokens spends its own address's checks: a runner's new token, from another
+    address, reads at its first call, and a token accepted before the flood reads from the flood's."""
+    await world.say("rachel", "/publish")
+    known = token(world, "rita")
+    assert (await call(world, known, "GET", f"{TICKETS}/12"))[0] == 200
+    checks = world.server.app[AGENT_API].costs.tokens
+    monkeypatch.setattr(checks.new, "budget", Budget("new tokens", 5, 60.0))
+    flood = [(await call(world, f"ghp_madeup{n}", "GET", f"{TICKETS}/12"))[0] for n in range(20)]
+    assert flood[:4] == [401] * 4 and flood[-1] == 429  # rita's first call spent one check
+    headers = {"Authorization": f"Bearer {token(world, 'cody')}"}
+    elsewhere = aiohttp.TCPConnector(local_addr=("127.0.0.2", 0))  # another machine, as the server sees it
+    async with aiohttp.ClientSession(world.server.url, connector=elsewhere) as client:
+        async with client.get(f"{TICKETS}/12", headers=headers) as response:
+            assert response.status == 200, await response.text()
+    assert (await call(world, known, "GET", f"{TICKETS}/12"))[0] == 200

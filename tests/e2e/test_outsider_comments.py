@@ -1,0 +1,33 @@
+"""Commands in comments by an account without a role spend the same budget as through the API
+(SPEC *Answers that cannot be forged or jammed*): a flood of them costs the installation little."""
+
+from __future__ import annotations
+
+from tests.e2e.test_api import installation_calls
+from tests.e2e.world import REPO, World
+
+
+async def test_a_role_less_accounts_flood_of_commented_commands_costs_the_installation_little(
+    world: World,
+) -> None:
+    """120 `/publish` and `/claim` comments by an account without a role: the first
+    `outsider_requests_per_hour` (30) have their roles asked, one call each once it is known to
+    hold none; the rest are silent and call nothing; a requester still publishes."""
+    await world.say("rachel", "/publish")
+    before, costs = len(world.github.calls), []
+    for n in range(120):
+        start = len(world.github.calls)
+        await world.say("mallory", "/publish" if n % 2 == 0 else "/claim")
+        costs.append(installation_calls(world, start))
+    spent = installation_calls(world, before)
+    print(f"\ncomment flood: {len(spent)} counted installation calls")
+    role_checks = [c for c in spent if c.path.endswith("/mallory")]
+    assert len(role_checks) <= 2 + 29  # /publish's two teams, then the organization once a comment
+    assert sum(1 for c in role_checks if "/teams/" in c.path) <= 2
+    assert all(c.path.startswith("/orgs/") for c in role_checks)
+    assert [calls for calls in costs[30:]] == [[]] * 90  # past the budget: nothing asked, nothing written
+    assert len(spent) <= 2 + 29 + 4  # and the reply limit's three replies and one reaction
+    world.github.repositories[REPO].issues[13].body = "Real work"
+    await world.say("rachel", "/publish", number=13)
+    ticket = world.ticket(13)
+    assert ticket is not None and ticket.exists
