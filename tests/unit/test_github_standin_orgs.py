@@ -5,7 +5,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from tests.github_standin import StandinState, running_standin
+from github_standin import StandinState, running_standin
 
 
 @pytest.mark.asyncio
