@@ -9,7 +9,6 @@ database, no settings. Exit 0 applied, 1 refused (its message and hint on stderr
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import uuid
@@ -32,7 +31,7 @@ from app.cli.agent_core import (
     outputs,
     step_summary,
 )
-from app.cli.agent_log import clean_line, prefixed
+from app.cli.agent_log import clean_line, defused, json_line, prefixed
 
 DEFAULT_GITHUB_API = "https://api.github.com"
 DEFAULT_TIMEOUT = 120.0
@@ -102,7 +101,7 @@ def cmd_agent(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     try:
         options = resolve(args, env, _summary_file(args.__dict__.get("summary_file")))
     except UsageError as error:
-        err.write(f"railyard: {error}\n")
+        err.write(prefixed("railyard: ", str(error)))
         return EXIT_USAGE
     with httpx.Client(follow_redirects=False) as client:
         result = run_api(options, client) if options.url else run_comment(options, client)
@@ -216,20 +215,21 @@ def report(
     """The one-line result (or the JSON answer), the refusal's words on stderr, and the step's
     summary and outputs when running in Actions."""
     target = f"{options.repo}#{options.issue}"
-    # Every line written starts with `railyard` or `{`: the runner reads a line starting with
-    # `::` as a workflow command, and the words come from GitHub (SPEC: "Answers that cannot
-    # be forged or jammed"). JSON escapes every control character, U+2028 and U+2029 included.
+    # Every line written starts with `railyard` or `{` and holds no `##[`: the runner reads a
+    # line starting with `::`, or holding `##[` anywhere, as a workflow command, and the words
+    # come from GitHub (SPEC: "Answers that cannot be forged or jammed"). The JSON escapes every
+    # control character, U+2028 and U+2029 included, and every `#`.
     if as_json:
-        out.write(json.dumps({"exit": result.exit, **result.answer}, sort_keys=True) + "\n")
+        out.write(json_line({"exit": result.exit, **result.answer}) + "\n")
     else:
-        out.write(f"railyard {options.action} {target}: {clean_line(result.line)}\n")
+        out.write(defused(f"railyard {options.action} {target}: {clean_line(result.line)}\n"))
     if result.exit == EXIT_REFUSED:
         err.write(prefixed("railyard: refused: ", result.message))
         if result.hint:
             err.write(prefixed("railyard: hint: ", result.hint))
     elif result.exit != 0:
         err.write(prefixed("railyard: ", result.line))
-    _append(env.get("GITHUB_STEP_SUMMARY"), step_summary(options, result))
+    _append(env.get("GITHUB_STEP_SUMMARY"), defused(step_summary(options, result)))
     _append(env.get("GITHUB_OUTPUT"), outputs(result))
 
 
