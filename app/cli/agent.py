@@ -38,6 +38,13 @@ DEFAULT_TIMEOUT = 120.0
 DEFAULT_POLL = 5.0
 _REPO = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
 _NO_SPACE = re.compile(r"\S+")
+MISSING_APP_ID = (
+    "by comment, railyard's GitHub App id is needed (only its app's comments are trusted as "
+    "answers): pass --app-id, set RAILYARD_APP_ID, or give the action's app-id input (e.g. "
+    '${{ vars.RAILYARD_APP_ID }}). It is the "App ID" on the app\'s settings page (GitHub: '
+    "Settings, Developer settings, GitHub Apps, the app), and APP_ID in railyard's .env; "
+    "nothing was posted"
+)
 
 
 class UsageError(ValueError):
@@ -89,8 +96,8 @@ def _common(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--app-id",
-        help="railyard's GitHub App id: by comment, only its comments are trusted "
-        "(default RAILYARD_APP_ID, else the app of the `railyard` check-run on the commit)",
+        help="railyard's GitHub App id (the App ID on the app's settings page): by comment, only "
+        "its comments are trusted, and it is required (default RAILYARD_APP_ID)",
     )
     parser.add_argument("--json", action="store_true", help="print the final answer as JSON")
 
@@ -137,23 +144,22 @@ def resolve(args: argparse.Namespace, env: Mapping[str, str], summary_file: str 
         key, DEFAULT_TIMEOUT if given["timeout"] is None else given["timeout"],
         DEFAULT_POLL if given["poll_interval"] is None else given["poll_interval"],
         given["rev"], given.get("check_in"), given.get("branch"), commit, summary, artifacts,
-        app_id=_app_id(given["app_id"] or _env(env, "RAILYARD_APP_ID")),
-        app_refs=_refs(commit, given.get("branch"), _env(env, "GITHUB_SHA")),
+        app_id=_app_id(given["app_id"] or _env(env, "RAILYARD_APP_ID"), by_comment=url is None),
     )  # fmt: skip
 
 
-def _app_id(text: str | None) -> int | None:
+def _app_id(text: str | None, *, by_comment: bool) -> int | None:
+    """railyard's app id; required by comment, where only its app's comments are trusted.
+
+    It is never learned from GitHub: any app can write a check-run named `railyard` (a workflow
+    job of that name is GitHub Actions' own check-run), so a learned id could be anyone's."""
     if text is None:
+        if by_comment:
+            raise UsageError(MISSING_APP_ID)
         return None
     if not text.strip().isdigit() or int(text) < 1:
         raise UsageError(f"--app-id must be railyard's GitHub App id, a positive number; got {text!r}")
     return int(text)
-
-
-def _refs(*refs: str | None) -> tuple[str, ...]:
-    """Where to look for the `railyard` check-run that names railyard's app: the commit, the
-    branch, the workflow's commit; each once."""
-    return tuple(dict.fromkeys(ref for ref in refs if ref))
 
 
 def _env(env: Mapping[str, str], name: str) -> str | None:

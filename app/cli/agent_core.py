@@ -44,7 +44,6 @@ class Options:
     summary: str = ""
     artifacts: tuple[str, ...] = ()
     app_id: int | None = None  # railyard's GitHub App (comment mode trusts only its comments)
-    app_refs: tuple[str, ...] = ()  # commits whose `railyard` check-run names the app, if no app_id
 
 
 @dataclass(frozen=True)
