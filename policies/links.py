@@ -46,6 +46,10 @@ CLOSING_KEYWORDS: tuple[str, ...] = (
 REFERENCE_KEYWORDS: tuple[str, ...] = ("ref", "refs", "references")
 
 _MAX_DIGITS = 10
+MAX_NAMED_TICKETS = 10
+"""How many tickets one PR can link or mention by its body and its Development sidebar together
+(GitHub's own limit for an issue's linked pull requests is 10): the lowest numbers count, the
+rest are ignored (and logged), so one PR cannot write to a hundred status comments."""
 _LINK = re.compile(
     r"(?<![\w-])(?:" + "|".join(CLOSING_KEYWORDS + REFERENCE_KEYWORDS) + r"):?[ \t]+"
     r"(?:"
@@ -84,6 +88,13 @@ def _links_in(text: str, repository: str, web_host: str) -> list[int]:
         if ours and len(digits) <= _MAX_DIGITS and int(digits) > 0:
             found.append(int(digits))
     return found
+
+
+def capped(numbers: set[int] | frozenset[int]) -> tuple[frozenset[int], frozenset[int]]:
+    """(the tickets a PR names that count, the ones ignored past `MAX_NAMED_TICKETS`): the
+    lowest numbers count, so the choice does not depend on where or in what order they appear."""
+    ordered = sorted(numbers)
+    return frozenset(ordered[:MAX_NAMED_TICKETS]), frozenset(ordered[MAX_NAMED_TICKETS:])
 
 
 def same_repository(head_repository: str | None, repository: str) -> bool:

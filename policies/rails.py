@@ -368,6 +368,32 @@ def _pull_request_fact(o: PullRequestObserved) -> PullRequestFact:
     )
 
 
+def tells_nothing_new(rails: Rails, observation: PullRequestObserved, *, edit: bool) -> bool:
+    """Whether recording `observation` would change nothing a person or a rail sees, so it is
+    not recorded (no event, no new revision, no status comment rewritten):
+
+    - a mention the ticket already shows for this PR: a mention is recorded once per PR and
+      ticket, when it first appears (it moves no rail, and the status comment shows no more);
+    - for an edit of the PR (`edit`: its body or title changed, nothing else can), a state the
+      ticket already holds for this PR, apart from the time: only a change of link counts.
+    """
+    known = rails.pull_requests.get(observation.number)
+    if known is None:
+        return False
+    fact = _pull_request_fact(observation)
+    if fact.mention and known.mention:
+        return True
+    if not edit or fact.updated_at < known.updated_at:
+        return False
+    same_time = replace(
+        fact,
+        updated_at=known.updated_at,
+        merged_while_linked=known.merged_while_linked or fact.merged_while_linked,
+        merge_commit=known.merge_commit or fact.merge_commit,
+    )
+    return same_time == known
+
+
 def _deployment_fact(o: DeploymentObserved) -> DeploymentFact:
     # GitHub marks superseded deployments `inactive`; that is history, not a new state.
     current = o.status if o.status != "inactive" else None
