@@ -25,6 +25,7 @@ from app.cli.agent_core import (
     EXIT_REFUSED,
     EXIT_USAGE,
     MAX_KEY,
+    MISSING_APP_ID,
     Options,
     Result,
     default_key,
@@ -38,13 +39,6 @@ DEFAULT_TIMEOUT = 120.0
 DEFAULT_POLL = 5.0
 _REPO = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
 _NO_SPACE = re.compile(r"\S+")
-MISSING_APP_ID = (
-    "by comment, railyard's GitHub App id is needed (only its app's comments are trusted as "
-    "answers): pass --app-id, set RAILYARD_APP_ID, or give the action's app-id input (e.g. "
-    '${{ vars.RAILYARD_APP_ID }}). It is the "App ID" on the app\'s settings page (GitHub: '
-    "Settings, Developer settings, GitHub Apps, the app), and APP_ID in railyard's .env; "
-    "nothing was posted"
-)
 
 
 class UsageError(ValueError):

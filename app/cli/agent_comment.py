@@ -25,6 +25,7 @@ from urllib.parse import quote
 import httpx
 
 from app.cli.agent_core import (
+    MISSING_APP_ID,
     Options,
     Result,
     applied_by_comment,
@@ -172,6 +173,8 @@ def run_comment(
     clock: Clock = time.monotonic,
 ) -> Result:
     """Post the command, then read the comments every poll interval until the outcome shows."""
+    if options.app_id is None:  # nothing railyard writes could be told from another app's comment
+        return usage(MISSING_APP_ID)
     deadline = clock() + options.timeout
     comments = IssueComments(options, client)
     try:
