@@ -28,9 +28,9 @@ from handlers.observe import (
 from handlers.payloads import dig, dig_int, dig_str
 from handlers.ports import Linked, PullRequest, Reads, Rules, Services
 from handlers.routing import Router, WebhookEvent
-from policies.links import links_move_rail
+from policies.links import links_move_rail, tells_nothing_new
 from policies.model import TicketKey
-from policies.rails import PullRequestObserved, tells_nothing_new
+from policies.rails import PullRequestObserved
 from policies.states import Role
 
 router = Router()

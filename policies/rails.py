@@ -323,7 +323,7 @@ def join(rails: Rails, observation: Observation) -> Rails:
             winner = _newer(rails.branches.get(branch), fact, lambda b: (b.observed_at, b.sha or ""))
             return replace(rails, seen=seen, branches={**rails.branches, branch: winner})
         case PullRequestObserved(number=number):
-            pr = _join_pull_request(rails.pull_requests.get(number), _pull_request_fact(observation))
+            pr = _join_pull_request(rails.pull_requests.get(number), pull_request_fact(observation))
             return replace(rails, seen=seen, pull_requests={**rails.pull_requests, number: pr})
         case CheckObserved(head_sha=sha, name=name):
             check = CheckFact(
@@ -353,7 +353,8 @@ def join(rails: Rails, observation: Observation) -> Rails:
     raise TypeError(f"not an observation: {observation!r}")
 
 
-def _pull_request_fact(o: PullRequestObserved) -> PullRequestFact:
+def pull_request_fact(o: PullRequestObserved) -> PullRequestFact:
+    """The fact one PR observation tells (before it is joined with what was known)."""
     return PullRequestFact(
         number=o.number,
         url=o.url,
@@ -366,32 +367,6 @@ def _pull_request_fact(o: PullRequestObserved) -> PullRequestFact:
         merge_commit=o.merge_commit if o.merged and o.linked_at_merge else None,
         mention=o.mention and not o.linked,
     )
-
-
-def tells_nothing_new(rails: Rails, observation: PullRequestObserved, *, edit: bool) -> bool:
-    """Whether recording `observation` would change nothing a person or a rail sees, so it is
-    not recorded (no event, no new revision, no status comment rewritten):
-
-    - a mention the ticket already shows for this PR: a mention is recorded once per PR and
-      ticket, when it first appears (it moves no rail, and the status comment shows no more);
-    - for an edit of the PR (`edit`: its body or title changed, nothing else can), a state the
-      ticket already holds for this PR, apart from the time: only a change of link counts.
-    """
-    known = rails.pull_requests.get(observation.number)
-    if known is None:
-        return False
-    fact = _pull_request_fact(observation)
-    if fact.mention and known.mention:
-        return True
-    if not edit or fact.updated_at < known.updated_at:
-        return False
-    same_time = replace(
-        fact,
-        updated_at=known.updated_at,
-        merged_while_linked=known.merged_while_linked or fact.merged_while_linked,
-        merge_commit=known.merge_commit or fact.merge_commit,
-    )
-    return same_time == known
 
 
 def _deployment_fact(o: DeploymentObserved) -> DeploymentFact:
