@@ -16,7 +16,7 @@ import structlog
 from handlers.errors import Missing
 from handlers.payloads import dig, dig_int, dig_str, time_or
 from handlers.ports import Outcome, PullRequest, Reads, Rules, Services, UnitOfWork
-from policies.links import linked_issues
+from policies.links import MAX_NAMED_TICKETS, capped, linked_issues
 from policies.model import TicketKey
 from policies.rails import (
     BranchObserved,
@@ -142,7 +142,7 @@ async def pull_links(
     issues GitHub says the PR closes (the Development sidebar's links), which count exactly
     like `Fixes #N` in the body.
     """
-    by_body = set(linked_issues(body, repository)) | (sidebar or set())
+    by_body = named_tickets(body, repository, sidebar, pull.number)
     linked, at_merge = set(by_body), by_body if pull.merged and body_as_of_merge else set()
     if pull.head_ref and pull.head_in_repository:
         ref, head = pull.head_ref, pull.head_repository
@@ -155,6 +155,21 @@ async def pull_links(
             )
             at_merge |= await by_pattern(reads, repository, ref, rules, claimed_by=merged_at)
     return linked, at_merge
+
+
+def named_tickets(body: str | None, repository: str, sidebar: set[int] | None, number: int) -> set[int]:
+    """The tickets PR `number` names by its body's keywords and its Development sidebar, at most
+    `MAX_NAMED_TICKETS` of them (the lowest numbers); the ignored rest is logged."""
+    kept, ignored = capped(set(linked_issues(body, repository)) | (sidebar or set()))
+    if ignored:
+        log.warning(
+            "pull request names too many tickets",
+            pull_request=number,
+            limit=MAX_NAMED_TICKETS,
+            ignored=sorted(ignored)[:20],
+            ignored_count=len(ignored),
+        )
+    return set(kept)
 
 
 def as_of_merge(pull: PullRequest, action: str | None = None) -> bool:

@@ -1,8 +1,11 @@
 """`pull_request` events: link and unlink tickets; record the PR's state on each ticket it links.
 
 A fork's PR links only if its author holds a role (`policies.links.links_move_rail`): asked of
-GitHub once, when the PR is opened, reopened or edited (or first seen), and kept with the PR,
-so its `synchronize` events and the check-run storms on its head cost no role calls.
+GitHub once, when the PR is opened or reopened (or first seen), or edited to name a ticket it
+did not name before, and kept with the PR, so its `synchronize` events, body edits and the
+check-run storms on its head cost no role calls. One PR names at most `MAX_NAMED_TICKETS`
+tickets; a mention is recorded once per PR and ticket, and an edit that changes no link
+records nothing, so editing a PR cannot bump revisions or rewrite status comments.
 """
 
 from __future__ import annotations
@@ -16,15 +19,18 @@ from handlers.observe import (
     Told,
     as_of_merge,
     mergeability,
+    named_tickets,
     pull_links,
     pull_request_from,
     recheck_merged,
     record,
 )
 from handlers.payloads import dig, dig_int, dig_str
-from handlers.ports import Linked, PullRequest, Rules, Services
+from handlers.ports import Linked, PullRequest, Reads, Rules, Services
 from handlers.routing import Router, WebhookEvent
-from policies.links import linked_issues, links_move_rail
+from policies.links import links_move_rail, tells_nothing_new
+from policies.model import TicketKey
+from policies.rails import PullRequestObserved
 from policies.states import Role
 
 router = Router()
@@ -33,7 +39,8 @@ _READS_SIDEBAR = ("opened", "edited", "synchronize", "reopened", "closed")
 """Actions after which the Development sidebar's links are read (the merge included: GitHub
 closes them then); between two reads the PR's links stand as last stored."""
 _RESOLVES_AUTHOR = ("opened", "reopened", "edited")
-"""Actions after which a fork's PR author's roles are asked again; otherwise the stored answer."""
+"""Actions after which a fork's PR author's roles are asked again (an edit only when it names a
+ticket the PR did not name before); otherwise the stored answer."""
 _ANY_ROLE = (
     Role.RUNNER,
     Role.TASK_OWNER,
@@ -61,16 +68,19 @@ async def on_pull_request(event: WebhookEvent, services: Services) -> None:
     if pull is None:
         return
     body = dig_str(event.payload, "pull_request", "body")
+    async with services.store.read() as reads:
+        seen = await reads.stored_pull(repository, pull.number)
     # Read before the unit: a GraphQL failure that is transient retries the whole delivery,
     # so neither the body's links nor the sidebar's are lost, and nothing is half-recorded.
     sidebar = (
         await sidebar_links(services, event.installation_id, repository, pull.number)
-        if event.action in _READS_SIDEBAR
+        if _reads_sidebar(event.action, pull, seen)
         else None
     )
+    names = named_tickets(body, repository, sidebar if sidebar is not None else _stored(seen), pull.number)
     async with services.store.read() as reads:
-        seen = await reads.stored_pull(repository, pull.number)
-    pull = await with_author_roles(services, event, rules, pull, body, sidebar, seen)
+        unseen = await not_named_before(reads, pull, names - _stored(seen))
+    pull = await with_author_roles(services, event, rules, pull, names, unseen, seen)
     counts = links_move_rail(
         head_in_repository=pull.head_in_repository,
         author_has_role=bool(pull.author_has_role),
@@ -94,7 +104,8 @@ async def on_pull_request(event: WebhookEvent, services: Services) -> None:
         mentions = set() if counts else linked
         linked = linked if counts else set()
         before = await uow.remember(pull, linked)
-        if pull.open and pull.head_sha:
+        same_check = _edit_changes_no_check(event.action, pull, stored, linked, before)
+        if pull.open and pull.head_sha and not same_check:
             # Every open PR gets the check on its head, linked or not (`checks.unlinked`).
             await uow.send(CheckRun(event.installation_id, repository, pull.number, pull.head_sha))
         await uow.commit()
@@ -109,6 +120,7 @@ async def on_pull_request(event: WebhookEvent, services: Services) -> None:
         told += [(n, answer) for n in sorted(linked) if answer is not None]
     source = source_of(event)
     async with services.store.unit() as uow:
+        told = await news(uow, repository, told, edit=event.action == "edited")
         merged = await record(uow, services, repository, rules, told, source)
         await uow.commit()
     # SPEC: when a ticket becomes merged, each environment's latest deployment is checked again.
@@ -154,23 +166,72 @@ def pull_observations(
     return observations + [(n, newer.observed(False)) for n in sorted(told - before)]
 
 
+def _edit_changes_no_check(
+    action: str | None, pull: PullRequest, stored: Linked | None, linked: set[int], before: set[int]
+) -> bool:
+    """Whether this is an edit after which the PR's check stays as it is: same head, same links
+    (the check of an unlinked PR asks its author's roles: an edit must not cost that again)."""
+    if action != "edited" or stored is None:
+        return False
+    return stored[0].head_sha == pull.head_sha and linked == before
+
+
+def _stored(seen: Linked | None) -> set[int]:
+    return set(seen[1]) if seen else set()
+
+
+def _reads_sidebar(action: str | None, pull: PullRequest, seen: Linked | None) -> bool:
+    """Whether this event reads the Development sidebar: after the actions that can change it,
+    except an edit of a fork's open PR whose author holds no role (its sidebar could only add
+    mentions, and editing costs its author nothing)."""
+    if action not in _READS_SIDEBAR:
+        return False
+    role_less = seen is not None and seen[0].author_has_role is False
+    return not (action == "edited" and not pull.head_in_repository and not pull.merged and role_less)
+
+
+async def not_named_before(reads: Reads, pull: PullRequest, names: set[int]) -> set[int]:
+    """The tickets among `names` that the PR did not name before (no fact about it on the ticket).
+    An issue that is not a ticket is left out: whatever the PR's author holds, it moves nothing."""
+    unseen = set()
+    for number in names:
+        ticket = await reads.ticket(TicketKey(pull.repository, number))
+        if ticket is not None and ticket.exists and pull.number not in ticket.rails.pull_requests:
+            unseen.add(number)
+    return unseen
+
+
+async def news(uow: Reads, repository: str, told: list[Told], *, edit: bool) -> list[Told]:
+    """What of `told` would change what a ticket shows (`tells_nothing_new`): a mention already
+    shown, or an edit that changes no link, records nothing (no revision, no comment edited)."""
+    kept: list[Told] = []
+    for number, observation in told:
+        if isinstance(observation, PullRequestObserved):
+            ticket = await uow.ticket(TicketKey(repository, number))
+            if ticket is not None and tells_nothing_new(ticket.rails, observation, edit=edit):
+                continue
+        kept.append((number, observation))
+    return kept
+
+
 async def with_author_roles(
     services: Services,
     event: WebhookEvent,
     rules: Rules,
     pull: PullRequest,
-    body: str | None,
-    sidebar: set[int] | None,
+    names: set[int],
+    unseen: set[int],
     seen: Linked | None,
 ) -> PullRequest:
     """The PR with whether its author holds a role: asked only for a fork's open PR that names
-    a ticket, once per opening or edit; otherwise as stored (or not asked at all)."""
+    a ticket, once per opening, and on an edit only when it names a ticket it did not name
+    before (`unseen`: only then can the answer change what is recorded); otherwise as stored."""
     known = seen[0].author_has_role if seen else None
     if pull.head_in_repository or pull.merged or not pull.author:
         return replace(pull, author_has_role=known)
-    if known is not None and event.action not in _RESOLVES_AUTHOR:
+    asks = event.action in _RESOLVES_AUTHOR and (event.action != "edited" or bool(unseen))
+    if known is not None and not asks:
         return replace(pull, author_has_role=known)
-    names = set(linked_issues(body, pull.repository)) | (sidebar or set())
     if not names:  # it names no ticket: nothing to decide, nothing asked
         return replace(pull, author_has_role=known)
     assert event.installation_id is not None

@@ -24,13 +24,19 @@ in the repository (roles resolved at the edge, passed in), and any PR once it me
 someone GitHub lets merge can merge it: the merge is their act). A fork's open PR from an
 account without a role only *mentions* the tickets it names: shown on the status comment,
 never `pull_request_open` or `blocked`, and its checks never reach the ticket.
+
+What one PR can cost: it names at most `MAX_NAMED_TICKETS` tickets (`capped`), a mention is
+recorded once per PR and ticket, and an edit that changes no link records nothing
+(`tells_nothing_new`), so editing a PR body neither bumps revisions nor rewrites comments.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from policies.markdown_blocks import LineKind, scan_markdown
+from policies.rails import PullRequestObserved, Rails, pull_request_fact
 
 CLOSING_KEYWORDS: tuple[str, ...] = (
     "close",
@@ -46,6 +52,10 @@ CLOSING_KEYWORDS: tuple[str, ...] = (
 REFERENCE_KEYWORDS: tuple[str, ...] = ("ref", "refs", "references")
 
 _MAX_DIGITS = 10
+MAX_NAMED_TICKETS = 10
+"""How many tickets one PR can link or mention by its body and its Development sidebar together
+(GitHub's own limit for an issue's linked pull requests is 10): the lowest numbers count, the
+rest are ignored (and logged), so one PR cannot write to a hundred status comments."""
 _LINK = re.compile(
     r"(?<![\w-])(?:" + "|".join(CLOSING_KEYWORDS + REFERENCE_KEYWORDS) + r"):?[ \t]+"
     r"(?:"
@@ -86,6 +96,13 @@ def _links_in(text: str, repository: str, web_host: str) -> list[int]:
     return found
 
 
+def capped(numbers: set[int] | frozenset[int]) -> tuple[frozenset[int], frozenset[int]]:
+    """(the tickets a PR names that count, the ones ignored past `MAX_NAMED_TICKETS`): the
+    lowest numbers count, so the choice does not depend on where or in what order they appear."""
+    ordered = sorted(numbers)
+    return frozenset(ordered[:MAX_NAMED_TICKETS]), frozenset(ordered[MAX_NAMED_TICKETS:])
+
+
 def same_repository(head_repository: str | None, repository: str) -> bool:
     """Whether a PR's head repository ("owner/repo", None for a deleted fork) is `repository`.
 
@@ -102,3 +119,29 @@ def links_move_rail(*, head_in_repository: bool, author_has_role: bool, merged: 
     or `blocked` (anyone can open one and fail its checks); its merge still counts.
     """
     return head_in_repository or author_has_role or merged
+
+
+def tells_nothing_new(rails: Rails, observation: PullRequestObserved, *, edit: bool) -> bool:
+    """Whether recording `observation` would change nothing a person or a rail sees, so it is
+    not recorded (no event, no new revision, no status comment rewritten):
+
+    - a mention the ticket already shows for this PR: a mention is recorded once per PR and
+      ticket, when it first appears (it moves no rail, and the status comment shows no more);
+    - for an edit of the PR (`edit`: its body or title changed, nothing else can), a state the
+      ticket already holds for this PR, apart from the time: only a change of link counts.
+    """
+    known = rails.pull_requests.get(observation.number)
+    if known is None:
+        return False
+    fact = pull_request_fact(observation)
+    if fact.mention and known.mention:
+        return True
+    if not edit or fact.updated_at < known.updated_at:
+        return False
+    same_time = replace(
+        fact,
+        updated_at=known.updated_at,
+        merged_while_linked=known.merged_while_linked or fact.merged_while_linked,
+        merge_commit=known.merge_commit or fact.merge_commit,
+    )
+    return same_time == known

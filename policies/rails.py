@@ -323,7 +323,7 @@ def join(rails: Rails, observation: Observation) -> Rails:
             winner = _newer(rails.branches.get(branch), fact, lambda b: (b.observed_at, b.sha or ""))
             return replace(rails, seen=seen, branches={**rails.branches, branch: winner})
         case PullRequestObserved(number=number):
-            pr = _join_pull_request(rails.pull_requests.get(number), _pull_request_fact(observation))
+            pr = _join_pull_request(rails.pull_requests.get(number), pull_request_fact(observation))
             return replace(rails, seen=seen, pull_requests={**rails.pull_requests, number: pr})
         case CheckObserved(head_sha=sha, name=name):
             check = CheckFact(
@@ -353,7 +353,8 @@ def join(rails: Rails, observation: Observation) -> Rails:
     raise TypeError(f"not an observation: {observation!r}")
 
 
-def _pull_request_fact(o: PullRequestObserved) -> PullRequestFact:
+def pull_request_fact(o: PullRequestObserved) -> PullRequestFact:
+    """The fact one PR observation tells (before it is joined with what was known)."""
     return PullRequestFact(
         number=o.number,
         url=o.url,

@@ -9,7 +9,6 @@ database, no settings. Exit 0 applied, 1 refused (its message and hint on stderr
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import uuid
@@ -26,13 +25,14 @@ from app.cli.agent_core import (
     EXIT_REFUSED,
     EXIT_USAGE,
     MAX_KEY,
+    MISSING_APP_ID,
     Options,
     Result,
     default_key,
     outputs,
     step_summary,
 )
-from app.cli.agent_log import clean_line, prefixed
+from app.cli.agent_log import clean_line, defused, json_line, prefixed
 
 DEFAULT_GITHUB_API = "https://api.github.com"
 DEFAULT_TIMEOUT = 120.0
@@ -90,8 +90,8 @@ def _common(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--app-id",
-        help="railyard's GitHub App id: by comment, only its comments are trusted "
-        "(default RAILYARD_APP_ID, else the app of the `railyard` check-run on the commit)",
+        help="railyard's GitHub App id (the App ID on the app's settings page): by comment, only "
+        "its comments are trusted, and it is required (default RAILYARD_APP_ID)",
     )
     parser.add_argument("--json", action="store_true", help="print the final answer as JSON")
 
@@ -102,7 +102,7 @@ def cmd_agent(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     try:
         options = resolve(args, env, _summary_file(args.__dict__.get("summary_file")))
     except UsageError as error:
-        err.write(f"railyard: {error}\n")
+        err.write(prefixed("railyard: ", str(error)))
         return EXIT_USAGE
     with httpx.Client(follow_redirects=False) as client:
         result = run_api(options, client) if options.url else run_comment(options, client)
@@ -138,23 +138,22 @@ def resolve(args: argparse.Namespace, env: Mapping[str, str], summary_file: str 
         key, DEFAULT_TIMEOUT if given["timeout"] is None else given["timeout"],
         DEFAULT_POLL if given["poll_interval"] is None else given["poll_interval"],
         given["rev"], given.get("check_in"), given.get("branch"), commit, summary, artifacts,
-        app_id=_app_id(given["app_id"] or _env(env, "RAILYARD_APP_ID")),
-        app_refs=_refs(commit, given.get("branch"), _env(env, "GITHUB_SHA")),
+        app_id=_app_id(given["app_id"] or _env(env, "RAILYARD_APP_ID"), by_comment=url is None),
     )  # fmt: skip
 
 
-def _app_id(text: str | None) -> int | None:
+def _app_id(text: str | None, *, by_comment: bool) -> int | None:
+    """railyard's app id; required by comment, where only its app's comments are trusted.
+
+    It is never learned from GitHub: any app can write a check-run named `railyard` (a workflow
+    job of that name is GitHub Actions' own check-run), so a learned id could be anyone's."""
     if text is None:
+        if by_comment:
+            raise UsageError(MISSING_APP_ID)
         return None
     if not text.strip().isdigit() or int(text) < 1:
         raise UsageError(f"--app-id must be railyard's GitHub App id, a positive number; got {text!r}")
     return int(text)
-
-
-def _refs(*refs: str | None) -> tuple[str, ...]:
-    """Where to look for the `railyard` check-run that names railyard's app: the commit, the
-    branch, the workflow's commit; each once."""
-    return tuple(dict.fromkeys(ref for ref in refs if ref))
 
 
 def _env(env: Mapping[str, str], name: str) -> str | None:
@@ -216,20 +215,21 @@ def report(
     """The one-line result (or the JSON answer), the refusal's words on stderr, and the step's
     summary and outputs when running in Actions."""
     target = f"{options.repo}#{options.issue}"
-    # Every line written starts with `railyard` or `{`: the runner reads a line starting with
-    # `::` as a workflow command, and the words come from GitHub (SPEC: "Answers that cannot
-    # be forged or jammed"). JSON escapes every control character, U+2028 and U+2029 included.
+    # Every line written starts with `railyard` or `{` and holds no `##[`: the runner reads a
+    # line starting with `::`, or holding `##[` anywhere, as a workflow command, and the words
+    # come from GitHub (SPEC: "Answers that cannot be forged or jammed"). The JSON escapes every
+    # control character, U+2028 and U+2029 included, and every `#`.
     if as_json:
-        out.write(json.dumps({"exit": result.exit, **result.answer}, sort_keys=True) + "\n")
+        out.write(json_line({"exit": result.exit, **result.answer}) + "\n")
     else:
-        out.write(f"railyard {options.action} {target}: {clean_line(result.line)}\n")
+        out.write(defused(f"railyard {options.action} {target}: {clean_line(result.line)}\n"))
     if result.exit == EXIT_REFUSED:
         err.write(prefixed("railyard: refused: ", result.message))
         if result.hint:
             err.write(prefixed("railyard: hint: ", result.hint))
     elif result.exit != 0:
         err.write(prefixed("railyard: ", result.line))
-    _append(env.get("GITHUB_STEP_SUMMARY"), step_summary(options, result))
+    _append(env.get("GITHUB_STEP_SUMMARY"), defused(step_summary(options, result)))
     _append(env.get("GITHUB_OUTPUT"), outputs(result))
 
 

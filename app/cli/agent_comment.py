@@ -1,9 +1,11 @@
 """`railyard agent` by comment, without a railyard URL: post the command as an issue comment
 with the token given, then read the issue's comments until railyard's answer shows.
 
-Only comments written by railyard's own app count (`performed_via_github_app.id`, the app id
-given with `--app-id`, else the app of the `railyard` check-run on the commit): a person can
-type any marker, and any other app can post one. Within those comments only railyard's own
+Only comments written by railyard's own app count (`performed_via_github_app.id` equal to the
+app id given with `--app-id`, `RAILYARD_APP_ID` or the action's `app-id` input, required here): a
+person can type any marker, and any other app can post one. The id is never learned from GitHub:
+any app can write a check-run named `railyard` (GitHub Actions names a job's check-run after the
+job), so an id learned that way could be another app's. Within those comments only railyard's own
 hidden line counts, the one just before the outbox's effect marker that ends the body:
 
 - applied: the status comment (the one comment ending with the effect marker of the ticket's
@@ -17,13 +19,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import replace
 from typing import Any
 from urllib.parse import quote
 
 import httpx
 
 from app.cli.agent_core import (
+    MISSING_APP_ID,
     Options,
     Result,
     applied_by_comment,
@@ -39,7 +41,6 @@ from app.settings import railyard_version
 from app.store.effects import marker
 from app.views.status_json import ANSWER_MARKER, MARKER, own_hidden_line
 from app.views.surfaces import status_key
-from policies.checks import CHECK_NAME
 
 Sleep = Callable[[float], None]
 Clock = Callable[[], float]
@@ -150,24 +151,6 @@ class IssueComments:
             url, params = page[1], {}
         return found
 
-    def check_run_apps(self, ref: str) -> set[int]:
-        """The ids of the apps that wrote a `railyard` check-run on `ref` (none if it is unknown
-        or the token cannot read checks)."""
-        url = f"{self.repo_url}/commits/{quote(ref, safe='')}/check-runs"
-        params = {"check_name": CHECK_NAME, "filter": "all", "per_page": "100"}
-        try:
-            response = self.client.get(url, params=params, headers=self.headers, timeout=MAX_REQUEST_SECONDS)
-        except httpx.TransportError as error:
-            raise Unanswered(unknown(_lost("reading the check-runs", error))) from error
-        found = _json(response)
-        runs = found.get("check_runs") if response.status_code == 200 and isinstance(found, dict) else None
-        return {
-            app["id"]
-            for run in runs or []
-            if isinstance(run, dict) and run.get("name") == CHECK_NAME
-            and isinstance(app := run.get("app"), dict) and isinstance(app.get("id"), int)
-        }  # fmt: skip
-
     def _get(self, url: str, params: dict[str, str]) -> tuple[list[Any], str | None]:
         try:
             response = self.client.get(url, params=params, headers=self.headers, timeout=MAX_REQUEST_SECONDS)
@@ -190,10 +173,11 @@ def run_comment(
     clock: Clock = time.monotonic,
 ) -> Result:
     """Post the command, then read the comments every poll interval until the outcome shows."""
+    if options.app_id is None:  # nothing railyard writes could be told from another app's comment
+        return usage(MISSING_APP_ID)
     deadline = clock() + options.timeout
     comments = IssueComments(options, client)
     try:
-        options = _with_app_id(options, comments)
         after = _baseline(options, comments)
         posted = comments.post(command_text(options))
     except Unanswered as stop:
@@ -214,26 +198,6 @@ def run_comment(
         if clock() + delay > deadline:
             return _timed_out(options, posted, last)
         sleep(delay)
-
-
-def _with_app_id(options: Options, comments: IssueComments) -> Options:
-    """The options with railyard's app id: given, else the one app that wrote a `railyard`
-    check-run on the commit, branch or workflow commit; without it nothing can be trusted."""
-    if options.app_id is not None:
-        return options
-    apps: set[int] = set()
-    for ref in options.app_refs:
-        apps |= comments.check_run_apps(ref)
-    if len(apps) == 1:
-        return replace(options, app_id=apps.pop())
-    where = ", ".join(options.app_refs) or "no commit given"
-    found = f"apps {sorted(apps)} each wrote" if apps else "no app wrote"
-    raise Unanswered(
-        usage(
-            f"cannot tell which app is railyard: {found} a `{CHECK_NAME}` check-run on {where}; "
-            "pass --app-id (the action's app-id input) with railyard's GitHub App id"
-        )
-    )
 
 
 def _baseline(options: Options, comments: IssueComments) -> int | None:

@@ -23,6 +23,14 @@ MAX_RETRY_AFTER = 300.0
 _COMMAND_LINE = re.compile(r"^(\s*)/", re.MULTILINE)
 _ERROR_STATUSES = {400: "bad_request", 401: "bad_token", 404: "not_found", 422: "invalid_command"}
 
+MISSING_APP_ID = (
+    "by comment, railyard's GitHub App id is needed (only its app's comments are trusted as "
+    "answers): pass --app-id, set RAILYARD_APP_ID, or give the action's app-id input (e.g. "
+    '${{ vars.RAILYARD_APP_ID }}). It is the "App ID" on the app\'s settings page (GitHub: '
+    "Settings, Developer settings, GitHub Apps, the app), and APP_ID in railyard's .env; "
+    "nothing was posted"
+)
+
 
 @dataclass(frozen=True)
 class Options:
@@ -44,7 +52,6 @@ class Options:
     summary: str = ""
     artifacts: tuple[str, ...] = ()
     app_id: int | None = None  # railyard's GitHub App (comment mode trusts only its comments)
-    app_refs: tuple[str, ...] = ()  # commits whose `railyard` check-run names the app, if no app_id
 
 
 @dataclass(frozen=True)

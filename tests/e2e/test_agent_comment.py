@@ -76,7 +76,14 @@ class AgentWorld:
 @pytest.fixture
 async def agents(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[AgentWorld]:
     """A configured server talking to the stand-in, and a step environment without Actions' run id."""
-    for name in ("GITHUB_RUN_ID", "GITHUB_SHA", "GITHUB_TOKEN", "RAILYARD_TOKEN", "RAILYARD_URL"):
+    for name in (
+        "GITHUB_RUN_ID",
+        "GITHUB_SHA",
+        "GITHUB_TOKEN",
+        "RAILYARD_TOKEN",
+        "RAILYARD_URL",
+        "RAILYARD_APP_ID",
+    ):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(tmp_path / "summary.md"))
     monkeypatch.setenv("GITHUB_OUTPUT", str(tmp_path / "output"))

@@ -22,6 +22,7 @@ from tests.e2e.test_agent_comment import AgentWorld
 from tests.e2e.world import FIX, REPO
 
 agents = test_agent_comment.agents  # the same fixture: the server, the stand-in, the step's files
+GITHUB_ACTIONS_APP = 15368  # the app id of GitHub Actions, whose check-runs are named after jobs
 COMMAND_LINE = re.compile(r"^[ \t]*(::|##\[)", re.MULTILINE)
 
 
@@ -100,19 +101,33 @@ async def test_another_apps_comments_are_neither_the_state_nor_the_answer(agents
     assert world.ticket().work.value == "open"
 
 
-async def test_without_an_app_id_the_agent_learns_railyards_app_from_its_check_run(
+async def test_a_workflow_job_named_railyard_cannot_lend_github_actions_its_trust(
     agents: AgentWorld, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """No --app-id: the `railyard` check-run on the workflow's commit names the app, and the
-    claim is seen applied; with no such check-run the step stops unsent, saying to pass it."""
+    """No app id by comment: even with GitHub Actions' own `railyard` check-run on the commit and
+    a `github-actions[bot]` comment showing the claim, the step stops (exit 2) saying where the
+    id is, posts nothing, and reports nothing applied; with railyard's id the claim applies."""
     world = agents.world
     await world.say("rachel", "/publish")
     monkeypatch.setenv("GITHUB_SHA", FIX)
+    job = CheckRun(world.github.next_id(), REPO, "railyard", FIX, status="completed", conclusion="success")
+    job.app_id = GITHUB_ACTIONS_APP
+    world.github.check_runs[job.id] = job
+    claimed = _forged_status(world.github.user_id("cody"), "claimed", 99)
+    end = marker(status_key(REPO, 12))
+    lookalike = world.github.add_comment(
+        REPO,
+        12,
+        f"looks like railyard\n\n{status_line(json.loads(claimed))}\n\n{end}",
+        "github-actions[bot]",
+        "Bot",
+    )
+    lookalike.app_id = GITHUB_ACTIONS_APP
     before = len(world.github.comments)
     status, out, err = await agents.run("cody", "claim", app_id=None)
-    assert status == 2 and "pass --app-id" in err and len(world.github.comments) == before
-    run = CheckRun(world.github.next_id(), REPO, "railyard", FIX, status="completed", conclusion="success")
-    world.github.check_runs[run.id] = run
-    status, out, err = await agents.run("cody", "claim", app_id=None)
+    assert status == 2 and "applied" not in out
+    assert "--app-id" in err and "settings page" in err and len(world.github.comments) == before
+    assert world.ticket().work.value == "open"
+    status, out, err = await agents.run("cody", "claim", app_id="1")
     assert (status, err) == (0, ""), out
     assert world.ticket().claimant == "cody"

@@ -237,3 +237,34 @@ async def test_an_outsiders_fork_pr_with_a_failing_check_only_mentions_the_ticke
     merged["pull_request"]["merged_by"] = {"login": "max", "id": account_id("max"), "type": "User"}  # type: ignore[index]
     await world.send("pull_request", merged)
     assert world.ticket().rails.integration.value == "merged"
+
+
+async def test_an_outsider_editing_a_fork_pr_twenty_times_costs_no_call_no_write_no_revision(
+    world: World,
+) -> None:
+    """mallory's fork PR says `Fixes #12, fixes #13`; twenty edits of its body cost no
+    installation call (no role check, no sidebar read), write no status comment, and leave both
+    tickets' revisions (so a `rev=N` command is not made stale) where the opening left them."""
+    await world.say("rachel", "/publish")
+    world.github.repositories[REPO].issues[13].body = "Real work"
+    await world.say("rachel", "/publish", number=13)
+    body = "Fixes #12, fixes #13"
+    world.github.add_pull(
+        REPO, 99, body=body, head_ref="patch-1", head_sha=FORK_HEAD, head_repo="mallory/web", user="mallory"
+    )
+    opened = outsiders_fork_pr("opened")
+    opened["pull_request"]["body"] = body  # type: ignore[index]
+    await world.send("pull_request", opened)
+    revisions = (world.ticket(12).revision, world.ticket(13).revision)
+    before = len(world.github.calls)
+    for k in range(20):
+        edit = outsiders_fork_pr("edited", updated=f"2026-11-30T10:{10 + k}:00Z")
+        edit["pull_request"]["body"] = body + " " * k  # type: ignore[index]
+        await world.send("pull_request", edit)
+    calls = world.github.calls[before:]
+    assert [c.path for c in calls if c.auth == "installation" and c.counted] == []
+    assert [c.path for c in calls if c.content_write] == []
+    assert (world.ticket(12).revision, world.ticket(13).revision) == revisions
+    for number in (12, 13):
+        [status] = world.status_comments(number)
+        assert "#99 mentions this ticket" in status

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.cli.agent_comment import latest_revision, outcome_in, shown_status
-from app.cli.agent_core import EXIT_APPLIED, EXIT_REFUSED, Options
+import httpx
+
+from app.cli.agent_comment import latest_revision, outcome_in, run_comment, shown_status
+from app.cli.agent_core import EXIT_APPLIED, EXIT_REFUSED, EXIT_USAGE, Options
 from app.store.effects import marker
 from app.views.status_json import answer_line, status_line
 from app.views.surfaces import status_key
@@ -77,7 +79,7 @@ def test_another_apps_comments_are_not_railyards_answers() -> None:
 
 
 def test_without_railyards_app_id_nothing_is_trusted() -> None:
-    """Options without an app id (not yet learned) read no comment as railyard's."""
+    """Options without an app id read no comment as railyard's."""
     unknown_app = Options("claim", "acme/web", 12, "t", None, "https://api.github.com", "k", 60)
     assert outcome_in(unknown_app, POSTED, [_comment(_status(CLAIMED))], 4) is None
 
@@ -114,3 +116,27 @@ def test_a_delivery_shows_when_the_status_comment_names_our_comment_as_its_opera
     assert outcome_in(_options("deliver"), POSTED, [_comment(_status(other))], None) is None
     result = outcome_in(_options("deliver"), POSTED, [_comment(_status(delivered))], None)
     assert result is not None and result.exit == EXIT_APPLIED
+
+
+def test_without_an_app_id_github_actions_railyard_job_earns_no_trust_and_nothing_is_posted() -> None:
+    """A workflow job named `railyard` gives GitHub Actions (app 15368) a `railyard` check-run,
+    and github-actions[bot] shows a claim by us: without an app id the claim is not sent and
+    not reported applied, whatever GitHub holds."""
+    actions, posted = 15368, []
+    lookalike = _comment(_status({**CLAIMED, "revision": 99}), app={"id": actions, "slug": "github-actions"})
+
+    def github(request: httpx.Request) -> httpx.Response:
+        if request.url.path.endswith("/check-runs"):
+            run = {"name": "railyard", "app": {"id": actions, "slug": "github-actions"}}
+            return httpx.Response(200, json={"total_count": 1, "check_runs": [run]})
+        if request.method == "POST":
+            posted.append(request)
+            return httpx.Response(201, json={**POSTED, "created_at": "2026-12-01T00:00:01Z"})
+        return httpx.Response(200, json=[lookalike] if posted else [])
+
+    options = Options(
+        "claim", "acme/web", 12, "t", None, "https://api.github.com", "k", 5.0, poll_interval=0.0
+    )
+    with httpx.Client(transport=httpx.MockTransport(github)) as client:
+        result = run_comment(options, client, sleep=lambda _: None)
+    assert result.exit == EXIT_USAGE and "--app-id" in result.message and posted == []

@@ -159,7 +159,19 @@ def test_options_fall_back_to_the_environment_an_actions_step_has() -> None:
         "https://r",
         "c" * 40,
     )
-    assert resolve(_args("claim", "--issue", "12"), env).url is None  # no URL: by comment
+    by_comment = resolve(_args("claim", "--issue", "12"), {**env, "RAILYARD_APP_ID": "7"})
+    assert (by_comment.url, by_comment.app_id) == (None, 7)  # no URL: by comment
+
+
+def test_by_comment_without_railyards_app_id_the_step_stops_saying_where_to_find_it() -> None:
+    """No --app-id, RAILYARD_APP_ID or app-id input by comment: a usage error naming them and the
+    app's settings page; by API the id is not needed."""
+    env = {"GITHUB_REPOSITORY": "acme/web", "RAILYARD_TOKEN": "tok", "GITHUB_SHA": "c" * 40}
+    with pytest.raises(UsageError) as refused:
+        resolve(_args("claim", "--issue", "12"), env)
+    for words in ("--app-id", "RAILYARD_APP_ID", "app-id input", "settings page", "nothing was posted"):
+        assert words in str(refused.value)
+    assert resolve(_args("claim", "--issue", "12"), {**env, "RAILYARD_URL": "https://r"}).app_id is None
 
 
 @pytest.mark.parametrize(
@@ -179,4 +191,5 @@ def test_bad_inputs_are_usage_errors(argv: tuple[str, ...]) -> None:
     """A bad repository, issue, key or URL (not https off this machine, or with credentials), a
     summary-less delivery, a bad artifact: refused unsent."""
     with pytest.raises(UsageError):
-        resolve(_args(*argv), {"GITHUB_REPOSITORY": "acme/web", "RAILYARD_TOKEN": "tok"})
+        env = {"GITHUB_REPOSITORY": "acme/web", "RAILYARD_TOKEN": "tok", "RAILYARD_APP_ID": "1"}
+        resolve(_args(*argv), env)

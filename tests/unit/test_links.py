@@ -10,7 +10,9 @@ from hypothesis import strategies as st
 
 from policies.links import (
     CLOSING_KEYWORDS,
+    MAX_NAMED_TICKETS,
     REFERENCE_KEYWORDS,
+    capped,
     linked_issues,
     links_move_rail,
     same_repository,
@@ -254,3 +256,10 @@ def test_a_pull_request_observation_keeps_its_fingerprint_now_that_mentions_exis
     data = observation_to_data(fact)
     assert "mention" not in data and observation_from_data(data) == fact
     assert fingerprint(fact) != fingerprint(PullRequestObserved(**{**fact.__dict__, "mention": True}))
+
+
+def test_a_pr_names_at_most_the_ten_lowest_tickets_whatever_their_order() -> None:
+    """Twelve tickets named in any order: #1-#10 count, #11 and #12 are ignored."""
+    kept, ignored = capped({12, 3, 11, 1, 2, 4, 5, 6, 7, 8, 9, 10})
+    assert kept == frozenset(range(1, MAX_NAMED_TICKETS + 1)) and ignored == {11, 12}
+    assert capped({5, 7}) == ({5, 7}, frozenset())

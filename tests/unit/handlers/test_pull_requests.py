@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from handlers.answers import CheckRun
 from policies.states import DeploymentState, IntegrationState
-from tests.fakes.github import pull_answer
+from tests.fakes.github import issue_answer, pull_answer
 from tests.fakes.webhooks import INSTALLATION, REPOSITORY, check_run, deployment_status, pull_request
-from tests.unit.handlers.steps import answers_after, claimed, published, ticket, world
+from tests.unit.handlers.steps import RACHEL, answers_after, claimed, published, say, ticket, world
 
 HEAD, MERGE, DEPLOYED = "a" * 40, "e" * 40, "d" * 40
 
@@ -126,3 +126,71 @@ async def test_a_fork_prs_author_is_asked_about_once_not_at_every_event() -> Non
     await ports.dispatch("pull_request", pull_request("synchronize", pull))
     assert [login for login, _ in ports.roles.asked if login == "mallory"] == ["mallory"]
     assert ticket(ports).rails.integration is IntegrationState.UNREPORTED
+
+
+def _edited(pull: dict[str, object], minute: int, body: str) -> dict[str, object]:
+    """The PR edited at 10:`minute`, its body now `body`."""
+    return {**pull, "body": body, "updated_at": f"2026-11-30T10:{minute:02d}:00Z"}
+
+
+async def test_editing_a_fork_pr_that_names_the_same_tickets_asks_nothing_and_records_nothing() -> None:
+    """mallory (no role) edits her `Fixes #12` fork PR ten times: her roles are asked once, the
+    mention is recorded once, and the ticket's revision and answers do not move."""
+    ports = world()
+    await published(ports)
+    pull = pull_answer(REPOSITORY, 99, body="Fixes #12", head_repository=FORK, author="mallory")
+    await ports.dispatch("pull_request", pull_request("opened", pull))
+    revision, before = ticket(ports).revision, len(ports.store.answers)
+    for minute in range(1, 11):
+        edit = _edited(pull, minute, "Fixes #12" + " " * minute)
+        await ports.dispatch("pull_request", pull_request("edited", edit))
+    assert [login for login, _ in ports.roles.asked if login == "mallory"] == ["mallory"]
+    assert ticket(ports).revision == revision and answers_after(ports, before) == []
+    assert ticket(ports).rails.pull_requests[99].mention
+
+
+async def test_an_edit_that_names_a_new_ticket_asks_again_and_mentions_only_the_new_one() -> None:
+    """mallory's edit adds `fixes #13`: her roles are asked again (the answer decides #13's
+    standing), #13 records the mention, and #12, already mentioned, records nothing new."""
+    ports = world()
+    await published(ports)
+    ports.github.add_issue(REPOSITORY, issue_answer(13, assignees=(RACHEL,)))
+    await say(ports, "/publish", number=13)
+    pull = pull_answer(REPOSITORY, 99, body="Fixes #12", head_repository=FORK, author="mallory")
+    await ports.dispatch("pull_request", pull_request("opened", pull))
+    revision = ticket(ports).revision
+    await ports.dispatch("pull_request", pull_request("edited", _edited(pull, 5, "Fixes #12, fixes #13")))
+    assert [login for login, _ in ports.roles.asked if login == "mallory"] == ["mallory", "mallory"]
+    assert ticket(ports, 13).rails.pull_requests[99].mention
+    assert ticket(ports).revision == revision
+
+
+async def test_a_role_holders_edit_that_changes_no_link_records_nothing() -> None:
+    """carol (a runner) edits her fork PR's description five times, still `Fixes #12`: the ticket
+    records no event and gets no new answer; an edit dropping the link records the unlinking."""
+    ports = world()
+    await published(ports)
+    pull = pull_answer(REPOSITORY, 98, body="Fixes #12", head_repository="carol/app", author="carol")
+    await ports.dispatch("pull_request", pull_request("opened", pull))
+    revision, before = ticket(ports).revision, len(ports.store.answers)
+    for minute in range(1, 6):
+        await ports.dispatch(
+            "pull_request", pull_request("edited", _edited(pull, minute, f"Fixes #12 ({minute})"))
+        )
+    assert ticket(ports).revision == revision and answers_after(ports, before) == []
+    await ports.dispatch("pull_request", pull_request("edited", _edited(pull, 9, "Unrelated now")))
+    assert ticket(ports).revision > revision and not ticket(ports).rails.pull_requests[98].linked
+
+
+async def test_a_pr_naming_more_tickets_than_the_cap_links_only_the_lowest_numbers() -> None:
+    """`Fixes #1` ... `fixes #12` in one body: the ten lowest count (MAX_NAMED_TICKETS), so #12
+    is not linked and its status comment is not written."""
+    ports = world()
+    await published(ports)
+    body = ", ".join(f"fixes #{n}" for n in range(1, 13))
+    pull = pull_answer(REPOSITORY, 40, body=body, head_sha=HEAD)
+    before = len(ports.store.answers)
+    await ports.dispatch("pull_request", pull_request("opened", pull))
+    assert 40 not in ticket(ports).rails.pull_requests
+    assert ticket(ports).rails.integration is IntegrationState.UNREPORTED
+    assert answers_after(ports, before) == [CheckRun(INSTALLATION, REPOSITORY, 40, HEAD)]
