@@ -32,12 +32,11 @@ from githubkit.auth import AppAuthStrategy
 from githubkit.cache import MemCacheStrategy
 from githubkit.exception import GitHubException, RequestFailed
 
+from app.contracts.shared_ports import CallMetrics, Limits, MemoryLimits
 from app.github.endpoints import ENDPOINTS, Endpoint
 from app.github.http_cache import HttpCache, conditional_get, installation_scope
 from app.github.paths import EncodedPathAuth, path_segment
-from app.runtime.metrics import Metrics
 from app.settings import Settings, railyard_version
-from app.store.limits import Limits, MemoryLimits
 from handlers.errors import TransientError
 
 log = structlog.get_logger(__name__)
@@ -171,7 +170,7 @@ class GitHubClient:
     def __init__(
         self,
         settings: Settings,
-        metrics: Metrics,
+        metrics: CallMetrics,
         *,
         clock: Callable[[], float] = time.time,
         transport: httpx.AsyncBaseTransport | None = None,

@@ -17,10 +17,11 @@ from typing import Any
 from sqlalchemy import Connection, bindparam, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
+from app.contracts.effect_types import LimitedReply
 from app.store.codec import event_from_row, ticket_from_data, ticket_to_data
 from app.store.database import Database
 from app.store.effects import Effect, enqueue
-from app.store.replies import Reply, enqueue_reply
+from app.store.replies import enqueue_reply
 from app.store.repositories import repository_named
 from app.store.tables import AttemptRow, DeliveryRecordRow, OperationRow, TicketEventRow, TicketRow, table
 from handlers.ports import Change, ChangeContext, MergedTicket, Outcome, RecordedEvent
@@ -32,7 +33,7 @@ from policies.notices import NOTICES, NoticeContext, decide_notice, notice_name
 from policies.rails import OBSERVATIONS, ObservationContext, observation_to_data
 from policies.refusals import Refusal, RefusalCode, stale_revision
 
-EffectsFor = Callable[[Outcome], Sequence[Effect | Reply]]
+EffectsFor = Callable[[Outcome], Sequence[Effect | LimitedReply]]
 SurfacesFor = Callable[[int, Ticket], Sequence[Effect]]
 """The writes that show a ticket (status comment, check-runs), given its installation and state."""
 MAX_CONFLICT_RETRIES = 20
@@ -268,10 +269,10 @@ def _execute_once(
     return Outcome(context.operation_id, key, after.revision, events=decision, shown=after)
 
 
-def _enqueue_answers(connection: Connection, answers: Sequence[Effect | Reply], now: float) -> None:
+def _enqueue_answers(connection: Connection, answers: Sequence[Effect | LimitedReply], now: float) -> None:
     """Effects as they are; replies to a person only while the person has replies left."""
     for answer in answers:
-        if isinstance(answer, Reply):
+        if isinstance(answer, LimitedReply):
             enqueue_reply(connection, answer, now)
         else:
             enqueue(connection, [answer], now)

@@ -32,9 +32,9 @@ import orjson
 import structlog
 from aiohttp import web
 
-from app.bootstrap import Shell
 from app.github.client import GitHubError, NotFound
 from app.github.users import Account, BadToken, UserReads
+from app.runtime.adapters import Adapters
 from app.store.listing import Cursor, Listing
 from app.views.api import earlier_attempt_answer, error_body, outcome_answer
 from app.views.status_json import status_object
@@ -121,7 +121,7 @@ class AgentApi:
 
     def __init__(
         self,
-        shell: Shell,
+        shell: Adapters,
         users: UserReads,
         *,
         clock: Callable[[], float] = time.time,

@@ -142,12 +142,12 @@ PAGES: dict[str, Page] = {
 }
 
 
-def install(app: web.Application, settings: Settings, database: Database) -> None:
+def install(app: web.Application, settings: Settings, database: Database, tickets: TicketService) -> None:
     """Wire the stylesheet, sign-in (when its OAuth client is configured) and the ticket pages."""
     sign_in = make_sign_in(settings, database)
     if sign_in is not None:
         add_sign_in_routes(app, sign_in)
-    app[READS] = Reads(Listing(database), TicketService(database))
+    app[READS] = Reads(Listing(database), tickets)
     app.router.add_get(STYLESHEET_PATH, guarded(stylesheet))
     for path, page in PAGES.items():
         app.router.add_get(path, guarded(signed_in(page)))

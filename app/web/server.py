@@ -1,11 +1,12 @@
 """The web server: `POST /webhooks`, `GET /healthz`, `GET /metrics`, and the worker beside them.
 
-Only `create_app(settings)` builds anything. Webhook answers follow SPEC: 202 once stored,
-200 for a delivery id already stored, 401 for a missing or wrong signature, 400 for
-missing GitHub headers or a body that is not a JSON object, 413 past 25 MB, 415 for a
-`Content-Encoding` other than identity (no request body is ever inflated), 503 in setup
-mode and when the delivery cannot be stored within `STORE_TIMEOUT` (4 s, inside GitHub's
-10 s; GitHub records the failure and recovery redelivers it). Bad input never gets a 5xx.
+`app.bootstrap.server` builds what it serves; `create_app` only adds the routes and the
+lifecycle. Webhook answers follow SPEC: 202 once stored, 200 for a delivery id already
+stored, 401 for a missing or wrong signature, 400 for missing GitHub headers or a body that
+is not a JSON object, 413 past 25 MB, 415 for a `Content-Encoding` other than identity (no
+request body is ever inflated), 503 in setup mode and when the delivery cannot be stored
+within `STORE_TIMEOUT` (4 s, inside GitHub's 10 s; GitHub records the failure and recovery
+redelivers it). Bad input never gets a 5xx.
 
 GitHub signs the body, not `X-GitHub-Event`: a signed payload without the shape of its
 event (`app.payloads.SHAPES`) is stored as `rejected`, answered 202 and never processed,
@@ -20,6 +21,7 @@ import asyncio
 import hmac
 import time
 from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -27,19 +29,18 @@ import structlog
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from app.bootstrap import Shell, wire
 from app.github.client import GitHubClient
 from app.github.users import UserReads
+from app.runtime.adapters import Adapters
 from app.runtime.maintenance import Maintenance
 from app.runtime.metrics import Metrics, event_label
 from app.runtime.outbox import Outbox
-from app.runtime.supervisor import Supervisor, close_all, supervise
+from app.runtime.supervisor import Supervisor, close_all
 from app.runtime.watchdog import Watchdog
 from app.runtime.worker import Worker
 from app.settings import Settings, railyard_version
 from app.store.database import Database
 from app.store.effects import effect_counts, release_effect_leases
-from app.store.http_cache import http_cache_bounds, shared_http_cache
 from app.store.intake import (
     MAX_BODY_BYTES,
     DeliveryWriter,
@@ -48,16 +49,13 @@ from app.store.intake import (
     StoreTimeoutError,
     verify_signature,
 )
-from app.store.limits import SharedLimits
 from app.store.queue import IGNORED, PENDING, REJECTED, release_all_leases
-from app.store.retention import Retention
 from app.web.answers import answer, guarded
 from app.web.api import AgentApi
 from app.web.bodies import BODIES, BodyBudget, BodyRefused
 from app.web.page_views import install as install_pages
 from app.web.payloads import describe, mismatch
-from app.web.setup import SetupFlow, add_setup_routes, start_setup
-from handlers import ROUTER
+from app.web.setup import SetupFlow, add_setup_routes
 from handlers.routing import Router
 
 log = structlog.get_logger(__name__)
@@ -72,7 +70,8 @@ OUTBOX: web.AppKey[Outbox] = web.AppKey("outbox", Outbox)
 MAINTENANCE: web.AppKey[Maintenance] = web.AppKey("maintenance", Maintenance)
 WATCHDOG: web.AppKey[Watchdog] = web.AppKey("watchdog", Watchdog)
 SUPERVISOR: web.AppKey[Supervisor] = web.AppKey("supervisor", Supervisor)
-SHELL: web.AppKey[Shell] = web.AppKey("shell", Shell)
+SHELL: web.AppKey[Adapters] = web.AppKey("shell", Adapters)
+SETUP: web.AppKey[SetupFlow] = web.AppKey("setup", SetupFlow)
 
 
 SETUP_MODE_MESSAGE = "railyard is in setup mode: set APP_ID, PRIVATE_KEY and WEBHOOK_SECRET, then restart it"
@@ -297,76 +296,68 @@ async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
         )
 
 
-def create_app(
-    settings: Settings,
-    *,
-    shell: Shell | None = None,
-    router: Router = ROUTER,
-    clock: Callable[[], float] = time.time,
-    run_worker: bool = True,
-    outbox_spacing: float = 1.0,
-    setup: SetupFlow | None = None,
-) -> web.Application:
-    """Build the server and everything it runs; nothing connects until it starts.
+@dataclass
+class Served:
+    """What one server process serves, built by `app.bootstrap.server`: the adapters, the intake
+    writer, the loops (with credentials and a worker) and their supervisor, the setup flow (setup
+    mode) and the user-token reads (the API's)."""
 
-    Without credentials `/` is the setup page (`setup`, or a new flow with its own token).
-    """
+    settings: Settings
+    shell: Adapters
+    metrics: Metrics
+    writer: DeliveryWriter
+    router: Router
+    clock: Callable[[], float]
+    supervisor: Supervisor | None = None
+    worker: Worker | None = None
+    outbox: Outbox | None = None
+    maintenance: Maintenance | None = None
+    watchdog: Watchdog | None = None
+    setup: SetupFlow | None = None
+    users: UserReads | None = None
+
+
+def create_app(served: Served) -> web.Application:
+    """The server over what `served` holds: the routes, and the loops started and stopped with it."""
+    settings, shell, metrics, clock = served.settings, served.shell, served.metrics, served.clock
     # No request body is inflated: aiohttp would decompress a gzip body as it arrives, before
     # the webhook route can refuse it (a 260 KB bomb is 256 MB inflated).
     app = web.Application(client_max_size=MAX_BODY_BYTES, handler_args={"auto_decompress": False})
-    database = shell.database if shell else Database(settings.database_url)
-    metrics = Metrics()
-    if shell is None:
-        limits = SharedLimits(database)  # one pause and one write slot per installation, for every process
-        cache = shared_http_cache(settings, database)
-        github = (
-            GitHubClient(settings, metrics, clock=clock, limits=limits, http_cache=cache)
-            if settings.configured
-            else None
-        )
-        shell = wire(database, clock, github, settings.app_id)
     app[SETTINGS] = settings
     app[SHELL] = shell
-    app[DATABASE] = database
+    app[DATABASE] = shell.database
     app[METRICS] = metrics
-    app[WRITER] = DeliveryWriter(database)
-    if run_worker and settings.configured:
-        app[WORKER] = shell.worker(router, app[METRICS], intake_busy=app[WRITER].saturated)
-        outbox = shell.outbox(app[METRICS], clock=clock, spacing=outbox_spacing)
-        if shell.github is not None and outbox is not None:
-            app[GITHUB] = shell.github
-            app[OUTBOX] = outbox
-        retention = Retention(
-            settings.payload_retention_days, settings.delivery_retention_days, settings.held_retention_days
-        )
-        app[MAINTENANCE] = Maintenance(
-            database,
-            shell.github,
-            clock=clock,
-            retention=retention,
-            recovery_every=settings.recovery_interval_seconds,
-            http_cache=http_cache_bounds(settings),
-        )
-        app[WATCHDOG] = Watchdog(
-            database, shell.tickets, clock=clock, every=settings.watchdog_interval_seconds
-        )
-    # The same supervised loops as `railyard worker` (app.runtime.runner), built the same way.
-    app[SUPERVISOR] = supervise(app.get(WORKER), app.get(OUTBOX), app.get(MAINTENANCE), app.get(WATCHDOG))
+    app[WRITER] = served.writer
+    if served.worker is not None:
+        app[WORKER] = served.worker
+    if served.maintenance is not None:
+        app[MAINTENANCE] = served.maintenance
+    if served.watchdog is not None:
+        app[WATCHDOG] = served.watchdog
+    if shell.github is not None and served.outbox is not None:
+        app[GITHUB] = shell.github
+        app[OUTBOX] = served.outbox
+    assert served.supervisor is not None, "app.bootstrap.server supervises the loops"
+    app[SUPERVISOR] = served.supervisor
     app.cleanup_ctx.append(_lifecycle)
     bodies = app[BODIES] = BodyBudget()  # every body this process reads: the webhooks' and the API's
-    receiver = WebhookReceiver(settings, app[WRITER], metrics, router.events, clock, app.get(WORKER), bodies)
+    routed = served.router.events
+    receiver = WebhookReceiver(settings, served.writer, metrics, routed, clock, served.worker, bodies)
     app.router.add_post("/webhooks", guarded(receiver.receive))
     app.router.add_get("/healthz", guarded(health))
     app.router.add_get("/metrics", guarded(serve_metrics))
-    if shell.github is not None:
-        users = UserReads(shell.github, clock=clock)
+    if served.users is not None:
         reads = settings.api_reads_per_minute
-        AgentApi(shell, users, clock=clock, reads_per_minute=reads, bodies=bodies).add_routes(app)
+        AgentApi(shell, served.users, clock=clock, reads_per_minute=reads, bodies=bodies).add_routes(app)
     else:
         app.router.add_route("*", "/api/v1/{tail:.*}", guarded(_api_in_setup))
     if settings.configured:
         app.router.add_get("/", guarded(index))
-        install_pages(app, settings, database)  # sign-in with GitHub and the ticket pages
+        install_pages(
+            app, settings, shell.database, shell.tickets
+        )  # sign-in with GitHub and the ticket pages
     else:
-        add_setup_routes(app, setup or start_setup(settings))
+        assert served.setup is not None, "app.bootstrap.server starts the setup flow in setup mode"
+        app[SETUP] = served.setup
+        add_setup_routes(app, served.setup)
     return app
