@@ -34,7 +34,7 @@ from app.store.limits import SharedLimits
 from app.store.retention import Retention
 from app.store.tickets import TicketService
 from app.store.unit import SqlStore
-from app.views.answers import render
+from app.views.replies_text import render
 from app.web.server import Served, create_app
 from app.web.setup import SetupFlow, start_setup
 from handlers import ROUTER

@@ -156,7 +156,7 @@ class KeptAnswer:
     at: datetime
 
 
-Linked = tuple[PullRequest, set[int]]
+PullAndTickets = tuple[PullRequest, set[int]]
 """A stored PR and the ticket numbers it links."""
 
 
@@ -172,12 +172,12 @@ class Reads(Protocol):
     async def commands_since(self, repository: str, actor_id: int, since: datetime) -> int:
         """How many commands the account ran in the repository since `since`."""
 
-    async def stored_pull(self, repository: str, number: int) -> Linked | None:
+    async def stored_pull(self, repository: str, number: int) -> PullAndTickets | None:
         """A PR as last seen, with its links; None when railyard has not seen it."""
 
     async def pulls_where(
         self, repository: str, *, head_sha: str | None = None, head_ref: str | None = None
-    ) -> list[Linked]:
+    ) -> list[PullAndTickets]:
         """Stored PRs with this head commit or head branch (a branch of `repository`, never a fork's)."""
 
     async def tickets_on_branch(

@@ -22,7 +22,7 @@ from handlers.observe import (
     record,
 )
 from handlers.payloads import dig, dig_int, dig_str
-from handlers.ports import Linked, PullRequest, Rules, Services
+from handlers.ports import PullAndTickets, PullRequest, Rules, Services
 from handlers.routing import Router, WebhookEvent
 from policies.links import linked_issues, links_move_rail
 from policies.states import Role
@@ -161,7 +161,7 @@ async def with_author_roles(
     pull: PullRequest,
     body: str | None,
     sidebar: set[int] | None,
-    seen: Linked | None,
+    seen: PullAndTickets | None,
 ) -> PullRequest:
     """The PR with whether its author holds a role: asked only for a fork's open PR that names
     a ticket, once per opening or edit; otherwise as stored (or not asked at all)."""

@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from typing import TextIO
 
 from app.bootstrap import open_database
-from app.cli import agent, check, effects, queue, release, tickets, validate
-from app.cli.common import Handler, cmd_migrate
+from app.cli import agent, check, effect_commands, queue_commands, release, ticket_commands, validate
+from app.cli.common import CommandHandler, cmd_migrate
 from app.cli.errors import explain
 from app.logs import configure_logging
 from app.settings import Settings, railyard_version
@@ -28,11 +28,11 @@ def build_parser() -> argparse.ArgumentParser:
     commands.add_parser("migrate", help="create or upgrade the database schema").set_defaults(
         handler=cmd_migrate
     )
-    tickets.register(commands)
-    queue.register(commands)
+    ticket_commands.register(commands)
+    queue_commands.register(commands)
     check.register(commands)
     validate.register(commands)
-    effects.register(commands)
+    effect_commands.register(commands)
     release.register(commands)
     agent.register(commands)
     commands.add_parser("serve", help="run the web server, worker and outbox").set_defaults(handler=None)
@@ -80,7 +80,7 @@ def _run(args: argparse.Namespace, settings: Settings, out: TextIO, err: TextIO,
     database = open_database(settings)
     args.settings = settings
     try:
-        handler: Handler = args.handler
+        handler: CommandHandler = args.handler
         return handler(args, database, out, err)
     finally:
         database.close()

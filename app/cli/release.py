@@ -11,7 +11,7 @@ from app.cli.common import EXIT_NOT_FOUND, EXIT_USAGE, ready, repository_option,
 from app.store.database import Database
 from app.store.listing import Listed, Listing
 from app.views.status_json import status_with_attention
-from policies.report import Report
+from policies.report_figures import Report
 from policies.states import WorkState
 
 _STATES = ", ".join(state.value for state in WorkState)

@@ -9,7 +9,7 @@ through strict typed models.
 
 A GET sends back the ETag it last got (`http_cache`) as `If-None-Match`; GitHub's 304 (no
 rate-limit cost) is answered with the body kept. Every read of the endpoint table goes
-through `call`, and its conditional part is `app.github.http_cache.conditional_get`.
+through `call`, and its conditional part is `app.github.conditional_get.conditional_get`.
 
 Rate limits are honoured for the whole installation without sleeping: once GitHub says
 "wait", every call for that installation fails fast with `RateLimited(retry_at)` until
@@ -33,8 +33,8 @@ from githubkit.cache import MemCacheStrategy
 from githubkit.exception import GitHubException, RequestFailed
 
 from app.contracts.shared_ports import CallMetrics, Limits, MemoryLimits
+from app.github.conditional_get import HttpCache, conditional_get, installation_scope
 from app.github.endpoints import ENDPOINTS, Endpoint
-from app.github.http_cache import HttpCache, conditional_get, installation_scope
 from app.github.paths import EncodedPathAuth, path_segment
 from app.settings import Settings, railyard_version
 from handlers.errors import TransientError

@@ -26,7 +26,7 @@ from policies.attention import OverdueRecord, RecordFacts
 from policies.events import EventType
 from policies.model import Ticket, TicketKey
 from policies.refusals import RefusalCode
-from policies.report import REPORT_EVENT_TYPES, LoggedEvent, Report, report
+from policies.report_figures import REPORT_EVENT_TYPES, LoggedEvent, Report, report
 from policies.states import WorkState
 
 MAX_PAGE = 500
@@ -235,7 +235,7 @@ class Listing:
     def report(
         self, repository: str | None = None, since: datetime | None = None, until: datetime | None = None
     ) -> Report:
-        """The report of `since <= at < until` (`policies.report`), accounts shown by current login."""
+        """The report of `since <= at < until` (`policies.report_figures`), accounts by current login."""
         with self.database.read() as connection:
             events = period_events(connection, repository, since, until)
             ids = sorted({e.actor_id for e in events if e.actor_id is not None})

@@ -35,9 +35,9 @@ from handlers.ports import (
     Clock,
     Heard,
     KeptAnswer,
-    Linked,
     MergedTicket,
     Outcome,
+    PullAndTickets,
     PullRequest,
     RecordedEvent,
 )
@@ -46,7 +46,7 @@ from policies.rails import Observation
 
 T = TypeVar("T")
 Render = Callable[[Answer], Effect | LimitedReply]
-"""Turns an answer (an intent) into the effect or limited reply that writes it (`app.views.answers`)."""
+"""Turns an answer (an intent) into the effect or limited reply that writes it (`app.views.replies_text`)."""
 
 
 class _Threads:
@@ -155,13 +155,13 @@ class SqlReads:
         """Commands the account ran in the repository since `since`."""
         return await self._run(tickets.commands_since, repository, actor_id, since)
 
-    async def stored_pull(self, repository: str, number: int) -> Linked | None:
+    async def stored_pull(self, repository: str, number: int) -> PullAndTickets | None:
         """A PR as last seen, with its links."""
         return await self._run(pulls.stored_pull, repository, number)
 
     async def pulls_where(
         self, repository: str, *, head_sha: str | None = None, head_ref: str | None = None
-    ) -> list[Linked]:
+    ) -> list[PullAndTickets]:
         """Stored PRs with this head."""
         return await self._run(pulls.pulls_where, repository, head_sha=head_sha, head_ref=head_ref)
 

@@ -19,7 +19,7 @@ from app.views.pages.board import Board
 from handlers.ports import RecordedEvent
 from policies.attention import CODES, attention
 from policies.model import Ticket, TicketKey
-from policies.report import Report
+from policies.report_figures import Report
 from policies.states import WorkState
 
 PAGE_SIZE = 50

@@ -24,10 +24,10 @@ from app.views.pages import document
 from app.views.pages import report as report_view
 from app.views.pages import ticket as ticket_view
 from app.web.access import AccessError, Readable
-from app.web.answers import guarded
 from app.web.oauth import SIGN_IN, Session, SignIn, add_sign_in_routes, local_path, make_sign_in, to_login
 from app.web.page_reads import Reads, is_ours, parse_since, read_board, read_report, read_ticket
 from app.web.pages import STYLESHEET_PATH, html_response, not_found, sign_in_disabled, stylesheet
+from app.web.responses import guarded
 from app.web.sessions import SESSION_COOKIE, clear_cookie
 from policies.model import TicketKey
 

@@ -50,11 +50,11 @@ from app.store.intake import (
     verify_signature,
 )
 from app.store.queue import IGNORED, PENDING, REJECTED, release_all_leases
-from app.web.answers import answer, guarded
-from app.web.api import AgentApi
+from app.web.api_routes import AgentApi
 from app.web.bodies import BODIES, BodyBudget, BodyRefused
 from app.web.page_views import install as install_pages
 from app.web.payloads import describe, mismatch
+from app.web.responses import answer, guarded
 from app.web.setup import SetupFlow, add_setup_routes
 from handlers.routing import Router
 

@@ -30,9 +30,9 @@ from cryptography.hazmat.primitives import serialization
 from app.github.client import API_VERSION, USER_AGENT
 from app.github.endpoints import ENDPOINTS
 from app.settings import Settings
-from app.web.answers import guarded
 from app.web.envfile import update_env_file
 from app.web.manifest import ManifestError, load_manifest, manifest_for, registration_url
+from app.web.responses import guarded
 
 log = structlog.get_logger(__name__)
 

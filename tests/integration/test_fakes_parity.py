@@ -24,7 +24,7 @@ from app.store.database import Database
 from app.store.signs import signs_of_life
 from app.store.tickets import TicketService, operations
 from app.store.unit import SqlStore
-from app.views.answers import render
+from app.views.replies_text import render
 from handlers.ports import Services
 from policies.model import TicketKey
 from policies.states import IntegrationState, WorkState

@@ -12,6 +12,8 @@
   import statement counts, in a function or under `TYPE_CHECKING` too: a type-only import up
   the ranks is still a dependency up the ranks;
 - only `app/bootstrap.py` constructs the GitHub client;
+- no two modules of `app/` share a file name (a name says what the module is), nor does one
+  share `handlers/answers.py`'s or `handlers/api.py`'s;
 - `app/` has at most six modules at its top level and at least four sub-packages;
 - SQL lives in `app/store/` (and the migrations under it);
 - `app/views/` never reaches aiohttp, even through other modules, and imports nothing from
@@ -298,6 +300,21 @@ def test_only_bootstrap_constructs_the_github_client(path: Path) -> None:
     assert not lines, f"{module_name(path)} constructs GitHubClient on lines {lines}"
 
 
+def name_collisions(paths: list[Path]) -> dict[str, list[str]]:
+    """File name -> the modules that share it (packages' `__init__.py` and migrations aside)."""
+    by_name: dict[str, list[str]] = {}
+    for path in paths:
+        if path.name != "__init__.py" and "migrations" not in path.parts:
+            by_name.setdefault(path.name, []).append(module_name(path))
+    return {name: modules for name, modules in by_name.items() if len(modules) > 1}
+
+
+def test_no_two_shell_modules_share_a_name() -> None:
+    """`answers.py` or `api.py` names one module, not three: each module of `app/` has a name of its own."""
+    paths = [*source_files("app"), ROOT / "handlers" / "answers.py", ROOT / "handlers" / "api.py"]
+    assert name_collisions(paths) == {}
+
+
 PURE_VIEWS_MAY_USE = {"markupsafe"}
 VIEWS_MAY_REACH = ("app.views", "app.contracts")
 WEB_MAY_USE_MARKUPSAFE = {"app.web.pages"}
@@ -396,7 +413,7 @@ def test_the_views_rule_catches_http_the_web_the_store_and_other_packages() -> N
         "pydantic",
     }
     assert views_rule_breaks(page, {"markupsafe", "policies.model"}, {page}, {"markupsafe"}) == set()
-    replies = "app.views.answers"
+    replies = "app.views.replies_text"
     assert (
         views_rule_breaks(
             replies, {"app.contracts.effect_types"}, {replies, "app.contracts.effect_types"}, set()
@@ -427,6 +444,14 @@ def test_the_construction_finder_sees_a_call_and_not_a_mention(tmp_path: Path) -
         "a = client.GitHubClient(1)\nb = GitHubClient(2)\n"
     )
     assert constructs(probe, "GitHubClient") == [3, 4]
+
+
+def test_the_name_check_sees_two_modules_of_one_name(tmp_path: Path) -> None:
+    """Two `answers.py` in different packages collide; two `__init__.py` do not."""
+    paths = [ROOT / "app/views/answers.py", ROOT / "app/web/answers.py", ROOT / "app/web/__init__.py"]
+    assert name_collisions([*paths, ROOT / "app/views/__init__.py"]) == {
+        "answers.py": ["app.views.answers", "app.web.answers"]
+    }
 
 
 def test_imports_under_type_checking_are_marked(tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ from handlers.ports import RecordedEvent
 from policies.events import Event, EventType
 from policies.model import Ticket, TicketKey
 from policies.rails import Rails
-from policies.report import Report, ReviewerFigures, RunnerFigures
+from policies.report_figures import Report, ReviewerFigures, RunnerFigures
 from policies.states import IntegrationState, WorkState
 
 HOSTILE = '<script>alert("x")</script><img src=x onerror=alert(1)>'

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from policies.events import EventType
-from policies.report import LoggedEvent, report
+from policies.report_figures import LoggedEvent, report
 
 T0 = datetime(2026, 11, 2, 9, 0, tzinfo=UTC)
 CODY, RITA, MAX = ("cody", 11), ("rita", 22), ("max", 33)
