@@ -22,17 +22,15 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from handlers.answers import Answer
-from policies.commands import Command, Context
+from policies.door import Change as Change
+from policies.door import ChangeContext as ChangeContext
 from policies.events import Event
 from policies.links import same_repository
 from policies.model import Ticket, TicketKey
-from policies.notices import Notice, NoticeContext
-from policies.rails import Observation, ObservationContext, PullRequestObserved, RailPolicy
+from policies.rails import Observation, PullRequestObserved, RailPolicy
 from policies.refusals import Refusal
 from policies.states import Role, SelfVerification
 
-Change = Command | Observation | Notice
-ChangeContext = Context | ObservationContext | NoticeContext
 Clock = Callable[[], float]
 """Epoch seconds now."""
 
