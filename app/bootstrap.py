@@ -1,26 +1,44 @@
-"""The one place that wires: the adapters behind the handlers' ports, and the loops every process
-runs (`railyard serve` and `railyard worker` build theirs here, the same way).
+"""The one place that builds: the adapters behind the handlers' ports, the GitHub client with
+the shared limits and HTTP cache, the loops, and the web server, for `railyard serve`,
+`railyard worker` and every CLI command alike. No other module constructs a client, a limit,
+a cache, a store or a loop (`tests/unit/test_layers.py` holds the client's part of that).
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, NoReturn
 
+from aiohttp import web
+
+from app.contracts.effect_types import surfaces_for
 from app.github.ancestry import Ancestry
 from app.github.client import GitHubClient
 from app.github.config import ConfigLoader
 from app.github.reads import ConfigsAdapter, GitHubReadsAdapter, RolesAdapter, config_fetcher
+from app.github.users import UserReads
+from app.runtime.adapters import Adapters
+from app.runtime.maintenance import Maintenance
 from app.runtime.metrics import Metrics
 from app.runtime.outbox import Outbox
+from app.runtime.supervisor import Supervisor, supervise
+from app.runtime.surface_renderers import Surfaces
+from app.runtime.watchdog import Watchdog
 from app.runtime.worker import Worker
+from app.settings import Settings
 from app.store.budgets import SqlBudgets
 from app.store.database import Database
+from app.store.http_cache import http_cache_bounds, shared_http_cache
+from app.store.intake import DeliveryWriter
+from app.store.limits import SharedLimits
+from app.store.retention import Retention
 from app.store.tickets import TicketService
 from app.store.unit import SqlStore
-from app.views.answers import render
-from app.views.surfaces import Surfaces, surfaces_for
+from app.views.replies_text import render
+from app.web.server import Served, create_app
+from app.web.setup import SetupFlow, start_setup
+from handlers import ROUTER
 from handlers.ports import Clock, Services
 from handlers.routing import Router
 
@@ -38,35 +56,8 @@ class _Unwired:
         raise RuntimeError(f"{self._what} is not available: set APP_ID, PRIVATE_KEY and WEBHOOK_SECRET")
 
 
-@dataclass
-class Shell:
-    """One process's adapters: the database and the ticket store, GitHub, the config loader."""
-
-    database: Database
-    clock: Clock = time.time
-    github: GitHubClient | None = None
-    app_id: int | None = None
-    tickets: TicketService = field(init=False)
-    loader: ConfigLoader | None = field(init=False)
-    store: SqlStore = field(init=False)
-    ports: Services = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.tickets = TicketService(self.database, surfaces=surfaces_for)
-        self.store = SqlStore(self.database, render=render, surfaces=surfaces_for, clock=self.clock)
-        github = self.github
-        self.loader = ConfigLoader(config_fetcher(github)) if github is not None else None
-        unwired: Any = _Unwired("GitHub")
-        self.ports = Services(
-            store=self.store,
-            github=GitHubReadsAdapter(github) if github is not None else unwired,
-            configs=ConfigsAdapter(self.loader) if self.loader is not None else unwired,
-            roles=RolesAdapter(github) if github is not None else unwired,
-            ancestry=Ancestry(github) if github is not None else unwired,
-            app_id=self.app_id if self.app_id is not None else 0,
-            clock=self.clock,
-            budgets=SqlBudgets(self.database, self.clock),
-        )
+class Shell(Adapters):
+    """One process's adapters, and the loops built over them."""
 
     def worker(self, router: Router, metrics: Metrics, **options: Any) -> Worker:
         """The worker that runs stored deliveries through `router`'s handlers."""
@@ -90,5 +81,103 @@ def wire(
     github: GitHubClient | None = None,
     app_id: int | None = None,
 ) -> Shell:
-    """Wire the adapters for one process."""
-    return Shell(database, clock, github, app_id)
+    """Wire the adapters for one process (GitHub's only when a client is given)."""
+    tickets = TicketService(database, surfaces=surfaces_for)
+    store = SqlStore(database, render=render, surfaces=surfaces_for, clock=clock)
+    loader = ConfigLoader(config_fetcher(github)) if github is not None else None
+    unwired: Any = _Unwired("GitHub")
+    ports = Services(
+        store=store,
+        github=GitHubReadsAdapter(github) if github is not None else unwired,
+        configs=ConfigsAdapter(loader) if loader is not None else unwired,
+        roles=RolesAdapter(github) if github is not None else unwired,
+        ancestry=Ancestry(github) if github is not None else unwired,
+        app_id=app_id if app_id is not None else 0,
+        clock=clock,
+        budgets=SqlBudgets(database, clock),
+    )
+    return Shell(database, clock, github, app_id, tickets, loader, store, ports)
+
+
+def open_database(settings: Settings) -> Database:
+    """The process's one database (nothing connects until it is used)."""
+    return Database(settings.database_url)
+
+
+def github_client(
+    settings: Settings, database: Database, metrics: Metrics, clock: Clock = time.time
+) -> GitHubClient:
+    """The process's one GitHub client. Its rate-limit pauses, write slots and kept GET answers
+    live in `database`, shared with every `serve`, `worker` and CLI process on it: a pause one
+    of them stored is honoured by all."""
+    limits = SharedLimits(database)
+    cache = shared_http_cache(settings, database)
+    return GitHubClient(settings, metrics, clock=clock, limits=limits, http_cache=cache)
+
+
+def server(
+    settings: Settings,
+    *,
+    router: Router = ROUTER,
+    clock: Clock = time.time,
+    run_worker: bool = True,
+    outbox_spacing: float = 1.0,
+    setup: SetupFlow | None = None,
+) -> web.Application:
+    """`railyard serve`'s application: everything it runs, built here; nothing connects until it
+    starts. Without credentials `/` is the setup page (`setup`, or a new flow with its own token)."""
+    database = open_database(settings)
+    metrics = Metrics()
+    github = github_client(settings, database, metrics, clock) if settings.configured else None
+    shell = wire(database, clock, github, settings.app_id)
+    writer = DeliveryWriter(database)
+    served = Served(settings, shell, metrics, writer, router, clock)
+    if not settings.configured:
+        served.setup = setup or start_setup(settings)
+    if run_worker and settings.configured:
+        served.worker = shell.worker(router, metrics, intake_busy=writer.saturated)
+        served.outbox = shell.outbox(metrics, clock=clock, spacing=outbox_spacing)
+        served.maintenance = _maintenance(settings, database, github, clock)
+        served.watchdog = Watchdog(
+            database, shell.tickets, clock=clock, every=settings.watchdog_interval_seconds
+        )
+    # The same supervised loops as `railyard worker` (`worker_loops`), built the same way.
+    served.supervisor = supervise(served.worker, served.outbox, served.maintenance, served.watchdog)
+    if github is not None:
+        served.users = UserReads(github, clock=clock)
+    return create_app(served)
+
+
+def _maintenance(
+    settings: Settings, database: Database, github: GitHubClient | None, clock: Clock
+) -> Maintenance:
+    retention = Retention(
+        settings.payload_retention_days, settings.delivery_retention_days, settings.held_retention_days
+    )
+    return Maintenance(
+        database,
+        github,
+        clock=clock,
+        retention=retention,
+        recovery_every=settings.recovery_interval_seconds,
+        http_cache=http_cache_bounds(settings),
+    )
+
+
+@dataclass
+class WorkerLoops:
+    """`railyard worker`'s process: its shell (GitHub's client in it), the worker, their supervisor."""
+
+    shell: Shell
+    worker: Worker
+    supervisor: Supervisor
+
+
+def worker_loops(settings: Settings, database: Database, concurrency: int) -> WorkerLoops:
+    """An extra worker process's loops: the worker and, with credentials, the outbox, counted in
+    one `Metrics`; the watchdog and housekeeping run in the server only."""
+    metrics = Metrics()
+    github = github_client(settings, database, metrics) if settings.configured else None
+    shell = wire(database, github=github, app_id=settings.app_id)
+    worker = shell.worker(ROUTER, metrics, concurrency=concurrency)
+    return WorkerLoops(shell, worker, supervise(worker, shell.outbox(metrics)))

@@ -44,9 +44,9 @@ sys.path.insert(0, str(ROOT))
 
 from sqlalchemy import text
 
+from app.contracts.effect_types import status_key
 from app.store.database import Database
 from app.store.effects import marker
-from app.views.surfaces import status_key
 from bench.api_pace import run_pace
 from github_standin import Call, StandinState, running_standin
 from tests.e2e.world import CONFIG, REPO, World, event_payload, pull_request_payload, standin_state

@@ -11,9 +11,9 @@ from typing import Any
 
 from sqlalchemy import text
 
+from app.contracts.effect_types import status_key
 from app.store.database import Database
 from app.store.effects import marker
-from app.views.surfaces import status_key
 from bench.chaos_actors import ChaosStream, Delivery
 from github_standin import StandinState
 from policies.checks import CHECK_NAME

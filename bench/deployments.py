@@ -32,8 +32,7 @@ sys.path.insert(0, str(ROOT))
 
 import structlog
 
-from app.bootstrap import Shell, wire
-from app.github.client import GitHubClient
+from app.bootstrap import Shell, github_client, wire
 from app.runtime.metrics import Metrics
 from github_standin import StandinState, running_standin
 from handlers import ROUTER
@@ -117,9 +116,8 @@ async def main(tickets: int) -> None:
     with tempfile.TemporaryDirectory() as directory:
         database = sqlite_database(Path(directory) / "bench.db")
         async with running_standin(state) as standin:
-            github = GitHubClient(
-                app_settings(database.url, GITHUB_API_URL=standin.url, APP_ID="1"), Metrics()
-            )
+            settings = app_settings(database.url, GITHUB_API_URL=standin.url, APP_ID="1")
+            github = github_client(settings, database, Metrics())
             await github.start()
             services = wire(database, github=github, app_id=1)
             started = time.perf_counter()

@@ -13,7 +13,7 @@ sys.path.insert(0, str(ROOT))
 
 from aiohttp import web
 
-from app.runtime.runner import _event_loop_policy
+from app.cli.processes import _event_loop_policy
 from app.settings import Settings
 from app.web.server import create_app
 

@@ -12,9 +12,9 @@ from typing import Any
 
 from sqlalchemy import text
 
+from app.contracts.effect_types import status_key
 from app.store.database import Database
 from app.store.effects import marker
-from app.views.surfaces import status_key
 from github_standin import StandinProcess, account_id
 from github_standin.common import fake_sha
 from tests.e2e.world import CONFIG, MEMBERS, comment_payload

@@ -22,7 +22,7 @@ sys.path.insert(0, str(ROOT))
 
 from aiohttp import web
 
-from app.runtime.runner import _event_loop_policy
+from app.cli.processes import _event_loop_policy
 
 SECRET = web.AppKey("secret", bytes)
 

@@ -23,17 +23,15 @@ from typing import Any, Protocol
 
 from handlers.answers import Answer
 from policies.budgets import Budget
-from policies.commands import Command, Context
+from policies.door import Change as Change
+from policies.door import ChangeContext as ChangeContext
 from policies.events import Event
 from policies.links import same_repository
 from policies.model import Ticket, TicketKey
-from policies.notices import Notice, NoticeContext
-from policies.rails import Observation, ObservationContext, PullRequestObserved, RailPolicy
+from policies.rails import Observation, PullRequestObserved, RailPolicy
 from policies.refusals import Refusal
 from policies.states import Role, SelfVerification
 
-Change = Command | Observation | Notice
-ChangeContext = Context | ObservationContext | NoticeContext
 Clock = Callable[[], float]
 """Epoch seconds now."""
 
@@ -157,7 +155,7 @@ class KeptAnswer:
     at: datetime
 
 
-Linked = tuple[PullRequest, set[int]]
+PullAndTickets = tuple[PullRequest, set[int]]
 """A stored PR and the ticket numbers it links."""
 
 
@@ -173,12 +171,12 @@ class Reads(Protocol):
     async def commands_since(self, repository: str, actor_id: int, since: datetime) -> int:
         """How many commands the account ran in the repository since `since`."""
 
-    async def stored_pull(self, repository: str, number: int) -> Linked | None:
+    async def stored_pull(self, repository: str, number: int) -> PullAndTickets | None:
         """A PR as last seen, with its links; None when railyard has not seen it."""
 
     async def pulls_where(
         self, repository: str, *, head_sha: str | None = None, head_ref: str | None = None
-    ) -> list[Linked]:
+    ) -> list[PullAndTickets]:
         """Stored PRs with this head commit or head branch (a branch of `repository`, never a fork's)."""
 
     async def tickets_on_branch(

@@ -26,7 +26,7 @@ from handlers.observe import (
     record,
 )
 from handlers.payloads import dig, dig_int, dig_str
-from handlers.ports import Linked, PullRequest, Reads, Rules, Services
+from handlers.ports import PullAndTickets, PullRequest, Reads, Rules, Services
 from handlers.routing import Router, WebhookEvent
 from policies.links import links_move_rail, tells_nothing_new
 from policies.model import TicketKey
@@ -167,7 +167,7 @@ def pull_observations(
 
 
 def _edit_changes_no_check(
-    action: str | None, pull: PullRequest, stored: Linked | None, linked: set[int], before: set[int]
+    action: str | None, pull: PullRequest, stored: PullAndTickets | None, linked: set[int], before: set[int]
 ) -> bool:
     """Whether this is an edit after which the PR's check stays as it is: same head, same links
     (the check of an unlinked PR asks its author's roles: an edit must not cost that again)."""
@@ -176,11 +176,11 @@ def _edit_changes_no_check(
     return stored[0].head_sha == pull.head_sha and linked == before
 
 
-def _stored(seen: Linked | None) -> set[int]:
+def _stored(seen: PullAndTickets | None) -> set[int]:
     return set(seen[1]) if seen else set()
 
 
-def _reads_sidebar(action: str | None, pull: PullRequest, seen: Linked | None) -> bool:
+def _reads_sidebar(action: str | None, pull: PullRequest, seen: PullAndTickets | None) -> bool:
     """Whether this event reads the Development sidebar: after the actions that can change it,
     except an edit of a fork's open PR whose author holds no role (its sidebar could only add
     mentions, and editing costs its author nothing)."""
@@ -221,7 +221,7 @@ async def with_author_roles(
     pull: PullRequest,
     names: set[int],
     unseen: set[int],
-    seen: Linked | None,
+    seen: PullAndTickets | None,
 ) -> PullRequest:
     """The PR with whether its author holds a role: asked only for a fork's open PR that names
     a ticket, once per opening, and on an edit only when it names a ticket it did not name

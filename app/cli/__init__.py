@@ -9,12 +9,12 @@ import traceback
 from collections.abc import Sequence
 from typing import TextIO
 
-from app.cli import agent, check, demo, effects, queue, release, tickets, validate
-from app.cli.common import Handler, cmd_migrate
+from app.bootstrap import open_database
+from app.cli import agent, check, demo, effect_commands, queue_commands, release, ticket_commands, validate
+from app.cli.common import CommandHandler, cmd_migrate
 from app.cli.errors import explain
 from app.logs import configure_logging
 from app.settings import Settings, railyard_version
-from app.store.database import Database
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -28,11 +28,11 @@ def build_parser() -> argparse.ArgumentParser:
     commands.add_parser("migrate", help="create or upgrade the database schema").set_defaults(
         handler=cmd_migrate
     )
-    tickets.register(commands)
-    queue.register(commands)
+    ticket_commands.register(commands)
+    queue_commands.register(commands)
     check.register(commands)
     validate.register(commands)
-    effects.register(commands)
+    effect_commands.register(commands)
     release.register(commands)
     agent.register(commands)
     demo.register(commands)
@@ -72,16 +72,16 @@ def main(
 def _run(args: argparse.Namespace, settings: Settings, out: TextIO, err: TextIO, debug: bool) -> int:
     level = "debug" if debug else settings.log_level
     if args.command in ("serve", "worker"):
-        from app.runtime.runner import run_server, run_worker
+        from app.cli.processes import run_server, run_worker
 
         configure_logging(level)
         return run_server(settings) if args.command == "serve" else run_worker(settings, args.concurrency)
     if err is sys.__stderr__:  # the process's own stderr; a caller's stream is left to the caller
         configure_logging(level, err)
-    database = Database(settings.database_url)
+    database = open_database(settings)
     args.settings = settings
     try:
-        handler: Handler = args.handler
+        handler: CommandHandler = args.handler
         return handler(args, database, out, err)
     finally:
         database.close()

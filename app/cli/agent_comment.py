@@ -37,10 +37,10 @@ from app.cli.agent_core import (
     unknown,
     usage,
 )
+from app.contracts.effect_types import status_key
 from app.settings import railyard_version
 from app.store.effects import marker
 from app.views.status_json import ANSWER_MARKER, MARKER, own_hidden_line
-from app.views.surfaces import status_key
 
 Sleep = Callable[[float], None]
 Clock = Callable[[], float]

@@ -10,12 +10,11 @@ from typing import Any, TextIO
 
 from sqlalchemy.exc import DBAPIError
 
+from app.bootstrap import wire
 from app.cli.common import EXIT_NOT_FOUND, EXIT_OVERDUE, EXIT_USAGE, ready, repository_option, table
 from app.runtime.watchdog import FailedTicket, OverdueClaim, watch_claims
 from app.store.database import Database
-from app.store.tickets import TicketService
 from app.views.markdown import escape_inline
-from app.views.surfaces import surfaces_for
 
 
 def _check_time(text: str | None, err: TextIO) -> datetime | None:
@@ -100,7 +99,7 @@ def cmd_check(args: argparse.Namespace, database: Database, out: TextIO, err: Te
         if not ready(database, err):
             return EXIT_NOT_FOUND
         # Recorded here, shown by the server: the overdue claim's status comment goes through the outbox.
-        service = TicketService(database, surfaces=surfaces_for)
+        service = wire(database).tickets
         checked = watch_claims(database, service, at, repository=repository, record=record)
     except DBAPIError as error:
         err.write(f"railyard: could not read the database: {type(error.orig).__name__}.\n")

@@ -12,7 +12,7 @@ from policies.model import TicketKey
 EXIT_NOT_FOUND = 1
 EXIT_USAGE = 2
 EXIT_OVERDUE = 3
-Handler = Callable[[argparse.Namespace, Database, TextIO, TextIO], int]
+CommandHandler = Callable[[argparse.Namespace, Database, TextIO, TextIO], int]
 
 
 def table(rows: list[list[str]], out: TextIO) -> None:

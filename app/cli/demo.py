@@ -39,6 +39,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from app.cli.errors import Stop
+from app.contracts.effect_types import status_key
 from app.logs import configure_logging
 from app.settings import Settings
 from app.store.database import Database
@@ -47,7 +48,6 @@ from app.store.queue import queue_depth
 from app.store.tickets import TicketService
 from app.views.render import StatusView
 from app.views.status_json import status_comment_body
-from app.views.surfaces import status_key
 from github_standin import Deployment, PullRequest, StandinState, Webhooks, WebhookTarget, running_standin
 from github_standin.common import fake_sha
 from policies.events import EventType
@@ -346,9 +346,9 @@ def state_file() -> Path:
 
 
 async def _demo(args: argparse.Namespace, out: TextIO) -> int:
-    # Imported on use, as `serve` imports them: app.runtime.runner imports the command line.
-    from app.runtime.runner import listen
-    from app.web.server import create_app
+    # Imported on use, as `serve` imports them: the server's modules are not needed by `demo say`.
+    from app.bootstrap import server
+    from app.cli.processes import listen
 
     started = time.monotonic()
     clock = StoryClock()
@@ -376,7 +376,7 @@ async def _demo(args: argparse.Namespace, out: TextIO) -> int:
                 PUBLIC_URL=url,
                 WATCHDOG_INTERVAL_SECONDS=2.0,
             )
-            runner = web.AppRunner(create_app(settings, clock=clock, outbox_spacing=0.0), access_log=None)
+            runner = web.AppRunner(server(settings, clock=clock, outbox_spacing=0.0), access_log=None)
             await runner.setup()
             database = Database(settings.database_url)
             try:

@@ -10,8 +10,8 @@ from typing import Any, TextIO
 from app.cli.common import EXIT_NOT_FOUND, EXIT_USAGE, ready, repository_option, table
 from app.store.database import Database
 from app.store.listing import Listed, Listing
-from app.views.attention import status_with_attention
-from app.views.report import Report
+from app.views.status_json import status_with_attention
+from policies.report_figures import Report
 from policies.states import WorkState
 
 _STATES = ", ".join(state.value for state in WorkState)

@@ -9,134 +9,63 @@ through strict typed models.
 
 A GET sends back the ETag it last got (`http_cache`) as `If-None-Match`; GitHub's 304 (no
 rate-limit cost) is answered with the body kept. Every read of the endpoint table goes
-through `call`, and its conditional part is `app.github.http_cache.conditional_get`.
+through `call`, and its conditional part is `app.github.conditional_get.conditional_get`.
 
 Rate limits are honoured for the whole installation without sleeping: once GitHub says
 "wait", every call for that installation fails fast with `RateLimited(retry_at)` until
-then, and the worker or outbox reschedules.
+then, and the worker or outbox reschedules. GitHub's answers as errors are in `api_errors`,
+the app's key in `app_key`, the reading of a rate limit in `rate_limits`: this module is the
+transport.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from email.utils import parsedate_to_datetime
 from json import loads as json_loads
 from typing import Any
 
 import httpx
 import structlog
-from cryptography.hazmat.primitives import serialization
 from githubkit import GitHub
 from githubkit.auth import AppAuthStrategy
 from githubkit.cache import MemCacheStrategy
 from githubkit.exception import GitHubException, RequestFailed
 
+from app.contracts.shared_ports import CallMetrics, Limits, MemoryLimits
+from app.github.api_errors import (
+    ConfigurationError,
+    GitHubError,
+    GitHubUnavailable,
+    Moved,
+    NotFound,
+    PermissionDenied,
+    RateLimited,
+)
+from app.github.app_key import read_private_key
+from app.github.conditional_get import HttpCache, conditional_get, installation_scope
 from app.github.endpoints import ENDPOINTS, Endpoint
-from app.github.http_cache import HttpCache, conditional_get, installation_scope
 from app.github.paths import EncodedPathAuth, path_segment
-from app.runtime.metrics import Metrics
+from app.github.rate_limits import SECONDARY_LIMIT_FALLBACK_SECONDS, rate_limit_until
 from app.settings import Settings, railyard_version
-from app.store.limits import Limits, MemoryLimits
-from handlers.errors import TransientError
 
+__all__ = [
+    "SECONDARY_LIMIT_FALLBACK_SECONDS",
+    "ConfigurationError",
+    "GitHubClient",
+    "GitHubError",
+    "GitHubUnavailable",
+    "Moved",
+    "NotFound",
+    "PermissionDenied",
+    "RateLimited",
+    "rate_limit_until",
+    "read_private_key",
+]
 log = structlog.get_logger(__name__)
 API_VERSION = "2022-11-28"
-SECONDARY_LIMIT_FALLBACK_SECONDS = 60.0
 # GitHub asks every client to name itself; the version tells its logs which release called.
 USER_AGENT = f"railyard/{railyard_version()}"
-
-
-class GitHubError(Exception):
-    """GitHub answered with an error that retrying will not fix."""
-
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(f"GitHub answered {status}: {message}")
-        self.status = status
-        self.message = message
-
-
-class NotFound(GitHubError):  # noqa: N818 - it names GitHub's answer
-    """404: the thing does not exist (or the app cannot see it)."""
-
-
-class Moved(GitHubError):  # noqa: N818 - it names GitHub's answer
-    """301 that railyard does not follow (a write, or an address off the API): a transferred
-    issue, for one. `location` is where GitHub says the thing is now."""
-
-    def __init__(self, message: str, location: str | None) -> None:
-        where = location or "an address GitHub did not give"
-        super().__init__(301, f"{message}: it moved to {where} (a transferred issue?); not repeated there")
-        self.location = location
-
-
-class PermissionDenied(GitHubError):  # noqa: N818 - it names GitHub's answer
-    """403 that is not a rate limit: the app lacks a permission."""
-
-
-class GitHubUnavailable(TransientError):  # noqa: N818 - it names GitHub's state
-    """5xx, a timeout or a broken connection. `ambiguous`: GitHub may have acted anyway."""
-
-    def __init__(self, message: str, *, ambiguous: bool) -> None:
-        super().__init__(message)
-        self.ambiguous = ambiguous
-
-
-class RateLimited(TransientError):  # noqa: N818 - it names GitHub's state
-    """GitHub said to wait until `retry_at` (epoch seconds), for the whole installation."""
-
-
-class ConfigurationError(ValueError):
-    """The app's settings cannot work; the message says which and how to fix it."""
-
-
-def read_private_key(settings: Settings) -> str:
-    """The app's PEM key from PRIVATE_KEY (escaped newlines allowed) or PRIVATE_KEY_PATH, checked."""
-    if settings.private_key is not None:
-        pem, source = settings.private_key.get_secret_value().replace("\\n", "\n"), "PRIVATE_KEY"
-    elif settings.private_key_path is not None:
-        try:
-            pem, source = settings.private_key_path.read_text(), "PRIVATE_KEY_PATH"
-        except OSError as error:
-            raise ConfigurationError(f"PRIVATE_KEY_PATH cannot be read: {error.strerror}") from None
-    else:
-        raise ConfigurationError("PRIVATE_KEY or PRIVATE_KEY_PATH is required")
-    try:
-        serialization.load_pem_private_key(pem.encode(), password=None)
-    except (ValueError, TypeError):
-        # Never echo the key itself: say what is wrong with it.
-        raise ConfigurationError(
-            f"{source} is not a PEM private key (download a new .pem from the app's settings page)"
-        ) from None
-    return pem
-
-
-def _retry_after(response: httpx.Response, now: float) -> float | None:
-    value = response.headers.get("retry-after")
-    if value is None:
-        return None
-    try:
-        return now + float(value)
-    except ValueError:
-        try:
-            return parsedate_to_datetime(value).timestamp()
-        except (TypeError, ValueError):
-            return now + SECONDARY_LIMIT_FALLBACK_SECONDS
-
-
-def rate_limit_until(response: httpx.Response, now: float) -> float | None:
-    """When a 403/429 is a rate limit, the epoch second it lifts; None otherwise."""
-    if response.status_code not in (403, 429):
-        return None
-    retry_at = _retry_after(response, now)
-    if retry_at is not None:
-        return retry_at
-    if response.headers.get("x-ratelimit-remaining") == "0":
-        reset = response.headers.get("x-ratelimit-reset", "")
-        return float(reset) if reset.isdigit() else now + SECONDARY_LIMIT_FALLBACK_SECONDS
-    if response.status_code == 429 or "rate limit" in response.text.lower():
-        return now + SECONDARY_LIMIT_FALLBACK_SECONDS
-    return None
 
 
 def _message(response: httpx.Response) -> str:
@@ -171,7 +100,7 @@ class GitHubClient:
     def __init__(
         self,
         settings: Settings,
-        metrics: Metrics,
+        metrics: CallMetrics,
         *,
         clock: Callable[[], float] = time.time,
         transport: httpx.AsyncBaseTransport | None = None,

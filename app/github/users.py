@@ -1,7 +1,7 @@
 """What GitHub says about a person's own token: whose it is, and whether it can read a repository.
 
 The HTTP API checks its caller's token with GitHub on every call (`GET /user`), so a revoked
-token stops working at once. Each read is conditional (`app.github.http_cache`): the ETag and
+token stops working at once. Each read is conditional (`app.github.conditional_get`): the ETag and
 body of the last answer are kept under the token's scope (a hash of it, never the token), in
 the database every process shares, and sent back as `If-None-Match`; GitHub's 304 costs no
 rate limit. Freshness is unchanged: every check still asks GitHub.
@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 
 from app.github.client import GitHubClient, GitHubUnavailable, RateLimited, rate_limit_until
-from app.github.http_cache import HttpCache, MemoryHttpCache, conditional_get, token_scope
+from app.github.conditional_get import HttpCache, MemoryHttpCache, conditional_get, token_scope
 from app.github.paths import path_segment
 
 

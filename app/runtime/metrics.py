@@ -10,7 +10,7 @@ from typing import TypeVar
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from app.web.payloads import SUBSCRIBED_EVENTS, UNLISTED_EVENTS
+from app.contracts.webhook_events import SUBSCRIBED_EVENTS, UNLISTED_EVENTS
 
 T = TypeVar("T")
 

@@ -33,6 +33,7 @@ from typing import Any
 import structlog
 from sqlalchemy.exc import DBAPIError
 
+from app.contracts.effect_types import EffectKind
 from app.github.client import GitHubClient, GitHubError, GitHubUnavailable, NotFound, RateLimited
 from app.runtime.metrics import Metrics
 from app.runtime.supervisor import Loop, RetryPolicy
@@ -244,7 +245,7 @@ class Outbox:
             previous["digest"] = digest
         assert payload is not None
         kind, installation, repository = row["kind"], row["installation_id"], row["repository"]
-        if kind == "reaction":
+        if kind == EffectKind.REACTION:
             await self.github.call(
                 "add_reaction",
                 installation,
@@ -253,7 +254,7 @@ class Outbox:
                 json={"content": payload["content"]},
             )
             return None
-        if kind == "assign":
+        if kind == EffectKind.ASSIGN:
             await self.github.call(
                 "add_assignees",
                 installation,
@@ -262,9 +263,9 @@ class Outbox:
                 json={"assignees": payload["assignees"]},
             )
             return None
-        if kind in ("comment", "status_comment"):
+        if kind in (EffectKind.COMMENT, EffectKind.STATUS_COMMENT):
             return {**previous, **await self._comment_once(row, payload)}
-        if kind == "check_run":
+        if kind == EffectKind.CHECK_RUN:
             return {**previous, **await self._check_run_once(row, payload)}
         raise GitHubError(0, f"unknown effect kind {kind!r}")
 

@@ -5,60 +5,18 @@
 
 from __future__ import annotations
 
-import dataclasses
-import hashlib
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import Connection, case, func, select, text, update
 
+from app.contracts.effect_types import Effect, EffectKind, assign, comment, marker, reaction, rerun
 from app.store.database import Database, insert_for
 from app.store.tables import OutboxEffectRow, table
 
 effects_table = table(OutboxEffectRow)
+__all__ = ["Effect", "EffectKind", "assign", "comment", "marker", "reaction", "rerun"]
 PENDING, DONE, FAILED, CANCELLED = "pending", "done", "failed", "cancelled"
-
-
-@dataclass(frozen=True)
-class Effect:
-    """One intended write. `payload` holds what the kind needs (number, body, content...)."""
-
-    kind: str
-    installation_id: int
-    repository: str
-    dedupe_key: str
-    payload: Mapping[str, Any] = field(default_factory=dict)
-    coalesce: bool = False
-
-
-def reaction(installation_id: int, repository: str, comment_id: int, content: str = "+1") -> Effect:
-    """React to a comment (GitHub answers 200 for a reaction that already exists)."""
-    key = f"reaction:{repository}:{comment_id}:{content}"
-    return Effect(
-        "reaction", installation_id, repository, key, {"comment_id": comment_id, "content": content}
-    )
-
-
-def comment(installation_id: int, repository: str, number: int, body: str, key: str) -> Effect:
-    """Create one comment on an issue or PR, once, whatever happens."""
-    return Effect("comment", installation_id, repository, f"comment:{key}", {"number": number, "body": body})
-
-
-def assign(installation_id: int, repository: str, number: int, logins: Sequence[str], key: str) -> Effect:
-    """Add assignees to an issue."""
-    payload = {"number": number, "assignees": list(logins)}
-    return Effect("assign", installation_id, repository, f"assign:{key}", payload)
-
-
-def rerun(effect: Effect) -> Effect:
-    """The surface write marked to be written even when GitHub already shows the same (Re-run)."""
-    return dataclasses.replace(effect, payload={**effect.payload, "rerun": True})
-
-
-def marker(dedupe_key: str) -> str:
-    """The hidden marker that identifies the comment written for one effect."""
-    return f"<!-- railyard:effect:{hashlib.sha256(dedupe_key.encode()).hexdigest()[:20]} -->"
 
 
 MIN_SURFACE_INTERVAL = 1.0
@@ -76,7 +34,7 @@ def enqueue(
             dedupe_key=effect.dedupe_key,
             installation_id=effect.installation_id,
             repository=effect.repository,
-            kind=effect.kind,
+            kind=str(effect.kind),
             payload=dict(effect.payload),
             status=PENDING,
             attempts=0,

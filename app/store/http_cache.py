@@ -1,6 +1,6 @@
 """GETs' ETags and bodies in the database (`http_cache`), shared by every railyard process.
 
-`SharedHttpCache` is the `app.github.http_cache.HttpCache` port over the database: one
+`SharedHttpCache` is the `app.contracts.shared_ports.HttpCache` port over the database: one
 primary-key read before a GET, one upsert when GitHub answers a new ETag. It is bounded:
 `prune_http_cache` (run by housekeeping) evicts the oldest entries beyond a number of rows
 and of bytes. A cache that cannot be read or written never fails the read it serves: the
@@ -18,7 +18,7 @@ from sqlalchemy import delete, func, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import SQLAlchemyError
 
-from app.github.http_cache import MAX_ENTRY_BYTES, Cached, cache_key
+from app.contracts.shared_ports import MAX_ENTRY_BYTES, Cached, cache_key
 from app.settings import Settings
 from app.store.database import Database
 from app.store.tables import HttpCacheRow, table

@@ -10,54 +10,17 @@ conditional UPDATE, which only one transaction can win.
 from __future__ import annotations
 
 import asyncio
-from typing import Protocol
 
 from sqlalchemy import Connection, func, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
+from app.contracts.shared_ports import Limits, MemoryLimits
 from app.store.database import Database
 from app.store.tables import InstallationLimitRow, table
 
 limits_table = table(InstallationLimitRow)
+__all__ = ["Limits", "MemoryLimits", "SharedLimits"]
 APP = 0  # the row for calls made as the app itself (installation None)
-
-
-class Limits(Protocol):
-    """Where the pause and the next write slot of each installation are kept."""
-
-    async def paused_until(self, installation_id: int | None, now: float) -> float | None:
-        """When the installation's pause lifts, if one is in force at `now`."""
-
-    async def pause(self, installation_id: int | None, until: float) -> None:
-        """GitHub said to wait until `until`: no call for this installation before then."""
-
-    async def claim_write(self, installation_id: int, now: float, spacing: float) -> float | None:
-        """Take the next content-write slot: None when taken (write now), else when to try again."""
-
-
-class MemoryLimits:
-    """The limits of one process, in memory."""
-
-    def __init__(self) -> None:
-        self._paused: dict[int | None, float] = {}
-        self._next_write: dict[int, float] = {}
-
-    async def paused_until(self, installation_id: int | None, now: float) -> float | None:
-        """When the installation's pause lifts, if one is in force at `now`."""
-        until = self._paused.get(installation_id)
-        return until if until is not None and until > now else None
-
-    async def pause(self, installation_id: int | None, until: float) -> None:
-        """GitHub said to wait until `until`."""
-        self._paused[installation_id] = max(until, self._paused.get(installation_id, 0.0))
-
-    async def claim_write(self, installation_id: int, now: float, spacing: float) -> float | None:
-        """Take the next content-write slot, or say when it frees up."""
-        allowed = self._next_write.get(installation_id, 0.0)
-        if now < allowed:
-            return allowed
-        self._next_write[installation_id] = now + spacing
-        return None
 
 
 class SharedLimits:

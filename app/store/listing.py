@@ -3,7 +3,7 @@
 A page is ONE statement: the `tickets` rows (each carries the snapshot the one door writes in
 the same transaction as its events, so nothing is folded from the log) in newest-activity
 order, walked along an index already in that order (migration 0011), with three correlated
-look-ups per row for `app.views.attention.RecordFacts`: the ticket's latest `claim_overdue`,
+look-ups per row for `policies.attention.RecordFacts`: the ticket's latest `claim_overdue`,
 its latest stored sign of life, and the repository's latest command refusal. The count is a
 second, optional statement.
 """
@@ -22,11 +22,11 @@ from app.store.codec import ticket_from_data
 from app.store.database import Database
 from app.store.signs import signs_of_life
 from app.store.tickets import events_table, operations, tickets
-from app.views.attention import OverdueRecord, RecordFacts
-from app.views.report import REPORT_EVENT_TYPES, LoggedEvent, Report, report
+from policies.attention import OverdueRecord, RecordFacts
 from policies.events import EventType
 from policies.model import Ticket, TicketKey
 from policies.refusals import RefusalCode
+from policies.report_figures import REPORT_EVENT_TYPES, LoggedEvent, Report, report
 from policies.states import WorkState
 
 MAX_PAGE = 500
@@ -235,7 +235,7 @@ class Listing:
     def report(
         self, repository: str | None = None, since: datetime | None = None, until: datetime | None = None
     ) -> Report:
-        """The report of `since <= at < until` (`app.views.report`), accounts shown by current login."""
+        """The report of `since <= at < until` (`policies.report_figures`), accounts by current login."""
         with self.database.read() as connection:
             events = period_events(connection, repository, since, until)
             ids = sorted({e.actor_id for e in events if e.actor_id is not None})

@@ -12,14 +12,14 @@ over its limit costs the installation at most one more write per window.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Literal
 
 from sqlalchemy import Connection, delete, func, insert, select, text
 
+from app.contracts.effect_types import Effect, LimitedReply, comment, reaction
 from app.store.database import Database
-from app.store.effects import Effect, comment, enqueue, reaction
+from app.store.effects import enqueue
 from app.store.tables import ReplyRow, table
 
 REPLY_WINDOW = timedelta(minutes=10)
@@ -32,25 +32,7 @@ replies = table(ReplyRow)
 Answer = Literal["reply", "reaction", "silence"]
 
 
-@dataclass(frozen=True)
-class Reply:
-    """A comment answering one person's comment, written only while the person has replies left."""
-
-    installation_id: int
-    repository: str
-    number: int  # the issue or pull request to answer on
-    comment_id: int  # the comment answered (reacted to when over the limit)
-    actor_id: int
-    kind: str
-    body: str
-
-    @property
-    def key(self) -> str:
-        """One reply per answered comment and kind."""
-        return f"{self.kind}:{self.comment_id}"
-
-
-def enqueue_reply(connection: Connection, reply: Reply, now: float) -> Effect | None:
+def enqueue_reply(connection: Connection, reply: LimitedReply, now: float) -> Effect | None:
     """Enqueue the reply, a reaction when the account is over its limit, or nothing when it was
     already given its reaction in this window; return what was enqueued.
 
@@ -71,7 +53,7 @@ def prune_replies(database: Database, now: float) -> int:
         return int(connection.execute(delete(replies).where(replies.c.at < cutoff)).rowcount or 0)
 
 
-def _decide(connection: Connection, reply: Reply, now: float) -> Answer:
+def _decide(connection: Connection, reply: LimitedReply, now: float) -> Answer:
     """How the comment is answered ("reply", "reaction" or "silence"), decided once per key."""
     _lock_account(connection, reply)
     held = connection.execute(
@@ -112,7 +94,7 @@ def _decide(connection: Connection, reply: Reply, now: float) -> Answer:
     return answer
 
 
-def _lock_account(connection: Connection, reply: Reply) -> None:
+def _lock_account(connection: Connection, reply: LimitedReply) -> None:
     """On PostgreSQL, one transaction at a time counts an account's replies (SQLite has one writer)."""
     if connection.dialect.name != "postgresql":
         return
@@ -121,9 +103,9 @@ def _lock_account(connection: Connection, reply: Reply) -> None:
     connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": key})
 
 
-def _comment(reply: Reply) -> Effect:
+def _comment(reply: LimitedReply) -> Effect:
     return comment(reply.installation_id, reply.repository, reply.number, reply.body, reply.key)
 
 
-def _reaction(reply: Reply) -> Effect:
+def _reaction(reply: LimitedReply) -> Effect:
     return reaction(reply.installation_id, reply.repository, reply.comment_id, OVER_LIMIT_REACTION)

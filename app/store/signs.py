@@ -13,8 +13,9 @@ from sqlalchemy import Connection, select, update
 from app.store.codec import ticket_from_data
 from app.store.database import insert_for
 from app.store.tables import SignOfLifeRow, table
-from app.store.tickets import attempts, normalize_key, tickets
+from app.store.tickets import attempts, tickets
 from handlers.ports import Heard
+from policies.door import normalize_key
 from policies.model import Ticket, TicketKey
 from policies.states import WorkState
 from policies.watchdog import Watch, silence_limit

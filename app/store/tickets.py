@@ -4,8 +4,12 @@
 appends the events, the attempts and delivery records they imply, and the operation's
 outcome, in the caller's transaction, only if the ticket's revision is still the one it
 read (optimistic concurrency; a conflict is retried from a savepoint). An operation id seen
-before returns the stored outcome and writes nothing. `TicketService` is the same door in a
-transaction of its own, for the watchdog and the command line.
+before returns the stored outcome and writes nothing. The door's pure parts (which decision a
+change gets, its operation's name) are `policies.door`'s.
+
+`TicketService` is the same door in a transaction of its own: a synchronous façade kept for
+the watchdog, the command line, the pages' reads and scripts (`app.bootstrap.wire` builds the
+one a process uses). Handlers never see it: they go through the unit of work (`unit.py`).
 """
 
 from __future__ import annotations
@@ -17,22 +21,22 @@ from typing import Any
 from sqlalchemy import Connection, bindparam, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
+from app.contracts.effect_types import LimitedReply
 from app.store.codec import event_from_row, ticket_from_data, ticket_to_data
 from app.store.database import Database
 from app.store.effects import Effect, enqueue
-from app.store.replies import Reply, enqueue_reply
+from app.store.replies import enqueue_reply
 from app.store.repositories import repository_named
 from app.store.tables import AttemptRow, DeliveryRecordRow, OperationRow, TicketEventRow, TicketRow, table
 from handlers.ports import Change, ChangeContext, MergedTicket, Outcome, RecordedEvent
 from policies.commands import Context
-from policies.engine import apply_all, decide, observe
+from policies.door import OPENS_ATTEMPT, change_name, decide_change, normalize_key
+from policies.engine import apply_all
 from policies.events import Event, EventType
 from policies.model import Ticket, TicketKey
-from policies.notices import NOTICES, NoticeContext, decide_notice, notice_name
-from policies.rails import OBSERVATIONS, ObservationContext, observation_to_data
 from policies.refusals import Refusal, RefusalCode, stale_revision
 
-EffectsFor = Callable[[Outcome], Sequence[Effect | Reply]]
+EffectsFor = Callable[[Outcome], Sequence[Effect | LimitedReply]]
 SurfacesFor = Callable[[int, Ticket], Sequence[Effect]]
 """The writes that show a ticket (status comment, check-runs), given its installation and state."""
 MAX_CONFLICT_RETRIES = 20
@@ -55,17 +59,9 @@ _SELECT_ATTEMPT = select(attempts.c.id).where(
     attempts.c.ticket_id == bindparam("b_ticket"), attempts.c.number == bindparam("b_number")
 )
 
-# The events that open a new attempt (their data carries the attempt number).
-OPENS_ATTEMPT = frozenset({EventType.CLAIMED, EventType.SENT_BACK, EventType.DELIVERED})
-
 
 class _ConflictError(Exception):
     """Another writer moved the ticket between our read and our write."""
-
-
-def normalize_key(key: TicketKey) -> TicketKey:
-    """Repository names are case-insensitive on GitHub; store one spelling."""
-    return TicketKey(key.repository.casefold(), key.number)
 
 
 def execute_in(
@@ -268,10 +264,10 @@ def _execute_once(
     return Outcome(context.operation_id, key, after.revision, events=decision, shown=after)
 
 
-def _enqueue_answers(connection: Connection, answers: Sequence[Effect | Reply], now: float) -> None:
+def _enqueue_answers(connection: Connection, answers: Sequence[Effect | LimitedReply], now: float) -> None:
     """Effects as they are; replies to a person only while the person has replies left."""
     for answer in answers:
-        if isinstance(answer, Reply):
+        if isinstance(answer, LimitedReply):
             enqueue_reply(connection, answer, now)
         else:
             enqueue(connection, [answer], now)
@@ -279,26 +275,6 @@ def _enqueue_answers(connection: Connection, answers: Sequence[Effect | Reply], 
 
 def _key_params(key: TicketKey) -> dict[str, Any]:
     return {"b_repository": key.repository, "b_number": key.number}
-
-
-def decide_change(ticket: Ticket, change: Change, context: ChangeContext) -> tuple[Event, ...] | Refusal:
-    """The core's decision for a command, an observation or a notice."""
-    if isinstance(change, OBSERVATIONS) and isinstance(context, ObservationContext):
-        return observe(ticket, change, context)
-    if isinstance(change, NOTICES) and isinstance(context, NoticeContext):
-        return decide_notice(ticket, change, context)
-    if not isinstance(change, OBSERVATIONS + NOTICES) and isinstance(context, Context):
-        return decide(ticket, change, context)
-    raise TypeError(f"{type(change).__name__} cannot run with {type(context).__name__}")
-
-
-def change_name(change: Change) -> str:
-    """How an operation names its change: `/claim`, `observation:branch`, a notice's name."""
-    if isinstance(change, OBSERVATIONS):
-        return f"observation:{observation_to_data(change)['kind']}"
-    if isinstance(change, NOTICES):
-        return notice_name(change)
-    return f"/{change.name.value}"
 
 
 def _stored_outcome(connection: Connection, operation_id: str) -> Outcome | None:

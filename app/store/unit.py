@@ -22,10 +22,11 @@ from typing import Any, Generic, TypeVar
 
 from sqlalchemy import Connection
 
+from app.contracts.effect_types import LimitedReply
 from app.store import api_answers, held, installations, pulls, repositories, signs, tickets
 from app.store.database import Database
 from app.store.effects import Effect, enqueue, rerun
-from app.store.replies import Reply, enqueue_reply
+from app.store.replies import enqueue_reply
 from app.store.tickets import SurfacesFor
 from handlers.answers import Answer, CheckRun
 from handlers.ports import (
@@ -34,9 +35,9 @@ from handlers.ports import (
     Clock,
     Heard,
     KeptAnswer,
-    Linked,
     MergedTicket,
     Outcome,
+    PullAndTickets,
     PullRequest,
     RecordedEvent,
 )
@@ -44,8 +45,8 @@ from policies.model import Ticket, TicketKey
 from policies.rails import Observation
 
 T = TypeVar("T")
-Render = Callable[[Answer], Effect | Reply]
-"""Turns an answer (an intent) into the effect or limited reply that writes it (`app.views.answers`)."""
+Render = Callable[[Answer], Effect | LimitedReply]
+"""Turns an answer (an intent) into the effect or limited reply that writes it (`app.views.replies_text`)."""
 
 
 class _Threads:
@@ -154,13 +155,13 @@ class SqlReads:
         """Commands the account ran in the repository since `since`."""
         return await self._run(tickets.commands_since, repository, actor_id, since)
 
-    async def stored_pull(self, repository: str, number: int) -> Linked | None:
+    async def stored_pull(self, repository: str, number: int) -> PullAndTickets | None:
         """A PR as last seen, with its links."""
         return await self._run(pulls.stored_pull, repository, number)
 
     async def pulls_where(
         self, repository: str, *, head_sha: str | None = None, head_ref: str | None = None
-    ) -> list[Linked]:
+    ) -> list[PullAndTickets]:
         """Stored PRs with this head."""
         return await self._run(pulls.pulls_where, repository, head_sha=head_sha, head_ref=head_ref)
 
@@ -273,7 +274,7 @@ class SqlUnit(SqlReads):
         """Keep the API answer with this transaction (or find the one a racing request kept)."""
         return await self._run(api_answers.keep_answer, answer)
 
-    def _rendered(self, answer: Answer) -> Effect | Reply:
+    def _rendered(self, answer: Answer) -> Effect | LimitedReply:
         item = self._render(answer)
         if isinstance(answer, CheckRun) and answer.rerun and isinstance(item, Effect):
             return rerun(item)  # Re-run pressed: written even when GitHub already shows the same
@@ -284,9 +285,9 @@ class SqlUnit(SqlReads):
         await self._session.end(keep=True)
 
 
-def _enqueue_all(connection: Connection, rendered: list[Effect | Reply], now: float) -> None:
+def _enqueue_all(connection: Connection, rendered: list[Effect | LimitedReply], now: float) -> None:
     for item in rendered:
-        if isinstance(item, Reply):
+        if isinstance(item, LimitedReply):
             enqueue_reply(connection, item, now)
         else:
             enqueue(connection, [item], now)

@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import datetime
 from typing import Any
 
 from app.views.render import STATUS_BUDGET, StatusView, render_status_comment
+from policies.attention import RecordFacts, attention
 from policies.model import Ticket
 from policies.transitions import next_steps
 
@@ -169,3 +171,8 @@ def _fitting_line(status: dict[str, Any], room: int) -> str:
         shortened = {**shortened, "artifacts": [], "artifacts_truncated": len(delivery["artifacts"])}
         line = status_line({**status, "delivery": shortened})
     return line
+
+
+def status_with_attention(ticket: Ticket, facts: RecordFacts, now: datetime) -> dict[str, Any]:
+    """The `tickets --json` item (and the board's card data): `status --json` plus `attention`."""
+    return {**status_object(ticket), "attention": attention(ticket, facts, now)}

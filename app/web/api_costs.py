@@ -24,8 +24,8 @@ import asyncio
 import time
 from collections.abc import Callable
 
-from app.bootstrap import Shell
 from app.github.reads import rules_from
+from app.runtime.adapters import Adapters
 from app.store.budgets import SqlBudgets, spend
 from app.web.token_checks import TokenChecks
 from handlers.outsiders import admit, settle
@@ -50,7 +50,7 @@ class ApiCosts:
 
     def __init__(
         self,
-        shell: Shell,
+        shell: Adapters,
         *,
         clock: Callable[[], float] = time.time,
         reads_per_minute: int = READS_PER_MINUTE,

@@ -27,9 +27,9 @@ from app.store.database import Database
 from app.store.web_sessions import WebSessions
 from app.views.pages.document import sign_in_refused
 from app.web.access import Access, AccessError, Person
-from app.web.answers import guarded
 from app.web.bodies import BodyRefused, small_form
 from app.web.pages import html_response
+from app.web.responses import guarded
 from app.web.sessions import (
     SESSION_COOKIE,
     SESSION_SECONDS,

@@ -1,6 +1,6 @@
 """The OpenAPI 3.1 description of `/api/v1`, served at `/api/v1/openapi.json`.
 
-Written by hand beside the routes in `app.web.api`; `tests/e2e/test_api_openapi.py` holds the
+Written by hand beside the routes in `app.web.api_routes`; `tests/e2e/test_api_openapi.py` holds the
 two to the same paths, methods and statuses.
 """
 

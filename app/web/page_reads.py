@@ -15,11 +15,11 @@ from datetime import UTC, datetime
 from app.store.listing import Cursor, Listed, Listing, Page
 from app.store.repositories import holds
 from app.store.tickets import TicketService
-from app.views.attention import CODES, attention
 from app.views.pages.board import Board
-from app.views.report import Report
 from handlers.ports import RecordedEvent
+from policies.attention import CODES, attention
 from policies.model import Ticket, TicketKey
+from policies.report_figures import Report
 from policies.states import WorkState
 
 PAGE_SIZE = 50

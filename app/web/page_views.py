@@ -24,10 +24,10 @@ from app.views.pages import document
 from app.views.pages import report as report_view
 from app.views.pages import ticket as ticket_view
 from app.web.access import AccessError, Readable
-from app.web.answers import guarded
 from app.web.oauth import SIGN_IN, Session, SignIn, add_sign_in_routes, local_path, make_sign_in, to_login
 from app.web.page_reads import Reads, is_ours, parse_since, read_board, read_report, read_ticket
 from app.web.pages import STYLESHEET_PATH, html_response, not_found, sign_in_disabled, stylesheet
+from app.web.responses import guarded
 from app.web.sessions import SESSION_COOKIE, clear_cookie
 from policies.model import TicketKey
 
@@ -142,12 +142,12 @@ PAGES: dict[str, Page] = {
 }
 
 
-def install(app: web.Application, settings: Settings, database: Database) -> None:
+def install(app: web.Application, settings: Settings, database: Database, tickets: TicketService) -> None:
     """Wire the stylesheet, sign-in (when its OAuth client is configured) and the ticket pages."""
     sign_in = make_sign_in(settings, database)
     if sign_in is not None:
         add_sign_in_routes(app, sign_in)
-    app[READS] = Reads(Listing(database), TicketService(database))
+    app[READS] = Reads(Listing(database), tickets)
     app.router.add_get(STYLESHEET_PATH, guarded(stylesheet))
     for path, page in PAGES.items():
         app.router.add_get(path, guarded(signed_in(page)))

@@ -9,23 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from app.contracts.webhook_events import SUBSCRIBED_EVENTS, UNLISTED_EVENTS
 from handlers.payloads import dig, dig_int, dig_str
 
-SUBSCRIBED_EVENTS = (
-    "issue_comment",
-    "issues",
-    "pull_request",
-    "push",
-    "check_suite",
-    "check_run",
-    "deployment",
-    "deployment_status",
-    "merge_group",
-    "repository",
-)
-"""The events the app subscribes to (installation events arrive without subscribing, and ping)."""
-UNLISTED_EVENTS = ("installation", "installation_repositories", "ping")
-__all__ = ["describe", "dig", "dig_int", "dig_str", "mismatch"]
+__all__ = ["SUBSCRIBED_EVENTS", "UNLISTED_EVENTS", "describe", "dig", "dig_int", "dig_str", "mismatch"]
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import hmac
-import html
 import re
 import secrets
 from collections import deque
@@ -30,9 +29,19 @@ from cryptography.hazmat.primitives import serialization
 from app.github.client import API_VERSION, USER_AGENT
 from app.github.endpoints import ENDPOINTS
 from app.settings import Settings
-from app.web.answers import guarded
+from app.views.pages.setup_page import (
+    ALREADY_SAVED,
+    PUBLIC_URL_NEEDED,
+    SETUP_LINK_REQUIRED,
+    WRONG_STATE,
+    paragraph,
+    registered,
+    registration_form,
+    setup_document,
+)
 from app.web.envfile import update_env_file
 from app.web.manifest import ManifestError, load_manifest, manifest_for, registration_url
+from app.web.responses import guarded
 
 log = structlog.get_logger(__name__)
 
@@ -104,19 +113,14 @@ async def setup_page(request: web.Request) -> web.Response:
     if flow.saved:
         return _already_saved()
     if not flow.token_matches(request.query.get("token", "")):
-        return _page(
-            403,
-            "Setup link required",
-            "<p>railyard is in setup mode. Open the one-time link that <code>railyard serve</code> "
-            "printed when it started (it ends in <code>?token=…</code>).</p>",
-        )
+        return _page(403, "Setup link required", SETUP_LINK_REQUIRED)
     if not flow.settings.public_url:
-        return _page(200, "Set PUBLIC_URL first", _PUBLIC_URL_NEEDED)
+        return _page(200, "Set PUBLIC_URL first", PUBLIC_URL_NEEDED)
     organization = request.query.get("org", "").strip() or None
     try:
         action = registration_url(flow.settings.github_api_url, flow.issue_state(), organization)
     except ManifestError as error:
-        return _page(400, "Not an organization name", f"<p>{_e(str(error))}</p>")
+        return _page(400, "Not an organization name", paragraph(str(error)))
     return _page(200, "Register railyard on GitHub", _form(flow, action, organization))
 
 
@@ -127,11 +131,11 @@ async def setup_callback(request: web.Request) -> web.Response:
         if flow.saved:
             return _already_saved()
         if not flow.state_known(request.query.get("state", "")):
-            return _page(403, "Unknown registration", _WRONG_STATE)
+            return _page(403, "Unknown registration", WRONG_STATE)
         try:
             app_data, values = await register(flow, request.query.get("code", ""))
         except SetupError as error:
-            return _page(error.status, "Registration not finished", f"<p>{_e(error.message)}</p>")
+            return _page(error.status, "Registration not finished", paragraph(error.message))
         flow.saved = True
         flow.states.clear()
     log.info("github app registered", app_id=app_data.get("id"), slug=app_data.get("slug"))
@@ -222,91 +226,22 @@ def _github_message(response: httpx.Response) -> str:
     return str(message)[:200] if message else response.reason_phrase or "no message"
 
 
-def _e(text: str) -> str:
-    return html.escape(text, quote=True)
-
-
-_PUBLIC_URL_NEEDED = (
-    "<p>GitHub needs to know where to send webhooks and where to send you back after registering. "
-    "Set <code>PUBLIC_URL</code> (in the environment or in <code>.env</code>) to the address at which "
-    "GitHub reaches this server, for example <code>https://railyard.example.com</code>, then restart "
-    "<code>railyard serve</code> and open the new link it prints.</p>"
-)
-_WRONG_STATE = (
-    "<p>This registration was not started from this server's setup page (its <code>state</code> "
-    "does not match one the page issued), or the server was restarted since. Nothing was saved. "
-    "Start again from the setup link that <code>railyard serve</code> printed.</p>"
-)
-
-
 def _form(flow: SetupFlow, action: str, organization: str | None) -> str:
     manifest = manifest_for(flow.settings.public_url or "", flow.manifest)
-    permissions = "".join(
-        f"<li><code>{_e(name)}</code>: {_e(level)}</li>"
-        for name, level in manifest["default_permissions"].items()
-    )
-    events = ", ".join(f"<code>{_e(event)}</code>" for event in manifest["default_events"])
-    owner = f"the organization <strong>{_e(organization)}</strong>" if organization else "your account"
-    return f"""
-<p>This registers a new GitHub App for {owner} from <code>app.yml</code>. GitHub will show you
-the app before creating it; its webhooks will go to <code>{_e(manifest["hook_attributes"]["url"])}</code>.</p>
-<h2>Permissions</h2><ul>{permissions}</ul>
-<h2>Events</h2><p>{events}</p>
-<form method="post" action="{_e(action)}">
-  <input type="hidden" name="manifest" value="{_e(orjson.dumps(manifest).decode())}">
-  <button type="submit" id="register">Register on GitHub</button>
-</form>
-<h2>Register for an organization instead</h2>
-<form method="get" action="/">
-  <input type="hidden" name="token" value="{_e(flow.token)}">
-  <label>Organization
-    <input name="org" value="{_e(organization or "")}" pattern="[A-Za-z0-9][A-Za-z0-9\\-]*"></label>
-  <button type="submit">Use this organization</button>
-</form>"""
+    return registration_form(manifest, orjson.dumps(manifest).decode(), action, organization, flow.token)
 
 
 def _next_steps(flow: SetupFlow, app_data: dict[str, Any], values: dict[str, str]) -> str:
-    name, html_url = str(app_data.get("name") or "railyard"), str(app_data.get("html_url") or "")
-    install = (
-        f'<a href="{_e(html_url)}/installations/new">{_e(html_url)}/installations/new</a>'
-        if html_url.startswith(("https://", "http://"))
-        else "the app's page on GitHub"
-    )
-    missing = (
-        ""
-        if "WEBHOOK_SECRET" in values
-        else "<p><strong>GitHub returned no webhook secret:</strong> set one in the app's settings "
-        "and add it to <code>.env</code> as <code>WEBHOOK_SECRET</code>.</p>"
-    )
-    return f"""
-<p>GitHub created the app <strong>{_e(name)}</strong> (id {_e(values["APP_ID"])}). Its id, private key,
-webhook secret and OAuth client (for sign-in) are saved in <code>{_e(str(flow.env_path))}</code>,
-readable only by you.</p>{missing}
-<ol>
-  <li>Restart <code>railyard serve</code>: it reads <code>.env</code> at start and leaves setup mode.</li>
-  <li>Install the app on the repositories it should track: {install}.</li>
-</ol>
-<p>This setup link no longer works.</p>"""
+    return registered(app_data, values["APP_ID"], str(flow.env_path), "WEBHOOK_SECRET" in values)
 
 
 def _already_saved() -> web.Response:
-    # Anyone may see this page, so it names no path: only the operator needs to know it.
-    return _page(
-        404,
-        "Setup is finished",
-        "<p>The app's credentials are saved. Restart <code>railyard serve</code> to use them.</p>",
-    )
+    return _page(404, "Setup is finished", ALREADY_SAVED)
 
 
 def _page(status: int, title: str, body: str) -> web.Response:
     """An HTML page with no external assets; the token in its URL never leaks as a Referer."""
-    document = (
-        '<!doctype html><html lang="en"><head><meta charset="utf-8">'
-        f"<title>railyard · {_e(title)}</title>"
-        "<style>body{font-family:system-ui,sans-serif;max-width:46rem;margin:2rem auto;padding:0 1rem;"
-        "line-height:1.5}code{background:#f3f3f3;padding:0 .2em}</style>"
-        f"</head><body><h1>{_e(title)}</h1>{body}</body></html>"
-    )
+    document = setup_document(title, body)
     return web.Response(status=status, text=document, content_type="text/html", headers=_SECURITY_HEADERS)
 
 

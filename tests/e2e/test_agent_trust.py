@@ -13,9 +13,9 @@ import re
 
 import pytest
 
+from app.contracts.effect_types import status_key
 from app.store.effects import marker
 from app.views.status_json import answer_line, status_line
-from app.views.surfaces import status_key
 from github_standin.state import CheckRun
 from tests.e2e import test_agent_comment
 from tests.e2e.test_agent_comment import AgentWorld

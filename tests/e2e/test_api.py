@@ -11,7 +11,7 @@ from typing import Any
 
 from app.store.database import Database
 from app.store.tickets import TicketService
-from app.web.api import AGENT_API
+from app.web.api_routes import AGENT_API
 from github_standin import Fault, running_standin
 from policies.budgets import Budget
 from policies.model import TicketKey

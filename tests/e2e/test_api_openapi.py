@@ -6,7 +6,7 @@ import re
 
 from aiohttp import web
 
-from app.views.api import REFUSAL_STATUS
+from app.views.api_text import REFUSAL_STATUS
 from app.web.openapi import openapi_document
 from policies.refusals import RefusalCode
 from tests.e2e.world import World

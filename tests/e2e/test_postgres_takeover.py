@@ -16,11 +16,11 @@ import aiohttp
 import pytest
 from sqlalchemy import select
 
+from app.contracts.effect_types import status_key
 from app.store.database import Database
 from app.store.effects import effect_counts, marker
 from app.store.queue import LEASE_SECONDS, deliveries, runs
 from app.store.tickets import TicketService
-from app.views.surfaces import status_key
 from github_standin import Fault, StandinState, running_standin
 from policies.events import EventType
 from policies.model import TicketKey

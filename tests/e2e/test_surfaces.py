@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from app.contracts.effect_types import status_key
 from app.store.effects import marker
-from app.views.surfaces import status_key
 from github_standin import Fault
 from tests.e2e.world import FIX, REPO, World, event_payload, pull_request_payload
 

@@ -134,7 +134,7 @@ def test_the_wheel_ships_the_manifest_the_repository_shows(installed: Installed)
 # serve's and worker's code is imported on use, so it is imported here.
 SUB_HELPS = """
 import contextlib, io, sys
-import app.runtime.runner
+import app.cli.processes
 from app.cli import build_parser
 for name in sys.argv[1:]:
     out = io.StringIO()

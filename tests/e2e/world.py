@@ -10,12 +10,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from app.contracts.effect_types import status_key
 from app.store.database import Database
 from app.store.effects import effect_counts, marker
 from app.store.tickets import TicketService
 from app.views.render import StatusView
 from app.views.status_json import status_comment_body
-from app.views.surfaces import status_key
 from github_standin import StandinState, account_id, repository_id
 from policies.model import TicketKey
 from tests.fakes import drained, example

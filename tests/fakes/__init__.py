@@ -31,12 +31,12 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from sqlalchemy import text
 
+from app.bootstrap import server
 from app.github.client import GitHubClient
 from app.runtime.metrics import Metrics
 from app.settings import Settings
 from app.store.database import Database
 from app.store.queue import queue_depth
-from app.web.server import create_app
 from github_standin import signed_headers as standin_headers
 from policies.commands import Accept, Claim, Command, Context, Deliver, Draft, Publish
 from policies.engine import apply_all, decide, observe
@@ -141,7 +141,7 @@ def app_settings(database_url: str, **overrides: str) -> Settings:
 @asynccontextmanager
 async def running_server(settings: Settings, **create_options: Any) -> AsyncIterator[ServerHandle]:
     """The real aiohttp server, started on 127.0.0.1 with a free port, and a client for it."""
-    app = create_app(settings, **create_options)
+    app = server(settings, **create_options)
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)

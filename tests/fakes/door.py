@@ -1,11 +1,11 @@
-"""The pure parts of the one door for the in-memory store: taken from `app.store.tickets`, not copied."""
+"""The pure parts of the one door for the in-memory store: taken from `policies.door`, like the store."""
 
 from __future__ import annotations
 
-from app.store.tickets import OPENS_ATTEMPT, change_name, decide_change
-from app.store.tickets import normalize_key as normalize
 from handlers.ports import ChangeContext, Outcome
 from policies.commands import Context
+from policies.door import OPENS_ATTEMPT, change_name, decide_change
+from policies.door import normalize_key as normalize
 from policies.model import TicketKey
 from policies.refusals import stale_revision
 

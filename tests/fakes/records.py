@@ -18,9 +18,9 @@ from handlers.ports import (
     ChangeContext,
     Heard,
     KeptAnswer,
-    Linked,
     MergedTicket,
     Outcome,
+    PullAndTickets,
     PullRequest,
     RecordedEvent,
 )
@@ -278,7 +278,9 @@ class Records:
         self.pulls[row_key] = (stored, frozenset(linked))
         return before
 
-    def pulls_where(self, repository: str, head_sha: str | None, head_ref: str | None) -> list[Linked]:
+    def pulls_where(
+        self, repository: str, head_sha: str | None, head_ref: str | None
+    ) -> list[PullAndTickets]:
         """`pulls.pulls_where`: stored PRs with this head; a head branch never matches a fork's."""
         found = [
             (pull, set(linked))
@@ -289,7 +291,7 @@ class Records:
         ]
         return [(pull, linked) for pull, linked in found if head_ref is None or pull.head_in_repository]
 
-    def stored_pull(self, repository: str, number: int) -> Linked | None:
+    def stored_pull(self, repository: str, number: int) -> PullAndTickets | None:
         """`pulls.stored_pull`."""
         row = self.pulls.get((repository.casefold(), number))
         return (row[0], set(row[1])) if row else None

@@ -20,9 +20,9 @@ from handlers.ports import (
     ChangeContext,
     Heard,
     KeptAnswer,
-    Linked,
     MergedTicket,
     Outcome,
+    PullAndTickets,
     PullRequest,
     RecordedEvent,
 )
@@ -50,13 +50,13 @@ class MemoryReads:
         """Commands the account ran in the repository since `since`."""
         return self.records.commands_since(repository, actor_id, since)
 
-    async def stored_pull(self, repository: str, number: int) -> Linked | None:
+    async def stored_pull(self, repository: str, number: int) -> PullAndTickets | None:
         """A PR as last seen, with its links."""
         return self.records.stored_pull(repository, number)
 
     async def pulls_where(
         self, repository: str, *, head_sha: str | None = None, head_ref: str | None = None
-    ) -> list[Linked]:
+    ) -> list[PullAndTickets]:
         """Stored PRs with this head commit or head branch."""
         return self.records.pulls_where(repository, head_sha, head_ref)
 

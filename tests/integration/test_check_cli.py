@@ -12,11 +12,11 @@ import pytest
 from sqlalchemy import select, update
 
 from app.cli import build_parser, main
+from app.contracts.effect_types import status_key
 from app.settings import Settings
 from app.store.database import Database
 from app.store.effects import effects_table
 from app.store.tickets import TicketService, tickets
-from app.views.surfaces import status_key
 from policies.commands import Claim, Publish
 from policies.events import EventType
 from policies.model import TicketKey

@@ -11,7 +11,13 @@ import respx
 from sqlalchemy import text
 
 from app.github.client import GitHubClient
-from app.github.http_cache import HttpCache, MemoryHttpCache, conditional_get, installation_scope, token_scope
+from app.github.conditional_get import (
+    HttpCache,
+    MemoryHttpCache,
+    conditional_get,
+    installation_scope,
+    token_scope,
+)
 from app.runtime.maintenance import Maintenance
 from app.runtime.metrics import Metrics
 from app.store.database import Database

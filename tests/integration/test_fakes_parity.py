@@ -17,14 +17,14 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
+from app.contracts.effect_types import surfaces_for
 from app.store import held, pulls
 from app.store.codec import ticket_to_data
 from app.store.database import Database
 from app.store.signs import signs_of_life
 from app.store.tickets import TicketService, operations
 from app.store.unit import SqlStore
-from app.views.answers import render
-from app.views.surfaces import surfaces_for
+from app.views.replies_text import render
 from handlers.ports import Services
 from policies.model import TicketKey
 from policies.states import IntegrationState, WorkState

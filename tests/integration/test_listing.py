@@ -12,7 +12,7 @@ from sqlalchemy import event
 from app.store.database import Database
 from app.store.listing import Cursor, Listing, list_tickets
 from app.store.tickets import TicketService
-from app.views.attention import attention
+from policies.attention import attention
 from policies.commands import Accept, Claim, Deliver, Publish, SendBack
 from policies.model import TicketKey
 from policies.notices import WATCHDOG_ACTOR, NoticeContext, OverdueObserved, overdue_operation_id

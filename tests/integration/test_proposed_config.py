@@ -1,4 +1,4 @@
-"""The check's reader of a PR's proposed `.github/railyard.yml` (app/views/surfaces.py
+"""The check's reader of a PR's proposed `.github/railyard.yml` (app/github/proposed_config.py
 `ProposedConfigs`) against the GitHub stand-in: paging, the head's file, one read per head."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from collections.abc import AsyncIterator
 import pytest
 
 from app.github.client import GitHubClient
+from app.github.proposed_config import ProposedConfigs
 from app.runtime.metrics import Metrics
-from app.views.surfaces import ProposedConfigs
 from github_standin import Fault, StandinState, running_standin
 from handlers.errors import TransientError
 from tests.e2e.world import FIX, REPO, standin_state

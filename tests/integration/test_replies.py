@@ -3,18 +3,19 @@ reaction; the same comment always gets the same answer; old entries are pruned."
 
 from __future__ import annotations
 
+from app.contracts.effect_types import LimitedReply
 from app.store.database import Database
-from app.store.replies import REPLY_WINDOW, Reply, enqueue_reply, prune_replies
+from app.store.replies import REPLY_WINDOW, enqueue_reply, prune_replies
 
 T0 = 1_780_000_000.0
 
 
-def reply(comment_id: int, actor_id: int = 42, kind: str = "hint") -> Reply:
+def reply(comment_id: int, actor_id: int = 42, kind: str = "hint") -> LimitedReply:
     """A reply to one comment by account `actor_id` on acme/web#12."""
-    return Reply(7, "acme/web", 12, comment_id, actor_id, kind, f"answer to {comment_id}")
+    return LimitedReply(7, "acme/web", 12, comment_id, actor_id, kind, f"answer to {comment_id}")
 
 
-def answer(database: Database, item: Reply, now: float) -> str | None:
+def answer(database: Database, item: LimitedReply, now: float) -> str | None:
     """The kind of effect the reply became: a comment, a reaction over the limit, or None."""
     with database.write() as connection:
         effect = enqueue_reply(connection, item, now)

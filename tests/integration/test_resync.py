@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import io
+import time
 from datetime import UTC, datetime
 
 import httpx
@@ -11,6 +13,7 @@ import respx
 from app.cli import main
 from app.store import pulls
 from app.store.database import Database
+from app.store.limits import SharedLimits
 from app.store.tickets import TicketService
 from handlers.ports import PullRequest
 from policies.commands import Claim, Publish
@@ -122,3 +125,21 @@ def test_resync_of_an_unknown_ticket_is_a_clear_error(database: Database) -> Non
     """Not a ticket: exit 1 with a message."""
     status, _, err = run(database, "resync", "acme/web#999")
     assert status == 1 and "not a ticket" in err
+
+
+@respx.mock
+def test_resync_honours_a_rate_limit_pause_another_process_stored(database: Database) -> None:
+    """While a pause a server stored in the database holds, `railyard resync` sends GitHub nothing:
+    it says it is rate-limited and records nothing, instead of spending a limit GitHub closed."""
+    service, comments = TicketService(database), Comments()
+    key = TicketKey(REPO, 12)
+    service.execute(key, Publish("Resumable uploads"), comments.context(REQUESTER))
+    before = [recorded.event for recorded in service.history(key)]
+    asyncio.run(SharedLimits(database).pause(None, time.time() + 3600))  # as a `serve` process would
+    installation = respx.get(f"{API}/installation").mock(return_value=httpx.Response(200, json={"id": 7}))
+
+    status, out, err = run(database, "resync", "acme/web#12")
+
+    assert status != 0 and "rate" in err.lower(), (status, out, err)
+    assert not installation.called and not respx.calls, "a paused app still called GitHub"
+    assert [recorded.event for recorded in service.history(key)] == before

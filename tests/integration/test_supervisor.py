@@ -16,8 +16,9 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
+from app.bootstrap import server
 from app.runtime.supervisor import Loop, Supervisor
-from app.web.server import SUPERVISOR, WRITER, create_app
+from app.web.server import SUPERVISOR, WRITER
 from tests.fakes import app_settings
 
 
@@ -55,7 +56,7 @@ async def server_with(extra: Loop, clock: Callable[[], float]) -> AsyncIterator[
     """The real server on SQLite, its own loops plus `extra`, reported on by `clock`."""
 
     async def start(tmp: Path) -> tuple[web.AppRunner, web.Application, str]:
-        app = create_app(app_settings(f"sqlite:///{tmp}/railyard.db"))
+        app = server(app_settings(f"sqlite:///{tmp}/railyard.db"))
         app[SUPERVISOR] = Supervisor([*app[SUPERVISOR].loops, extra], clock=clock)
         runner = web.AppRunner(app, access_log=None)
         await runner.setup()

@@ -11,9 +11,9 @@ import httpx
 
 from app.cli.agent_comment import latest_revision, outcome_in, run_comment, shown_status
 from app.cli.agent_core import EXIT_APPLIED, EXIT_REFUSED, EXIT_USAGE, Options
+from app.contracts.effect_types import status_key
 from app.store.effects import marker
 from app.views.status_json import answer_line, status_line
-from app.views.surfaces import status_key
 
 RAILYARD = {"id": 1, "slug": "railyard"}
 OTHER_APP = {"id": 2, "slug": "helper"}

@@ -7,7 +7,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from app.views.answers import reply_body
+from app.views.replies_text import reply_body
 from app.views.status_json import ANSWER_MARKER, END, parse_hidden_line
 from handlers.answers import ArtifactNotFound, Help, NearMiss, Refused, Reply, StatusAnswer
 from policies.refusals import Refusal, RefusalCode, stale_revision

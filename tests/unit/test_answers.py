@@ -7,7 +7,7 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import make_mocked_request
 
-from app.web.answers import guarded
+from app.web.responses import guarded
 
 
 async def test_an_unexpected_error_is_a_json_500_without_the_traceback() -> None:

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 from hypothesis import given
 from hypothesis import strategies as st
 
-from app.views.attention import CODES, OverdueRecord, RecordFacts, attention
+from policies.attention import CODES, OverdueRecord, RecordFacts, attention
 from policies.model import Review, Ticket, TicketKey
 from policies.rails import PullRequestFact, Rails
 from policies.states import DeploymentState, IntegrationState, ReviewKind, WorkState

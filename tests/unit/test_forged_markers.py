@@ -10,9 +10,9 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.views.answers import quote, reply_body, sent_back
 from app.views.markdown import code_span
 from app.views.render import StatusView
+from app.views.replies_text import quote, reply_body, sent_back
 from app.views.status_json import ANSWER_MARKER, MARKER, status_comment_body
 from handlers.answers import (
     ArtifactNotFound,

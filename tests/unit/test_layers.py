@@ -5,13 +5,21 @@
 - `handlers/` imports only the standard library, `policies/`, itself and structlog: nothing
   from `app/`, no database driver, no HTTP client;
 - no import circles among railyard's modules (imports under `TYPE_CHECKING` excepted);
+- `app/` is a ranked shell, its packages the nodes: `app.settings`, `app.logs` and
+  `app.contracts` at the bottom; `app.store`, `app.github` and `app.views`, peers that never
+  import each other; `app.runtime`; `app.web`; `app.bootstrap`; `app.cli` on top. No package
+  imports one ranked above it, and no two packages import each other in a circle. Here every
+  import statement counts, in a function or under `TYPE_CHECKING` too: a type-only import up
+  the ranks is still a dependency up the ranks;
+- only `app/bootstrap.py` constructs the GitHub client;
+- no two modules of `app/` share a file name (a name says what the module is), nor does one
+  share `handlers/answers.py`'s or `handlers/api.py`'s;
 - `app/` has at most six modules at its top level and at least four sub-packages;
 - SQL lives in `app/store/` (and the migrations under it);
 - `app/views/` never reaches aiohttp, even through other modules, and imports nothing from
-  `app/web/`; it imports `app/store/` only where two older views did (`answers`, `surfaces`:
-  they build the outbox's effects), and every other view (the web pages' included) is pure:
-  through all its imports, only the standard library, `policies/`, `handlers/`, `app/views/`
-  and markupsafe;
+  `app/web/` nor `app/store/`; every view (the web pages' included) is pure: through all its
+  imports, only the standard library, `policies/`, `handlers/`, `app/views/`,
+  `app/contracts/` (the effects a reply becomes) and markupsafe;
 - `app/web/` builds no HTML: markupsafe only in `app/web/pages.py`, which sends the views' Markup;
 - no Python module anywhere in the repository is over 500 lines.
 """
@@ -202,12 +210,113 @@ def test_sql_lives_in_the_store(path: Path) -> None:
     assert not sql, f"{module_name(path)} imports {sorted(sql)}"
 
 
-# The views that still reach the store directly, and exactly which store modules (no new ones).
-VIEWS_STORE_IMPORTS = {
-    "app.views.answers": {"app.store.effects", "app.store.replies"},
-    "app.views.surfaces": {"app.store.database", "app.store.effects", "app.store.pulls", "app.store.tickets"},
+RANKS: dict[str, int] = {
+    "app.settings": 0,
+    "app.logs": 0,
+    "app.contracts": 0,
+    "app.store": 1,
+    "app.github": 1,
+    "app.views": 1,
+    "app.runtime": 2,
+    "app.web": 3,
+    "app.bootstrap": 4,
+    "app.cli": 5,
 }
+PEERS_AT = {1}  # the rank whose packages never import one another
+
+
+def app_package(module: str) -> str | None:
+    """`app.store.unit` -> `app.store`; `app.bootstrap` -> itself; None outside `app/` (and `app` itself)."""
+    parts = module.split(".")
+    return ".".join(parts[:2]) if parts[0] == "app" and len(parts) > 1 else None
+
+
+def _package_edges() -> dict[tuple[str, str], set[str]]:
+    """(importing package, imported package) -> the module imports that make the edge, every
+    import statement counted (in functions and under TYPE_CHECKING too)."""
+    known = _real_modules()
+    edges: dict[tuple[str, str], set[str]] = {}
+    for path in source_files("app"):
+        name = module_name(path)
+        source = app_package(name)
+        for i in imports_of(path):
+            target = app_package(i.module) if i.module in known else None
+            if source is not None and target is not None and source != target:
+                edges.setdefault((source, target), set()).add(f"{name} -> {i.module}")
+    return edges
+
+
+def rank_breaks(edges: dict[tuple[str, str], set[str]]) -> set[str]:
+    """The module imports that run up the ranks, or sideways between peers, or into an unranked package."""
+    wrong: set[str] = set()
+    for (source, target), lines in edges.items():
+        low, high = RANKS.get(source), RANKS.get(target)
+        if low is None or high is None or high > low or (high == low and low in PEERS_AT):
+            wrong |= lines
+    return wrong
+
+
+def test_app_packages_import_only_downward() -> None:
+    """No package of `app/` imports one ranked above it, and store, github and views never import
+    one another (every import statement counts)."""
+    wrong = rank_breaks(_package_edges())
+    assert not wrong, f"{len(wrong)} imports run up the ranks:\n" + "\n".join(sorted(wrong))
+
+
+def test_no_two_app_packages_import_each_other_in_a_circle() -> None:
+    """With the packages of `app/` as nodes (every import counted), the import graph has no circle."""
+    graph: dict[str, set[str]] = {}
+    for source, target in _package_edges():
+        graph.setdefault(source, set()).add(target)
+    circles = list(_cycles(graph))
+    assert circles == [], "package circles: " + "; ".join(" -> ".join(c) for c in circles)
+
+
+CONSTRUCTS_THE_CLIENT = {"app.bootstrap"}
+
+
+def constructs(path: Path, name: str) -> list[int]:
+    """The lines where `path` calls `name` (or `something.name`): where it builds one."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    return [
+        node.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and (
+            (isinstance(node.func, ast.Name) and node.func.id == name)
+            or (isinstance(node.func, ast.Attribute) and node.func.attr == name)
+        )
+    ]
+
+
+@pytest.mark.parametrize(
+    "path", source_files("app", "handlers", "policies", "bench"), ids=lambda p: module_name(p)
+)
+def test_only_bootstrap_constructs_the_github_client(path: Path) -> None:
+    """One place builds the GitHub client (with the shared limits and HTTP cache): `app/bootstrap.py`."""
+    if module_name(path) in CONSTRUCTS_THE_CLIENT:
+        return
+    lines = constructs(path, "GitHubClient")
+    assert not lines, f"{module_name(path)} constructs GitHubClient on lines {lines}"
+
+
+def name_collisions(paths: list[Path]) -> dict[str, list[str]]:
+    """File name -> the modules that share it (packages' `__init__.py` and migrations aside)."""
+    by_name: dict[str, list[str]] = {}
+    for path in paths:
+        if path.name != "__init__.py" and "migrations" not in path.parts:
+            by_name.setdefault(path.name, []).append(module_name(path))
+    return {name: modules for name, modules in by_name.items() if len(modules) > 1}
+
+
+def test_no_two_shell_modules_share_a_name() -> None:
+    """`answers.py` or `api.py` names one module, not three: each module of `app/` has a name of its own."""
+    paths = [*source_files("app"), ROOT / "handlers" / "answers.py", ROOT / "handlers" / "api.py"]
+    assert name_collisions(paths) == {}
+
+
 PURE_VIEWS_MAY_USE = {"markupsafe"}
+VIEWS_MAY_REACH = ("app.views", "app.contracts")
 WEB_MAY_USE_MARKUPSAFE = {"app.web.pages"}
 
 
@@ -241,16 +350,14 @@ def views_rule_breaks(name: str, imported: set[str], reached: set[str], third_pa
     if "aiohttp" in third_party:
         wrong.add("aiohttp (reached)")
     store = {m for m in imported if m.startswith("app.store")}
-    if name in VIEWS_STORE_IMPORTS:
-        return wrong | (store - VIEWS_STORE_IMPORTS[name])
-    outside = {m for m in reached if _top(m) == "app" and not m.startswith("app.views")}
+    outside = {m for m in reached if _top(m) == "app" and not m.startswith(VIEWS_MAY_REACH)}
     return wrong | store | outside | (third_party - PURE_VIEWS_MAY_USE - {"aiohttp"})
 
 
 @pytest.mark.parametrize("path", source_files("app/views"), ids=lambda p: module_name(p))
 def test_views_are_words_without_http_or_the_database(path: Path) -> None:
-    """A view imports no aiohttp and nothing of `app/web`; only the two older views touch the store;
-    the others, the web pages among them, reach nothing but policies, handlers, views and markupsafe."""
+    """A view imports no aiohttp, nothing of `app/web` nor of the store; every view, the web pages
+    among them, reaches nothing but policies, handlers, views, the contracts and markupsafe."""
     name, graph = module_name(path), _graph()
     reached = _closure(name, graph)
     known = _real_modules()  # `from m import name` also records `m.name`: keep real modules only
@@ -292,8 +399,8 @@ def test_the_circle_finder_finds_a_circle_and_ignores_a_chain() -> None:
 
 
 def test_the_views_rule_catches_http_the_web_the_store_and_other_packages() -> None:
-    """A page view importing aiohttp, app.web or app.store, or reaching app.github or pydantic,
-    breaks the rule; an older view's listed store import does not, an unlisted one does."""
+    """A view importing aiohttp, app.web or app.store, or reaching app.github or pydantic, breaks
+    the rule; reaching the contracts does not."""
     page = "app.views.pages.board"
     assert views_rule_breaks(page, {"aiohttp.web"}, {page}, {"aiohttp"}) == {
         "aiohttp.web",
@@ -306,9 +413,45 @@ def test_the_views_rule_catches_http_the_web_the_store_and_other_packages() -> N
         "pydantic",
     }
     assert views_rule_breaks(page, {"markupsafe", "policies.model"}, {page}, {"markupsafe"}) == set()
-    older = "app.views.answers"
-    assert views_rule_breaks(older, {"app.store.effects"}, {older, "app.github.client"}, {"httpx"}) == set()
-    assert views_rule_breaks(older, {"app.store.listing"}, {older}, set()) == {"app.store.listing"}
+    replies = "app.views.replies_text"
+    assert (
+        views_rule_breaks(
+            replies, {"app.contracts.effect_types"}, {replies, "app.contracts.effect_types"}, set()
+        )
+        == set()
+    )
+    assert views_rule_breaks(replies, {"app.store.effects"}, {replies}, set()) == {"app.store.effects"}
+
+
+def test_the_rank_rule_catches_an_upward_a_sideways_and_an_unranked_import() -> None:
+    """store -> runtime runs up, store -> views runs sideways, app.extra is unranked; runtime -> store
+    and store -> settings run down."""
+    edges = {
+        ("app.store", "app.runtime"): {"up"},
+        ("app.store", "app.views"): {"sideways"},
+        ("app.extra", "app.store"): {"unranked"},
+        ("app.runtime", "app.store"): {"down"},
+        ("app.store", "app.settings"): {"bottom"},
+    }
+    assert rank_breaks(edges) == {"up", "sideways", "unranked"}
+
+
+def test_the_construction_finder_sees_a_call_and_not_a_mention(tmp_path: Path) -> None:
+    """`GitHubClient(...)` and `client.GitHubClient(...)` are constructions; a type hint is not."""
+    probe = tmp_path / "probe.py"
+    probe.write_text(
+        "from app.github import client\nx: client.GitHubClient | None = None\n"
+        "a = client.GitHubClient(1)\nb = GitHubClient(2)\n"
+    )
+    assert constructs(probe, "GitHubClient") == [3, 4]
+
+
+def test_the_name_check_sees_two_modules_of_one_name(tmp_path: Path) -> None:
+    """Two `answers.py` in different packages collide; two `__init__.py` do not."""
+    paths = [ROOT / "app/views/answers.py", ROOT / "app/web/answers.py", ROOT / "app/web/__init__.py"]
+    assert name_collisions([*paths, ROOT / "app/views/__init__.py"]) == {
+        "answers.py": ["app.views.answers", "app.web.answers"]
+    }
 
 
 def test_imports_under_type_checking_are_marked(tmp_path: Path) -> None:

@@ -12,11 +12,11 @@ from app.views.pages.board import Board, board_page, card
 from app.views.pages.document import document
 from app.views.pages.report import bar_chart, report_page
 from app.views.pages.ticket import ticket_page
-from app.views.report import Report, ReviewerFigures, RunnerFigures
 from handlers.ports import RecordedEvent
 from policies.events import Event, EventType
 from policies.model import Ticket, TicketKey
 from policies.rails import Rails
+from policies.report_figures import Report, ReviewerFigures, RunnerFigures
 from policies.states import IntegrationState, WorkState
 
 HOSTILE = '<script>alert("x")</script><img src=x onerror=alert(1)>'

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.views.answers import help_text, message
+from app.views.replies_text import help_text, message
 from handlers.answers import Refused
 from policies.commands import Accept, Claim, CommandName, SendBack
 from policies.parser import USAGE, parse_comment

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from app.views.api import earlier_attempt_answer
+from app.views.api_text import earlier_attempt_answer
 from handlers.api import replays_an_earlier_attempt
 from handlers.ports import KeptAnswer
 from policies.commands import Claim, Deliver, SendBack

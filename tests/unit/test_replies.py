@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
-from app.views.answers import help_text, reply_body, sent_back
 from app.views.markdown import WORD_JOINER, code_span
+from app.views.replies_text import help_text, reply_body, sent_back
 from handlers.answers import (
     ArtifactNotFound,
     CannotRunYet,

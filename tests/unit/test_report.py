@@ -8,8 +8,8 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from app.views.report import LoggedEvent, report
 from policies.events import EventType
+from policies.report_figures import LoggedEvent, report
 
 T0 = datetime(2026, 11, 2, 9, 0, tzinfo=UTC)
 CODY, RITA, MAX = ("cody", 11), ("rita", 22), ("max", 33)

@@ -11,8 +11,8 @@ from urllib.parse import urlencode
 
 from markupsafe import Markup
 
-from app.views.attention import CODES
 from app.views.pages.document import document, words
+from policies.attention import CODES
 from policies.model import Ticket
 from policies.states import WorkState
 

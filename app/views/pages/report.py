@@ -1,4 +1,4 @@
-"""A repository's report page: the figures of `app.views.report` as tables, with bar charts
+"""A repository's report page: the figures of `policies.report_figures` as tables, with bar charts
 drawn here as inline SVG (no script, no asset)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any
 from markupsafe import Markup
 
 from app.views.pages.document import document
-from app.views.report import Report
+from policies.report_figures import Report
 
 _BAR_HEIGHT, _GAP, _LABEL, _WIDTH = 18, 6, 140, 560
 # Series colours with at least 3:1 against white (WCAG non-text contrast); each is also named in text.

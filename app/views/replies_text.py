@@ -5,12 +5,18 @@ from __future__ import annotations
 
 from functools import singledispatch
 
-from app.store.effects import Effect, assign, comment, reaction
-from app.store.replies import Reply as LimitedReply
+from app.contracts.effect_types import (
+    Effect,
+    LimitedReply,
+    assign,
+    check_run,
+    comment,
+    reaction,
+    status_comment,
+)
 from app.views.markdown import code_span, escape_block, escape_inline, mention
 from app.views.render import headline
 from app.views.status_json import answer_line
-from app.views.surfaces import check_run, status_comment
 from handlers.answers import (
     Answer,
     ArtifactNotFound,

@@ -12,7 +12,7 @@ from aiohttp import web
 
 log = structlog.get_logger(__name__)
 
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+RouteHandler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
 def answer(status: int, message: str, **extra: Any) -> web.Response:
@@ -21,7 +21,7 @@ def answer(status: int, message: str, **extra: Any) -> web.Response:
     return web.Response(status=status, body=body, content_type="application/json")
 
 
-def guarded(handler: Handler) -> Handler:
+def guarded(handler: RouteHandler) -> RouteHandler:
     """`handler`, answering an unexpected error with a logged JSON 500, never a traceback.
 
     A decorator on each route rather than an application middleware: aiohttp runs handlers

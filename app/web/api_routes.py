@@ -33,16 +33,16 @@ import orjson
 import structlog
 from aiohttp import web
 
-from app.bootstrap import Shell
 from app.github.client import GitHubError, NotFound
 from app.github.users import Account, BadToken, UserReads
+from app.runtime.adapters import Adapters
 from app.store.listing import Cursor, Listing
-from app.views.api import earlier_attempt_answer, error_body, outcome_answer
+from app.views.api_text import earlier_attempt_answer, error_body, outcome_answer
 from app.views.status_json import status_object
-from app.web.answers import guarded
 from app.web.api_costs import READS_PER_MINUTE, ApiCosts, OverBudget
 from app.web.bodies import BodyBudget, BodyRefused
 from app.web.openapi import openapi_document
+from app.web.responses import guarded
 from handlers.answers import ArtifactNotFound, CannotRunYet, Malformed, NearMiss
 from handlers.api import ApiCommand, ApiCommandRun, replays_an_earlier_attempt
 from handlers.errors import Missing, TransientError
@@ -122,7 +122,7 @@ class AgentApi:
 
     def __init__(
         self,
-        shell: Shell,
+        shell: Adapters,
         users: UserReads,
         *,
         clock: Callable[[], float] = time.time,

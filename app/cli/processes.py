@@ -1,4 +1,5 @@
-"""Running the long-lived processes: `railyard serve` and `railyard worker`."""
+"""The entry points of the long-lived processes, `railyard serve` and `railyard worker`: each asks
+`app.bootstrap` for what it runs, then runs it until a signal."""
 
 from __future__ import annotations
 
@@ -12,19 +13,14 @@ import structlog
 from aiohttp import web
 from aiohttp.abc import AbstractAccessLogger
 
-from app.bootstrap import wire
+from app.bootstrap import open_database, server, worker_loops
 from app.cli.errors import USAGE, Stop
-from app.github.client import GitHubClient
 from app.logs import ACCESS_LOGGER
-from app.runtime.metrics import Metrics
-from app.runtime.supervisor import close_all, supervise
+from app.runtime.supervisor import close_all
 from app.settings import Settings, railyard_version
 from app.store.database import Database
-from app.store.http_cache import shared_http_cache
-from app.store.limits import SharedLimits
-from app.web.server import create_app
-from app.web.setup import SetupFlow, setup_url, start_setup
-from handlers import ROUTER
+from app.web.server import SETUP
+from app.web.setup import SetupFlow, setup_url
 
 log = structlog.get_logger(__name__)
 
@@ -49,8 +45,8 @@ def run_server(settings: Settings) -> int:
             "no app credentials (APP_ID, PRIVATE_KEY or PRIVATE_KEY_PATH, WEBHOOK_SECRET): "
             "starting in setup mode; POST /webhooks answers 503"
         )
-    setup = None if settings.configured else start_setup(settings)
-    app = create_app(settings, setup=setup)
+    app = server(settings)
+    setup = app.get(SETUP)
     listening = listen(settings.host, settings.port)
     url = f"http://{settings.host}:{listening.getsockname()[1]}"
     web.run_app(
@@ -131,40 +127,31 @@ def run_worker(settings: Settings, concurrency: int) -> int:
     Each worker process also performs outbox effects when the app has credentials.
     """
     _event_loop_policy()
-    database = Database(settings.database_url)
+    database = open_database(settings)
     if database.is_sqlite:
         log.warning("extra workers are meant for PostgreSQL; `serve` already runs one")
-    # Rate-limit pauses, write slots and kept GET answers are shared with every other process.
-    limits, cache = SharedLimits(database), shared_http_cache(settings, database)
-    github = None
-    if settings.configured:
-        github = GitHubClient(settings, Metrics(), limits=limits, http_cache=cache)
-    return asyncio.run(_work(settings, database, concurrency, github))
+    return asyncio.run(_work(settings, database, concurrency))
 
 
-async def _work(settings: Settings, database: Database, concurrency: int, github: GitHubClient | None) -> int:
+async def _work(settings: Settings, database: Database, concurrency: int) -> int:
     await asyncio.to_thread(database.migrate)
-    metrics = Metrics()
-    shell = wire(database, github=github, app_id=settings.app_id)
-    worker = shell.worker(ROUTER, metrics, concurrency=concurrency)
-    outbox = shell.outbox(metrics)
+    # Rate-limit pauses, write slots and kept GET answers are shared with every other process.
+    loops = worker_loops(settings, database, concurrency)
+    github, supervisor = loops.shell.github, loops.supervisor
     if github is not None:
         await github.start()
-    # The same supervised loops as `railyard serve` (app.web.server), built the same way; the
-    # watchdog and housekeeping run in the server only.
-    supervisor = supervise(worker, outbox)
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, supervisor.stop.set)
     supervisor.start()
-    log.info("worker started", worker=worker.name)
+    log.info("worker started", worker=loops.worker.name)
     try:
         await supervisor.stop.wait()
     finally:
         await close_all(
             supervisor.close,
             github.close if github is not None else None,
-            lambda: asyncio.to_thread(shell.store.close),
+            lambda: asyncio.to_thread(loops.shell.store.close),
             lambda: asyncio.to_thread(database.close),
         )
     return 0

@@ -29,9 +29,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
-from app.views.status_json import status_object
 from policies.model import Ticket
 from policies.states import DeploymentState, IntegrationState, WorkState
 from policies.watchdog import Silence
@@ -139,8 +137,3 @@ def claim_overdue(ticket: Ticket, facts: RecordFacts, now: datetime) -> bool:
         return False
     sign = facts.last_sign_of_life
     return since is None or sign is None or sign <= since
-
-
-def status_with_attention(ticket: Ticket, facts: RecordFacts, now: datetime) -> dict[str, Any]:
-    """The `tickets --json` item (and the board's card data): `status --json` plus `attention`."""
-    return {**status_object(ticket), "attention": attention(ticket, facts, now)}

@@ -7,11 +7,14 @@ import asyncio
 import json
 from typing import Any, TextIO
 
+from app.bootstrap import github_client, wire
 from app.cli.common import EXIT_NOT_FOUND, EXIT_USAGE, ready, table, ticket_key
+from app.runtime.metrics import Metrics
 from app.settings import Settings
 from app.store.database import Database
 from app.store.tickets import TicketService
 from app.views.status_json import status_object
+from handlers.resync import resync
 from policies.model import TicketKey
 
 
@@ -104,7 +107,7 @@ def cmd_status(args: argparse.Namespace, database: Database, out: TextIO, err: T
         return EXIT_USAGE
     if not ready(database, err):
         return EXIT_NOT_FOUND
-    ticket = TicketService(database).load(key)
+    ticket = wire(database).tickets.load(key)
     if ticket is None:
         err.write(f"railyard: {args.ticket} is not a ticket (nothing recorded for it).\n")
         return EXIT_NOT_FOUND
@@ -123,7 +126,7 @@ def cmd_events(args: argparse.Namespace, database: Database, out: TextIO, err: T
         return EXIT_USAGE
     if not ready(database, err):
         return EXIT_NOT_FOUND
-    service = TicketService(database)
+    service = wire(database).tickets
     if service.load(key) is None:
         err.write(f"railyard: {args.ticket} is not a ticket (nothing recorded for it).\n")
         return EXIT_NOT_FOUND
@@ -159,12 +162,8 @@ def cmd_resync(args: argparse.Namespace, database: Database, out: TextIO, err: T
 
 
 async def _resync(settings: Settings, database: Database, key: TicketKey) -> list[str]:
-    from app.bootstrap import wire
-    from app.github.client import GitHubClient
-    from app.runtime.metrics import Metrics
-    from handlers.resync import resync
-
-    github = GitHubClient(settings, Metrics())
+    # The shared limits and HTTP cache: a rate-limit pause another process stored holds here too.
+    github = github_client(settings, database, Metrics())
     await github.start()
     try:
         return await resync(wire(database, github=github, app_id=settings.app_id).ports, key)

@@ -1,34 +1,33 @@
-"""The surfaces that show a ticket on GitHub: its status comment and its PRs' check-runs.
+"""The renderers of the surfaces that show a ticket on GitHub: its status comment and its PRs'
+check-runs.
 
-Every change to a ticket enqueues both through the outbox (`TicketService` calls
-`surfaces_for` in the change's transaction). The effects are coalescing: they carry only
-which comment or which commit, and the renderers here read the latest state when the outbox
-writes, so a burst of changes becomes one write per surface.
+Every change to a ticket enqueues both through the outbox (the store calls
+`app.contracts.effect_types.surfaces_for` in the change's transaction). The effects are
+coalescing: they carry only which comment or which commit, and the renderers here read the
+latest state when the outbox writes, so a burst of changes becomes one write per surface.
 """
 
 from __future__ import annotations
 
 import asyncio
-import base64
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import structlog
 
-from app.github.client import GitHubClient, GitHubError
+from app.contracts.effect_types import EffectKind, status_key
+from app.github.client import GitHubClient
 from app.github.config import (
     CONFIG_PATH,
-    ConfigError,
     ConfigLoader,
     LoadedConfig,
     UnlinkedConclusion,
-    parse_repository_config,
 )
+from app.github.proposed_config import ProposedConfigs
 from app.github.roles import CannotVerify, RoleResolver
 from app.runtime.outbox import Renderer
 from app.store.database import Database
-from app.store.effects import Effect, effect_result
+from app.store.effects import effect_result
 from app.store.pulls import stored_pull
 from app.store.tickets import TicketService
 from app.views.render import StatusView, render_check_summary, render_status_comment
@@ -38,38 +37,7 @@ from policies.checks import CHECK_NAME, Conclusion, Linked, Verdict, verdict
 from policies.model import Ticket, TicketKey
 from policies.states import Role
 
-STATUS_COMMENT, CHECK_RUN = "status_comment", "check_run"
 log = structlog.get_logger(__name__)
-
-
-def status_key(repository: str, number: int) -> str:
-    """The dedupe key of a ticket's one status comment."""
-    return f"status:{repository.casefold()}#{number}"
-
-
-def status_comment(installation_id: int, repository: str, number: int) -> Effect:
-    """Write (create once, then edit) the ticket's status comment from its latest state."""
-    key = status_key(repository, number)
-    return Effect(STATUS_COMMENT, installation_id, repository, key, {"number": number}, coalesce=True)
-
-
-def check_run(
-    installation_id: int, repository: str, pull: int, head_sha: str, *, merge_group: bool = False
-) -> Effect:
-    """Write the `railyard` check on one commit of a PR (its head, or a merge-queue commit)."""
-    key = f"check:{repository.casefold()}:{pull}:{head_sha}"
-    payload = {"pull_request": pull, "head_sha": head_sha, "merge_group": merge_group}
-    return Effect(CHECK_RUN, installation_id, repository, key, payload, coalesce=True)
-
-
-def surfaces_for(installation_id: int, ticket: Ticket) -> list[Effect]:
-    """The status comment, and the check on the head of every PR that links the ticket."""
-    repository = ticket.key.repository
-    effects = [status_comment(installation_id, repository, ticket.key.number)]
-    for pr in sorted(ticket.rails.pull_requests.values(), key=lambda p: p.number):
-        if pr.head_sha and (pr.merged_while_linked or (pr.linked and pr.open)):
-            effects.append(check_run(installation_id, repository, pr.number, pr.head_sha))
-    return effects
 
 
 class Surfaces:
@@ -87,7 +55,7 @@ class Surfaces:
 
     def renderers(self) -> dict[str, Renderer]:
         """The outbox renderers, by effect kind."""
-        return {STATUS_COMMENT: self.status_comment, CHECK_RUN: self.check_run}
+        return {EffectKind.STATUS_COMMENT: self.status_comment, EffectKind.CHECK_RUN: self.check_run}
 
     async def status_comment(self, row: Mapping[str, Any]) -> Mapping[str, Any] | None:
         """The comment's body now (ending in the hidden status-json line); None when the issue is
@@ -212,76 +180,3 @@ def _check_payload(
     if link:
         payload["details_url"] = link
     return payload
-
-
-class ProposedConfigs:
-    """The problems of `.github/railyard.yml` as a PR's head has it, when the PR changes the file.
-
-    Asked by the check's renderer, so no handler needs to know: one `pulls/{n}/files` read per
-    head commit (more pages only past 100 changed files), and the file itself only when the PR
-    changes it; the answer is kept in memory per head, so re-rendering the check costs nothing.
-    """
-
-    MAX_PAGES = 30  # GitHub lists at most 3,000 files of a PR
-
-    def __init__(self, github: GitHubClient, cache_size: int = 1024) -> None:
-        """`github` reads the PR's files and the file at its head."""
-        self._github, self._cache_size = github, cache_size
-        self._by_head: OrderedDict[str, tuple[str, ...]] = OrderedDict()
-
-    async def problems(self, installation: int, repository: str, pull: int, head_sha: str) -> tuple[str, ...]:
-        """The file's problems at `head_sha` (the server's messages, one a line); () if fine or unchanged."""
-        key = f"{repository.casefold()}#{pull}@{head_sha}"
-        if key in self._by_head:
-            self._by_head.move_to_end(key)
-            return self._by_head[key]
-        found = await self._read(installation, repository, pull, head_sha)
-        self._by_head[key] = found
-        if len(self._by_head) > self._cache_size:
-            self._by_head.popitem(last=False)
-        return found
-
-    async def _read(self, installation: int, repository: str, pull: int, head_sha: str) -> tuple[str, ...]:
-        try:
-            if not await self._changes_config(installation, repository, pull):
-                return ()
-            found = await self._github.call(
-                "get_file", installation, repository=repository, path=CONFIG_PATH, params={"ref": head_sha}
-            )
-        except GitHubError as error:
-            # The PR or its head is gone (404, 422), or the app cannot read it: the check is still
-            # written, judged on its tickets. Transient failures are raised, and the effect retried.
-            if error.status not in (404, 422):
-                log.warning(
-                    "cannot read the PR's configuration file",
-                    repository=repository,
-                    pull=pull,
-                    status=error.status,
-                )
-            return ()
-        if not isinstance(found, dict) or found.get("type") != "file":
-            return ()
-        text = base64.b64decode(found.get("content") or "").decode("utf-8", errors="replace")
-        try:
-            parse_repository_config(text)
-        except ConfigError as error:
-            return tuple(error.message.splitlines())
-        return ()
-
-    async def _changes_config(self, installation: int, repository: str, pull: int) -> bool:
-        """Whether the PR adds or modifies the file (a PR that removes it leaves the defaults)."""
-        params: Mapping[str, Any] | None = {"per_page": 100}
-        for _ in range(self.MAX_PAGES):
-            page, params = await self._github.call_page(
-                "list_pull_files", installation, params=params, repository=repository, number=pull
-            )
-            for item in page if isinstance(page, list) else []:
-                if (
-                    isinstance(item, dict)
-                    and item.get("filename") == CONFIG_PATH
-                    and item.get("status") != "removed"
-                ):
-                    return True
-            if params is None:
-                return False
-        return False

@@ -15,30 +15,21 @@ from __future__ import annotations
 import hashlib
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
-from typing import Protocol
 
 import httpx
 
-MAX_ENTRY_BYTES = 512 * 1024  # a bigger answer (a large compare) is not worth a row
+from app.contracts.shared_ports import MAX_ENTRY_BYTES, Cached, HttpCache, cache_key
 
-
-@dataclass(frozen=True)
-class Cached:
-    """A GET's answer as kept: its ETag and its raw body."""
-
-    etag: str
-    body: bytes
-
-
-class HttpCache(Protocol):
-    """The port the client's GET path uses."""
-
-    async def get(self, scope: str, url: str) -> Cached | None:
-        """The answer kept for this credential's scope and URL, if any."""
-
-    async def put(self, scope: str, url: str, etag: str, body: bytes) -> None:
-        """Keep (or replace) the answer for this scope and URL."""
+__all__ = [
+    "MAX_ENTRY_BYTES",
+    "Cached",
+    "HttpCache",
+    "MemoryHttpCache",
+    "cache_key",
+    "conditional_get",
+    "installation_scope",
+    "token_scope",
+]
 
 
 async def conditional_get(
@@ -71,11 +62,6 @@ def installation_scope(installation_id: int | None) -> str:
 def token_scope(token: str) -> str:
     """The scope of a user's token: a sha256 of it, so the token itself is never stored."""
     return "user:" + hashlib.sha256(token.encode()).hexdigest()
-
-
-def cache_key(scope: str, url: str) -> str:
-    """The one key of an entry: a sha256 of method, URL and scope (fixed length for an index)."""
-    return hashlib.sha256(f"GET {url} {scope}".encode()).hexdigest()
 
 
 class MemoryHttpCache:

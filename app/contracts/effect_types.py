@@ -1,0 +1,122 @@
+"""The intended GitHub writes (effects), as values: what the handlers' answers become, what the
+store records in the change's transaction, what the outbox performs later.
+
+`EffectKind` names every kind the outbox knows; the two surfaces (`STATUS_COMMENT`,
+`CHECK_RUN`) are rendered from the latest state when performed, the others carry their body.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from policies.model import Ticket
+
+
+class EffectKind(StrEnum):
+    """What an effect writes on GitHub (stored as its value in `outbox_effects.kind`)."""
+
+    REACTION = "reaction"
+    COMMENT = "comment"
+    ASSIGN = "assign"
+    STATUS_COMMENT = "status_comment"
+    CHECK_RUN = "check_run"
+
+
+SURFACES = (EffectKind.STATUS_COMMENT, EffectKind.CHECK_RUN)
+"""The kinds rendered from the latest state when the outbox writes them (coalescing)."""
+
+
+@dataclass(frozen=True)
+class Effect:
+    """One intended write. `payload` holds what the kind needs (number, body, content...)."""
+
+    kind: EffectKind
+    installation_id: int
+    repository: str
+    dedupe_key: str
+    payload: Mapping[str, Any] = field(default_factory=dict)
+    coalesce: bool = False
+
+
+@dataclass(frozen=True)
+class LimitedReply:
+    """A comment answering one person's comment, written only while the person has replies left."""
+
+    installation_id: int
+    repository: str
+    number: int  # the issue or pull request to answer on
+    comment_id: int  # the comment answered (reacted to when over the limit)
+    actor_id: int
+    kind: str
+    body: str
+
+    @property
+    def key(self) -> str:
+        """One reply per answered comment and kind."""
+        return f"{self.kind}:{self.comment_id}"
+
+
+def reaction(installation_id: int, repository: str, comment_id: int, content: str = "+1") -> Effect:
+    """React to a comment (GitHub answers 200 for a reaction that already exists)."""
+    key = f"reaction:{repository}:{comment_id}:{content}"
+    payload = {"comment_id": comment_id, "content": content}
+    return Effect(EffectKind.REACTION, installation_id, repository, key, payload)
+
+
+def comment(installation_id: int, repository: str, number: int, body: str, key: str) -> Effect:
+    """Create one comment on an issue or PR, once, whatever happens."""
+    payload = {"number": number, "body": body}
+    return Effect(EffectKind.COMMENT, installation_id, repository, f"comment:{key}", payload)
+
+
+def assign(installation_id: int, repository: str, number: int, logins: Sequence[str], key: str) -> Effect:
+    """Add assignees to an issue."""
+    payload = {"number": number, "assignees": list(logins)}
+    return Effect(EffectKind.ASSIGN, installation_id, repository, f"assign:{key}", payload)
+
+
+def rerun(effect: Effect) -> Effect:
+    """The surface write marked to be written even when GitHub already shows the same (Re-run)."""
+    return dataclasses.replace(effect, payload={**effect.payload, "rerun": True})
+
+
+def marker(dedupe_key: str) -> str:
+    """The hidden marker that identifies the comment written for one effect."""
+    return f"<!-- railyard:effect:{hashlib.sha256(dedupe_key.encode()).hexdigest()[:20]} -->"
+
+
+def status_key(repository: str, number: int) -> str:
+    """The dedupe key of a ticket's one status comment."""
+    return f"status:{repository.casefold()}#{number}"
+
+
+def status_comment(installation_id: int, repository: str, number: int) -> Effect:
+    """Write (create once, then edit) the ticket's status comment from its latest state."""
+    key = status_key(repository, number)
+    return Effect(
+        EffectKind.STATUS_COMMENT, installation_id, repository, key, {"number": number}, coalesce=True
+    )
+
+
+def check_run(
+    installation_id: int, repository: str, pull: int, head_sha: str, *, merge_group: bool = False
+) -> Effect:
+    """Write the `railyard` check on one commit of a PR (its head, or a merge-queue commit)."""
+    key = f"check:{repository.casefold()}:{pull}:{head_sha}"
+    payload = {"pull_request": pull, "head_sha": head_sha, "merge_group": merge_group}
+    return Effect(EffectKind.CHECK_RUN, installation_id, repository, key, payload, coalesce=True)
+
+
+def surfaces_for(installation_id: int, ticket: Ticket) -> list[Effect]:
+    """The status comment, and the check on the head of every PR that links the ticket."""
+    repository = ticket.key.repository
+    effects = [status_comment(installation_id, repository, ticket.key.number)]
+    for pr in sorted(ticket.rails.pull_requests.values(), key=lambda p: p.number):
+        if pr.head_sha and (pr.merged_while_linked or (pr.linked and pr.open)):
+            effects.append(check_run(installation_id, repository, pr.number, pr.head_sha))
+    return effects

@@ -1,0 +1,38 @@
+"""When GitHub's answer is a rate limit, and until when (Retry-After, the reset header, or a
+minute for a secondary limit that names no time)."""
+
+from __future__ import annotations
+
+from email.utils import parsedate_to_datetime
+
+import httpx
+
+SECONDARY_LIMIT_FALLBACK_SECONDS = 60.0
+
+
+def _retry_after(response: httpx.Response, now: float) -> float | None:
+    value = response.headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return now + float(value)
+    except ValueError:
+        try:
+            return parsedate_to_datetime(value).timestamp()
+        except (TypeError, ValueError):
+            return now + SECONDARY_LIMIT_FALLBACK_SECONDS
+
+
+def rate_limit_until(response: httpx.Response, now: float) -> float | None:
+    """When a 403/429 is a rate limit, the epoch second it lifts; None otherwise."""
+    if response.status_code not in (403, 429):
+        return None
+    retry_at = _retry_after(response, now)
+    if retry_at is not None:
+        return retry_at
+    if response.headers.get("x-ratelimit-remaining") == "0":
+        reset = response.headers.get("x-ratelimit-reset", "")
+        return float(reset) if reset.isdigit() else now + SECONDARY_LIMIT_FALLBACK_SECONDS
+    if response.status_code == 429 or "rate limit" in response.text.lower():
+        return now + SECONDARY_LIMIT_FALLBACK_SECONDS
+    return None

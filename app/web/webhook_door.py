@@ -1,0 +1,156 @@
+"""`POST /webhooks`, the webhook door: verify, store durably, acknowledge (see `app.web.server`
+for the statuses)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+from aiohttp import web
+
+from app.runtime.metrics import Metrics, event_label
+from app.runtime.worker import Worker
+from app.settings import Settings
+from app.store.intake import (
+    MAX_BODY_BYTES,
+    DeliveryWriter,
+    IncomingDelivery,
+    RejectionLog,
+    StoreTimeoutError,
+    verify_signature,
+)
+from app.store.queue import IGNORED, PENDING, REJECTED
+from app.web.bodies import BodyBudget, BodyRefused
+from app.web.payloads import describe, mismatch
+from app.web.responses import answer
+
+SETUP_MODE_MESSAGE = "railyard is in setup mode: set APP_ID, PRIVATE_KEY and WEBHOOK_SECRET, then restart it"
+
+
+class WebhookReceiver:
+    """`POST /webhooks`: verify, store durably, acknowledge.
+
+    Everything a delivery needs is looked up once, when the server is built: this runs for
+    every webhook, thousands of times a second under load.
+    """
+
+    def __init__(
+        self,
+        settings: Settings,
+        writer: DeliveryWriter,
+        metrics: Metrics,
+        routed: frozenset[str],
+        clock: Callable[[], float],
+        worker: Worker | None,
+        bodies: BodyBudget,
+    ) -> None:
+        self._configured = settings.configured
+        self._secrets = [secret.get_secret_value().encode() for secret in settings.webhook_secrets]
+        self._writer = writer
+        self._metrics = metrics
+        self._routed = routed
+        self._clock = clock
+        self._worker = worker
+        self._refusals = RejectionLog()
+        self._bodies = bodies
+
+    async def receive(self, request: web.Request) -> web.Response:
+        """Answer one delivery (see the module docstring for the statuses)."""
+        started = time.perf_counter()
+        if not self._configured:
+            return answer(503, SETUP_MODE_MESSAGE)
+        headers = request.headers
+        event = headers.get("X-GitHub-Event", "").strip()
+        delivery_id = headers.get("X-GitHub-Delivery", "").strip()
+        if not event or not delivery_id or len(delivery_id) > 200 or len(event) > 100:
+            return self._reject(event, 400, "missing or malformed X-GitHub-Event / X-GitHub-Delivery headers")
+        if headers.get("Content-Encoding", "identity").strip().lower() != "identity":
+            return self._reject(event, 415, "Content-Encoding must be identity: GitHub sends plain JSON")
+        if (request.content_length or 0) > MAX_BODY_BYTES:
+            return self._reject(event, 413, "payload larger than 25 MB")
+        try:
+            async with self._bodies.body(request, MAX_BODY_BYTES) as body:
+                return await self._accept(
+                    event, delivery_id, body, started, headers.get("X-Hub-Signature-256")
+                )
+        except BodyRefused as refused:
+            response = self._reject(event, refused.status, refused.message)
+            if refused.retry_after is not None:
+                response.headers["Retry-After"] = str(refused.retry_after)
+            return response
+
+    async def _accept(
+        self, event: str, delivery_id: str, body: bytes, started: float, signature: str | None
+    ) -> web.Response:
+        """Verify the body read whole, store it durably and acknowledge it."""
+        if not verify_signature(body, signature, self._secrets):
+            return self._reject(event, 401, "missing or wrong X-Hub-Signature-256")
+        try:
+            payload = orjson.loads(body)
+        except orjson.JSONDecodeError:
+            return self._reject(event, 400, "body is not JSON")
+        if not isinstance(payload, dict):
+            return self._reject(event, 400, "body is not a JSON object")
+        delivery = self._delivery(event, delivery_id, payload, body)
+        try:
+            stored = await self._writer.store(delivery)
+        except Exception as error:
+            return self._unavailable(delivery, error)
+        self._metrics.ack_seconds.observe(time.perf_counter() - started)
+        if not stored:
+            self._metrics.count_received(event, "duplicate")
+            return web.Response(status=200, body=_ALREADY_STORED, content_type="application/json")
+        if delivery.status == REJECTED:
+            self._metrics.count_received(event, "mismatched")
+            self._refusals.refused(delivery.last_error or "", 202, delivery_id=delivery_id)
+            return answer(202, _MISMATCH, reason=delivery.last_error)
+        self._metrics.count_received(event, "stored")
+        if delivery.status == PENDING and self._worker is not None:
+            self._worker.notify()
+        return web.Response(status=202, body=_STORED, content_type="application/json")
+
+    def _delivery(
+        self, event: str, delivery_id: str, payload: dict[str, Any], body: bytes
+    ) -> IncomingDelivery:
+        """The row to store: rejected, and never processed, when the payload is not of its event."""
+        facts = describe(event, payload)
+        wrong = mismatch(event, payload)
+        now = self._clock()
+        status = REJECTED if wrong else PENDING if event in self._routed else IGNORED
+        return IncomingDelivery(
+            delivery_id=delivery_id,
+            event=event,
+            action=facts.action,
+            installation_id=facts.installation_id,
+            repository=facts.repository,
+            ordering_key=facts.ordering_key,
+            status=status,
+            payload=body.decode(),
+            payload_bytes=len(body),
+            received_at=now,
+            next_attempt_at=now,
+            last_error=wrong,
+        )
+
+    def _unavailable(self, delivery: IncomingDelivery, error: Exception) -> web.Response:
+        """503: not stored (the database is locked or down); GitHub records the failure."""
+        reason = f"could not store a delivery: {type(error).__name__}"
+        fields: dict[str, Any] = {"delivery_id": delivery.delivery_id, "error": str(error)[:200]}
+        if not isinstance(error, StoreTimeoutError):  # a timeout needs no traceback; the rest do
+            fields["exc_info"] = error
+        self._refusals.refused(reason, 503, **fields)
+        return answer(503, _UNAVAILABLE, delivery=delivery.delivery_id)
+
+    def _reject(self, event: str, status: int, message: str) -> web.Response:
+        """Refuse a request, counted under a known event name (or `other`) and logged sparingly."""
+        self._metrics.count_received(event, "rejected")
+        self._refusals.refused(message, status, github_event=event_label(event))
+        return answer(status, message)
+
+
+_MISMATCH = "rejected: the payload does not have the shape of X-GitHub-Event; stored, never processed"
+_UNAVAILABLE = "could not store the delivery (the database is locked or unreachable); GitHub can redeliver it"
+_STORED = orjson.dumps({"message": "stored"})
+_ALREADY_STORED = orjson.dumps({"message": "already stored"})

@@ -1,0 +1,47 @@
+"""The pure parts of the one door (`app.store.tickets.execute_in`): which decision a change
+gets, how its operation is named, which events open an attempt, the stored spelling of a
+key. The store and the in-memory fake both take them from here.
+"""
+
+from __future__ import annotations
+
+from policies.commands import Command, Context
+from policies.engine import decide, observe
+from policies.events import Event, EventType
+from policies.model import Ticket, TicketKey
+from policies.notices import NOTICES, Notice, NoticeContext, decide_notice, notice_name
+from policies.rails import OBSERVATIONS, Observation, ObservationContext, observation_to_data
+from policies.refusals import Refusal
+
+Change = Command | Observation | Notice
+"""What can change a ticket: a person's command, an observation of GitHub, a notice."""
+ChangeContext = Context | ObservationContext | NoticeContext
+"""Who and when, for each kind of change."""
+
+# The events that open a new attempt (their data carries the attempt number).
+OPENS_ATTEMPT = frozenset({EventType.CLAIMED, EventType.SENT_BACK, EventType.DELIVERED})
+
+
+def normalize_key(key: TicketKey) -> TicketKey:
+    """Repository names are case-insensitive on GitHub; store one spelling."""
+    return TicketKey(key.repository.casefold(), key.number)
+
+
+def decide_change(ticket: Ticket, change: Change, context: ChangeContext) -> tuple[Event, ...] | Refusal:
+    """The core's decision for a command, an observation or a notice."""
+    if isinstance(change, OBSERVATIONS) and isinstance(context, ObservationContext):
+        return observe(ticket, change, context)
+    if isinstance(change, NOTICES) and isinstance(context, NoticeContext):
+        return decide_notice(ticket, change, context)
+    if not isinstance(change, OBSERVATIONS + NOTICES) and isinstance(context, Context):
+        return decide(ticket, change, context)
+    raise TypeError(f"{type(change).__name__} cannot run with {type(context).__name__}")
+
+
+def change_name(change: Change) -> str:
+    """How an operation names its change: `/claim`, `observation:branch`, a notice's name."""
+    if isinstance(change, OBSERVATIONS):
+        return f"observation:{observation_to_data(change)['kind']}"
+    if isinstance(change, NOTICES):
+        return notice_name(change)
+    return f"/{change.name.value}"
