@@ -8,7 +8,7 @@ from typing import Any
 
 import aiohttp
 
-from app.web.api import AGENT_API
+from app.web.api_routes import AGENT_API
 from policies.budgets import Budget
 from tests.e2e.test_api import TICKETS, call, command, installation_calls, token
 from tests.e2e.world import REPO, World
