@@ -40,8 +40,8 @@ import httpx
 from aiohttp import web
 
 from github_standin import running_standin
-from tests.e2e.world import REPO, World, standin_state
-from tests.fakes import app_settings, running_server
+from support.servers import app_settings, running_server
+from support.world import REPO, World, standin_state
 
 TICKETS = f"/api/v1/repos/{REPO}/tickets"
 

@@ -49,8 +49,8 @@ from app.store.database import Database
 from app.store.effects import marker
 from bench.api_pace import run_pace
 from github_standin import Call, StandinState, running_standin
-from tests.e2e.world import CONFIG, REPO, World, event_payload, pull_request_payload, standin_state
-from tests.fakes import app_settings, running_server
+from support.servers import app_settings, running_server
+from support.world import CONFIG, REPO, World, event_payload, pull_request_payload, standin_state
 
 FIRST = 100
 # The log's changes that move something people see (observations are evidence, not changes).

@@ -36,8 +36,8 @@ from sqlalchemy import text
 from app.store.database import Database
 from github_standin import Call, StandinState, running_standin
 from policies.states import WorkState
-from tests.e2e.world import CONFIG, REPO, World, standin_state
-from tests.fakes import app_settings, running_server
+from support.servers import app_settings, running_server
+from support.world import CONFIG, REPO, World, standin_state
 
 FIRST = 500
 EVIDENCE = ("repository_observed", "deployment_observed")

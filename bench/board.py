@@ -37,7 +37,7 @@ from policies.model import TicketKey
 from policies.notices import WATCHDOG_ACTOR, NoticeContext, OverdueObserved, overdue_operation_id
 from policies.rails import ObservationContext, PullRequestObserved
 from policies.states import WorkState
-from tests.fakes import REQUESTER, REVIEWER, RUNNER, Comments
+from support.comments import REQUESTER, REVIEWER, RUNNER, Comments
 
 REPO, OTHER = "bench/board", "bench/other"
 

@@ -26,7 +26,7 @@ import aiohttp
 from app.store.database import Database
 from bench.board import OTHER, REPO, fill
 from github_standin import StandinState, running_standin
-from tests.fakes import app_settings, running_server
+from support.servers import app_settings, running_server
 
 
 async def timed(client: aiohttp.ClientSession, path: str, runs: int) -> tuple[float, float, int]:

@@ -89,8 +89,8 @@ from bench.chaos_checks import (
 )
 from bench.postgres_cluster import PrivateCluster
 from github_standin import running_standin
-from tests.e2e.world import World
-from tests.fakes import ServerProcess, server_env
+from support.servers import ServerProcess, server_env
+from support.world import World
 
 FIRST = 100
 

@@ -28,8 +28,8 @@ from app.store.queue import queue_depth
 from bench.api_calls import Stream, Ticket
 from bench.postgres_cluster import PrivateCluster
 from github_standin import Call, LimitWatch, RandomFaults, StandinState, running_standin
-from tests.e2e.world import CONFIG, REPO, World, standin_state
-from tests.fakes import ServerProcess, app_settings, drained, running_server, signed_headers
+from support.servers import ServerProcess, app_settings, drained, running_server, signed_headers
+from support.world import CONFIG, REPO, World, standin_state
 
 GITHUB_TIMEOUT = aiohttp.ClientTimeout(total=10)  # GitHub gives up on a delivery after 10 s
 

@@ -17,7 +17,7 @@ from app.store.effects import marker
 from bench.chaos_actors import ChaosStream, Delivery
 from github_standin import StandinState
 from policies.checks import CHECK_NAME
-from tests.e2e.world import REPO, World
+from support.world import REPO, World
 
 MARKER_PREFIX = "<!-- railyard:effect:"
 

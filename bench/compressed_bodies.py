@@ -21,7 +21,7 @@ sys.path.insert(0, str(ROOT))
 
 import aiohttp
 
-from tests.fakes import ServerProcess, server_env, signed_headers
+from support.servers import ServerProcess, server_env, signed_headers
 
 
 def peak_kib(pid: int) -> int:

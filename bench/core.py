@@ -23,7 +23,8 @@ from app.store.database import Database
 from app.store.tickets import TicketService
 from policies.commands import Accept, Claim, Command, Deliver, Publish, SendBack
 from policies.model import Actor, TicketKey
-from tests.fakes import REQUESTER, REVIEWER, RUNNER, Comments, reset_schema
+from support.comments import REQUESTER, REVIEWER, RUNNER, Comments
+from support.databases import reset_schema
 
 TRANSITIONS_PER_TICKET = 6
 

@@ -39,9 +39,10 @@ from handlers import ROUTER
 from handlers.routing import WebhookEvent
 from policies.commands import Claim, Publish
 from policies.model import TicketKey
-from tests.conftest import sqlite_database
-from tests.e2e.world import REPO, event_payload, pull_request_payload
-from tests.fakes import REQUESTER, RUNNER, Comments, app_settings
+from support.comments import REQUESTER, RUNNER, Comments
+from support.databases import sqlite_database
+from support.servers import app_settings
+from support.world import REPO, event_payload, pull_request_payload
 
 FIRST, SECOND, THIRD, OLD = "a1" * 20, "a2" * 20, "a3" * 20, "0b" * 20
 CONFIG = "deployments:\n  environments: [production]\n"

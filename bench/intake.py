@@ -44,7 +44,9 @@ from app.store.database import Database
 from app.store.intake import IncomingDelivery, sign, write_batch
 from app.store.queue import deliveries, queue_depth
 from bench.postgres_cluster import PrivateCluster
-from tests.fakes import WEBHOOK_SECRET, ServerProcess, example, private_key_pem, reset_schema
+from support.databases import reset_schema
+from support.payloads import example
+from support.servers import WEBHOOK_SECRET, ServerProcess, private_key_pem
 
 PAYLOAD_BYTES = 13 * 1024
 WRK_SCRIPT = """

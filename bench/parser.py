@@ -13,7 +13,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from policies.parser import parse_comment
-from tests.unit.pathological import pathological_bodies
+from support.pathological import pathological_bodies
 
 
 def seconds(body: str) -> float:

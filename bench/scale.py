@@ -79,7 +79,7 @@ from bench.scale_backlog import (
     seed,
 )
 from github_standin import Fault, StandinProcess, standin_subprocess
-from tests.fakes import ServerProcess, server_env, signed_headers
+from support.servers import ServerProcess, server_env, signed_headers
 
 RETRY_AFTER = 2
 

@@ -17,7 +17,7 @@ from app.store.database import Database
 from app.store.effects import marker
 from github_standin import StandinProcess, account_id
 from github_standin.common import fake_sha
-from tests.e2e.world import CONFIG, MEMBERS, comment_payload
+from support.world import CONFIG, MEMBERS, comment_payload
 
 FIRST_INSTALLATION = 7000
 CONFIG_EXTRA = "limits:\n  commands_per_hour: 100000\n"  # one runner and one reviewer do all the work

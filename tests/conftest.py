@@ -23,7 +23,8 @@ import pytest
 from sqlalchemy import create_engine, make_url, text
 
 from app.store.database import Database
-from tests.fakes import reset_schema
+from support.databases import reset_schema
+from support.databases import sqlite_database as sqlite_database
 
 APPEND_ONLY_AND_OTHER_TABLES = (
     "operations, delivery_records, attempts, ticket_events, tickets, "
@@ -82,13 +83,6 @@ def _empty(database: Database) -> None:
     # TRUNCATE is not a row-level UPDATE or DELETE, so the append-only triggers allow it.
     with database.engine.begin() as connection:
         connection.execute(text(f"TRUNCATE {APPEND_ONLY_AND_OTHER_TABLES} RESTART IDENTITY CASCADE"))
-
-
-def sqlite_database(path: Path) -> Database:
-    """A fresh, migrated SQLite file."""
-    database = Database(f"sqlite:///{path}", pool_size=12)
-    database.migrate()
-    return database
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])

@@ -12,7 +12,7 @@ import pytest
 
 from app.store.database import Database
 from github_standin import running_standin
-from tests.e2e.world import World, standin_state
+from support.world import World, standin_state
 from tests.fakes import app_settings, running_server
 
 

@@ -17,7 +17,7 @@ from app.store.database import Database
 from app.store.tickets import TicketService
 from github_standin import Fault, running_standin
 from policies.model import TicketKey
-from tests.e2e.world import REPO, World, standin_state
+from support.world import REPO, World, standin_state
 from tests.fakes import app_settings, running_server
 
 

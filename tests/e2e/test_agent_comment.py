@@ -18,7 +18,7 @@ import pytest
 from app.cli import main
 from app.store.database import Database
 from github_standin import running_standin
-from tests.e2e.world import REPO, World, comment_payload, standin_state
+from support.world import REPO, World, comment_payload, standin_state
 from tests.fakes import app_settings, running_server
 
 SUMMARY = "Uploads resume after a dropped connection.\n/accept is not a command here."

@@ -17,9 +17,9 @@ from app.contracts.effect_types import status_key
 from app.store.effects import marker
 from app.views.status_json import answer_line, status_line
 from github_standin.state import CheckRun
+from support.world import FIX, REPO
 from tests.e2e import test_agent_comment
 from tests.e2e.test_agent_comment import AgentWorld
-from tests.e2e.world import FIX, REPO
 
 agents = test_agent_comment.agents  # the same fixture: the server, the stand-in, the step's files
 GITHUB_ACTIONS_APP = 15368  # the app id of GitHub Actions, whose check-runs are named after jobs

@@ -15,7 +15,7 @@ from app.web.api_routes import AGENT_API
 from github_standin import Fault, running_standin
 from policies.budgets import Budget
 from policies.model import TicketKey
-from tests.e2e.world import REPO, World, standin_state
+from support.world import REPO, World, standin_state
 from tests.fakes import app_settings, running_server
 
 TICKETS = f"/api/v1/repos/{REPO}/tickets"

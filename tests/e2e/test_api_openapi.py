@@ -9,7 +9,7 @@ from aiohttp import web
 from app.views.api_text import REFUSAL_STATUS
 from app.web.openapi import openapi_document
 from policies.refusals import RefusalCode
-from tests.e2e.world import World
+from support.world import World
 
 
 def _routes(app: web.Application) -> set[tuple[str, str]]:

@@ -10,8 +10,8 @@ import aiohttp
 
 from app.web.api_routes import AGENT_API
 from policies.budgets import Budget
+from support.world import REPO, World
 from tests.e2e.test_api import TICKETS, call, command, installation_calls, token
-from tests.e2e.world import REPO, World
 
 
 def outsider_limit(world: World, limit: int) -> None:

@@ -13,8 +13,8 @@ from sqlalchemy import update
 from app.store.effects import effects_table, enqueue, reaction
 from bench.chaos import Options, Violated, campaign
 from github_standin import Fault, running_standin
+from support.world import REPO, World, standin_state
 from tests.conftest import sqlite_database
-from tests.e2e.world import REPO, World, standin_state
 from tests.fakes import app_settings, running_server
 
 

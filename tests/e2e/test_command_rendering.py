@@ -10,7 +10,7 @@ import re
 import pytest
 from markdown_it import MarkdownIt
 
-from tests.e2e.world import World
+from support.world import World
 
 _MARKDOWN = MarkdownIt("commonmark")
 _CODE = re.compile(r"<code>(.*?)</code>", re.S)

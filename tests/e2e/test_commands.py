@@ -14,7 +14,7 @@ from app.store.queue import list_deliveries, requeue
 from app.store.tickets import TicketService
 from github_standin import repository_id
 from policies.model import TicketKey
-from tests.e2e.world import CONFIG, FIX, REPO, World
+from support.world import CONFIG, FIX, REPO, World
 from tests.fakes import example
 
 

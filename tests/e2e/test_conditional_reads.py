@@ -6,7 +6,7 @@ from pathlib import Path
 
 from app.store.database import Database
 from github_standin import running_standin
-from tests.e2e.world import REPO, World, standin_state
+from support.world import REPO, World, standin_state
 from tests.fakes import app_settings, running_server
 
 CONFIG = f"/repos/{REPO}/contents/.github/railyard.yml"

@@ -3,8 +3,8 @@ through the real server: the check reads the PR's files and the file at the PR's
 
 from __future__ import annotations
 
+from support.world import CONFIG, FIX, REPO, World, pull_request_payload
 from tests.e2e.test_surfaces import check_on, delivered_on_pull_request, verdict
-from tests.e2e.world import CONFIG, FIX, REPO, World, pull_request_payload
 
 CONFIG_PATH = ".github/railyard.yml"
 BROKEN = CONFIG + "tickets:\n  lable: ready\n"  # CONFIG starts with an empty line: `lable` is on line 12

@@ -3,8 +3,8 @@ checked against a newer deployment through the commit that deployed them, not on
 
 from __future__ import annotations
 
+from support.world import REPO, World
 from tests.e2e.test_rails_events import LATER, OLDER, both, deployment, two_merged_tickets
-from tests.e2e.world import REPO, World
 
 NEWER = "e2" * 20
 

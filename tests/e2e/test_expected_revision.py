@@ -3,7 +3,7 @@ GitHub the stand-in; a stale revision is refused naming the current one, the cur
 
 from __future__ import annotations
 
-from tests.e2e.world import World
+from support.world import World
 
 
 async def test_a_stale_rev_is_refused_naming_the_current_revision_and_the_current_one_applies(

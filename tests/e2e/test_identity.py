@@ -4,7 +4,7 @@ through the real server with signed webhooks (issue 12, items 1, 2, 3 and 10).""
 
 from __future__ import annotations
 
-from tests.e2e.world import REPO, World
+from support.world import REPO, World
 
 
 async def accept_ticket_12(world: World) -> None:

@@ -16,7 +16,7 @@ from app.contracts.effect_types import status_key
 from app.store.database import Database
 from app.store.effects import effect_counts, marker
 from github_standin import Fault, StandinState, running_standin
-from tests.e2e.world import FIX, REPO, comment_payload, pull_request_payload, standin_state
+from support.world import FIX, REPO, comment_payload, pull_request_payload, standin_state
 from tests.fakes import ServerProcess, server_env, signed_headers
 
 

@@ -9,7 +9,7 @@ import pytest
 from app.store.tickets import TicketService
 from github_standin import account_id
 from policies.model import TicketKey
-from tests.e2e.world import REPO, World, event_payload, pull_request_payload
+from support.world import REPO, World, event_payload, pull_request_payload
 
 FORK_HEAD = "ab" * 20
 

@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
+from support.world import REPO, World
 from tests.e2e.test_api import installation_calls
-from tests.e2e.world import REPO, World
 
 
 async def test_a_role_less_accounts_flood_of_commented_commands_costs_the_installation_little(

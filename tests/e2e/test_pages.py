@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from github_standin import Fault
-from tests.e2e.web_world import HOSTILE, PRIVATE_REPO, WebWorld, seed_tickets, web_world
+from support.web_world import HOSTILE, PRIVATE_REPO, WebWorld, seed_tickets, web_world
 
 
 @pytest.fixture

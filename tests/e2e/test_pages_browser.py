@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.web_world import HOSTILE, PRIVATE_REPO, WebWorld, seed_tickets, web_world
+from support.web_world import HOSTILE, PRIVATE_REPO, WebWorld, seed_tickets, web_world
 
 
 @pytest.fixture

@@ -23,7 +23,7 @@ import pytest
 
 from app.store.database import Database
 from github_standin import running_standin
-from tests.e2e.world import World, standin_state
+from support.world import World, standin_state
 from tests.fakes import ServerHandle, app_settings, free_port, running_server
 
 BIN = Path("/usr/lib/postgresql/15/bin")

@@ -24,8 +24,8 @@ from app.store.tickets import TicketService
 from github_standin import Fault, StandinState, running_standin
 from policies.events import EventType
 from policies.model import TicketKey
+from support.world import REPO, comment_payload, standin_state
 from tests.conftest import _empty
-from tests.e2e.world import REPO, comment_payload, standin_state
 from tests.fakes import ServerProcess, server_env, signed_headers
 
 pytestmark = pytest.mark.postgres

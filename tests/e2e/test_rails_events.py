@@ -11,7 +11,7 @@ import pytest
 
 from app.store.queue import list_deliveries
 from github_standin import repository_id
-from tests.e2e.world import CONFIG, FIX, REPO, World, event_payload, pull_request_payload
+from support.world import CONFIG, FIX, REPO, World, event_payload, pull_request_payload
 from tests.fakes import FIXTURES
 
 

@@ -9,7 +9,7 @@ from typing import Any
 from app.cli import main
 from app.settings import Settings
 from github_standin import account_id
-from tests.e2e.world import REPO, World, pull_request_payload
+from support.world import REPO, World, pull_request_payload
 
 
 def cli_json(world: World, *argv: str) -> Any:

@@ -14,7 +14,7 @@ import pytest
 from app.store.tickets import TicketService
 from github_standin.events import repository_moved
 from policies.model import TicketKey
-from tests.e2e.web_world import PRIVATE_REPO, WebWorld, say_in, web_world
+from support.web_world import PRIVATE_REPO, WebWorld, say_in, web_world
 
 ARCHIVE = "acme/vault-archive"
 

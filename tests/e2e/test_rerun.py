@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.e2e.world import FIX, REPO, World, event_payload, pull_request_payload
+from support.world import FIX, REPO, World, event_payload, pull_request_payload
 
 APP_ID = 1  # the e2e server's APP_ID
 

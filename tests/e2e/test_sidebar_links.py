@@ -5,7 +5,7 @@ delays the link instead of losing it."""
 from __future__ import annotations
 
 from github_standin import Fault
-from tests.e2e.world import REPO, World, pull_request_payload
+from support.world import REPO, World, pull_request_payload
 
 HEAD = "c" * 40
 

@@ -14,7 +14,7 @@ from app.web.access import RECHECK_SECONDS
 from app.web.oauth import SIGN_IN
 from app.web.sessions import SESSION_COOKIE, STATE_COOKIE
 from github_standin import Fault
-from tests.e2e.web_world import PRIVATE_REPO, WebWorld, say_in, web_settings, web_world
+from support.web_world import PRIVATE_REPO, WebWorld, say_in, web_settings, web_world
 from tests.fakes import app_settings, running_server
 
 

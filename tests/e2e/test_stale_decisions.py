@@ -8,8 +8,8 @@ from datetime import datetime, timedelta
 from app.store.tickets import TicketService
 from policies.events import EventType
 from policies.model import TicketKey
+from support.world import REPO, World
 from tests.e2e.test_api import delivered
-from tests.e2e.world import REPO, World
 
 KEY = TicketKey(REPO, 12)
 

@@ -15,7 +15,7 @@ from app.store.queue import list_deliveries
 from app.web.bodies import IN_FLIGHT_BYTES
 from app.web.server import BODIES
 from github_standin import running_standin
-from tests.e2e.world import REPO, World, standin_state
+from support.world import REPO, World, standin_state
 from tests.fakes import app_settings, running_server
 
 NEAR_24_MB = 24 * 1024 * 1024

@@ -8,7 +8,7 @@ import json
 from app.cli import main
 from app.settings import Settings
 from app.views.status_json import MARKER, parse_status_line
-from tests.e2e.world import REPO, World
+from support.world import REPO, World
 
 
 def status_json(world: World, number: int = 12) -> object:

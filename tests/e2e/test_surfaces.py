@@ -8,7 +8,7 @@ from typing import Any
 from app.contracts.effect_types import status_key
 from app.store.effects import marker
 from github_standin import Fault
-from tests.e2e.world import FIX, REPO, World, event_payload, pull_request_payload
+from support.world import FIX, REPO, World, event_payload, pull_request_payload
 
 NEW_HEAD = "a" * 40
 

@@ -7,7 +7,7 @@ from sqlalchemy import select
 
 from app.store.effects import effects_table
 from app.store.queue import list_deliveries
-from tests.e2e.world import REPO, World
+from support.world import REPO, World
 
 
 def effects(world: World, kind: str) -> list[tuple[str, str | None]]:

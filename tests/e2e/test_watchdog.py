@@ -20,7 +20,7 @@ from app.store.tickets import TicketService, tickets
 from github_standin import running_standin
 from policies.events import EventType
 from policies.model import TicketKey
-from tests.e2e.world import REPO, World, event_payload, standin_state
+from support.world import REPO, World, event_payload, standin_state
 from tests.fakes import app_settings, running_server
 
 KEY = TicketKey(REPO, 12)

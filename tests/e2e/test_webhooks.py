@@ -12,7 +12,7 @@ from app.store.installations import active_repositories, status_of
 from app.store.queue import list_deliveries
 from app.web.payloads import SUBSCRIBED_EVENTS, UNLISTED_EVENTS
 from github_standin import repository_id
-from tests.e2e.world import REPO, World
+from support.world import REPO, World
 from tests.fakes import FIXTURES, app_settings, drained, example, running_server, signed_headers
 
 PING = example("api.github.com", "ping", "01-none.json")

@@ -12,7 +12,7 @@ from app.github.proposed_config import ProposedConfigs
 from app.runtime.metrics import Metrics
 from github_standin import Fault, StandinState, running_standin
 from handlers.errors import TransientError
-from tests.e2e.world import FIX, REPO, standin_state
+from support.world import FIX, REPO, standin_state
 from tests.fakes import app_settings
 
 CONFIG_PATH = ".github/railyard.yml"

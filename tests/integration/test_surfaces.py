@@ -27,7 +27,7 @@ from policies.commands import Claim, Context, Draft, Publish
 from policies.model import Actor, TicketKey
 from policies.rails import CheckObserved, ObservationContext, PullRequestObserved, RailPolicy
 from policies.states import Role
-from tests.e2e.world import FIX, REPO, standin_state
+from support.world import FIX, REPO, standin_state
 from tests.fakes import StillClock, app_settings
 
 KEY = TicketKey(REPO, 12)

@@ -32,8 +32,8 @@ from policies.events import EventType
 from policies.model import TicketKey
 from policies.notices import IssueStateObserved, NoticeContext
 from policies.states import WorkState
+from support.world import comment_payload, event_payload
 from tests.conftest import sqlite_database
-from tests.e2e.world import comment_payload, event_payload
 from tests.fakes import REQUESTER, RUNNER, START, Comments, app_settings
 
 

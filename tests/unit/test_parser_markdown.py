@@ -8,8 +8,8 @@ import pytest
 from policies.commands import Accept, Claim, Deliver, SendBack
 from policies.markdown_blocks import MAX_NESTING, LineKind, scan_markdown
 from policies.parser import ParsedComment, parse_comment
+from support.pathological import pathological_bodies
 from tests.unit.parser_helpers import command_of
-from tests.unit.pathological import pathological_bodies
 
 # --- where a command may stand -------------------------------------------------------------
 

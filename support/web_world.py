@@ -15,8 +15,8 @@ import aiohttp
 
 from app.store.database import Database
 from github_standin import RunningStandin, StandinState, running_standin
-from tests.e2e.world import World, comment_payload, standin_state
-from tests.fakes import ServerHandle, app_settings, running_server
+from support.servers import ServerHandle, app_settings, running_server
+from support.world import World, comment_payload, standin_state
 
 PRIVATE_REPO = "acme/vault"
 

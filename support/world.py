@@ -18,7 +18,8 @@ from app.views.render import StatusView
 from app.views.status_json import status_comment_body
 from github_standin import StandinState, account_id, repository_id
 from policies.model import TicketKey
-from tests.fakes import drained, example
+from support.payloads import example
+from support.servers import drained
 
 REPO = "acme/web"
 MAIN, FIX = "1" * 40, "f" * 40
@@ -65,7 +66,7 @@ def comment_payload(
 
     `user_id` is the author's account (by default the stand-in's stable id for the login).
     """
-    payload = json.loads(example("api.github.com", "issue_comment", "02-created.json"))
+    payload: dict[str, Any] = json.loads(example("api.github.com", "issue_comment", "02-created.json"))
     comment_id = comment.pop("id", None) or next(_comment_ids)
     payload["installation"] = {"id": 7, "node_id": "MDIzOkludGVncmF0aW9uSW5zdGFsbGF0aW9uNw=="}
     payload["repository"]["full_name"], payload["repository"]["name"] = REPO, "web"
@@ -164,7 +165,7 @@ class World:
 
 def event_payload(event: str, name: str, **changes: Any) -> dict[str, Any]:
     """A real example payload of `event`, moved to acme/web under installation 7."""
-    payload = json.loads(example("api.github.com", event, name))
+    payload: dict[str, Any] = json.loads(example("api.github.com", event, name))
     payload["installation"] = {"id": 7}
     payload["repository"]["full_name"], payload["repository"]["name"] = REPO, "web"
     payload["repository"]["id"] = repository_id(REPO)  # the stand-in's acme/web
