@@ -13,7 +13,9 @@ goes on, so `/accept` is quoted). Leaf blocks:
   declarations, CDATA, block-level tags, any complete tag alone on its line): CODE for
   <pre>, <script>, <style> and <textarea>, which GitHub shows preformatted or strips; HTML
   for block-level and lone tags (`<details>`: GitHub renders the text in them, so links
-  there count, but a command there is raw HTML and does not run); HIDDEN for the others;
+  there count, but a command there is raw HTML and does not run); HIDDEN for the others.
+  A lone tag cannot interrupt a paragraph, but on a lazy line it ends the containers left
+  unmatched and starts its block (cmark's reading, so GitHub's: `- a` then `<span>`);
 - ATX and setext headings and thematic breaks: PROSE that never starts a command;
 - paragraphs: PROSE outside block quotes, QUOTE inside. Their inline content
   (`policies.markdown_inline`) says which characters are code spans, tags or comments, over
@@ -349,7 +351,9 @@ class _Blocks:
             self._open(_Leaf("fence", fence=(run[0], len(run), cursor.indent()[0])))
             self._record("code", cursor)
             return True
-        kind = _html_kind(raw, first, can_be_tag=not tip_is_paragraph)
+        # A lone tag (kind 7) cannot interrupt a paragraph, but, as cmark (and so GitHub)
+        # reads it, it does start a block on a lazy line: `- a` then `<span>` ends the item.
+        kind = _html_kind(raw, first, can_be_tag=not in_paragraph)
         if kind is not None:
             self._close(matched)
             end = _HTML_KINDS[kind][1]
@@ -403,7 +407,8 @@ class _Blocks:
 def _html_kind(raw: str, first: int, can_be_tag: bool) -> int | None:
     """Which HTML block the line starts at `first` (0 to 6 for CommonMark's kinds 1 to 7), or None.
 
-    Kind 7 (any complete tag alone on its line) cannot interrupt a paragraph."""
+    Kind 7 (any complete tag alone on its line) cannot interrupt a paragraph (`can_be_tag`
+    is false only where the line would continue one with all its containers matched)."""
     if raw[first : first + 1] != "<":
         return None
     for kind, (start, _) in enumerate(_HTML_KINDS):

@@ -10,13 +10,39 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
+from markdown_it.rules_block import StateBlock
+from markdown_it.rules_block.html_block import HTML_SEQUENCES, html_block
 from markdown_it.token import Token
 
 from policies.markdown_blocks import split_lines
 from policies.parser import parse_comment
 
 COMMAND = "/accept"
+_LONE_TAG = HTML_SEQUENCES[-1][0]  # CommonMark's HTML block kind 7: a complete tag alone
+
+
+def _html_block_as_cmark(state: StateBlock, start: int, end: int, silent: bool) -> bool:
+    """markdown-it-py's HTML block rule, with cmark's reading of a lone tag on a lazy line.
+
+    A tag alone on its line (kind 7) cannot interrupt a paragraph, and markdown-it-py keeps it
+    as a lazy continuation (`- text` then `<span>`: inline HTML in the item's paragraph).
+    cmark, and so cmark-gfm and GitHub, asks only whether the line continues a paragraph
+    with all its containers matched: on a lazy line the tag closes the containers left
+    unmatched and starts an HTML block, and what follows up to a blank line is raw HTML.
+    Lazy lines are the ones a block quote asks its terminators about, and in a paragraph
+    those indented less than their list item's content.
+    """
+    if not silent or html_block(state, start, end, True):
+        return html_block(state, start, end, silent)
+    lazy = state.parentType == "blockquote" or 0 <= state.sCount[start] < state.blkIndent
+    line = state.src[state.bMarks[start] + state.tShift[start] : state.eMarks[start]]
+    return lazy and not state.is_code_block(start) and _LONE_TAG.search(line) is not None
+
+
 _MARKDOWN = MarkdownIt("commonmark")
+_MARKDOWN.block.ruler.at(
+    "html_block", _html_block_as_cmark, {"alt": ["paragraph", "reference", "blockquote"]}
+)
 
 
 def oracle_runs(body: str) -> bool:
@@ -88,6 +114,15 @@ FIXED_CORPUS: list[tuple[str, bool]] = [
     ("> ```\n/accept", True),  # the quote ends, and with it the fence
     ("- ```\n/accept", True),
     ("- ```\n  /accept", False),
+    # A tag alone on a lazy line ends the containers it does not continue and starts an HTML
+    # block up to a blank line, as cmark (GitHub) reads it: raw HTML, so no command.
+    ("text\n   1. text\n    ```\n</pre>\ntext\n/accept", False),  # found by the property
+    ("- text\n<span>\n/accept", False),
+    ("- text\n</pre>\n/accept", False),
+    ("- > text\n  <span>\n  /accept", False),  # the item goes on, the quote does not
+    ("> text\n<span>\n\n/accept", True),  # the HTML block ends at the blank line
+    ("- text\n  <span>\n  /accept", True),  # not lazy: the tag cannot interrupt a paragraph
+    ("text\n<span>\n/accept", True),
 ]
 
 
@@ -96,6 +131,15 @@ def test_the_issues_cases_run_as_commonmark_renders_them(body: str, runs: bool) 
     """Each fixed case runs exactly when the oracle says, and the oracle agrees with the table."""
     assert oracle_runs(body) is runs
     assert parser_runs(body) is runs
+
+
+def test_a_list_items_paragraph_goes_on_over_a_line_four_columns_in_below_it() -> None:
+    """`   1. a` then `    ```` is lazy paragraph text (spec, cmark), so the command after runs.
+
+    markdown-it-py departs here (it reads a fence that ends the item), so this case is pinned
+    against cmark's reading and kept out of the generated corpus."""
+    assert parser_runs("   1. text\n    ```\n    /accept") is True
+    assert parser_runs("   1. text\n    ```\n</pre>\n/accept") is False
 
 
 # --- the generated corpus ------------------------------------------------------------------
@@ -129,11 +173,15 @@ def comments(draw: st.DrawFn) -> str:
     With nested block quotes, no line is indented four columns: there markdown-it-py departs
     from CommonMark's reference implementation (cmark, which GitHub's cmark-gfm is built on):
     `> > a` then `    b` it reads as indented code, where the spec's lazy continuation (and
-    cmark) keep `b` in the inner quote's paragraph, as the scanner does.
+    cmark) keep `b` in the inner quote's paragraph, as the scanner does. Nor with a list item
+    whose content starts past column four (`   1. `): below it markdown-it-py measures a
+    line's indent from the item's content, so `   1. a` then `    ```` it reads as a fence that
+    ends the item (and then as indented code), where the spec and cmark keep the line, four
+    columns in, as a lazy continuation of the item's paragraph, as the scanner does.
     """
     count = draw(st.integers(min_value=1, max_value=8))
     prefixes = [draw(_PREFIXES) for _ in range(count + 1)]
-    if any(prefix.startswith("> >") for prefix in prefixes):
+    if any(prefix.startswith("> >") or prefix == "   1. " for prefix in prefixes):
         prefixes = ["" if prefix in ("    ", "\t") else prefix for prefix in prefixes]
     lines = [prefix + draw(_LINES) for prefix in prefixes[:count]]
     if COMMAND not in "".join(lines):
