@@ -18,7 +18,15 @@ from github_standin.common import Json
 from github_standin.render import Render
 from github_standin.state import Repository, StandinState
 
-_EXAMPLES = Path(__file__).parent.parent / "fixtures" / "webhooks" / "api.github.com" / "repository"
+# The examples are test fixtures of the checkout (not shipped in the wheel: only tests send these events).
+_EXAMPLES = (
+    Path(__file__).resolve().parent.parent
+    / "tests"
+    / "fixtures"
+    / "webhooks"
+    / "api.github.com"
+    / "repository"
+)
 
 
 def repository_moved(
