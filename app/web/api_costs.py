@@ -26,7 +26,7 @@ from collections.abc import Callable
 
 from app.github.reads import rules_from
 from app.runtime.adapters import Adapters
-from app.store.budgets import SqlBudgets, spend
+from app.store.budgets import spend
 from app.web.token_checks import TokenChecks
 from handlers.outsiders import admit, settle
 from handlers.ports import Rules
@@ -59,7 +59,7 @@ class ApiCosts:
         self.reads = WindowCounter(Budget("reads", reads_per_minute, 60.0))
         self.lookups = WindowCounter(Budget("installation lookups", LOOKUPS_PER_HOUR, 3600.0))
         self.tokens = TokenChecks()
-        self._budgets = SqlBudgets(shell.database, clock)
+        self._budgets = shell.ports.budgets  # built once, in app.bootstrap
 
     async def known_rules(self, installation_id: int, repository: str) -> Rules:
         """The rules last read for the repository, however long ago: a limit is checked before
