@@ -270,7 +270,7 @@ async def test_when_github_will_not_answer_for_the_token_about_the_repository_th
 
 
 async def test_one_key_sent_for_two_tickets_at_once_changes_only_the_first(world: World) -> None:
-    """A key raced onto another ticket replays the first outcome: 422, and nothing lands on the other.
+    """A key raced onto another ticket: whichever request comes second gets 422, and nothing lands on #13.
 
     (Found in review: the loser's delivery report once ran on its own ticket without a role check.)
     """
@@ -284,7 +284,9 @@ async def test_one_key_sent_for_two_tickets_at_once_changes_only_the_first(world
         return await command(world, "cody", "/deliver branch=agent/12-fix -- not on 13", 13, key="K")
 
     first, second = await asyncio.gather(command(world, "cody", "/claim", 12, key="K"), deliver_on_13())
-    assert first[0] == 200 and (second[0], second[1]["error"]["code"]) == (422, "idempotency_key_reused")
+    # Which request the server takes first is up to the scheduler: the later one replays 422.
+    reused = [answer for answer in (first, second) if answer[0] == 422]
+    assert len(reused) == 1 and reused[0][1]["error"]["code"] == "idempotency_key_reused"
     after = [r.event.type.value for r in TicketService(world.database).history(TicketKey(REPO, 13))]
     assert after == before and world.ticket(13).rails.integration.value == "unreported"
 
