@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
+from policies.acceptance import InvalidReason, Validity, holds_at
 from policies.model import Ticket
 from policies.states import WorkState
 
@@ -28,10 +29,24 @@ class Conclusion(StrEnum):
 
 @dataclass(frozen=True)
 class Linked:
-    """One ticket a PR links, as railyard knows it (None: the issue is not a ticket)."""
+    """One ticket a PR links, as railyard knows it (None: the issue is not a ticket).
+
+    `validity`: its acceptance judged when the check is computed (None: not judged, only what
+    the record says counts); `head_tree`: the tree sha of the head being judged, when known.
+    """
 
     number: int
     ticket: Ticket | None
+    validity: Validity | None = None
+    head_tree: str | None = None
+
+
+INVALID_WORDS = {
+    InvalidReason.EXPIRED: "acceptance expired",
+    InvalidReason.REVIEWER_LOST_ROLE: "acceptance no longer holds: the reviewer lost the role",
+    InvalidReason.NOW_HIGH_RISK: "acceptance no longer holds: now high-risk, self-verified",
+    InvalidReason.SELF_VERIFICATION_DISALLOWED: "acceptance no longer holds: self-verification is disallowed",
+}
 
 
 @dataclass(frozen=True)
@@ -50,18 +65,39 @@ _WAITING = {
 }
 
 
-def blocking_reason(ticket: Ticket | None, head_sha: str | None) -> str | None:
-    """Why `ticket` does not pass the check at `head_sha`, or None when it is accepted there."""
+def blocking_reason(
+    ticket: Ticket | None,
+    head_sha: str | None,
+    validity: Validity | None = None,
+    head_tree: str | None = None,
+) -> str | None:
+    """Why `ticket` does not pass the check at `head_sha`, or None when it is accepted there: an
+    acceptance that no longer holds, or a head with other content than the accepted commit."""
     if ticket is None or ticket.work is None:
         return "not a ticket"
     if ticket.work is WorkState.CLAIMED:
         return "sent back" if ticket.sent_back else "awaiting delivery"
     if ticket.work is not WorkState.ACCEPTED:
         return _WAITING[ticket.work]
-    accepted_at = ticket.review.commit if ticket.review else None
-    if head_sha is None or accepted_at != head_sha:
+    review = ticket.review
+    if review is None:
+        return "accepted commit differs from head"
+    if review.invalidated is not None:
+        return INVALID_WORDS[InvalidReason(review.invalidated)]
+    if validity is not None and not validity.valid and validity.reason is not None:
+        return INVALID_WORDS[validity.reason]
+    if not holds_at(review, head_sha, head_tree):
         return "accepted commit differs from head"
     return None
+
+
+def accepted_line(ticket: Ticket | None, head_sha: str | None) -> str:
+    """The line of a ticket that passes: accepted at this very commit, or at one with its content."""
+    review = ticket.review if ticket is not None else None
+    commit: str | None = review.commit if review is not None else None
+    if commit is not None and head_sha is not None and head_sha.casefold() != commit.casefold():
+        return f"accepted at {commit[:12]}, same content (tree) as this commit"
+    return "accepted at this commit"
 
 
 def verdict(
@@ -79,8 +115,14 @@ def verdict(
             return Verdict(Conclusion.SUCCESS, "no linked ticket")
         return Verdict(Conclusion.ACTION_REQUIRED, "link the ticket")
     ordered = sorted(linked, key=lambda item: item.number)
-    reasons = [(item.number, blocking_reason(item.ticket, head_sha)) for item in ordered]
-    lines = tuple(f"#{number}: {reason or 'accepted at this commit'}" for number, reason in reasons)
+    reasons = [
+        (item.number, blocking_reason(item.ticket, head_sha, item.validity, item.head_tree))
+        for item in ordered
+    ]
+    tickets = {item.number: item.ticket for item in ordered}
+    lines = tuple(
+        f"#{number}: {reason or accepted_line(tickets[number], head_sha)}" for number, reason in reasons
+    )
     blocking = [(number, reason) for number, reason in reasons if reason is not None]
     if not blocking:
         count = "the linked ticket is" if len(linked) == 1 else f"all {len(linked)} linked tickets are"

@@ -21,3 +21,11 @@ def whole_second(moment: datetime) -> datetime:
 def end_of_second(reported: datetime) -> datetime:
     """The first moment after GitHub's second `reported`: a time before it was "by" `reported`."""
     return whole_second(reported) + SECOND
+
+
+def after(moment: datetime, span: timedelta) -> datetime:
+    """`moment + span`, or the latest moment a date can hold when that would overflow."""
+    try:
+        return moment + span
+    except OverflowError:
+        return datetime.max.replace(tzinfo=moment.tzinfo)

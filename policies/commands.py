@@ -12,7 +12,7 @@ from enum import StrEnum
 from typing import ClassVar
 
 from policies.model import Actor
-from policies.states import SelfVerification
+from policies.states import Role, SelfVerification
 
 
 class CommandName(StrEnum):
@@ -131,3 +131,13 @@ class Context:
     config_error: str | None = None
     on_pull_request: bool = False  # the command was written on a pull request, which never creates a ticket
     via: str | None = None  # how the command came other than by comment ("api"), kept on its events
+    # -- what an acceptance binds and is judged by (SPEC: Acceptance that stays true) --
+    acceptance_expires_after_days: int | None = 30
+    acceptance_ci_required: bool = False  # `acceptance.ci: require`
+    agents_may_accept: bool = False  # `acceptance.by: anyone`
+    actor_is_agent: bool = False  # a Bot account, or one `agents:` names
+    ci_state: str | None = None  # the delivered commit's CI (`policies.ci.CiState`), read now
+    ci_checks: tuple[str, ...] = ()  # the checks that decided `ci_state`
+    tree: str | None = None  # the delivered commit's tree sha, read now
+    description_digest: str | None = None  # the title and body now
+    reviewer_roles: frozenset[Role] | None = None  # the current acceptance's reviewer's roles now

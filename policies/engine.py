@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
 
-from policies.clocks import whole_second
+from policies.acceptance import InvalidReason, Standing, Validity, expires_at, judge
 from policies.commands import (
     MAX_CHECK_IN_MINUTES,
     Accept,
@@ -27,9 +27,11 @@ from policies.commands import (
     Reopen,
     SendBack,
 )
+from policies.decisions import command_label as _name
+from policies.decisions import stale_decision
 from policies.events import Event, EventType, RailEvent
 from policies.fold import apply, apply_all
-from policies.model import Delivery, Ticket
+from policies.model import Delivery, Review, Ticket
 from policies.rails import Observation, ObservationContext, decide_observation
 from policies.refusals import Refusal, RefusalCode
 from policies.states import (
@@ -91,6 +93,8 @@ def decide(ticket: Ticket, command: Command, ctx: Context) -> Decision:
     row = next((r for r in rows if ticket.work in r.sources), None)
     if row is None:
         return _wrong_state(ticket, command, rows)
+    if row.target in row.sources and _standing_of(ticket, ctx).valid:
+        return _wrong_state(ticket, command, rows)  # a renewal row: only for one that lapsed
     used = next((q for q in row.allowed if holds(ticket, ctx, q)), None)
     if used is None:
         who = " or ".join(q.value for q in row.allowed)
@@ -110,12 +114,6 @@ def decide(ticket: Ticket, command: Command, ctx: Context) -> Decision:
     return _GUARDS[command.name](ticket, command, ctx, row, used)
 
 
-def _name(command: Command) -> str:
-    if isinstance(command, Accept) and command.mode is not AcceptMode.REVIEW:
-        return f"/accept --{command.mode.value}"
-    return f"/{command.name.value}"
-
-
 def _wrong_state(ticket: Ticket, command: Command, rows: tuple[Transition, ...]) -> Refusal:
     if ticket.exists and command.name is CommandName.DRAFT:
         return Refusal(
@@ -123,7 +121,14 @@ def _wrong_state(ticket: Ticket, command: Command, rows: tuple[Transition, ...])
             f"/draft: this issue is already a ticket ({ticket.work}).",
             "Use /status to see where it stands.",
         )
-    wanted = sorted({s.value for r in rows for s in r.sources if s is not None})
+    if ticket.work is WorkState.ACCEPTED and command.name is CommandName.ACCEPT:
+        return Refusal(
+            RefusalCode.WRONG_STATE,
+            f"{_name(command)}: the ticket is accepted and its acceptance still holds; only an "
+            "acceptance that no longer holds (expired, or its reviewer's role gone) is renewed.",
+            "Use /status to see what can happen next and who can do it.",
+        )
+    wanted = sorted({s.value for r in rows for s in r.sources if s is not None and s is not r.target})
     return Refusal(
         RefusalCode.WRONG_STATE,
         f"{_name(command)} needs the ticket to be {' or '.join(wanted) or 'new'}; it is {ticket.work}.",
@@ -275,69 +280,94 @@ def _deliver(
     return (_event(EventType.DELIVERED, ctx, used, data),)
 
 
-def decided_before_delivery(ctx: Context, delivery: Delivery) -> bool:
-    """Whether the decision in `ctx` was written before `delivery` was, as far as can be known.
-
-    The two times come from two clocks: a comment's `created_at` is GitHub's, in whole
-    seconds, and comment ids rise in the order comments are written; an API request's time is
-    railyard's, to the microsecond, and it has no comment id. So:
-
-    - An API decision runs when it arrives, and the delivery it decides on was recorded before
-      that: never stale.
-    - A comment decision on a comment delivery: (created_at, id) against (created_at, id),
-      exact, since ids order comments written in the same second.
-    - A comment decision on an API delivery: a comment received before the delivery was
-      recorded (both on railyard's clock) was written before it; otherwise its second against
-      the delivery's second. In the delivery's own second, a comment received after the
-      delivery cannot be placed (GitHub says nothing finer than the second, and the delivery
-      has no id to order it by): it is taken as written after, so a review written after a
-      delivery is never refused as stale.
-    """
-    if ctx.comment_id is None or ctx.comment_at is None or delivery.comment_at is None:
-        return False
-    if delivery.comment_id is not None:
-        return (ctx.comment_at, ctx.comment_id) < (delivery.comment_at, delivery.comment_id)
-    if ctx.received_at is not None and ctx.received_at < delivery.comment_at:
-        return True
-    return whole_second(ctx.comment_at) < whole_second(delivery.comment_at)
-
-
-def _stale(ticket: Ticket, command: Command, ctx: Context) -> Refusal | None:
-    """A decision written before the current delivery's `/deliver` looked at older work."""
-    delivery = ticket.current_delivery
-    if delivery is None or not decided_before_delivery(ctx, delivery):
-        return None
-    return Refusal(
-        RefusalCode.STALE_DECISION,
-        f"{_name(command)} was written before attempt {delivery.attempt}'s delivery; "
-        "it refers to older work.",
-        "Look at the current delivery, then comment again.",
-    )
-
-
 def _accept(ticket: Ticket, command: Accept, ctx: Context, row: Transition, used: Qualification) -> Decision:
     delivery = ticket.current_delivery
-    assert delivery is not None  # a delivered ticket always has its delivery
-    stale = _stale(ticket, command, ctx)
+    assert delivery is not None  # a delivered or accepted ticket always has its delivery
+    if ctx.actor_is_agent and not ctx.agents_may_accept:
+        return Refusal(
+            RefusalCode.AGENTS_CANNOT_ACCEPT,
+            f"{_name(command)}: @{ctx.actor.login} is an agent (a bot, or listed under agents:) "
+            "and agents never accept work, their own or another's.",
+            "Ask a person who is a reviewer to /accept.",
+        )
+    renewing = _standing_of(ticket, ctx) if ticket.work is WorkState.ACCEPTED else None
+    stale = stale_decision(ticket, command, ctx)
     if stale is not None:
         return stale
     is_runner = _is_runner(ticket, delivery, ctx)
     refusal = _accept_refusal(command, ctx, is_runner)
     if refusal is not None:
         return refusal
+    ci = ctx.ci_state or "none"
+    if ctx.acceptance_ci_required and ci != "passed":
+        names = ", ".join(ctx.ci_checks) or "no check has run"
+        return Refusal(
+            RefusalCode.CI_NOT_PASSED,
+            f"{_name(command)}: CI on the delivered commit {_short(delivery.commit)} is {ci} "
+            f"({names}); this repository accepts only work whose CI passed (acceptance.ci: require).",
+            "Wait for the checks to pass (or fix them and deliver again), then /accept.",
+        )
     kind = {
         AcceptMode.REVIEW: ReviewKind.INDEPENDENT,
         AcceptMode.SELF: ReviewKind.SELF_VERIFIED,
         AcceptMode.OVERRIDE: ReviewKind.OVERRIDE,
     }[command.mode]
-    data = {
+    decided_at = ctx.comment_at or ctx.at
+    data: dict[str, Any] = {
         "attempt": delivery.attempt,
         "commit": delivery.commit,
+        "tree": ctx.tree or delivery.tree,
         "delivery_operation_id": delivery.operation_id,
         "review": kind.value,
         "reason": command.reason.strip() or None,
+        "decided_at": _iso(decided_at),
+        "description_digest": ctx.description_digest or ticket.description_digest,
+        "ci": {"state": ci, "checks": list(ctx.ci_checks)},
     }
-    return (_event(EventType.ACCEPTED, ctx, used, data),)
+    written = Review(
+        ctx.actor.login, kind, delivery.attempt, delivery.commit, None, ctx.at, decided_at=decided_at
+    )
+    expiry = expires_at(written, ctx.acceptance_expires_after_days)
+    data["expires_at"] = _iso(expiry)
+    events: list[Event] = []
+    review = ticket.review
+    if renewing is not None and review is not None:
+        data["renews"] = review.revision
+        if not renewing.recorded and renewing.reason is not None:
+            events.append(_lapse(ctx, review.revision, renewing))
+    events.append(_event(EventType.ACCEPTED, ctx, used, data))
+    if expiry is not None and expiry <= ctx.at:  # a late redelivery: recorded, and at once expired
+        late = Validity(False, InvalidReason.EXPIRED, expiry)
+        events.append(_lapse(ctx, ticket.revision + len(events), late))
+    return tuple(events)
+
+
+def _standing_of(ticket: Ticket, ctx: Context) -> Validity:
+    """The current acceptance judged at the command's time, with what the command's edge read."""
+    assert ticket.review is not None  # an accepted ticket always has its review
+    standing = Standing(
+        at=ctx.at,
+        expires_after_days=ctx.acceptance_expires_after_days,
+        self_verification=ctx.self_verification,
+        high_risk=ctx.high_risk,
+        reviewer_roles=ctx.reviewer_roles,
+    )
+    return judge(ticket.review, standing)
+
+
+def _lapse(ctx: Context, acceptance: int, validity: Validity) -> Event:
+    """`acceptance_invalidated` for the acceptance at revision `acceptance`, recorded by railyard."""
+    assert validity.reason is not None
+    data: dict[str, Any] = {"acceptance": acceptance, "reason": validity.reason.value}
+    if validity.expires_at is not None:
+        data["expires_at"] = validity.expires_at.isoformat()
+    return Event(
+        EventType.ACCEPTANCE_INVALIDATED, "railyard", None, ctx.at, ctx.operation_id, ctx.policy_version, data
+    )
+
+
+def _short(sha: str | None) -> str:
+    return sha[:12] if sha else "(none)"
 
 
 def _is_runner(ticket: Ticket, delivery: Delivery, ctx: Context) -> bool:
@@ -393,7 +423,7 @@ def _send_back(
     assert delivery is not None
     if not command.feedback.strip():
         return _missing(command, "feedback for the runner", "/send-back The tests still fail on Windows.")
-    stale = _stale(ticket, command, ctx)
+    stale = stale_decision(ticket, command, ctx)
     if stale is not None:
         return stale
     if _is_runner(ticket, delivery, ctx):
@@ -413,6 +443,8 @@ def _send_back(
 
 
 def _reopen(ticket: Ticket, command: Reopen, ctx: Context, row: Transition, used: Qualification) -> Decision:
+    if Relation.CLAIMANT in row.allowed and holds(ticket, ctx, Relation.CLAIMANT):
+        used = Relation.CLAIMANT  # giving the work up: recorded as the claimant, whatever else they hold
     if not command.reason.strip():
         return _missing(command, "a reason", "/reopen The approach does not scale; needs a rethink.")
     data = {

@@ -26,6 +26,8 @@ class EventType(StrEnum):
     CLAIM_OVERDUE = "claim_overdue"
     ISSUE_CLOSED = "issue_closed"
     ISSUE_REOPENED = "issue_reopened"
+    ACCEPTANCE_INVALIDATED = "acceptance_invalidated"
+    DESCRIPTION_CHANGED = "description_changed"
 
 
 RAIL_EVENT_TYPES = frozenset(
@@ -38,9 +40,18 @@ RAIL_EVENT_TYPES = frozenset(
 )
 """The only types repository and deployment inputs can produce."""
 
-NOTICE_EVENT_TYPES = frozenset({EventType.CLAIM_OVERDUE, EventType.ISSUE_CLOSED, EventType.ISSUE_REOPENED})
-"""What railyard notices without a command (an overdue claim, the issue closed or reopened):
-recorded on the ticket, never moving any of its three rails."""
+NOTICE_EVENT_TYPES = frozenset(
+    {
+        EventType.CLAIM_OVERDUE,
+        EventType.ISSUE_CLOSED,
+        EventType.ISSUE_REOPENED,
+        EventType.ACCEPTANCE_INVALIDATED,
+        EventType.DESCRIPTION_CHANGED,
+    }
+)
+"""What railyard notices without a command (an overdue claim, the issue closed or reopened, an
+acceptance that stopped holding, the description edited): recorded on the ticket, never moving
+any of its three rails."""
 
 
 @dataclass(frozen=True)

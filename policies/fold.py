@@ -12,7 +12,7 @@ from dataclasses import replace
 from datetime import datetime
 
 from policies.events import RAIL_EVENT_TYPES, Event, EventType, RailEvent
-from policies.model import Delivery, Review, Ticket, same_account, same_login
+from policies.model import Delivery, Feedback, Review, Ticket, same_account, same_login
 from policies.rails import Rails, apply_rail_event
 from policies.states import DeploymentState, ReviewKind, WorkState
 
@@ -68,7 +68,17 @@ def _published(ticket: Ticket, event: Event) -> Ticket:
     no_code = bool(event.data["no_code"])
     rails = ticket.rails.not_applicable() if no_code else ticket.rails
     owner, owner_id = event.data["owner"], event.data.get("owner_id")
-    return replace(ticket, work=WorkState.OPEN, owner=owner, owner_id=owner_id, no_code=no_code, rails=rails)
+    digest = event.data.get("description_digest") or ticket.description_digest
+    return replace(
+        ticket,
+        work=WorkState.OPEN,
+        owner=owner,
+        owner_id=owner_id,
+        no_code=no_code,
+        rails=rails,
+        description_digest=digest,
+        description_changed=None,
+    )
 
 
 def _claimed(ticket: Ticket, event: Event) -> Ticket:
@@ -82,6 +92,7 @@ def _claimed(ticket: Ticket, event: Event) -> Ticket:
         attempt_branch=event.data["branch"],
         review=None,
         sent_back=False,
+        description_changed=None,  # the claimant took the description as it is now
     )
 
 
@@ -100,6 +111,7 @@ def _delivered(ticket: Ticket, event: Event) -> Ticket:
         operation_id=event.operation_id,
         at=event.at,
         runner_id=event.actor_id,
+        tree=data.get("tree"),
     )
     return replace(
         ticket,
@@ -114,7 +126,10 @@ def _delivered(ticket: Ticket, event: Event) -> Ticket:
 
 
 def _accepted(ticket: Ticket, event: Event) -> Ticket:
+    """An acceptance, or its renewal; one recorded before trees, CI and expiry were bound has
+    none of them (CI `none`, expiry from when it was recorded)."""
     data = event.data
+    ci = data.get("ci") or {}
     review = Review(
         reviewer=event.actor,
         kind=ReviewKind(data["review"]),
@@ -123,17 +138,64 @@ def _accepted(ticket: Ticket, event: Event) -> Ticket:
         reason=data["reason"],
         at=event.at,
         reviewer_id=event.actor_id,
+        role=event.role,
+        decided_at=_parse_time(data.get("decided_at")),
+        tree=data.get("tree"),
+        ci=str(ci.get("state") or "none"),
+        ci_checks=tuple(ci.get("checks") or ()),
+        description_digest=data.get("description_digest"),
+        policy_version=event.policy_version,
+        revision=ticket.revision,
+        renews=data.get("renews"),
+        expires_at=_parse_time(data.get("expires_at")),
+        expiry_bound="expires_at" in data,
     )
-    return replace(ticket, work=WorkState.ACCEPTED, review=review)
+    return replace(ticket, work=WorkState.ACCEPTED, review=review, description_changed=None)
+
+
+def _acceptance_invalidated(ticket: Ticket, event: Event) -> Ticket:
+    review = ticket.review
+    if review is None or review.revision != event.data.get("acceptance") or review.invalidated:
+        return ticket  # a later acceptance replaced the one it judged
+    return replace(ticket, review=replace(review, invalidated=str(event.data["reason"])))
+
+
+def _description_changed(ticket: Ticket, event: Event) -> Ticket:
+    since = {WorkState.ACCEPTED: "acceptance", WorkState.CLAIMED: "claim", WorkState.DELIVERED: "claim"}
+    changed = since.get(ticket.work) if ticket.work else None
+    return replace(
+        ticket,
+        description_digest=event.data.get("new_digest"),
+        description_changed=changed or ticket.description_changed,
+    )
+
+
+def _feedback(event: Event, kind: str, text: str | None, attempt: int) -> Feedback | None:
+    if not text:
+        return None
+    return Feedback(kind, str(text), event.actor, event.actor_id, event.at, attempt)
 
 
 def _sent_back(ticket: Ticket, event: Event) -> Ticket:
-    return replace(ticket, work=WorkState.CLAIMED, attempt=event.data["attempt"], review=None, sent_back=True)
+    data = event.data
+    feedback = _feedback(
+        event, "sent_back", data.get("feedback"), data.get("previous_attempt", ticket.attempt)
+    )
+    return replace(
+        ticket,
+        work=WorkState.CLAIMED,
+        attempt=data["attempt"],
+        review=None,
+        sent_back=True,
+        feedback=feedback or ticket.feedback,
+    )
 
 
 def _reopened(ticket: Ticket, event: Event) -> Ticket:
+    feedback = _feedback(event, "reopened", event.data.get("reason"), ticket.attempt)
     return replace(
         ticket,
+        feedback=feedback or ticket.feedback,
         work=WorkState.OPEN,
         claimant=None,
         claimant_id=None,
@@ -168,4 +230,6 @@ _APPLIERS: dict[EventType, Callable[[Ticket, Event], Ticket]] = {
     EventType.CLAIM_OVERDUE: _recorded_only,
     EventType.ISSUE_CLOSED: _issue_closed,
     EventType.ISSUE_REOPENED: _issue_reopened,
+    EventType.ACCEPTANCE_INVALIDATED: _acceptance_invalidated,
+    EventType.DESCRIPTION_CHANGED: _description_changed,
 }

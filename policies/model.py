@@ -82,6 +82,7 @@ class Delivery:
     operation_id: str
     at: datetime
     runner_id: int | None = None
+    tree: str | None = None  # the delivered commit's tree sha, when GitHub said it
 
     def same_work_as(self, commit: str | None, artifacts: tuple[str, ...]) -> bool:
         """A delivery whose resolved commit and artifacts are unchanged is not progress."""
@@ -90,7 +91,13 @@ class Delivery:
 
 @dataclass(frozen=True)
 class Review:
-    """How the current acceptance was reached, bound to one delivery and its commit."""
+    """How the current acceptance was reached, and everything it was bound to.
+
+    `decided_at` is when the decision was written (the accepting comment's `created_at`; for the
+    API, when railyard recorded it), from which the expiry counts. Acceptances recorded before
+    railyard bound trees, CI and descriptions have None there (CI `none`), and their expiry
+    counts from the time they were recorded.
+    """
 
     reviewer: str
     kind: ReviewKind
@@ -99,6 +106,35 @@ class Review:
     reason: str | None
     at: datetime
     reviewer_id: int | None = None
+    role: str | None = None  # the role the decision was made in
+    decided_at: datetime | None = None
+    tree: str | None = None  # the accepted commit's tree sha
+    ci: str = "none"  # the delivered commit's CI when accepted: passed, failed, pending, ...
+    ci_checks: tuple[str, ...] = ()  # the checks that decided `ci`
+    description_digest: str | None = None
+    policy_version: str = ""
+    revision: int = 0  # the `accepted` event's revision
+    renews: int | None = None  # the revision of the acceptance this one renewed
+    invalidated: str | None = None  # the recorded reason it stopped holding (`InvalidReason`)
+    expires_at: datetime | None = None  # bound when accepted (None with `expiry_bound`: never)
+    expiry_bound: bool = False  # False: recorded before expiries were bound; counted from `at`
+
+    @property
+    def written_at(self) -> datetime:
+        """When the decision was written, from which its expiry counts."""
+        return self.decided_at or self.at
+
+
+@dataclass(frozen=True)
+class Feedback:
+    """What the next attempt should know: the latest send-back feedback or reopen reason."""
+
+    kind: str  # "sent_back" or "reopened"
+    text: str
+    by: str
+    by_id: int | None
+    at: datetime
+    attempt: int
 
 
 @dataclass(frozen=True)
@@ -122,6 +158,9 @@ class Ticket:
     last_delivery: Delivery | None = None
     deliveries: int = 0
     review: Review | None = None
+    feedback: Feedback | None = None
+    description_digest: str | None = None  # of the issue's title and body, as last recorded
+    description_changed: str | None = None  # "claim" or "acceptance": edited since that, unseen
     sent_back: bool = False  # the current attempt was opened by `/send-back`
     closed: bool = False  # the issue is closed on GitHub: shown, not watched; WorkState is untouched
     rails: Rails = field(default_factory=Rails)

@@ -37,8 +37,28 @@ class OverdueObserved:
     limit_minutes: int
 
 
-Notice = IssueStateObserved | OverdueObserved
-NOTICES = (IssueStateObserved, OverdueObserved)
+@dataclass(frozen=True)
+class AcceptanceLapsed:
+    """The acceptance recorded at revision `acceptance` no longer holds, for `reason`
+    (`policies.acceptance.InvalidReason`), judged at the notice's time."""
+
+    acceptance: int
+    reason: str
+    expires_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class DescriptionEdited:
+    """The issue's title or body was edited: its description digest went from `old` to `new`."""
+
+    old_digest: str | None
+    new_digest: str
+    title_changed: bool = False
+    body_changed: bool = False
+
+
+Notice = IssueStateObserved | OverdueObserved | AcceptanceLapsed | DescriptionEdited
+NOTICES = (IssueStateObserved, OverdueObserved, AcceptanceLapsed, DescriptionEdited)
 
 
 @dataclass(frozen=True)
@@ -56,6 +76,10 @@ def notice_name(notice: Notice) -> str:
     """How the operations table names the change."""
     if isinstance(notice, OverdueObserved):
         return "watchdog:claim_overdue"
+    if isinstance(notice, AcceptanceLapsed):
+        return "acceptance:invalidated"
+    if isinstance(notice, DescriptionEdited):
+        return "issue:edited"
     return "issue:closed" if notice.closed else "issue:reopened"
 
 
@@ -65,10 +89,20 @@ def overdue_operation_id(repository: str, number: int, attempt: int, silent_sinc
     return f"overdue:{repository.casefold()}#{number}:{attempt}:{since}"
 
 
+def invalidated_operation_id(repository: str, number: int, acceptance: int) -> str:
+    """One operation per acceptance: however often (and by whatever path) it is judged lapsed,
+    `acceptance_invalidated` is recorded once."""
+    return f"invalidated:{repository.casefold()}#{number}:{acceptance}"
+
+
 def decide_notice(ticket: Ticket, notice: Notice, ctx: NoticeContext) -> tuple[Event, ...] | Refusal:
     """The event recording the notice, nothing when it no longer holds, a refusal for a non-ticket."""
     if not ticket.exists:
         return Refusal(RefusalCode.NOT_A_TICKET, f"{ticket.key} is not a ticket.")
+    if isinstance(notice, AcceptanceLapsed):
+        return _lapsed(ticket, notice, ctx)
+    if isinstance(notice, DescriptionEdited):
+        return _edited(ticket, notice, ctx)
     if isinstance(notice, IssueStateObserved):
         if notice.closed == ticket.closed:
             return ()
@@ -96,3 +130,49 @@ def still_watched(ticket: Ticket, notice: OverdueObserved) -> bool:
         and ticket.attempt == notice.attempt
         and same_login(ticket.claimant, notice.claimant)
     )
+
+
+def _lapsed(ticket: Ticket, notice: AcceptanceLapsed, ctx: NoticeContext) -> tuple[Event, ...]:
+    """`acceptance_invalidated`, once, while the acceptance judged is still the ticket's."""
+    review = ticket.review
+    if ticket.work is not WorkState.ACCEPTED or review is None:
+        return ()
+    if review.revision != notice.acceptance or review.invalidated is not None:
+        return ()
+    data: dict[str, object] = {
+        "acceptance": notice.acceptance,
+        "reason": notice.reason,
+        "reviewer": review.reviewer,
+        "reviewer_id": review.reviewer_id,
+        "review": review.kind.value,
+    }
+    if notice.expires_at is not None:
+        data["expires_at"] = notice.expires_at.astimezone(UTC).isoformat()
+    event = Event(
+        EventType.ACCEPTANCE_INVALIDATED, ctx.actor, None, ctx.at, ctx.operation_id, ctx.policy_version, data
+    )
+    return (event,)
+
+
+def _edited(ticket: Ticket, notice: DescriptionEdited, ctx: NoticeContext) -> tuple[Event, ...]:
+    """`description_changed` when the title or body now reads differently from the record."""
+    if notice.new_digest == ticket.description_digest:
+        return ()
+    data = {
+        "old_digest": notice.old_digest or ticket.description_digest,
+        "new_digest": notice.new_digest,
+        "title_changed": notice.title_changed,
+        "body_changed": notice.body_changed,
+        "work": ticket.work.value if ticket.work else None,
+    }
+    event = Event(
+        EventType.DESCRIPTION_CHANGED,
+        ctx.actor,
+        None,
+        ctx.at,
+        ctx.operation_id,
+        ctx.policy_version,
+        data,
+        ctx.actor_id,
+    )
+    return (event,)

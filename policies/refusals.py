@@ -25,6 +25,8 @@ class RefusalCode(StrEnum):
     BUDGET = "over_budget"
     CANNOT_VERIFY = "cannot_verify"
     CONFIG_ERROR = "config_error"
+    AGENTS_CANNOT_ACCEPT = "agents_cannot_accept"
+    CI_NOT_PASSED = "ci_not_passed"
 
 
 @dataclass(frozen=True)

@@ -83,6 +83,30 @@ TRANSITIONS: tuple[Transition, ...] = (
         note="--override REASON",
     ),
     Transition(
+        CommandName.ACCEPT,
+        (W.ACCEPTED,),
+        W.ACCEPTED,
+        (Role.REVIEWER,),
+        variant=AcceptMode.REVIEW,
+        note="renews an acceptance that no longer holds",
+    ),
+    Transition(
+        CommandName.ACCEPT,
+        (W.ACCEPTED,),
+        W.ACCEPTED,
+        (Role.REVIEWER,),
+        variant=AcceptMode.SELF,
+        note="renews, --self: the runner, not high-risk",
+    ),
+    Transition(
+        CommandName.ACCEPT,
+        (W.ACCEPTED,),
+        W.ACCEPTED,
+        (Role.REPOSITORY_MAINTAINER, Role.RELEASE_OWNER),
+        variant=AcceptMode.OVERRIDE,
+        note="renews, --override REASON",
+    ),
+    Transition(
         CommandName.SEND_BACK,
         (W.DELIVERED,),
         W.CLAIMED,
@@ -163,15 +187,21 @@ def mermaid_diagram(transitions: tuple[Transition, ...] = TRANSITIONS) -> str:
             label += " --override"
         for source in row.sources:
             start = "[*]" if source is None else source.value
-            lines.append(f"    {start} --> {row.target.value}: {label} ({who})")
+            renews = " renews" if source is row.target else ""
+            lines.append(f"    {start} --> {row.target.value}: {label}{renews} ({who})")
     return "\n".join(lines) + "\n"
 
 
-def next_steps(state: WorkState | None) -> tuple[tuple[str, tuple[str, ...]], ...]:
-    """What can happen next from `state`: (command as typed, who may run it), in table order."""
+def next_steps(
+    state: WorkState | None, *, renewable: bool = False
+) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """What can happen next from `state`: (command as typed, who may run it), in table order.
+
+    The rows that renew an acceptance count only when it no longer holds (`renewable`).
+    """
     steps = []
     for row in TRANSITIONS:
-        if state in row.sources:
+        if state in row.sources and (renewable or row.target not in row.sources):
             label = f"/{row.command.value}"
             if row.variant is AcceptMode.SELF:
                 label += " --self"

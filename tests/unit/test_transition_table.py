@@ -164,7 +164,7 @@ maintainer         NOT_A_TICKET  WRONG_STATE  WRONG_STATE  NOT_ALLOWED    NOT_AL
 release_owner      NOT_A_TICKET  WRONG_STATE  WRONG_STATE  NOT_ALLOWED    NOT_ALLOWED    NOT_ALLOWED
 owner              NOT_A_TICKET  WRONG_STATE  WRONG_STATE  open:owner     open:owner     open:owner
 claimant           NOT_A_TICKET  WRONG_STATE  WRONG_STATE  open:claimant  open:claimant  NOT_ALLOWED
-claimant+reviewer  NOT_A_TICKET  WRONG_STATE  WRONG_STATE  open:reviewer  open:reviewer  NOT_ALLOWED
+claimant+reviewer  NOT_A_TICKET  WRONG_STATE  WRONG_STATE  open:claimant  open:claimant  NOT_ALLOWED
 """
 
 Expected = tuple[WorkState, Qualification] | RefusalCode
