@@ -23,6 +23,7 @@ from app.runtime.maintenance import Maintenance
 from app.runtime.metrics import Metrics
 from app.runtime.outbox import Outbox
 from app.runtime.supervisor import Supervisor, supervise
+from app.runtime.rechecks import AcceptanceRechecks
 from app.runtime.surface_renderers import Surfaces
 from app.runtime.watchdog import Watchdog
 from app.runtime.worker import Worker
@@ -72,7 +73,7 @@ class Shell(Adapters):
 
     def surfaces(self) -> Surfaces:
         """The renderers of the status comment and the check-run."""
-        return Surfaces(self.database, self.tickets, self.loader, self.github)
+        return Surfaces(self.database, self.tickets, self.loader, self.github, self.ports)
 
 
 def wire(
@@ -142,7 +143,11 @@ def server(
             database, shell.tickets, clock=clock, every=settings.watchdog_interval_seconds
         )
     # The same supervised loops as `railyard worker` (`worker_loops`), built the same way.
-    served.supervisor = supervise(served.worker, served.outbox, served.maintenance, served.watchdog)
+    rechecks = None
+    if run_worker and settings.configured:
+        rechecks = AcceptanceRechecks(database, shell.ports, every=settings.acceptance_recheck_seconds)
+    loops = (served.worker, served.outbox, served.maintenance, served.watchdog, rechecks)
+    served.supervisor = supervise(*loops)
     if github is not None:
         served.users = UserReads(github, clock=clock)
     return create_app(served)

@@ -57,6 +57,10 @@ class Settings(BaseSettings):
     held_retention_days: float = Field(default=14.0, alias="HELD_RETENTION_DAYS", gt=0)
     recovery_interval_seconds: float = Field(default=600.0, alias="RECOVERY_INTERVAL_SECONDS", gt=0)
     watchdog_interval_seconds: float = Field(default=60.0, alias="WATCHDOG_INTERVAL_SECONDS", gt=0)
+    # How often accepted tickets with open PRs are judged again (SPEC: at least hourly).
+    acceptance_recheck_seconds: float = Field(
+        default=3600.0, alias="ACCEPTANCE_RECHECK_SECONDS", gt=0, le=3600
+    )
     github_web_url: str = Field(default="https://github.com", alias="GITHUB_WEB_URL")
     github_client_id: str | None = Field(default=None, alias="GITHUB_CLIENT_ID")
     github_client_secret: SecretStr | None = Field(default=None, alias="GITHUB_CLIENT_SECRET")

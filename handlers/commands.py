@@ -15,6 +15,7 @@ from typing import Any
 
 import structlog
 
+from handlers.acceptance import AcceptFacts, accept_facts, digest_of, is_agent, recheck
 from handlers.answers import (
     Answer,
     ArtifactNotFound,
@@ -31,7 +32,7 @@ from handlers.observe import Source, delivered_branch, recheck_merged, tell_held
 from handlers.payloads import dig, dig_int, dig_str
 from handlers.ports import Outcome, Rules, Services, UnitOfWork
 from handlers.signs import signs_from_events
-from policies.commands import Accept, AcceptMode, Command, Context, Deliver, Draft, Publish
+from policies.commands import Accept, Command, Context, Deliver, Draft, Publish
 from policies.links import linked_issues
 from policies.model import Actor, TicketKey
 from policies.parser import ParsedComment
@@ -110,6 +111,8 @@ class CommandRun:
             return None
         key = TicketKey(f.repository, number)
         if self.parsed.informational is not None:
+            if self.parsed.word == "status":  # the answer says whether the acceptance still holds
+                await recheck(services, f.installation_id, key)
             await self.informational(key)
             return None
         command = self.parsed.command
@@ -125,6 +128,7 @@ class CommandRun:
             )  # fmt: skip
             issue: Any | None = None
             completed: Command | ArtifactNotFound = command
+            accepting = AcceptFacts()
             if roles or not needs_a_role(command):
                 # Without a role that can allow it the door refuses it whatever the issue or the
                 # commit say, so neither is asked of GitHub (an outsider costs no reads).
@@ -134,6 +138,8 @@ class CommandRun:
                     else None
                 )
                 completed = await self._complete(command, issue, rules)
+                if isinstance(command, Accept):
+                    accepting = await self._accepting(key, issue, rules, roles)
         except CannotVerify as error:
             await self.say(CannotRunYet(str(error)))
             raise
@@ -142,6 +148,15 @@ class CommandRun:
             return None
         high_risk = issue is not None and bool(label_names(issue) & set(rules.high_risk_labels))
         context = await self._context(Actor(f.author, roles, f.author_id), rules, high_risk)
+        context = replace(
+            context,
+            ci_state=accepting.ci_state,
+            ci_checks=accepting.ci_checks,
+            tree=accepting.tree,
+            description_digest=accepting.description_digest or _digest_if_publish(command, issue),
+            reviewer_roles=accepting.reviewer_roles,
+            actor_is_agent=accepting.actor_is_agent,
+        )
         outcome = await self._execute(key, completed, context, rules)
         log.info(
             "command",
@@ -268,10 +283,13 @@ class CommandRun:
         try:
             if command.commit:
                 found = await github.commit(f.installation_id, f.repository, command.commit)
-                return replace(command, commit=dig_str(found, "sha"), pull_request=pull_number)
+                tree = dig_str(found, "commit", "tree", "sha")
+                return replace(command, commit=dig_str(found, "sha"), pull_request=pull_number, tree=tree)
             if command.branch:
                 found = await github.branch(f.installation_id, f.repository, command.branch)
-                return replace(command, commit=dig_str(found, "commit", "sha"), pull_request=pull_number)
+                tree = dig_str(found, "commit", "commit", "tree", "sha")
+                commit = dig_str(found, "commit", "sha")
+                return replace(command, commit=commit, pull_request=pull_number, tree=tree)
             if pull_number is not None:
                 found = await github.pull(f.installation_id, f.repository, pull_number)
                 branch = dig_str(found, "head", "ref")
@@ -285,6 +303,19 @@ class CommandRun:
                 return ArtifactNotFound("branch", command.branch, f.repository)
             return ArtifactNotFound("pull request", str(pull_number), f.repository)
         return command
+
+    async def _accepting(
+        self, key: TicketKey, issue: Any, rules: Rules, roles: frozenset[Role]
+    ) -> AcceptFacts:
+        """What an `/accept` binds and is judged by: whether its author is an agent (asked first:
+        an agent's `/accept` reads nothing more), the delivered commit's tree and CI, the
+        description, a renewed acceptance's reviewer's roles now."""
+        f, services = self.facts, self.services
+        agent = await is_agent(services, f.installation_id, f.repository, f.author, f.author_is_bot, rules)
+        if agent and rules.acceptance_by != "anyone":
+            return AcceptFacts(actor_is_agent=True)
+        found = await accept_facts(services, f.installation_id, key, issue, rules, f.author_id, roles)
+        return replace(found, actor_is_agent=agent)
 
     async def _context(self, actor: Actor, rules: Rules, high_risk: bool) -> Context:
         f = self.facts
@@ -307,16 +338,23 @@ class CommandRun:
             config_error=rules.error,
             on_pull_request=f.on_pull_request,
             via=f.via,
+            acceptance_expires_after_days=rules.acceptance_expires_after_days,
+            acceptance_ci_required=rules.acceptance_ci == "require",
+            agents_may_accept=rules.acceptance_by == "anyone",
         )
 
 
 def _reads_issue(command: Command) -> bool:
     """Whether the command needs the issue as it is now: `/publish` its body, first assignee and
-    labels, `/accept --self` its high-risk labels, `/draft` that it exists. No other command
-    reads it (every comment changes the issue, so its read could never be a free 304)."""
-    return isinstance(command, Publish | Draft) or (
-        isinstance(command, Accept) and command.mode is AcceptMode.SELF
-    )
+    labels, `/accept` its description (bound to the acceptance) and high-risk labels, `/draft`
+    that it exists. No other command reads it (every comment changes the issue, so its read
+    could never be a free 304)."""
+    return isinstance(command, Publish | Draft | Accept)
+
+
+def _digest_if_publish(command: Command, issue: Any) -> str | None:
+    """The description digest `/publish` records."""
+    return digest_of(issue) if isinstance(command, Publish) else None
 
 
 def label_names(issue: Any) -> set[str]:

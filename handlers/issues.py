@@ -5,12 +5,14 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from handlers.acceptance import recheck
 from handlers.payloads import dig, dig_int, dig_str
 from handlers.ports import Services
 from handlers.routing import Router, WebhookEvent
+from policies.acceptance import description_digest
 from policies.commands import Context, Draft
 from policies.model import Actor, TicketKey
-from policies.notices import IssueStateObserved, NoticeContext
+from policies.notices import DescriptionEdited, IssueStateObserved, NoticeContext
 
 router = Router()
 
@@ -72,3 +74,55 @@ async def on_issue_closed_or_reopened(event: WebhookEvent, services: Services) -
             TicketKey(repository, number), closed, context, installation_id=event.installation_id
         )
         await uow.commit()
+
+
+@router.register("issues", "edited")
+async def on_issue_edited(event: WebhookEvent, services: Services) -> None:
+    """Record `description_changed` when the title or body of a ticket's issue was edited.
+
+    Never a WorkState change; an issue that is not a ticket records nothing. The old digest is
+    the one the record holds (else the one `changes` implies).
+    """
+    repository = dig_str(event.payload, "repository", "full_name")
+    number = dig_int(event.payload, "issue", "number")
+    changes = dig(event.payload, "changes")
+    if repository is None or number is None or not isinstance(changes, dict):
+        return
+    title_changed, body_changed = "title" in changes, "body" in changes
+    if not (title_changed or body_changed):
+        return  # only the description counts (a milestone or a type changed)
+    title, body = dig_str(event.payload, "issue", "title"), dig_str(event.payload, "issue", "body")
+    old_title = dig_str(changes, "title", "from") if title_changed else title
+    old_body = dig_str(changes, "body", "from") if body_changed else body
+    version = ""
+    if event.installation_id is not None:
+        version = (await services.configs.load(event.installation_id, repository)).policy_version
+    edited = DescriptionEdited(
+        description_digest(old_title, old_body), description_digest(title, body), title_changed, body_changed
+    )
+    context = NoticeContext(
+        actor=dig_str(event.payload, "sender", "login") or "github",
+        actor_id=dig_int(event.payload, "sender", "id"),
+        operation_id=f"issue-edited:{event.delivery_id}",
+        at=datetime.fromtimestamp(services.clock(), UTC),
+        policy_version=version,
+    )
+    async with services.store.unit() as uow:
+        await uow.execute(
+            TicketKey(repository, number), edited, context, installation_id=event.installation_id
+        )
+        await uow.commit()
+
+
+@router.register("issues", "labeled")
+async def on_high_risk_label(event: WebhookEvent, services: Services) -> None:
+    """A high-risk label added to an accepted ticket: its acceptance is judged again at once (a
+    self-verification stops holding)."""
+    repository = dig_str(event.payload, "repository", "full_name")
+    number = dig_int(event.payload, "issue", "number")
+    label = dig_str(event.payload, "label", "name")
+    if event.installation_id is None or repository is None or number is None or label is None:
+        return
+    rules = await services.configs.load(event.installation_id, repository)
+    if label in rules.high_risk_labels:
+        await recheck(services, event.installation_id, TicketKey(repository, number))

@@ -17,12 +17,12 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 
 from policies.clocks import after
-from policies.model import Review
-from policies.states import ReviewKind, Role, SelfVerification
+from policies.model import Review, Ticket
+from policies.states import ReviewKind, Role, SelfVerification, WorkState
 
 MAX_EXPIRY_DAYS = 3650
 """`acceptance.expires_after_days` at most: ten years (a longer one is a typo, and dates overflow)."""
@@ -122,3 +122,17 @@ def description_digest(title: str | None, body: str | None) -> str:
     """sha256 over the issue's title and body as they are now (the description the work answers)."""
     canonical = json.dumps([title or "", body or ""], ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def recorded_validity(ticket: Ticket, now: datetime | None) -> Validity | None:
+    """The current acceptance judged from the record (and its expiry at `now`); None without one.
+
+    Roles and labels are judged where they are asked of GitHub (the check-run, `/status`, the
+    hourly re-check), which record `acceptance_invalidated` when one no longer holds.
+    """
+    review = ticket.review
+    if ticket.work is not WorkState.ACCEPTED or review is None:
+        return None
+    if now is None:
+        return judge(review, Standing(at=datetime.min.replace(tzinfo=UTC), expires_after_days=None))
+    return judge(review, Standing(at=now))

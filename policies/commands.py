@@ -76,6 +76,7 @@ class Deliver:
     commit: str | None = None
     pull_request: int | None = None
     artifacts: tuple[str, ...] = ()
+    tree: str | None = None  # the resolved commit's tree sha, when GitHub said it
     name: ClassVar[CommandName] = CommandName.DELIVER
 
     @property

@@ -220,7 +220,9 @@ def _publish(
         owner, owner_id = command.first_assignee, command.first_assignee_id
     else:
         owner, owner_id = ctx.actor.login, ctx.actor.id
-    published = {"owner": owner, "owner_id": owner_id, "no_code": command.no_code}
+    published: dict[str, Any] = {"owner": owner, "owner_id": owner_id, "no_code": command.no_code}
+    if ctx.description_digest is not None:
+        published["description_digest"] = ctx.description_digest
     events.append(_event(EventType.PUBLISHED, ctx, used, published))
     return tuple(events)
 
@@ -274,6 +276,7 @@ def _deliver(
         "commit": command.commit,
         "pull_request": command.pull_request,
         "artifacts": list(command.artifacts),
+        "tree": command.tree,
         "comment_id": ctx.comment_id,
         "comment_at": _iso(ctx.comment_at),
     }

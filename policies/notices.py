@@ -159,7 +159,7 @@ def _edited(ticket: Ticket, notice: DescriptionEdited, ctx: NoticeContext) -> tu
     if notice.new_digest == ticket.description_digest:
         return ()
     data = {
-        "old_digest": notice.old_digest or ticket.description_digest,
+        "old_digest": ticket.description_digest or notice.old_digest,
         "new_digest": notice.new_digest,
         "title_changed": notice.title_changed,
         "body_changed": notice.body_changed,

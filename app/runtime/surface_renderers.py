@@ -32,10 +32,12 @@ from app.store.pulls import stored_pull
 from app.store.tickets import TicketService
 from app.views.render import StatusView, render_check_summary, render_status_comment
 from app.views.status_json import status_comment_body
-from handlers.ports import PullRequest
+from handlers.acceptance import recheck
+from handlers.payloads import dig_str
+from handlers.ports import PullRequest, Services
 from policies.checks import CHECK_NAME, Conclusion, Linked, Verdict, verdict
 from policies.model import Ticket, TicketKey
-from policies.states import Role
+from policies.states import Role, WorkState
 
 log = structlog.get_logger(__name__)
 
@@ -49,8 +51,10 @@ class Surfaces:
         tickets: TicketService,
         loader: ConfigLoader | None,
         github: GitHubClient | None,
+        ports: Services | None = None,
     ) -> None:
         self.database, self.tickets, self.loader, self.github = database, tickets, loader, github
+        self.ports = ports  # the handlers' ports: an acceptance is judged as a handler judges it
         self.proposed = ProposedConfigs(github) if github is not None else None
 
     def renderers(self) -> dict[str, Renderer]:
@@ -73,9 +77,9 @@ class Surfaces:
         stored = await asyncio.to_thread(self._stored_pull, repository, pull)
         numbers = sorted(stored[1]) if stored else []
         loaded = await self._config(installation, repository)
-        tickets = [Linked(n, await self._load(repository, n)) for n in numbers]
         # A merge-queue commit carries the PR's work: judge it by what was accepted at the PR's head.
         judged_at = stored[0].head_sha if row["payload"].get("merge_group") and stored else head_sha
+        tickets = [await self._linked(installation, repository, n, judged_at) for n in numbers]
         result = verdict(
             judged_at,
             tickets,
@@ -88,6 +92,19 @@ class Surfaces:
         bodies = [await self._linked_body(installation, repository, n) for n in numbers]
         link = next((link for link, _ in bodies if link), None)
         return _check_payload(head_sha, result, bodies, link, problems)
+
+    async def _linked(self, installation: int, repository: str, number: int, head_sha: str | None) -> Linked:
+        """One linked ticket as the check judges it: an accepted one's acceptance judged again now
+        (a lapse recorded once), and the head's tree when it is not the accepted commit."""
+        key = TicketKey(repository, number)
+        validity = await recheck(self.ports, installation, key) if self.ports is not None else None
+        ticket = await self._load(repository, number)
+        review = ticket.review if ticket is not None and ticket.work is WorkState.ACCEPTED else None
+        head_tree = None
+        if review is not None and review.tree and head_sha and review.commit != head_sha and self.ports:
+            found = await self.ports.github.commit(installation, repository, head_sha)
+            head_tree = dig_str(found, "commit", "tree", "sha")
+        return Linked(number, ticket, validity, head_tree)
 
     async def _proposed(
         self, installation: int, repository: str, pull: int, head_sha: str

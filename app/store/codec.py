@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from policies.events import RAIL_EVENT_TYPES, Event, EventType, RailEvent
-from policies.model import Delivery, Review, Ticket, TicketKey
+from policies.model import Delivery, Feedback, Review, Ticket, TicketKey
 from policies.rails import (
     BranchFact,
     CheckFact,
@@ -20,7 +20,7 @@ from policies.rails import (
 from policies.states import DeploymentState, IntegrationState, ReviewKind, WorkState
 
 _T = TypeVar("_T")
-_CONVERTERS: dict[str, Callable[[Any], Any]] = {"kind": ReviewKind, "artifacts": tuple}
+_CONVERTERS: dict[str, Callable[[Any], Any]] = {"kind": ReviewKind, "artifacts": tuple, "ci_checks": tuple}
 
 
 def _flat(value: Any) -> dict[str, Any]:
@@ -97,6 +97,9 @@ def ticket_to_data(ticket: Ticket) -> dict[str, Any]:
         "last_delivery": _flat(ticket.last_delivery) if ticket.last_delivery else None,
         "deliveries": ticket.deliveries,
         "review": _flat(ticket.review) if ticket.review else None,
+        "feedback": _flat(ticket.feedback) if ticket.feedback else None,
+        "description_digest": ticket.description_digest,
+        "description_changed": ticket.description_changed,
         "sent_back": ticket.sent_back,
         "closed": ticket.closed,
         "rails": rails_to_data(ticket.rails),
@@ -121,6 +124,10 @@ def ticket_from_data(key: TicketKey, revision: int, data: Mapping[str, Any]) -> 
         last_delivery=_unflat(Delivery, delivery) if delivery else None,
         deliveries=data["deliveries"],
         review=_unflat(Review, review) if review else None,
+        # Absent from snapshots written before acceptances were bound to the description.
+        feedback=_unflat(Feedback, data["feedback"]) if data.get("feedback") else None,
+        description_digest=data.get("description_digest"),
+        description_changed=data.get("description_changed"),
         sent_back=data.get("sent_back", False),  # absent from snapshots written before it existed
         closed=data.get("closed", False),  # absent from snapshots written before it existed
         rails=rails_from_data(data["rails"]),

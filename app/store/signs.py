@@ -141,3 +141,26 @@ def _watched(row: Any, opened: Rows, signs: Rows) -> Watched | None:
     limit = silence_limit(ticket.check_in_minutes, sign.max_silence_minutes if sign else None)
     watch = Watch(ticket.attempt, ticket.claimant, opened_at, sign.at if sign else None, limit)
     return Watched(ticket, watch, (sign.policy_version if sign else None) or "", int(row.id))
+
+
+@dataclass(frozen=True)
+class Rechecked:
+    """An accepted ticket the hourly round judges again: where, and through which installation."""
+
+    ticket: TicketKey
+    ticket_id: int
+    installation_id: int | None
+
+
+def accepted_with_open_pulls(connection: Connection) -> list[Rechecked]:
+    """Every accepted ticket with an open PR that links it (its acceptance can still gate a merge)."""
+    statement = select(
+        tickets.c.id, tickets.c.repository, tickets.c.number, tickets.c.installation_id, tickets.c.snapshot
+    ).where(tickets.c.work == WorkState.ACCEPTED.value, ~tickets.c.repository.contains("@"))
+    found: list[Rechecked] = []
+    for row in connection.execute(statement.order_by(tickets.c.repository, tickets.c.number)):
+        pulls = ((row.snapshot or {}).get("rails") or {}).get("pull_requests") or []
+        if any(isinstance(p, dict) and p.get("open") and p.get("linked") for p in pulls):
+            key = TicketKey(row.repository, row.number)
+            found.append(Rechecked(key, int(row.id), row.installation_id))
+    return found

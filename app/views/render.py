@@ -18,7 +18,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from app.views.acceptance_text import acceptance_notices, description_notice, invalidated_line
 from app.views.markdown import escape_block, escape_inline
+from policies.acceptance import recorded_validity
 from policies.checks import Verdict
 from policies.events import Event, EventType
 from policies.model import Ticket
@@ -49,6 +51,7 @@ class StatusView:
     events: Sequence[Event] = ()
     config_error: str | None = None
     issue_closed: bool = False
+    now: datetime | None = None  # when it is rendered: an acceptance's expiry is judged at it
 
 
 # -- the headline ------------------------------------------------------------------------
@@ -202,6 +205,8 @@ def _notices(view: StatusView) -> list[str]:
             "",
             "**Issue closed.** The work rail is unchanged; the claim watchdog no longer watches it.",
         ]
+    lines += description_notice(view.ticket)
+    lines += acceptance_notices(view.ticket, recorded_validity(view.ticket, view.now))
     overdue = _current_overdue(view)
     if overdue is not None:
         data = overdue.data
@@ -294,8 +299,15 @@ def _on_accepted(attempts: _Attempts, event: Event, data: Mapping[str, Any]) -> 
     words = _REVIEW_WORDS.get(str(data.get("review")), str(data.get("review")))
     end = ":" if data.get("reason") else "."
     at = commit(data.get("commit"))
-    accepted.lines.append(f"- **Accepted** {when(event.at)} by {who(event.actor)} ({words}) at {at}{end}")
+    renews = " (renewed)" if data.get("renews") else ""
+    line = f"- **Accepted**{renews} {when(event.at)} by {who(event.actor)} ({words}) at {at}{end}"
+    accepted.lines.append(line)
     accepted.lines += quoted(data.get("reason"))
+
+
+def _on_invalidated(attempts: _Attempts, event: Event, data: Mapping[str, Any]) -> None:
+    if attempts.by_number:
+        attempts.by_number[max(attempts.by_number)].lines.append(invalidated_line(data, event.at))
 
 
 def _on_reopened(attempts: _Attempts, event: Event, data: Mapping[str, Any]) -> None:
@@ -313,6 +325,7 @@ _ATTEMPT_EVENTS = {
     EventType.DELIVERED: _on_delivered,
     EventType.ACCEPTED: _on_accepted,
     EventType.REOPENED: _on_reopened,
+    EventType.ACCEPTANCE_INVALIDATED: _on_invalidated,
 }
 
 

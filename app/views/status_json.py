@@ -21,6 +21,7 @@ from datetime import datetime
 from typing import Any
 
 from app.views.render import STATUS_BUDGET, StatusView, render_status_comment
+from policies.acceptance import Validity, recorded_validity
 from policies.attention import RecordFacts, attention
 from policies.model import Ticket
 from policies.transitions import next_steps
@@ -35,8 +36,11 @@ _DOUBLE_DASH = re.compile("-(?=-)")
 _EFFECT_AT_END = re.compile(r"\r?\n\r?\n(<!-- railyard:effect:[0-9a-f]{20} -->)\s*\Z")
 
 
-def status_object(ticket: Ticket) -> dict[str, Any]:
-    """The `status --json` shape: the three rails, the people, the last delivery, and `next`."""
+def status_object(ticket: Ticket, now: datetime | None = None) -> dict[str, Any]:
+    """The `status --json` shape: the three rails, the people, the last delivery, the acceptance
+    and whether it holds (at `now`: its expiry; without `now` only what the record says),
+    the feedback for the next attempt, and `next`."""
+    validity = recorded_validity(ticket, now)
     delivery = ticket.last_delivery
     runner = ticket.claimant or (delivery.runner if delivery else None)
     runner_id = ticket.claimant_id if ticket.claimant else (delivery.runner_id if delivery else None)
@@ -60,13 +64,54 @@ def status_object(ticket: Ticket) -> dict[str, Any]:
         "reviewer_id": ticket.review.reviewer_id if ticket.review else None,
         "delivery": _delivery(ticket),
         "merge_commit": ticket.rails.merge_commit,
-        "next": next_commands(ticket),
+        "acceptance": _acceptance(ticket, validity),
+        "feedback": _feedback(ticket),
+        "description_changed": ticket.description_changed,
+        "next": next_commands(ticket, renewable=validity is not None and not validity.valid),
     }
 
 
-def next_commands(ticket: Ticket) -> list[dict[str, Any]]:
+def _acceptance(ticket: Ticket, validity: Validity | None) -> dict[str, Any] | None:
+    review = ticket.review
+    if review is None or validity is None:
+        return None
+    return {
+        "valid": validity.valid,
+        "reason": validity.reason.value if validity.reason else None,
+        "expires_at": validity.expires_at.isoformat() if validity.expires_at else None,
+        "ci": {"state": review.ci, "checks": list(review.ci_checks)},
+        "tree": review.tree,
+        "commit": review.commit,
+        "kind": review.kind.value,
+        "reviewer": review.reviewer,
+        "reviewer_id": review.reviewer_id,
+        "role": review.role,
+        "decided_at": review.written_at.isoformat(),
+        "description_digest": review.description_digest,
+        "policy_version": review.policy_version,
+        "revision": review.revision,
+        "renews": review.renews,
+    }
+
+
+def _feedback(ticket: Ticket) -> dict[str, Any] | None:
+    feedback = ticket.feedback
+    if feedback is None:
+        return None
+    return {
+        "kind": feedback.kind,
+        "text": feedback.text,
+        "by": feedback.by,
+        "by_id": feedback.by_id,
+        "at": feedback.at.isoformat(),
+        "attempt": feedback.attempt,
+    }
+
+
+def next_commands(ticket: Ticket, *, renewable: bool = False) -> list[dict[str, Any]]:
     """The commands that can move the ticket now, each with who may run it (the transition table)."""
-    return [{"command": label, "roles": list(allowed)} for label, allowed in next_steps(ticket.work)]
+    steps = next_steps(ticket.work, renewable=renewable)
+    return [{"command": label, "roles": list(allowed)} for label, allowed in steps]
 
 
 def _delivery(ticket: Ticket) -> dict[str, Any] | None:
@@ -151,7 +196,7 @@ def status_comment_body(view: StatusView, limit: int = STATUS_BUDGET) -> str:
     its delivery summary shortened in the line and `summary_truncated` set; `status --json`
     keeps it whole.
     """
-    line = _fitting_line(status_object(view.ticket), limit - MIN_VISIBLE)
+    line = _fitting_line(status_object(view.ticket, view.now), limit - MIN_VISIBLE)
     visible = render_status_comment(view, limit=limit - len(line) - 2)
     return f"{visible}\n\n{line}"
 
@@ -175,4 +220,4 @@ def _fitting_line(status: dict[str, Any], room: int) -> str:
 
 def status_with_attention(ticket: Ticket, facts: RecordFacts, now: datetime) -> dict[str, Any]:
     """The `tickets --json` item (and the board's card data): `status --json` plus `attention`."""
-    return {**status_object(ticket), "attention": attention(ticket, facts, now)}
+    return {**status_object(ticket, now), "attention": attention(ticket, facts, now)}

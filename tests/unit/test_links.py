@@ -211,7 +211,7 @@ def test_a_link_in_prose_counts_and_the_same_link_in_a_fence_does_not(
     keyword: str, number: int, fence: str, prose: str
 ) -> None:
     """Wrapping a link in fenced code removes it; leaving it in prose keeps it."""
-    line = f"{prose} {keyword} #{number}"
+    line = f"{prose.strip()} {keyword} #{number}"  # four leading spaces would make it indented code
     assert linked_issues(f"{prose}\n\n{line}", REPOSITORY) == frozenset({number})
     assert linked_issues(f"{prose}\n\n{fence}\n{line}\n{fence}", REPOSITORY) == frozenset()
 

@@ -1,0 +1,159 @@
+"""Acceptance that stays true, at the edge: what an `/accept` binds, read from GitHub when it runs,
+and the re-check of an acceptance that the check-run, `/status`, a high-risk label and the hourly
+round rely on (SPEC *Acceptance that stays true*).
+
+The verdict is the pure `policies.acceptance.judge`; here the facts it needs are asked of GitHub
+as at execution (the reviewer's roles, conditional requests that cost nothing while unchanged;
+the issue's labels for a self-verification), and a lapse is recorded once through the one door.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import structlog
+
+from handlers.ci import ci_of
+from handlers.errors import CannotVerify
+from handlers.payloads import dig, dig_str
+from handlers.ports import Rules, Services
+from policies.acceptance import ROLES_FOR, Standing, Validity, description_digest, judge
+from policies.model import Ticket, TicketKey
+from policies.notices import AcceptanceLapsed, NoticeContext, invalidated_operation_id
+from policies.states import Role, WorkState
+
+log = structlog.get_logger(__name__)
+
+RECHECK_ACTOR = "railyard"
+"""The actor recorded on `acceptance_invalidated`: the app itself, holding no role."""
+
+
+@dataclass(frozen=True)
+class AcceptFacts:
+    """What an `/accept` binds and is judged by, read when it executes (`Context`'s fields)."""
+
+    ci_state: str | None = None
+    ci_checks: tuple[str, ...] = ()
+    tree: str | None = None
+    description_digest: str | None = None
+    reviewer_roles: frozenset[Role] | None = None
+    actor_is_agent: bool = False
+
+
+def labels_of(issue: Any) -> set[str]:
+    """The names of an issue's labels."""
+    return {name for name in (dig_str(label, "name") for label in dig(issue, "labels") or []) if name}
+
+
+def digest_of(issue: Any) -> str | None:
+    """The description digest of an issue as GitHub answered it (None without an issue)."""
+    if issue is None:
+        return None
+    return description_digest(dig_str(issue, "title"), dig_str(issue, "body"))
+
+
+async def is_agent(
+    services: Services, installation_id: int, repository: str, login: str, is_bot: bool, rules: Rules
+) -> bool:
+    """Whether the account is an agent: a `Bot` account, or one `agents:` names (a team asked of
+    GitHub as roles are)."""
+    if is_bot:
+        return True
+    if not rules.agents:
+        return False
+    return await services.roles.listed(installation_id, repository, login, rules.agents)
+
+
+async def accept_facts(
+    services: Services,
+    installation_id: int,
+    key: TicketKey,
+    issue: Any,
+    rules: Rules,
+    actor_id: int,
+    actor_roles: frozenset[Role],
+) -> AcceptFacts:
+    """The delivered commit's tree and CI, the description now, and (for a renewal) the roles
+    the current acceptance's reviewer holds now."""
+    async with services.store.read() as reads:
+        ticket = await reads.ticket(key)
+    delivery = ticket.current_delivery if ticket is not None else None
+    digest = digest_of(issue)
+    if ticket is None or delivery is None or delivery.commit is None:
+        return AcceptFacts(description_digest=digest)
+    github, repository = services.github, key.repository
+    tree = delivery.tree
+    if tree is None:
+        found = await github.commit(installation_id, repository, delivery.commit)
+        tree = dig_str(found, "commit", "tree", "sha")
+    ci = await ci_of(github, installation_id, repository, delivery.commit, rules.required_checks)
+    reviewer_roles = None
+    if ticket.work is WorkState.ACCEPTED and ticket.review is not None:
+        reviewer_roles = await _roles_now(services, installation_id, ticket, rules, actor_id, actor_roles)
+    return AcceptFacts(ci.state.value, ci.checks, tree, digest, reviewer_roles)
+
+
+async def _roles_now(
+    services: Services,
+    installation_id: int,
+    ticket: Ticket,
+    rules: Rules,
+    actor_id: int | None = None,
+    actor_roles: frozenset[Role] = frozenset(),
+) -> frozenset[Role] | None:
+    """The roles the accepting account holds now, of those its decision needed; None when GitHub
+    will not say (then the role is not judged this time, and nothing is recorded for it)."""
+    review = ticket.review
+    assert review is not None
+    wanted = ROLES_FOR[review.kind]
+    if actor_id is not None and review.reviewer_id == actor_id:
+        return actor_roles & wanted
+    try:
+        return await services.roles.roles(
+            installation_id, ticket.key.repository, review.reviewer, rules, sorted(wanted)
+        )
+    except CannotVerify as error:
+        log.warning("acceptance_roles_unverified", ticket=str(ticket.key), error=str(error))
+        return None
+
+
+async def recheck(services: Services, installation_id: int, key: TicketKey) -> Validity | None:
+    """Judge the ticket's acceptance now and record `acceptance_invalidated` once if it lapsed;
+    None when the ticket is not accepted."""
+    async with services.store.read() as reads:
+        ticket = await reads.ticket(key)
+    if ticket is None or ticket.work is not WorkState.ACCEPTED or ticket.review is None:
+        return None
+    review = ticket.review
+    now = datetime.fromtimestamp(services.clock(), UTC)
+    rules = await services.configs.load(installation_id, key.repository)
+    if review.invalidated is not None:
+        return judge(review, Standing(at=now, expires_after_days=rules.acceptance_expires_after_days))
+    high_risk = False
+    if review.kind.value == "self_verified" and rules.high_risk_labels:
+        issue = await services.github.issue(installation_id, key.repository, key.number)
+        high_risk = bool(labels_of(issue) & set(rules.high_risk_labels))
+    standing = Standing(
+        at=now,
+        expires_after_days=rules.acceptance_expires_after_days,
+        self_verification=rules.self_verification,
+        high_risk=high_risk,
+        reviewer_roles=await _roles_now(services, installation_id, ticket, rules),
+    )
+    validity = judge(review, standing)
+    if validity.valid or validity.reason is None:
+        return validity
+    lapse = AcceptanceLapsed(review.revision, validity.reason.value, validity.expires_at)
+    context = NoticeContext(
+        actor=RECHECK_ACTOR,
+        operation_id=invalidated_operation_id(key.repository, key.number, review.revision),
+        at=now,
+        policy_version=rules.policy_version,
+    )
+    async with services.store.unit() as uow:
+        await uow.execute(key, lapse, context, installation_id=installation_id)
+        await uow.commit()
+    log.info("acceptance_invalidated", reason=validity.reason.value)
+    return Validity(False, validity.reason, validity.expires_at, recorded=True)
