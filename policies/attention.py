@@ -18,6 +18,10 @@ No I/O: the ticket (its stored snapshot), the few facts the record keeps beside 
   stored after the silence it recorded began (a comment since then ended that silence).
 - `awaiting_review`: delivered, no decision yet.
 - `blocked`: the repository rail is `blocked`.
+- `acceptance_invalid`: accepted, and the acceptance no longer holds: `acceptance_invalidated`
+  is recorded, or it is past its expiry at `now` (SPEC *Acceptance that stays true*).
+- `description_changed`: the issue's title or body was edited after the claim or the
+  acceptance, and no claim or acceptance since has taken the new description.
 - `config_error`: the repository's latest recorded command (stale-revision refusals aside: they
   are answered before the configuration is read) was refused because `.github/railyard.yml`
   could not be used. The record learns of a repaired file only at the next command, so the
@@ -30,6 +34,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+from policies.acceptance import recorded_validity
 from policies.model import Ticket
 from policies.states import DeploymentState, IntegrationState, WorkState
 from policies.watchdog import Silence
@@ -41,6 +46,8 @@ CLAIM_OVERDUE = "claim_overdue"
 AWAITING_REVIEW = "awaiting_review"
 BLOCKED = "blocked"
 CONFIG_ERROR = "config_error"
+ACCEPTANCE_INVALID = "acceptance_invalid"
+DESCRIPTION_CHANGED = "description_changed"
 
 CODES = (
     MERGED_NOT_ACCEPTED,
@@ -50,6 +57,8 @@ CODES = (
     AWAITING_REVIEW,
     BLOCKED,
     CONFIG_ERROR,
+    ACCEPTANCE_INVALID,
+    DESCRIPTION_CHANGED,
 )
 """Every code, in the order `attention` lists them."""
 
@@ -85,8 +94,16 @@ def attention(ticket: Ticket, facts: RecordFacts, now: datetime) -> list[str]:
         AWAITING_REVIEW: ticket.work is WorkState.DELIVERED,
         BLOCKED: ticket.rails.integration is IntegrationState.BLOCKED,
         CONFIG_ERROR: ticket.exists and facts.config_refused,
+        ACCEPTANCE_INVALID: acceptance_invalid(ticket, now),
+        DESCRIPTION_CHANGED: ticket.exists and ticket.description_changed is not None,
     }
     return [code for code in CODES if found[code]]
+
+
+def acceptance_invalid(ticket: Ticket, now: datetime) -> bool:
+    """Whether the ticket is accepted and its acceptance no longer holds, as the record says at `now`."""
+    validity = recorded_validity(ticket, now)
+    return validity is not None and not validity.valid
 
 
 def _merged_prs(ticket: Ticket) -> list[tuple[str | None, str | None]]:

@@ -1,0 +1,224 @@
+"""Acceptance that stays true, end to end: the real server (its hourly re-check looking every
+50 ms, its clock moved by the test), signed webhooks in, the GitHub stand-in answering; each way
+an acceptance stops holding, and the `railyard` check-run's conclusion at each step."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from app.store.database import Database
+from app.store.tickets import TicketService
+from app.views.status_json import parse_status_line
+from github_standin import running_standin
+from policies.events import EventType
+from policies.model import TicketKey
+from support.world import CONFIG, FIX, REPO, World, event_payload, pull_request_payload, standin_state
+from tests.fakes import app_settings, running_server
+
+KEY = TicketKey(REPO, 12)
+TREE = "7" * 40
+AMENDED, CHANGED = "a" * 40, "b" * 40
+CI_APP = 15368  # GitHub Actions' app id
+
+
+@dataclass
+class Wall:
+    """The server's clock: the real time, moved forward by `ahead`."""
+
+    ahead: timedelta = timedelta()
+
+    def __call__(self) -> float:
+        return time.time() + self.ahead.total_seconds()
+
+    def stamp(self) -> str:
+        return datetime.fromtimestamp(self(), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+Setup = tuple[World, Wall]
+
+
+async def _world(tmp_path: Path, config: str) -> AsyncIterator[Setup]:
+    wall = Wall()
+    state = standin_state()
+    repository = state.repositories[REPO]
+    repository.files[".github/railyard.yml"] = config
+    repository.trees.update({FIX: TREE, AMENDED: TREE})
+    state.team_memberships.update(
+        {("acme", "reviewers", "cody"): "active", ("acme", "agents", "ava"): "active",
+         ("acme", "reviewers", "ava"): "active"}
+    )  # fmt: skip
+    async with running_standin(state) as standin:
+        url = f"sqlite:///{tmp_path}/railyard.db"
+        settings = app_settings(url, GITHUB_API_URL=standin.url, APP_ID="1", ACCEPTANCE_RECHECK_SECONDS="0.05")
+        async with running_server(settings, outbox_spacing=0.0, clock=wall) as server:
+            yield World(server, state, Database(url)), wall
+
+
+@pytest.fixture
+async def accepting(tmp_path: Path) -> AsyncIterator[Setup]:
+    """acme/web whose acceptances expire after a day, with cody a reviewer too and ava an agent."""
+    config = CONFIG + "acceptance:\n  expires_after_days: 1\nagents: ['@acme/agents']\n"
+    async for setup in _world(tmp_path, config):
+        yield setup
+
+
+@pytest.fixture
+async def strict(tmp_path: Path) -> AsyncIterator[Setup]:
+    """acme/web that accepts only work whose CI passed."""
+    async for setup in _world(tmp_path, CONFIG + "acceptance:\n  ci: require\n"):
+        yield setup
+
+
+def check(world: World, sha: str) -> tuple[str, str]:
+    """(conclusion, title) of the `railyard` check on a commit."""
+    [run] = [r for r in world.github.check_runs.values() if r.head_sha == sha and r.name == "railyard"]
+    return run.conclusion, run.output["title"]
+
+
+def events(world: World, kind: EventType) -> list[dict[str, Any]]:
+    return [dict(r.event.data) for r in TicketService(world.database).history(KEY) if r.event.type is kind]
+
+
+def status_object(world: World) -> dict[str, Any]:
+    [body] = world.status_comments()
+    found = parse_status_line(body)
+    assert found is not None
+    return found
+
+
+async def until(condition: Any, timeout: float = 10.0) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not condition():
+        assert asyncio.get_running_loop().time() < deadline, "never happened"
+        await asyncio.sleep(0.05)
+
+
+async def delivered(world: World) -> None:
+    """#12 published, claimed by cody, PR #34 opened with `Fixes #12`, delivered on its branch."""
+    await world.say("rachel", "/publish")
+    await world.say("cody", "/claim")
+    await world.send("pull_request", pull_request_payload("opened", 34, "Fixes #12"))
+    await world.say("cody", "/deliver branch=agent/12-fix Resumable uploads with a retry cap.")
+
+
+async def test_an_expired_acceptance_asks_for_action_and_a_fresh_accept_renews_it(accepting: Setup) -> None:
+    """Accepted: green. Two days later (expiry: one) the hourly re-check records `expired` once and
+    the check turns action_required; a new `/accept` renews it and the check is green again."""
+    world, wall = accepting
+    await delivered(world)
+    await world.say("rita", "/accept")
+    assert check(world, FIX) == ("success", "the linked ticket is accepted at this commit")
+    accepted = status_object(world)["acceptance"]
+    assert accepted["valid"] is True and accepted["tree"] == TREE and accepted["ci"]["state"] == "none"
+
+    wall.ahead = timedelta(days=2)
+    await until(lambda: events(world, EventType.ACCEPTANCE_INVALIDATED))
+    await world.settle()
+    assert check(world, FIX) == ("action_required", "#12: acceptance expired")
+    await asyncio.sleep(0.3)  # more rounds of the re-check
+    assert len(events(world, EventType.ACCEPTANCE_INVALIDATED)) == 1
+    status = status_object(world)
+    assert status["work"] == "accepted"
+    assert (status["acceptance"]["valid"], status["acceptance"]["reason"]) == (False, "expired")
+    assert "/accept" in [step["command"] for step in status["next"]]
+    assert "Acceptance no longer holds" in world.status_comments()[0]
+
+    await world.say("rita", "/accept", created_at=wall.stamp())
+    renewal = events(world, EventType.ACCEPTED)[-1]
+    assert renewal["renews"] is not None
+    assert check(world, FIX) == ("success", "the linked ticket is accepted at this commit")
+    assert status_object(world)["acceptance"]["valid"] is True
+
+
+async def test_a_reviewer_removed_from_the_team_invalidates_the_acceptance(accepting: Setup) -> None:
+    """rita leaves @acme/reviewers: the next `/status` records `reviewer_lost_role`; the check asks."""
+    world, _ = accepting
+    await delivered(world)
+    await world.say("rita", "/accept")
+    assert check(world, FIX)[0] == "success"
+    del world.github.team_memberships[("acme", "reviewers", "rita")]
+    await world.say("olivia", "/status")
+    await world.settle()
+    [lapse] = events(world, EventType.ACCEPTANCE_INVALIDATED)
+    assert lapse["reason"] == "reviewer_lost_role"
+    assert check(world, FIX) == ("action_required", "#12: acceptance no longer holds: the reviewer lost the role")
+    assert status_object(world)["acceptance"]["reason"] == "reviewer_lost_role"
+
+
+async def test_a_high_risk_label_after_a_self_verification_invalidates_it(accepting: Setup) -> None:
+    """cody self-verifies; `risk:high` is added: recorded `now_high_risk`, check action_required."""
+    world, _ = accepting
+    await delivered(world)
+    await world.say("cody", "/accept --self")
+    assert check(world, FIX)[0] == "success"
+    world.github.issues[(REPO, 12)].labels.append("risk:high")
+    labeled = event_payload("issues", "10-labeled.json", action="labeled")
+    labeled["issue"]["number"] = 12
+    labeled["label"]["name"] = "risk:high"
+    await world.send("issues", labeled)
+    await world.settle()
+    [lapse] = events(world, EventType.ACCEPTANCE_INVALIDATED)
+    assert lapse["reason"] == "now_high_risk"
+    conclusion, title = check(world, FIX)
+    assert conclusion == "action_required" and "high-risk" in title
+
+
+async def test_a_force_push_with_the_same_tree_stays_green_and_a_changed_file_does_not(accepting: Setup) -> None:
+    """An amended commit (same tree) passes as "same content"; a head with another tree asks again."""
+    world, _ = accepting
+    await delivered(world)
+    await world.say("rita", "/accept")
+    await world.send("pull_request", pull_request_payload("synchronize", 34, "Fixes #12", head=AMENDED))
+    await world.settle()
+    assert check(world, AMENDED) == ("success", "the linked ticket is accepted at this commit")
+    await world.send("pull_request", pull_request_payload("synchronize", 34, "Fixes #12", head=CHANGED))
+    await world.settle()
+    assert check(world, CHANGED) == ("action_required", "#12: accepted commit differs from head")
+
+
+async def test_ci_require_refuses_accept_while_the_delivered_commit_fails(strict: Setup) -> None:
+    """A failing `build` on the delivered commit: `/accept` refused naming it; passed: accepted, recorded."""
+    world, _ = strict
+    run = world.github.add_check_run(REPO, "build", FIX, status="completed", conclusion="failure", app_id=CI_APP)
+    await delivered(world)
+    await world.say("rita", "/accept")
+    assert status_object(world)["work"] == "delivered"
+    [reply] = [r for r in world.replies() if "ci_not_passed" in r or "CI on the delivered commit" in r]
+    assert "build" in reply
+    run.conclusion = "success"
+    await world.say("rita", "/accept")
+    assert status_object(world)["acceptance"]["ci"] == {"state": "passed", "checks": ["build"]}
+
+
+async def test_a_bot_or_a_listed_agent_cannot_accept(accepting: Setup) -> None:
+    """ava (in @acme/agents and @acme/reviewers) and a Bot named as reviewer are refused."""
+    world, _ = accepting
+    await delivered(world)
+    await world.say("ava", "/accept")
+    assert status_object(world)["work"] == "delivered"
+    assert any("agents never accept" in reply for reply in world.replies())
+
+
+async def test_an_edited_description_is_recorded_and_flagged(accepting: Setup) -> None:
+    """An `issues.edited` changing the body of a claimed ticket: recorded, shown, work untouched."""
+    world, _ = accepting
+    await world.say("rachel", "/publish")
+    await world.say("cody", "/claim")
+    edited = event_payload("issues", "01-edited.json", action="edited")
+    edited["issue"].update({"number": 12, "body": "Make uploads resumable, and cap retries at 5"})
+    edited["changes"] = {"body": {"from": "Make uploads resumable"}}
+    await world.send("issues", edited)
+    await world.settle()
+    [changed] = events(world, EventType.DESCRIPTION_CHANGED)
+    assert changed["old_digest"] != changed["new_digest"]
+    status = status_object(world)
+    assert status["work"] == "claimed" and status["description_changed"] == "claim"
+    assert "The description changed after the claim" in world.status_comments()[0]
