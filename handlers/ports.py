@@ -360,6 +360,10 @@ class Rules:
     commands_per_hour: int = 30
     outsider_requests_per_hour: int = 30  # API requests by an account without a role here
     roles: Mapping[Role, tuple[RoleEntry, ...]] = field(default_factory=dict)
+    acceptance_expires_after_days: int | None = 30  # None: an acceptance never expires
+    acceptance_ci: str = "record"  # record | require (`/accept` needs the commit's CI passed)
+    acceptance_by: str = "people"  # people (no Bot, no listed agent accepts) | anyone
+    agents: tuple[RoleEntry, ...] = ()  # accounts that are agents although they are user accounts
 
     @property
     def rail_policy(self) -> RailPolicy:

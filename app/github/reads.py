@@ -164,6 +164,10 @@ def rules_from(loaded: LoadedConfig) -> Rules:
             role: tuple(RoleEntry(e.login, e.org, e.slug) for e in entries)
             for role, entries in config.roles.items()
         },
+        acceptance_expires_after_days=config.acceptance.expires_after_days,
+        acceptance_ci=config.acceptance.ci.value,
+        acceptance_by=config.acceptance.by.value,
+        agents=tuple(RoleEntry(e.login, e.org, e.slug) for e in config.agents),
     )
 
 
