@@ -409,6 +409,12 @@ class Roles(Protocol):
         role here; the answer is the same, asked of GitHub with fewer calls when it holds none.
         """
 
+    async def listed(
+        self, installation_id: int, repository: str, login: str, entries: tuple[RoleEntry, ...]
+    ) -> bool:
+        """Whether `entries` name `login` (case-insensitively) or a team it is an `active` member
+        of now (asked of GitHub as role checks are); `CannotVerify` when GitHub will not say."""
+
 
 class Budgets(Protocol):
     """Per-account budgets shared by every process (`policies.budgets.Budget`)."""

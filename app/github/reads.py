@@ -207,3 +207,9 @@ class RolesAdapter:
         return await RoleResolver(self._github, installation_id, repository).roles(
             login, rules.roles, among=among, first_only=first_only, outsider=outsider
         )
+
+    async def listed(
+        self, installation_id: int, repository: str, login: str, entries: tuple[RoleEntry, ...]
+    ) -> bool:
+        """Whether `entries` (the `agents` list, say) name `login` or a team it is active in now."""
+        return await RoleResolver(self._github, installation_id, repository).listed(login, entries)
