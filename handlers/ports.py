@@ -313,6 +313,13 @@ class GitHubReads(Protocol):
     async def latest_status(self, installation_id: int, repository: str, deployment_id: int) -> Json | None:
         """A deployment's newest status, or None when it has none."""
 
+    async def check_runs(self, installation_id: int, repository: str, sha: str) -> list[Json]:
+        """Every check run on a commit, every app's (`GET .../commits/{sha}/check-runs`, all pages)."""
+
+    async def check_suites(self, installation_id: int, repository: str, sha: str) -> list[Json]:
+        """Every check suite on a commit (`GET .../commits/{sha}/check-suites`, all pages): a
+        workflow held for a maintainer's approval shows only there, as a suite without runs."""
+
 
 class Ancestry(Protocol):
     """Whether a deployed commit contains a merge commit (the compare API, cached)."""

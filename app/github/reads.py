@@ -125,6 +125,33 @@ class GitHubReadsAdapter:
             statuses[0] if isinstance(statuses, list) and statuses and isinstance(statuses[0], dict) else None
         )
 
+    async def check_runs(self, installation_id: int, repository: str, sha: str) -> list[Json]:
+        """Every check run on the commit, following every page."""
+        return await self._every("list_check_runs", "check_runs", installation_id, repository, sha)
+
+    async def check_suites(self, installation_id: int, repository: str, sha: str) -> list[Json]:
+        """Every check suite on the commit, following every page."""
+        return await self._every("list_check_suites", "check_suites", installation_id, repository, sha)
+
+    async def _every(
+        self, endpoint: str, key: str, installation_id: int, repository: str, sha: str
+    ) -> list[Json]:
+        """The `key` items of every page of a commit's listing (GitHub's Link header, 100 a page)."""
+        items: list[Json] = []
+        params: dict[str, str] | None = {"per_page": "100"}
+        while params is not None:
+            try:
+                page, params = await self._github.call_page(
+                    endpoint, installation_id, params=params, repository=repository, ref=sha
+                )
+            except GitHubError as error:
+                if error.status in (404, 422):
+                    raise Missing(f"{endpoint} {repository} {sha}", error.status) from error
+                raise
+            found = page.get(key) if isinstance(page, dict) else None
+            items.extend(item for item in found or [] if isinstance(item, dict))
+        return items
+
 
 def config_fetcher(github: GitHubClient) -> Callable[[int, str], Awaitable[RepoFile | None]]:
     """Read `.github/railyard.yml` from a repository's default branch (None when absent)."""
