@@ -11,10 +11,13 @@ import respx
 
 from app.github.client import GitHubClient
 from app.github.reads import GitHubReadsAdapter
+from app.runtime.metrics import Metrics
+from github_standin import StandinState, running_standin
 from handlers.ci import ci_of
 from handlers.errors import Missing
 from policies.ci import CiResult, CiState
-from tests.fakes import GITHUB_API, started_client, token_route
+from support.world import FIX, REPO, standin_state
+from tests.fakes import GITHUB_API, app_settings, started_client, token_route
 
 SHA = "c" * 40
 RUNS = f"{GITHUB_API}/repos/acme/web/commits/{SHA}/check-runs"
@@ -114,5 +117,53 @@ async def test_a_workflow_held_for_approval_is_read_from_its_suite(github: GitHu
     paged(respx.get(SUITES), "check_suites", [[held]], SUITES)
 
     result = await ci_of(GitHubReadsAdapter(github), 7, "acme/web", SHA, ())
+
+    assert result == CiResult(CiState.AWAITING_APPROVAL, ("github-actions",))
+
+
+# -- against the stand-in, with the app's own client ------------------------------------------
+
+
+@pytest.fixture
+async def standin() -> AsyncIterator[tuple[GitHubReadsAdapter, StandinState]]:
+    """The adapter over a client talking to the e2e stand-in state (PR #34 at FIX)."""
+    state = standin_state()
+    async with running_standin(state) as running:
+        client = GitHubClient(app_settings("sqlite://", GITHUB_API_URL=running.url), Metrics())
+        await client.start()
+        try:
+            yield GitHubReadsAdapter(client), state
+        finally:
+            await client.close()
+
+
+async def test_a_commits_ci_is_judged_over_every_page_the_standin_lists(
+    standin: tuple[GitHubReadsAdapter, StandinState],
+) -> None:
+    """A failing check past the first 100 runs is found, and another commit's runs are not counted."""
+    reads, state = standin
+    for number in range(120):
+        state.add_check_run(REPO, f"job-{number:03}", FIX, conclusion="success", app_id=15368)
+    state.add_check_run(REPO, "job-000", FIX, conclusion="failure", app_id=15368)  # a re-run, newest
+    state.add_check_run(REPO, "elsewhere", "9" * 40, conclusion="failure", app_id=15368)
+    installation = next(iter(state.installations))
+
+    result = await ci_of(reads, installation, REPO, FIX, ())
+
+    assert result == CiResult(CiState.FAILED, ("job-000",))
+    assert len(await reads.check_runs(installation, REPO, FIX)) == 120
+
+
+async def test_a_held_workflow_on_the_standin_is_awaiting_approval(
+    standin: tuple[GitHubReadsAdapter, StandinState],
+) -> None:
+    """A held suite on the stand-in (no runs, action_required) is awaiting approval, beside railyard's run."""
+    reads, state = standin
+    state.apps[15368] = "github-actions"
+    state.add_check_suite(REPO, FIX, app_id=15368, status="completed", conclusion="action_required")
+    state.add_check_run(REPO, "railyard", FIX, conclusion="action_required")
+    installation = next(iter(state.installations))
+
+    result = await ci_of(reads, installation, REPO, FIX, ())
 
     assert result == CiResult(CiState.AWAITING_APPROVAL, ("github-actions",))
