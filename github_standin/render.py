@@ -27,6 +27,7 @@ from github_standin.common import (
 )
 from github_standin.state import (
     CheckRun,
+    CheckSuite,
     Comment,
     Installation,
     Issue,
@@ -122,6 +123,11 @@ _COMMENT = """{
 _CHECK_RUN = """{
     "id": $id, "node_id": "$node_id", "head_sha": "$head_sha", "url": "$api/repos/$repo/check-runs/$id",
     "html_url": "https://github.com/$repo/runs/$id", "pull_requests": []}"""
+_CHECK_SUITE = """{
+    "id": $id, "node_id": "$node_id", "head_sha": "$head_sha", "url": "$api/repos/$repo/check-suites/$id",
+    "before": null, "after": "$head_sha", "pull_requests": [], "created_at": "$seeded",
+    "updated_at": "$seeded", "rerequestable": true, "runs_rerequestable": true,
+    "check_runs_url": "$api/repos/$repo/check-suites/$id/check-runs"}"""
 _PULL = """{
     "id": $id, "node_id": "$node_id", "number": $number, "url": "$api/repos/$repo/pulls/$number",
     "html_url": "https://github.com/$repo/pull/$number", "issue_url": "$api/repos/$repo/issues/$number",
@@ -195,7 +201,7 @@ class Render:
         slug, app_id = (
             (self.state.app_slug, self.state.app_id)
             if app_id in (None, self.state.app_id)
-            else (f"other-app-{app_id}", app_id)
+            else (self.state.apps.get(app_id, f"other-app-{app_id}"), app_id)
         )
         app = self.fill(
             _APP, id=app_id, slug=slug, node_id=node_id_of("Integration", app_id), name=slug.title()
@@ -251,9 +257,9 @@ class Render:
         return shape | {"owner": self.account(owner), "fork": True}
 
     def commit(self, repo: str, sha: str) -> Json:
-        return self.fill(
-            _COMMIT, sha=sha, node_id=node_id_of("Commit", sha), repo=repo, tree=fake_sha(sha, "tree")
-        )
+        repository = self.state.repository(repo)
+        tree = repository.tree_of(sha) if repository is not None else fake_sha(sha, "tree")
+        return self.fill(_COMMIT, sha=sha, node_id=node_id_of("Commit", sha), repo=repo, tree=tree)
 
     def association(self, repo: str, login: str) -> str:
         if login.lower() == repo.split("/")[0].lower():
@@ -335,8 +341,35 @@ class Render:
             "started_at": iso(run.started_at) if run.started_at else None,
             "completed_at": iso(run.completed_at) if run.completed_at else None,
             "output": run.output | {"annotations_count": 0, "annotations_url": f"{shape['url']}/annotations"},
-            "check_suite": {"id": int(fake_sha(run.repo, run.head_sha)[:7], 16)},
-            "app": self.app(),
+            "check_suite": {"id": self.state.suite_id(run.repo, run.head_sha, run.app_id)},
+            "app": self.app(run.app_id),
+        }
+
+    def check_suite(self, r: Repository, suite: CheckSuite, runs: list[CheckRun]) -> Json:
+        """A check suite as `GET .../commits/{ref}/check-suites` lists it."""
+        branch = next((name for name, sha in r.branches.items() if sha == suite.head_sha), None)
+        shape = self.fill(
+            _CHECK_SUITE,
+            id=suite.id,
+            node_id=node_id_of("CheckSuite", suite.id),
+            repo=r.full_name,
+            head_sha=suite.head_sha,
+        )
+        return shape | {
+            "head_branch": branch,
+            "status": suite.status,
+            "conclusion": suite.conclusion,
+            "app": self.app(suite.app_id),
+            "repository": self.repository(r),
+            "head_commit": {
+                "id": suite.head_sha,
+                "tree_id": r.tree_of(suite.head_sha),
+                "message": "A commit",
+                "timestamp": iso(SEEDED_AT),
+                "author": {"name": "octocat", "email": "octocat@github.com"},
+                "committer": {"name": "octocat", "email": "octocat@github.com"},
+            },
+            "latest_check_runs_count": len({run.name for run in runs}),
         }
 
     def pull(self, r: Repository, pull: PullRequest) -> Json:

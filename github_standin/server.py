@@ -20,7 +20,7 @@ from github_standin.apps import (
     list_deliveries,
     redeliver,
 )
-from github_standin.checks import create_check_run, list_check_runs, update_check_run
+from github_standin.checks import create_check_run, list_check_runs, list_check_suites, update_check_run
 from github_standin.common import Handler, iso, parse_time, plain
 from github_standin.edge import RULES, github_edge
 from github_standin.faults import Fault, LimitWatch
@@ -180,6 +180,7 @@ def create_standin(state: StandinState | None = None) -> web.Application:
         ("PATCH", repo + "/check-runs/{check_run_id:\\d+}", update_check_run, token, "checks:write"),
         # A user's token reads check-runs too (GitHub: a fine-grained token with Checks: read).
         ("GET", repo + "/commits/{ref:.+}/check-runs", list_check_runs, "either", "checks:read"),
+        ("GET", repo + "/commits/{ref:.+}/check-suites", list_check_suites, "either", "checks:read"),
         ("GET", repo + "/commits/{ref:[^/]+}", get_commit, token, "contents:read"),
         ("GET", team + "/memberships/{username}", get_team_membership, token, "members:read"),
         ("GET", "/orgs/{org}/members/{username}", check_org_member, token, "members:read"),

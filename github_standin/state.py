@@ -15,6 +15,9 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from github_standin.accounts import OAuthState
+from github_standin.check_state import CheckRun as CheckRun
+from github_standin.check_state import CheckSuite as CheckSuite
+from github_standin.check_state import suite_id, suites_on
 from github_standin.common import (
     DEFAULT_PERMISSIONS,
     SEEDED_AT,
@@ -102,6 +105,9 @@ class Repository:
     pulls: dict[int, PullRequest] = field(default_factory=dict)
     compare: dict[tuple[str, str], str] = field(default_factory=dict)  # (base, head) -> status
     commits: set[str] = field(default_factory=set)  # older commits, beyond branch and PR heads
+    # Commit sha -> its tree sha, for commits that share a tree (an amended message, a re-signed
+    # commit); a commit not here has a tree of its own, derived from its sha.
+    trees: dict[str, str] = field(default_factory=dict)
     # Issues transferred away: number -> (id of the repository it went to, its number there).
     transferred: dict[int, tuple[int, int]] = field(default_factory=dict)
     private: bool = False
@@ -124,8 +130,13 @@ class Repository:
         return None
 
     def resolve(self, ref: str) -> str | None:
-        """The commit a branch name or a full sha names, or None."""
-        return self.branches.get(ref) or (ref if re.fullmatch(r"[0-9a-f]{40}", ref) else None)
+        """The commit a branch name (or `heads/NAME`) or a full sha names, or None."""
+        branch = ref.removeprefix("heads/")
+        return self.branches.get(branch) or (ref if re.fullmatch(r"[0-9a-f]{40}", ref) else None)
+
+    def tree_of(self, sha: str) -> str:
+        """The commit's tree sha: the one set in `trees`, else one of its own."""
+        return self.trees.get(sha) or fake_sha(sha, "tree")
 
 
 @dataclass
@@ -148,21 +159,6 @@ class Reaction:
     content: str
     user: str
     created_at: datetime
-
-
-@dataclass
-class CheckRun:
-    id: int
-    repo: str
-    name: str
-    head_sha: str
-    status: str = "queued"
-    conclusion: str | None = None
-    output: dict[str, str | None] = field(default_factory=lambda: dict.fromkeys(("title", "summary", "text")))
-    details_url: str | None = None
-    external_id: str | None = None
-    started_at: datetime | None = None
-    completed_at: datetime | None = None
 
 
 @dataclass
@@ -236,6 +232,8 @@ class StandinState:
     comments: dict[int, Comment] = field(default_factory=dict)
     reactions: list[Reaction] = field(default_factory=list)
     check_runs: dict[int, CheckRun] = field(default_factory=dict)
+    check_suites: dict[int, CheckSuite] = field(default_factory=dict)  # set by tests (see CheckSuite)
+    apps: dict[int, str] = field(default_factory=dict)  # other apps' slugs by id (a CI app, say)
     team_memberships: dict[tuple[str, str, str], str] = field(default_factory=dict)  # (org, team, login)
     org_members: set[tuple[str, str]] = field(default_factory=set)  # (org, login), beyond the teams' members
     permissions: dict[tuple[str, str], str] = field(default_factory=dict)  # (repo, login) -> role
@@ -418,6 +416,30 @@ class StandinState:
         self.comments[comment.id] = comment
         return comment
 
+    def add_check_run(self, repo: str, name: str, head_sha: str, **fields: Any) -> CheckRun:
+        """A check run on a commit (completed unless a status is given), by another app (`app_id`)
+        or railyard's own (None); `conclusion`, `status` as in the API."""
+        fields.setdefault("status", "completed")
+        at = self.stamp()
+        run = CheckRun(self.next_id(), repo, name, head_sha, started_at=at, **fields)
+        run.completed_at = at if run.status == "completed" else None
+        self.check_runs[run.id] = run
+        return run
+
+    def add_check_suite(self, repo: str, head_sha: str, **fields: Any) -> CheckSuite:
+        """A check suite on a commit (see CheckSuite)."""
+        suite = CheckSuite(self.next_id(), repo, head_sha, **fields)
+        self.check_suites[suite.id] = suite
+        return suite
+
+    def suite_id(self, repo: str, head_sha: str, app_id: int | None) -> int:
+        """The id of the app's suite on the commit: the one set, else one derived from them."""
+        return suite_id(self.check_suites.values(), repo, head_sha, None if app_id == self.app_id else app_id)
+
+    def suites_on(self, repo: str, head_sha: str) -> list[tuple[CheckSuite, list[CheckRun]]]:
+        """Every suite on a commit with its runs: those set, and one per other app with runs."""
+        return suites_on(self.check_runs.values(), self.check_suites.values(), self.app_id, repo, head_sha)
+
     def add_delivery(self, event: str, **fields: Any) -> Delivery:
         at = fields.pop("delivered_at", None) or self.stamp()
         fields.setdefault("guid", str(uuid.uuid4()))
@@ -450,6 +472,11 @@ class StandinState:
         self.permissions.update(
             {(p["repo"], p["login"]): p["permission"] for p in data.get("permissions", [])}
         )
+        self.apps.update({int(app["id"]): app["slug"] for app in data.get("apps", [])})
+        for item in data.get("check_runs", []):
+            self.add_check_run(**item)
+        for item in data.get("check_suites", []):
+            self.add_check_suite(**item)
         for item in data.get("comments", []):
             self.add_comment(**item)
         for item in data.get("deliveries", []):

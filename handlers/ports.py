@@ -313,6 +313,13 @@ class GitHubReads(Protocol):
     async def latest_status(self, installation_id: int, repository: str, deployment_id: int) -> Json | None:
         """A deployment's newest status, or None when it has none."""
 
+    async def check_runs(self, installation_id: int, repository: str, sha: str) -> list[Json]:
+        """Every check run on a commit, every app's (`GET .../commits/{sha}/check-runs`, all pages)."""
+
+    async def check_suites(self, installation_id: int, repository: str, sha: str) -> list[Json]:
+        """Every check suite on a commit (`GET .../commits/{sha}/check-suites`, all pages): a
+        workflow held for a maintainer's approval shows only there, as a suite without runs."""
+
 
 class Ancestry(Protocol):
     """Whether a deployed commit contains a merge commit (the compare API, cached)."""
@@ -360,6 +367,10 @@ class Rules:
     commands_per_hour: int = 30
     outsider_requests_per_hour: int = 30  # API requests by an account without a role here
     roles: Mapping[Role, tuple[RoleEntry, ...]] = field(default_factory=dict)
+    acceptance_expires_after_days: int | None = 30  # None: an acceptance never expires
+    acceptance_ci: str = "record"  # record | require (`/accept` needs the commit's CI passed)
+    acceptance_by: str = "people"  # people (no Bot, no listed agent accepts) | anyone
+    agents: tuple[RoleEntry, ...] = ()  # accounts that are agents although they are user accounts
 
     @property
     def rail_policy(self) -> RailPolicy:
@@ -404,6 +415,12 @@ class Roles(Protocol):
         is asked of GitHub once it is found). `outsider`: the account was lately found holding no
         role here; the answer is the same, asked of GitHub with fewer calls when it holds none.
         """
+
+    async def listed(
+        self, installation_id: int, repository: str, login: str, entries: tuple[RoleEntry, ...]
+    ) -> bool:
+        """Whether `entries` name `login` (case-insensitively) or a team it is an `active` member
+        of now (asked of GitHub as role checks are); `CannotVerify` when GitHub will not say."""
 
 
 class Budgets(Protocol):

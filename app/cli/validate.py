@@ -73,6 +73,8 @@ def summary(config: RepositoryConfig) -> str:
         else "roles from repository permissions"
     )
     checks = ", ".join(config.checks.required) or "none"
+    days = config.acceptance.expires_after_days
+    expiry = "acceptances never expire" if days is None else f"acceptances expire after {days} days"
     return " · ".join(
         [
             roles,
@@ -80,6 +82,10 @@ def summary(config: RepositoryConfig) -> str:
             f"high-risk labels {', '.join(config.high_risk.labels) or 'none'}",
             f"ticket label {config.tickets.label or 'none'}",
             f"claims silent after {config.claims.max_silence_minutes} min",
+            expiry,
+            f"acceptance CI {config.acceptance.ci.value}",
+            f"accepted by {config.acceptance.by.value}",
+            f"agents {len(config.agents)}",
             f"{config.limits.commands_per_hour} commands/hour",
             f"{config.limits.outsider_requests_per_hour} role-less API requests/hour",
             f"required checks {checks}",

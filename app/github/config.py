@@ -43,7 +43,10 @@ MAX_PROBLEMS = 20
 _NAME = r"[A-Za-z0-9][A-Za-z0-9_-]*"
 _LOGIN = re.compile(rf"{_NAME}(?:\[bot\])?")
 _TEAM = re.compile(rf"@(?P<org>{_NAME})/(?P<slug>[A-Za-z0-9_.-]+)")
-SECTIONS = frozenset({"roles", "high_risk", "tickets", "claims", "limits", "checks", "deployments"})
+# Keys whose `null` (every line below them commented out) means their defaults.
+SECTIONS = frozenset(
+    {"roles", "high_risk", "tickets", "claims", "acceptance", "agents", "limits", "checks", "deployments"}
+)
 
 
 # -- role entries ---------------------------------------------------------------------
@@ -124,6 +127,9 @@ MAX_COMMANDS_PER_HOUR = 1_000_000
 # Every number the file holds is bounded: a limit that overflows a date, a timer or an integer
 # column would stop the loops that read it (the watchdog), not just the repository that set it.
 SilenceMinutes = Annotated[int, Strict(), Field(gt=0, le=MAX_SILENCE_MINUTES)]
+# Ten years: an acceptance's expiry is its comment's time plus this many days, which must stay a date.
+MAX_ACCEPTANCE_DAYS = 3650
+AcceptanceDays = Annotated[int, Strict(), Field(ge=1, le=MAX_ACCEPTANCE_DAYS)]
 CommandsPerHour = Annotated[int, Strict(), Field(gt=0, le=MAX_COMMANDS_PER_HOUR)]
 Text = Annotated[str, Strict(), Field(min_length=1)]
 
@@ -136,6 +142,20 @@ class UnlinkedConclusion(StrEnum):
 
     SUCCESS = "success"
     ACTION_REQUIRED = "action_required"
+
+
+class AcceptanceCi(StrEnum):
+    """`acceptance.ci`: whether the delivered commit's CI is only recorded, or must have passed."""
+
+    RECORD = "record"
+    REQUIRE = "require"
+
+
+class AcceptanceBy(StrEnum):
+    """`acceptance.by`: who may accept: people only (no Bot, no listed agent), or anyone entitled."""
+
+    PEOPLE = "people"
+    ANYONE = "anyone"
 
 
 class _Section(BaseModel):
@@ -160,6 +180,15 @@ class ClaimsConfig(_Section):
     """`claims`: how long a claim may stay silent before it is overdue."""
 
     max_silence_minutes: SilenceMinutes = 240
+
+
+class AcceptanceConfig(_Section):
+    """`acceptance`: how long an acceptance holds (days; None = never), whether it needs CI
+    passed, and whether bots and agents may accept."""
+
+    expires_after_days: AcceptanceDays | None = 30
+    ci: AcceptanceCi = AcceptanceCi.RECORD
+    by: AcceptanceBy = AcceptanceBy.PEOPLE
 
 
 class LimitsConfig(_Section):
@@ -191,6 +220,9 @@ class RepositoryConfig(_Section):
     self_verification: SelfVerification = SelfVerification.EXPLICIT
     tickets: TicketsConfig = TicketsConfig()
     claims: ClaimsConfig = ClaimsConfig()
+    acceptance: AcceptanceConfig = AcceptanceConfig()
+    # Accounts that are agents although they are user accounts (logins or teams, as in `roles`).
+    agents: tuple[RoleEntryField, ...] = ()
     limits: LimitsConfig = LimitsConfig()
     checks: ChecksConfig = ChecksConfig()
     deployments: DeploymentsConfig = DeploymentsConfig()

@@ -138,6 +138,8 @@ def problem(error: ErrorDetails, known: KnownKeys) -> tuple[Loc, str]:
         return loc, f"{where}: expected {ctx.get('expected')}, got {show(value)}"
     if kind == "greater_than":
         return loc, f"{where}: must be greater than {ctx.get('gt')}, got {show(value)}"
+    if kind == "greater_than_equal":
+        return loc, f"{where}: must be at least {ctx.get('ge')}, got {show(value)}"
     if kind == "less_than_equal":
         return loc, f"{where}: must be at most {ctx.get('le')}, got {show(value)}"
     if kind == "string_too_short":

@@ -52,6 +52,9 @@ ENDPOINTS: dict[str, Endpoint] = {
         "PATCH", "/repos/{repository}/check-runs/{check_run_id}", ("checks", "write")
     ),
     "list_check_runs": Endpoint("GET", "/repos/{repository}/commits/{ref}/check-runs", ("checks", "read")),
+    "list_check_suites": Endpoint(
+        "GET", "/repos/{repository}/commits/{ref}/check-suites", ("checks", "read")
+    ),
     "check_org_member": Endpoint("GET", "/orgs/{org}/members/{username}", ("members", "read")),
     "get_team_membership": Endpoint(
         "GET", "/orgs/{org}/teams/{team_slug}/memberships/{username}", ("members", "read")

@@ -125,6 +125,33 @@ class GitHubReadsAdapter:
             statuses[0] if isinstance(statuses, list) and statuses and isinstance(statuses[0], dict) else None
         )
 
+    async def check_runs(self, installation_id: int, repository: str, sha: str) -> list[Json]:
+        """Every check run on the commit, following every page."""
+        return await self._every("list_check_runs", "check_runs", installation_id, repository, sha)
+
+    async def check_suites(self, installation_id: int, repository: str, sha: str) -> list[Json]:
+        """Every check suite on the commit, following every page."""
+        return await self._every("list_check_suites", "check_suites", installation_id, repository, sha)
+
+    async def _every(
+        self, endpoint: str, key: str, installation_id: int, repository: str, sha: str
+    ) -> list[Json]:
+        """The `key` items of every page of a commit's listing (GitHub's Link header, 100 a page)."""
+        items: list[Json] = []
+        params: dict[str, str] | None = {"per_page": "100"}
+        while params is not None:
+            try:
+                page, params = await self._github.call_page(
+                    endpoint, installation_id, params=params, repository=repository, ref=sha
+                )
+            except GitHubError as error:
+                if error.status in (404, 422):
+                    raise Missing(f"{endpoint} {repository} {sha}", error.status) from error
+                raise
+            found = page.get(key) if isinstance(page, dict) else None
+            items.extend(item for item in found or [] if isinstance(item, dict))
+        return items
+
 
 def config_fetcher(github: GitHubClient) -> Callable[[int, str], Awaitable[RepoFile | None]]:
     """Read `.github/railyard.yml` from a repository's default branch (None when absent)."""
@@ -164,6 +191,10 @@ def rules_from(loaded: LoadedConfig) -> Rules:
             role: tuple(RoleEntry(e.login, e.org, e.slug) for e in entries)
             for role, entries in config.roles.items()
         },
+        acceptance_expires_after_days=config.acceptance.expires_after_days,
+        acceptance_ci=config.acceptance.ci.value,
+        acceptance_by=config.acceptance.by.value,
+        agents=tuple(RoleEntry(e.login, e.org, e.slug) for e in config.agents),
     )
 
 
@@ -203,3 +234,9 @@ class RolesAdapter:
         return await RoleResolver(self._github, installation_id, repository).roles(
             login, rules.roles, among=among, first_only=first_only, outsider=outsider
         )
+
+    async def listed(
+        self, installation_id: int, repository: str, login: str, entries: tuple[RoleEntry, ...]
+    ) -> bool:
+        """Whether `entries` (the `agents` list, say) name `login` or a team it is active in now."""
+        return await RoleResolver(self._github, installation_id, repository).listed(login, entries)

@@ -92,6 +92,11 @@ class RoleResolver:
                 break
         return frozenset(held)
 
+    async def listed(self, login: str, entries: Sequence[Named]) -> bool:
+        """Whether `entries` name `login` (case-insensitively) or a team it is an `active` member of;
+        `CannotVerify` when GitHub will not say (logins are compared first, without a call)."""
+        return await self._named(login, entries)
+
     async def _named(self, login: str, entries: Sequence[Named]) -> bool:
         for entry in entries:
             if entry.login is not None and same_login(entry.login, login):

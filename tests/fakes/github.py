@@ -46,6 +46,10 @@ class FakeGitHub:
     calls: list[Call] = field(default_factory=list)
     names: dict[int, str] = field(default_factory=dict)
     """Repositories' names now, by id (`GET /repositories/{id}`); an id not here is gone."""
+    runs: dict[Key, list[Json]] = field(default_factory=dict)
+    """Check runs per commit sha, newest first (see `add_check_run`)."""
+    suites: dict[Key, list[Json]] = field(default_factory=dict)
+    """Check suites per commit sha (see `add_check_suite`)."""
 
     # -- seeding -------------------------------------------------------------------------
 
@@ -77,6 +81,50 @@ class FakeGitHub:
         listed.insert(0, {"id": deployment_id, "sha": sha, "environment": environment})
         if state is not None:
             self.statuses[_key(repository, deployment_id)] = {"id": deployment_id * 10, "state": state}
+
+    def add_check_run(
+        self,
+        repository: str,
+        sha: str,
+        name: str,
+        conclusion: str | None = "success",
+        *,
+        status: str = "completed",
+        app_slug: str = "ci-app",
+    ) -> Json:
+        """A check run on `sha` by another app (completed with `conclusion` unless a status is given)."""
+        listed = self.runs.setdefault(_key(repository, sha), [])
+        answer = {
+            "id": 5_000 + sum(len(r) for r in self.runs.values()),
+            "name": name,
+            "head_sha": sha,
+            "status": status,
+            "conclusion": conclusion if status == "completed" else None,
+            "app": {"slug": app_slug},
+        }
+        listed.insert(0, answer)
+        return answer
+
+    def add_check_suite(
+        self,
+        repository: str,
+        sha: str,
+        conclusion: str | None,
+        *,
+        runs: int = 0,
+        app_slug: str = "github-actions",
+    ) -> Json:
+        """A check suite on `sha` (`action_required` with no runs: a workflow held for approval)."""
+        answer = {
+            "id": 9_000 + sum(len(s) for s in self.suites.values()),
+            "head_sha": sha,
+            "status": "completed" if conclusion is not None else "queued",
+            "conclusion": conclusion,
+            "latest_check_runs_count": runs,
+            "app": {"slug": app_slug},
+        }
+        self.suites.setdefault(_key(repository, sha), []).append(answer)
+        return answer
 
     def link_from_sidebar(self, repository: str, pull: int, *issues: int) -> None:
         """Link issues to a PR from the issues' Development sidebar (GraphQL only tells)."""
@@ -146,6 +194,16 @@ class FakeGitHub:
         """A deployment's newest status, or None."""
         self.calls.append(Call("latest_status", installation_id, (repository, deployment_id)))
         return self.statuses.get(_key(repository, deployment_id))
+
+    async def check_runs(self, installation_id: int, repository: str, sha: str) -> list[Json]:
+        """Every check run seeded on the commit (none: an empty list, as GitHub answers)."""
+        self.calls.append(Call("check_runs", installation_id, (repository, sha)))
+        return list(self.runs.get(_key(repository, sha), []))
+
+    async def check_suites(self, installation_id: int, repository: str, sha: str) -> list[Json]:
+        """Every check suite seeded on the commit."""
+        self.calls.append(Call("check_suites", installation_id, (repository, sha)))
+        return list(self.suites.get(_key(repository, sha), []))
 
     # -- what tests look at ------------------------------------------------------------
 

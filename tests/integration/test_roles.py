@@ -10,7 +10,9 @@ import respx
 
 from app.github.client import GitHubClient
 from app.github.config import parse_repository_config
+from app.github.reads import RolesAdapter
 from app.github.roles import CannotVerify, RoleResolver, roles_from_permission
+from handlers.ports import RoleEntry
 from policies.states import Role
 from tests.fakes import GITHUB_API, started_client, token_route
 
@@ -165,3 +167,40 @@ async def test_an_outsider_hint_the_organization_will_not_answer_asks_the_teams(
     resolver = RoleResolver(github, 7, REPO)
     held = await resolver.roles("nora", roles, [Role.REQUESTER, Role.TASK_OWNER], outsider=True)
     assert held == frozenset({Role.TASK_OWNER})
+
+
+# -- lists of accounts outside the roles (`agents`) ------------------------------------------
+
+
+AGENTS = (RoleEntry(login="Coder-Bot"), RoleEntry(org="acme", slug="agents"))
+
+
+async def test_an_account_named_in_a_list_is_listed_without_asking_github(github: GitHubClient) -> None:
+    """A login in the list counts whatever its case, and no team is asked about it."""
+    teams = respx.get(url__regex=r".*/teams/.*/memberships/.*$")
+
+    assert await RolesAdapter(github).listed(7, REPO, "coder-bot", AGENTS)
+    assert not teams.called
+
+
+async def test_only_an_active_member_of_a_listed_team_is_listed(github: GitHubClient) -> None:
+    """An active member of a listed team is listed; a pending member and a stranger are not."""
+    membership("agents", "agent-smith", "active")
+    membership("agents", "pat", "pending")
+    membership("agents", "nora", None)
+    adapter = RolesAdapter(github)
+
+    assert await adapter.listed(7, REPO, "agent-smith", AGENTS)
+    assert not await adapter.listed(7, REPO, "pat", AGENTS)
+    assert not await adapter.listed(7, REPO, "nora", AGENTS)
+    assert not await adapter.listed(7, REPO, "nora", ())
+
+
+async def test_a_listed_team_github_will_not_show_is_cannot_verify_not_a_no(github: GitHubClient) -> None:
+    """Without the members permission, whether an account is a listed agent is not guessed."""
+    respx.get(MEMBERSHIP.format(team="agents", login="rita")).mock(
+        return_value=httpx.Response(403, json={"message": "Resource not accessible by integration"})
+    )
+
+    with pytest.raises(CannotVerify, match="members"):
+        await RolesAdapter(github).listed(7, REPO, "rita", AGENTS)

@@ -19,6 +19,11 @@ tickets:
   branch_pattern: null       # e.g. "agent/{number}-*": a claimed ticket's branches
 claims:
   max_silence_minutes: 240
+acceptance:
+  expires_after_days: 30     # null = never (see Acceptance that stays true)
+  ci: record                 # record | require
+  by: people                 # people | anyone: Bots and `agents` never accept
+agents: ["@acme/agents"]     # accounts that are agents although they are user accounts
 limits:
   commands_per_hour: 30
 checks:

@@ -105,6 +105,12 @@ def test_a_document_that_is_not_a_mapping_is_refused(text: str, shown: str) -> N
         ("deployment:\n  environments: []\n", "line 1: unknown key: deployment (did you mean deployments?)"),
         ("checks:\n  required: []\n  unlinked: success\n  extra: 1\n", "line 4: unknown key: checks.extra"),
         ("1: x\n", "line 1: unknown key: 1"),
+        (
+            "acceptance:\n  ci: record\n  expire_after_days: 3\n",
+            "line 3: unknown key: acceptance.expire_after_days (did you mean expires_after_days?)",
+        ),
+        ("acceptance:\n  people: true\n", "line 2: unknown key: acceptance.people"),
+        ("agent: [bot]\n", "line 1: unknown key: agent (did you mean agents?)"),
     ],
 )
 def test_unknown_keys_are_errors(text: str, message: str) -> None:
@@ -157,6 +163,24 @@ def test_an_unknown_role_is_an_error() -> None:
             "line 2: roles.reviewer: expected a list, got null (write [] for nobody)",
         ),
         ("roles:\n  runner: [42]\n", "line 2: roles.runner[0]: expected a login or @org/team, got 42"),
+        (
+            "acceptance:\n  ci: always\n",
+            "line 2: acceptance.ci: expected 'record' or 'require', got 'always'",
+        ),
+        (
+            "acceptance:\n  by: robots\n",
+            "line 2: acceptance.by: expected 'people' or 'anyone', got 'robots'",
+        ),
+        (
+            "acceptance:\n  expires_after_days: '30'\n",
+            "line 2: acceptance.expires_after_days: expected a whole number, got '30'",
+        ),
+        ("agents: coder-bot\n", "line 1: agents: expected a list, got 'coder-bot'"),
+        ("agents:\n  - ok-bot\n  - 7\n", "line 3: agents[1]: expected a login or @org/team, got 7"),
+        (
+            "agents: ['@acme']\n",
+            "line 1: agents[0]: '@acme' is not a login or @org/team (a team is written @org/team-slug)",
+        ),
     ],
 )
 def test_wrong_types_name_their_location(text: str, message: str) -> None:
@@ -268,6 +292,18 @@ def test_a_character_yaml_does_not_allow_names_its_line() -> None:
             "# budget\nlimits:\n  commands_per_hour: 99999999999999999999\n",
             "line 3: limits.commands_per_hour: must be at most 1000000, got 99999999999999999999",
         ),
+        (
+            "acceptance:\n  expires_after_days: 0\n",
+            "line 2: acceptance.expires_after_days: must be at least 1, got 0",
+        ),
+        (
+            "acceptance:\n  expires_after_days: 3651\n",
+            "line 2: acceptance.expires_after_days: must be at most 3650, got 3651",
+        ),
+        (
+            "acceptance:\n  expires_after_days: 99999999999999999999\n",
+            "line 2: acceptance.expires_after_days: must be at most 3650, got 99999999999999999999",
+        ),
     ],
 )
 def test_every_number_is_bounded_with_its_line(text: str, message: str) -> None:
@@ -279,6 +315,9 @@ def test_the_bounds_themselves_are_accepted() -> None:
     """A year of silence and a million commands an hour are the largest values, and valid."""
     config = parse_repository_config(
         "claims:\n  max_silence_minutes: 525600\nlimits:\n  commands_per_hour: 1000000\n"
+        "acceptance:\n  expires_after_days: 3650\n"
     )
+    shortest = parse_repository_config("acceptance:\n  expires_after_days: 1\n")
 
     assert (config.claims.max_silence_minutes, config.limits.commands_per_hour) == (525_600, 1_000_000)
+    assert (config.acceptance.expires_after_days, shortest.acceptance.expires_after_days) == (3650, 1)

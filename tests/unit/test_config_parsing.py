@@ -4,7 +4,17 @@ from __future__ import annotations
 
 import pytest
 
-from app.github.config import RepositoryConfig, RoleEntry, UnlinkedConclusion, parse_repository_config
+from app.github.config import (
+    AcceptanceBy,
+    AcceptanceCi,
+    LoadedConfig,
+    RepositoryConfig,
+    RoleEntry,
+    UnlinkedConclusion,
+    parse_repository_config,
+)
+from app.github.reads import rules_from
+from handlers.ports import RoleEntry as RulesEntry
 from policies.rails import RailPolicy
 from policies.states import Role, SelfVerification
 from tests.unit.spec_config import SPEC_EXAMPLE
@@ -36,6 +46,10 @@ def test_spec_example_parses_to_its_values() -> None:
     assert config.tickets.no_code_label == "no-code"
     assert config.tickets.branch_pattern is None
     assert config.claims.max_silence_minutes == 240
+    assert config.acceptance.expires_after_days == 30
+    assert config.acceptance.ci is AcceptanceCi.RECORD
+    assert config.acceptance.by is AcceptanceBy.PEOPLE
+    assert config.agents == (team("acme", "agents"),)
     assert config.limits.commands_per_hour == 30
     assert config.checks.required == ()
     assert config.checks.unlinked is UnlinkedConclusion.SUCCESS
@@ -43,9 +57,9 @@ def test_spec_example_parses_to_its_values() -> None:
 
 
 def test_spec_example_otherwise_spells_out_the_defaults() -> None:
-    """Apart from roles and its high-risk label, the example spells out SPEC's defaults."""
+    """Apart from roles, agents and its high-risk label, the example spells out SPEC's defaults."""
     config = parse_repository_config(SPEC_EXAMPLE)
-    rest = config.model_copy(update={"roles": {}, "high_risk": RepositoryConfig().high_risk})
+    rest = config.model_copy(update={"roles": {}, "agents": (), "high_risk": RepositoryConfig().high_risk})
 
     assert rest == RepositoryConfig.default()
 
@@ -72,6 +86,61 @@ def test_non_default_values_are_read() -> None:
     assert config.deployments.environments == ("staging", "production")
 
 
+def test_acceptance_settings_and_agents_are_read() -> None:
+    """`acceptance` takes the expiry, CI rule and who may accept that the file gives; `agents` its entries."""
+    config = parse_repository_config(
+        "acceptance:\n  expires_after_days: 7\n  ci: require\n  by: anyone\n"
+        "agents: [coder-bot, '@acme/agents', ' Helper ']\n"
+    )
+
+    assert config.acceptance.expires_after_days == 7
+    assert config.acceptance.ci is AcceptanceCi.REQUIRE
+    assert config.acceptance.by is AcceptanceBy.ANYONE
+    assert config.agents == (RoleEntry(login="coder-bot"), team("acme", "agents"), RoleEntry(login="Helper"))
+
+
+def test_an_acceptance_can_be_made_never_to_expire() -> None:
+    """`expires_after_days: null` means an acceptance never expires (SPEC: null = never)."""
+    config = parse_repository_config("acceptance:\n  expires_after_days: null\n")
+
+    assert config.acceptance.expires_after_days is None
+    assert config.acceptance.ci is AcceptanceCi.RECORD
+
+
+def test_acceptance_and_agents_default_to_specs_values() -> None:
+    """Without them, acceptances expire after 30 days, CI is recorded, only people accept, no agents."""
+    config = parse_repository_config("acceptance:\nagents:\n")
+
+    assert config.acceptance.expires_after_days == 30
+    assert (config.acceptance.ci, config.acceptance.by) == (AcceptanceCi.RECORD, AcceptanceBy.PEOPLE)
+    assert config.agents == ()
+
+
+def test_the_rules_handlers_see_carry_the_acceptance_settings_and_agents() -> None:
+    """What handlers decide with holds the file's acceptance settings and its agents."""
+    config = parse_repository_config(
+        "acceptance: {expires_after_days: null, ci: require, by: anyone}\nagents: [bot-one, '@acme/agents']\n"
+    )
+
+    rules = rules_from(LoadedConfig(config, "blob-sha"))
+
+    assert rules.acceptance_expires_after_days is None
+    assert (rules.acceptance_ci, rules.acceptance_by) == ("require", "anyone")
+    assert rules.agents == (RulesEntry(login="bot-one"), RulesEntry(org="acme", slug="agents"))
+
+
+def test_the_default_rules_carry_specs_acceptance_defaults() -> None:
+    """Without a file, acceptances expire after 30 days, CI is recorded, and only people accept."""
+    rules = rules_from(LoadedConfig(RepositoryConfig.default(), "default"))
+
+    assert (rules.acceptance_expires_after_days, rules.acceptance_ci, rules.acceptance_by) == (
+        30,
+        "record",
+        "people",
+    )
+    assert rules.agents == ()
+
+
 @pytest.mark.parametrize("text", [None, "", "   \n\t\n", "# only a comment\n", "---\n"])
 def test_no_file_or_an_empty_file_gives_the_defaults(text: str | None) -> None:
     """A missing file, an empty one or one with only comments means SPEC's defaults."""
@@ -88,6 +157,10 @@ def test_defaults_are_specs() -> None:
     assert (config.tickets.label, config.tickets.no_code_label) == (None, "no-code")
     assert config.tickets.branch_pattern is None
     assert config.claims.max_silence_minutes == 240
+    assert config.acceptance.expires_after_days == 30
+    assert config.acceptance.ci is AcceptanceCi.RECORD
+    assert config.acceptance.by is AcceptanceBy.PEOPLE
+    assert config.agents == ()
     assert config.limits.commands_per_hour == 30
     assert config.checks.required == ()
     assert config.checks.unlinked is UnlinkedConclusion.SUCCESS

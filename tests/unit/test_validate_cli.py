@@ -43,6 +43,7 @@ def test_spec_example_is_valid_with_a_one_line_summary(tmp_path: Path) -> None:
     assert (status, err) == (0, "")
     assert out.count("\n") == 1 and out.startswith(f"{path}: OK · roles requester 1")
     assert "runner 2" in out and "claims silent after 240 min" in out and "environments production" in out
+    assert "acceptances expire after 30 days · acceptance CI record · accepted by people · agents 1" in out
 
 
 def test_an_unknown_key_fails_naming_it_with_its_line_and_a_suggestion(tmp_path: Path) -> None:

@@ -1,0 +1,108 @@
+"""The CI state of one commit, from the checks GitHub shows on it (SPEC: "Acceptance that stays true").
+
+An acceptance records the delivered commit's CI state, and `acceptance.ci: require` refuses
+`/accept` until it is `passed`. The checks considered are `checks.required` when it names any
+(a required name with no run yet is still to come), else every check but railyard's own.
+
+What is read from GitHub, and why (docs/operating.md, "What railyard relies on from GitHub"):
+
+- the newest run of each name decides it: the run with the highest id (GitHub's ids grow), the
+  first given among equal ids;
+- a completed run passes on `success`, `neutral` or `skipped`; every other conclusion fails
+  (`FAILING_CONCLUSIONS`, and `cancelled`, `stale` or one GitHub may add: none of them is a pass);
+- a run `waiting` is a GitHub Actions job held until a reviewer approves its environment;
+- a workflow GitHub holds until a maintainer approves it to run (a fork's or a first-time
+  contributor's pull request) has no check run at all: its check suite is `completed` with the
+  conclusion `action_required` and no runs. Such a suite is given here as a `CheckSeen` with
+  `suite=True`; any other suite given is ignored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+from policies.rails import FAILING_CONCLUSIONS, OWN_CHECK_NAME
+
+PASSING_CONCLUSIONS = frozenset({"success", "neutral", "skipped"})
+HELD_SUITE_CONCLUSION = "action_required"
+WAITING_STATUS = "waiting"
+
+__all__ = ["FAILING_CONCLUSIONS", "CheckSeen", "CiResult", "CiState", "ci_state"]
+
+
+class CiState(StrEnum):
+    """What the considered checks of a commit say, taken together."""
+
+    PASSED = "passed"
+    FAILED = "failed"
+    PENDING = "pending"
+    AWAITING_APPROVAL = "awaiting_approval"
+    NONE = "none"
+
+
+@dataclass(frozen=True)
+class CheckSeen:
+    """One check run on the commit as GitHub shows it (or, with `suite`, a check suite without
+    runs: `name` is then its app's slug). `id` orders runs of one name: the highest is the newest."""
+
+    name: str
+    status: str
+    conclusion: str | None
+    app_slug: str | None = None
+    id: int = 0
+    suite: bool = False
+
+
+@dataclass(frozen=True)
+class CiResult:
+    """The state and the check names that decided it: the failing ones for failed, the ones not
+    yet completed for pending, the held ones for awaiting_approval, every considered one for passed."""
+
+    state: CiState
+    checks: tuple[str, ...]
+
+
+def _newest_by_name(runs: Sequence[CheckSeen]) -> dict[str, CheckSeen]:
+    newest: dict[str, CheckSeen] = {}
+    for run in runs:
+        kept = newest.get(run.name)
+        if kept is None or run.id > kept.id:
+            newest[run.name] = run
+    return newest
+
+
+def _verdict(run: CheckSeen) -> CiState:
+    if run.status == "completed":
+        return CiState.PASSED if run.conclusion in PASSING_CONCLUSIONS else CiState.FAILED
+    return CiState.AWAITING_APPROVAL if run.status == WAITING_STATUS else CiState.PENDING
+
+
+def ci_state(runs: Sequence[CheckSeen], required: tuple[str, ...]) -> CiResult:
+    """The commit's CI state from its check runs (and held suites), over `required` when it names any.
+
+    A failure decides it first (it stands whatever else runs); then anything held for someone's
+    approval (it will not move by itself); then anything still to run; then a pass.
+    """
+    newest = _newest_by_name([r for r in runs if not r.suite])
+    held = sorted({s.name for s in runs if s.suite and s.conclusion == HELD_SUITE_CONCLUSION})
+    names = list(dict.fromkeys(required)) if required else sorted(n for n in newest if n != OWN_CHECK_NAME)
+    verdicts = {name: _verdict(newest[name]) for name in names if name in newest}
+    missing = [name for name in names if name not in newest]
+
+    def having(state: CiState) -> tuple[str, ...]:
+        return tuple(name for name in names if verdicts.get(name) is state)
+
+    if failed := having(CiState.FAILED):
+        return CiResult(CiState.FAILED, failed)
+    # Without required names, a held workflow is a check still to come that nobody named; with
+    # them, it holds back exactly the required names that have no run yet.
+    awaiting = having(CiState.AWAITING_APPROVAL) + tuple((missing if held else []) if required else held)
+    if awaiting:
+        return CiResult(CiState.AWAITING_APPROVAL, tuple(dict.fromkeys(awaiting)))
+    if pending := tuple(name for name in names if verdicts.get(name) is CiState.PENDING or name in missing):
+        return CiResult(CiState.PENDING, pending)
+    if names:
+        return CiResult(CiState.PASSED, tuple(names))
+    return CiResult(CiState.NONE, ())
