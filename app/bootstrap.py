@@ -22,8 +22,8 @@ from app.runtime.adapters import Adapters
 from app.runtime.maintenance import Maintenance
 from app.runtime.metrics import Metrics
 from app.runtime.outbox import Outbox
-from app.runtime.supervisor import Supervisor, supervise
 from app.runtime.rechecks import AcceptanceRechecks
+from app.runtime.supervisor import Supervisor, supervise
 from app.runtime.surface_renderers import Surfaces
 from app.runtime.watchdog import Watchdog
 from app.runtime.worker import Worker

@@ -57,7 +57,9 @@ async def _world(tmp_path: Path, config: str) -> AsyncIterator[Setup]:
     )  # fmt: skip
     async with running_standin(state) as standin:
         url = f"sqlite:///{tmp_path}/railyard.db"
-        settings = app_settings(url, GITHUB_API_URL=standin.url, APP_ID="1", ACCEPTANCE_RECHECK_SECONDS="0.05")
+        settings = app_settings(
+            url, GITHUB_API_URL=standin.url, APP_ID="1", ACCEPTANCE_RECHECK_SECONDS="0.05"
+        )
         async with running_server(settings, outbox_spacing=0.0, clock=wall) as server:
             yield World(server, state, Database(url)), wall
 
@@ -67,6 +69,13 @@ async def accepting(tmp_path: Path) -> AsyncIterator[Setup]:
     """acme/web whose acceptances expire after a day, with cody a reviewer too and ava an agent."""
     config = CONFIG + "acceptance:\n  expires_after_days: 1\nagents: ['@acme/agents']\n"
     async for setup in _world(tmp_path, config):
+        yield setup
+
+
+@pytest.fixture
+async def plain(tmp_path: Path) -> AsyncIterator[Setup]:
+    """acme/web with the default acceptance settings and no agents listed (cody a reviewer too)."""
+    async for setup in _world(tmp_path, CONFIG):
         yield setup
 
 
@@ -149,13 +158,16 @@ async def test_a_reviewer_removed_from_the_team_invalidates_the_acceptance(accep
     await world.settle()
     [lapse] = events(world, EventType.ACCEPTANCE_INVALIDATED)
     assert lapse["reason"] == "reviewer_lost_role"
-    assert check(world, FIX) == ("action_required", "#12: acceptance no longer holds: the reviewer lost the role")
+    assert check(world, FIX) == (
+        "action_required",
+        "#12: acceptance no longer holds: the reviewer lost the role",
+    )
     assert status_object(world)["acceptance"]["reason"] == "reviewer_lost_role"
 
 
-async def test_a_high_risk_label_after_a_self_verification_invalidates_it(accepting: Setup) -> None:
+async def test_a_high_risk_label_after_a_self_verification_invalidates_it(plain: Setup) -> None:
     """cody self-verifies; `risk:high` is added: recorded `now_high_risk`, check action_required."""
-    world, _ = accepting
+    world, _ = plain
     await delivered(world)
     await world.say("cody", "/accept --self")
     assert check(world, FIX)[0] == "success"
@@ -171,7 +183,9 @@ async def test_a_high_risk_label_after_a_self_verification_invalidates_it(accept
     assert conclusion == "action_required" and "high-risk" in title
 
 
-async def test_a_force_push_with_the_same_tree_stays_green_and_a_changed_file_does_not(accepting: Setup) -> None:
+async def test_a_force_push_with_the_same_tree_stays_green_and_a_changed_file_does_not(
+    accepting: Setup,
+) -> None:
     """An amended commit (same tree) passes as "same content"; a head with another tree asks again."""
     world, _ = accepting
     await delivered(world)
@@ -187,7 +201,9 @@ async def test_a_force_push_with_the_same_tree_stays_green_and_a_changed_file_do
 async def test_ci_require_refuses_accept_while_the_delivered_commit_fails(strict: Setup) -> None:
     """A failing `build` on the delivered commit: `/accept` refused naming it; passed: accepted, recorded."""
     world, _ = strict
-    run = world.github.add_check_run(REPO, "build", FIX, status="completed", conclusion="failure", app_id=CI_APP)
+    run = world.github.add_check_run(
+        REPO, "build", FIX, status="completed", conclusion="failure", app_id=CI_APP
+    )
     await delivered(world)
     await world.say("rita", "/accept")
     assert status_object(world)["work"] == "delivered"
@@ -199,12 +215,14 @@ async def test_ci_require_refuses_accept_while_the_delivered_commit_fails(strict
 
 
 async def test_a_bot_or_a_listed_agent_cannot_accept(accepting: Setup) -> None:
-    """ava (in @acme/agents and @acme/reviewers) and a Bot named as reviewer are refused."""
+    """ava (in @acme/agents and @acme/reviewers) is refused; so is cody's `/accept --self` (an agent
+    too), and a Bot account named as a reviewer."""
     world, _ = accepting
     await delivered(world)
     await world.say("ava", "/accept")
+    await world.say("cody", "/accept --self")
     assert status_object(world)["work"] == "delivered"
-    assert any("agents never accept" in reply for reply in world.replies())
+    assert len([reply for reply in world.replies() if "agents never accept" in reply]) == 2
 
 
 async def test_an_edited_description_is_recorded_and_flagged(accepting: Setup) -> None:
