@@ -23,6 +23,7 @@ from support.servers import drained
 
 REPO = "acme/web"
 MAIN, FIX = "1" * 40, "f" * 40
+CI_APP_ID = 15368  # GitHub Actions' app id: the CI app whose check runs e2e tests add
 CONFIG = """
 roles:
   requester: ["@acme/product"]
@@ -56,6 +57,8 @@ def standin_state() -> StandinState:
     state.add_pull(REPO, 34, body="Fixes #12", head_ref="agent/12-fix", head_sha=FIX)
     state.add_pull(REPO, 35, body="Fixes #12\nCloses #13", head_ref="agent/both", head_sha="e" * 40)
     state.team_memberships.update({("acme", team, login): s for (team, login), s in MEMBERS.items()})
+    # `state.add_check_run(REPO, "tests", FIX, conclusion="success", app_id=CI_APP_ID)` is a CI run.
+    state.apps[CI_APP_ID] = "github-actions"
     return state
 
 

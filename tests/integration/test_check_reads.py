@@ -16,7 +16,7 @@ from github_standin import StandinState, running_standin
 from handlers.ci import ci_of
 from handlers.errors import Missing
 from policies.ci import CiResult, CiState
-from support.world import FIX, REPO, standin_state
+from support.world import CI_APP_ID, FIX, REPO, standin_state
 from tests.fakes import GITHUB_API, app_settings, started_client, token_route
 
 SHA = "c" * 40
@@ -143,9 +143,9 @@ async def test_a_commits_ci_is_judged_over_every_page_the_standin_lists(
     """A failing check past the first 100 runs is found, and another commit's runs are not counted."""
     reads, state = standin
     for number in range(120):
-        state.add_check_run(REPO, f"job-{number:03}", FIX, conclusion="success", app_id=15368)
-    state.add_check_run(REPO, "job-000", FIX, conclusion="failure", app_id=15368)  # a re-run, newest
-    state.add_check_run(REPO, "elsewhere", "9" * 40, conclusion="failure", app_id=15368)
+        state.add_check_run(REPO, f"job-{number:03}", FIX, conclusion="success", app_id=CI_APP_ID)
+    state.add_check_run(REPO, "job-000", FIX, conclusion="failure", app_id=CI_APP_ID)  # a re-run, newest
+    state.add_check_run(REPO, "elsewhere", "9" * 40, conclusion="failure", app_id=CI_APP_ID)
     installation = next(iter(state.installations))
 
     result = await ci_of(reads, installation, REPO, FIX, ())
@@ -159,8 +159,7 @@ async def test_a_held_workflow_on_the_standin_is_awaiting_approval(
 ) -> None:
     """A held suite on the stand-in (no runs, action_required) is awaiting approval, beside railyard's run."""
     reads, state = standin
-    state.apps[15368] = "github-actions"
-    state.add_check_suite(REPO, FIX, app_id=15368, status="completed", conclusion="action_required")
+    state.add_check_suite(REPO, FIX, app_id=CI_APP_ID, status="completed", conclusion="action_required")
     state.add_check_run(REPO, "railyard", FIX, conclusion="action_required")
     installation = next(iter(state.installations))
 
