@@ -33,6 +33,7 @@ from app.store.tickets import TicketService
 from app.views.render import StatusView, render_check_summary, render_status_comment
 from app.views.status_json import status_comment_body
 from handlers.acceptance import recheck
+from handlers.errors import Missing
 from handlers.payloads import dig_str
 from handlers.ports import PullRequest, Services
 from policies.checks import CHECK_NAME, Conclusion, Linked, Verdict, verdict
@@ -102,7 +103,10 @@ class Surfaces:
         review = ticket.review if ticket is not None and ticket.work is WorkState.ACCEPTED else None
         head_tree = None
         if review is not None and review.tree and head_sha and review.commit != head_sha and self.ports:
-            found = await self.ports.github.commit(installation, repository, head_sha)
+            try:
+                found = await self.ports.github.commit(installation, repository, head_sha)
+            except Missing:  # GitHub does not know the head (yet): its content cannot be the accepted one
+                found = None
             head_tree = dig_str(found, "commit", "tree", "sha")
         return Linked(number, ticket, validity, head_tree)
 

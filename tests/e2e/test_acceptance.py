@@ -51,6 +51,7 @@ async def _world(tmp_path: Path, config: str) -> AsyncIterator[Setup]:
     repository = state.repositories[REPO]
     repository.files[".github/railyard.yml"] = config
     repository.trees.update({FIX: TREE, AMENDED: TREE})
+    repository.commits.update({AMENDED, CHANGED})
     state.team_memberships.update(
         {("acme", "reviewers", "cody"): "active", ("acme", "agents", "ava"): "active",
          ("acme", "reviewers", "ava"): "active"}
@@ -171,7 +172,7 @@ async def test_a_high_risk_label_after_a_self_verification_invalidates_it(plain:
     await delivered(world)
     await world.say("cody", "/accept --self")
     assert check(world, FIX)[0] == "success"
-    world.github.issues[(REPO, 12)].labels.append("risk:high")
+    world.github.repositories[REPO].issues[12].labels.append("risk:high")
     labeled = event_payload("issues", "10-labeled.json", action="labeled")
     labeled["issue"]["number"] = 12
     labeled["label"]["name"] = "risk:high"
