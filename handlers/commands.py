@@ -32,6 +32,7 @@ from handlers.observe import Source, delivered_branch, recheck_merged, tell_held
 from handlers.payloads import dig, dig_int, dig_str
 from handlers.ports import Outcome, Rules, Services, UnitOfWork
 from handlers.signs import signs_from_events
+from policies.budgets import status_recheck_budget
 from policies.commands import Accept, Command, Context, Deliver, Draft, Publish
 from policies.links import linked_issues
 from policies.model import Actor, TicketKey
@@ -111,8 +112,8 @@ class CommandRun:
             return None
         key = TicketKey(f.repository, number)
         if self.parsed.informational is not None:
-            if self.parsed.word == "status":  # the answer says whether the acceptance still holds
-                await recheck(services, f.installation_id, key)
+            if self.parsed.word == "status" and await self._may_recheck(key):
+                await recheck(services, f.installation_id, key)  # the answer says whether it holds
             await self.informational(key)
             return None
         command = self.parsed.command
@@ -303,6 +304,12 @@ class CommandRun:
                 return ArtifactNotFound("branch", command.branch, f.repository)
             return ArtifactNotFound("pull request", str(pull_number), f.repository)
         return command
+
+    async def _may_recheck(self, key: TicketKey) -> bool:
+        """Whether this `/status` may ask GitHub to judge the acceptance again: once a minute per
+        ticket, so a flood of `/status` by anyone costs the installation one re-check a minute."""
+        budget = status_recheck_budget(key.repository, key.number)
+        return await self.services.budgets.spend(0, budget) is None
 
     async def _accepting(
         self, key: TicketKey, issue: Any, rules: Rules, roles: frozenset[Role]

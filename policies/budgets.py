@@ -72,3 +72,9 @@ class WindowCounter:
 
     def __len__(self) -> int:
         return len(self._counts)
+
+
+def status_recheck_budget(repository: str, number: int) -> Budget:
+    """How often a `/status` may have a ticket's acceptance judged again (asking GitHub for the
+    reviewer's roles): once a minute per ticket, however many accounts ask (held by account 0)."""
+    return Budget(f"recheck:{repository.casefold()}#{number}", 1, 60.0)
