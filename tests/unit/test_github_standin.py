@@ -144,27 +144,6 @@ async def test_a_reaction_is_created_once_then_returned_with_200() -> None:
 
 
 @pytest.mark.asyncio
-async def test_assignees_are_removed_with_200_and_the_issue_as_github_does() -> None:
-    """DELETE assignees answers 200 with the issue, skips a login not assigned, 404s an unknown
-    issue and needs `issues: write`."""
-    async with serving() as (standin, client):
-        standin.state.repositories["acme/widgets"].issues[1].assignees[:] = ["rita", "cody"]
-        url = "/repos/acme/widgets/issues/1/assignees"
-        removed = await client.request("DELETE", url, json={"assignees": ["cody", "nobody"]})
-        assert removed.status_code == 200
-        assert [a["login"] for a in removed.json()["assignees"]] == ["rita"]
-        assert standin.state.repositories["acme/widgets"].issues[1].assignees == ["rita"]
-        again = await client.request("DELETE", url, json={"assignees": ["cody"]})
-        assert (again.status_code, again.json()["number"]) == (200, 1)
-        missing = "/repos/acme/widgets/issues/99/assignees"
-        assert (await client.request("DELETE", missing, json={"assignees": ["rita"]})).status_code == 404
-        standin.state.installations[7].permissions["issues"] = "read"
-        refused = await client.request("DELETE", url, json={"assignees": ["rita"]})
-        assert refused.status_code == 403
-        assert standin.state.repositories["acme/widgets"].issues[1].assignees == ["rita"]
-
-
-@pytest.mark.asyncio
 async def test_contents_at_a_pull_requests_head_show_its_changes() -> None:
     """?ref=<a PR's head sha or branch> answers the file as the PR changes it; a removed file is 404."""
     async with serving() as (standin, client):
