@@ -225,9 +225,11 @@ class CommandRun:
         return answers
 
     def _reopened(self, number: int, data: Mapping[str, Any]) -> list[Answer]:
-        """The previous claimant unassigned and told why (named, not mentioned, when they gave it up)."""
+        """The previous claimant unassigned and told why (named, not mentioned, when they gave it up:
+        then by the login they have now, the author's, in case they were renamed since the claim)."""
         f = self.facts
-        claimant = str(data["previous_claimant"])
+        released = bool(data.get("released_by_claimant"))
+        claimant = f.author if released else str(data["previous_claimant"])
         return [
             Unassign(f.installation_id, f.repository, number, (claimant,), f"reopen:{f.operation_id}"),
             ReopenedNotice(
@@ -237,7 +239,7 @@ class CommandRun:
                 claimant,
                 f.author,
                 str(data.get("reason", "")),
-                bool(data.get("released_by_claimant")),
+                released,
                 f"reopened:{f.operation_id}",
             ),
         ]

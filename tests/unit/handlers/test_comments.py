@@ -95,6 +95,16 @@ async def test_a_claimant_giving_the_work_up_is_unassigned_and_named_as_the_one_
     assert (notice.claimant, notice.by, notice.released) == ("carol", "carol", True)
 
 
+async def test_a_renamed_claimant_giving_the_work_up_is_unassigned_by_the_login_they_have_now() -> None:
+    """carol, renamed carol-2 since her claim, reopens it: the login unassigned is carol-2, the
+    account's login now, not the one it had when it claimed."""
+    ports = world()
+    await claimed(ports)
+    comment_id = await say(ports, "/reopen Moving on", by=("carol-2", CAROL[1]))
+    assert ticket(ports).work is WorkState.OPEN
+    assert Unassign(INSTALLATION, REPOSITORY, 12, ("carol-2",), f"reopen:{comment_id}") in ports.store.answers
+
+
 async def test_a_refused_command_gets_one_reply_and_its_redelivery_none() -> None:
     """A /claim by someone who is no runner is answered once with the refusal, even when redelivered."""
     ports = world()
