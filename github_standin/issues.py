@@ -101,3 +101,14 @@ async def add_assignees(request: web.Request) -> web.Response:
         if login not in issue.assignees:
             issue.assignees.append(login)
     return respond(renderer(request).issue(repository, issue), 201)
+
+
+async def remove_assignees(request: web.Request) -> web.Response:
+    """DELETE .../assignees: 200 with the issue; a login that is not assigned is skipped."""
+    repository = repository_of(request)
+    issue = issue_of(repository, int(request.match_info["number"]), request)
+    logins = (request[BODY] or {}).get("assignees", [])
+    if not isinstance(logins, list) or not all(isinstance(login, str) for login in logins):
+        raise invalid("Issue", "assignees")
+    issue.assignees[:] = [login for login in issue.assignees if login not in logins]
+    return respond(renderer(request).issue(repository, issue), 200)

@@ -34,6 +34,7 @@ from github_standin.issues import (
     get_issue,
     get_issue_by_repository_id,
     list_comments,
+    remove_assignees,
 )
 from github_standin.lookups import STATE, respond
 from github_standin.oauth import (
@@ -173,6 +174,7 @@ def create_standin(state: StandinState | None = None) -> web.Application:
         ("GET", issue + "/comments", list_comments, "either", "issues:read"),
         ("POST", issue + "/comments", create_comment, "either", "issues:write"),
         ("POST", issue + "/assignees", add_assignees, token, "issues:write"),
+        ("DELETE", issue + "/assignees", remove_assignees, token, "issues:write"),
         ("GET", comment, get_comment, "either", "issues:read"),
         ("PATCH", comment, edit_comment, token, "issues:write"),
         ("POST", comment + "/reactions", create_reaction, token, "issues:write"),

@@ -62,6 +62,34 @@ class Assign:
 
 
 @dataclass(frozen=True)
+class Unassign:
+    """Remove assignees from an issue (the previous claimant, once the ticket is reopened)."""
+
+    installation_id: int
+    repository: str
+    number: int
+    logins: tuple[str, ...]
+    key: str
+
+
+@dataclass(frozen=True)
+class ReopenedNotice:
+    """Tell the previous claimant the ticket was reopened, with the reason; any runner may claim it.
+
+    `released` is True when the claimant gave the work up themselves: they are named, not mentioned.
+    """
+
+    installation_id: int
+    repository: str
+    number: int
+    claimant: str
+    by: str
+    reason: str
+    released: bool
+    key: str
+
+
+@dataclass(frozen=True)
 class SentBackNotice:
     """Tell the runner their delivery was sent back, with the reviewer's feedback."""
 
@@ -191,4 +219,4 @@ class Reply:
         return _KINDS[type(self.message)]
 
 
-Answer = StatusComment | CheckRun | Reaction | Assign | SentBackNotice | Reply
+Answer = StatusComment | CheckRun | Reaction | Assign | Unassign | SentBackNotice | ReopenedNotice | Reply

@@ -9,6 +9,7 @@ reaction or a reply (`handlers.comments`), an API request its JSON answer (`hand
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -25,7 +26,9 @@ from handlers.answers import (
     Message,
     NearMiss,
     PullTarget,
+    ReopenedNotice,
     SentBackNotice,
+    Unassign,
 )
 from handlers.errors import CannotVerify, Missing
 from handlers.observe import Source, delivered_branch, recheck_merged, tell_held
@@ -206,7 +209,8 @@ class CommandRun:
         return outcome
 
     def common_answers(self, outcome: Outcome) -> list[Answer]:
-        """What every channel's applied command writes: the claimant's assignment, the runner's notice."""
+        """What every channel's applied command writes: the claimant's assignment, the runner's notice,
+        a reopened ticket's previous claimant unassigned and told."""
         f = self.facts
         if outcome.refusal is not None:
             return []
@@ -231,7 +235,30 @@ class CommandRun:
                     f"sent-back:{f.operation_id}",
                 )
             )
+        reopened = next((e for e in outcome.events if e.type.value == "reopened"), None)
+        if reopened is not None and reopened.data.get("previous_claimant"):
+            answers += self._reopened(number, reopened.data)
         return answers
+
+    def _reopened(self, number: int, data: Mapping[str, Any]) -> list[Answer]:
+        """The previous claimant unassigned and told why (named, not mentioned, when they gave it up:
+        then by the login they have now, the author's, in case they were renamed since the claim)."""
+        f = self.facts
+        released = bool(data.get("released_by_claimant"))
+        claimant = f.author if released else str(data["previous_claimant"])
+        return [
+            Unassign(f.installation_id, f.repository, number, (claimant,), f"reopen:{f.operation_id}"),
+            ReopenedNotice(
+                f.installation_id,
+                f.repository,
+                number,
+                claimant,
+                f.author,
+                str(data.get("reason", "")),
+                released,
+                f"reopened:{f.operation_id}",
+            ),
+        ]
 
     # -- finding the ticket ------------------------------------------------------------
 

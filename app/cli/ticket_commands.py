@@ -12,50 +12,10 @@ from app.cli.common import EXIT_NOT_FOUND, EXIT_USAGE, ready, table, ticket_key
 from app.runtime.metrics import Metrics
 from app.settings import Settings
 from app.store.database import Database
-from app.store.tickets import TicketService
+from app.views.event_log import event_items
 from app.views.status_json import status_object
 from handlers.resync import resync
 from policies.model import TicketKey
-
-
-def event_items(service: TicketService, key: TicketKey) -> list[dict[str, Any]]:
-    """The `events --json` shape: the event log, with refused commands as `command_rejected`."""
-    items = [
-        {
-            "revision": recorded.revision,
-            "type": recorded.event.type.value,
-            "actor": recorded.event.actor,
-            "actor_id": recorded.event.actor_id,
-            "role": recorded.event.role,
-            "at": recorded.event.at.isoformat(),
-            "operation_id": recorded.event.operation_id,
-            "policy_version": recorded.event.policy_version,
-            "metadata": dict(recorded.event.data),
-        }
-        for recorded in service.history(key)
-    ]
-    for refused in service.refusals(key):
-        items.append(
-            {
-                "revision": refused["revision"],
-                "type": "command_rejected",
-                "actor": refused["actor"],
-                "actor_id": refused["actor_id"],
-                "role": None,
-                "at": refused["at"].isoformat(),
-                "operation_id": refused["operation_id"],
-                "policy_version": refused["policy_version"],
-                "metadata": {
-                    "command": refused["change"],
-                    "code": refused["refusal_code"],
-                    "reason": refused["refusal_reason"],
-                    "hint": refused["refusal_hint"],
-                },
-            }
-        )
-    # A refusal sorts after the event whose revision it saw.
-    items.sort(key=lambda item: (item["revision"], item["type"] == "command_rejected", item["at"]))
-    return items
 
 
 def _print_status(summary: dict[str, Any], out: TextIO) -> None:
@@ -130,7 +90,7 @@ def cmd_events(args: argparse.Namespace, database: Database, out: TextIO, err: T
     if service.load(key) is None:
         err.write(f"railyard: {args.ticket} is not a ticket (nothing recorded for it).\n")
         return EXIT_NOT_FOUND
-    items = event_items(service, key)
+    items = event_items(service.history(key), service.refusals(key))
     if args.json:
         out.write(json.dumps(items, indent=2) + "\n")
     else:

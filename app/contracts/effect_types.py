@@ -23,6 +23,7 @@ class EffectKind(StrEnum):
     REACTION = "reaction"
     COMMENT = "comment"
     ASSIGN = "assign"
+    UNASSIGN = "unassign"
     STATUS_COMMENT = "status_comment"
     CHECK_RUN = "check_run"
 
@@ -78,6 +79,12 @@ def assign(installation_id: int, repository: str, number: int, logins: Sequence[
     """Add assignees to an issue."""
     payload = {"number": number, "assignees": list(logins)}
     return Effect(EffectKind.ASSIGN, installation_id, repository, f"assign:{key}", payload)
+
+
+def unassign(installation_id: int, repository: str, number: int, logins: Sequence[str], key: str) -> Effect:
+    """Remove assignees from an issue (removing one not assigned changes nothing)."""
+    payload = {"number": number, "assignees": list(logins)}
+    return Effect(EffectKind.UNASSIGN, installation_id, repository, f"unassign:{key}", payload)
 
 
 def rerun(effect: Effect) -> Effect:

@@ -43,6 +43,9 @@ ENDPOINTS: dict[str, Endpoint] = {
         "POST", "/repos/{repository}/issues/comments/{comment_id}/reactions", ("issues", "write")
     ),
     "add_assignees": Endpoint("POST", "/repos/{repository}/issues/{number}/assignees", ("issues", "write")),
+    "remove_assignees": Endpoint(
+        "DELETE", "/repos/{repository}/issues/{number}/assignees", ("issues", "write")
+    ),
     "get_pull": Endpoint("GET", "/repos/{repository}/pulls/{number}", ("pull_requests", "write")),
     "list_pull_files": Endpoint(
         "GET", "/repos/{repository}/pulls/{number}/files", ("pull_requests", "write")

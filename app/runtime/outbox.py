@@ -254,9 +254,9 @@ class Outbox:
                 json={"content": payload["content"]},
             )
             return None
-        if kind == EffectKind.ASSIGN:
+        if kind in (EffectKind.ASSIGN, EffectKind.UNASSIGN):
             await self.github.call(
-                "add_assignees",
+                "add_assignees" if kind == EffectKind.ASSIGN else "remove_assignees",
                 installation,
                 repository=repository,
                 number=payload["number"],

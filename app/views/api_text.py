@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from app.views.event_log import event_item
 from app.views.status_json import status_object
 from handlers.ports import Outcome
-from policies.events import Event
 from policies.model import Ticket
 from policies.refusals import RefusalCode
 
@@ -43,21 +43,6 @@ REFUSAL_STATUS: dict[RefusalCode, int] = {
 def error_body(code: str, message: str, **more: Any) -> dict[str, Any]:
     """`{"error": {"code", "message", ...}}`: a request that never reached the one door."""
     return {"error": {"code": code, "message": message, **more}}
-
-
-def event_item(revision: int, event: Event) -> dict[str, Any]:
-    """One event in the `events --json` shape."""
-    return {
-        "revision": revision,
-        "type": event.type.value,
-        "actor": event.actor,
-        "actor_id": event.actor_id,
-        "role": event.role,
-        "at": event.at.isoformat(),
-        "operation_id": event.operation_id,
-        "policy_version": event.policy_version,
-        "metadata": dict(event.data),
-    }
 
 
 def outcome_answer(outcome: Outcome, ticket: Ticket | None) -> tuple[int, Mapping[str, Any]]:

@@ -13,6 +13,7 @@ from app.contracts.effect_types import (
     comment,
     reaction,
     status_comment,
+    unassign,
 )
 from app.views.markdown import code_span, escape_block, escape_inline, mention
 from app.views.render import headline
@@ -31,10 +32,12 @@ from handlers.answers import (
     PullTarget,
     Reaction,
     Refused,
+    ReopenedNotice,
     Reply,
     SentBackNotice,
     StatusAnswer,
     StatusComment,
+    Unassign,
 )
 from policies.model import Ticket
 from policies.parser import COMMAND_WORDS, NEEDS, USAGE
@@ -75,7 +78,12 @@ def render(answer: Answer) -> Effect | LimitedReply:
         return assign(
             answer.installation_id, answer.repository, answer.number, list(answer.logins), answer.key
         )
-    return comment(answer.installation_id, answer.repository, answer.number, sent_back(answer), answer.key)
+    if isinstance(answer, Unassign):
+        return unassign(
+            answer.installation_id, answer.repository, answer.number, list(answer.logins), answer.key
+        )
+    body = reopened(answer) if isinstance(answer, ReopenedNotice) else sent_back(answer)
+    return comment(answer.installation_id, answer.repository, answer.number, body, answer.key)
 
 
 def sent_back(notice: SentBackNotice) -> str:
@@ -83,6 +91,18 @@ def sent_back(notice: SentBackNotice) -> str:
     who = _mention(notice.runner) if notice.runner else "the runner"
     feedback = escape_block(notice.feedback, limit=4000)
     return f"{who}: sent back for attempt {notice.attempt} by {_mention(notice.reviewer)}.\n\n{feedback}"
+
+
+def reopened(notice: ReopenedNotice) -> str:
+    """The comment telling the previous claimant the ticket was reopened and why; any runner may
+    claim it now. A claimant who gave the work up is named, not mentioned (they know)."""
+    reason = escape_block(notice.reason, limit=4000)
+    if notice.released:
+        who = escape_inline(notice.claimant, limit=60)
+        head = f"{who} gave the work up; the ticket is open again and unassigned."
+    else:
+        head = f"{_mention(notice.claimant)}: {_mention(notice.by)} reopened the ticket; you are unassigned."
+    return f"{head}\n\n{reason}\n\nAny runner may claim it again with `/claim`."
 
 
 def reply_body(reply: Reply) -> str:

@@ -38,6 +38,7 @@ from app.github.users import Account, BadToken, UserReads
 from app.runtime.adapters import Adapters
 from app.store.listing import Cursor, Listing
 from app.views.api_text import earlier_attempt_answer, error_body, outcome_answer
+from app.views.event_log import event_items
 from app.views.status_json import status_object
 from app.web.api_costs import READS_PER_MINUTE, ApiCosts, OverBudget
 from app.web.bodies import BodyBudget, BodyRefused
@@ -143,6 +144,7 @@ class AgentApi:
             (PREFIX + "/openapi.json", "GET", openapi),
             (tickets, "GET", _answering(self.list_tickets)),
             (tickets + "/{number}", "GET", _answering(self.get_ticket)),
+            (tickets + "/{number}/events", "GET", _answering(self.get_events)),
             (tickets + "/{number}/commands", "POST", _answering(self.post_command)),
         ]:
             resource = app.router.add_resource(path)
@@ -176,6 +178,17 @@ class AgentApi:
 
     async def get_ticket(self, request: web.Request) -> web.Response:
         """The ticket's status object; 404 when the issue is not a ticket."""
+        return _json(200, status_object(await self._readable_ticket(request)))
+
+    async def get_events(self, request: web.Request) -> web.Response:
+        """`{"ticket", "events"}`: the log as `railyard events --json` prints it; 404 when not a ticket."""
+        key, tickets = (await self._readable_ticket(request)).key, self._shell.tickets
+        history = await asyncio.to_thread(tickets.history, key)
+        refusals = await asyncio.to_thread(tickets.refusals, key)
+        return _json(200, {"ticket": str(key), "events": event_items(history, refusals)})
+
+    async def _readable_ticket(self, request: web.Request) -> Ticket:
+        """The ticket the path names, for a caller who may read its repository (a read spent)."""
         token, account = await self._caller(request)
         self.costs.read(account.id)
         number = _number(request)
@@ -184,7 +197,7 @@ class AgentApi:
             ticket = await reads.ticket(TicketKey(repository, number))
         if ticket is None or not ticket.exists:
             raise Refused(404, "not_a_ticket", f"{repository}#{number} is not a railyard ticket")
-        return _json(200, status_object(ticket))
+        return ticket
 
     # -- commands ---------------------------------------------------------------------
 

@@ -107,7 +107,7 @@ _SCHEMAS: dict[str, Any] = {
             "role": {"type": ["string", "null"]},
             "at": {"type": "string", "format": "date-time"},
             "operation_id": {"type": "string"},
-            "policy_version": {"type": "string"},
+            "policy_version": {"type": ["string", "null"]},
             "metadata": {"type": "object", "description": "`via: api` for changes made through the API"},
         },
     },
@@ -192,6 +192,7 @@ def openapi_document() -> dict[str, Any]:
             },
             tickets: {"get": _list_operation()},
             tickets + "/{number}": {"get": _read_operation()},
+            tickets + "/{number}/events": {"get": _events_operation()},
             tickets + "/{number}/commands": {"post": _command_operation()},
         },
     }
@@ -236,6 +237,27 @@ def _read_operation() -> dict[str, Any]:
         "summary": "One ticket's status",
         "parameters": [*_OWNER_REPO, _NUMBER],
         "responses": {"200": _json(_ref("Status"), "The ticket's status"), **_COMMON},
+    }
+
+
+def _events_operation() -> dict[str, Any]:
+    log = {
+        "type": "object",
+        "required": ["ticket", "events"],
+        "properties": {
+            "ticket": {"type": "string", "examples": ["acme/widgets#12"]},
+            "events": {"type": "array", "items": _ref("Event")},
+        },
+    }
+    description = (
+        "The event log in revision order, as `railyard events --json` prints it; a refused command "
+        "is a `command_rejected` item after the event whose revision it saw"
+    )
+    return {
+        "operationId": "getTicketEvents",
+        "summary": "One ticket's event log",
+        "parameters": [*_OWNER_REPO, _NUMBER],
+        "responses": {"200": _json(log, description), **_COMMON},
     }
 
 

@@ -283,6 +283,33 @@ async def test_reopen_from_delivered_by_reviewer_owner_or_claimant(
     assert (last.type.value, last.role) == ("reopened", relation)
 
 
+async def test_reopen_unassigns_the_previous_claimant_and_tells_them_why_once(world: World) -> None:
+    """rita reopens cody's delivery: GitHub no longer shows cody assigned, one reply mentions him
+    with the reason quoted; the same webhook delivered again unassigns and replies no more."""
+    await delivered(world)
+    assert "cody" in world.github.repositories[REPO].issues[12].assignees
+    payload = world.write("rita", "/reopen Wrong approach <b>really</b> @everyone", 12)
+    for delivery_id in ("reopen-first", "reopen-again"):
+        await world.server.deliver("issue_comment", json.dumps(payload).encode(), delivery_id)
+        await world.settle()
+    assert "cody" not in world.github.repositories[REPO].issues[12].assignees
+    assert len(world.github.calls_to("DELETE", f"/repos/{REPO}/issues/12/assignees")) == 1
+    [note] = world.replies()
+    assert note.startswith("@cody: @rita reopened") and "Wrong approach" in note
+    assert "<b>" not in note and "@everyone" not in note and "/claim" in note
+    assert world.status_comments() == [world.expected_status()]
+
+
+async def test_a_claimant_giving_the_work_up_is_unassigned_without_being_mentioned(world: World) -> None:
+    """cody releases his own claim: he is unassigned; the reply names him without a mention."""
+    await world.say("rachel", "/publish")
+    await world.say("cody", "/claim")
+    await world.say("cody", "/reopen Out of my depth here")
+    assert "cody" not in world.github.repositories[REPO].issues[12].assignees
+    [note] = world.replies()
+    assert "@cody" not in note and "Out of my depth here" in note
+
+
 async def test_reopen_after_acceptance_is_for_the_owner_or_a_maintainer(world: World) -> None:
     """rita (reviewer) cannot reopen an accepted ticket; olivia (owner) can."""
     await delivered(world)

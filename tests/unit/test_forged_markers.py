@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from app.views.markdown import code_span
 from app.views.render import StatusView
-from app.views.replies_text import quote, reply_body, sent_back
+from app.views.replies_text import quote, reopened, reply_body, sent_back
 from app.views.status_json import ANSWER_MARKER, MARKER, status_comment_body
 from handlers.answers import (
     ArtifactNotFound,
@@ -20,6 +20,7 @@ from handlers.answers import (
     Malformed,
     NearMiss,
     Refused,
+    ReopenedNotice,
     Reply,
     SentBackNotice,
 )
@@ -87,6 +88,9 @@ def test_no_user_text_in_any_reply_spells_a_comment_or_a_marker(text: str) -> No
         assert _foreign(body, own_lines=own) == [], body
     notice = SentBackNotice(1, "acme/web", 12, "cody", 2, "rachel", text, "k")
     assert _foreign(sent_back(notice)) == []
+    for released in (False, True):
+        told = ReopenedNotice(1, "acme/web", 12, "cody", "rachel", text, released, "k")
+        assert _foreign(reopened(told)) == []
     assert _foreign(quote("cody", text)) == []
 
 

@@ -405,6 +405,7 @@ async def test_githubkit_parses_every_answer() -> None:
             (await rest.issues.async_list_comments("acme", "widgets", 1)).parsed_data,
             (await rest.issues.async_update_comment("acme", "widgets", created.id, body="Done.")).parsed_data,
             (await rest.issues.async_add_assignees("acme", "widgets", 1, assignees=["rita"])).parsed_data,
+            (await rest.issues.async_remove_assignees("acme", "widgets", 1, assignees=["rita"])).parsed_data,
             (
                 await rest.reactions.async_create_for_issue_comment(
                     "acme", "widgets", comment_id, content="eyes"

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
 from app.views.markdown import WORD_JOINER, code_span
-from app.views.replies_text import help_text, reply_body, sent_back
+from app.views.replies_text import help_text, reopened, reply_body, sent_back
 from handlers.answers import (
     ArtifactNotFound,
     CannotRunYet,
@@ -25,6 +25,7 @@ from handlers.answers import (
     NearMiss,
     PullTarget,
     Refused,
+    ReopenedNotice,
     Reply,
     SentBackNotice,
     StatusAnswer,
@@ -166,6 +167,27 @@ def test_any_typed_line_is_shown_exactly_in_its_code_span(line: str) -> None:
     shown = html.unescape(_CODE.findall(rendered)[0]).replace(WORD_JOINER, "")
     assert shown == " ".join(("/accept " + line).split())
     assert live_mentions(rendered) == ["mallory"]
+
+
+def test_the_reopened_notice_mentions_the_previous_claimant_and_quotes_the_reason() -> None:
+    """The claimant and the one who reopened are mentioned; the reason is a quote block whose own
+    `@name` and HTML are dead; it says any runner may claim again."""
+    reason = "Needs a rethink; ask @olivia. <b>now</b>\n\n- item"
+    rendered = render(reopened(ReopenedNotice(1, "octo/repo", 12, "cody", "rita", reason, False, "k")))
+    assert live_mentions(rendered) == ["cody", "rita"]
+    assert "<blockquote>" in rendered and "<ul>" not in rendered and "<b>" not in rendered
+    shown = shown_text(rendered)
+    assert "ask @\u2060olivia." in shown and "<b>now</b>" in shown
+    assert "Any runner may claim it again" in shown and "unassigned" in shown
+
+
+def test_a_claimant_who_gave_the_work_up_is_named_not_mentioned() -> None:
+    """Released by the claimant: no live mention at all (they did it), the reason still quoted."""
+    notice = ReopenedNotice(1, "octo/repo", 12, "cody", "cody", "Out of my depth.", True, "k")
+    rendered = render(reopened(notice))
+    assert live_mentions(rendered) == []
+    shown = shown_text(rendered)
+    assert "cody gave the work up" in shown.replace("\u2060", "") and "Out of my depth." in shown
 
 
 def test_the_sent_back_notice_mentions_runner_and_reviewer_and_quotes_the_feedback() -> None:

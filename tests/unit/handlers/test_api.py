@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from handlers.answers import Assign, Malformed
+from handlers.answers import Assign, Malformed, ReopenedNotice, Unassign
 from handlers.api import ApiCommand, ApiCommandRun
 from handlers.errors import CannotVerify
 from handlers.ports import Outcome
@@ -17,7 +17,7 @@ from policies.parser import parse_comment
 from policies.states import WorkState
 from tests.fakes.ports import FakePorts
 from tests.fakes.webhooks import INSTALLATION, REPOSITORY
-from tests.unit.handlers.steps import CAROL, NORA, claimed, published, ticket, world
+from tests.unit.handlers.steps import CAROL, NORA, RITA, claimed, published, ticket, world
 
 
 def worded(outcome: Outcome, after: Ticket | None) -> tuple[int, Mapping[str, Any]]:
@@ -48,6 +48,19 @@ async def test_an_applied_command_keeps_its_answer_with_the_change_and_assigns_t
     [event] = [r.event for r in ports.store.history(claimed.key) if r.event.type.value == "claimed"]
     assert event.operation_id == f"api:{CAROL[1]}:k1" and event.data["via"] == "api"
     assert Assign(INSTALLATION, REPOSITORY, 12, ("carol",), f"claim:api:{CAROL[1]}:k1") in ports.store.answers
+
+
+async def test_a_reopen_through_the_api_unassigns_and_tells_the_previous_claimant() -> None:
+    """rita's /reopen via the API unassigns carol and tells her why, under the account-scoped key."""
+    ports = world()
+    await claimed(ports)
+    await run(ports, "/reopen Wrong approach", key="r1", by=RITA)
+    operation = f"api:{RITA[1]}:r1"
+    assert Unassign(INSTALLATION, REPOSITORY, 12, ("carol",), f"reopen:{operation}") in ports.store.answers
+    told = ReopenedNotice(
+        INSTALLATION, REPOSITORY, 12, "carol", "rita", "Wrong approach", False, f"reopened:{operation}"
+    )
+    assert told in ports.store.answers
 
 
 async def test_the_same_operation_again_is_a_replay_that_finds_the_kept_answer() -> None:

@@ -14,9 +14,11 @@ from handlers.answers import (
     PullTarget,
     Reaction,
     Refused,
+    ReopenedNotice,
     Reply,
     StatusAnswer,
     StatusComment,
+    Unassign,
 )
 from handlers.errors import CannotVerify
 from handlers.ports import RoleEntry, Rules
@@ -30,6 +32,7 @@ from tests.unit.handlers.steps import (
     CAROL,
     KEY,
     NORA,
+    RITA,
     answers_after,
     claimed,
     published,
@@ -59,6 +62,47 @@ async def test_a_claim_assigns_the_claimant_and_starts_the_watch_without_a_react
     sign = ports.store.sign_of_life(KEY, 1)
     assert sign is not None
     assert (sign.kind, sign.at) == ("claim", datetime(2026, 11, 30, 11, 0, tzinfo=UTC))
+
+
+async def test_a_reopen_unassigns_the_previous_claimant_and_tells_them_why_once() -> None:
+    """rita reopens carol's claim: carol is unassigned and told the reason, under keys of the
+    comment's id, and GitHub delivering the comment again adds nothing."""
+    ports = world()
+    await claimed(ports)
+    before = len(ports.store.answers)
+    comment_id = await say(ports, "/reopen The approach does not scale", by=RITA)
+    assert ticket(ports).work is WorkState.OPEN and ticket(ports).claimant is None
+    told = ReopenedNotice(
+        INSTALLATION, REPOSITORY, 12, "carol", "rita", "The approach does not scale", False,
+        f"reopened:{comment_id}",
+    )  # fmt: skip
+    unassigned = Unassign(INSTALLATION, REPOSITORY, 12, ("carol",), f"reopen:{comment_id}")
+    assert [a for a in answers_after(ports, before) if not isinstance(a, StatusComment)] == [unassigned, told]
+    after = len(ports.store.answers)
+    await say(ports, "/reopen The approach does not scale", by=RITA, comment_id=comment_id)
+    assert answers_after(ports, after) == []
+
+
+async def test_a_claimant_giving_the_work_up_is_unassigned_and_named_as_the_one_who_did() -> None:
+    """carol reopens her own claim: she is unassigned; the notice says she released it."""
+    ports = world()
+    await claimed(ports)
+    before = len(ports.store.answers)
+    comment_id = await say(ports, "/reopen Out of my depth here", by=CAROL)
+    answers = answers_after(ports, before)
+    assert Unassign(INSTALLATION, REPOSITORY, 12, ("carol",), f"reopen:{comment_id}") in answers
+    [notice] = [a for a in answers if isinstance(a, ReopenedNotice)]
+    assert (notice.claimant, notice.by, notice.released) == ("carol", "carol", True)
+
+
+async def test_a_renamed_claimant_giving_the_work_up_is_unassigned_by_the_login_they_have_now() -> None:
+    """carol, renamed carol-2 since her claim, reopens it: the login unassigned is carol-2, the
+    account's login now, not the one it had when it claimed."""
+    ports = world()
+    await claimed(ports)
+    comment_id = await say(ports, "/reopen Moving on", by=("carol-2", CAROL[1]))
+    assert ticket(ports).work is WorkState.OPEN
+    assert Unassign(INSTALLATION, REPOSITORY, 12, ("carol-2",), f"reopen:{comment_id}") in ports.store.answers
 
 
 async def test_a_refused_command_gets_one_reply_and_its_redelivery_none() -> None:
