@@ -35,15 +35,15 @@ def _is_time(name: str) -> bool:
     return name == "at" or name.endswith("_at")
 
 
-def _unflat(cls: type[_T], data: Mapping[str, Any]) -> _T:
+def _unflat(cls: type[_T], data: Mapping[str, Any], converters: Mapping[str, Any] = _CONVERTERS) -> _T:
     values = {}
     for f in fields(cls):  # type: ignore[arg-type]
         # A field added later (an account id) is absent from older snapshots: its default then.
         item = data[f.name] if f.default is MISSING or f.name in data else f.default
         if item is not None and _is_time(f.name):
             item = datetime.fromisoformat(item)
-        elif item is not None and f.name in _CONVERTERS:
-            item = _CONVERTERS[f.name](item)
+        elif item is not None and f.name in converters:
+            item = converters[f.name](item)
         values[f.name] = item
     return cls(**values)
 
@@ -125,7 +125,7 @@ def ticket_from_data(key: TicketKey, revision: int, data: Mapping[str, Any]) -> 
         deliveries=data["deliveries"],
         review=_unflat(Review, review) if review else None,
         # Absent from snapshots written before acceptances were bound to the description.
-        feedback=_unflat(Feedback, data["feedback"]) if data.get("feedback") else None,
+        feedback=_unflat(Feedback, data["feedback"], {}) if data.get("feedback") else None,
         description_digest=data.get("description_digest"),
         description_changed=data.get("description_changed"),
         sent_back=data.get("sent_back", False),  # absent from snapshots written before it existed
