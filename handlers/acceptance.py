@@ -108,7 +108,10 @@ async def _roles_now(
     review = ticket.review
     assert review is not None
     wanted = ROLES_FOR[review.kind]
-    if actor_id is not None and review.reviewer_id == actor_id:
+    if actor_id is not None and review.reviewer_id == actor_id and actor_roles & wanted:
+        # The command's author is the reviewer and was found holding one already. Not finding
+        # one there says nothing: the author's roles were asked for this command's row (an
+        # override's, say), which may not be the ones the earlier decision needed.
         return actor_roles & wanted
     try:
         return await services.roles.roles(

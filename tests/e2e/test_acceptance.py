@@ -241,3 +241,32 @@ async def test_an_edited_description_is_recorded_and_flagged(accepting: Setup) -
     status = status_object(world)
     assert status["work"] == "claimed" and status["description_changed"] == "claim"
     assert "The description changed after the claim" in world.status_comments()[0]
+
+
+async def test_a_same_named_run_by_another_app_cannot_pass_a_failing_required_check(strict: Setup) -> None:
+    """`build` fails on the delivered commit; a newer passing run named `build` by another app (a
+    workflow the runner pushed can create one) does not let `/accept` through `ci: require`."""
+    world, _ = strict
+    world.github.apps[4242] = "runners-own-app"
+    world.github.add_check_run(REPO, "build", FIX, status="completed", conclusion="failure", app_id=CI_APP)
+    world.github.add_check_run(REPO, "build", FIX, status="completed", conclusion="success", app_id=4242)
+    await delivered(world)
+    await world.say("rita", "/accept")
+    assert status_object(world)["work"] == "delivered"
+    assert [r for r in world.replies() if "CI on the delivered commit" in r and "build" in r]
+
+
+async def test_an_override_by_the_reviewer_of_a_valid_acceptance_is_refused_and_records_no_lapse(
+    plain: Setup,
+) -> None:
+    """rita (a reviewer and a maintainer) accepts; her `/accept --override` while it still holds is
+    refused as wrong_state, and no `acceptance_invalidated` says she lost the reviewer role."""
+    world, _ = plain
+    world.github.team_memberships[("acme", "maintainers", "rita")] = "active"
+    await delivered(world)
+    await world.say("rita", "/accept")
+    await world.say("rita", "/accept --override Shipping it anyway.")
+    assert events(world, EventType.ACCEPTANCE_INVALIDATED) == []
+    assert len(events(world, EventType.ACCEPTED)) == 1
+    assert status_object(world)["acceptance"]["valid"] is True
+    assert [r for r in world.replies() if "its acceptance still holds" in r]
