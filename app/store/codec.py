@@ -20,7 +20,9 @@ from policies.rails import (
 from policies.states import DeploymentState, IntegrationState, ReviewKind, WorkState
 
 _T = TypeVar("_T")
-_CONVERTERS: dict[str, Callable[[Any], Any]] = {"kind": ReviewKind, "artifacts": tuple, "ci_checks": tuple}
+_CONVERTERS: dict[str, Callable[[Any], Any]] = {"artifacts": tuple, "ci_checks": tuple}
+# A converter for one class's field only: `Feedback.kind` ("sent_back", "reopened") is no ReviewKind.
+_FIELD_CONVERTERS: dict[tuple[type, str], Callable[[Any], Any]] = {(Review, "kind"): ReviewKind}
 
 
 def _flat(value: Any) -> dict[str, Any]:
@@ -42,6 +44,8 @@ def _unflat(cls: type[_T], data: Mapping[str, Any]) -> _T:
         item = data[f.name] if f.default is MISSING or f.name in data else f.default
         if item is not None and _is_time(f.name):
             item = datetime.fromisoformat(item)
+        elif item is not None and (converter := _FIELD_CONVERTERS.get((cls, f.name))) is not None:
+            item = converter(item)
         elif item is not None and f.name in _CONVERTERS:
             item = _CONVERTERS[f.name](item)
         values[f.name] = item
