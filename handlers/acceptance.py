@@ -16,7 +16,7 @@ from typing import Any
 import structlog
 
 from handlers.ci import ci_of
-from handlers.errors import CannotVerify
+from handlers.errors import CannotVerify, Missing
 from handlers.payloads import dig, dig_str
 from handlers.ports import Rules, Services
 from policies.acceptance import ROLES_FOR, Standing, Validity, description_digest, judge
@@ -114,9 +114,15 @@ async def _roles_now(
         # override's, say), which may not be the ones the earlier decision needed.
         return actor_roles & wanted
     try:
-        return await services.roles.roles(
-            installation_id, ticket.key.repository, review.reviewer, rules, sorted(wanted)
-        )
+        login = review.reviewer
+        if review.reviewer_id is not None:
+            # Roles are asked of the account that decided, under the login it has now: the
+            # recorded one may have been renamed away and registered by someone else since.
+            login = await services.github.login_of(installation_id, review.reviewer_id)
+        repository = ticket.key.repository
+        return await services.roles.roles(installation_id, repository, login, rules, sorted(wanted))
+    except Missing:
+        return frozenset()  # GitHub has no such account any more: it holds no role
     except CannotVerify as error:
         log.warning("acceptance_roles_unverified", ticket=str(ticket.key), error=str(error))
         return None

@@ -270,3 +270,38 @@ async def test_an_override_by_the_reviewer_of_a_valid_acceptance_is_refused_and_
     assert len(events(world, EventType.ACCEPTED)) == 1
     assert status_object(world)["acceptance"]["valid"] is True
     assert [r for r in world.replies() if "its acceptance still holds" in r]
+
+
+async def test_a_reviewer_who_renamed_is_judged_by_their_account_not_their_old_login(
+    accepting: Setup,
+) -> None:
+    """rita accepts, renames to rita-old and leaves @acme/reviewers; a new account takes the login
+    rita and joins the team: the acceptance no longer holds (her account lost the role)."""
+    world, _ = accepting
+    await delivered(world)
+    await world.say("rita", "/accept")
+    gh = world.github
+    gh.rename_user("rita", "rita-old")
+    del gh.team_memberships[("acme", "reviewers", "rita")]
+    gh.register_user("rita")
+    gh.team_memberships[("acme", "reviewers", "rita")] = "active"
+    await world.say("olivia", "/status")
+    await world.settle()
+    [lapse] = events(world, EventType.ACCEPTANCE_INVALIDATED)
+    assert lapse["reason"] == "reviewer_lost_role"
+
+
+async def test_a_reviewer_who_renamed_and_still_reviews_keeps_the_acceptance(accepting: Setup) -> None:
+    """rita accepts and renames to rita2, still in @acme/reviewers: her acceptance still holds."""
+    world, _ = accepting
+    await delivered(world)
+    await world.say("rita", "/accept")
+    gh = world.github
+    gh.team_memberships[("acme", "reviewers", "rita2")] = "active"  # the team follows the account
+    gh.rename_user("rita", "rita2")
+    del gh.team_memberships[("acme", "reviewers", "rita")]
+    await world.say("olivia", "/status")
+    await world.settle()
+    assert events(world, EventType.ACCEPTANCE_INVALIDATED) == []
+    assert status_object(world)["acceptance"]["valid"] is True
+    assert check(world, FIX)[0] == "success"
