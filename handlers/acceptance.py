@@ -142,8 +142,11 @@ async def recheck(services: Services, installation_id: int, key: TicketKey) -> V
         return judge(review, Standing(at=now, expires_after_days=rules.acceptance_expires_after_days))
     high_risk = False
     if review.kind.value == "self_verified" and rules.high_risk_labels:
-        issue = await services.github.issue(installation_id, key.repository, key.number)
-        high_risk = bool(labels_of(issue) & set(rules.high_risk_labels))
+        try:
+            issue = await services.github.issue(installation_id, key.repository, key.number)
+            high_risk = bool(labels_of(issue) & set(rules.high_risk_labels))
+        except Missing:  # the issue is gone: its labels cannot be judged, the rest still is
+            log.warning("acceptance_issue_missing", ticket=str(key))
     standing = Standing(
         at=now,
         expires_after_days=rules.acceptance_expires_after_days,

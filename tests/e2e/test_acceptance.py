@@ -305,3 +305,15 @@ async def test_a_reviewer_who_renamed_and_still_reviews_keeps_the_acceptance(acc
     assert events(world, EventType.ACCEPTANCE_INVALIDATED) == []
     assert status_object(world)["acceptance"]["valid"] is True
     assert check(world, FIX)[0] == "success"
+
+
+async def test_the_check_is_still_written_when_a_linked_tickets_issue_is_gone(plain: Setup) -> None:
+    """cody self-verifies #12, then the issue is deleted on GitHub: a push to the PR still gets its
+    `railyard` check (judged on the record) instead of failing for ever on the issue's 404."""
+    world, _ = plain
+    await delivered(world)
+    await world.say("cody", "/accept --self")
+    del world.github.repositories[REPO].issues[12]
+    await world.send("pull_request", pull_request_payload("synchronize", 34, "Fixes #12", head=AMENDED))
+    await until(lambda: any(r.head_sha == AMENDED for r in world.github.check_runs.values()), timeout=20)
+    assert check(world, AMENDED) == ("success", "the linked ticket is accepted at this commit")
