@@ -96,6 +96,14 @@ async def get_user(request: web.Request) -> web.Response:
     return respond(renderer(request).user(user_login(request)))
 
 
+async def get_user_by_id(request: web.Request) -> web.Response:
+    """GET /user/{account_id}: the account with that id under the login it has now; 404 for none."""
+    login = request.app[STATE].login_of(int(request.match_info["account_id"]))
+    if login is None:
+        raise not_found()
+    return respond(renderer(request).user(login))
+
+
 async def list_user_installations(request: web.Request) -> web.Response:
     state, login = request.app[STATE], user_login(request)
     reachable = [i for i in state.installations.values() if readable(state, login, i)]

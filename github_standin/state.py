@@ -254,8 +254,7 @@ class StandinState:
     webhook: WebhookTarget | None = None  # None: the stand-in sends no webhooks (tests send their own)
     _ids: Iterator[int] = field(default_factory=lambda: itertools.count(1_000_001), repr=False)
     _user_ids: dict[str, int] = field(default_factory=dict, repr=False)
-    # Names a repository was renamed or transferred away from -> its id: GitHub answers 301 there
-    # until another repository takes the name.
+    # Names a repository left (renamed, transferred) -> its id: GitHub answers 301 there till one takes it.
     moved: dict[str, int] = field(default_factory=dict)
     _names_used: dict[str, int] = field(default_factory=dict, repr=False)  # name -> repositories so far
 
@@ -291,6 +290,10 @@ class StandinState:
         """The account behind `old` is now called `new`; `old` is free for anyone to register."""
         self._user_ids[new.casefold()] = self.user_id(old)
         del self._user_ids[old.casefold()]
+
+    def login_of(self, account: int) -> str | None:
+        """The login the account has now (None: GitHub knows no account with that id)."""
+        return next((login for login, uid in self._user_ids.items() if uid == account), None)
 
     def register_user(self, login: str) -> int:
         """A new account takes `login` (freed by a rename): a new id behind the same login."""

@@ -16,7 +16,7 @@ from typing import Any
 import structlog
 
 from handlers.ci import ci_of
-from handlers.errors import CannotVerify
+from handlers.errors import CannotVerify, Missing
 from handlers.payloads import dig, dig_str
 from handlers.ports import Rules, Services
 from policies.acceptance import ROLES_FOR, Standing, Validity, description_digest, judge
@@ -108,12 +108,21 @@ async def _roles_now(
     review = ticket.review
     assert review is not None
     wanted = ROLES_FOR[review.kind]
-    if actor_id is not None and review.reviewer_id == actor_id:
+    if actor_id is not None and review.reviewer_id == actor_id and actor_roles & wanted:
+        # The command's author is the reviewer and was found holding one already. Not finding
+        # one there says nothing: the author's roles were asked for this command's row (an
+        # override's, say), which may not be the ones the earlier decision needed.
         return actor_roles & wanted
     try:
-        return await services.roles.roles(
-            installation_id, ticket.key.repository, review.reviewer, rules, sorted(wanted)
-        )
+        login = review.reviewer
+        if review.reviewer_id is not None:
+            # Roles are asked of the account that decided, under the login it has now: the
+            # recorded one may have been renamed away and registered by someone else since.
+            login = await services.github.login_of(installation_id, review.reviewer_id)
+        repository = ticket.key.repository
+        return await services.roles.roles(installation_id, repository, login, rules, sorted(wanted))
+    except Missing:
+        return frozenset()  # GitHub has no such account any more: it holds no role
     except CannotVerify as error:
         log.warning("acceptance_roles_unverified", ticket=str(ticket.key), error=str(error))
         return None
@@ -133,8 +142,11 @@ async def recheck(services: Services, installation_id: int, key: TicketKey) -> V
         return judge(review, Standing(at=now, expires_after_days=rules.acceptance_expires_after_days))
     high_risk = False
     if review.kind.value == "self_verified" and rules.high_risk_labels:
-        issue = await services.github.issue(installation_id, key.repository, key.number)
-        high_risk = bool(labels_of(issue) & set(rules.high_risk_labels))
+        try:
+            issue = await services.github.issue(installation_id, key.repository, key.number)
+            high_risk = bool(labels_of(issue) & set(rules.high_risk_labels))
+        except Missing:  # the issue is gone: its labels cannot be judged, the rest still is
+            log.warning("acceptance_issue_missing", ticket=str(key))
     standing = Standing(
         at=now,
         expires_after_days=rules.acceptance_expires_after_days,

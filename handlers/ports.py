@@ -296,6 +296,9 @@ class GitHubReads(Protocol):
     async def branch(self, installation_id: int, repository: str, branch: str) -> Json:
         """A branch with its head commit."""
 
+    async def login_of(self, installation_id: int, account_id: int) -> str:
+        """The account's login now (`GET /user/{id}`); `Missing` when GitHub has no such account."""
+
     async def repository_name(self, installation_id: int, repository_id: int) -> str:
         """The repository's name now (`GET /repositories/{id}`); `Missing` when it is gone."""
 

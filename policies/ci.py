@@ -7,7 +7,9 @@ An acceptance records the delivered commit's CI state, and `acceptance.ci: requi
 What is read from GitHub, and why (docs/operating.md, "What railyard relies on from GitHub"):
 
 - the newest run of each name decides it: the run with the highest id (GitHub's ids grow), the
-  first given among equal ids;
+  first given among equal ids; counted per app, since any app (or workflow) with `checks: write`
+  can create a run of any name: a name passes only when every app's newest run of it passes, so
+  a run named like another app's check can never hide that check's failure or its pending run;
 - a completed run passes on `success`, `neutral` or `skipped`; every other conclusion fails
   (`FAILING_CONCLUSIONS`, and `cancelled`, `stale` or one GitHub may add: none of them is a pass);
 - a run `waiting` is a GitHub Actions job held until a reviewer approves its environment;
@@ -64,19 +66,33 @@ class CiResult:
     checks: tuple[str, ...]
 
 
-def _newest_by_name(runs: Sequence[CheckSeen]) -> dict[str, CheckSeen]:
-    newest: dict[str, CheckSeen] = {}
+def _newest_by_app_and_name(runs: Sequence[CheckSeen]) -> dict[str, list[CheckSeen]]:
+    """Each name's newest run of every app that ran it (a name's runs by one app supersede each
+    other; another app's run of the same name never supersedes them)."""
+    newest: dict[tuple[str, str | None], CheckSeen] = {}
     for run in runs:
-        kept = newest.get(run.name)
+        kept = newest.get((run.name, run.app_slug))
         if kept is None or run.id > kept.id:
-            newest[run.name] = run
-    return newest
+            newest[(run.name, run.app_slug)] = run
+    by_name: dict[str, list[CheckSeen]] = {}
+    for (name, _), run in newest.items():
+        by_name.setdefault(name, []).append(run)
+    return by_name
 
 
-def _verdict(run: CheckSeen) -> CiState:
+def _run_verdict(run: CheckSeen) -> CiState:
     if run.status == "completed":
         return CiState.PASSED if run.conclusion in PASSING_CONCLUSIONS else CiState.FAILED
     return CiState.AWAITING_APPROVAL if run.status == WAITING_STATUS else CiState.PENDING
+
+
+_WORST_FIRST = (CiState.FAILED, CiState.AWAITING_APPROVAL, CiState.PENDING, CiState.PASSED)
+
+
+def _verdict(runs: Sequence[CheckSeen]) -> CiState:
+    """A name's state over every app's newest run of it: the worst of them."""
+    states = {_run_verdict(run) for run in runs}
+    return next(state for state in _WORST_FIRST if state in states)
 
 
 def ci_state(runs: Sequence[CheckSeen], required: tuple[str, ...]) -> CiResult:
@@ -85,7 +101,7 @@ def ci_state(runs: Sequence[CheckSeen], required: tuple[str, ...]) -> CiResult:
     A failure decides it first (it stands whatever else runs); then anything held for someone's
     approval (it will not move by itself); then anything still to run; then a pass.
     """
-    newest = _newest_by_name([r for r in runs if not r.suite])
+    newest = _newest_by_app_and_name([r for r in runs if not r.suite])
     held = sorted({s.name for s in runs if s.suite and s.conclusion == HELD_SUITE_CONCLUSION})
     names = list(dict.fromkeys(required)) if required else sorted(n for n in newest if n != OWN_CHECK_NAME)
     verdicts = {name: _verdict(newest[name]) for name in names if name in newest}

@@ -26,6 +26,9 @@ class Endpoint:
 ENDPOINTS: dict[str, Endpoint] = {
     "get_repository": Endpoint("GET", "/repos/{repository}", ("metadata", "read")),
     "get_repository_by_id": Endpoint("GET", "/repositories/{repository_id}", ("metadata", "read")),
+    # An account's login now, asked by its id (a reviewer renamed since their decision); an
+    # installation token may ask it (no permission of its own: metadata is every app's).
+    "get_user_by_id": Endpoint("GET", "/user/{account_id}", ("metadata", "read")),
     "get_permission": Endpoint(
         "GET", "/repos/{repository}/collaborators/{username}/permission", ("metadata", "read")
     ),

@@ -78,6 +78,11 @@ class GitHubReadsAdapter:
         """A branch and its head."""
         return await self._get("get_branch", installation_id, (404,), repository=repository, branch=branch)  # type: ignore[no-any-return]
 
+    async def login_of(self, installation_id: int, account_id: int) -> str:
+        """The account's login now, asked by its id; `Missing` when GitHub has no such account."""
+        found = await self._get("get_user_by_id", installation_id, (404,), account_id=str(account_id))
+        return str(found["login"])
+
     async def repository_name(self, installation_id: int, repository_id: int) -> str:
         """The repository's name now, asked by its id; `Missing` when GitHub no longer has it."""
         found = await self._get(

@@ -241,3 +241,79 @@ async def test_an_edited_description_is_recorded_and_flagged(accepting: Setup) -
     status = status_object(world)
     assert status["work"] == "claimed" and status["description_changed"] == "claim"
     assert "The description changed after the claim" in world.status_comments()[0]
+
+
+async def test_a_same_named_run_by_another_app_cannot_pass_a_failing_required_check(strict: Setup) -> None:
+    """`build` fails on the delivered commit; a newer passing run named `build` by another app (a
+    workflow the runner pushed can create one) does not let `/accept` through `ci: require`."""
+    world, _ = strict
+    world.github.apps[4242] = "runners-own-app"
+    world.github.add_check_run(REPO, "build", FIX, status="completed", conclusion="failure", app_id=CI_APP)
+    world.github.add_check_run(REPO, "build", FIX, status="completed", conclusion="success", app_id=4242)
+    await delivered(world)
+    await world.say("rita", "/accept")
+    assert status_object(world)["work"] == "delivered"
+    assert [r for r in world.replies() if "CI on the delivered commit" in r and "build" in r]
+
+
+async def test_an_override_by_the_reviewer_of_a_valid_acceptance_is_refused_and_records_no_lapse(
+    plain: Setup,
+) -> None:
+    """rita (a reviewer and a maintainer) accepts; her `/accept --override` while it still holds is
+    refused as wrong_state, and no `acceptance_invalidated` says she lost the reviewer role."""
+    world, _ = plain
+    world.github.team_memberships[("acme", "maintainers", "rita")] = "active"
+    await delivered(world)
+    await world.say("rita", "/accept")
+    await world.say("rita", "/accept --override Shipping it anyway.")
+    assert events(world, EventType.ACCEPTANCE_INVALIDATED) == []
+    assert len(events(world, EventType.ACCEPTED)) == 1
+    assert status_object(world)["acceptance"]["valid"] is True
+    assert [r for r in world.replies() if "its acceptance still holds" in r]
+
+
+async def test_a_reviewer_who_renamed_is_judged_by_their_account_not_their_old_login(
+    accepting: Setup,
+) -> None:
+    """rita accepts, renames to rita-old and leaves @acme/reviewers; a new account takes the login
+    rita and joins the team: the acceptance no longer holds (her account lost the role)."""
+    world, _ = accepting
+    await delivered(world)
+    await world.say("rita", "/accept")
+    gh = world.github
+    gh.rename_user("rita", "rita-old")
+    del gh.team_memberships[("acme", "reviewers", "rita")]
+    gh.register_user("rita")
+    gh.team_memberships[("acme", "reviewers", "rita")] = "active"
+    await world.say("olivia", "/status")
+    await world.settle()
+    [lapse] = events(world, EventType.ACCEPTANCE_INVALIDATED)
+    assert lapse["reason"] == "reviewer_lost_role"
+
+
+async def test_a_reviewer_who_renamed_and_still_reviews_keeps_the_acceptance(accepting: Setup) -> None:
+    """rita accepts and renames to rita2, still in @acme/reviewers: her acceptance still holds."""
+    world, _ = accepting
+    await delivered(world)
+    await world.say("rita", "/accept")
+    gh = world.github
+    gh.team_memberships[("acme", "reviewers", "rita2")] = "active"  # the team follows the account
+    gh.rename_user("rita", "rita2")
+    del gh.team_memberships[("acme", "reviewers", "rita")]
+    await world.say("olivia", "/status")
+    await world.settle()
+    assert events(world, EventType.ACCEPTANCE_INVALIDATED) == []
+    assert status_object(world)["acceptance"]["valid"] is True
+    assert check(world, FIX)[0] == "success"
+
+
+async def test_the_check_is_still_written_when_a_linked_tickets_issue_is_gone(plain: Setup) -> None:
+    """cody self-verifies #12, then the issue is deleted on GitHub: a push to the PR still gets its
+    `railyard` check (judged on the record) instead of failing for ever on the issue's 404."""
+    world, _ = plain
+    await delivered(world)
+    await world.say("cody", "/accept --self")
+    del world.github.repositories[REPO].issues[12]
+    await world.send("pull_request", pull_request_payload("synchronize", 34, "Fixes #12", head=AMENDED))
+    await until(lambda: any(r.head_sha == AMENDED for r in world.github.check_runs.values()), timeout=20)
+    assert check(world, AMENDED) == ("success", "the linked ticket is accepted at this commit")

@@ -46,6 +46,8 @@ class FakeGitHub:
     calls: list[Call] = field(default_factory=list)
     names: dict[int, str] = field(default_factory=dict)
     """Repositories' names now, by id (`GET /repositories/{id}`); an id not here is gone."""
+    logins: dict[int, str] = field(default_factory=dict)
+    """Accounts' logins now, by id (`GET /user/{id}`); an id not here is no account GitHub has."""
     runs: dict[Key, list[Json]] = field(default_factory=dict)
     """Check runs per commit sha, newest first (see `add_check_run`)."""
     suites: dict[Key, list[Json]] = field(default_factory=dict)
@@ -167,6 +169,14 @@ class FakeGitHub:
             return self.names[repository_id]
         except KeyError:
             raise Missing(f"repository {repository_id}") from None
+
+    async def login_of(self, installation_id: int, account_id: int) -> str:
+        """The account's login now, by its id; `Missing` for an id GitHub has no account for."""
+        self.calls.append(Call("login_of", installation_id, (account_id,)))
+        try:
+            return self.logins[account_id]
+        except KeyError:
+            raise Missing(f"user {account_id}") from None
 
     async def closing_issues(self, installation_id: int, repository: str, number: int) -> set[int]:
         """The issues of the repository the PR closes (those linked from the sidebar, here)."""

@@ -163,3 +163,30 @@ def test_a_failing_considered_check_always_fails_the_commit(
     result = ci_state([*runs, run(name, "failure", id=1000)], required)
 
     assert result.state is CiState.FAILED and name in result.checks
+
+
+def forged(name: str, id: int) -> CheckSeen:
+    """A passing run of `name` by another app (any workflow with `checks: write` can create one)."""
+    return CheckSeen(name, "completed", "success", "github-actions", id)
+
+
+def test_a_passing_run_of_another_app_never_hides_a_checks_failure() -> None:
+    """A newer run with the same name by another app cannot turn a failed check into a pass."""
+    runs = [run("build", "failure", id=5), forged("build", 9)]
+
+    assert ci_state(runs, ("build",)) == CiResult(CiState.FAILED, ("build",))
+    assert ci_state(runs, ()) == CiResult(CiState.FAILED, ("build",))
+
+
+def test_a_passing_run_of_another_app_never_passes_a_check_still_running() -> None:
+    """A check still running stays pending whatever another app says under its name."""
+    runs = [run("build", status="in_progress", id=5), forged("build", 9)]
+
+    assert ci_state(runs, ("build",)) == CiResult(CiState.PENDING, ("build",))
+
+
+def test_a_rerun_by_the_same_app_still_supersedes_its_failure() -> None:
+    """The app's own newer run of a name decides it (a re-run after a flaky failure passes)."""
+    runs = [run("build", "failure", id=5), run("build", id=9), forged("build", 7)]
+
+    assert ci_state(runs, ("build",)) == CiResult(CiState.PASSED, ("build",))

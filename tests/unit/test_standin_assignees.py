@@ -1,4 +1,4 @@
-"""The GitHub stand-in's assignee endpoints answer as api.github.com does."""
+"""The GitHub stand-in's assignee and user-by-id endpoints answer as api.github.com does."""
 
 from __future__ import annotations
 
@@ -35,3 +35,21 @@ async def test_assignees_are_removed_with_200_and_the_issue_as_github_does() -> 
         refused = await client.request("DELETE", url, json={"assignees": ["rita"]})
         assert refused.status_code == 403
         assert standin.state.repositories["acme/widgets"].issues[1].assignees == ["rita"]
+
+
+@pytest.mark.asyncio
+async def test_an_account_is_found_by_its_id_under_the_login_it_has_now() -> None:
+    """GET /user/{id} answers the account renamed since with its new login, 404s an unknown id."""
+    state = StandinState()
+    state.add_installation(7, "acme")
+    rita = state.user_id("rita")
+    state.rename_user("rita", "rita2")
+    state.register_user("rita")
+    headers = {"Authorization": f"token {state.issue_token(7)}"}
+    async with (
+        running_standin(state) as standin,
+        httpx.AsyncClient(base_url=standin.url, headers=headers, timeout=5) as client,
+    ):
+        found = await client.get(f"/user/{rita}")
+        assert (found.status_code, found.json()["login"], found.json()["id"]) == (200, "rita2", rita)
+        assert (await client.get("/user/424242424")).status_code == 404
