@@ -17,6 +17,9 @@ No I/O: the ticket (its stored snapshot), the few facts the record keeps beside 
   still claimed, the recorded silence's deadline is past at `now`, and no sign of life was
   stored after the silence it recorded began (a comment since then ended that silence).
 - `awaiting_review`: delivered, no decision yet.
+- `review_overdue`: delivered, and the watchdog recorded `review_overdue` for the current
+  delivery (it waited for a decision past `reviews.max_wait_hours`); a decision, a send-back or
+  a new delivery ends it.
 - `blocked`: the repository rail is `blocked`.
 - `acceptance_invalid`: accepted, and the acceptance no longer holds: `acceptance_invalidated`
   is recorded, or it is past its expiry at `now` (SPEC *Acceptance that stays true*).
@@ -36,6 +39,7 @@ from datetime import datetime
 
 from policies.acceptance import recorded_validity
 from policies.model import Ticket
+from policies.notices import review_overdue_operation_id
 from policies.states import DeploymentState, IntegrationState, WorkState
 from policies.watchdog import Silence
 
@@ -44,6 +48,7 @@ ACCEPTED_NOT_DEPLOYED = "accepted_not_deployed"
 ACCEPTED_COMMIT_NOT_MERGED = "accepted_commit_not_merged"
 CLAIM_OVERDUE = "claim_overdue"
 AWAITING_REVIEW = "awaiting_review"
+REVIEW_OVERDUE = "review_overdue"
 BLOCKED = "blocked"
 CONFIG_ERROR = "config_error"
 ACCEPTANCE_INVALID = "acceptance_invalid"
@@ -55,6 +60,7 @@ CODES = (
     ACCEPTED_COMMIT_NOT_MERGED,
     CLAIM_OVERDUE,
     AWAITING_REVIEW,
+    REVIEW_OVERDUE,
     BLOCKED,
     CONFIG_ERROR,
     ACCEPTANCE_INVALID,
@@ -82,6 +88,7 @@ class RecordFacts:
     overdue: OverdueRecord | None = None
     last_sign_of_life: datetime | None = None  # the latest stored for any of the ticket's attempts
     config_refused: bool = False  # the repository's latest command was refused as config_error
+    review_overdue: str | None = None  # the operation id of the ticket's latest `review_overdue`
 
 
 def attention(ticket: Ticket, facts: RecordFacts, now: datetime) -> list[str]:
@@ -92,6 +99,7 @@ def attention(ticket: Ticket, facts: RecordFacts, now: datetime) -> list[str]:
         ACCEPTED_COMMIT_NOT_MERGED: accepted_commit_not_merged(ticket),
         CLAIM_OVERDUE: claim_overdue(ticket, facts, now),
         AWAITING_REVIEW: ticket.work is WorkState.DELIVERED,
+        REVIEW_OVERDUE: review_overdue(ticket, facts),
         BLOCKED: ticket.rails.integration is IntegrationState.BLOCKED,
         CONFIG_ERROR: ticket.exists and facts.config_refused,
         ACCEPTANCE_INVALID: acceptance_invalid(ticket, now),
@@ -136,6 +144,17 @@ def accepted_commit_not_merged(ticket: Ticket) -> bool:
     accepted = review.commit.casefold()
     merged_shas = {sha.casefold() for pair in merged for sha in pair if sha}
     return accepted not in merged_shas
+
+
+def review_overdue(ticket: Ticket, facts: RecordFacts) -> bool:
+    """Whether the watchdog recorded the current delivery's wait for review overdue."""
+    delivery = ticket.last_delivery
+    if ticket.work is not WorkState.DELIVERED or delivery is None or facts.review_overdue is None:
+        return False
+    key = ticket.key
+    return facts.review_overdue == review_overdue_operation_id(
+        key.repository, key.number, delivery.operation_id
+    )
 
 
 def claim_overdue(ticket: Ticket, facts: RecordFacts, now: datetime) -> bool:

@@ -69,15 +69,26 @@ def test_nothing_overdue_exits_0_and_says_so(database: Database) -> None:
 
 
 def test_an_overdue_claim_exits_3_with_a_table_and_is_recorded_once(database: Database) -> None:
-    """Past the limit: exit 3, one row naming ticket, claimant, attempt, silence, limit and delay;
-    running it again records nothing more."""
+    """Past the limit: exit 3, one row naming ticket, kind, claimant, attempt, silence, limit, due
+    time and delay; running it again records nothing more."""
     opened = claim(database, KEY, check_in=30)
     at = stamp(opened + timedelta(minutes=95))
     status, out, _ = run(database, "check", "--at", at)
     assert status == 3
     header, row = out.splitlines()
-    assert header.split() == ["TICKET", "CLAIMANT", "ATTEMPT", "SILENT", "SINCE", "LIMIT", "OVERDUE", "BY"]
-    assert row.split()[:3] == ["acme/web#7", RUNNER.login, "1"]
+    assert header.split() == [
+        "TICKET",
+        "KIND",
+        "WHO",
+        "ATTEMPT",
+        "SINCE",
+        "LIMIT",
+        "DUE",
+        "AT",
+        "OVERDUE",
+        "BY",
+    ]
+    assert row.split()[:4] == ["acme/web#7", "silence", RUNNER.login, "1"]
     assert "30 min" in row and row.endswith("1h 05m")
     assert run(database, "check", "--at", at)[0] == 3
     assert run(database, "check")[0] == 3  # now: still the same silence
@@ -92,10 +103,13 @@ def test_json_prints_a_list_of_overdue_claims(database: Database) -> None:
     [item] = json.loads(out)
     assert item == {
         "ticket": "acme/web#7",
+        "kind": "silence",
         "claimant": RUNNER.login,
         "attempt": 1,
         "silent_since": opened.isoformat(),
         "limit_minutes": 30,
+        "due_at": (opened + timedelta(minutes=30)).isoformat(),
+        "overdue": True,
         "overdue_minutes": 10,
         "recorded": True,
     }
@@ -116,9 +130,9 @@ def test_the_step_summary_is_appended_when_github_step_summary_is_set(
     text = summary.read_text()
     assert text.startswith("earlier step\n## railyard check\n")
     assert "No claim is overdue" in text
-    assert "1 claim is overdue" in text
-    assert "| Ticket | Claimant | Attempt | Silent since | Limit | Overdue by |" in text
-    assert "| acme/web#7 | coder-bot\\[bot\\] | 1 |" in text
+    assert "1 is overdue" in text
+    assert "| Ticket | Kind | Who | Attempt | Since | Limit | Due at | Overdue by |" in text
+    assert "| acme/web#7 | silence | coder-bot\\[bot\\] | 1 |" in text
 
 
 def test_repo_narrows_the_check_to_one_repository(database: Database) -> None:
