@@ -14,8 +14,9 @@ No I/O: the ticket (its stored snapshot), the few facts the record keeps beside 
   the merge holds work nobody accepted. An acceptance without a commit (artifacts only) is
   never flagged.
 - `claim_overdue`: the watchdog recorded `claim_overdue` for the current attempt, the ticket is
-  still claimed, the recorded silence's deadline is past at `now`, and no sign of life was
-  stored after the silence it recorded began (a comment since then ended that silence).
+  still claimed, and either its reason is `deadline` (past `claims.max_attempt_hours`: nothing
+  but a new attempt ends it), or the recorded silence's deadline is past at `now` and no sign of
+  life was stored after the silence it recorded began (a comment since then ended that silence).
 - `awaiting_review`: delivered, no decision yet.
 - `review_overdue`: delivered, and the watchdog recorded `review_overdue` for the current
   delivery (it waited for a decision past `reviews.max_wait_hours`); a decision, a send-back or
@@ -79,6 +80,7 @@ class OverdueRecord:
     silent_since: datetime | None
     limit_minutes: int | None
     at: datetime
+    reason: str = "silence"  # `deadline`: past `claims.max_attempt_hours`, which no sign of life undoes
 
 
 @dataclass(frozen=True)
@@ -164,6 +166,8 @@ def claim_overdue(ticket: Ticket, facts: RecordFacts, now: datetime) -> bool:
         return False
     if record.attempt != ticket.attempt or record.at > now:
         return False
+    if record.reason == "deadline":
+        return True
     since = record.silent_since
     if (
         since is not None

@@ -267,7 +267,7 @@ def _notify(
     )
     outcome = service.execute(key, notice, context, effects=effects)
     if outcome.applied and not outcome.replayed and outcome.events:
-        log.info("watchdog recorded", ticket=str(key), event=outcome.events[0].type.value)
+        log.info("watchdog recorded", ticket=str(key), recorded=outcome.events[0].type.value)
         return True
     return False
 

@@ -174,6 +174,7 @@ def _listed(row: Any) -> Listed:
             silent_since=datetime.fromisoformat(since) if since else None,
             limit_minutes=data.get("limit_minutes"),
             at=row.overdue_at,
+            reason=str(data.get("reason") or "silence"),
         )
     facts = RecordFacts(
         overdue, row.last_sign, row.last_refusal == RefusalCode.CONFIG_ERROR.value, row.review_overdue

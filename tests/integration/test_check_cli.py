@@ -17,7 +17,7 @@ from app.settings import Settings
 from app.store.database import Database
 from app.store.effects import effects_table
 from app.store.tickets import TicketService, tickets
-from policies.commands import Claim, Publish
+from policies.commands import Claim, Deliver, Publish
 from policies.events import EventType
 from policies.model import TicketKey
 from tests.fakes import REQUESTER, RUNNER, Clock, Comments
@@ -250,3 +250,48 @@ def test_a_broken_ticket_alone_still_exits_3_not_0(database: Database) -> None:
 
     assert status == 3
     assert "no claim is overdue" in out and "could not check acme/api#3" in err
+
+
+def deliver(database: Database, key: TicketKey, hours_ago: int = 3) -> datetime:
+    """Claim `key` `hours_ago` hours ago and deliver it then; return when it was delivered."""
+    comments = Comments(Clock(datetime.now(UTC).replace(microsecond=0) - timedelta(hours=hours_ago)))
+    service = TicketService(database)
+    service.execute(key, Publish("Make the upload resumable"), comments.context(REQUESTER))
+    service.execute(key, Claim(), comments.context(RUNNER))
+    outcome = service.execute(key, Deliver("Resumable now", commit="a" * 40), comments.context(RUNNER))
+    assert outcome.applied
+    return outcome.events[0].at
+
+
+def test_a_delivery_waiting_past_the_review_limit_exits_3_with_kind_review(database: Database) -> None:
+    """A delivery with no decision for longer than 72 hours (the default): exit 3, a `review` row naming
+    the runner, `review_overdue` recorded once; judged at `--at`, before it nothing is due."""
+    delivered = deliver(database, KEY, hours_ago=80)
+    status, out, _ = run(database, "check", "--at", stamp(delivered + timedelta(hours=71)))
+    assert status == 0 and "no claim is overdue" in out
+
+    status, out, _ = run(database, "check", "--at", stamp(delivered + timedelta(hours=73)))
+    assert status == 3
+    _, row = out.splitlines()
+    assert row.split()[:4] == ["acme/web#7", "review", RUNNER.login, "1"]
+    assert run(database, "check", "--at", stamp(delivered + timedelta(hours=74)))[0] == 3
+    history = TicketService(database).history(KEY)
+    assert sum(r.event.type is EventType.REVIEW_OVERDUE for r in history) == 1
+
+
+def test_all_json_lists_every_watched_claim_and_delivery_with_its_due_time(database: Database) -> None:
+    """`--all --json`: the claim within its silence is listed with its due time and `overdue: false`,
+    the delivery with its review due time; nothing is overdue, so the exit is 0."""
+    opened = claim(database, KEY, check_in=30)
+    delivered = deliver(database, OTHER)
+    status, out, _ = run(database, "check", "--all", "--json", "--at", stamp(opened + timedelta(minutes=10)))
+    assert status == 0
+    items = {(i["ticket"], i["kind"]): i for i in json.loads(out)}
+    assert set(items) == {("acme/web#7", "silence"), ("acme/api#3", "review")}
+    silence = items["acme/web#7", "silence"]
+    assert (silence["due_at"], silence["overdue"]) == ((opened + timedelta(minutes=30)).isoformat(), False)
+    review = items["acme/api#3", "review"]
+    assert (review["due_at"], review["overdue"]) == ((delivered + timedelta(hours=72)).isoformat(), False)
+    assert overdue_count(database) == 0
+    status, out, _ = run(database, "check", "--json", "--at", stamp(opened + timedelta(minutes=10)))
+    assert (status, json.loads(out)) == (0, [])
