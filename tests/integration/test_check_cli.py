@@ -295,3 +295,21 @@ def test_all_json_lists_every_watched_claim_and_delivery_with_its_due_time(datab
     assert overdue_count(database) == 0
     status, out, _ = run(database, "check", "--json", "--at", stamp(opened + timedelta(minutes=10)))
     assert (status, json.loads(out)) == (0, [])
+
+
+def test_a_broken_delivered_ticket_never_stops_the_review_check_of_the_others(database: Database) -> None:
+    """Two deliveries waiting past the limit, one ticket's row unreadable: the other's `review_overdue`
+    is still reported and recorded, the broken one is named, and the exit is 3."""
+    delivered = deliver(database, KEY, hours_ago=80)
+    deliver(database, OTHER, hours_ago=80)
+    break_snapshot(database, OTHER)
+
+    status, out, err = run(database, "check", "--json", "--at", stamp(delivered + timedelta(hours=73)))
+
+    assert status == 3
+    items = json.loads(out)
+    assert [(i["ticket"], i.get("kind")) for i in items] == [("acme/web#7", "review"), ("acme/api#3", None)]
+    assert items[1] == {"ticket": "acme/api#3", "failed": "KeyError"}
+    assert "could not check acme/api#3 (KeyError)" in err
+    history = TicketService(database).history(KEY)
+    assert sum(r.event.type is EventType.REVIEW_OVERDUE for r in history) == 1
