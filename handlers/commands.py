@@ -190,9 +190,7 @@ class CommandRun:
             # another ticket (an API key sent for two tickets at once replays the first's outcome).
             fresh = outcome.applied and not outcome.replayed
             if fresh:  # an attempt opened or a delivery: the watchdog's start or sign of life
-                limit, source = rules.max_silence_minutes, f.operation_id
-                version = rules.policy_version
-                for heard in signs_from_events(key, outcome.events, f.at, source, limit, version):
+                for heard in signs_from_events(key, outcome.events, f.at, f.operation_id, rules):
                     await uow.record_sign_of_life(heard)
             if fresh and isinstance(command, Publish):  # news of the issue from before
                 merged = await tell_held(uow, services, f.repository, rules, number, f.installation_id)

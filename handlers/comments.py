@@ -29,7 +29,7 @@ from handlers.outsiders import Admission, admit, settle
 from handlers.payloads import dig, dig_int, dig_str
 from handlers.ports import Outcome, Rules, Services
 from handlers.routing import Router, WebhookEvent
-from handlers.signs import claimant_comment
+from handlers.signs import claimant_comment, only_informational
 from policies.model import TicketKey
 from policies.parser import ParsedComment, parse_comment
 from policies.refusals import RefusalCode
@@ -87,8 +87,8 @@ async def on_comment_created(event: WebhookEvent, services: Services) -> None:
     facts = CommentFacts.read(event)
     if facts is None or facts.via_app_id == services.app_id:
         return  # the app never acts on its own comments
-    await note_claimant_comment(facts, services)
     parsed = parse_comment(facts.body)
+    await note_claimant_comment(facts, services, only_informational(facts.body, parsed))
     if parsed.command is None and parsed.informational is None and not parsed.near_miss and not parsed.error:
         return
     with structlog.contextvars.bound_contextvars(
@@ -97,14 +97,17 @@ async def on_comment_created(event: WebhookEvent, services: Services) -> None:
         await CommentCommand(facts, parsed, services).run()
 
 
-async def note_claimant_comment(facts: CommentFacts, services: Services) -> None:
-    """Any comment by the ticket's claimant on its issue, command or not, is a sign of life
-    (kept in a unit of its own: it counts even when the command waits for a retry)."""
+async def note_claimant_comment(facts: CommentFacts, services: Services, informational_only: bool) -> None:
+    """Any comment by the ticket's claimant on its issue, command or not, is a sign of life, except
+    one that only asks for `/status` or `/help` (kept in a unit of its own: it counts even when
+    the command waits for a retry)."""
     if facts.on_pull_request:
         return
     async with services.store.read() as reads:
         ticket = await reads.ticket(TicketKey(facts.repository, facts.number))
-    heard = claimant_comment(ticket, facts.author, facts.author_id, facts.created_at, facts.comment_id)
+    heard = claimant_comment(
+        ticket, facts.author, facts.author_id, facts.created_at, facts.comment_id, informational_only
+    )
     if heard is not None:
         async with services.store.unit() as uow:
             await uow.record_sign_of_life(heard)

@@ -128,6 +128,9 @@ class Heard:
     source: str
     max_silence_minutes: int | None = None
     policy_version: str | None = None
+    # With `max_silence_minutes` (the configuration read for the attempt): its deadline and review wait.
+    max_attempt_hours: int | None = None  # None: no deadline
+    max_review_wait_hours: int | None = None  # None: a delivery's wait is not watched
 
 
 @dataclass(frozen=True)
@@ -365,6 +368,8 @@ class Rules:
     environments: tuple[str, ...] = ("production",)
     required_checks: tuple[str, ...] = ()
     max_silence_minutes: int = 240
+    max_attempt_hours: int | None = None  # None: an attempt has no absolute deadline
+    max_review_wait_hours: int | None = 72  # None: a delivery's wait for review is not watched
     high_risk_labels: tuple[str, ...] = ()
     self_verification: SelfVerification = SelfVerification.EXPLICIT
     commands_per_hour: int = 30

@@ -14,9 +14,13 @@ No I/O: the ticket (its stored snapshot), the few facts the record keeps beside 
   the merge holds work nobody accepted. An acceptance without a commit (artifacts only) is
   never flagged.
 - `claim_overdue`: the watchdog recorded `claim_overdue` for the current attempt, the ticket is
-  still claimed, the recorded silence's deadline is past at `now`, and no sign of life was
-  stored after the silence it recorded began (a comment since then ended that silence).
+  still claimed, and either its reason is `deadline` (past `claims.max_attempt_hours`: nothing
+  but a new attempt ends it), or the recorded silence's deadline is past at `now` and no sign of
+  life was stored after the silence it recorded began (a comment since then ended that silence).
 - `awaiting_review`: delivered, no decision yet.
+- `review_overdue`: delivered, and the watchdog recorded `review_overdue` for the current
+  delivery (it waited for a decision past `reviews.max_wait_hours`); a decision, a send-back or
+  a new delivery ends it.
 - `blocked`: the repository rail is `blocked`.
 - `acceptance_invalid`: accepted, and the acceptance no longer holds: `acceptance_invalidated`
   is recorded, or it is past its expiry at `now` (SPEC *Acceptance that stays true*).
@@ -36,6 +40,7 @@ from datetime import datetime
 
 from policies.acceptance import recorded_validity
 from policies.model import Ticket
+from policies.notices import review_overdue_operation_id
 from policies.states import DeploymentState, IntegrationState, WorkState
 from policies.watchdog import Silence
 
@@ -44,6 +49,7 @@ ACCEPTED_NOT_DEPLOYED = "accepted_not_deployed"
 ACCEPTED_COMMIT_NOT_MERGED = "accepted_commit_not_merged"
 CLAIM_OVERDUE = "claim_overdue"
 AWAITING_REVIEW = "awaiting_review"
+REVIEW_OVERDUE = "review_overdue"
 BLOCKED = "blocked"
 CONFIG_ERROR = "config_error"
 ACCEPTANCE_INVALID = "acceptance_invalid"
@@ -55,6 +61,7 @@ CODES = (
     ACCEPTED_COMMIT_NOT_MERGED,
     CLAIM_OVERDUE,
     AWAITING_REVIEW,
+    REVIEW_OVERDUE,
     BLOCKED,
     CONFIG_ERROR,
     ACCEPTANCE_INVALID,
@@ -73,6 +80,7 @@ class OverdueRecord:
     silent_since: datetime | None
     limit_minutes: int | None
     at: datetime
+    reason: str = "silence"  # `deadline`: past `claims.max_attempt_hours`, which no sign of life undoes
 
 
 @dataclass(frozen=True)
@@ -82,6 +90,7 @@ class RecordFacts:
     overdue: OverdueRecord | None = None
     last_sign_of_life: datetime | None = None  # the latest stored for any of the ticket's attempts
     config_refused: bool = False  # the repository's latest command was refused as config_error
+    review_overdue: str | None = None  # the operation id of the ticket's latest `review_overdue`
 
 
 def attention(ticket: Ticket, facts: RecordFacts, now: datetime) -> list[str]:
@@ -92,6 +101,7 @@ def attention(ticket: Ticket, facts: RecordFacts, now: datetime) -> list[str]:
         ACCEPTED_COMMIT_NOT_MERGED: accepted_commit_not_merged(ticket),
         CLAIM_OVERDUE: claim_overdue(ticket, facts, now),
         AWAITING_REVIEW: ticket.work is WorkState.DELIVERED,
+        REVIEW_OVERDUE: review_overdue(ticket, facts),
         BLOCKED: ticket.rails.integration is IntegrationState.BLOCKED,
         CONFIG_ERROR: ticket.exists and facts.config_refused,
         ACCEPTANCE_INVALID: acceptance_invalid(ticket, now),
@@ -138,6 +148,17 @@ def accepted_commit_not_merged(ticket: Ticket) -> bool:
     return accepted not in merged_shas
 
 
+def review_overdue(ticket: Ticket, facts: RecordFacts) -> bool:
+    """Whether the watchdog recorded the current delivery's wait for review overdue."""
+    delivery = ticket.last_delivery
+    if ticket.work is not WorkState.DELIVERED or delivery is None or facts.review_overdue is None:
+        return False
+    key = ticket.key
+    return facts.review_overdue == review_overdue_operation_id(
+        key.repository, key.number, delivery.operation_id
+    )
+
+
 def claim_overdue(ticket: Ticket, facts: RecordFacts, now: datetime) -> bool:
     """Whether the watchdog's record says the current claim is overdue, and nothing since ended it."""
     record = facts.overdue
@@ -145,6 +166,8 @@ def claim_overdue(ticket: Ticket, facts: RecordFacts, now: datetime) -> bool:
         return False
     if record.attempt != ticket.attempt or record.at > now:
         return False
+    if record.reason == "deadline":
+        return True
     since = record.silent_since
     if (
         since is not None

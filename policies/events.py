@@ -28,6 +28,7 @@ class EventType(StrEnum):
     ISSUE_REOPENED = "issue_reopened"
     ACCEPTANCE_INVALIDATED = "acceptance_invalidated"
     DESCRIPTION_CHANGED = "description_changed"
+    REVIEW_OVERDUE = "review_overdue"
 
 
 RAIL_EVENT_TYPES = frozenset(
@@ -47,11 +48,12 @@ NOTICE_EVENT_TYPES = frozenset(
         EventType.ISSUE_REOPENED,
         EventType.ACCEPTANCE_INVALIDATED,
         EventType.DESCRIPTION_CHANGED,
+        EventType.REVIEW_OVERDUE,
     }
 )
-"""What railyard notices without a command (an overdue claim, the issue closed or reopened, an
-acceptance that stopped holding, the description edited): recorded on the ticket, never moving
-any of its three rails."""
+"""What railyard notices without a command (an overdue claim, a delivery waiting too long for
+review, the issue closed or reopened, an acceptance that stopped holding, the description
+edited): recorded on the ticket, never moving any of its three rails."""
 
 
 @dataclass(frozen=True)

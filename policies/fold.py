@@ -207,7 +207,7 @@ def _reopened(ticket: Ticket, event: Event) -> Ticket:
 
 
 def _recorded_only(ticket: Ticket, event: Event) -> Ticket:
-    """`claim_overdue` is history for people to read; it changes nothing on the ticket."""
+    """`claim_overdue` and `review_overdue` are history for people to read; they change nothing."""
     return ticket
 
 
@@ -228,6 +228,7 @@ _APPLIERS: dict[EventType, Callable[[Ticket, Event], Ticket]] = {
     EventType.SENT_BACK: _sent_back,
     EventType.REOPENED: _reopened,
     EventType.CLAIM_OVERDUE: _recorded_only,
+    EventType.REVIEW_OVERDUE: _recorded_only,
     EventType.ISSUE_CLOSED: _issue_closed,
     EventType.ISSUE_REOPENED: _issue_reopened,
     EventType.ACCEPTANCE_INVALIDATED: _acceptance_invalidated,

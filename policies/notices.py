@@ -1,7 +1,8 @@
 """What railyard notices about a ticket without anyone running a command.
 
-Two kinds: the issue was closed or reopened on GitHub, and a claimed attempt has been
-silent past its limit. Both are recorded through the same door as commands, and neither
+The issue was closed, reopened or edited on GitHub, a claimed attempt has been silent past
+its limit or is past its deadline, a delivery has waited past its limit for a decision, an
+acceptance stopped holding. Both are recorded through the same door as commands, and neither
 can move a rail: `decide_notice` only ever produces `NOTICE_EVENT_TYPES`, which the
 engine folds into the `closed` flag or nothing at all.
 """
@@ -35,6 +36,22 @@ class OverdueObserved:
     claimant: str
     silent_since: datetime
     limit_minutes: int
+    reason: str = "silence"  # `silence`, or `deadline`: past `claims.max_attempt_hours` from the opening
+    deadline_at: datetime | None = None  # with `deadline`: when the attempt's deadline passed
+    max_attempt_hours: int | None = None
+
+
+@dataclass(frozen=True)
+class ReviewOverdueObserved:
+    """The watchdog found the delivery `delivery` (its operation id) of attempt `attempt` waiting
+    for a decision since `delivered_at`, past `max_wait_hours`."""
+
+    attempt: int
+    runner: str
+    delivered_at: datetime
+    max_wait_hours: int
+    delivery: str
+    due_at: datetime
 
 
 @dataclass(frozen=True)
@@ -57,8 +74,8 @@ class DescriptionEdited:
     body_changed: bool = False
 
 
-Notice = IssueStateObserved | OverdueObserved | AcceptanceLapsed | DescriptionEdited
-NOTICES = (IssueStateObserved, OverdueObserved, AcceptanceLapsed, DescriptionEdited)
+Notice = IssueStateObserved | OverdueObserved | ReviewOverdueObserved | AcceptanceLapsed | DescriptionEdited
+NOTICES = (IssueStateObserved, OverdueObserved, ReviewOverdueObserved, AcceptanceLapsed, DescriptionEdited)
 
 
 @dataclass(frozen=True)
@@ -76,6 +93,8 @@ def notice_name(notice: Notice) -> str:
     """How the operations table names the change."""
     if isinstance(notice, OverdueObserved):
         return "watchdog:claim_overdue"
+    if isinstance(notice, ReviewOverdueObserved):
+        return "watchdog:review_overdue"
     if isinstance(notice, AcceptanceLapsed):
         return "acceptance:invalidated"
     if isinstance(notice, DescriptionEdited):
@@ -87,6 +106,16 @@ def overdue_operation_id(repository: str, number: int, attempt: int, silent_sinc
     """One operation per silence period: the same period found twice is recorded once."""
     since = silent_since.astimezone(UTC).isoformat()
     return f"overdue:{repository.casefold()}#{number}:{attempt}:{since}"
+
+
+def deadline_operation_id(repository: str, number: int, attempt: int) -> str:
+    """One operation per attempt: an attempt passes its deadline once, however often it is found."""
+    return f"overdue-deadline:{repository.casefold()}#{number}:{attempt}"
+
+
+def review_overdue_operation_id(repository: str, number: int, delivery: str) -> str:
+    """One operation per delivery (named by its operation id): its wait is overdue once."""
+    return f"review-overdue:{repository.casefold()}#{number}:{delivery}"
 
 
 def invalidated_operation_id(repository: str, number: int, acceptance: int) -> str:
@@ -103,6 +132,8 @@ def decide_notice(ticket: Ticket, notice: Notice, ctx: NoticeContext) -> tuple[E
         return _lapsed(ticket, notice, ctx)
     if isinstance(notice, DescriptionEdited):
         return _edited(ticket, notice, ctx)
+    if isinstance(notice, ReviewOverdueObserved):
+        return _review_overdue(ticket, notice, ctx)
     if isinstance(notice, IssueStateObserved):
         if notice.closed == ticket.closed:
             return ()
@@ -115,7 +146,11 @@ def decide_notice(ticket: Ticket, notice: Notice, ctx: NoticeContext) -> tuple[E
         "claimant": notice.claimant,
         "silent_since": notice.silent_since.astimezone(UTC).isoformat(),
         "limit_minutes": notice.limit_minutes,
+        "reason": notice.reason,
     }
+    if notice.deadline_at is not None:
+        data["deadline_at"] = notice.deadline_at.astimezone(UTC).isoformat()
+        data["max_attempt_hours"] = notice.max_attempt_hours
     event = Event(
         EventType.CLAIM_OVERDUE, ctx.actor, None, ctx.at, ctx.operation_id, ctx.policy_version, data
     )
@@ -130,6 +165,35 @@ def still_watched(ticket: Ticket, notice: OverdueObserved) -> bool:
         and ticket.attempt == notice.attempt
         and same_login(ticket.claimant, notice.claimant)
     )
+
+
+def still_waiting(ticket: Ticket, notice: ReviewOverdueObserved) -> bool:
+    """Whether the delivery is still the one awaiting a decision, on an open issue."""
+    delivery = ticket.last_delivery
+    return (
+        ticket.work is WorkState.DELIVERED
+        and not ticket.closed
+        and delivery is not None
+        and delivery.operation_id == notice.delivery
+    )
+
+
+def _review_overdue(ticket: Ticket, notice: ReviewOverdueObserved, ctx: NoticeContext) -> tuple[Event, ...]:
+    """`review_overdue`, while the delivery judged still waits (a decision or a new attempt ends it)."""
+    if not still_waiting(ticket, notice):
+        return ()
+    data: dict[str, object] = {
+        "attempt": notice.attempt,
+        "runner": notice.runner,
+        "delivered_at": notice.delivered_at.astimezone(UTC).isoformat(),
+        "max_wait_hours": notice.max_wait_hours,
+        "due_at": notice.due_at.astimezone(UTC).isoformat(),
+        "delivery": notice.delivery,
+    }
+    event = Event(
+        EventType.REVIEW_OVERDUE, ctx.actor, None, ctx.at, ctx.operation_id, ctx.policy_version, data
+    )
+    return (event,)
 
 
 def _lapsed(ticket: Ticket, notice: AcceptanceLapsed, ctx: NoticeContext) -> tuple[Event, ...]:

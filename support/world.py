@@ -13,6 +13,7 @@ from typing import Any
 from app.contracts.effect_types import status_key
 from app.store.database import Database
 from app.store.effects import effect_counts, marker
+from app.store.signs import read_clocks
 from app.store.tickets import TicketService
 from app.views.render import StatusView
 from app.views.status_json import status_comment_body
@@ -140,7 +141,8 @@ class World:
         key = TicketKey(REPO, number)
         ticket = service.load(key)
         assert ticket is not None, f"#{number} is not a ticket"
-        view = StatusView(ticket, tuple(recorded.event for recorded in service.history(key)))
+        events = tuple(recorded.event for recorded in service.history(key))
+        view = StatusView(ticket, events, clocks=read_clocks(self.database, ticket))
         return f"{status_comment_body(view)}\n\n{marker(status_key(REPO, number))}"
 
     def ticket(self, number: int = 12) -> Any:

@@ -1,4 +1,5 @@
-"""`railyard check`: claims silent past their limit, recorded once per silence period."""
+"""`railyard check`: claims silent past their limit or their deadline, deliveries waiting past
+theirs for review; each recorded once (per silence period, attempt, delivery)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from sqlalchemy.exc import DBAPIError
 
 from app.bootstrap import wire
 from app.cli.common import EXIT_NOT_FOUND, EXIT_OVERDUE, EXIT_USAGE, ready, repository_option, table
-from app.runtime.watchdog import FailedTicket, OverdueClaim, watch_claims
+from app.runtime.watchdog import Clock, FailedTicket, watch_claims
 from app.store.database import Database
 from app.views.markdown import escape_inline
 
@@ -45,21 +46,27 @@ def _duration(span: timedelta) -> str:
     return f"{minutes // 60}h {minutes % 60:02d}m" if minutes >= 60 else f"{minutes}m"
 
 
-def _check_rows(found: list[OverdueClaim]) -> list[list[str]]:
+def _stamp(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%d %H:%M UTC")
+
+
+def _check_rows(found: list[Clock]) -> list[list[str]]:
     return [
         [
             str(item.ticket),
-            item.silence.claimant,
-            str(item.silence.attempt),
-            item.silence.silent_since.strftime("%Y-%m-%d %H:%M UTC"),
-            f"{item.silence.limit_minutes} min",
-            _duration(item.overdue_by),
+            item.kind,
+            item.person,
+            str(item.attempt),
+            _stamp(item.since),
+            f"{item.limit_minutes} min",
+            _stamp(item.due_at),
+            _duration(item.overdue_by) if item.overdue else "-",
         ]
         for item in found
     ]
 
 
-CHECK_HEADER = ["TICKET", "CLAIMANT", "ATTEMPT", "SILENT SINCE", "LIMIT", "OVERDUE BY"]
+CHECK_HEADER = ["TICKET", "KIND", "WHO", "ATTEMPT", "SINCE", "LIMIT", "DUE AT", "OVERDUE BY"]
 
 
 def _failed_lines(failed: list[FailedTicket]) -> list[str]:
@@ -71,7 +78,7 @@ def _failed_lines(failed: list[FailedTicket]) -> list[str]:
 
 
 def check_summary(
-    found: list[OverdueClaim], at: datetime, recorded: bool, failed: list[FailedTicket] | None = None
+    found: list[Clock], at: datetime, recorded: bool, failed: list[FailedTicket] | None = None
 ) -> str:
     """The Markdown appended to `$GITHUB_STEP_SUMMARY`."""
     lines = ["## railyard check", ""]
@@ -79,17 +86,22 @@ def check_summary(
     for item in failed or []:
         lines += [f"Could not check {escape_inline(str(item.ticket))} ({escape_inline(item.error)}).", ""]
     if not found:
-        return "\n".join([*lines, f"No claim is overdue at {when}.", ""])
-    lines.append(f"{len(found)} claim{'s are' if len(found) > 1 else ' is'} overdue at {when}.")
+        return "\n".join([*lines, f"No claim is overdue and no delivery waits past its limit at {when}.", ""])
+    lines.append(f"{len(found)} {'are' if len(found) > 1 else 'is'} overdue at {when}.")
     if not recorded:
         lines.append("Nothing was recorded: the time checked is in the future.")
-    lines += ["", "| " + " | ".join(h.capitalize() for h in CHECK_HEADER) + " |", "|---" * 6 + "|"]
+    lines += [
+        "",
+        "| " + " | ".join(h.capitalize() for h in CHECK_HEADER) + " |",
+        "|---" * len(CHECK_HEADER) + "|",
+    ]
     lines += ["| " + " | ".join(escape_inline(cell) for cell in row) + " |" for row in _check_rows(found)]
     return "\n".join([*lines, ""])
 
 
 def cmd_check(args: argparse.Namespace, database: Database, out: TextIO, err: TextIO) -> int:
-    """Find claims silent past their limit, record `claim_overdue` once per silence period."""
+    """Find claims past their silence limit or deadline and deliveries past their review wait, and
+    record `claim_overdue` and `review_overdue` once each; `--all` lists every watched clock."""
     at = _check_time(args.at, err)
     valid, repository = repository_option(args.repo, err)
     if at is None or not valid:
@@ -104,15 +116,16 @@ def cmd_check(args: argparse.Namespace, database: Database, out: TextIO, err: Te
     except DBAPIError as error:
         err.write(f"railyard: could not read the database: {type(error.orig).__name__}.\n")
         return EXIT_NOT_FOUND
-    found, failed = checked.overdue, checked.failed
+    found, failed = checked.due, checked.failed
+    shown = checked.clocks if args.all else found
     err.writelines(line + "\n" for line in _failed_lines(failed))
     if args.json:
-        items = [*(item.to_json() for item in found), *(item.to_json() for item in failed)]
+        items = [*(item.to_json() for item in shown), *(item.to_json() for item in failed)]
         out.write(json.dumps(items, indent=2) + "\n")
-    elif found:
-        table([CHECK_HEADER, *_check_rows(found)], out)
-    else:
-        out.write(f"railyard: no claim is overdue at {at.strftime('%Y-%m-%d %H:%M UTC')}.\n")
+    elif shown:
+        table([CHECK_HEADER, *_check_rows(shown)], out)
+    if not args.json and not found:
+        out.write(f"railyard: no claim is overdue and no delivery waits past its limit at {_stamp(at)}.\n")
     summary_path = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary_path:
         with open(summary_path, "a", encoding="utf-8") as summary:
@@ -126,9 +139,12 @@ def register(commands: Any) -> None:
     """Add `check`."""
     check = commands.add_parser(
         "check",
-        help="find claims silent past their limit (exit 3 when one is)",
-        description="Check every claimed ticket whose issue is open for silence past its limit, and "
-        "record claim_overdue once per silence period, as the server does every minute. Exit 0 when "
+        help="find claims and reviews past their limits (exit 3 when one is)",
+        description="Check every claimed ticket whose issue is open for silence past its limit and for "
+        "its deadline (claims.max_attempt_hours), and every delivered one for a wait for review past "
+        "reviews.max_wait_hours; record claim_overdue (once per silence period, once per attempt for "
+        "the deadline) and review_overdue (once per delivery), as the server does every minute. "
+        "The KIND column says which clock: silence, deadline or review. Exit 0 when "
         "nothing is overdue, 3 when something is or a ticket could not be checked (it is named on "
         "stderr, and the other tickets are still checked), 2 for bad input. Appends a Markdown summary to "
         "$GITHUB_STEP_SUMMARY when that variable is set.",
@@ -141,4 +157,10 @@ def register(commands: Any) -> None:
         "without one is refused, never guessed. A time in the future only previews: nothing is recorded.",
     )
     check.add_argument("--json", action="store_true", help="print JSON")
+    check.add_argument(
+        "--all",
+        action="store_true",
+        help="list every watched attempt and delivery with its due time and whether it is overdue, "
+        "not only the overdue ones",
+    )
     check.set_defaults(handler=cmd_check)

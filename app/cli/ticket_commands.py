@@ -12,6 +12,7 @@ from app.cli.common import EXIT_NOT_FOUND, EXIT_USAGE, ready, table, ticket_key
 from app.runtime.metrics import Metrics
 from app.settings import Settings
 from app.store.database import Database
+from app.store.signs import read_clocks
 from app.views.event_log import event_items
 from app.views.status_json import status_object
 from handlers.resync import resync
@@ -71,7 +72,7 @@ def cmd_status(args: argparse.Namespace, database: Database, out: TextIO, err: T
     if ticket is None:
         err.write(f"railyard: {args.ticket} is not a ticket (nothing recorded for it).\n")
         return EXIT_NOT_FOUND
-    summary = status_object(ticket)
+    summary = status_object(ticket, clocks=read_clocks(database, ticket))
     if args.json:
         out.write(json.dumps(summary, indent=2) + "\n")
     else:

@@ -20,6 +20,10 @@ Standalone = Callable[[argparse.Namespace, TextIO, TextIO], int]
 """A command that runs without the database (`main` calls it before opening one)."""
 
 
+def _hours(what: str, hours: int | None) -> str:
+    return f"{what} none" if hours is None else f"{what} {hours} h"
+
+
 def register(commands: Any) -> None:
     """Add `validate` to the `railyard` command line."""
     parser = commands.add_parser("validate", help="check a .github/railyard.yml as the server reads it")
@@ -82,6 +86,8 @@ def summary(config: RepositoryConfig) -> str:
             f"high-risk labels {', '.join(config.high_risk.labels) or 'none'}",
             f"ticket label {config.tickets.label or 'none'}",
             f"claims silent after {config.claims.max_silence_minutes} min",
+            _hours("attempt deadline", config.claims.max_attempt_hours),
+            _hours("review wait", config.reviews.max_wait_hours),
             expiry,
             f"acceptance CI {config.acceptance.ci.value}",
             f"accepted by {config.acceptance.by.value}",

@@ -33,7 +33,7 @@ from app.github.config_problems import Lines, Loc, located, yaml_problem
 from app.github.config_problems import show as _show
 from policies.rails import RailPolicy
 from policies.states import Role, SelfVerification
-from policies.watchdog import MAX_SILENCE_MINUTES
+from policies.watchdog import MAX_ATTEMPT_HOURS, MAX_REVIEW_WAIT_HOURS, MAX_SILENCE_MINUTES
 
 CONFIG_PATH = ".github/railyard.yml"
 DEFAULT_POLICY_VERSION = "default"
@@ -45,7 +45,18 @@ _LOGIN = re.compile(rf"{_NAME}(?:\[bot\])?")
 _TEAM = re.compile(rf"@(?P<org>{_NAME})/(?P<slug>[A-Za-z0-9_.-]+)")
 # Keys whose `null` (every line below them commented out) means their defaults.
 SECTIONS = frozenset(
-    {"roles", "high_risk", "tickets", "claims", "acceptance", "agents", "limits", "checks", "deployments"}
+    {
+        "roles",
+        "high_risk",
+        "tickets",
+        "claims",
+        "reviews",
+        "acceptance",
+        "agents",
+        "limits",
+        "checks",
+        "deployments",
+    }
 )
 
 
@@ -127,6 +138,9 @@ MAX_COMMANDS_PER_HOUR = 1_000_000
 # Every number the file holds is bounded: a limit that overflows a date, a timer or an integer
 # column would stop the loops that read it (the watchdog), not just the repository that set it.
 SilenceMinutes = Annotated[int, Strict(), Field(gt=0, le=MAX_SILENCE_MINUTES)]
+# A year each: an attempt's deadline and a delivery's review wait are a time plus this many hours.
+AttemptHours = Annotated[int, Strict(), Field(ge=1, le=MAX_ATTEMPT_HOURS)]
+ReviewWaitHours = Annotated[int, Strict(), Field(ge=1, le=MAX_REVIEW_WAIT_HOURS)]
 # Ten years: an acceptance's expiry is its comment's time plus this many days, which must stay a date.
 MAX_ACCEPTANCE_DAYS = 3650
 AcceptanceDays = Annotated[int, Strict(), Field(ge=1, le=MAX_ACCEPTANCE_DAYS)]
@@ -177,9 +191,17 @@ class TicketsConfig(_Section):
 
 
 class ClaimsConfig(_Section):
-    """`claims`: how long a claim may stay silent before it is overdue."""
+    """`claims`: how long a claim may stay silent before it is overdue, and how long an attempt
+    may last from its opening whatever it shows (hours; None = no deadline)."""
 
     max_silence_minutes: SilenceMinutes = 240
+    max_attempt_hours: AttemptHours | None = None
+
+
+class ReviewsConfig(_Section):
+    """`reviews`: how long a delivery may wait for a decision before it is overdue (hours; None = off)."""
+
+    max_wait_hours: ReviewWaitHours | None = 72
 
 
 class AcceptanceConfig(_Section):
@@ -220,6 +242,7 @@ class RepositoryConfig(_Section):
     self_verification: SelfVerification = SelfVerification.EXPLICIT
     tickets: TicketsConfig = TicketsConfig()
     claims: ClaimsConfig = ClaimsConfig()
+    reviews: ReviewsConfig = ReviewsConfig()
     acceptance: AcceptanceConfig = AcceptanceConfig()
     # Accounts that are agents although they are user accounts (logins or teams, as in `roles`).
     agents: tuple[RoleEntryField, ...] = ()

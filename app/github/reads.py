@@ -188,6 +188,8 @@ def rules_from(loaded: LoadedConfig) -> Rules:
         environments=tuple(config.deployments.environments),
         required_checks=tuple(config.checks.required),
         max_silence_minutes=config.claims.max_silence_minutes,
+        max_attempt_hours=config.claims.max_attempt_hours,
+        max_review_wait_hours=config.reviews.max_wait_hours,
         high_risk_labels=tuple(config.high_risk.labels),
         self_verification=config.self_verification,
         commands_per_hour=config.limits.commands_per_hour,

@@ -29,6 +29,7 @@ from app.runtime.outbox import Renderer
 from app.store.database import Database
 from app.store.effects import effect_result
 from app.store.pulls import stored_pull
+from app.store.signs import read_clocks
 from app.store.tickets import TicketService
 from app.views.render import StatusView, render_check_summary, render_status_comment
 from app.views.status_json import status_comment_body
@@ -130,12 +131,14 @@ class Surfaces:
         if ticket is None or not ticket.exists:
             return None
         history = await asyncio.to_thread(self.tickets.history, key)
+        clocks = await asyncio.to_thread(read_clocks, self.tickets.database, ticket)
         loaded = await self._config(installation, repository)
         return StatusView(
             ticket,
             tuple(recorded.event for recorded in history),
             config_error=loaded.error,
             issue_closed=ticket.closed,
+            clocks=clocks,
         )
 
     async def _load(self, repository: str, number: int) -> Ticket | None:

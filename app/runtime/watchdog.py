@@ -1,11 +1,14 @@
-"""The claim watchdog's shell: signs of life stored, claimed attempts checked, overdue recorded.
+"""The watchdog's shell: signs of life stored, claims and deliveries checked, overdue recorded.
 
 Signs of life (the claimant's comments on the issue, pushes to the attempt's branch,
 deliveries) are kept as the latest per (ticket, attempt) in `signs_of_life`, moved only
-forward in time. `check_claims` reads every claimed, open ticket, asks the pure
-`policies.watchdog.overdue` about its current attempt, and records `claim_overdue` through
-the one door with an operation id per silence period, so however often it runs (the
-server every minute, `railyard check` from cron) each period is recorded once.
+forward in time. `watch_claims` reads every claimed, open ticket and asks the pure
+`policies.watchdog` about its current attempt's two clocks (the silence, and the deadline
+when `claims.max_attempt_hours` set one), and every delivered, open ticket about its wait
+for a decision (`reviews.max_wait_hours`). It records `claim_overdue` (reason `silence` once
+per silence period, `deadline` once per attempt) and `review_overdue` (once per delivery)
+through the one door with those operation ids, so however often it runs (the server every
+minute, `railyard check` from cron) each is recorded once. Each ticket is checked on its own.
 """
 
 from __future__ import annotations
@@ -20,11 +23,20 @@ import structlog
 
 from app.runtime.supervisor import Loop
 from app.store.database import Database
-from app.store.signs import Unwatchable, Watched, watched_claims
+from app.store.signs import Unwatchable, Waiting, Watched, watched_claims, watched_deliveries
 from app.store.tickets import EffectsFor, TicketService
 from policies.model import TicketKey
-from policies.notices import WATCHDOG_ACTOR, NoticeContext, OverdueObserved, overdue_operation_id
-from policies.watchdog import Silence, overdue
+from policies.notices import (
+    WATCHDOG_ACTOR,
+    Notice,
+    NoticeContext,
+    OverdueObserved,
+    ReviewOverdueObserved,
+    deadline_operation_id,
+    overdue_operation_id,
+    review_overdue_operation_id,
+)
+from policies.watchdog import DEADLINE, REVIEW, SILENCE, Silence, current_silence, deadline, overdue
 
 log = structlog.get_logger(__name__)
 
@@ -54,6 +66,43 @@ class OverdueClaim:
 
 
 @dataclass(frozen=True)
+class Clock:
+    """One watched clock at the time of looking: a claimed attempt's silence or deadline, or a
+    delivery's wait for review; when it is due, and whether this look recorded it overdue."""
+
+    ticket: TicketKey
+    kind: str  # `silence`, `deadline` or `review`
+    attempt: int
+    person: str  # the claimant; for `review`, the runner who delivered
+    since: datetime  # silent since; the attempt's opening; the delivery
+    limit_minutes: int
+    due_at: datetime
+    overdue_by: timedelta
+    recorded: bool = False
+
+    @property
+    def overdue(self) -> bool:
+        """Whether the clock is past its due time."""
+        return self.overdue_by > timedelta(0)
+
+    def to_json(self) -> dict[str, object]:
+        """The `railyard check --json` item."""
+        since = {SILENCE: "silent_since", DEADLINE: "opened_at", REVIEW: "delivered_at"}[self.kind]
+        return {
+            "ticket": str(self.ticket),
+            "kind": self.kind,
+            "runner" if self.kind == REVIEW else "claimant": self.person,
+            "attempt": self.attempt,
+            since: self.since.isoformat(),
+            "limit_minutes": self.limit_minutes,
+            "due_at": self.due_at.isoformat(),
+            "overdue": self.overdue,
+            "overdue_minutes": max(0, int(self.overdue_by.total_seconds() // 60)),
+            "recorded": self.recorded,
+        }
+
+
+@dataclass(frozen=True)
 class FailedTicket:
     """A ticket the watchdog could not check this round, and the kind of error (the log has it all)."""
 
@@ -68,10 +117,17 @@ class FailedTicket:
 
 @dataclass(frozen=True)
 class WatchRound:
-    """One look at every claimed ticket: the overdue claims, and the tickets that could not be checked."""
+    """One look at every watched ticket: the overdue silences (`check_claims`), every clock
+    (silences, deadlines, review waits; overdue or not), and the tickets that could not be checked."""
 
     overdue: list[OverdueClaim]
     failed: list[FailedTicket]
+    clocks: list[Clock] = field(default_factory=list)
+
+    @property
+    def due(self) -> list[Clock]:
+        """The clocks past their due time."""
+        return [clock for clock in self.clocks if clock.overdue]
 
 
 def watch_claims(
@@ -83,24 +139,32 @@ def watch_claims(
     record: bool = True,
     effects: EffectsFor | None = None,
 ) -> WatchRound:
-    """Every claimed ticket checked at `now`, each on its own: one that fails is logged and named,
-    and never stops the others (a bad value in one repository must not blind the watchdog)."""
+    """Every claimed and every delivered ticket checked at `now`, each on its own: one that fails
+    is logged and named, and never stops the others (a bad value in one repository must not
+    blind the watchdog)."""
     found: list[OverdueClaim] = []
     failed: list[FailedTicket] = []
+    clocks: list[Clock] = []
     with database.read() as connection:
         watched = watched_claims(connection, repository)
-    for item in watched:
+        waiting = watched_deliveries(connection, repository)
+    for item in [*watched, *waiting]:
         if isinstance(item, Unwatchable):
             failed.append(_failed(item.ticket, item.ticket_id, item.error))
             continue
         try:
-            claim = _check(service, item, now, record, effects)
+            if isinstance(item, Waiting):
+                clocks.append(_check_review(service, item, now, record, effects))
+                continue
+            claim, more = _check(service, item, now, record, effects)
         except Exception as error:
             failed.append(_failed(item.ticket.key, item.ticket_id, error))
             continue
+        clocks.extend(more)
         if claim is not None:
             found.append(claim)
-    return WatchRound(found, failed)
+    clocks.sort(key=lambda clock: (clock.ticket.repository, clock.ticket.number, clock.kind))
+    return WatchRound(found, failed, clocks)
 
 
 def check_claims(
@@ -118,12 +182,94 @@ def check_claims(
 
 def _check(
     service: TicketService, item: Watched, now: datetime, record: bool, effects: EffectsFor | None
-) -> OverdueClaim | None:
-    period = overdue(item.watch, now)
-    if period is None:
-        return None
-    recorded = record and _record(service, item, period, now, effects)
-    return OverdueClaim(item.ticket.key, period, period.overdue_by(now), recorded)
+) -> tuple[OverdueClaim | None, list[Clock]]:
+    """The attempt's silence (and its deadline, when it has one) at `now`, each recorded when past."""
+    key, watch = item.ticket.key, item.watch
+    silence = current_silence(watch)
+    late = overdue(watch, now)
+    recorded = late is not None and record and _record(service, item, late, now, effects)
+    clocks = [
+        Clock(
+            key,
+            SILENCE,
+            watch.attempt,
+            watch.claimant,
+            silence.silent_since,
+            silence.limit_minutes,
+            silence.deadline,
+            silence.overdue_by(now),
+            recorded,
+        )
+    ]
+    claim = OverdueClaim(key, late, late.overdue_by(now), recorded) if late is not None else None
+    found = deadline(watch)
+    if found is not None:
+        past = now > found.due_at
+        notice = OverdueObserved(
+            watch.attempt,
+            watch.claimant,
+            silence.silent_since,
+            silence.limit_minutes,
+            reason=DEADLINE,
+            deadline_at=found.due_at,
+            max_attempt_hours=found.hours,
+        )
+        operation = deadline_operation_id(key.repository, key.number, watch.attempt)
+        noted = (
+            past and record and _notify(service, key, notice, operation, item.policy_version, now, effects)
+        )
+        clocks.append(
+            Clock(
+                key,
+                DEADLINE,
+                watch.attempt,
+                watch.claimant,
+                found.opened_at,
+                int((found.due_at - found.opened_at).total_seconds() // 60),
+                found.due_at,
+                found.overdue_by(now),
+                noted,
+            )
+        )
+    return claim, clocks
+
+
+def _check_review(
+    service: TicketService, item: Waiting, now: datetime, record: bool, effects: EffectsFor | None
+) -> Clock:
+    """The delivery's wait for a decision at `now`, `review_overdue` recorded once when past it."""
+    key, wait = item.ticket.key, item.wait
+    due_at = wait.due_at
+    past = now > due_at
+    notice = ReviewOverdueObserved(
+        wait.attempt, wait.runner, wait.delivered_at, wait.hours, wait.delivery, due_at
+    )
+    operation = review_overdue_operation_id(key.repository, key.number, wait.delivery)
+    noted = past and record and _notify(service, key, notice, operation, item.policy_version, now, effects)
+    minutes = int((due_at - wait.delivered_at).total_seconds() // 60)
+    return Clock(
+        key, REVIEW, wait.attempt, wait.runner, wait.delivered_at, minutes, due_at, now - due_at, noted
+    )
+
+
+def _notify(
+    service: TicketService,
+    key: TicketKey,
+    notice: Notice,
+    operation_id: str,
+    policy_version: str,
+    now: datetime,
+    effects: EffectsFor | None,
+) -> bool:
+    """Record `notice` through the one door; True when this look recorded it (not a replay)."""
+    context = NoticeContext(
+        actor=WATCHDOG_ACTOR, operation_id=operation_id, at=now, policy_version=policy_version
+    )
+    outcome = service.execute(key, notice, context, effects=effects)
+    if outcome.applied and not outcome.replayed and outcome.events:
+        log.info("watchdog recorded", ticket=str(key), recorded=outcome.events[0].type.value)
+        return True
+    return False
 
 
 def _failed(ticket: TicketKey, ticket_id: int, error: Exception) -> FailedTicket:

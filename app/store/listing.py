@@ -4,7 +4,8 @@ A page is ONE statement: the `tickets` rows (each carries the snapshot the one d
 the same transaction as its events, so nothing is folded from the log) in newest-activity
 order, walked along an index already in that order (migration 0011), with three correlated
 look-ups per row for `policies.attention.RecordFacts`: the ticket's latest `claim_overdue`,
-its latest stored sign of life, and the repository's latest command refusal. The count is a
+its latest stored sign of life, the repository's latest command refusal, and the ticket's latest
+`review_overdue`. The count is a
 second, optional statement.
 """
 
@@ -118,6 +119,16 @@ def _page_statement(where: list[ColumnElement[bool]], limit: int, offset: int, a
         .correlate(tickets)
         .scalar_subquery()
     )
+    review_overdue = (
+        select(events_table.c.operation_id)
+        .where(
+            events_table.c.ticket_id == tickets.c.id, events_table.c.type == EventType.REVIEW_OVERDUE.value
+        )
+        .order_by(events_table.c.revision.desc())
+        .limit(1)
+        .correlate(tickets)
+        .scalar_subquery()
+    )
     if after is not None:
         where = [
             *where,
@@ -137,6 +148,7 @@ def _page_statement(where: list[ColumnElement[bool]], limit: int, offset: int, a
             tickets.c.updated_at,
             sign.label("last_sign"),
             refusal.label("last_refusal"),
+            review_overdue.label("review_overdue"),
             events_table.c.data.label("overdue_data"),
             events_table.c.at.label("overdue_at"),
         )
@@ -162,8 +174,11 @@ def _listed(row: Any) -> Listed:
             silent_since=datetime.fromisoformat(since) if since else None,
             limit_minutes=data.get("limit_minutes"),
             at=row.overdue_at,
+            reason=str(data.get("reason") or "silence"),
         )
-    facts = RecordFacts(overdue, row.last_sign, row.last_refusal == RefusalCode.CONFIG_ERROR.value)
+    facts = RecordFacts(
+        overdue, row.last_sign, row.last_refusal == RefusalCode.CONFIG_ERROR.value, row.review_overdue
+    )
     return Listed(ticket, row.created_at, row.updated_at, facts, int(row.id))
 
 

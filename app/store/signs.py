@@ -1,6 +1,7 @@
-"""Signs of life of claimed attempts, for the claim watchdog.
+"""Signs of life of claimed attempts, and the limits each attempt is watched by, for the watchdog.
 
-Kept as the latest per (ticket, attempt) in `signs_of_life`, moved only forward in time.
+Kept as the latest per (ticket, attempt) in `signs_of_life`, moved only forward in time, with
+the configuration read for the attempt: its silence limit, deadline and review wait.
 """
 
 from __future__ import annotations
@@ -11,14 +12,14 @@ from typing import Any
 from sqlalchemy import Connection, select, update
 
 from app.store.codec import ticket_from_data
-from app.store.database import insert_for
+from app.store.database import Database, insert_for
 from app.store.tables import SignOfLifeRow, table
 from app.store.tickets import attempts, tickets
 from handlers.ports import Heard
 from policies.door import normalize_key
 from policies.model import Ticket, TicketKey
 from policies.states import WorkState
-from policies.watchdog import Watch, silence_limit
+from policies.watchdog import Clocks, ReviewWait, Watch, review_wait_hours, silence_limit
 
 signs_of_life = table(SignOfLifeRow)
 
@@ -49,8 +50,7 @@ def _upsert(connection: Connection, ticket_id: int, heard: Heard) -> None:
             at=heard.at,
             kind=heard.kind,
             source=heard.source,
-            max_silence_minutes=heard.max_silence_minutes,
-            policy_version=heard.policy_version,
+            **_configuration(heard),
         )
         .on_conflict_do_nothing(index_elements=["ticket_id", "attempt"])
     )
@@ -62,11 +62,19 @@ def _upsert(connection: Connection, ticket_id: int, heard: Heard) -> None:
         .values(at=heard.at, kind=heard.kind, source=heard.source)
     )
     if heard.max_silence_minutes is not None:
-        connection.execute(
-            update(signs_of_life)
-            .where(*where)
-            .values(max_silence_minutes=heard.max_silence_minutes, policy_version=heard.policy_version)
-        )
+        connection.execute(update(signs_of_life).where(*where).values(**_configuration(heard)))
+
+
+def _configuration(heard: Heard) -> dict[str, Any]:
+    """The limits `heard` carries as stored (a review wait `null` in the file is kept as 0)."""
+    if heard.max_silence_minutes is None:
+        return {"max_silence_minutes": None, "policy_version": heard.policy_version}
+    return {
+        "max_silence_minutes": heard.max_silence_minutes,
+        "policy_version": heard.policy_version,
+        "max_attempt_hours": heard.max_attempt_hours,
+        "max_review_wait_hours": heard.max_review_wait_hours or 0,
+    }
 
 
 @dataclass(frozen=True)
@@ -94,16 +102,9 @@ def watched_claims(connection: Connection, repository: str | None = None) -> lis
     A ticket whose rows cannot be read (a snapshot no longer decodes, a value out of range)
     comes back as `Unwatchable`, so one bad row never hides the others from the watchdog.
     """
-    statement = select(
-        tickets.c.id, tickets.c.repository, tickets.c.number, tickets.c.revision, tickets.c.snapshot
-    )
-    statement = statement.where(tickets.c.work == WorkState.CLAIMED.value)
     # A repository that lost its name (`owner/name@ID`, app.store.repositories) is watched by nobody:
     # its notices would have no repository to go to.
-    statement = statement.where(~tickets.c.repository.contains("@"))
-    if repository is not None:
-        statement = statement.where(tickets.c.repository == repository.casefold())
-    rows = connection.execute(statement.order_by(tickets.c.repository, tickets.c.number)).all()
+    rows = _rows(connection, WorkState.CLAIMED, repository)
     ids = [row.id for row in rows]
     opened = {
         (r.ticket_id, r.number): r.opened_at
@@ -138,9 +139,98 @@ def _watched(row: Any, opened: Rows, signs: Rows) -> Watched | None:
     if ticket.closed or ticket.claimant is None or opened_at is None:
         return None
     sign = signs.get((row.id, ticket.attempt))
+    return Watched(ticket, _watch(ticket, ticket.claimant, opened_at, sign), _version(sign), int(row.id))
+
+
+def _watch(ticket: Ticket, claimant: str, opened_at: Any, sign: Any) -> Watch:
     limit = silence_limit(ticket.check_in_minutes, sign.max_silence_minutes if sign else None)
-    watch = Watch(ticket.attempt, ticket.claimant, opened_at, sign.at if sign else None, limit)
-    return Watched(ticket, watch, (sign.policy_version if sign else None) or "", int(row.id))
+    hours = sign.max_attempt_hours if sign else None
+    return Watch(ticket.attempt, claimant, opened_at, sign.at if sign else None, limit, hours)
+
+
+def _version(sign: Any) -> str:
+    return (sign.policy_version if sign else None) or ""
+
+
+def _review_wait(ticket: Ticket, sign: Any) -> ReviewWait | None:
+    """The current delivery's wait for a decision, when it is delivered and its wait is watched."""
+    delivery = ticket.last_delivery
+    if ticket.work is not WorkState.DELIVERED or ticket.closed or delivery is None:
+        return None
+    hours = review_wait_hours(sign.max_review_wait_hours if sign else None)
+    if hours is None:
+        return None
+    return ReviewWait(delivery.attempt, delivery.runner, delivery.at, hours, delivery.operation_id)
+
+
+@dataclass(frozen=True)
+class Waiting:
+    """A delivered ticket whose issue is open, with its delivery's wait for a decision."""
+
+    ticket: Ticket
+    wait: ReviewWait
+    policy_version: str
+    ticket_id: int = 0
+
+
+def watched_deliveries(connection: Connection, repository: str | None = None) -> list[Waiting | Unwatchable]:
+    """Every delivered ticket whose issue is open and whose wait for review is watched.
+
+    As `watched_claims`, a ticket whose rows cannot be read comes back as `Unwatchable`.
+    """
+    rows = _rows(connection, WorkState.DELIVERED, repository)
+    ids = [row.id for row in rows]
+    signs = {
+        (r.ticket_id, r.attempt): r
+        for r in connection.execute(select(signs_of_life).where(signs_of_life.c.ticket_id.in_(ids)))
+    }
+    found: list[Waiting | Unwatchable] = []
+    for row in rows:
+        try:
+            ticket = ticket_from_data(TicketKey(row.repository, row.number), row.revision, row.snapshot)
+            sign = signs.get((row.id, ticket.attempt))
+            wait = _review_wait(ticket, sign)
+            if wait is not None:
+                found.append(Waiting(ticket, wait, _version(sign), int(row.id)))
+        except Exception as error:  # one ticket's bad row: named, and the others still watched
+            found.append(Unwatchable(TicketKey(row.repository, row.number), int(row.id), error))
+    return found
+
+
+def _rows(connection: Connection, work: WorkState, repository: str | None) -> list[Any]:
+    statement = select(
+        tickets.c.id, tickets.c.repository, tickets.c.number, tickets.c.revision, tickets.c.snapshot
+    ).where(tickets.c.work == work.value, ~tickets.c.repository.contains("@"))
+    if repository is not None:
+        statement = statement.where(tickets.c.repository == repository.casefold())
+    return list(connection.execute(statement.order_by(tickets.c.repository, tickets.c.number)).all())
+
+
+def clocks(connection: Connection, key: TicketKey, ticket: Ticket) -> Clocks:
+    """The ticket's clocks as the watchdog would judge them now (empty when it is not watched)."""
+    if ticket.attempt == 0 or ticket.closed or ticket.work not in (WorkState.CLAIMED, WorkState.DELIVERED):
+        return Clocks()
+    key = normalize_key(key)
+    ticket_id = connection.execute(
+        select(tickets.c.id).where(tickets.c.repository == key.repository, tickets.c.number == key.number)
+    ).scalar_one_or_none()
+    if ticket_id is None:
+        return Clocks()
+    sign = connection.execute(
+        select(signs_of_life).where(
+            signs_of_life.c.ticket_id == ticket_id, signs_of_life.c.attempt == ticket.attempt
+        )
+    ).first()
+    if ticket.work is WorkState.DELIVERED:
+        return Clocks(review=_review_wait(ticket, sign))
+    opened_at = connection.execute(
+        select(attempts.c.opened_at).where(
+            attempts.c.ticket_id == ticket_id, attempts.c.number == ticket.attempt
+        )
+    ).scalar_one_or_none()
+    if opened_at is None or ticket.claimant is None:
+        return Clocks()
+    return Clocks(watch=_watch(ticket, ticket.claimant, opened_at, sign))
 
 
 @dataclass(frozen=True)
@@ -164,3 +254,9 @@ def accepted_with_open_pulls(connection: Connection) -> list[Rechecked]:
             key = TicketKey(row.repository, row.number)
             found.append(Rechecked(key, int(row.id), row.installation_id))
     return found
+
+
+def read_clocks(database: Database, ticket: Ticket) -> Clocks:
+    """`clocks` in a read transaction of its own."""
+    with database.read() as connection:
+        return clocks(connection, ticket.key, ticket)

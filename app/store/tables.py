@@ -305,7 +305,9 @@ class SignOfLifeRow(SQLModel, table=True):
     One row per (ticket, attempt), moved only forward in time. `kind` says what was heard
     last: `claim` or `send-back` (the attempt opening), `comment`, `push` or `delivery`.
     `max_silence_minutes` and `policy_version` are the repository configuration in force
-    when it was last read for this attempt, so the watchdog needs only the database.
+    when it was last read for this attempt, so the watchdog needs only the database; so are
+    `max_attempt_hours` (None: no deadline) and `max_review_wait_hours` (0: not watched; None:
+    stored before railyard kept it, the default applies).
     """
 
     __tablename__ = "signs_of_life"
@@ -319,6 +321,8 @@ class SignOfLifeRow(SQLModel, table=True):
     source: str  # the comment id, webhook delivery id or operation id it came from
     max_silence_minutes: int | None = None
     policy_version: str | None = None
+    max_attempt_hours: int | None = None
+    max_review_wait_hours: int | None = None
 
 
 class ReplyRow(SQLModel, table=True):

@@ -20,12 +20,14 @@ from typing import Any
 
 from app.views.acceptance_text import acceptance_notices, description_notice, invalidated_line
 from app.views.markdown import escape_block, escape_inline
+from app.views.watch_text import watch_notices, when, who
 from policies.acceptance import recorded_validity
 from policies.checks import Verdict
 from policies.events import Event, EventType
 from policies.model import Ticket
 from policies.states import DeploymentState, IntegrationState, ReviewKind, WorkState
 from policies.transitions import next_steps
+from policies.watchdog import Clocks
 
 COMMENT_LIMIT = 65_536
 """GitHub's limit on a comment body, in characters."""
@@ -52,6 +54,7 @@ class StatusView:
     config_error: str | None = None
     issue_closed: bool = False
     now: datetime | None = None  # when it is rendered: an acceptance's expiry is judged at it
+    clocks: Clocks | None = None  # the watchdog's stored facts: the status object's due times
 
 
 # -- the headline ------------------------------------------------------------------------
@@ -95,16 +98,6 @@ def headline(ticket: Ticket) -> str:
 
 
 # -- small pieces ----------------------------------------------------------------------
-
-
-def who(login: str | None) -> str:
-    """A login as text that names the person without notifying them."""
-    return escape_inline("@" + login, limit=60) if login else "someone"
-
-
-def when(at: datetime | None) -> str:
-    """A time the way the comment shows it (UTC, to the minute)."""
-    return at.strftime("%Y-%m-%d %H:%M UTC") if at else "unknown time"
 
 
 def commit(sha: object) -> str:
@@ -207,38 +200,8 @@ def _notices(view: StatusView) -> list[str]:
         ]
     lines += description_notice(view.ticket)
     lines += acceptance_notices(view.ticket, recorded_validity(view.ticket, view.now))
-    overdue = _current_overdue(view)
-    if overdue is not None:
-        data = overdue.data
-        lines += [
-            "",
-            f"**Claim overdue.** {who(data.get('claimant'))} has given no sign of life on attempt "
-            f"{data.get('attempt')} since {when(_time(data.get('silent_since')))} "
-            f"(limit: {data.get('limit_minutes')} minutes; recorded {when(overdue.at)}).",
-        ]
+    lines += watch_notices(view.ticket, view.events)
     return lines
-
-
-def _current_overdue(view: StatusView) -> Event | None:
-    """The latest `claim_overdue` of the current attempt, while it is still claimed."""
-    ticket = view.ticket
-    if ticket.work is not WorkState.CLAIMED:
-        return None
-    for event in reversed(view.events):
-        if event.type is EventType.CLAIM_OVERDUE and event.data.get("attempt") == ticket.attempt:
-            return event
-        if event.type in (EventType.CLAIMED, EventType.SENT_BACK, EventType.DELIVERED):
-            return None
-    return None
-
-
-def _time(text: object) -> datetime | None:
-    if not isinstance(text, str):
-        return None
-    try:
-        return datetime.fromisoformat(text)
-    except ValueError:
-        return None
 
 
 # -- attempts ----------------------------------------------------------------------------

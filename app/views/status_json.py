@@ -17,14 +17,16 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from app.views.render import STATUS_BUDGET, StatusView, render_status_comment
 from policies.acceptance import Validity, recorded_validity
 from policies.attention import RecordFacts, attention
 from policies.model import Ticket
+from policies.states import WorkState
 from policies.transitions import next_steps
+from policies.watchdog import Clocks, current_silence, deadline
 
 MARKER = "<!-- railyard:status-json "
 ANSWER_MARKER = "<!-- railyard:answer "
@@ -36,10 +38,13 @@ _DOUBLE_DASH = re.compile("-(?=-)")
 _EFFECT_AT_END = re.compile(r"\r?\n\r?\n(<!-- railyard:effect:[0-9a-f]{20} -->)\s*\Z")
 
 
-def status_object(ticket: Ticket, now: datetime | None = None) -> dict[str, Any]:
+def status_object(
+    ticket: Ticket, now: datetime | None = None, clocks: Clocks | None = None
+) -> dict[str, Any]:
     """The `status --json` shape: the three rails, the people, the last delivery, the acceptance
     and whether it holds (at `now`: its expiry; without `now` only what the record says),
-    the feedback for the next attempt, and `next`."""
+    the feedback for the next attempt, `next`, and the watchdog's due times from `clocks`
+    (`watch` for a claimed ticket, `review_due_at` for a delivered one; None without them)."""
     validity = recorded_validity(ticket, now)
     delivery = ticket.last_delivery
     runner = ticket.claimant or (delivery.runner if delivery else None)
@@ -68,7 +73,35 @@ def status_object(ticket: Ticket, now: datetime | None = None) -> dict[str, Any]
         "feedback": _feedback(ticket),
         "description_changed": ticket.description_changed,
         "next": next_commands(ticket, renewable=validity is not None and not validity.valid),
+        "watch": _watch(ticket, clocks),
+        "review_due_at": _review_due_at(ticket, clocks),
     }
+
+
+def _watch(ticket: Ticket, clocks: Clocks | None) -> dict[str, Any] | None:
+    """When a claimed attempt is due: its silence's start and end, its deadline (None without one)."""
+    watch = clocks.watch if clocks is not None else None
+    if ticket.work is not WorkState.CLAIMED or watch is None or watch.attempt != ticket.attempt:
+        return None
+    silence = current_silence(watch)
+    found = deadline(watch)
+    return {
+        "silent_since": silence.silent_since.astimezone(UTC).isoformat(),
+        "due_at": silence.deadline.astimezone(UTC).isoformat(),
+        "deadline_at": found.due_at.astimezone(UTC).isoformat() if found is not None else None,
+        "limit_minutes": silence.limit_minutes,
+    }
+
+
+def _review_due_at(ticket: Ticket, clocks: Clocks | None) -> str | None:
+    """When a delivered ticket's wait for a decision ends (None when it is not watched)."""
+    wait = clocks.review if clocks is not None else None
+    delivery = ticket.last_delivery
+    if ticket.work is not WorkState.DELIVERED or wait is None or delivery is None:
+        return None
+    if wait.delivery != delivery.operation_id:
+        return None
+    return wait.due_at.astimezone(UTC).isoformat()
 
 
 def _acceptance(ticket: Ticket, validity: Validity | None) -> dict[str, Any] | None:
@@ -196,7 +229,7 @@ def status_comment_body(view: StatusView, limit: int = STATUS_BUDGET) -> str:
     its delivery summary shortened in the line and `summary_truncated` set; `status --json`
     keeps it whole.
     """
-    line = _fitting_line(status_object(view.ticket, view.now), limit - MIN_VISIBLE)
+    line = _fitting_line(status_object(view.ticket, view.now, view.clocks), limit - MIN_VISIBLE)
     visible = render_status_comment(view, limit=limit - len(line) - 2)
     return f"{visible}\n\n{line}"
 

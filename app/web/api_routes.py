@@ -37,6 +37,7 @@ from app.github.client import GitHubError, NotFound
 from app.github.users import Account, BadToken, UserReads
 from app.runtime.adapters import Adapters
 from app.store.listing import Cursor, Listing
+from app.store.signs import read_clocks
 from app.views.api_text import earlier_attempt_answer, error_body, outcome_answer
 from app.views.event_log import event_items
 from app.views.status_json import status_object
@@ -178,7 +179,9 @@ class AgentApi:
 
     async def get_ticket(self, request: web.Request) -> web.Response:
         """The ticket's status object; 404 when the issue is not a ticket."""
-        return _json(200, status_object(await self._readable_ticket(request)))
+        ticket = await self._readable_ticket(request)
+        clocks = await asyncio.to_thread(read_clocks, self._shell.database, ticket)
+        return _json(200, status_object(ticket, clocks=clocks))
 
     async def get_events(self, request: web.Request) -> web.Response:
         """`{"ticket", "events"}`: the log as `railyard events --json` prints it; 404 when not a ticket."""

@@ -143,6 +143,8 @@ async def test_one_tickets_bad_stored_values_never_stop_the_watchdog_for_the_oth
     no longer reads: #12's overdue claims are still recorded, /healthz stays 200 and names #14's row."""
     world, wall = watched
     world.github.add_issue(REPO, 14, body="Retry the webhooks")
+    repository = world.github.repositories[REPO]
+    repository.branches["agent/14-fix"] = repository.branches["agent/12-fix"]
     for number in (12, 14):
         await world.say("rachel", "/publish", number)
     await world.say("cody", "/claim --check-in 60")
@@ -179,5 +181,79 @@ async def test_a_silence_limit_that_would_overflow_is_refused_with_its_line(
     assert world.ticket() is None
     [reply] = world.replies()
     assert "claims.max\\_silence\\_minutes: must be at most 525600, got 9000000000" in reply
+    status, report = await health(world)
+    assert status == 200 and report["loops"]["watchdog"]["healthy"]
+
+
+def recorded(world: World, kind: EventType, number: int = 12) -> list[dict[str, Any]]:
+    """The data of each `kind` event recorded on #`number`."""
+    history = TicketService(world.database).history(TicketKey(REPO, number))
+    return [dict(r.event.data) for r in history if r.event.type is kind]
+
+
+async def until(check: Any, timeout: float = 10.0) -> None:
+    """Wait until `check()` is true."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not check():
+        assert asyncio.get_running_loop().time() < deadline, "the watchdog recorded nothing"
+        await asyncio.sleep(0.05)
+
+
+async def test_the_server_records_a_passed_deadline_and_a_review_overdue_once_each(
+    watched: tuple[World, Wall],
+) -> None:
+    """`claims.max_attempt_hours: 2` and `reviews.max_wait_hours: 1`: #12's claimant comments every 50
+    minutes and `/status` in between, yet past two hours the server records `claim_overdue` (reason
+    `deadline`) once; #14's delivery waits more than an hour and the server records `review_overdue`
+    once, shown on its status comment."""
+    world, wall = watched
+    files = world.github.repositories[REPO].files
+    files[".github/railyard.yml"] += "claims:\n  max_attempt_hours: 2\nreviews:\n  max_wait_hours: 1\n"
+    world.github.add_issue(REPO, 14, body="Retry the webhooks")
+    repository = world.github.repositories[REPO]
+    repository.branches["agent/14-fix"] = repository.branches["agent/12-fix"]
+    for number in (12, 14):
+        await world.say("rachel", "/publish", number)
+    await world.say("cody", "/claim --check-in 60")
+    await world.say("cody", "/claim", 14)
+    await world.say("cody", "/deliver branch=agent/14-fix\nWebhooks retry now.", 14)
+    assert world.ticket(14).work.value == "delivered", world.replies(14)
+
+    for step in range(1, 3):
+        wall.ahead = timedelta(minutes=50 * step)
+        spoke = wall.now().strftime("%Y-%m-%dT%H:%M:%SZ")
+        await world.say("cody", f"Progress, step {step}.", created_at=spoke)
+    await asyncio.sleep(0.3)
+    assert recorded(world, EventType.CLAIM_OVERDUE) == []
+    assert recorded(world, EventType.REVIEW_OVERDUE, 14) != []  # 100 minutes > one hour
+    [review] = recorded(world, EventType.REVIEW_OVERDUE, 14)
+    assert (review["runner"], review["max_wait_hours"]) == ("cody", 1)
+
+    wall.ahead = timedelta(minutes=121)
+    await until(lambda: recorded(world, EventType.CLAIM_OVERDUE) != [])
+    await asyncio.sleep(0.3)  # several more looks
+    [passed] = recorded(world, EventType.CLAIM_OVERDUE)
+    assert (passed["reason"], passed["max_attempt_hours"]) == ("deadline", 2)
+    assert len(recorded(world, EventType.REVIEW_OVERDUE, 14)) == 1
+    await world.settle()
+    [shown] = world.status_comments(14)
+    assert "**Review overdue.**" in shown
+    [claimed] = world.status_comments(12)
+    assert "passed its deadline" in claimed
+
+
+async def test_an_absurd_attempt_deadline_is_refused_with_its_line_and_the_watchdog_goes_on(
+    watched: tuple[World, Wall],
+) -> None:
+    """`claims.max_attempt_hours: 1000000000`: `/publish` is refused naming the line and the bound."""
+    world, _ = watched
+    files = world.github.repositories[REPO].files
+    files[".github/railyard.yml"] += "claims:\n  max_attempt_hours: 1000000000\n"
+
+    await world.say("rachel", "/publish")
+
+    assert world.ticket() is None
+    [reply] = world.replies()
+    assert "claims.max\\_attempt\\_hours: must be at most 8760, got 1000000000" in reply
     status, report = await health(world)
     assert status == 200 and report["loops"]["watchdog"]["healthy"]

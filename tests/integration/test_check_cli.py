@@ -17,7 +17,7 @@ from app.settings import Settings
 from app.store.database import Database
 from app.store.effects import effects_table
 from app.store.tickets import TicketService, tickets
-from policies.commands import Claim, Publish
+from policies.commands import Claim, Deliver, Publish
 from policies.events import EventType
 from policies.model import TicketKey
 from tests.fakes import REQUESTER, RUNNER, Clock, Comments
@@ -69,15 +69,26 @@ def test_nothing_overdue_exits_0_and_says_so(database: Database) -> None:
 
 
 def test_an_overdue_claim_exits_3_with_a_table_and_is_recorded_once(database: Database) -> None:
-    """Past the limit: exit 3, one row naming ticket, claimant, attempt, silence, limit and delay;
-    running it again records nothing more."""
+    """Past the limit: exit 3, one row naming ticket, kind, claimant, attempt, silence, limit, due
+    time and delay; running it again records nothing more."""
     opened = claim(database, KEY, check_in=30)
     at = stamp(opened + timedelta(minutes=95))
     status, out, _ = run(database, "check", "--at", at)
     assert status == 3
     header, row = out.splitlines()
-    assert header.split() == ["TICKET", "CLAIMANT", "ATTEMPT", "SILENT", "SINCE", "LIMIT", "OVERDUE", "BY"]
-    assert row.split()[:3] == ["acme/web#7", RUNNER.login, "1"]
+    assert header.split() == [
+        "TICKET",
+        "KIND",
+        "WHO",
+        "ATTEMPT",
+        "SINCE",
+        "LIMIT",
+        "DUE",
+        "AT",
+        "OVERDUE",
+        "BY",
+    ]
+    assert row.split()[:4] == ["acme/web#7", "silence", RUNNER.login, "1"]
     assert "30 min" in row and row.endswith("1h 05m")
     assert run(database, "check", "--at", at)[0] == 3
     assert run(database, "check")[0] == 3  # now: still the same silence
@@ -92,10 +103,13 @@ def test_json_prints_a_list_of_overdue_claims(database: Database) -> None:
     [item] = json.loads(out)
     assert item == {
         "ticket": "acme/web#7",
+        "kind": "silence",
         "claimant": RUNNER.login,
         "attempt": 1,
         "silent_since": opened.isoformat(),
         "limit_minutes": 30,
+        "due_at": (opened + timedelta(minutes=30)).isoformat(),
+        "overdue": True,
         "overdue_minutes": 10,
         "recorded": True,
     }
@@ -116,9 +130,9 @@ def test_the_step_summary_is_appended_when_github_step_summary_is_set(
     text = summary.read_text()
     assert text.startswith("earlier step\n## railyard check\n")
     assert "No claim is overdue" in text
-    assert "1 claim is overdue" in text
-    assert "| Ticket | Claimant | Attempt | Silent since | Limit | Overdue by |" in text
-    assert "| acme/web#7 | coder-bot\\[bot\\] | 1 |" in text
+    assert "1 is overdue" in text
+    assert "| Ticket | Kind | Who | Attempt | Since | Limit | Due at | Overdue by |" in text
+    assert "| acme/web#7 | silence | coder-bot\\[bot\\] | 1 |" in text
 
 
 def test_repo_narrows_the_check_to_one_repository(database: Database) -> None:
@@ -236,3 +250,66 @@ def test_a_broken_ticket_alone_still_exits_3_not_0(database: Database) -> None:
 
     assert status == 3
     assert "no claim is overdue" in out and "could not check acme/api#3" in err
+
+
+def deliver(database: Database, key: TicketKey, hours_ago: int = 3) -> datetime:
+    """Claim `key` `hours_ago` hours ago and deliver it then; return when it was delivered."""
+    comments = Comments(Clock(datetime.now(UTC).replace(microsecond=0) - timedelta(hours=hours_ago)))
+    service = TicketService(database)
+    service.execute(key, Publish("Make the upload resumable"), comments.context(REQUESTER))
+    service.execute(key, Claim(), comments.context(RUNNER))
+    outcome = service.execute(key, Deliver("Resumable now", commit="a" * 40), comments.context(RUNNER))
+    assert outcome.applied
+    return outcome.events[0].at
+
+
+def test_a_delivery_waiting_past_the_review_limit_exits_3_with_kind_review(database: Database) -> None:
+    """A delivery with no decision for longer than 72 hours (the default): exit 3, a `review` row naming
+    the runner, `review_overdue` recorded once; judged at `--at`, before it nothing is due."""
+    delivered = deliver(database, KEY, hours_ago=80)
+    status, out, _ = run(database, "check", "--at", stamp(delivered + timedelta(hours=71)))
+    assert status == 0 and "no claim is overdue" in out
+
+    status, out, _ = run(database, "check", "--at", stamp(delivered + timedelta(hours=73)))
+    assert status == 3
+    _, row = out.splitlines()
+    assert row.split()[:4] == ["acme/web#7", "review", RUNNER.login, "1"]
+    assert run(database, "check", "--at", stamp(delivered + timedelta(hours=74)))[0] == 3
+    history = TicketService(database).history(KEY)
+    assert sum(r.event.type is EventType.REVIEW_OVERDUE for r in history) == 1
+
+
+def test_all_json_lists_every_watched_claim_and_delivery_with_its_due_time(database: Database) -> None:
+    """`--all --json`: the claim within its silence is listed with its due time and `overdue: false`,
+    the delivery with its review due time; nothing is overdue, so the exit is 0."""
+    opened = claim(database, KEY, check_in=30)
+    delivered = deliver(database, OTHER)
+    status, out, _ = run(database, "check", "--all", "--json", "--at", stamp(opened + timedelta(minutes=10)))
+    assert status == 0
+    items = {(i["ticket"], i["kind"]): i for i in json.loads(out)}
+    assert set(items) == {("acme/web#7", "silence"), ("acme/api#3", "review")}
+    silence = items["acme/web#7", "silence"]
+    assert (silence["due_at"], silence["overdue"]) == ((opened + timedelta(minutes=30)).isoformat(), False)
+    review = items["acme/api#3", "review"]
+    assert (review["due_at"], review["overdue"]) == ((delivered + timedelta(hours=72)).isoformat(), False)
+    assert overdue_count(database) == 0
+    status, out, _ = run(database, "check", "--json", "--at", stamp(opened + timedelta(minutes=10)))
+    assert (status, json.loads(out)) == (0, [])
+
+
+def test_a_broken_delivered_ticket_never_stops_the_review_check_of_the_others(database: Database) -> None:
+    """Two deliveries waiting past the limit, one ticket's row unreadable: the other's `review_overdue`
+    is still reported and recorded, the broken one is named, and the exit is 3."""
+    delivered = deliver(database, KEY, hours_ago=80)
+    deliver(database, OTHER, hours_ago=80)
+    break_snapshot(database, OTHER)
+
+    status, out, err = run(database, "check", "--json", "--at", stamp(delivered + timedelta(hours=73)))
+
+    assert status == 3
+    items = json.loads(out)
+    assert [(i["ticket"], i.get("kind")) for i in items] == [("acme/web#7", "review"), ("acme/api#3", None)]
+    assert items[1] == {"ticket": "acme/api#3", "failed": "KeyError"}
+    assert "could not check acme/api#3 (KeyError)" in err
+    history = TicketService(database).history(KEY)
+    assert sum(r.event.type is EventType.REVIEW_OVERDUE for r in history) == 1

@@ -24,7 +24,7 @@ from app.store.signs import signs_of_life
 from app.store.tickets import TicketService
 from github_standin import StandinState, running_standin
 from handlers import ROUTER
-from handlers.ports import Heard
+from handlers.ports import Heard, Rules
 from handlers.routing import WebhookEvent
 from handlers.signs import signs_from_events
 from policies.commands import Claim, Publish
@@ -81,7 +81,13 @@ def test_an_overdue_claim_is_recorded_once_per_silence_period(database: Database
     [again] = check_claims(database, service, opened + timedelta(minutes=90))
     assert again.recorded is False and again.silence == first.silence
     assert overdue_events(service) == [
-        {"attempt": 1, "claimant": CLAIMANT, "silent_since": opened.isoformat(), "limit_minutes": 30}
+        {
+            "attempt": 1,
+            "claimant": CLAIMANT,
+            "silent_since": opened.isoformat(),
+            "limit_minutes": 30,
+            "reason": "silence",
+        }
     ]
 
     spoke = opened + timedelta(minutes=100)
@@ -135,7 +141,8 @@ def test_without_check_in_the_configured_limit_applies_and_without_it_240_minute
     other = TicketKey("acme/web", 13)
     other_opened = claimed(service, check_in=None, key=other)
     claim = service.history(KEY)[-1].event
-    for heard in signs_from_events(KEY, [claim], opened, "c-claim", 60, "blob-1"):
+    rules = Rules(policy_version="blob-1", max_silence_minutes=60)
+    for heard in signs_from_events(KEY, [claim], opened, "c-claim", rules):
         record_sign_of_life(database, heard)
     found = check_claims(database, service, max(opened, other_opened) + timedelta(minutes=61))
     assert [(f.ticket, f.silence.limit_minutes) for f in found] == [(KEY, 60)]

@@ -130,3 +130,23 @@ def test_validate_refuses_a_silence_limit_that_would_overflow_a_date(tmp_path: P
 
     assert status == 1
     assert f"{path}: line 4: claims.max_silence_minutes: must be at most 525600, got 9000000000" in out
+
+
+def test_absurd_watchdog_limits_are_refused_with_their_lines_and_bounds(tmp_path: Path) -> None:
+    """A silence limit, an attempt deadline or a review wait that would overflow a date is refused
+    by `validate`, each with its line and its bound; `null` turns the two new clocks off."""
+    path = tmp_path / "railyard.yml"
+    path.write_text(
+        "claims:\n  max_silence_minutes: 9000000000\n  max_attempt_hours: 1000000000\n"
+        "reviews:\n  max_wait_hours: 0\n"
+    )
+
+    status, out, _ = validate(str(path))
+
+    assert status == 1
+    assert f"{path}: line 2: claims.max_silence_minutes: must be at most 525600, got 9000000000" in out
+    assert f"{path}: line 3: claims.max_attempt_hours: must be at most 8760, got 1000000000" in out
+    assert f"{path}: line 5: reviews.max_wait_hours: must be at least 1, got 0" in out
+    path.write_text("claims:\n  max_attempt_hours: null\nreviews:\n  max_wait_hours: null\n")
+    status, out, _ = validate(str(path))
+    assert status == 0 and "attempt deadline none · review wait none" in out

@@ -217,7 +217,7 @@ OVERDUE = OverdueObserved(attempt=1, claimant="cody", silent_since=at(1), limit_
 
 
 def test_an_overdue_claim_is_recorded_with_the_data_spec_names() -> None:
-    """`claim_overdue` holds the attempt, the claimant, since when, and the limit."""
+    """`claim_overdue` holds the attempt, the claimant, since when, the limit, and the reason (silence)."""
     decision = decide_notice(claimed_ticket(), OVERDUE, notice_ctx())
     assert not isinstance(decision, Refusal)
     [event] = decision
@@ -227,6 +227,7 @@ def test_an_overdue_claim_is_recorded_with_the_data_spec_names() -> None:
         "claimant": "cody",
         "silent_since": "2026-03-02T09:01:00+00:00",
         "limit_minutes": 240,
+        "reason": "silence",
     }
 
 
