@@ -28,6 +28,7 @@ class EventType(StrEnum):
     ISSUE_REOPENED = "issue_reopened"
     ACCEPTANCE_INVALIDATED = "acceptance_invalidated"
     DESCRIPTION_CHANGED = "description_changed"
+    OVER_BUDGET = "over_budget"
 
 
 RAIL_EVENT_TYPES = frozenset(
@@ -47,6 +48,7 @@ NOTICE_EVENT_TYPES = frozenset(
         EventType.ISSUE_REOPENED,
         EventType.ACCEPTANCE_INVALIDATED,
         EventType.DESCRIPTION_CHANGED,
+        EventType.OVER_BUDGET,
     }
 )
 """What railyard notices without a command (an overdue claim, the issue closed or reopened, an
