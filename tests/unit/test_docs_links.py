@@ -64,3 +64,28 @@ def test_the_readme_is_a_front_door() -> None:
     lines = (ROOT / "README.md").read_text().splitlines()
     assert "## Quick start" in lines[:40]
     assert len(lines) <= 200
+
+
+def test_no_file_holds_a_merge_conflict_marker() -> None:
+    """A merge left unresolved (`<<<<<<< HEAD` ... `>>>>>>> branch`) never lands in a page or module."""
+    marker = re.compile(r"^(<{7} |>{7} |={7}$)", re.MULTILINE)
+    folders = (
+        "app",
+        "handlers",
+        "policies",
+        "support",
+        "github_standin",
+        "tests",
+        "docs",
+        "scripts",
+        "bench",
+    )
+    files = [path for folder in folders for path in (ROOT / folder).rglob("*") if path.is_file()]
+    files += [path for path in ROOT.iterdir() if path.is_file()]
+    kinds = {".py", ".md", ".yml", ".yaml", ".toml", ".json", ".txt"}
+    found = [
+        str(path.relative_to(ROOT))
+        for path in files
+        if path.suffix in kinds and marker.search(path.read_text(errors="replace"))
+    ]
+    assert found == []
