@@ -101,3 +101,19 @@ async def test_a_runner_over_its_monthly_budget_cannot_claim(budgeted: World) ->
     assert status(world, 14)["work"] == "open"
     assert any('"code":"budget_exhausted"' in reply for reply in world.replies(14))
     assert status(world)["evidence"]["over_budget"] is False
+
+
+async def test_the_api_evidence_object_is_recorded_and_a_bad_one_is_a_clear_400(plain: World) -> None:
+    """`"evidence": {...}` beside `/deliver` lands on the delivery; a negative cost is 400, nothing recorded."""
+    from tests.e2e.test_api import command
+
+    assert (await command(plain, "rachel", "/publish"))[0] == 200
+    assert (await command(plain, "cody", "/claim"))[0] == 200
+    bad = {"model": "m1", "cost_usd": -1}
+    code, answer, _ = await command(plain, "cody", f"/deliver commit={A}\nDone.", evidence=bad)
+    assert (code, answer["error"]["code"]) == (400, "bad_evidence")
+    evidence = {"model": "m1", "input_tokens": 1200, "output_tokens": 300, "cost_usd": 0.42}
+    code, answer, _ = await command(plain, "cody", f"/deliver commit={A}\nDone.", evidence=evidence)
+    assert code == 200, answer
+    assert answer["status"]["delivery"]["evidence"] == {**evidence, "reported_by_runner": True}
+    assert answer["status"]["evidence"]["cost_usd"] == 0.42
