@@ -104,7 +104,7 @@ async def test_a_runner_over_its_monthly_budget_cannot_claim(budgeted: World) ->
 
 
 async def test_the_api_evidence_object_is_recorded_and_a_bad_one_is_a_clear_400(plain: World) -> None:
-    """`"evidence": {...}` beside `/deliver` lands on the delivery; a negative cost is 400, nothing recorded."""
+    """`"evidence": {...}` beside `/deliver` lands on the delivery; a negative cost is a 400."""
     from tests.e2e.test_api import command
 
     assert (await command(plain, "rachel", "/publish"))[0] == 200
