@@ -36,7 +36,8 @@ from handlers.payloads import dig, dig_int, dig_str
 from handlers.ports import Outcome, Rules, Services, UnitOfWork
 from handlers.signs import signs_from_events
 from policies.budgets import status_recheck_budget
-from policies.commands import Accept, Command, Context, Deliver, Draft, Publish
+from policies.commands import Accept, Claim, Command, Context, Deliver, Draft, Publish
+from policies.evidence import month_start
 from policies.links import linked_issues
 from policies.model import Actor, TicketKey
 from policies.parser import ParsedComment
@@ -352,8 +353,11 @@ class CommandRun:
     async def _context(self, actor: Actor, rules: Rules, high_risk: bool) -> Context:
         f = self.facts
         now = datetime.fromtimestamp(self.services.clock(), UTC)
+        month_cost = "0"
         async with self.services.store.read() as reads:
             recent = await reads.commands_since(f.repository, f.author_id, now - timedelta(hours=1))
+            if rules.cost_per_runner_month is not None and isinstance(self.parsed.command, Claim):
+                month_cost = await reads.delivery_cost_since(f.repository, f.author_id, month_start(now))
         return Context(
             actor=actor,
             operation_id=f.operation_id,
@@ -373,6 +377,10 @@ class CommandRun:
             acceptance_expires_after_days=rules.acceptance_expires_after_days,
             acceptance_ci_required=rules.acceptance_ci == "require",
             agents_may_accept=rules.acceptance_by == "anyone",
+            attempts_per_ticket=rules.attempts_per_ticket,
+            cost_per_ticket=rules.cost_per_ticket,
+            cost_per_runner_month=rules.cost_per_runner_month,
+            runner_month_cost=month_cost,
         )
 
 

@@ -171,6 +171,9 @@ class Reads(Protocol):
     async def history(self, key: TicketKey) -> list[RecordedEvent]:
         """The ticket's event log, oldest first."""
 
+    async def delivery_cost_since(self, repository: str, actor_id: int, since: datetime) -> str:
+        """The cost the account's deliveries in `repository` reported since `since` (USD)."""
+
     async def commands_since(self, repository: str, actor_id: int, since: datetime) -> int:
         """How many commands the account ran in the repository since `since`."""
 
@@ -374,6 +377,9 @@ class Rules:
     self_verification: SelfVerification = SelfVerification.EXPLICIT
     commands_per_hour: int = 30
     outsider_requests_per_hour: int = 30  # API requests by an account without a role here
+    attempts_per_ticket: int = 10
+    cost_per_ticket: str | None = None  # USD, an exact decimal string
+    cost_per_runner_month: str | None = None  # USD per runner per calendar month (UTC)
     roles: Mapping[Role, tuple[RoleEntry, ...]] = field(default_factory=dict)
     acceptance_expires_after_days: int | None = 30  # None: an acceptance never expires
     acceptance_ci: str = "record"  # record | require (`/accept` needs the commit's CI passed)

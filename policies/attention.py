@@ -26,6 +26,8 @@ No I/O: the ticket (its stored snapshot), the few facts the record keeps beside 
   is recorded, or it is past its expiry at `now` (SPEC *Acceptance that stays true*).
 - `description_changed`: the issue's title or body was edited after the claim or the
   acceptance, and no claim or acceptance since has taken the new description.
+- `over_budget`: the deliveries' reported cost passed `limits.cost_per_ticket` (recorded once,
+  as `over_budget`, by the delivery that passed it).
 - `config_error`: the repository's latest recorded command (stale-revision refusals aside: they
   are answered before the configuration is read) was refused because `.github/railyard.yml`
   could not be used. The record learns of a repaired file only at the next command, so the
@@ -54,6 +56,7 @@ BLOCKED = "blocked"
 CONFIG_ERROR = "config_error"
 ACCEPTANCE_INVALID = "acceptance_invalid"
 DESCRIPTION_CHANGED = "description_changed"
+OVER_BUDGET = "over_budget"
 
 CODES = (
     MERGED_NOT_ACCEPTED,
@@ -66,6 +69,7 @@ CODES = (
     CONFIG_ERROR,
     ACCEPTANCE_INVALID,
     DESCRIPTION_CHANGED,
+    OVER_BUDGET,
 )
 """Every code, in the order `attention` lists them."""
 
@@ -106,6 +110,7 @@ def attention(ticket: Ticket, facts: RecordFacts, now: datetime) -> list[str]:
         CONFIG_ERROR: ticket.exists and facts.config_refused,
         ACCEPTANCE_INVALID: acceptance_invalid(ticket, now),
         DESCRIPTION_CHANGED: ticket.exists and ticket.description_changed is not None,
+        OVER_BUDGET: ticket.over_budget,
     }
     return [code for code in CODES if found[code]]
 

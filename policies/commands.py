@@ -11,7 +11,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import ClassVar
 
-from policies.model import Actor
+from policies.model import Actor, Evidence
 from policies.states import Role, SelfVerification
 
 
@@ -77,6 +77,7 @@ class Deliver:
     pull_request: int | None = None
     artifacts: tuple[str, ...] = ()
     tree: str | None = None  # the resolved commit's tree sha, when GitHub said it
+    evidence: Evidence | None = None  # what the runner reports the run used
     name: ClassVar[CommandName] = CommandName.DELIVER
 
     @property
@@ -142,3 +143,8 @@ class Context:
     tree: str | None = None  # the delivered commit's tree sha, read now
     description_digest: str | None = None  # the title and body now
     reviewer_roles: frozenset[Role] | None = None  # the current acceptance's reviewer's roles now
+    # -- loops and budgets (SPEC: Watchdog, budgets and loops) --
+    attempts_per_ticket: int | None = 10  # `limits.attempts_per_ticket`
+    cost_per_ticket: str | None = None  # `limits.cost_per_ticket`, USD
+    cost_per_runner_month: str | None = None  # `limits.cost_per_runner_month`, USD
+    runner_month_cost: str = "0"  # the actor's recorded delivery cost this month (UTC), read now

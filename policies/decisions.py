@@ -3,10 +3,16 @@ refusals. Pure: shared by the engine's guards."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
 from policies.clocks import whole_second
 from policies.commands import Accept, AcceptMode, Command, Context
+from policies.events import Event, EventType
 from policies.model import Delivery, Ticket
 from policies.refusals import Refusal, RefusalCode
+from policies.states import Qualification
 
 
 def command_label(command: Command) -> str:
@@ -52,4 +58,41 @@ def stale_decision(ticket: Ticket, command: Command, ctx: Context) -> Refusal | 
         f"{command_label(command)} was written before attempt {delivery.attempt}'s delivery; "
         "it refers to older work.",
         "Look at the current delivery, then comment again.",
+    )
+
+
+def event_for(
+    kind: EventType,
+    ctx: Context,
+    used: Qualification | None,
+    data: Mapping[str, Any],
+    role: str | None = None,
+) -> Event:
+    role = used.value if used is not None else role
+    if ctx.via is not None:
+        data = by_way_of(data, ctx.via)
+    return Event(
+        kind, ctx.actor.login, role, ctx.at, ctx.operation_id, ctx.policy_version, data, ctx.actor.id
+    )
+
+
+def by_way_of(data: Mapping[str, Any], via: str) -> dict[str, Any]:
+    """The event's data with `via` (how the command came: "api"); a creation's own `via` (draft,
+    publish) is kept as `origin`."""
+    marked = dict(data)
+    if "via" in marked:
+        marked["origin"] = marked["via"]
+    marked["via"] = via
+    return marked
+
+
+def iso(moment: datetime | None) -> str | None:
+    return moment.isoformat() if moment is not None else None
+
+
+def missing_text(command: Command, what: str, example: str) -> Refusal:
+    return Refusal(
+        RefusalCode.MISSING_TEXT,
+        f"{command_label(command)} needs {what}.",
+        f"Write it after the command, for example: {example}",
     )

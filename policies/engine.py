@@ -8,15 +8,14 @@ I/O or reads a clock.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from datetime import datetime
+from collections.abc import Callable
+from decimal import Decimal
 from typing import Any
 
-from policies.acceptance import InvalidReason, Standing, Validity, expires_at, judge
+from policies.accepting import accept_guard, is_runner, standing_of
 from policies.commands import (
     MAX_CHECK_IN_MINUTES,
     Accept,
-    AcceptMode,
     Claim,
     Command,
     CommandName,
@@ -28,18 +27,20 @@ from policies.commands import (
     SendBack,
 )
 from policies.decisions import command_label as _name
+from policies.decisions import event_for as _event
+from policies.decisions import iso as _iso
+from policies.decisions import missing_text as _missing
 from policies.decisions import stale_decision
 from policies.events import Event, EventType, RailEvent
+from policies.evidence import cost_of, evidence_to_data
 from policies.fold import apply, apply_all
-from policies.model import Delivery, Review, Ticket
+from policies.model import Ticket
 from policies.rails import Observation, ObservationContext, decide_observation
 from policies.refusals import Refusal, RefusalCode
 from policies.states import (
     Qualification,
     Relation,
-    ReviewKind,
     Role,
-    SelfVerification,
     WorkState,
 )
 from policies.transitions import Transition, rows_for
@@ -93,7 +94,7 @@ def decide(ticket: Ticket, command: Command, ctx: Context) -> Decision:
     row = next((r for r in rows if ticket.work in r.sources), None)
     if row is None:
         return _wrong_state(ticket, command, rows)
-    if row.target in row.sources and _standing_of(ticket, ctx).valid:
+    if row.target in row.sources and standing_of(ticket, ctx).valid:
         return _wrong_state(ticket, command, rows)  # a renewal row: only for one that lapsed
     used = next((q for q in row.allowed if holds(ticket, ctx, q)), None)
     if used is None:
@@ -133,43 +134,6 @@ def _wrong_state(ticket: Ticket, command: Command, rows: tuple[Transition, ...])
         RefusalCode.WRONG_STATE,
         f"{_name(command)} needs the ticket to be {' or '.join(wanted) or 'new'}; it is {ticket.work}.",
         "Use /status to see what can happen next and who can do it.",
-    )
-
-
-def _event(
-    kind: EventType,
-    ctx: Context,
-    used: Qualification | None,
-    data: Mapping[str, Any],
-    role: str | None = None,
-) -> Event:
-    role = used.value if used is not None else role
-    if ctx.via is not None:
-        data = _by_way_of(data, ctx.via)
-    return Event(
-        kind, ctx.actor.login, role, ctx.at, ctx.operation_id, ctx.policy_version, data, ctx.actor.id
-    )
-
-
-def _by_way_of(data: Mapping[str, Any], via: str) -> dict[str, Any]:
-    """The event's data with `via` (how the command came: "api"); a creation's own `via` (draft,
-    publish) is kept as `origin`."""
-    marked = dict(data)
-    if "via" in marked:
-        marked["origin"] = marked["via"]
-    marked["via"] = via
-    return marked
-
-
-def _iso(moment: datetime | None) -> str | None:
-    return moment.isoformat() if moment is not None else None
-
-
-def _missing(command: Command, what: str, example: str) -> Refusal:
-    return Refusal(
-        RefusalCode.MISSING_TEXT,
-        f"{_name(command)} needs {what}.",
-        f"Write it after the command, for example: {example}",
     )
 
 
@@ -235,12 +199,36 @@ def _claim(ticket: Ticket, command: Claim, ctx: Context, row: Transition, used: 
             f"/claim --check-in takes whole minutes from 1 to {MAX_CHECK_IN_MINUTES}, not {minutes}.",
             "For example: /claim --check-in 60",
         )
+    limited = _attempt_limit(ticket, command, ctx)
+    if limited is not None:
+        return limited
+    spent, budget = Decimal(ctx.runner_month_cost), ctx.cost_per_runner_month
+    if budget is not None and spent >= Decimal(budget):
+        return Refusal(
+            RefusalCode.BUDGET_EXHAUSTED,
+            f"/claim: @{ctx.actor.login}'s deliveries here cost ${spent} this month (UTC), as reported; "
+            f"the limit is ${budget} (limits.cost_per_runner_month).",
+            "Wait for next month, or ask a maintainer to raise limits.cost_per_runner_month.",
+        )
     data = {
         "attempt": ticket.attempt + 1,
         "check_in_minutes": command.check_in_minutes,
         "branch": command.branch,
     }
     return (_event(EventType.CLAIMED, ctx, used, data),)
+
+
+def _attempt_limit(ticket: Ticket, command: Command, ctx: Context) -> Refusal | None:
+    """A `/claim` or `/send-back` that would open an attempt past `limits.attempts_per_ticket`."""
+    limit = ctx.attempts_per_ticket
+    if limit is None or ticket.attempt + 1 <= limit:
+        return None
+    return Refusal(
+        RefusalCode.ATTEMPT_LIMIT,
+        f"{_name(command)} would open attempt {ticket.attempt + 1}; this ticket may have at most "
+        f"{limit} (limits.attempts_per_ticket).",
+        "A maintainer can /reopen it with a rethink of the work, or raise limits.attempts_per_ticket.",
+    )
 
 
 def _deliver(
@@ -260,12 +248,13 @@ def _deliver(
             "/deliver needs at least one artifact: branch=NAME, commit=SHA, a linked PR or artifact=URL.",
             "For example: /deliver branch=agent/12-fix Fixed the parser.",
         )
-    previous = ticket.last_delivery
-    if previous is not None and previous.same_work_as(command.commit, command.artifacts):
+    repeated = _repeated_attempt(ticket, command)
+    if repeated is not None:
         return Refusal(
             RefusalCode.NO_PROGRESS,
             f"/deliver: commit {command.commit or '(none)'} and the artifacts are the same as "
-            f"attempt {previous.attempt}'s delivery; a new summary alone is not progress.",
+            f"attempt {repeated}'s delivery; a new summary alone is not progress, and going back "
+            "to earlier work is a loop.",
             "Push new work (or name a new artifact), then /deliver again.",
         )
     attempt = ticket.attempt + 1 if ticket.work is WorkState.ACCEPTED else ticket.attempt
@@ -280,142 +269,31 @@ def _deliver(
         "comment_id": ctx.comment_id,
         "comment_at": _iso(ctx.comment_at),
     }
-    return (_event(EventType.DELIVERED, ctx, used, data),)
-
-
-def _accept(ticket: Ticket, command: Accept, ctx: Context, row: Transition, used: Qualification) -> Decision:
-    delivery = ticket.current_delivery
-    assert delivery is not None  # a delivered or accepted ticket always has its delivery
-    if ctx.actor_is_agent and not ctx.agents_may_accept:
-        return Refusal(
-            RefusalCode.AGENTS_CANNOT_ACCEPT,
-            f"{_name(command)}: @{ctx.actor.login} is an agent (a bot, or listed under agents:) "
-            "and agents never accept work, their own or another's.",
-            "Ask a person who is a reviewer to /accept.",
+    if command.evidence is not None:
+        data["evidence"] = evidence_to_data(command.evidence)
+    events = [_event(EventType.DELIVERED, ctx, used, data)]
+    total = Decimal(ticket.cost_usd) + cost_of(command.evidence)
+    limit = ctx.cost_per_ticket
+    if limit is not None and not ticket.over_budget and total > Decimal(limit):
+        crossed = {"cost_usd": format(total, "f"), "limit_usd": limit, "attempt": attempt}
+        events.append(
+            Event(
+                EventType.OVER_BUDGET, "railyard", None, ctx.at, ctx.operation_id, ctx.policy_version, crossed
+            )
         )
-    renewing = _standing_of(ticket, ctx) if ticket.work is WorkState.ACCEPTED else None
-    stale = stale_decision(ticket, command, ctx)
-    if stale is not None:
-        return stale
-    is_runner = _is_runner(ticket, delivery, ctx)
-    refusal = _accept_refusal(command, ctx, is_runner)
-    if refusal is not None:
-        return refusal
-    ci = ctx.ci_state or "none"
-    if ctx.acceptance_ci_required and ci != "passed":
-        names = ", ".join(ctx.ci_checks) or "no check has run"
-        return Refusal(
-            RefusalCode.CI_NOT_PASSED,
-            f"{_name(command)}: CI on the delivered commit {_short(delivery.commit)} is {ci} "
-            f"({names}); this repository accepts only work whose CI passed (acceptance.ci: require).",
-            "Wait for the checks to pass (or fix them and deliver again), then /accept.",
-        )
-    kind = {
-        AcceptMode.REVIEW: ReviewKind.INDEPENDENT,
-        AcceptMode.SELF: ReviewKind.SELF_VERIFIED,
-        AcceptMode.OVERRIDE: ReviewKind.OVERRIDE,
-    }[command.mode]
-    decided_at = ctx.comment_at or ctx.at
-    data: dict[str, Any] = {
-        "attempt": delivery.attempt,
-        "commit": delivery.commit,
-        "tree": ctx.tree or delivery.tree,
-        "delivery_operation_id": delivery.operation_id,
-        "review": kind.value,
-        "reason": command.reason.strip() or None,
-        "decided_at": _iso(decided_at),
-        "description_digest": ctx.description_digest or ticket.description_digest,
-        "ci": {"state": ci, "checks": list(ctx.ci_checks)},
-    }
-    written = Review(
-        ctx.actor.login, kind, delivery.attempt, delivery.commit, None, ctx.at, decided_at=decided_at
-    )
-    expiry = expires_at(written, ctx.acceptance_expires_after_days)
-    data["expires_at"] = _iso(expiry)
-    events: list[Event] = []
-    review = ticket.review
-    if renewing is not None and review is not None:
-        data["renews"] = review.revision
-        if not renewing.recorded and renewing.reason is not None:
-            events.append(_lapse(ctx, review.revision, renewing))
-    events.append(_event(EventType.ACCEPTED, ctx, used, data))
-    if expiry is not None and expiry <= ctx.at:  # a late redelivery: recorded, and at once expired
-        late = Validity(False, InvalidReason.EXPIRED, expiry)
-        events.append(_lapse(ctx, ticket.revision + len(events), late))
     return tuple(events)
 
 
-def _standing_of(ticket: Ticket, ctx: Context) -> Validity:
-    """The current acceptance judged at the command's time, with what the command's edge read."""
-    assert ticket.review is not None  # an accepted ticket always has its review
-    standing = Standing(
-        at=ctx.at,
-        expires_after_days=ctx.acceptance_expires_after_days,
-        self_verification=ctx.self_verification,
-        high_risk=ctx.high_risk,
-        reviewer_roles=ctx.reviewer_roles,
-    )
-    return judge(ticket.review, standing)
-
-
-def _lapse(ctx: Context, acceptance: int, validity: Validity) -> Event:
-    """`acceptance_invalidated` for the acceptance at revision `acceptance`, recorded by railyard."""
-    assert validity.reason is not None
-    data: dict[str, Any] = {"acceptance": acceptance, "reason": validity.reason.value}
-    if validity.expires_at is not None:
-        data["expires_at"] = validity.expires_at.isoformat()
-    return Event(
-        EventType.ACCEPTANCE_INVALIDATED, "railyard", None, ctx.at, ctx.operation_id, ctx.policy_version, data
-    )
-
-
-def _short(sha: str | None) -> str:
-    return sha[:12] if sha else "(none)"
-
-
-def _is_runner(ticket: Ticket, delivery: Delivery, ctx: Context) -> bool:
-    """Whether the actor made the delivery under review.
-
-    A delivery recorded before ids were stored has no runner id; its runner is then the
-    claimant (only the claimant delivers, and the claim holds until the ticket is reopened),
-    so a renamed runner is still recognised by the claimant's id.
-    """
-    if ctx.actor.is_account(delivery.runner, delivery.runner_id):
-        return True
-    return delivery.runner_id is None and ctx.actor.is_account(ticket.claimant, ticket.claimant_id)
-
-
-def _accept_refusal(command: Accept, ctx: Context, is_runner: bool) -> Refusal | None:
-    if command.mode is AcceptMode.OVERRIDE:
-        if not command.reason.strip():
-            return _missing(command, "a reason", "/accept --override Hotfix verified in staging.")
-        return None
-    if command.mode is AcceptMode.REVIEW:
-        if is_runner:
-            return Refusal(
-                RefusalCode.NOT_INDEPENDENT,
-                f"/accept: @{ctx.actor.login} delivered this work and cannot review it.",
-                "Ask another reviewer; /accept --self records self-verification where allowed.",
-            )
-        return None
-    if not is_runner:
-        return Refusal(
-            RefusalCode.SELF_NOT_ALLOWED,
-            "/accept --self is only for the runner who delivered the work.",
-            "Use /accept to record an independent review.",
-        )
-    if ctx.self_verification is SelfVerification.NEVER:
-        return Refusal(
-            RefusalCode.SELF_NOT_ALLOWED,
-            "/accept --self is disabled in this repository (self_verification: never).",
-            "Ask another reviewer to /accept.",
-        )
-    if ctx.high_risk:
-        return Refusal(
-            RefusalCode.SELF_NOT_ALLOWED,
-            "/accept --self: this ticket is high-risk and needs an independent review.",
-            "Ask another reviewer to /accept.",
-        )
+def _repeated_attempt(ticket: Ticket, command: Deliver) -> int | None:
+    """The earliest attempt whose delivery had the same commit and artifacts (A, B, A is a loop)."""
+    earlier = list(ticket.delivered_work)
+    previous = ticket.last_delivery
+    if previous is not None and not earlier:  # a ticket recorded before every delivery was kept
+        earlier = [(previous.attempt, previous.commit, previous.artifacts)]
+    wanted = sorted(command.artifacts)
+    for attempt, commit, artifacts in earlier:
+        if commit == command.commit and sorted(artifacts) == wanted:
+            return attempt
     return None
 
 
@@ -429,12 +307,15 @@ def _send_back(
     stale = stale_decision(ticket, command, ctx)
     if stale is not None:
         return stale
-    if _is_runner(ticket, delivery, ctx):
+    if is_runner(ticket, delivery, ctx):
         return Refusal(
             RefusalCode.NOT_INDEPENDENT,
             f"/send-back: @{ctx.actor.login} delivered this work and cannot review it.",
             "Ask another reviewer, or /reopen to give the work up.",
         )
+    limited = _attempt_limit(ticket, command, ctx)
+    if limited is not None:
+        return limited
     data = {
         "feedback": command.feedback.strip(),
         "attempt": ticket.attempt + 1,
@@ -465,7 +346,7 @@ _GUARDS: dict[CommandName, Guard] = {
     CommandName.PUBLISH: _publish,
     CommandName.CLAIM: _claim,
     CommandName.DELIVER: _deliver,
-    CommandName.ACCEPT: _accept,
+    CommandName.ACCEPT: accept_guard,
     CommandName.SEND_BACK: _send_back,
     CommandName.REOPEN: _reopen,
 }

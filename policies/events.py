@@ -29,6 +29,7 @@ class EventType(StrEnum):
     ACCEPTANCE_INVALIDATED = "acceptance_invalidated"
     DESCRIPTION_CHANGED = "description_changed"
     REVIEW_OVERDUE = "review_overdue"
+    OVER_BUDGET = "over_budget"
 
 
 RAIL_EVENT_TYPES = frozenset(
@@ -49,6 +50,7 @@ NOTICE_EVENT_TYPES = frozenset(
         EventType.ACCEPTANCE_INVALIDATED,
         EventType.DESCRIPTION_CHANGED,
         EventType.REVIEW_OVERDUE,
+        EventType.OVER_BUDGET,
     }
 )
 """What railyard notices without a command (an overdue claim, a delivery waiting too long for

@@ -10,8 +10,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime
+from decimal import Decimal
 
 from policies.events import RAIL_EVENT_TYPES, Event, EventType, RailEvent
+from policies.evidence import cost_of, evidence_from_data
 from policies.model import Delivery, Feedback, Review, Ticket, same_account, same_login
 from policies.rails import Rails, apply_rail_event
 from policies.states import DeploymentState, ReviewKind, WorkState
@@ -112,7 +114,13 @@ def _delivered(ticket: Ticket, event: Event) -> Ticket:
         at=event.at,
         runner_id=event.actor_id,
         tree=data.get("tree"),
+        evidence=evidence_from_data(data.get("evidence")),
     )
+    work = (delivery.attempt, delivery.commit, delivery.artifacts)
+    if not ticket.delivered_work and ticket.last_delivery is not None:  # kept before every one was
+        last = ticket.last_delivery
+        ticket = replace(ticket, delivered_work=((last.attempt, last.commit, last.artifacts),))
+    cost = format(Decimal(ticket.cost_usd) + cost_of(delivery.evidence), "f")
     return replace(
         ticket,
         work=WorkState.DELIVERED,
@@ -120,6 +128,10 @@ def _delivered(ticket: Ticket, event: Event) -> Ticket:
         attempt_branch=data["branch"] or ticket.attempt_branch,
         last_delivery=delivery,
         deliveries=ticket.deliveries + 1,
+        delivered_work=(*ticket.delivered_work, work),
+        cost_usd=cost,
+        input_tokens=ticket.input_tokens + ((delivery.evidence and delivery.evidence.input_tokens) or 0),
+        output_tokens=ticket.output_tokens + ((delivery.evidence and delivery.evidence.output_tokens) or 0),
         review=None,
         sent_back=False,
     )
@@ -233,4 +245,5 @@ _APPLIERS: dict[EventType, Callable[[Ticket, Event], Ticket]] = {
     EventType.ISSUE_REOPENED: _issue_reopened,
     EventType.ACCEPTANCE_INVALIDATED: _acceptance_invalidated,
     EventType.DESCRIPTION_CHANGED: _description_changed,
+    EventType.OVER_BUDGET: lambda ticket, event: replace(ticket, over_budget=True),
 }

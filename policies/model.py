@@ -67,6 +67,19 @@ class Actor:
 
 
 @dataclass(frozen=True)
+class Evidence:
+    """What the runner reports a delivery's run used; its word, never a verdict.
+
+    `cost_usd` is an exact decimal string of US dollars (`"0.42"`), as recorded.
+    """
+
+    model: str | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cost_usd: str | None = None
+
+
+@dataclass(frozen=True)
 class Delivery:
     """Work handed over by `/deliver`: one append-only delivery record."""
 
@@ -83,6 +96,7 @@ class Delivery:
     at: datetime
     runner_id: int | None = None
     tree: str | None = None  # the delivered commit's tree sha, when GitHub said it
+    evidence: Evidence | None = None  # what the runner reports the run used
 
     def same_work_as(self, commit: str | None, artifacts: tuple[str, ...]) -> bool:
         """A delivery whose resolved commit and artifacts are unchanged is not progress."""
@@ -157,6 +171,12 @@ class Ticket:
     attempt_branch: str | None = None
     last_delivery: Delivery | None = None
     deliveries: int = 0
+    # (attempt, commit, artifacts) of every delivery, oldest first: no delivery may repeat one
+    delivered_work: tuple[tuple[int, str | None, tuple[str, ...]], ...] = ()
+    cost_usd: str = "0"  # the sum of every delivery's reported cost
+    input_tokens: int = 0  # the sums of every delivery's reported tokens
+    output_tokens: int = 0
+    over_budget: bool = False  # its reported cost passed `limits.cost_per_ticket` (recorded once)
     review: Review | None = None
     feedback: Feedback | None = None
     description_digest: str | None = None  # of the issue's title and body, as last recorded

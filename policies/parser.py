@@ -53,6 +53,7 @@ from policies.commands import (
     Reopen,
     SendBack,
 )
+from policies.evidence import EVIDENCE_KEYS, evidence_from, evidence_problem
 from policies.markdown_blocks import LineKind, ScannedLine, scan_markdown
 from policies.text import drop_invisible, has_invisible
 
@@ -114,10 +115,12 @@ _GRAMMARS: dict[CommandName, _Grammar] = {
         keys=frozenset({"branch"}),
     ),
     CommandName.DELIVER: _Grammar(
-        "/deliver [branch=NAME] [commit=SHA] [artifact=URL ...] [rev=N] [#PR] SUMMARY",
+        "/deliver [branch=NAME] [commit=SHA] [artifact=URL ...] [model=NAME] [tokens_in=N] "
+        "[tokens_out=N] [cost=USD] [rev=N] [#PR] SUMMARY",
         "a summary (the text after the arguments and on the next lines) and at least one "
-        "artifact: branch=, commit=, artifact= or a linked pull request #PR",
-        keys=frozenset({"branch", "commit", "artifact"}),
+        "artifact: branch=, commit=, artifact= or a linked pull request #PR; model=, tokens_in=, "
+        "tokens_out= and cost= report what the run used (as the runner says)",
+        keys=frozenset({"branch", "commit", "artifact", *EVIDENCE_KEYS}),
         takes_text=True,
     ),
     CommandName.ACCEPT: _Grammar(
@@ -310,6 +313,12 @@ def _command(name: CommandName, arguments: _Arguments, following: str) -> tuple[
                 commit=commit.lower() if commit else None,
                 pull_request=arguments.number,
                 artifacts=tuple(values.get("artifact", [])),
+                evidence=evidence_from(
+                    model=values.get("model", [None])[0],
+                    input_tokens=values.get("tokens_in", [None])[0],
+                    output_tokens=values.get("tokens_out", [None])[0],
+                    cost=values.get("cost", [None])[0],
+                ),
             )
             return deliver, None
         case CommandName.ACCEPT:
@@ -445,6 +454,8 @@ def _invalid_value(key: str, value: str) -> str | None:
     elif key == "commit":
         if _COMMIT.fullmatch(value) is None:
             return f"commit= takes a hex commit sha of 7 to 40 characters; got {_shown(value)}."
+    elif key in EVIDENCE_KEYS:
+        return evidence_problem(key, value)
     elif key == "artifact" and not valid_artifact_url(value):
         return (
             f"artifact= takes an http or https URL, like artifact=https://example.com/r; got {_shown(value)}."

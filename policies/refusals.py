@@ -27,6 +27,8 @@ class RefusalCode(StrEnum):
     CONFIG_ERROR = "config_error"
     AGENTS_CANNOT_ACCEPT = "agents_cannot_accept"
     CI_NOT_PASSED = "ci_not_passed"
+    ATTEMPT_LIMIT = "attempt_limit"
+    BUDGET_EXHAUSTED = "budget_exhausted"
 
 
 @dataclass(frozen=True)

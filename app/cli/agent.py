@@ -33,6 +33,7 @@ from app.cli.agent_core import (
     step_summary,
 )
 from app.cli.agent_log import clean_line, defused, json_line, prefixed
+from policies.evidence import evidence_problem
 
 DEFAULT_GITHUB_API = "https://api.github.com"
 DEFAULT_TIMEOUT = 120.0
@@ -60,6 +61,10 @@ def register(commands: Any) -> None:
     deliver.add_argument("--summary", help="what was done (or --summary-file)")
     deliver.add_argument("--summary-file", help="a file holding the summary")
     deliver.add_argument("--artifact", action="append", default=[], help="an artifact URL (repeatable)")
+    deliver.add_argument("--model", help="the model the run used (reported as evidence)")
+    deliver.add_argument("--input-tokens", help="tokens the run read (reported as evidence)")
+    deliver.add_argument("--output-tokens", help="tokens the run wrote (reported as evidence)")
+    deliver.add_argument("--cost-usd", help="what the run cost, in US dollars (reported as evidence)")
     for parser in (claim, deliver):
         parser.set_defaults(handler=None, without_database=cmd_agent)
 
@@ -125,8 +130,10 @@ def resolve(args: argparse.Namespace, env: Mapping[str, str], summary_file: str 
     assert repo is not None and token is not None  # checked above
     summary = given.get("summary") or summary_file or ""
     artifacts = tuple(a for a in given.get("artifact") or () if a)
+    evidence: tuple[str, ...] = ()
     if action == "deliver":
         _check_delivery(summary, given.get("branch"), commit, artifacts)
+        evidence = _evidence(given)
     key = (
         given["idempotency_key"] or default_key(env, action, given["issue"], commit) or f"cli-{uuid.uuid4()}"
     )
@@ -139,6 +146,7 @@ def resolve(args: argparse.Namespace, env: Mapping[str, str], summary_file: str 
         DEFAULT_POLL if given["poll_interval"] is None else given["poll_interval"],
         given["rev"], given.get("check_in"), given.get("branch"), commit, summary, artifacts,
         app_id=_app_id(given["app_id"] or _env(env, "RAILYARD_APP_ID"), by_comment=url is None),
+        evidence=evidence,
     )  # fmt: skip
 
 
@@ -188,6 +196,28 @@ def _check_url(url: str) -> None:
         raise UsageError("--url must not hold a user or password: the token is sent as a header")
     if parsed.scheme == "http" and parsed.hostname not in ("127.0.0.1", "localhost", "::1"):
         raise UsageError(f"--url must be https (http only for 127.0.0.1 or localhost): {url}")
+
+
+_EVIDENCE_OPTIONS = {
+    "model": "model",
+    "input_tokens": "tokens_in",
+    "output_tokens": "tokens_out",
+    "cost_usd": "cost",
+}
+
+
+def _evidence(given: dict[str, Any]) -> tuple[str, ...]:
+    """The delivery's evidence as `/deliver` arguments, each checked as railyard will check it."""
+    found = []
+    for option, key in _EVIDENCE_OPTIONS.items():
+        value = given.get(option)
+        if value is None:
+            continue
+        problem = evidence_problem(key, str(value))
+        if problem is not None:
+            raise UsageError(f"--{option.replace('_', '-')}: {problem}")
+        found.append(f"{key}={value}")
+    return tuple(found)
 
 
 def _check_delivery(summary: str, branch: str | None, commit: str | None, artifacts: tuple[str, ...]) -> None:

@@ -52,6 +52,7 @@ class Options:
     summary: str = ""
     artifacts: tuple[str, ...] = ()
     app_id: int | None = None  # railyard's GitHub App (comment mode trusts only its comments)
+    evidence: tuple[str, ...] = ()  # `model=`, `tokens_in=`, `tokens_out=`, `cost=` as the run reports them
 
 
 @dataclass(frozen=True)
@@ -94,7 +95,12 @@ def claim_text(check_in: int | None, branch: str | None, rev: int | None) -> str
 
 
 def deliver_text(
-    summary: str, branch: str | None, commit: str | None, artifacts: Sequence[str], rev: int | None
+    summary: str,
+    branch: str | None,
+    commit: str | None,
+    artifacts: Sequence[str],
+    rev: int | None,
+    evidence: Sequence[str] = (),
 ) -> str:
     """`/deliver branch=B commit=C artifact=U... [rev=N] -- SUMMARY`.
 
@@ -106,6 +112,7 @@ def deliver_text(
     parts += [f"branch={branch}"] if branch else []
     parts += [f"commit={commit}"] if commit else []
     parts += [f"artifact={url}" for url in artifacts]
+    parts += list(evidence)
     parts += [f"rev={rev}"] if rev is not None else []
     return " ".join([*parts, "--", _COMMAND_LINE.sub(r"\1\\/", summary.strip())])
 
@@ -116,7 +123,9 @@ def command_text(options: Options, *, rev_in_text: bool = True) -> str:
     rev = options.rev if rev_in_text else None
     if options.action == "claim":
         return claim_text(options.check_in, options.branch, rev)
-    return deliver_text(options.summary, options.branch, options.commit, options.artifacts, rev)
+    return deliver_text(
+        options.summary, options.branch, options.commit, options.artifacts, rev, options.evidence
+    )
 
 
 def default_key(env: Mapping[str, str], action: str, issue: int, commit: str | None) -> str | None:

@@ -12,6 +12,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 from enum import StrEnum
 from typing import Annotated, Any
 
@@ -145,6 +146,10 @@ ReviewWaitHours = Annotated[int, Strict(), Field(ge=1, le=MAX_REVIEW_WAIT_HOURS)
 MAX_ACCEPTANCE_DAYS = 3650
 AcceptanceDays = Annotated[int, Strict(), Field(ge=1, le=MAX_ACCEPTANCE_DAYS)]
 CommandsPerHour = Annotated[int, Strict(), Field(gt=0, le=MAX_COMMANDS_PER_HOUR)]
+MAX_ATTEMPTS = 1000
+AttemptsPerTicket = Annotated[int, Strict(), Field(ge=1, le=MAX_ATTEMPTS)]
+MAX_BUDGET_USD = 1_000_000_000
+BudgetUsd = Annotated[Decimal, Field(gt=0, le=MAX_BUDGET_USD, decimal_places=6, allow_inf_nan=False)]
 Text = Annotated[str, Strict(), Field(min_length=1)]
 
 
@@ -214,11 +219,15 @@ class AcceptanceConfig(_Section):
 
 
 class LimitsConfig(_Section):
-    """`limits`: how many commands one person may send per hour, and how many API requests an
-    account without any role here may make per hour (each costs the installation a call)."""
+    """`limits`: how many commands one person may send per hour, how many API requests an
+    account without any role here may make per hour (each costs the installation a call), how
+    many attempts a ticket may have, and the cost budgets (reported by the deliveries)."""
 
     commands_per_hour: CommandsPerHour = 30
     outsider_requests_per_hour: CommandsPerHour = 30
+    attempts_per_ticket: AttemptsPerTicket = 10
+    cost_per_ticket: BudgetUsd | None = None  # USD, as the deliveries report it
+    cost_per_runner_month: BudgetUsd | None = None  # USD per runner per calendar month (UTC)
 
 
 class ChecksConfig(_Section):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Awaitable, Callable, Iterable, Sequence
+from decimal import Decimal
 from typing import Any
 
 import structlog
@@ -17,6 +18,7 @@ from app.github.config import CONFIG_PATH, ConfigLoader, LoadedConfig, RepoFile
 from app.github.roles import RoleResolver
 from handlers.errors import Missing
 from handlers.ports import Json, RoleEntry, Rules
+from policies.evidence import canonical_cost
 from policies.states import Role
 
 log = structlog.get_logger(__name__)
@@ -194,6 +196,9 @@ def rules_from(loaded: LoadedConfig) -> Rules:
         self_verification=config.self_verification,
         commands_per_hour=config.limits.commands_per_hour,
         outsider_requests_per_hour=config.limits.outsider_requests_per_hour,
+        attempts_per_ticket=config.limits.attempts_per_ticket,
+        cost_per_ticket=_usd(config.limits.cost_per_ticket),
+        cost_per_runner_month=_usd(config.limits.cost_per_runner_month),
         roles={
             role: tuple(RoleEntry(e.login, e.org, e.slug) for e in entries)
             for role, entries in config.roles.items()
@@ -247,3 +252,8 @@ class RolesAdapter:
     ) -> bool:
         """Whether `entries` (the `agents` list, say) name `login` or a team it is active in now."""
         return await RoleResolver(self._github, installation_id, repository).listed(login, entries)
+
+
+def _usd(amount: Decimal | None) -> str | None:
+    """A budget as the core compares it: an exact decimal string of US dollars."""
+    return canonical_cost(amount) if amount is not None else None

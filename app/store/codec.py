@@ -8,7 +8,8 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from policies.events import RAIL_EVENT_TYPES, Event, EventType, RailEvent
-from policies.model import Delivery, Feedback, Review, Ticket, TicketKey
+from policies.evidence import evidence_from_data, evidence_to_data
+from policies.model import Delivery, Evidence, Feedback, Review, Ticket, TicketKey
 from policies.rails import (
     BranchFact,
     CheckFact,
@@ -20,13 +21,20 @@ from policies.rails import (
 from policies.states import DeploymentState, IntegrationState, ReviewKind, WorkState
 
 _T = TypeVar("_T")
-_CONVERTERS: dict[str, Callable[[Any], Any]] = {"kind": ReviewKind, "artifacts": tuple, "ci_checks": tuple}
+_CONVERTERS: dict[str, Callable[[Any], Any]] = {
+    "kind": ReviewKind,
+    "artifacts": tuple,
+    "ci_checks": tuple,
+    "evidence": evidence_from_data,
+}
 
 
 def _flat(value: Any) -> dict[str, Any]:
     out = {}
     for f in fields(value):
         item = getattr(value, f.name)
+        if isinstance(item, Evidence):
+            item = evidence_to_data(item)
         out[f.name] = item.isoformat() if isinstance(item, datetime) else item
     return out
 
@@ -96,6 +104,13 @@ def ticket_to_data(ticket: Ticket) -> dict[str, Any]:
         "attempt_branch": ticket.attempt_branch,
         "last_delivery": _flat(ticket.last_delivery) if ticket.last_delivery else None,
         "deliveries": ticket.deliveries,
+        "delivered_work": [
+            [attempt, commit, list(artifacts)] for attempt, commit, artifacts in ticket.delivered_work
+        ],
+        "cost_usd": ticket.cost_usd,
+        "input_tokens": ticket.input_tokens,
+        "output_tokens": ticket.output_tokens,
+        "over_budget": ticket.over_budget,
         "review": _flat(ticket.review) if ticket.review else None,
         "feedback": _flat(ticket.feedback) if ticket.feedback else None,
         "description_digest": ticket.description_digest,
@@ -123,6 +138,12 @@ def ticket_from_data(key: TicketKey, revision: int, data: Mapping[str, Any]) -> 
         attempt_branch=data["attempt_branch"],
         last_delivery=_unflat(Delivery, delivery) if delivery else None,
         deliveries=data["deliveries"],
+        # Absent from snapshots written before every delivery was kept and costs were summed.
+        delivered_work=tuple((int(a), c, tuple(arts)) for a, c, arts in data.get("delivered_work") or ()),
+        cost_usd=data.get("cost_usd") or "0",
+        input_tokens=data.get("input_tokens", 0),
+        output_tokens=data.get("output_tokens", 0),
+        over_budget=data.get("over_budget", False),
         review=_unflat(Review, review) if review else None,
         # Absent from snapshots written before acceptances were bound to the description.
         feedback=_unflat(Feedback, data["feedback"], {}) if data.get("feedback") else None,

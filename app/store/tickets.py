@@ -33,6 +33,7 @@ from policies.commands import Context
 from policies.door import OPENS_ATTEMPT, change_name, decide_change, normalize_key
 from policies.engine import apply_all
 from policies.events import Event, EventType
+from policies.evidence import total_cost
 from policies.model import Ticket, TicketKey
 from policies.refusals import Refusal, RefusalCode, stale_revision
 
@@ -132,6 +133,22 @@ def commands_since(connection: Connection, repository: str, actor_id: int, since
             )
         ).scalar_one()
     )
+
+
+def delivery_cost_since(connection: Connection, repository: str, actor_id: int, since: datetime) -> str:
+    """The cost the account `actor_id`'s deliveries in `repository` reported since `since` (USD)."""
+    rows = connection.execute(
+        select(events_table.c.data)
+        .select_from(events_table.join(tickets, events_table.c.ticket_id == tickets.c.id))
+        .where(
+            tickets.c.repository == repository.casefold(),
+            events_table.c.type == EventType.DELIVERED.value,
+            events_table.c.actor_id == actor_id,
+            events_table.c.at >= since,
+        )
+    )
+    costs = ((row.data or {}).get("evidence") or {} for row in rows)
+    return format(total_cost(cost.get("cost_usd") for cost in costs), "f")
 
 
 def merged_tickets(connection: Connection, repository: str) -> list[MergedTicket]:

@@ -151,6 +151,10 @@ class SqlReads:
         """The ticket's event log."""
         return await self._run(tickets.history, key)
 
+    async def delivery_cost_since(self, repository: str, actor_id: int, since: datetime) -> str:
+        """The cost the account's deliveries here reported since `since` (USD, a decimal string)."""
+        return await self._run(tickets.delivery_cost_since, repository, actor_id, since)
+
     async def commands_since(self, repository: str, actor_id: int, since: datetime) -> int:
         """Commands the account ran in the repository since `since`."""
         return await self._run(tickets.commands_since, repository, actor_id, since)

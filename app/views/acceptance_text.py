@@ -1,5 +1,6 @@
 """What people read about an acceptance: whether it still holds, what it was bound to, and a
-description edited since the work began (SPEC *Acceptance that stays true*)."""
+description edited since the work began (SPEC *Acceptance that stays true*); and what a
+delivery's runner reported its run used (its word, labelled so)."""
 
 from __future__ import annotations
 
@@ -74,3 +75,28 @@ def invalidated_line(data: Mapping[str, Any], at: datetime) -> str:
     """The attempt's line for `acceptance_invalidated`."""
     why = INVALID_SENTENCES.get(str(data.get("reason")), str(data.get("reason")))
     return f"- **Acceptance no longer holds** since {_day(at)}: {why}."
+
+
+def reported_text(evidence: Mapping[str, Any] | None) -> str:
+    """A delivery's evidence as one sentence, labelled as the runner's report ("" without any)."""
+    if not evidence:
+        return ""
+    parts = []
+    if evidence.get("model"):
+        parts.append(f"model {escape_inline(str(evidence['model']), limit=100)}")
+    tokens_in, tokens_out = evidence.get("input_tokens"), evidence.get("output_tokens")
+    if tokens_in is not None or tokens_out is not None:
+        parts.append(f"{int(tokens_in or 0):,} tokens in, {int(tokens_out or 0):,} out")
+    if evidence.get("cost_usd") is not None:
+        parts.append(f"${evidence['cost_usd']}")
+    return f"_Reported by the runner:_ {', '.join(parts)}." if parts else ""
+
+
+def budget_notice(ticket: Ticket) -> list[str]:
+    """A ticket whose reported cost passed `limits.cost_per_ticket`."""
+    if not ticket.over_budget:
+        return []
+    return [
+        "",
+        f"**Over budget.** The deliveries report ${ticket.cost_usd} in all, past `limits.cost_per_ticket`.",
+    ]

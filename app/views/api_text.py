@@ -23,6 +23,8 @@ REFUSAL_STATUS: dict[RefusalCode, int] = {
     RefusalCode.SELF_NOT_ALLOWED: 403,
     RefusalCode.AGENTS_CANNOT_ACCEPT: 403,
     RefusalCode.CI_NOT_PASSED: 409,
+    RefusalCode.ATTEMPT_LIMIT: 409,
+    RefusalCode.BUDGET_EXHAUSTED: 409,
     RefusalCode.NOT_A_TICKET: 404,
     RefusalCode.ALREADY_A_TICKET: 409,
     RefusalCode.WRONG_STATE: 409,

@@ -18,7 +18,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from app.views.acceptance_text import acceptance_notices, description_notice, invalidated_line
+from app.views.acceptance_text import (
+    acceptance_notices,
+    budget_notice,
+    description_notice,
+    invalidated_line,
+    reported_text,
+)
 from app.views.markdown import escape_block, escape_inline
 from app.views.watch_text import watch_notices, when, who
 from policies.acceptance import recorded_validity
@@ -198,7 +204,7 @@ def _notices(view: StatusView) -> list[str]:
             "",
             "**Issue closed.** The work rail is unchanged; the claim watchdog no longer watches it.",
         ]
-    lines += description_notice(view.ticket)
+    lines += description_notice(view.ticket) + budget_notice(view.ticket)
     lines += acceptance_notices(view.ticket, recorded_validity(view.ticket, view.now))
     lines += watch_notices(view.ticket, view.events)
     return lines
@@ -254,6 +260,9 @@ def _on_sent_back(attempts: _Attempts, event: Event, data: Mapping[str, Any]) ->
 def _on_delivered(attempts: _Attempts, event: Event, data: Mapping[str, Any]) -> None:
     delivered = attempts.get(data["attempt"], event.actor)
     delivered.lines.append(f"- Delivered {when(event.at)} by {who(event.actor)}: {_evidence(data)}.")
+    reported = reported_text(data.get("evidence"))
+    if reported:
+        delivered.lines.append(f"  {reported}")
     delivered.lines += quoted(data.get("summary"))
 
 

@@ -23,7 +23,8 @@ from typing import Any
 from app.views.render import STATUS_BUDGET, StatusView, render_status_comment
 from policies.acceptance import Validity, recorded_validity
 from policies.attention import RecordFacts, attention
-from policies.model import Ticket
+from policies.evidence import evidence_to_data
+from policies.model import Evidence, Ticket
 from policies.states import WorkState
 from policies.transitions import next_steps
 from policies.watchdog import Clocks, current_silence, deadline
@@ -69,6 +70,7 @@ def status_object(
         "reviewer_id": ticket.review.reviewer_id if ticket.review else None,
         "delivery": _delivery(ticket),
         "merge_commit": ticket.rails.merge_commit,
+        "evidence": _totals(ticket),
         "acceptance": _acceptance(ticket, validity),
         "feedback": _feedback(ticket),
         "description_changed": ticket.description_changed,
@@ -162,6 +164,28 @@ def _delivery(ticket: Ticket) -> dict[str, Any] | None:
         "artifacts": list(delivery.artifacts),
         "operation_id": delivery.operation_id,
         "at": delivery.at.isoformat(),
+        "evidence": _evidence(delivery.evidence),
+    }
+
+
+def _evidence(evidence: Evidence | None) -> dict[str, Any] | None:
+    """What the runner reported the run used (its word: `reported_by_runner`), cost as a number."""
+    data = evidence_to_data(evidence)
+    if data is None:
+        return None
+    cost = data["cost_usd"]
+    return {**data, "cost_usd": float(cost) if cost is not None else None, "reported_by_runner": True}
+
+
+def _totals(ticket: Ticket) -> dict[str, Any]:
+    """Every delivery's reported evidence summed: what the ticket cost so far, as reported."""
+    return {
+        "cost_usd": float(ticket.cost_usd),
+        "input_tokens": ticket.input_tokens,
+        "output_tokens": ticket.output_tokens,
+        "deliveries": ticket.deliveries,
+        "over_budget": ticket.over_budget,
+        "reported_by_runner": True,
     }
 
 

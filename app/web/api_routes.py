@@ -8,14 +8,14 @@ exists. A command is the comment grammar, run through the same roles and the sam
 a comment (`handlers.api`). `POST` needs an `Idempotency-Key`: its answer is kept with the change
 and replayed for the same key and request; the same key with another request is 422. Nothing
 is recorded for a request refused before the door, nor when GitHub cannot answer (503): a
-retry with the same key is safe.
+retry with the same key is safe. A `/deliver` may carry an `evidence` object (`api_evidence`).
 
 What a request costs is bounded before anything is asked of GitHub with the installation's
 token: each command spends the account's `limits.commands_per_hour` in the repository (refusals
 included), a command reserves one of the account's `limits.outsider_requests_per_hour` before
 its roles are asked (given back when it holds one; all accounts found role-less together get
-ten times that: `handlers.outsiders`), reads spend `API_READS_PER_MINUTE`; past a budget the
-answer is 429 with `Retry-After`, and nothing is called or recorded.
+ten times that: `handlers.outsiders`), reads spend `API_READS_PER_MINUTE`; past a budget: 429
+with `Retry-After`, and nothing is called or recorded.
 """
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ from app.views.api_text import earlier_attempt_answer, error_body, outcome_answe
 from app.views.event_log import event_items
 from app.views.status_json import status_object
 from app.web.api_costs import READS_PER_MINUTE, ApiCosts, OverBudget
+from app.web.api_evidence import EvidenceError, with_evidence
 from app.web.bodies import BodyBudget, BodyRefused
 from app.web.openapi import openapi_document
 from app.web.responses import guarded
@@ -68,7 +69,7 @@ INSTALLATIONS_KEPT = 10_000
 _NAME = re.compile(r"[A-Za-z0-9_.-]{1,100}")
 _DIGITS = re.compile(r"[0-9]{1,9}")  # ASCII only: str.isdigit() also takes "²"
 _KEY = re.compile(r"[\x21-\x7e]{1,255}")  # visible ASCII, as HTTP header values are
-_FIELDS = frozenset({"command", "expected_revision"})
+_FIELDS = frozenset({"command", "expected_revision", "evidence"})
 
 
 class Refused(Exception):  # noqa: N818 - it is the answer, not a failure
@@ -434,6 +435,10 @@ async def _command_body(request: web.Request, bodies: BodyBudget) -> tuple[str, 
     command, expected = body.get("command"), body.get("expected_revision")
     if not isinstance(command, str) or not command.strip():
         raise Refused(400, "command_required", '"command" must be the command text, e.g. "/claim"')
+    try:  # the evidence object read as the comment's arguments, so one grammar checks both
+        command = with_evidence(command, body.get("evidence"))
+    except EvidenceError as bad:
+        raise Refused(400, "bad_evidence", str(bad)) from None
     if expected is not None and (type(expected) is not int or expected < 0):
         raise Refused(
             400, "bad_expected_revision", '"expected_revision" must be a revision number (0 or more)'
@@ -482,9 +487,8 @@ def _before_door(early: object, refusal: Refusal | None) -> Refused:
     if isinstance(early, Malformed):
         return Refused(422, "malformed_command", early.problem)
     if isinstance(early, NearMiss):
-        return Refused(
-            422, "not_a_command", f"{early.typed} is not a command; did you mean {early.suggestion}?"
-        )
+        message = f"{early.typed} is not a command; did you mean {early.suggestion}?"
+        return Refused(422, "not_a_command", message)
     if isinstance(early, ArtifactNotFound) and early.kind == "issue":
         return Refused(
             404, "not_a_ticket", f"#{early.name} in {early.repository} is a pull request, not an issue"

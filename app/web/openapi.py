@@ -121,6 +121,17 @@ _SCHEMAS: dict[str, Any] = {
                 "description": "The comment grammar: `/claim`, `/deliver branch=x commit=y` + a summary",
             },
             "expected_revision": {"type": "integer", "minimum": 0},
+            "evidence": {
+                "type": "object",
+                "additionalProperties": False,
+                "description": "With `/deliver` only: what the run used, as the runner reports it",
+                "properties": {
+                    "model": {"type": "string"},
+                    "input_tokens": {"type": "integer", "minimum": 0},
+                    "output_tokens": {"type": "integer", "minimum": 0},
+                    "cost_usd": {"type": "number", "minimum": 0},
+                },
+            },
         },
     },
     "Applied": {

@@ -209,7 +209,7 @@ def test_long_history_is_summarised_under_the_limit_with_a_note() -> None:
     """Hundreds of attempts with long summaries stay under GitHub's limit; the newest are kept."""
     story = delivered_with_pr()
     for round_ in range(120):
-        story.command(SendBack(feedback="x" * 3000), REVIEWER)
+        story.command(SendBack(feedback="x" * 3000), REVIEWER, attempts_per_ticket=None)
         story.command(Deliver(summary="y" * 3000, commit=f"{round_:012x}", pull_request=34), RUNNER)
     body = render_status_comment(_view(story))
     assert len(body) <= COMMENT_LIMIT - 100

@@ -68,7 +68,7 @@ def test_the_line_survives_a_long_history_under_the_limit() -> None:
     """Hundreds of long attempts cut the visible part, never the status line, and stay under the limit."""
     story = _delivered("first")
     for round_ in range(120):
-        story.command(SendBack(feedback="x" * 3000), REVIEWER)
+        story.command(SendBack(feedback="x" * 3000), REVIEWER, attempts_per_ticket=None)
         story.command(Deliver(summary="-" * 3000, commit=f"{round_:012x}"), RUNNER)
     body = status_comment_body(StatusView(story.ticket, tuple(story.events)))
     assert len(body) <= COMMENT_LIMIT - 100

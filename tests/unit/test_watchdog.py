@@ -283,7 +283,8 @@ def walked_tickets() -> list[Ticket]:
 def test_a_notice_event_never_moves_a_rail_or_the_claim(
     index: int, kind: EventType, data: dict[str, object]
 ) -> None:
-    """Folding a notice changes only the revision, `closed` and what is recorded of the description."""
+    """Folding a notice changes only the revision, `closed`, what is recorded of the description
+    and the over-budget flag."""
     before = walked_tickets()[index]
     event = Event(kind, "railyard", None, at(500), "op", "v1", data)
     after = apply(before, event)
@@ -294,6 +295,7 @@ def test_a_notice_event_never_moves_a_rail_or_the_claim(
         closed=before.closed,
         description_digest=before.description_digest,
         description_changed=before.description_changed,
+        over_budget=before.over_budget,
     )
     assert unchanged == before
     assert (after.work, after.rails, after.claimant, after.attempt) == (

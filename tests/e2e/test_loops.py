@@ -1,0 +1,119 @@
+"""Loops that cannot run for ever and what deliveries cost, through the real server: evidence
+reported on `/deliver`, A, B, A refused, the attempt limit, and a runner's monthly budget."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from app.store.database import Database
+from app.views.status_json import parse_status_line
+from github_standin import running_standin
+from support.world import CONFIG, REPO, World, standin_state
+from tests.fakes import app_settings, running_server
+
+A, B, C = "a" * 40, "b" * 40, "c" * 40
+
+
+async def _world(tmp_path: Path, config: str) -> AsyncIterator[World]:
+    state = standin_state()
+    repository = state.repositories[REPO]
+    repository.files[".github/railyard.yml"] = config
+    repository.commits.update({A, B, C, *(f"{n:040x}" for n in range(1, 12))})
+    state.add_issue(REPO, 14, body="Cache the thumbnails")
+    async with running_standin(state) as standin:
+        url = f"sqlite:///{tmp_path}/railyard.db"
+        settings = app_settings(url, GITHUB_API_URL=standin.url, APP_ID="1")
+        async with running_server(settings, outbox_spacing=0.0) as server:
+            yield World(server, state, Database(url))
+
+
+@pytest.fixture
+async def plain(tmp_path: Path) -> AsyncIterator[World]:
+    async for world in _world(tmp_path, CONFIG):
+        yield world
+
+
+@pytest.fixture
+async def budgeted(tmp_path: Path) -> AsyncIterator[World]:
+    async for world in _world(
+        tmp_path, CONFIG + "limits:\n  cost_per_runner_month: 1\n  cost_per_ticket: 2\n"
+    ):
+        yield world
+
+
+def status(world: World, number: int = 12) -> dict[str, Any]:
+    [body] = world.status_comments(number)
+    found = parse_status_line(body)
+    assert found is not None
+    return found
+
+
+async def test_delivery_evidence_shows_in_the_status_object_and_the_comment(plain: World) -> None:
+    """`/deliver ... model=m1 tokens_in=1200 tokens_out=300 cost=0.42`: on the delivery, summed on
+    the ticket, and shown as the runner's report."""
+    await plain.say("rachel", "/publish")
+    await plain.say("cody", "/claim")
+    await plain.say("cody", f"/deliver commit={A} model=m1 tokens_in=1200 tokens_out=300 cost=0.42 Done.")
+    found = status(plain)
+    evidence = {"model": "m1", "input_tokens": 1200, "output_tokens": 300, "cost_usd": 0.42}
+    assert found["delivery"]["evidence"] == {**evidence, "reported_by_runner": True}
+    assert found["evidence"]["cost_usd"] == 0.42 and found["evidence"]["input_tokens"] == 1200
+    assert "Reported by the runner:" in plain.status_comments()[0]
+
+
+async def test_a_b_a_is_refused_at_the_third_delivery_naming_attempt_1(plain: World) -> None:
+    """Back to attempt 1's commit after a send-back of attempt 2: refused, attempt 1 named."""
+    await plain.say("rachel", "/publish")
+    await plain.say("cody", "/claim")
+    for commit in (A, B):
+        await plain.say("cody", f"/deliver commit={commit} Try.")
+        await plain.say("rita", "/send-back Not yet.")
+    await plain.say("cody", f"/deliver commit={A} Try the first again.")
+    assert status(plain)["work"] == "claimed"
+    assert any("attempt 1's delivery" in reply for reply in plain.replies())
+
+
+async def test_the_eleventh_attempt_is_refused_by_default(plain: World) -> None:
+    """Ten deliveries sent back: the send-back that would open attempt 11 is `attempt_limit`."""
+    await plain.say("rachel", "/publish")
+    await plain.say("cody", "/claim")
+    for n in range(1, 11):
+        await plain.say("cody", f"/deliver commit={n:040x} Try {n}.")
+        await plain.say("rita", "/send-back Not yet.")
+    found = status(plain)
+    assert (found["work"], found["attempt"]) == ("delivered", 10)
+    assert any("attempt 11" in reply and '"code":"attempt_limit"' in reply for reply in plain.replies())
+
+
+async def test_a_runner_over_its_monthly_budget_cannot_claim(budgeted: World) -> None:
+    """cody's delivery on #12 reports $1.50 against a $1 monthly limit: `/claim` on #14 is refused;
+    #12 itself is not over its $2 budget."""
+    world = budgeted
+    await world.say("rachel", "/publish")
+    await world.say("cody", "/claim")
+    await world.say("cody", f"/deliver commit={A} cost=1.50 Done.")
+    await world.say("rachel", "/publish", number=14)
+    await world.say("cody", "/claim", number=14)
+    assert status(world, 14)["work"] == "open"
+    assert any('"code":"budget_exhausted"' in reply for reply in world.replies(14))
+    assert status(world)["evidence"]["over_budget"] is False
+
+
+async def test_the_api_evidence_object_is_recorded_and_a_bad_one_is_a_clear_400(plain: World) -> None:
+    """`"evidence": {...}` beside `/deliver` lands on the delivery; a negative cost is a 400."""
+    from tests.e2e.test_api import command
+
+    assert (await command(plain, "rachel", "/publish"))[0] == 200
+    assert (await command(plain, "cody", "/claim"))[0] == 200
+    bad = {"model": "m1", "cost_usd": -1}
+    code, answer, _ = await command(plain, "cody", f"/deliver commit={A}\nDone.", evidence=bad)
+    assert (code, answer["error"]["code"]) == (400, "bad_evidence")
+    evidence = {"model": "m1", "input_tokens": 1200, "output_tokens": 300, "cost_usd": 0.42}
+    code, answer, _ = await command(plain, "cody", f"/deliver commit={A}\nDone.", evidence=evidence)
+    assert code == 200, answer
+    assert answer["status"]["delivery"]["evidence"] == {**evidence, "reported_by_runner": True}
+    assert answer["status"]["evidence"]["cost_usd"] == 0.42
