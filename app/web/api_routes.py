@@ -43,6 +43,7 @@ from app.views.event_log import event_items
 from app.views.status_json import status_object
 from app.web.api_costs import READS_PER_MINUTE, ApiCosts, OverBudget
 from app.web.api_evidence import EvidenceError, with_evidence
+from app.web.api_refused import Refused
 from app.web.bodies import BodyBudget, BodyRefused
 from app.web.openapi import openapi_document
 from app.web.responses import guarded
@@ -70,17 +71,6 @@ _NAME = re.compile(r"[A-Za-z0-9_.-]{1,100}")
 _DIGITS = re.compile(r"[0-9]{1,9}")  # ASCII only: str.isdigit() also takes "²"
 _KEY = re.compile(r"[\x21-\x7e]{1,255}")  # visible ASCII, as HTTP header values are
 _FIELDS = frozenset({"command", "expected_revision", "evidence"})
-
-
-class Refused(Exception):  # noqa: N818 - it is the answer, not a failure
-    """An answer given before the one door: a status, a stable code and a sentence."""
-
-    def __init__(
-        self, status: int, code: str, message: str, headers: Mapping[str, str] | None = None
-    ) -> None:
-        super().__init__(message)
-        self.status, self.code, self.message = status, code, message
-        self.headers = dict(headers or {})
 
 
 def _json(status: int, body: Any, headers: Mapping[str, str] | None = None) -> web.Response:
