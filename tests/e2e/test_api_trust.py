@@ -34,6 +34,7 @@ async def test_role_less_accounts_spending_the_shared_budget_never_lock_out_a_ru
     assert status == 200, answer
     late = token(world, "stranger10")
     assert (await command(world, late, "/claim"))[0] in (403, 409)  # its first: its roles are asked
+    await world.outbox_settled()  # the runner's claim's own writes (its assignment) are done
     before = len(world.github.calls)
     status, answer, _ = await command(world, late, "/claim")  # now known role-less, the share spent
     assert (status, answer["error"]["code"]) == (429, "over_budget")

@@ -145,7 +145,7 @@ async def test_healthz_reports_database_loops_and_queue(sqlite_url: str) -> None
             report = await response.json()
     assert response.status == 200
     assert report["status"] == "ok" and report["database"] == "ok"
-    assert set(report["loops"]) == {"worker", "outbox", "housekeeping", "watchdog"}
+    assert set(report["loops"]) == {"worker", "outbox", "housekeeping", "watchdog", "acceptance_rechecks"}
     assert all(loop["healthy"] for loop in report["loops"].values())
     assert report["queue"] == {"pending": 0, "lag_seconds": 0.0}
 
