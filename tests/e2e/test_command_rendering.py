@@ -80,7 +80,8 @@ async def test_help_replies_with_each_commands_usage(world: World) -> None:
     """`/help` through the server lists `/deliver`'s arguments and what it needs."""
     await world.say("nora", "/help")
     text = shown(world.replies()[-1])
-    assert (
-        "/deliver [branch=NAME] [commit=SHA] [artifact=URL ...] [rev=N] [#PR] SUMMARY: needs a summary"
-        in text
+    usage = (
+        "/deliver [branch=NAME] [commit=SHA] [artifact=URL ...] [model=NAME] [tokens_in=N] "
+        "[tokens_out=N] [cost=USD] [rev=N] [#PR] SUMMARY: needs a summary"
     )
+    assert usage in text
