@@ -22,13 +22,14 @@ from sqlalchemy import Connection, bindparam, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from app.contracts.effect_types import LimitedReply
-from app.store.codec import event_from_row, ticket_from_data, ticket_to_data
+from app.store.codec import audit_event, event_from_row, ticket_from_data, ticket_to_data
 from app.store.database import Database
 from app.store.effects import Effect, enqueue
 from app.store.replies import enqueue_reply
 from app.store.repositories import repository_named
 from app.store.tables import AttemptRow, DeliveryRecordRow, OperationRow, TicketEventRow, TicketRow, table
 from handlers.ports import Change, ChangeContext, MergedTicket, Outcome, RecordedEvent
+from policies import audit
 from policies.commands import Context
 from policies.door import OPENS_ATTEMPT, change_name, decide_change, normalize_key
 from policies.engine import apply_all
@@ -57,6 +58,9 @@ _UPDATE_TICKET = update(tickets).where(
 )
 _SELECT_ATTEMPT = select(attempts.c.id).where(
     attempts.c.ticket_id == bindparam("b_ticket"), attempts.c.number == bindparam("b_number")
+)
+_SELECT_DIGEST = select(events_table.c.digest).where(
+    events_table.c.ticket_id == bindparam("b_ticket"), events_table.c.revision == bindparam("b_revision")
 )
 
 
@@ -326,25 +330,27 @@ def _save_ticket(
 
 
 def _append(connection: Connection, ticket_id: int, before: Ticket, events: Sequence[Event]) -> None:
-    """Append the events, and the attempts and delivery records they imply."""
+    """Append the events, each chained to the one before it, and the attempts and delivery
+    records they imply. The ticket's row was moved first (`_save_ticket`): a concurrent writer of
+    the same ticket fails its revision check, so no two events ever chain from one digest."""
     attempt_ids: dict[int, int] = {}
     attempt = before.attempt
+    previous = _previous_digest(connection, ticket_id, before.revision)
     for offset, event in enumerate(events, start=1):
-        connection.execute(
-            insert(events_table),
-            {
-                "ticket_id": ticket_id,
-                "revision": before.revision + offset,
-                "type": event.type.value,
-                "actor": event.actor,
-                "actor_id": event.actor_id,
-                "role": event.role,
-                "at": event.at,
-                "operation_id": event.operation_id,
-                "policy_version": event.policy_version,
-                "data": dict(event.data),
-            },
-        )
+        row = {
+            "ticket_id": ticket_id,
+            "revision": before.revision + offset,
+            "type": event.type.value,
+            "actor": event.actor,
+            "actor_id": event.actor_id,
+            "role": event.role,
+            "at": event.at,
+            "operation_id": event.operation_id,
+            "policy_version": event.policy_version,
+            "data": dict(event.data),
+        }
+        previous = audit.chain(previous, audit_event(row))
+        connection.execute(insert(events_table), {**row, "digest": previous})
         if event.type in OPENS_ATTEMPT and event.data["attempt"] > attempt:
             attempt = event.data["attempt"]
             attempt_ids[attempt] = _open_attempt(connection, ticket_id, before, event)
@@ -353,6 +359,14 @@ def _append(connection: Connection, ticket_id: int, before: Ticket, events: Sequ
                 connection, ticket_id, event.data["attempt"]
             )
             _record_delivery(connection, ticket_id, attempt_id, event)
+
+
+def _previous_digest(connection: Connection, ticket_id: int, revision: int) -> str:
+    """What the event after `revision` chains from: the seed for a ticket's first event."""
+    if revision == 0:
+        return audit.seed(ticket_id)
+    # None only for an event written by a process older than 0016: verify names that one.
+    return connection.execute(_SELECT_DIGEST, {"b_ticket": ticket_id, "b_revision": revision}).scalar() or ""
 
 
 def _open_attempt(connection: Connection, ticket_id: int, before: Ticket, event: Event) -> int:
