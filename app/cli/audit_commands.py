@@ -32,7 +32,8 @@ def cmd_verify(args: argparse.Namespace, database: Database, out: TextIO, err: T
             "(an event edited, deleted or inserted, or stored without its digest).\n"
         )
         return EXIT_BROKEN
-    out.write(f"railyard: {found.events} events of {found.tickets} tickets checked: every chain holds.\n")
+    events, tickets = _counted(found.events, "event"), _counted(found.tickets, "ticket")
+    out.write(f"railyard: {events} of {tickets} checked: every chain holds.\n")
     return 0
 
 
@@ -96,3 +97,7 @@ def register(commands: Any) -> None:
     export.add_argument("--since", metavar="DATE", help="only events at or after this date or time (UTC)")
     export.add_argument("--format", choices=["jsonl", "csv"], default="jsonl")
     export.set_defaults(handler=cmd_export)
+
+
+def _counted(count: int, noun: str) -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"

@@ -59,9 +59,16 @@ _UPDATE_TICKET = update(tickets).where(
 _SELECT_ATTEMPT = select(attempts.c.id).where(
     attempts.c.ticket_id == bindparam("b_ticket"), attempts.c.number == bindparam("b_number")
 )
-_SELECT_DIGEST = select(events_table.c.digest).where(
-    events_table.c.ticket_id == bindparam("b_ticket"), events_table.c.revision == bindparam("b_revision")
+# The door's read also takes the digest of the ticket's latest event (the next one chains from
+# it) in the same statement: no extra round trip, and the same snapshot as the revision.
+_LATEST_DIGEST = (
+    select(events_table.c.digest)
+    .where(events_table.c.ticket_id == tickets.c.id, events_table.c.revision == tickets.c.revision)
+    .scalar_subquery()
 )
+_SELECT_TICKET_TO_WRITE = select(
+    tickets.c.id, tickets.c.revision, tickets.c.snapshot, _LATEST_DIGEST.label("digest")
+).where(tickets.c.repository == bindparam("b_repository"), tickets.c.number == bindparam("b_number"))
 
 
 class _ConflictError(Exception):
@@ -241,7 +248,7 @@ def _execute_once(
     stored = _stored_outcome(connection, context.operation_id)
     if stored is not None:
         return stored
-    row = connection.execute(_SELECT_TICKET, _key_params(key)).first()
+    row = connection.execute(_SELECT_TICKET_TO_WRITE, _key_params(key)).first()
     ticket = ticket_from_data(key, row.revision, row.snapshot) if row else Ticket(key)
     if expected_revision is not None and ticket.revision != expected_revision:
         final = isinstance(context, Context)
@@ -263,7 +270,7 @@ def _execute_once(
         return Outcome(context.operation_id, key, ticket.revision)
     after = apply_all(ticket, decision)
     ticket_id = _save_ticket(connection, row.id if row else None, ticket, after, context)
-    _append(connection, ticket_id, ticket, decision)
+    _append(connection, ticket_id, ticket, decision, row.digest if row else None)
     _record_operation(connection, key, ticket_id, change, context, after.revision, ticket.revision + 1)
     return Outcome(context.operation_id, key, after.revision, events=decision, shown=after)
 
@@ -329,13 +336,19 @@ def _save_ticket(
     return ticket_id
 
 
-def _append(connection: Connection, ticket_id: int, before: Ticket, events: Sequence[Event]) -> None:
-    """Append the events, each chained to the one before it, and the attempts and delivery
-    records they imply. The ticket's row was moved first (`_save_ticket`): a concurrent writer of
-    the same ticket fails its revision check, so no two events ever chain from one digest."""
+def _append(
+    connection: Connection, ticket_id: int, before: Ticket, events: Sequence[Event], latest_digest: str | None
+) -> None:
+    """Append the events, each chained to the one before it (the first to `latest_digest`, the
+    digest of the event at `before.revision`), and the attempts and delivery records they imply.
+
+    The ticket's row was moved first (`_save_ticket`): a concurrent writer of the same ticket
+    fails its revision check and reads again, so no two events ever chain from one digest.
+    """
     attempt_ids: dict[int, int] = {}
     attempt = before.attempt
-    previous = _previous_digest(connection, ticket_id, before.revision)
+    # None only after an event written by a process older than 0016: verify names that one.
+    previous = audit.seed(ticket_id) if before.revision == 0 else latest_digest or ""
     for offset, event in enumerate(events, start=1):
         row = {
             "ticket_id": ticket_id,
@@ -359,14 +372,6 @@ def _append(connection: Connection, ticket_id: int, before: Ticket, events: Sequ
                 connection, ticket_id, event.data["attempt"]
             )
             _record_delivery(connection, ticket_id, attempt_id, event)
-
-
-def _previous_digest(connection: Connection, ticket_id: int, revision: int) -> str:
-    """What the event after `revision` chains from: the seed for a ticket's first event."""
-    if revision == 0:
-        return audit.seed(ticket_id)
-    # None only for an event written by a process older than 0016: verify names that one.
-    return connection.execute(_SELECT_DIGEST, {"b_ticket": ticket_id, "b_revision": revision}).scalar() or ""
 
 
 def _open_attempt(connection: Connection, ticket_id: int, before: Ticket, event: Event) -> int:
