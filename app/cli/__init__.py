@@ -10,7 +10,17 @@ from collections.abc import Sequence
 from typing import TextIO
 
 from app.bootstrap import open_database
-from app.cli import agent, check, demo, effect_commands, queue_commands, release, ticket_commands, validate
+from app.cli import (
+    agent,
+    audit_commands,
+    check,
+    demo,
+    effect_commands,
+    queue_commands,
+    release,
+    ticket_commands,
+    validate,
+)
 from app.cli.common import CommandHandler, cmd_migrate
 from app.cli.errors import explain
 from app.logs import configure_logging
@@ -36,6 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
     release.register(commands)
     agent.register(commands)
     demo.register(commands)
+    audit_commands.register(commands)
     commands.add_parser("serve", help="run the web server, worker and outbox").set_defaults(handler=None)
     worker = commands.add_parser("worker", help="run an extra worker process (PostgreSQL)")
     worker.add_argument("--concurrency", type=int, default=4)

@@ -7,6 +7,7 @@ from dataclasses import MISSING, fields
 from datetime import datetime
 from typing import Any, TypeVar
 
+from policies.audit import AuditedEvent
 from policies.events import RAIL_EVENT_TYPES, Event, EventType, RailEvent
 from policies.evidence import evidence_from_data, evidence_to_data
 from policies.model import Delivery, Evidence, Feedback, Review, Ticket, TicketKey
@@ -168,4 +169,20 @@ def event_from_row(row: Mapping[str, Any]) -> Event:
         policy_version=row["policy_version"],
         data=row["data"],
         actor_id=row.get("actor_id"),
+    )
+
+
+def audit_event(row: Mapping[str, Any]) -> AuditedEvent:
+    """A `ticket_events` row (as written or as read back) as the audit chain sees it."""
+    return AuditedEvent(
+        revision=row["revision"],
+        type=row["type"],
+        actor=row["actor"],
+        actor_id=row.get("actor_id"),
+        role=row["role"],
+        at=row["at"],
+        operation_id=row["operation_id"],
+        policy_version=row["policy_version"],
+        data=row["data"],
+        digest=row.get("digest"),
     )

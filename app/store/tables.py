@@ -74,6 +74,9 @@ class TicketEventRow(SQLModel, table=True):
     operation_id: str = Field(index=True)
     policy_version: str
     data: dict[str, Any] = json_field()
+    # sha256 chaining this event to the ticket's previous one (policies.audit); None only when
+    # written by a process older than migration 0016 (then `railyard audit verify` says so).
+    digest: str | None = None
 
 
 class AttemptRow(SQLModel, table=True):

@@ -22,13 +22,14 @@ from sqlalchemy import Connection, bindparam, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from app.contracts.effect_types import LimitedReply
-from app.store.codec import event_from_row, ticket_from_data, ticket_to_data
+from app.store.codec import audit_event, event_from_row, ticket_from_data, ticket_to_data
 from app.store.database import Database
 from app.store.effects import Effect, enqueue
 from app.store.replies import enqueue_reply
 from app.store.repositories import repository_named
 from app.store.tables import AttemptRow, DeliveryRecordRow, OperationRow, TicketEventRow, TicketRow, table
 from handlers.ports import Change, ChangeContext, MergedTicket, Outcome, RecordedEvent
+from policies import audit
 from policies.commands import Context
 from policies.door import OPENS_ATTEMPT, change_name, decide_change, normalize_key
 from policies.engine import apply_all
@@ -59,6 +60,16 @@ _UPDATE_TICKET = update(tickets).where(
 _SELECT_ATTEMPT = select(attempts.c.id).where(
     attempts.c.ticket_id == bindparam("b_ticket"), attempts.c.number == bindparam("b_number")
 )
+# The door's read also takes the digest of the ticket's latest event (the next one chains from
+# it) in the same statement: no extra round trip, and the same snapshot as the revision.
+_LATEST_DIGEST = (
+    select(events_table.c.digest)
+    .where(events_table.c.ticket_id == tickets.c.id, events_table.c.revision == tickets.c.revision)
+    .scalar_subquery()
+)
+_SELECT_TICKET_TO_WRITE = select(
+    tickets.c.id, tickets.c.revision, tickets.c.snapshot, _LATEST_DIGEST.label("digest")
+).where(tickets.c.repository == bindparam("b_repository"), tickets.c.number == bindparam("b_number"))
 
 
 class _ConflictError(Exception):
@@ -254,7 +265,7 @@ def _execute_once(
     stored = _stored_outcome(connection, context.operation_id)
     if stored is not None:
         return stored
-    row = connection.execute(_SELECT_TICKET, _key_params(key)).first()
+    row = connection.execute(_SELECT_TICKET_TO_WRITE, _key_params(key)).first()
     ticket = ticket_from_data(key, row.revision, row.snapshot) if row else Ticket(key)
     if expected_revision is not None and ticket.revision != expected_revision:
         final = isinstance(context, Context)
@@ -276,7 +287,7 @@ def _execute_once(
         return Outcome(context.operation_id, key, ticket.revision)
     after = apply_all(ticket, decision)
     ticket_id = _save_ticket(connection, row.id if row else None, ticket, after, context)
-    _append(connection, ticket_id, ticket, decision)
+    _append(connection, ticket_id, ticket, decision, row.digest if row else None)
     _record_operation(connection, key, ticket_id, change, context, after.revision, ticket.revision + 1)
     return Outcome(context.operation_id, key, after.revision, events=decision, shown=after)
 
@@ -342,26 +353,34 @@ def _save_ticket(
     return ticket_id
 
 
-def _append(connection: Connection, ticket_id: int, before: Ticket, events: Sequence[Event]) -> None:
-    """Append the events, and the attempts and delivery records they imply."""
+def _append(
+    connection: Connection, ticket_id: int, before: Ticket, events: Sequence[Event], latest_digest: str | None
+) -> None:
+    """Append the events, each chained to the one before it (the first to `latest_digest`, the
+    digest of the event at `before.revision`), and the attempts and delivery records they imply.
+
+    The ticket's row was moved first (`_save_ticket`): a concurrent writer of the same ticket
+    fails its revision check and reads again, so no two events ever chain from one digest.
+    """
     attempt_ids: dict[int, int] = {}
     attempt = before.attempt
+    # None only after an event written by a process older than 0016: verify names that one.
+    previous = audit.seed(ticket_id) if before.revision == 0 else latest_digest or ""
     for offset, event in enumerate(events, start=1):
-        connection.execute(
-            insert(events_table),
-            {
-                "ticket_id": ticket_id,
-                "revision": before.revision + offset,
-                "type": event.type.value,
-                "actor": event.actor,
-                "actor_id": event.actor_id,
-                "role": event.role,
-                "at": event.at,
-                "operation_id": event.operation_id,
-                "policy_version": event.policy_version,
-                "data": dict(event.data),
-            },
-        )
+        row = {
+            "ticket_id": ticket_id,
+            "revision": before.revision + offset,
+            "type": event.type.value,
+            "actor": event.actor,
+            "actor_id": event.actor_id,
+            "role": event.role,
+            "at": event.at,
+            "operation_id": event.operation_id,
+            "policy_version": event.policy_version,
+            "data": dict(event.data),
+        }
+        previous = audit.chain(previous, audit_event(row))
+        connection.execute(insert(events_table), {**row, "digest": previous})
         if event.type in OPENS_ATTEMPT and event.data["attempt"] > attempt:
             attempt = event.data["attempt"]
             attempt_ids[attempt] = _open_attempt(connection, ticket_id, before, event)
