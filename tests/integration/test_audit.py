@@ -186,12 +186,12 @@ def test_concurrent_writers_of_one_ticket_leave_one_unbroken_chain(database: Dat
     assert audit_store.verify(database) == audit_store.Verified(events=15, tickets=5)
 
 
-# --- migration 0016 -------------------------------------------------------------------------
+# --- migration 0017 -------------------------------------------------------------------------
 
 
 def _migration() -> Any:
-    path = Path(__file__).resolve().parents[2] / "app/store/migrations/versions/0016_audit.py"
-    spec = importlib.util.spec_from_file_location("migration_0016", path)
+    path = Path(__file__).resolve().parents[2] / "app/store/migrations/versions/0017_audit.py"
+    spec = importlib.util.spec_from_file_location("migration_0017", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -202,7 +202,7 @@ def _migration() -> Any:
 def before_0016(database: Database) -> Iterator[Database]:
     """The database at 0015, before the audit chain, brought back to head afterwards."""
     config = alembic_config(database.url)
-    command.downgrade(config, "0015")
+    command.downgrade(config, "0016")
     try:
         yield database
     finally:
@@ -249,7 +249,7 @@ def test_after_the_migration_the_door_chains_on_from_the_backfilled_digests(data
     assert service.execute(KEY, Publish("Fix the upload"), comments.context(REQUESTER)).applied
     assert service.execute(KEY, Claim(branch="agent/12"), comments.context(RUNNER)).applied
     config = alembic_config(database.url)
-    command.downgrade(config, "0015")  # drops the digests: the log as 0015 kept it
+    command.downgrade(config, "0016")  # drops the digests: the log as 0015 kept it
     command.upgrade(config, "head")
     deliver = Deliver("Done", branch="agent/12", commit="a" * 40)
     assert service.execute(KEY, deliver, comments.context(RUNNER)).applied

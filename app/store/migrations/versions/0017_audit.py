@@ -16,8 +16,8 @@ from app.store.codec import audit_event
 from app.store.columns import UTCDateTime
 from policies import audit
 
-revision = "0016"
-down_revision = "0015"
+revision = "0017"
+down_revision = "0016"
 branch_labels = None
 depends_on = None
 
