@@ -4,8 +4,8 @@ Existing events get theirs here, ticket by ticket in revision order, a page of e
 (a large log never needs all its rows in memory). `ticket_events` is append-only: its UPDATE
 trigger is lifted for the backfill only, and put back in the same transaction.
 
-Revision ID: 0016
-Revises: 0015
+Revision ID: 0017
+Revises: 0016
 Create Date: 2026-12-02
 """
 
