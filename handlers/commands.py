@@ -298,6 +298,7 @@ class CommandRun:
                 first_assignee=dig_str(assignees[0], "login") if assignees else None,
                 first_assignee_id=dig_int(assignees[0], "id") if assignees else None,
                 no_code=command.no_code or rules.no_code_label in labels,
+                labels=tuple(sorted(labels)),
             )
         if isinstance(command, Deliver):
             return await self._resolve_delivery(command)
