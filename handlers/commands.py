@@ -163,6 +163,8 @@ class CommandRun:
             actor_is_agent=accepting.actor_is_agent,
         )
         outcome = await self._execute(key, completed, context, rules)
+        if not outcome.replayed:  # a replay was counted when it first ran
+            services.counts.count_command(command.name, outcome)
         log.info(
             "command",
             command=self.parsed.word,
