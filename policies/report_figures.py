@@ -17,7 +17,7 @@ was accepted in the period and when its attempt opened) and counts what happened
   named none): `input_tokens`, `output_tokens` and `cost_usd` (an exact decimal string) summed
   over every delivery in the period, whatever became of it; `accepted_tickets`, the tickets
   whose acceptance in the period was of that runner's (that model's) delivery, each once; and
-  `cost_per_accepted_ticket` = `cost_usd` / `accepted_tickets`, `null` when no ticket was
+  `cost_per_accepted_ticket` = `cost_usd` / `accepted_tickets` (to 0.000001), `null` when no ticket was
   accepted. Every delivery counts under exactly one runner and one model, so the two cost columns
   have the same sum. The figures are the runner's word (SPEC: delivery evidence), not a bill.
 - per requester (the account that published the ticket; the latest `/publish` counts) and per
