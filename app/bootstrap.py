@@ -81,8 +81,10 @@ def wire(
     clock: Clock = time.time,
     github: GitHubClient | None = None,
     app_id: int | None = None,
+    metrics: Metrics | None = None,
 ) -> Shell:
-    """Wire the adapters for one process (GitHub's only when a client is given)."""
+    """Wire the adapters for one process (GitHub's only when a client is given; commands are counted
+    in `metrics`, the one `/metrics` serves)."""
     tickets = TicketService(database, surfaces=surfaces_for)
     store = SqlStore(database, render=render, surfaces=surfaces_for, clock=clock)
     loader = ConfigLoader(config_fetcher(github)) if github is not None else None
@@ -96,6 +98,7 @@ def wire(
         app_id=app_id if app_id is not None else 0,
         clock=clock,
         budgets=SqlBudgets(database, clock),
+        counts=metrics if metrics is not None else Metrics(),  # a CLI's counts are its own, unread
     )
     return Shell(database, clock, github, app_id, tickets, loader, store, ports)
 
@@ -130,7 +133,7 @@ def server(
     database = open_database(settings)
     metrics = Metrics()
     github = github_client(settings, database, metrics, clock) if settings.configured else None
-    shell = wire(database, clock, github, settings.app_id)
+    shell = wire(database, clock, github, settings.app_id, metrics)
     writer = DeliveryWriter(database)
     served = Served(settings, shell, metrics, writer, router, clock)
     if not settings.configured:
@@ -183,6 +186,6 @@ def worker_loops(settings: Settings, database: Database, concurrency: int) -> Wo
     one `Metrics`; the watchdog and housekeeping run in the server only."""
     metrics = Metrics()
     github = github_client(settings, database, metrics) if settings.configured else None
-    shell = wire(database, github=github, app_id=settings.app_id)
+    shell = wire(database, github=github, app_id=settings.app_id, metrics=metrics)
     worker = shell.worker(ROUTER, metrics, concurrency=concurrency)
     return WorkerLoops(shell, worker, supervise(worker, shell.outbox(metrics)))

@@ -163,6 +163,8 @@ class CommandRun:
             actor_is_agent=accepting.actor_is_agent,
         )
         outcome = await self._execute(key, completed, context, rules)
+        if not outcome.replayed:  # a replay was counted when it first ran
+            services.counts.count_command(command.name, outcome)
         log.info(
             "command",
             command=self.parsed.word,
@@ -298,6 +300,7 @@ class CommandRun:
                 first_assignee=dig_str(assignees[0], "login") if assignees else None,
                 first_assignee_id=dig_int(assignees[0], "id") if assignees else None,
                 no_code=command.no_code or rules.no_code_label in labels,
+                labels=tuple(sorted(labels)),
             )
         if isinstance(command, Deliver):
             return await self._resolve_delivery(command)

@@ -23,6 +23,7 @@ from typing import Any, Protocol
 
 from handlers.answers import Answer
 from policies.budgets import Budget
+from policies.commands import CommandName
 from policies.door import Change as Change
 from policies.door import ChangeContext as ChangeContext
 from policies.events import Event
@@ -54,6 +55,13 @@ class Outcome:
     def applied(self) -> bool:
         """Whether the operation changed the ticket."""
         return self.refusal is None and bool(self.events)
+
+    @property
+    def label(self) -> str:
+        """What `/metrics` counts it as: `applied`, `unchanged` (nothing to change), or the refusal's code."""
+        if self.refusal is not None:
+            return self.refusal.code.value
+        return "applied" if self.applied else "unchanged"
 
     @property
     def answerable(self) -> bool:
@@ -450,6 +458,13 @@ class Budgets(Protocol):
         """How much of the budget the account has used in the current window."""
 
 
+class CommandCounts(Protocol):
+    """Where commands that reached the one door are counted (`app.runtime.metrics.Metrics`)."""
+
+    def count_command(self, command: CommandName, outcome: Outcome) -> None:
+        """One more `command` with this outcome (applied, unchanged, or its refusal code)."""
+
+
 @dataclass(frozen=True)
 class Services:
     """Everything a handler may use; passed in, never imported as a global. Every member is required."""
@@ -462,3 +477,4 @@ class Services:
     app_id: int
     clock: Clock
     budgets: Budgets
+    counts: CommandCounts

@@ -51,6 +51,7 @@ class Publish:
     first_assignee: str | None = None
     first_assignee_id: int | None = None
     no_code: bool = False
+    labels: tuple[str, ...] = ()  # the labels now, recorded on `published` for the report
     name: ClassVar[CommandName] = CommandName.PUBLISH
 
 

@@ -187,6 +187,8 @@ def _publish(
     published: dict[str, Any] = {"owner": owner, "owner_id": owner_id, "no_code": command.no_code}
     if ctx.description_digest is not None:
         published["description_digest"] = ctx.description_digest
+    if command.labels:
+        published["labels"] = sorted(set(command.labels))
     events.append(_event(EventType.PUBLISHED, ctx, used, published))
     return tuple(events)
 

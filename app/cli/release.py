@@ -109,15 +109,42 @@ def _minutes(value: float | None) -> str:
     return "-" if value is None else f"{value:g}"
 
 
+def _rate(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0%}"
+
+
+def _dollars(value: str | None) -> str:
+    return "-" if value is None else f"${value}"
+
+
+def _spend(item: dict[str, Any]) -> list[str]:
+    return [
+        str(item["input_tokens"]), str(item["output_tokens"]), _dollars(item["cost_usd"]),
+        str(item["accepted_tickets"]), _dollars(item["cost_per_accepted_ticket"]),
+    ]  # fmt: skip
+
+
+_SPEND = ["TOKENS IN", "TOKENS OUT", "COST", "ACCEPTED TICKETS", "COST/ACCEPTED"]
+_SPECIFIED = ["TICKETS", "DELIVERIES", "SENT BACK", "SEND-BACK RATE"]
+
+
+def _specified(item: dict[str, Any]) -> list[str]:
+    return [
+        str(item["tickets"]),
+        str(item["deliveries"]),
+        str(item["sent_back"]),
+        _rate(item["send_back_rate"]),
+    ]
+
+
 def _print_report(figures: dict[str, Any], out: TextIO) -> None:
     runners = [["RUNNER", "DELIVERIES", "ACCEPTED", "SENT BACK", "REOPENED", "SEND-BACK RATE",
-                "CLAIM→DELIVERY (MIN)", "DELIVERY→ACCEPT (MIN)"]]  # fmt: skip
+                "CLAIM→DELIVERY (MIN)", "DELIVERY→ACCEPT (MIN)", *_SPEND]]  # fmt: skip
     for r in figures["runners"]:
-        rate = "-" if r["send_back_rate"] is None else f"{r['send_back_rate']:.0%}"
         runners.append([
             f"@{r['runner']}", str(r["deliveries"]), str(r["accepted"]), str(r["sent_back"]),
-            str(r["reopened"]), rate, _minutes(r["median_minutes_claim_to_delivery"]),
-            _minutes(r["median_minutes_delivery_to_acceptance"]),
+            str(r["reopened"]), _rate(r["send_back_rate"]), _minutes(r["median_minutes_claim_to_delivery"]),
+            _minutes(r["median_minutes_delivery_to_acceptance"]), *_spend(r),
         ])  # fmt: skip
     reviewers = [["REVIEWER", "DECISIONS", "ACCEPTED", "SENT BACK", "OVERRIDES", "SELF-VERIFIED"]]
     for v in figures["reviewers"]:
@@ -125,7 +152,20 @@ def _print_report(figures: dict[str, Any], out: TextIO) -> None:
             f"@{v['reviewer']}", str(v["decisions"]), str(v["accepted"]), str(v["sent_back"]),
             str(v["overrides"]), str(v["self_verified"]),
         ])  # fmt: skip
-    for title, rows in (("Runners", runners), ("Reviewers", reviewers)):
+    models = [["MODEL", "DELIVERIES", *_SPEND]]
+    models += [[m["model"] or "(none reported)", str(m["deliveries"]), *_spend(m)] for m in figures["models"]]
+    requesters = [["REQUESTER", *_SPECIFIED]]
+    requesters += [[f"@{r['requester']}", *_specified(r)] for r in figures["requesters"]]
+    labels = [["LABEL", *_SPECIFIED]]
+    labels += [[b["label"] or "(no label recorded)", *_specified(b)] for b in figures["labels"]]
+    sections = (
+        ("Runners", runners),
+        ("Reviewers", reviewers),
+        ("Models (as reported by the runners)", models),
+        ("Requesters", requesters),
+        ("Labels", labels),
+    )
+    for title, rows in sections:
         out.write(f"{title}\n")
         if len(rows) > 1:
             table(rows, out)
@@ -163,7 +203,9 @@ def register(commands: Any) -> None:
         "--json", action="store_true", help="print JSON: status --json objects with attention"
     )
     tickets.set_defaults(handler=cmd_tickets)
-    report = commands.add_parser("report", help="per runner and reviewer figures from the event log")
+    report = commands.add_parser(
+        "report", help="per runner, reviewer, model, requester and label figures from the event log"
+    )
     report.add_argument("--repo", metavar="OWNER/REPO", help="only this repository")
     report.add_argument(
         "--since", metavar="DATE", help="from this date (UTC midnight) or ISO-8601 time with a timezone"

@@ -1,21 +1,30 @@
 """Prometheus metrics, in a registry of the process's own (nothing global).
 
 Labels take known values only: a label taken from a request would let anyone who can reach
-the server add series until `/metrics` (and the process's memory) grows without bound.
+the server add series until `/metrics` (and the process's memory) grows without bound. The
+domain metrics' labels are values of fixed vocabularies: `CommandName`, `Outcome.label`
+(`applied`, `unchanged`, a `RefusalCode`), `WorkState`, `attention.CODES`, `InvalidReason`.
 """
 
 from __future__ import annotations
 
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from app.contracts.webhook_events import SUBSCRIBED_EVENTS, UNLISTED_EVENTS
+from policies.commands import CommandName
+from policies.refusals import RefusalCode
+
+if TYPE_CHECKING:
+    from handlers.ports import Outcome
 
 T = TypeVar("T")
 
 KNOWN_EVENTS = frozenset((*SUBSCRIBED_EVENTS, *UNLISTED_EVENTS))
 OTHER_EVENT = "other"
+COMMAND_OUTCOMES = frozenset(("applied", "unchanged", *(code.value for code in RefusalCode)))
+"""Every `Outcome.label`: the outcome label of `railyard_commands_total`."""
 
 
 def event_label(event: str) -> str:
@@ -53,6 +62,11 @@ class Metrics:
         if child is None:
             child = self._received[key] = self.received.labels(*key)
         child.inc()
+
+    def count_command(self, command: CommandName, outcome: Outcome) -> None:
+        """One more command that reached the one door, by its name and `Outcome.label`."""
+        label = outcome.label if outcome.label in COMMAND_OUTCOMES else OTHER_EVENT
+        self.commands.labels(CommandName(command).value, label).inc()
 
     def __init__(self) -> None:
         self._received: dict[tuple[str, str], Counter] = {}
@@ -101,6 +115,23 @@ class Metrics:
         self.outbox_pending = Gauge("railyard_outbox_effects_pending", "GitHub writes waiting", registry=r)
         self.outbox_failed_total = Gauge(
             "railyard_outbox_effects_failed_stored", "Failed GitHub writes kept for an operator", registry=r
+        )
+        self.commands = Counter(
+            "railyard_commands",
+            "Commands that reached the one door in this process, by command and outcome (applied, "
+            "unchanged, or the refusal code)",
+            ["command", "outcome"],
+            registry=r,
+        )
+        self.tickets = Gauge("railyard_tickets", "Tickets by work state", ["work"], registry=r)
+        self.attention = Gauge(
+            "railyard_tickets_attention", "Tickets showing each attention code", ["code"], registry=r
+        )
+        self.invalidated = Gauge(
+            "railyard_acceptances_invalidated_recorded",
+            "Recorded acceptance_invalidated events, by reason",
+            ["reason"],
+            registry=r,
         )
         self.rate_limit_remaining = Gauge(
             "railyard_github_rate_limit_remaining",

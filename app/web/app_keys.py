@@ -6,6 +6,7 @@ from aiohttp import web
 
 from app.github.client import GitHubClient
 from app.runtime.adapters import Adapters
+from app.runtime.domain_gauges import DomainGauges
 from app.runtime.maintenance import Maintenance
 from app.runtime.metrics import Metrics
 from app.runtime.outbox import Outbox
@@ -23,6 +24,7 @@ SETTINGS: web.AppKey[Settings] = web.AppKey("settings", Settings)
 DATABASE: web.AppKey[Database] = web.AppKey("database", Database)
 WRITER: web.AppKey[DeliveryWriter] = web.AppKey("writer", DeliveryWriter)
 METRICS: web.AppKey[Metrics] = web.AppKey("metrics", Metrics)
+DOMAIN_GAUGES: web.AppKey[DomainGauges] = web.AppKey("domain_gauges", DomainGauges)
 WORKER: web.AppKey[Worker] = web.AppKey("worker", Worker)
 GITHUB: web.AppKey[GitHubClient] = web.AppKey("github", GitHubClient)
 OUTBOX: web.AppKey[Outbox] = web.AppKey("outbox", Outbox)

@@ -13,7 +13,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from app.settings import railyard_version
 from app.store.database import Database
 from app.store.effects import effect_counts
-from app.web.app_keys import DATABASE, METRICS, SETTINGS, SUPERVISOR, WORKER
+from app.web.app_keys import DATABASE, DOMAIN_GAUGES, METRICS, SETTINGS, SUPERVISOR, WORKER
 from app.web.responses import answer
 
 
@@ -60,5 +60,7 @@ async def serve_metrics(request: web.Request) -> web.Response:
     counts = await asyncio.to_thread(effect_counts, request.app[DATABASE])
     request.app[METRICS].outbox_pending.set(counts.get("pending", 0))
     request.app[METRICS].outbox_failed_total.set(counts.get("failed", 0))
+    if DOMAIN_GAUGES in request.app:
+        await request.app[DOMAIN_GAUGES].refresh()
     body = generate_latest(request.app[METRICS].registry)
     return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})

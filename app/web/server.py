@@ -25,6 +25,7 @@ from aiohttp import web
 
 from app.github.users import UserReads
 from app.runtime.adapters import Adapters
+from app.runtime.domain_gauges import DomainGauges
 from app.runtime.maintenance import Maintenance
 from app.runtime.metrics import Metrics
 from app.runtime.outbox import Outbox
@@ -36,6 +37,7 @@ from app.store.intake import MAX_BODY_BYTES, DeliveryWriter
 from app.web.api_routes import AgentApi
 from app.web.app_keys import (
     DATABASE,
+    DOMAIN_GAUGES,
     GITHUB,
     MAINTENANCE,
     METRICS,
@@ -101,6 +103,8 @@ def create_app(served: Served) -> web.Application:
     app[SHELL] = shell
     app[DATABASE] = shell.database
     app[METRICS] = metrics
+    if settings.configured:
+        app[DOMAIN_GAUGES] = DomainGauges(shell.database, metrics, clock)
     app[WRITER] = served.writer
     if served.worker is not None:
         app[WORKER] = served.worker

@@ -62,3 +62,37 @@ async def test_report_gives_a_runners_deliveries_send_backs_and_rate_after_a_rou
     [reviewer] = figures["reviewers"]
     assert (reviewer["reviewer"], reviewer["reviewer_id"]) == ("rita", account_id("rita"))
     assert (reviewer["decisions"], reviewer["accepted"], reviewer["sent_back"]) == (2, 1, 1)
+
+
+async def test_report_json_sums_reported_cost_per_runner_and_per_model_and_labels_per_requester(
+    world: World,
+) -> None:
+    """Two deliveries with evidence, one accepted: cost sums per runner and model, the label's rate 50 %."""
+    world.github.repositories[REPO].issues[12].labels.append("area:upload")
+    await world.say("rachel", "/publish")
+    await world.say("cody", "/claim")
+    await world.say(
+        "cody", "/deliver branch=agent/12-fix model=m1 tokens_in=1200 tokens_out=300 cost=0.42\nDone."
+    )
+    await world.say("rita", "/send-back The upload still restarts from zero.")
+    world.github.repositories[REPO].branches["agent/12-fix"] = "9" * 40
+    await world.say(
+        "cody", "/deliver branch=agent/12-fix model=m2 tokens_in=100 tokens_out=50 cost=0.08\nResumes."
+    )
+    await world.say("rita", "/accept")
+
+    figures = cli_json(world, "report", "--repo", REPO)
+    assert set(figures) == {"runners", "reviewers", "models", "requesters", "labels"}
+    [runner] = figures["runners"]
+    assert (runner["input_tokens"], runner["output_tokens"], runner["cost_usd"]) == (1300, 350, "0.5")
+    assert (runner["accepted_tickets"], runner["cost_per_accepted_ticket"]) == (1, "0.5")
+    models = {
+        m["model"]: (m["deliveries"], m["cost_usd"], m["cost_per_accepted_ticket"]) for m in figures["models"]
+    }
+    assert models == {"m1": (1, "0.42", None), "m2": (1, "0.08", "0.08")}
+    [requester] = figures["requesters"]
+    assert (requester["requester"], requester["requester_id"]) == ("rachel", account_id("rachel"))
+    assert (requester["tickets"], requester["send_back_rate"]) == (1, 0.5)
+    assert [(b["label"], b["tickets"], b["send_back_rate"]) for b in figures["labels"]] == [
+        ("area:upload", 1, 0.5)
+    ]

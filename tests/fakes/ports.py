@@ -12,6 +12,7 @@ from tests.fakes.ancestry import FakeAncestry
 from tests.fakes.budgets import FakeBudgets
 from tests.fakes.clock import StillClock
 from tests.fakes.configs import FakeConfigs
+from tests.fakes.counts import FakeCounts
 from tests.fakes.github import FakeGitHub
 from tests.fakes.roles import FakeRoles
 from tests.fakes.store import MemoryStore
@@ -31,6 +32,7 @@ class FakePorts:
     clock: StillClock = field(default_factory=StillClock)
     app_id: int = APP_ID
     budgets: FakeBudgets = field(init=False)
+    counts: FakeCounts = field(default_factory=FakeCounts)
 
     def __post_init__(self) -> None:
         self.budgets = FakeBudgets(self.clock)
@@ -47,6 +49,7 @@ class FakePorts:
             app_id=self.app_id,
             clock=self.clock,
             budgets=self.budgets,
+            counts=self.counts,
         )
 
     async def dispatch(

@@ -144,7 +144,7 @@ def test_period_events_feed_a_report_of_a_send_back_round_trip(database: Databas
     (reviewer,) = figures["reviewers"]
     assert (reviewer["reviewer"], reviewer["accepted"], reviewer["sent_back"]) == (REVIEWER.login, 1, 1)
     future = datetime.now(UTC) + timedelta(days=400)
-    assert Listing(database).report(since=future).to_json() == {"runners": [], "reviewers": []}
+    assert not any(Listing(database).report(since=future).to_json().values())
 
 
 def test_config_error_follows_the_repositorys_latest_command(database: Database) -> None:

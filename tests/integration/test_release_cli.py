@@ -12,7 +12,7 @@ from app.settings import Settings
 from app.store.database import Database
 from app.store.tickets import TicketService
 from policies.commands import Claim, Deliver, Publish, SendBack
-from policies.model import TicketKey
+from policies.model import Evidence, TicketKey
 from tests.fakes import REQUESTER, REVIEWER, RUNNER, Comments
 
 KEY, OTHER = TicketKey("acme/web", 7), TicketKey("acme/api", 3)
@@ -91,11 +91,36 @@ def test_report_prints_runners_and_reviewers(recorded: Database) -> None:
 
 
 def test_report_json_and_a_period_with_nothing_in_it(recorded: Database) -> None:
-    """`--json` is {"runners", "reviewers"}; a `--since` after everything gives empty lists."""
+    """`--json` has runners, reviewers, models, requesters and labels; after everything, all empty."""
     _, out, _ = run(recorded, "report", "--json", "--since", "2020-01-01")
     figures = json.loads(out)
     assert figures["runners"][0]["runner"] == RUNNER.login and figures["runners"][0]["send_back_rate"] == 0.5
     _, out, _ = run(recorded, "report", "--json", "--since", "2999-01-01T00:00:00Z")
-    assert json.loads(out) == {"runners": [], "reviewers": []}
+    assert json.loads(out) == {"runners": [], "reviewers": [], "models": [], "requesters": [], "labels": []}
     status, out, _ = run(recorded, "report", "--since", "2999-01-01")
     assert status == 0 and "none in this period" in out
+
+
+def test_report_prints_spend_per_runner_and_model_and_send_backs_per_requester(database: Database) -> None:
+    """The text report has a model table with the reported cost and a requester table with the rate."""
+    service, comments = TicketService(database), Comments()
+    service.execute(KEY, Publish("Make the upload resumable"), comments.context(REQUESTER))
+    service.execute(KEY, Claim(), comments.context(RUNNER))
+    spent = Evidence(model="m1", input_tokens=1200, output_tokens=300, cost_usd="0.42")
+    service.execute(KEY, Deliver("First try", commit="a" * 40, evidence=spent), comments.context(RUNNER))
+    service.execute(KEY, SendBack("Still restarts"), comments.context(REVIEWER))
+    status, out, _ = run(database, "report")
+    assert status == 0
+    runner = next(line for line in out.splitlines() if line.startswith(f"@{RUNNER.login}"))
+    assert runner.split()[-5:] == ["1200", "300", "$0.42", "0", "-"]
+    models = out.split("Models (as reported by the runners)\n")[1]
+    assert next(line for line in models.splitlines() if line.startswith("m1")).split()[1:4] == [
+        "1",
+        "1200",
+        "300",
+    ]
+    requesters = out.split("Requesters\n")[1]
+    assert next(line for line in requesters.splitlines() if line.startswith(f"@{REQUESTER.login}")).split()[
+        1:
+    ] == ["1", "1", "1", "100%"]
+    assert "(no label recorded)" in out.split("Labels\n")[1]

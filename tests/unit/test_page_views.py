@@ -14,9 +14,17 @@ from app.views.pages.report import bar_chart, report_page
 from app.views.pages.ticket import ticket_page
 from handlers.ports import RecordedEvent
 from policies.events import Event, EventType
-from policies.model import Ticket, TicketKey
+from policies.model import Evidence, Ticket, TicketKey
 from policies.rails import Rails
-from policies.report_figures import Report, ReviewerFigures, RunnerFigures
+from policies.report_figures import (
+    LabelFigures,
+    ModelFigures,
+    Report,
+    RequesterFigures,
+    ReviewerFigures,
+    RunnerFigures,
+    Specified,
+)
 from policies.states import IntegrationState, WorkState
 
 HOSTILE = '<script>alert("x")</script><img src=x onerror=alert(1)>'
@@ -80,6 +88,30 @@ def test_the_runners_chart_draws_one_bar_per_figure_scaled_to_the_largest() -> N
         (1.0, "#0b4fa8"), (1.0, "#1e7b34"), (1.0, "#b3261e"),
     ]  # fmt: skip
     assert "the whole record" in html and "Decisions per reviewer" in html
+
+
+def test_the_report_page_charts_reported_cost_per_runner_and_model_and_rates_per_requester_and_label() -> (
+    None
+):
+    """Spend per runner and model (the largest cost the full bar), then requesters and labels with rates."""
+    cody = RunnerFigures("cody", 1, deliveries=2, accepted=1)
+    cody.spend.add(Evidence("m1", 1200, 300, "0.42"))
+    cody.spend.accepted_tickets.add("acme/web#12")
+    m1, unnamed = ModelFigures("m1", deliveries=1), ModelFigures(None, deliveries=1)
+    m1.spend.add(Evidence("m1", 1200, 300, "0.42"))
+    asker = RequesterFigures("rachel", 4, Specified({"acme/web#12"}, deliveries=2, sent_back=1))
+    label = LabelFigures("<b>bug</b>", Specified({"acme/web#12"}, deliveries=2, sent_back=1))
+    html = str(
+        report_page("acme/web", Report([cody], [], [m1, unnamed], [asker], [label, LabelFigures(None)]), None)
+    )
+    svgs = re.findall(r"<svg.*?</svg>", html)
+    cost_per_runner, cost_per_model = (svg for svg in svgs if "Reported cost" in svg)
+    assert bars(cost_per_runner) == [(370.0, "#0b4fa8")]
+    assert bars(cost_per_model) == [(370.0, "#0b4fa8"), (1.0, "#0b4fa8")]
+    assert "(none reported)" in cost_per_model and "not a bill" in html
+    assert "<td>0.42</td>" in html and "<td>1200</td>" in html
+    assert '<th scope="row">rachel</th><td>1</td><td>2</td><td>1</td><td>50 %</td>' in html
+    assert "<b>bug</b>" not in html and "&lt;b&gt;bug&lt;/b&gt;" in html and "(no label recorded)" in html
 
 
 def test_a_chart_label_with_markup_stays_text_inside_the_svg() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 from typing import Any
 
 from hypothesis import given
@@ -48,7 +49,8 @@ def test_a_send_back_round_trip() -> None:
         {
             "runner": "cody", "runner_id": 11, "deliveries": 2, "accepted": 1, "sent_back": 1,
             "reopened": 0, "send_back_rate": 0.5, "median_minutes_claim_to_delivery": 45.0,
-            "median_minutes_delivery_to_acceptance": 60.0,
+            "median_minutes_delivery_to_acceptance": 60.0, "input_tokens": 0, "output_tokens": 0,
+            "cost_usd": "0", "accepted_tickets": 1, "cost_per_accepted_ticket": "0",
         }
     ]  # fmt: skip
     assert figures["reviewers"] == [
@@ -137,3 +139,94 @@ def test_any_split_of_time_adds_up(rounds: list[int], cut: int) -> None:
             getattr(r, field) for r in after.runners
         )
     assert sum(r.deliveries for r in whole.runners) == sum(rounds) + len(rounds)
+
+
+def evidence(model: str | None, tokens_in: int, tokens_out: int, cost: str) -> dict[str, Any]:
+    """A delivery's recorded evidence, as `policies.evidence.evidence_to_data` stores it."""
+    return {"model": model, "input_tokens": tokens_in, "output_tokens": tokens_out, "cost_usd": cost}
+
+
+def test_cost_and_tokens_sum_per_runner_and_per_model_with_cost_per_accepted_ticket() -> None:
+    """Every delivery's reported cost counts, and is divided by the tickets accepted on it."""
+    log = (
+        Log()
+        .add(EventType.CLAIMED, CODY, 0, attempt=1)
+        .add(EventType.DELIVERED, CODY, 30, attempt=1, evidence=evidence("m1", 1200, 300, "0.42"))
+        .add(EventType.SENT_BACK, RITA, 40, attempt=2, runner="cody", runner_id=11)
+        .add(EventType.DELIVERED, CODY, 100, attempt=2, evidence=evidence("m2", 100, 50, "0.08"))
+        .add(EventType.ACCEPTED, RITA, 160, attempt=2, review="independent")
+    )
+    other = Log("acme/web#13").add(EventType.CLAIMED, MAX, 0, attempt=1)
+    other.add(EventType.DELIVERED, MAX, 10, attempt=1, evidence=evidence("m1", 10, 5, "1"))
+    figures = report(log.events + other.events).to_json()
+    by_runner = {r["runner"]: r for r in figures["runners"]}
+    assert (by_runner["cody"]["input_tokens"], by_runner["cody"]["output_tokens"]) == (1300, 350)
+    assert by_runner["cody"]["cost_usd"] == "0.5"
+    assert by_runner["cody"]["cost_per_accepted_ticket"] == "0.5"
+    assert (by_runner["max"]["cost_usd"], by_runner["max"]["cost_per_accepted_ticket"]) == ("1", None)
+    by_model = {m["model"]: m for m in figures["models"]}
+    assert (by_model["m1"]["deliveries"], by_model["m1"]["cost_usd"]) == (2, "1.42")
+    assert by_model["m1"]["cost_per_accepted_ticket"] is None  # m1's deliveries were not the accepted ones
+    assert (by_model["m2"]["accepted_tickets"], by_model["m2"]["cost_per_accepted_ticket"]) == (1, "0.08")
+
+
+def test_a_delivery_without_evidence_counts_under_no_model_and_costs_nothing() -> None:
+    """A delivery that reported nothing is a delivery of model `null`, at zero cost."""
+    log = Log().add(EventType.CLAIMED, CODY, 0, attempt=1).add(EventType.DELIVERED, CODY, 5, attempt=1)
+    [model] = report(log.events).to_json()["models"]
+    assert model == {
+        "model": None, "deliveries": 1, "input_tokens": 0, "output_tokens": 0, "cost_usd": "0",
+        "accepted_tickets": 0, "cost_per_accepted_ticket": None,
+    }  # fmt: skip
+
+
+def test_requesters_and_labels_count_tickets_and_send_backs() -> None:
+    """The publisher's and each recorded label's tickets, with the send-back rate of their deliveries."""
+    spec = round_trip().events
+    spec.insert(
+        0, LoggedEvent("acme/web#12", 0, EventType.PUBLISHED, "max", 33, T0, {"labels": ["api", "bug"]})
+    )
+    old = Log("acme/web#13").add(EventType.PUBLISHED, MAX, 0)  # published before labels were recorded
+    old.add(EventType.CLAIMED, CODY, 1, attempt=1).add(EventType.DELIVERED, CODY, 2, attempt=1)
+    figures = report(spec + old.events).to_json()
+    assert figures["requesters"] == [
+        {"requester": "max", "requester_id": 33, "tickets": 2, "deliveries": 3, "sent_back": 1,
+         "send_back_rate": 0.3333}
+    ]  # fmt: skip
+    by_label = {item["label"]: item for item in figures["labels"]}
+    assert set(by_label) == {"api", "bug", None}
+    assert (by_label["api"]["tickets"], by_label["api"]["send_back_rate"]) == (1, 0.5)
+    assert (by_label[None]["tickets"], by_label[None]["send_back_rate"]) == (1, 0.0)
+
+
+def test_a_requester_period_counts_only_what_happened_in_it() -> None:
+    """A ticket published before the period counts for its requester only by what happened since."""
+    log = Log().add(EventType.PUBLISHED, MAX, 0, labels=["api"]).add(EventType.CLAIMED, CODY, 10, attempt=1)
+    log.add(EventType.DELIVERED, CODY, 100, attempt=1)
+    [requester] = report(log.events, since=T0 + timedelta(minutes=50)).to_json()["requesters"]
+    assert (requester["tickets"], requester["deliveries"]) == (1, 1)
+    assert report(log.events, until=T0 + timedelta(minutes=5)).to_json()["requesters"][0]["deliveries"] == 0
+
+
+_COSTS = st.decimals(min_value=0, max_value=1000, places=6, allow_nan=False, allow_infinity=False)
+
+
+@given(
+    st.lists(
+        st.tuples(st.sampled_from([CODY, RITA, MAX]), st.sampled_from(["m1", "m2", None]), _COSTS),
+        max_size=20,
+    )
+)
+def test_per_runner_costs_sum_to_the_per_model_costs(
+    deliveries: list[tuple[tuple[str, int], str | None, Any]],
+) -> None:
+    """Every delivery counts under one runner and one model, so both columns add up to the same dollars."""
+    events: list[LoggedEvent] = []
+    for index, (who, model, cost) in enumerate(deliveries):
+        log = Log(f"acme/web#{index}").add(EventType.CLAIMED, who, 0, attempt=1)
+        log.add(EventType.DELIVERED, who, 1, attempt=1, evidence=evidence(model, 1, 1, str(cost)))
+        events += log.events
+    figures = report(events).to_json()
+    runners = sum((Decimal(r["cost_usd"]) for r in figures["runners"]), Decimal(0))
+    models = sum((Decimal(m["cost_usd"]) for m in figures["models"]), Decimal(0))
+    assert runners == models == sum((Decimal(str(c)) for _, _, c in deliveries), Decimal(0))

@@ -9,7 +9,16 @@ from policies.model import Ticket
 from policies.refusals import RefusalCode
 from policies.states import Role, WorkState
 from policies.transitions import roles_in_rows
-from tests.unit.work_walk import DESCRIPTION, KEY, OLIVIA_PUBLISHING, context, refusal_code, run, ticket_in
+from tests.unit.work_walk import (
+    DESCRIPTION,
+    KEY,
+    OLIVIA_PUBLISHING,
+    context,
+    events_of,
+    refusal_code,
+    run,
+    ticket_in,
+)
 
 # -- publish -----------------------------------------------------------------------------
 
@@ -36,6 +45,23 @@ def test_publish_makes_the_first_assignee_or_else_the_publisher_the_owner(
     ticket = run(Ticket(KEY), publish, context(OLIVIA_PUBLISHING, 1))
     assert ticket.work is WorkState.OPEN
     assert ticket.owner == owner
+
+
+def test_publish_records_the_issues_labels_for_the_report() -> None:
+    """The labels the issue carries at publish time are kept on `published`, once each and sorted."""
+    publish = Publish(description=DESCRIPTION, labels=("bug", "area:upload", "bug"))
+    [published] = [
+        e
+        for e in events_of(Ticket(KEY), publish, context(OLIVIA_PUBLISHING, 1))
+        if e.type.value == "published"
+    ]
+    assert published.data["labels"] == ["area:upload", "bug"]
+    [bare] = [
+        e
+        for e in events_of(Ticket(KEY), Publish(description=DESCRIPTION), context(OLIVIA_PUBLISHING, 1))
+        if e.type.value == "published"
+    ]
+    assert "labels" not in bare.data
 
 
 @pytest.mark.parametrize(

@@ -26,6 +26,14 @@ _RUNNER_HEADERS = (
     "Median min delivery → acceptance",
 )
 _REVIEWER_HEADERS = ("Reviewer", "Decisions", "Accepted", "Sent back", "Overrides", "Self-verified")
+_SPEND_HEADERS = (
+    "Tokens in",
+    "Tokens out",
+    "Cost (USD)",
+    "Accepted tickets",
+    "Cost per accepted ticket (USD)",
+)
+_SPECIFIED_HEADERS = ("Tickets", "Deliveries", "Sent back", "Send-back rate")
 
 
 def _bars(
@@ -71,7 +79,7 @@ def _legend(names: Sequence[str], legend_y: int) -> Markup:
 
 def bar_chart(title: str, labels: Sequence[str], series: Sequence[tuple[str, Sequence[float]]]) -> Markup:
     """Grouped horizontal bars, one group per label, one bar per series, the value written beside it."""
-    largest = max([v for _, values in series for v in values] + [1.0])
+    largest = max((v for _, values in series for v in values), default=0.0) or 1.0  # all zero: any scale
     group = len(series) * _BAR_HEIGHT + _GAP
     height = max(1, len(labels)) * group + 30
     scale = (_WIDTH - _LABEL - 50) / largest
@@ -135,6 +143,59 @@ def _runners(runners: Sequence[dict[str, Any]]) -> Markup:
     return chart + table("Per runner", _RUNNER_HEADERS, rows)
 
 
+def _rate(value: float | None) -> str:
+    return f"{value * 100:.0f} %" if value is not None else "–"
+
+
+def _spend_cells(item: dict[str, Any]) -> tuple[object, ...]:
+    per_ticket = item["cost_per_accepted_ticket"]
+    return (
+        item["input_tokens"],
+        item["output_tokens"],
+        item["cost_usd"],
+        item["accepted_tickets"],
+        per_ticket if per_ticket is not None else "–",
+    )
+
+
+def _spend(runners: Sequence[dict[str, Any]], models: Sequence[dict[str, Any]]) -> Markup:
+    """Cost per runner and per model, as the runners reported it."""
+    runner_chart = bar_chart(
+        "Reported cost in US dollars per runner",
+        [r["runner"] for r in runners],
+        [("cost (USD)", [float(r["cost_usd"]) for r in runners])],
+    )
+    names = [m["model"] or "(none reported)" for m in models]
+    model_chart = bar_chart(
+        "Reported cost in US dollars per model",
+        names,
+        [("cost (USD)", [float(m["cost_usd"]) for m in models])],
+    )
+    runner_rows = [(r["runner"], *_spend_cells(r)) for r in runners]
+    model_rows = [(name, m["deliveries"], *_spend_cells(m)) for name, m in zip(names, models, strict=True)]
+    return (
+        Markup("<p>Tokens and cost are what each runner reported with its delivery, not a bill.</p>")
+        + runner_chart
+        + table("Spend per runner", ("Runner", *_SPEND_HEADERS), runner_rows)
+        + model_chart
+        + table("Spend per model", ("Model", "Deliveries", *_SPEND_HEADERS), model_rows)
+    )
+
+
+def _specified(kind: str, names: Sequence[str], items: Sequence[dict[str, Any]]) -> Markup:
+    """Tickets and send-back rate per requester or per label."""
+    chart = bar_chart(
+        f"Deliveries and send-backs per {kind}",
+        names,
+        [("deliveries", [i["deliveries"] for i in items]), ("sent back", [i["sent_back"] for i in items])],
+    )
+    rows = [
+        (name, i["tickets"], i["deliveries"], i["sent_back"], _rate(i["send_back_rate"]))
+        for name, i in zip(names, items, strict=True)
+    ]
+    return chart + table(f"Per {kind}", (kind.capitalize(), *_SPECIFIED_HEADERS), rows)
+
+
 def _reviewers(reviewers: Sequence[dict[str, Any]]) -> Markup:
     rows = [
         (r["reviewer"], r["decisions"], r["accepted"], r["sent_back"], r["overrides"], r["self_verified"])
@@ -156,15 +217,21 @@ def report_page(full_name: str, report: Report, since: datetime | None, **who: s
         '<input id="since" name="since" value="{}" inputmode="numeric"></label>'
         '<button type="submit">Show</button></form>'
     ).format(full_name, since.date().isoformat() if since else "")
+    figures = report.to_json()
+    requesters, labels = figures["requesters"], figures["labels"]
     body = Markup(
         "<h1>{} report</h1><p>"
         '<a href="/tickets/{}">Board</a> · {}</p>{}<h2>Runners</h2>{}<h2>Reviewers</h2>{}'
+        "<h2>Spend</h2>{}<h2>Requesters</h2>{}<h2>Labels</h2>{}"
     ).format(
         full_name,
         full_name,
         period,
         form,
-        _runners([r.to_json() for r in report.runners]),
-        _reviewers([r.to_json() for r in report.reviewers]),
+        _runners(figures["runners"]),
+        _reviewers(figures["reviewers"]),
+        _spend(figures["runners"], figures["models"]),
+        _specified("requester", [r["requester"] for r in requesters], requesters),
+        _specified("label", [b["label"] or "(no label recorded)" for b in labels], labels),
     )
     return document(f"{full_name} report", body, **who)
