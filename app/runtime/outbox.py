@@ -34,7 +34,7 @@ import structlog
 from sqlalchemy.exc import DBAPIError
 
 from app.contracts.effect_types import EffectKind
-from app.contracts.traces import set_attribute, span
+from app.contracts.traces import TRACING, set_attribute, span
 from app.github.client import GitHubClient, GitHubError, GitHubUnavailable, NotFound, RateLimited
 from app.runtime.metrics import Metrics
 from app.runtime.supervisor import Loop, RetryPolicy
@@ -149,6 +149,8 @@ class Outbox:
 
     async def _perform(self, row: dict[str, Any]) -> None:
         """Perform one effect, in a span of the trace of the delivery that caused it."""
+        if not TRACING.on:
+            return await self._perform_effect(row)
         attributes = {"railyard.effect.id": row["id"], "railyard.effect.kind": row["kind"]}
         with span("railyard.effect", attributes, parent=row.get("traceparent")):
             await self._perform_effect(row)

@@ -24,7 +24,7 @@ import orjson
 import structlog
 from sqlalchemy.exc import OperationalError
 
-from app.contracts.traces import Attribute, SpanKind, set_attribute, span
+from app.contracts.traces import TRACING, Attribute, SpanKind, set_attribute, span
 from app.runtime.metrics import Metrics
 from app.runtime.supervisor import Loop, RetryPolicy
 from app.store.database import Database
@@ -156,6 +156,8 @@ class Worker:
     async def process(self, delivery: ClaimedDelivery) -> None:
         """Run one delivery's handlers and record the outcome on the queue, in a span of the
         trace its intake began (stored with it: a retry after a restart continues it)."""
+        if not TRACING.on:
+            return await self._process(delivery)
         attributes: dict[str, Attribute] = {
             "railyard.delivery": delivery.delivery_id,
             "railyard.attempt": delivery.attempt,
