@@ -6,13 +6,17 @@ a cache, a store or a loop (`tests/unit/test_layers.py` holds the client's part 
 
 from __future__ import annotations
 
+import asyncio
+import os
 import time
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from aiohttp import web
 
 from app.contracts.effect_types import surfaces_for
+from app.contracts.traces import TRACING
 from app.github.ancestry import Ancestry
 from app.github.client import GitHubClient
 from app.github.config import ConfigLoader
@@ -42,6 +46,9 @@ from app.web.setup import SetupFlow, start_setup
 from handlers import ROUTER
 from handlers.ports import Clock, Services
 from handlers.routing import Router
+
+if TYPE_CHECKING:
+    from opentelemetry.sdk.trace import TracerProvider
 
 
 class _Unwired:
@@ -103,6 +110,60 @@ def wire(
     return Shell(database, clock, github, app_id, tickets, loader, store, ports)
 
 
+TRACES_ON = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_SERVICE_NAME")
+"""Any of these set turns traces on (so does OTEL_TRACES_EXPORTER, unless `none`); docs/traces.md."""
+TRACE_EXPORTERS = ("otlp", "console", "none")
+
+
+def tracing_wanted(environ: Mapping[str, str]) -> bool:
+    """Whether the standard OTEL_* variables ask for traces: off when none is set, and when
+    OTEL_SDK_DISABLED is true or OTEL_TRACES_EXPORTER is `none`."""
+    if environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
+        return False
+    exporter = environ.get("OTEL_TRACES_EXPORTER", "").strip().lower()
+    if exporter and exporter not in TRACE_EXPORTERS:
+        raise ValueError(
+            f"OTEL_TRACES_EXPORTER={exporter!r}: railyard knows only {', '.join(TRACE_EXPORTERS)}"
+        )
+    if exporter == "none":
+        return False
+    return bool(exporter) or any(environ.get(name, "").strip() for name in TRACES_ON)
+
+
+def start_tracing(environ: Mapping[str, str] | None = None) -> Callable[[], Awaitable[None]] | None:
+    """Install the process's tracer when the OTEL_* variables ask for one; the step that
+    flushes and stops it at shutdown (None: tracing stays off, and nothing of the SDK is loaded).
+
+    The SDK reads the rest of its own variables: the endpoint, headers and timeout
+    (OTEL_EXPORTER_OTLP_*), the batch's schedule (OTEL_BSP_*), the sampler (OTEL_TRACES_SAMPLER)
+    and the resource (OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES)."""
+    environ = os.environ if environ is None else environ
+    if not tracing_wanted(environ):
+        return None
+    provider = _tracer_provider(environ)
+    TRACING.use(provider.get_tracer("railyard"))
+
+    async def stop() -> None:
+        TRACING.use(None)
+        await asyncio.to_thread(provider.shutdown)
+
+    return stop
+
+
+def _tracer_provider(environ: Mapping[str, str]) -> TracerProvider:
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter, SpanExporter
+
+    named = {} if environ.get("OTEL_SERVICE_NAME", "").strip() else {"service.name": "railyard"}
+    provider = TracerProvider(resource=Resource.create(named))
+    console = environ.get("OTEL_TRACES_EXPORTER", "").strip().lower() == "console"
+    exporter: SpanExporter = ConsoleSpanExporter() if console else OTLPSpanExporter()
+    provider.add_span_processor(BatchSpanProcessor(exporter))
+    return provider
+
+
 def open_database(settings: Settings) -> Database:
     """The process's one database (nothing connects until it is used)."""
     return Database(settings.database_url)
@@ -153,7 +214,11 @@ def server(
     served.supervisor = supervise(*loops)
     if github is not None:
         served.users = UserReads(github, clock=clock)
-    return create_app(served)
+    application = create_app(served)
+    stop_tracing = start_tracing()
+    if stop_tracing is not None:
+        application.on_cleanup.append(lambda _: stop_tracing())
+    return application
 
 
 def _maintenance(
@@ -179,6 +244,7 @@ class WorkerLoops:
     shell: Shell
     worker: Worker
     supervisor: Supervisor
+    stop_tracing: Callable[[], Awaitable[None]] | None = None
 
 
 def worker_loops(settings: Settings, database: Database, concurrency: int) -> WorkerLoops:
@@ -188,4 +254,4 @@ def worker_loops(settings: Settings, database: Database, concurrency: int) -> Wo
     github = github_client(settings, database, metrics) if settings.configured else None
     shell = wire(database, github=github, app_id=settings.app_id, metrics=metrics)
     worker = shell.worker(ROUTER, metrics, concurrency=concurrency)
-    return WorkerLoops(shell, worker, supervise(worker, shell.outbox(metrics)))
+    return WorkerLoops(shell, worker, supervise(worker, shell.outbox(metrics)), start_tracing())

@@ -13,12 +13,12 @@ sys.path.insert(0, str(ROOT))
 
 from aiohttp import web
 
+from app.bootstrap import server
 from app.cli.processes import _event_loop_policy
 from app.settings import Settings
-from app.web.server import create_app
 
 if __name__ == "__main__":
     _event_loop_policy()
     settings = Settings()
-    app = create_app(settings, run_worker=False)
+    app = server(settings, run_worker=False)
     web.run_app(app, host=settings.host, port=settings.port, access_log=None, print=None)

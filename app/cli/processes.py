@@ -153,5 +153,6 @@ async def _work(settings: Settings, database: Database, concurrency: int) -> int
             github.close if github is not None else None,
             lambda: asyncio.to_thread(loops.shell.store.close),
             lambda: asyncio.to_thread(database.close),
+            loops.stop_tracing,
         )
     return 0

@@ -33,6 +33,7 @@ from githubkit.cache import MemCacheStrategy
 from githubkit.exception import GitHubException, RequestFailed
 
 from app.contracts.shared_ports import CallMetrics, Limits, MemoryLimits
+from app.contracts.traces import TRACING, Attribute, SpanKind, set_attribute, span
 from app.github.api_errors import (
     ConfigurationError,
     GitHubError,
@@ -120,6 +121,8 @@ class GitHubClient:
             user_agent=USER_AGENT,
         )
         self._base_url = base_url
+        parsed = httpx.URL(base_url)
+        self._server = (parsed.host, parsed.port or (443 if parsed.scheme == "https" else 80))
         self._metrics = metrics
         self._clock = clock
         self._transport = transport
@@ -274,6 +277,36 @@ class GitHubClient:
         params: Mapping[str, Any] | None,
         json: Any,
         headers: Mapping[str, str] | None = None,
+    ) -> httpx.Response:
+        """One request; traced, in an HTTP client span (the semantic conventions' attributes;
+        the address without its query, whatever it holds)."""
+        if not TRACING.on:
+            return await self._request(endpoint, name, url, installation_id, params, json, headers)
+        full = url if url.startswith(("http://", "https://")) else self._base_url + url
+        attributes: dict[str, Attribute] = {
+            "http.request.method": endpoint.method,
+            "url.full": full.partition("?")[0],
+            "url.template": endpoint.path,
+            "server.address": self._server[0],
+            "server.port": self._server[1],
+            "railyard.github.call": name,
+        }
+        with span(f"{endpoint.method} {endpoint.path}", attributes, kind=SpanKind.CLIENT):
+            response = await self._request(endpoint, name, url, installation_id, params, json, headers)
+            set_attribute("http.response.status_code", response.status_code)
+            if response.status_code >= 400:
+                set_attribute("error.type", str(response.status_code))
+            return response
+
+    async def _request(
+        self,
+        endpoint: Endpoint,
+        name: str,
+        url: str,
+        installation_id: int | None,
+        params: Mapping[str, Any] | None,
+        json: Any,
+        headers: Mapping[str, str] | None,
     ) -> httpx.Response:
         assert self._http is not None, "GitHubClient.start() was not awaited"
         idempotent = endpoint.method in ("GET", "PUT", "DELETE")

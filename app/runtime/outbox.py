@@ -34,6 +34,7 @@ import structlog
 from sqlalchemy.exc import DBAPIError
 
 from app.contracts.effect_types import EffectKind
+from app.contracts.traces import TRACING, set_attribute, span
 from app.github.client import GitHubClient, GitHubError, GitHubUnavailable, NotFound, RateLimited
 from app.runtime.metrics import Metrics
 from app.runtime.supervisor import Loop, RetryPolicy
@@ -147,6 +148,14 @@ class Outbox:
                 log.warning("could not renew the outbox's leases", error=str(error))
 
     async def _perform(self, row: dict[str, Any]) -> None:
+        """Perform one effect, in a span of the trace of the delivery that caused it."""
+        if not TRACING.on:
+            return await self._perform_effect(row)
+        attributes = {"railyard.effect.id": row["id"], "railyard.effect.kind": row["kind"]}
+        with span("railyard.effect", attributes, parent=row.get("traceparent")):
+            await self._perform_effect(row)
+
+    async def _perform_effect(self, row: dict[str, Any]) -> None:
         with structlog.contextvars.bound_contextvars(effect=row["dedupe_key"], kind=row["kind"]):
             # The batch was leased together; an effect reached late may have been taken over.
             if not await asyncio.to_thread(self._hold_lease, row):
@@ -222,8 +231,10 @@ class Outbox:
         one write per `MIN_SURFACE_INTERVAL`.
         """
         self._leases.done(row, result, self.clock())
+        set_attribute("railyard.outcome", "done")
 
     async def _finish(self, row: dict[str, Any], **values: Any) -> None:
+        set_attribute("railyard.outcome", str(values.get("status", "retry")))
         await asyncio.to_thread(self._leases.finish, row, self.clock(), **values)
 
     async def _write(self, row: dict[str, Any]) -> dict[str, Any] | None:

@@ -24,6 +24,7 @@ import orjson
 import structlog
 from sqlalchemy.exc import OperationalError
 
+from app.contracts.traces import TRACING, Attribute, SpanKind, set_attribute, span
 from app.runtime.metrics import Metrics
 from app.runtime.supervisor import Loop, RetryPolicy
 from app.store.database import Database
@@ -153,7 +154,19 @@ class Worker:
         self._wakeup.clear()
 
     async def process(self, delivery: ClaimedDelivery) -> None:
-        """Run one delivery's handlers and record the outcome on the queue."""
+        """Run one delivery's handlers and record the outcome on the queue, in a span of the
+        trace its intake began (stored with it: a retry after a restart continues it)."""
+        if not TRACING.on:
+            return await self._process(delivery)
+        attributes: dict[str, Attribute] = {
+            "railyard.delivery": delivery.delivery_id,
+            "railyard.attempt": delivery.attempt,
+            "github.event": delivery.event,
+        }
+        with span("railyard.delivery", attributes, kind=SpanKind.CONSUMER, parent=delivery.traceparent):
+            await self._process(delivery)
+
+    async def _process(self, delivery: ClaimedDelivery) -> None:
         started, began = time.perf_counter(), self.clock()
         with structlog.contextvars.bound_contextvars(
             delivery_id=delivery.delivery_id, github_event=delivery.event, action=delivery.action
@@ -174,6 +187,7 @@ class Worker:
                 kept = await asyncio.to_thread(self.queue.complete, delivery, status, now, note, began)
             if not kept:
                 log.warning("lease lost before the outcome was recorded; another worker took it over")
+            set_attribute("railyard.outcome", status)
             self.metrics.processed.labels(delivery.event, status).inc()
             self.metrics.processing_seconds.labels(delivery.event).observe(time.perf_counter() - started)
 

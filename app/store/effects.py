@@ -11,6 +11,7 @@ from typing import Any
 from sqlalchemy import Connection, case, func, select, text, update
 
 from app.contracts.effect_types import Effect, EffectKind, assign, comment, marker, reaction, rerun
+from app.contracts.traces import traceparent
 from app.store.database import Database, insert_for
 from app.store.tables import OutboxEffectRow, table
 
@@ -42,6 +43,7 @@ def enqueue(
             next_attempt_at=now,
             created_at=now,
             updated_at=now,
+            traceparent=traceparent(),
         )
         if not effect.coalesce:
             connection.execute(statement.on_conflict_do_nothing(index_elements=["dedupe_key"]))
@@ -54,6 +56,7 @@ def enqueue(
                 set_={
                     "payload": statement.excluded.payload,
                     "updated_at": statement.excluded.updated_at,
+                    "traceparent": statement.excluded.traceparent,
                     "status": PENDING,
                     "attempts": case((was_pending, current.attempts), else_=0),
                     "next_attempt_at": case(

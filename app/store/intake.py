@@ -76,6 +76,7 @@ class IncomingDelivery(NamedTuple):
     next_attempt_at: float
     attempts: int = 0
     last_error: str | None = None
+    traceparent: str | None = None
 
 
 _COLUMNS = ", ".join(IncomingDelivery._fields)  # webhook_deliveries' columns of the same names

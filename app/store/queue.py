@@ -63,7 +63,7 @@ _CANDIDATES = """
 """
 _CLAIMED_COLUMNS = """
 SELECT d.seq, d.delivery_id, d.event, d.action, d.installation_id, d.payload, d.attempts,
-       d.received_at,
+       d.received_at, d.traceparent,
        (SELECT i.status FROM installations i WHERE i.id = d.installation_id) AS installation_status
 """
 _DUE = """
@@ -140,6 +140,8 @@ class ClaimedDelivery:
     """The installation's status when the delivery was claimed (None: not known to railyard)."""
     received_at: float | None = None
     """When railyard received it (railyard's clock): a comment in it was written before then."""
+    traceparent: str | None = None
+    """The intake span's W3C traceparent: the worker's span continues that trace (None: off)."""
 
 
 class DeliveryQueue:
@@ -200,9 +202,18 @@ class DeliveryQueue:
 
     @staticmethod
     def _claimed(row: Sequence[Any]) -> ClaimedDelivery:
-        seq, delivery_id, event, action, installation_id, payload, attempts, received, installation_status = (
-            row
-        )
+        (
+            seq,
+            delivery_id,
+            event,
+            action,
+            installation_id,
+            payload,
+            attempts,
+            received,
+            parent,
+            installation_status,
+        ) = row
         return ClaimedDelivery(
             seq,
             delivery_id,
@@ -213,6 +224,7 @@ class DeliveryQueue:
             attempts + 1,
             installation_status,
             received,
+            parent,
         )
 
     def _finish(self, claimed: ClaimedDelivery, values: dict[str, Any], outcome: str, started: float) -> bool:

@@ -169,6 +169,7 @@ class WebhookDeliveryRow(SQLModel, table=True):
     lease_owner: str | None = None
     processed_at: float | None = None
     last_error: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    traceparent: str | None = None  # the intake span's W3C traceparent (None: tracing was off)
 
 
 class DeliveryRunRow(SQLModel, table=True):
@@ -252,6 +253,7 @@ class OutboxEffectRow(SQLModel, table=True):
     done_at: float | None = None
     last_error: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
     result: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+    traceparent: str | None = None  # the span that enqueued it (None: tracing was off)
 
 
 Index(

@@ -12,6 +12,7 @@ rolls them back, and a queued write that failed fails the commit.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import queue
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -23,6 +24,7 @@ from typing import Any, Generic, TypeVar
 from sqlalchemy import Connection
 
 from app.contracts.effect_types import LimitedReply
+from app.contracts.traces import TRACING, set_attributes, span
 from app.store import api_answers, held, installations, pulls, repositories, signs, tickets
 from app.store.database import Database
 from app.store.effects import Effect, enqueue, rerun
@@ -43,6 +45,7 @@ from handlers.ports import (
 )
 from policies.model import Ticket, TicketKey
 from policies.rails import Observation
+from policies.span_attributes import change_span, outcome_attributes
 
 T = TypeVar("T")
 Render = Callable[[Answer], Effect | LimitedReply]
@@ -98,7 +101,13 @@ class _Session:
                 self._failed = error
                 raise
 
-        future = self._executor.submit(guarded)
+        # Traced, the statement runs in the caller's context: an effect it enqueues is stored
+        # under the current span's traceparent.
+        future = (
+            self._executor.submit(contextvars.copy_context().run, guarded)
+            if TRACING.on
+            else self._executor.submit(guarded)
+        )
         self._last = future
         return future
 
@@ -227,11 +236,19 @@ class SqlUnit(SqlReads):
         installation_id: int | None = None,
         expected_revision: int | None = None,
     ) -> Outcome:
-        """The one door, inside this unit."""
-        return await self._run(
-            tickets.execute_in, key, change, context, surfaces=self._surfaces,
-            expected_revision=expected_revision, installation_id=installation_id,
-        )  # fmt: skip
+        """The one door, inside this unit, in a `railyard.command` span (docs/traces.md)."""
+        if not TRACING.on:
+            return await self._run(
+                tickets.execute_in, key, change, context, surfaces=self._surfaces,
+                expected_revision=expected_revision, installation_id=installation_id,
+            )  # fmt: skip
+        with span(*change_span(key, change)):
+            outcome = await self._run(
+                tickets.execute_in, key, change, context, surfaces=self._surfaces,
+                expected_revision=expected_revision, installation_id=installation_id,
+            )  # fmt: skip
+            set_attributes(outcome_attributes(outcome.refusal, outcome.applied, outcome.replayed))
+            return outcome
 
     async def remember(self, pull: PullRequest, linked: set[int]) -> set[int]:
         """Store the PR; return what it linked before."""

@@ -10,6 +10,7 @@ from typing import Any
 import orjson
 from aiohttp import web
 
+from app.contracts.traces import TRACING, SpanKind, set_attribute, span, traceparent
 from app.runtime.metrics import Metrics, event_label
 from app.runtime.worker import Worker
 from app.settings import Settings
@@ -93,7 +94,23 @@ class WebhookReceiver:
             return self._reject(event, 400, "body is not JSON")
         if not isinstance(payload, dict):
             return self._reject(event, 400, "body is not a JSON object")
-        delivery = self._delivery(event, delivery_id, payload, body)
+        if not TRACING.on:
+            return await self._store(self._delivery(event, delivery_id, payload, body), started)
+        attributes = {
+            "railyard.delivery": delivery_id,
+            "github.event": event_label(event),
+            "http.request.method": "POST",
+            "http.route": "/webhooks",
+        }
+        with span("railyard.intake", attributes, kind=SpanKind.SERVER):
+            delivery = self._delivery(event, delivery_id, payload, body, traceparent())
+            response = await self._store(delivery, started)
+            set_attribute("http.response.status_code", response.status)
+            return response
+
+    async def _store(self, delivery: IncomingDelivery, started: float) -> web.Response:
+        """Store a verified delivery durably and acknowledge it."""
+        event, delivery_id = delivery.event, delivery.delivery_id
         try:
             stored = await self._writer.store(delivery)
         except Exception as error:
@@ -112,7 +129,7 @@ class WebhookReceiver:
         return web.Response(status=202, body=_STORED, content_type="application/json")
 
     def _delivery(
-        self, event: str, delivery_id: str, payload: dict[str, Any], body: bytes
+        self, event: str, delivery_id: str, payload: dict[str, Any], body: bytes, parent: str | None = None
     ) -> IncomingDelivery:
         """The row to store: rejected, and never processed, when the payload is not of its event."""
         facts = describe(event, payload)
@@ -132,6 +149,7 @@ class WebhookReceiver:
             received_at=now,
             next_attempt_at=now,
             last_error=wrong,
+            traceparent=parent,
         )
 
     def _unavailable(self, delivery: IncomingDelivery, error: Exception) -> web.Response:
