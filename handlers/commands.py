@@ -16,7 +16,7 @@ from typing import Any
 
 import structlog
 
-from handlers.acceptance import AcceptFacts, accept_facts, digest_of, is_agent, recheck
+from handlers.acceptance import AcceptFacts, accept_facts, digest_of, is_agent, labels_of, recheck
 from handlers.answers import (
     Answer,
     ArtifactNotFound,
@@ -151,7 +151,7 @@ class CommandRun:
         if isinstance(completed, ArtifactNotFound):
             await self.say(completed)
             return None
-        high_risk = issue is not None and bool(label_names(issue) & set(rules.high_risk_labels))
+        high_risk = issue is not None and bool(labels_of(issue) & set(rules.high_risk_labels))
         context = await self._context(Actor(f.author, roles, f.author_id), rules, high_risk)
         context = replace(
             context,
@@ -292,7 +292,7 @@ class CommandRun:
     ) -> Command | ArtifactNotFound:
         """Fill in what only GitHub knows now: the description and owner, the delivered commit."""
         if isinstance(command, Publish):
-            labels = label_names(issue)
+            labels = labels_of(issue)
             assignees = [a for a in dig(issue, "assignees") or [] if dig_str(a, "login") and dig_int(a, "id")]
             return replace(
                 command,
@@ -398,8 +398,3 @@ def _reads_issue(command: Command) -> bool:
 def _digest_if_publish(command: Command, issue: Any) -> str | None:
     """The description digest `/publish` records."""
     return digest_of(issue) if isinstance(command, Publish) else None
-
-
-def label_names(issue: Any) -> set[str]:
-    """The names of an issue's labels."""
-    return {name for name in (dig_str(label, "name") for label in dig(issue, "labels") or []) if name}

@@ -16,7 +16,14 @@ from typing import Any
 
 from policies.model import Evidence
 
-EVIDENCE_KEYS = frozenset({"model", "tokens_in", "tokens_out", "cost"})
+ARGUMENT_OF = {
+    "model": "model",
+    "input_tokens": "tokens_in",
+    "output_tokens": "tokens_out",
+    "cost_usd": "cost",
+}
+"""Each evidence field (the API's `evidence` object, the agent's options) and its `/deliver` argument."""
+EVIDENCE_KEYS = frozenset(ARGUMENT_OF.values())
 """The `/deliver` arguments that report evidence."""
 
 MAX_TOKENS = 10**12

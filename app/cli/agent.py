@@ -33,7 +33,7 @@ from app.cli.agent_core import (
     step_summary,
 )
 from app.cli.agent_log import clean_line, defused, json_line, prefixed
-from policies.evidence import evidence_problem
+from policies.evidence import ARGUMENT_OF, evidence_problem
 
 DEFAULT_GITHUB_API = "https://api.github.com"
 DEFAULT_TIMEOUT = 120.0
@@ -198,18 +198,10 @@ def _check_url(url: str) -> None:
         raise UsageError(f"--url must be https (http only for 127.0.0.1 or localhost): {url}")
 
 
-_EVIDENCE_OPTIONS = {
-    "model": "model",
-    "input_tokens": "tokens_in",
-    "output_tokens": "tokens_out",
-    "cost_usd": "cost",
-}
-
-
 def _evidence(given: dict[str, Any]) -> tuple[str, ...]:
     """The delivery's evidence as `/deliver` arguments, each checked as railyard will check it."""
     found = []
-    for option, key in _EVIDENCE_OPTIONS.items():
+    for option, key in ARGUMENT_OF.items():
         value = given.get(option)
         if value is None:
             continue

@@ -8,7 +8,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
-FIELDS = {"model": "model", "input_tokens": "tokens_in", "output_tokens": "tokens_out", "cost_usd": "cost"}
+from policies.evidence import ARGUMENT_OF as FIELDS
 
 
 class EvidenceError(ValueError):
