@@ -114,13 +114,23 @@ async def _roles_now(
         # override's, say), which may not be the ones the earlier decision needed.
         return actor_roles & wanted
     try:
-        login = review.reviewer
-        if review.reviewer_id is not None:
-            # Roles are asked of the account that decided, under the login it has now: the
-            # recorded one may have been renamed away and registered by someone else since.
-            login = await services.github.login_of(installation_id, review.reviewer_id)
+        if review.reviewer_id is None:
+            return await services.roles.roles(
+                installation_id, ticket.key.repository, review.reviewer, rules, sorted(wanted)
+            )
+        # Roles are asked of the account that decided, under the login it has now: the recorded
+        # one may have been renamed away and registered by someone else since. A rename while
+        # the roles are being asked would judge the old login, so a missing role is confirmed
+        # under the login asked again (a second rename in that window is not chased further).
+        login = await services.github.login_of(installation_id, review.reviewer_id)
         repository = ticket.key.repository
-        return await services.roles.roles(installation_id, repository, login, rules, sorted(wanted))
+        held = await services.roles.roles(installation_id, repository, login, rules, sorted(wanted))
+        if held & wanted:
+            return held
+        now_login = await services.github.login_of(installation_id, review.reviewer_id)
+        if now_login == login:
+            return held
+        return await services.roles.roles(installation_id, repository, now_login, rules, sorted(wanted))
     except Missing:
         return frozenset()  # GitHub has no such account any more: it holds no role
     except CannotVerify as error:

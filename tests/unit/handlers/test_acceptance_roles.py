@@ -1,0 +1,66 @@
+"""Re-judging an acceptance asks the reviewer's roles under the login the account has now."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from handlers.acceptance import recheck
+from policies.states import Role, WorkState
+from tests.fakes.github import FakeGitHub
+from tests.fakes.roles import FakeRoles
+from tests.fakes.webhooks import INSTALLATION, REPOSITORY
+from tests.unit.handlers.steps import CAROL, KEY, RITA, claimed, say, ticket, world
+
+SHA = "a" * 40
+ACCEPTED_AT = datetime(2026, 11, 30, 10, tzinfo=UTC).timestamp()  # the comments' time
+
+
+@dataclass
+class RenamedWhileAsked(FakeGitHub):
+    """GitHub where the reviewer renames right after railyard first asks for her login."""
+
+    renamed_to: str = ""
+
+    async def login_of(self, installation_id: int, account_id: int) -> str:
+        login = await super().login_of(installation_id, account_id)
+        if self.renamed_to and account_id == RITA[1]:
+            self.logins[account_id] = self.renamed_to
+        return login
+
+
+async def test_a_rename_while_the_roles_are_asked_does_not_lapse_the_acceptance() -> None:
+    """rita accepts; while railyard re-judges, she renames to rita2 and her old login loses the team:
+    the missing role is confirmed under the login asked again, and the acceptance still holds."""
+    ports = world()
+    ports.clock.now = ACCEPTED_AT + 3600  # an hour after the comments: nothing has expired
+    ports.github.add_branch(REPOSITORY, "agent/12", SHA)
+    ports.github.add_commit(REPOSITORY, SHA)
+    await claimed(ports)
+    await say(ports, "/deliver branch=agent/12 The fix.", by=CAROL)
+    await say(ports, "/accept", by=RITA)
+    assert ticket(ports).work is WorkState.ACCEPTED
+    github = RenamedWhileAsked(renamed_to="rita2")
+    github.__dict__.update({k: v for k, v in ports.github.__dict__.items() if k != "renamed_to"})
+    github.logins[RITA[1]] = "rita"
+    ports.github = github
+    ports.roles = FakeRoles({"rita2": frozenset({Role.REVIEWER})})
+    validity = await recheck(ports, INSTALLATION, KEY)
+    assert validity is not None and validity.valid
+    assert [login for login, _ in ports.roles.asked] == ["rita", "rita2"]
+
+
+async def test_a_reviewer_who_lost_the_role_under_an_unchanged_login_lapses() -> None:
+    """The same account, same login, no longer a reviewer: asked once more for the login, then judged."""
+    ports = world()
+    ports.clock.now = ACCEPTED_AT + 3600  # an hour after the comments: nothing has expired
+    ports.github.add_branch(REPOSITORY, "agent/12", SHA)
+    ports.github.add_commit(REPOSITORY, SHA)
+    await claimed(ports)
+    await say(ports, "/deliver branch=agent/12 The fix.", by=CAROL)
+    await say(ports, "/accept", by=RITA)
+    ports.github.logins[RITA[1]] = "rita"
+    ports.roles = FakeRoles({})
+    validity = await recheck(ports, INSTALLATION, KEY)
+    assert validity is not None and not validity.valid
+    assert validity.reason is not None and validity.reason.value == "reviewer_lost_role"
