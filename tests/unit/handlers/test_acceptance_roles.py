@@ -45,7 +45,7 @@ async def test_a_rename_while_the_roles_are_asked_does_not_lapse_the_acceptance(
     github.logins[RITA[1]] = "rita"
     ports.github = github
     ports.roles = FakeRoles({"rita2": frozenset({Role.REVIEWER})})
-    validity = await recheck(ports, INSTALLATION, KEY)
+    validity = await recheck(ports.services, INSTALLATION, KEY)
     assert validity is not None and validity.valid
     assert [login for login, _ in ports.roles.asked] == ["rita", "rita2"]
 
@@ -61,6 +61,6 @@ async def test_a_reviewer_who_lost_the_role_under_an_unchanged_login_lapses() ->
     await say(ports, "/accept", by=RITA)
     ports.github.logins[RITA[1]] = "rita"
     ports.roles = FakeRoles({})
-    validity = await recheck(ports, INSTALLATION, KEY)
+    validity = await recheck(ports.services, INSTALLATION, KEY)
     assert validity is not None and not validity.valid
     assert validity.reason is not None and validity.reason.value == "reviewer_lost_role"
