@@ -18,6 +18,7 @@ from github_standin.lookups import (
     respond,
 )
 from github_standin.oauth import permissions_of, user_login
+from github_standin.pull_lists import as_read
 
 
 async def get_content(request: web.Request) -> web.Response:
@@ -88,7 +89,7 @@ async def get_pull(request: web.Request) -> web.Response:
     repository = repository_of(request)
     if (pull := repository.pulls.get(int(request.match_info["number"]))) is None:
         raise not_found()
-    return respond(renderer(request).pull(repository, pull))
+    return respond(as_read(pull, renderer(request).pull(repository, pull)))
 
 
 async def compare(request: web.Request) -> web.Response:

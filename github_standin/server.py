@@ -47,6 +47,7 @@ from github_standin.oauth import (
     revoke_token,
 )
 from github_standin.pages import issue_list, issue_page
+from github_standin.pull_lists import list_pulls
 from github_standin.repos import (
     compare,
     get_branch,
@@ -190,6 +191,7 @@ def create_standin(state: StandinState | None = None) -> web.Application:
         ("GET", "/user/{account_id:\\d+}", get_user_by_id, token, None),
         ("GET", repo + "/collaborators/{username}/permission", get_collaborator_permission, token, None),
         ("GET", repo + "/branches/{branch:.+}", get_branch, token, None),
+        ("GET", repo + "/pulls", list_pulls, token, "pull_requests:read"),
         ("GET", repo + "/pulls/{number:\\d+}", get_pull, token, "pull_requests:read"),
         ("GET", repo + "/pulls/{number:\\d+}/files", list_pull_files, token, "pull_requests:read"),
         ("GET", repo + "/compare/{basehead:.+}", compare, token, "contents:read"),

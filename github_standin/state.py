@@ -27,7 +27,7 @@ from github_standin.common import (
     plain,
     wall_clock,
 )
-from github_standin.faults import Fault, LimitWatch, RandomFaults
+from github_standin.faults import Fault, LimitWatch, RandomFaults, RateBucket
 
 
 @dataclass
@@ -84,6 +84,9 @@ class PullRequest:
     merged: bool = False
     merge_commit_sha: str | None = None
     mergeable: bool | None = True
+    # GitHub computes mergeability when asked after the base or head moved: the next read answers
+    # `mergeable: null` (`mergeable_state: unknown`) and starts it; reads after that answer `mergeable`.
+    computing: bool = False
     body: str | None = ""
     user: str = "octocat"
     title: str = "A pull request"
@@ -200,13 +203,6 @@ class ManualClock:
 
     def __call__(self) -> datetime:
         return self.at
-
-
-@dataclass
-class RateBucket:
-    limit: int
-    remaining: int
-    reset: datetime
 
 
 def repository_id(full_name: str, generation: int = 0) -> int:

@@ -8,6 +8,7 @@ dispatches every stored delivery through it.
 
 from __future__ import annotations
 
+from handlers.base_moves import router as base_moves_router
 from handlers.checks import router as checks_router
 from handlers.comments import router as comments_router
 from handlers.deployments import router as deployments_router
@@ -19,6 +20,7 @@ from handlers.pull_requests import router as pull_requests_router
 from handlers.pushes import router as pushes_router
 from handlers.repositories import identified
 from handlers.repositories import router as repositories_router
+from handlers.reverts import router as reverts_router
 from handlers.routing import Router
 
 ROUTER = Router.combine(
@@ -27,8 +29,10 @@ ROUTER = Router.combine(
     comments_router,
     issues_router,
     pull_requests_router,
+    reverts_router,
     checks_router,
     pushes_router,
+    base_moves_router,
     deployments_router,
     merge_queue_router,
     repositories_router,

@@ -10,6 +10,7 @@ from handlers.ports import Services
 from handlers.pull_requests import source_of
 from handlers.routing import Router, WebhookEvent
 from policies.checks import CHECK_NAME
+from policies.ci import awaits_approval
 from policies.rails import CheckObserved
 
 router = Router()
@@ -29,7 +30,12 @@ def check_from(event: WebhookEvent, fallback: float) -> CheckObserved | None:
     completed = dig_str(item, "status") == "completed"
     at = dig_str(item, "completed_at") or dig_str(item, "updated_at") or dig_str(item, "started_at")
     conclusion = dig_str(item, "conclusion") if completed else None
-    return CheckObserved(head_sha, name, conclusion, check_id, time_or(at, fallback))
+    held = awaits_approval(
+        conclusion,
+        dig_str(item, "app", "slug"),
+        suite_without_runs=kind == "check_suite" and dig(item, "latest_check_runs_count") == 0,
+    )
+    return CheckObserved(head_sha, name, conclusion, check_id, time_or(at, fallback), held)
 
 
 @router.register("check_run")

@@ -330,6 +330,9 @@ class GitHubReads(Protocol):
     async def latest_status(self, installation_id: int, repository: str, deployment_id: int) -> Json | None:
         """A deployment's newest status, or None when it has none."""
 
+    async def open_pulls(self, installation_id: int, repository: str, base: str, limit: int) -> list[Json]:
+        """The open PRs whose base is branch `base`, newest first, at most `limit` (one page)."""
+
     async def check_runs(self, installation_id: int, repository: str, sha: str) -> list[Json]:
         """Every check run on a commit, every app's (`GET .../commits/{sha}/check-runs`, all pages)."""
 

@@ -33,6 +33,8 @@ No I/O: the ticket (its stored snapshot), the few facts the record keeps beside 
   could not be used. The record learns of a repaired file only at the next command, so the
   flag stays until someone runs one; a repository whose file broke after its last command is
   not flagged.
+- `reverted`: a merged PR reverted a PR that merged the ticket's change (`policies.reverts`):
+  the work rail still says what was accepted, the code is no longer there.
 """
 
 from __future__ import annotations
@@ -57,6 +59,7 @@ CONFIG_ERROR = "config_error"
 ACCEPTANCE_INVALID = "acceptance_invalid"
 DESCRIPTION_CHANGED = "description_changed"
 OVER_BUDGET = "over_budget"
+REVERTED = "reverted"
 
 CODES = (
     MERGED_NOT_ACCEPTED,
@@ -70,6 +73,7 @@ CODES = (
     ACCEPTANCE_INVALID,
     DESCRIPTION_CHANGED,
     OVER_BUDGET,
+    REVERTED,
 )
 """Every code, in the order `attention` lists them."""
 
@@ -111,6 +115,7 @@ def attention(ticket: Ticket, facts: RecordFacts, now: datetime) -> list[str]:
         ACCEPTANCE_INVALID: acceptance_invalid(ticket, now),
         DESCRIPTION_CHANGED: ticket.exists and ticket.description_changed is not None,
         OVER_BUDGET: ticket.over_budget,
+        REVERTED: ticket.exists and bool(ticket.reverts),
     }
     return [code for code in CODES if found[code]]
 

@@ -12,7 +12,9 @@ What is read from GitHub, and why (docs/operating.md, "What railyard relies on f
   a run named like another app's check can never hide that check's failure or its pending run;
 - a completed run passes on `success`, `neutral` or `skipped`; every other conclusion fails
   (`FAILING_CONCLUSIONS`, and `cancelled`, `stale` or one GitHub may add: none of them is a pass);
-- a run `waiting` is a GitHub Actions job held until a reviewer approves its environment;
+- a run `waiting` is a GitHub Actions job held until a reviewer approves its environment, and a
+  GitHub Actions run that ended `action_required` waits for a maintainer to let it run
+  (`awaits_approval`): both are `awaiting_approval`, never a failure;
 - a workflow GitHub holds until a maintainer approves it to run (a fork's or a first-time
   contributor's pull request) has no check run at all: its check suite is `completed` with the
   conclusion `action_required` and no runs. Such a suite is given here as a `CheckSeen` with
@@ -31,7 +33,21 @@ PASSING_CONCLUSIONS = frozenset({"success", "neutral", "skipped"})
 HELD_SUITE_CONCLUSION = "action_required"
 WAITING_STATUS = "waiting"
 
-__all__ = ["FAILING_CONCLUSIONS", "CheckSeen", "CiResult", "CiState", "ci_state"]
+ACTIONS_APP_SLUG = "github-actions"
+
+__all__ = ["FAILING_CONCLUSIONS", "CheckSeen", "CiResult", "CiState", "awaits_approval", "ci_state"]
+
+
+def awaits_approval(
+    conclusion: str | None, app_slug: str | None, *, suite_without_runs: bool = False
+) -> bool:
+    """Whether a completed check (or check suite) ended `action_required` because GitHub waits for
+    someone to approve the run: GitHub Actions' conclusion for a workflow held for a maintainer's
+    approval (a fork's or a first-time contributor's PR), or any app's suite that has no runs yet.
+    Another app's `action_required` check run asks for something else, and stays a failing check."""
+    if conclusion != HELD_SUITE_CONCLUSION:
+        return False
+    return suite_without_runs or app_slug == ACTIONS_APP_SLUG
 
 
 class CiState(StrEnum):
@@ -82,6 +98,8 @@ def _newest_by_app_and_name(runs: Sequence[CheckSeen]) -> dict[str, list[CheckSe
 
 def _run_verdict(run: CheckSeen) -> CiState:
     if run.status == "completed":
+        if awaits_approval(run.conclusion, run.app_slug):
+            return CiState.AWAITING_APPROVAL
         return CiState.PASSED if run.conclusion in PASSING_CONCLUSIONS else CiState.FAILED
     return CiState.AWAITING_APPROVAL if run.status == WAITING_STATUS else CiState.PENDING
 

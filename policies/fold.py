@@ -16,6 +16,7 @@ from policies.events import RAIL_EVENT_TYPES, Event, EventType, RailEvent
 from policies.evidence import cost_of, evidence_from_data
 from policies.model import Delivery, Feedback, Review, Ticket, same_account, same_login
 from policies.rails import Rails, apply_rail_event
+from policies.reverts import with_revert
 from policies.states import DeploymentState, ReviewKind, WorkState
 
 
@@ -172,6 +173,14 @@ def _acceptance_invalidated(ticket: Ticket, event: Event) -> Ticket:
     return replace(ticket, review=replace(review, invalidated=str(event.data["reason"])))
 
 
+def _reverted(ticket: Ticket, event: Event) -> Ticket:
+    """A merged PR reverted the ticket's merge: kept beside the rails, which it does not move."""
+    reverted, by = event.data.get("pull_request"), event.data.get("reverted_by")
+    if not isinstance(reverted, int) or not isinstance(by, int):
+        return ticket  # not what `policies.reverts` records: nothing to keep
+    return replace(ticket, reverts=with_revert(ticket.reverts, reverted, by))
+
+
 def _description_changed(ticket: Ticket, event: Event) -> Ticket:
     since = {WorkState.ACCEPTED: "acceptance", WorkState.CLAIMED: "claim", WorkState.DELIVERED: "claim"}
     changed = since.get(ticket.work) if ticket.work else None
@@ -246,4 +255,5 @@ _APPLIERS: dict[EventType, Callable[[Ticket, Event], Ticket]] = {
     EventType.ACCEPTANCE_INVALIDATED: _acceptance_invalidated,
     EventType.DESCRIPTION_CHANGED: _description_changed,
     EventType.OVER_BUDGET: lambda ticket, event: replace(ticket, over_budget=True),
+    EventType.REVERTED: _reverted,
 }

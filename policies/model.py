@@ -183,6 +183,7 @@ class Ticket:
     description_changed: str | None = None  # "claim" or "acceptance": edited since that, unseen
     sent_back: bool = False  # the current attempt was opened by `/send-back`
     closed: bool = False  # the issue is closed on GitHub: shown, not watched; WorkState is untouched
+    reverts: tuple[tuple[int, int], ...] = ()  # (merged PR, the merged PR that reverted it), sorted
     rails: Rails = field(default_factory=Rails)
 
     @property

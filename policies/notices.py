@@ -2,9 +2,10 @@
 
 The issue was closed, reopened or edited on GitHub, a claimed attempt has been silent past
 its limit or is past its deadline, a delivery has waited past its limit for a decision, an
-acceptance stopped holding. Both are recorded through the same door as commands, and neither
-can move a rail: `decide_notice` only ever produces `NOTICE_EVENT_TYPES`, which the
-engine folds into the `closed` flag or nothing at all.
+acceptance stopped holding, a merged PR reverted the ticket's merge (`policies.reverts`).
+All are recorded through the same door as commands, and none can move a rail:
+`decide_notice` only ever produces `NOTICE_EVENT_TYPES`, which the engine folds into the
+ticket's flags beside the rails (`closed`, `reverts`, ...) or nothing at all.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from datetime import UTC, datetime
 from policies.events import Event, EventType
 from policies.model import Ticket, same_login
 from policies.refusals import Refusal, RefusalCode
+from policies.reverts import RevertObserved, revert_data
 from policies.states import WorkState
 
 WATCHDOG_ACTOR = "railyard"
@@ -74,8 +76,22 @@ class DescriptionEdited:
     body_changed: bool = False
 
 
-Notice = IssueStateObserved | OverdueObserved | ReviewOverdueObserved | AcceptanceLapsed | DescriptionEdited
-NOTICES = (IssueStateObserved, OverdueObserved, ReviewOverdueObserved, AcceptanceLapsed, DescriptionEdited)
+Notice = (
+    IssueStateObserved
+    | OverdueObserved
+    | ReviewOverdueObserved
+    | AcceptanceLapsed
+    | DescriptionEdited
+    | RevertObserved
+)
+NOTICES = (
+    IssueStateObserved,
+    OverdueObserved,
+    ReviewOverdueObserved,
+    AcceptanceLapsed,
+    DescriptionEdited,
+    RevertObserved,
+)
 
 
 @dataclass(frozen=True)
@@ -99,6 +115,8 @@ def notice_name(notice: Notice) -> str:
         return "acceptance:invalidated"
     if isinstance(notice, DescriptionEdited):
         return "issue:edited"
+    if isinstance(notice, RevertObserved):
+        return "pull_request:reverted"
     return "issue:closed" if notice.closed else "issue:reopened"
 
 
@@ -134,6 +152,8 @@ def decide_notice(ticket: Ticket, notice: Notice, ctx: NoticeContext) -> tuple[E
         return _edited(ticket, notice, ctx)
     if isinstance(notice, ReviewOverdueObserved):
         return _review_overdue(ticket, notice, ctx)
+    if isinstance(notice, RevertObserved):
+        return _reverted(ticket, notice, ctx)
     if isinstance(notice, IssueStateObserved):
         if notice.closed == ticket.closed:
             return ()
@@ -192,6 +212,25 @@ def _review_overdue(ticket: Ticket, notice: ReviewOverdueObserved, ctx: NoticeCo
     }
     event = Event(
         EventType.REVIEW_OVERDUE, ctx.actor, None, ctx.at, ctx.operation_id, ctx.policy_version, data
+    )
+    return (event,)
+
+
+def _reverted(ticket: Ticket, notice: RevertObserved, ctx: NoticeContext) -> tuple[Event, ...]:
+    """`reverted`, once per reverted PR and reverting PR, when the reverted PR merged the ticket's
+    change; recorded in the repository's name (role `github`): a merged PR, not a command."""
+    data = revert_data(ticket, notice)
+    if data is None:
+        return ()
+    event = Event(
+        EventType.REVERTED,
+        ctx.actor,
+        "github",
+        ctx.at,
+        ctx.operation_id,
+        ctx.policy_version,
+        data,
+        ctx.actor_id,
     )
     return (event,)
 

@@ -70,6 +70,7 @@ class CheckObserved:
     conclusion: str | None
     check_id: int
     completed_at: datetime
+    awaiting_approval: bool = False  # `action_required` while GitHub waits to be let run it (policies.ci)
 
 
 @dataclass(frozen=True)
@@ -128,7 +129,7 @@ def observation_to_data(observation: Observation) -> dict[str, Any]:
     return data
 
 
-_OMITTED_WHEN_FALSE = frozenset({"mention"})
+_OMITTED_WHEN_FALSE = frozenset({"mention", "awaiting_approval"})
 
 
 def _legacy(data: Mapping[str, Any], name: str) -> Any:
@@ -195,6 +196,7 @@ class CheckFact:
     conclusion: str | None
     check_id: int
     completed_at: datetime
+    awaiting_approval: bool = False
 
 
 @dataclass(frozen=True)
@@ -326,12 +328,11 @@ def join(rails: Rails, observation: Observation) -> Rails:
             pr = _join_pull_request(rails.pull_requests.get(number), pull_request_fact(observation))
             return replace(rails, seen=seen, pull_requests={**rails.pull_requests, number: pr})
         case CheckObserved(head_sha=sha, name=name):
-            check = CheckFact(
-                sha, name, observation.conclusion, observation.check_id, observation.completed_at
-            )
+            o = observation
+            check = CheckFact(sha, name, o.conclusion, o.check_id, o.completed_at, o.awaiting_approval)
 
             def check_rank(c: CheckFact) -> tuple[Any, ...]:
-                return (c.completed_at, c.check_id, c.conclusion or "")
+                return (c.completed_at, c.check_id, c.conclusion or "", c.awaiting_approval)
 
             winner_check = _newer(rails.checks.get((sha, name)), check, check_rank)
             return replace(rails, seen=seen, checks={**rails.checks, (sha, name): winner_check})

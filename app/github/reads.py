@@ -132,6 +132,12 @@ class GitHubReadsAdapter:
             statuses[0] if isinstance(statuses, list) and statuses and isinstance(statuses[0], dict) else None
         )
 
+    async def open_pulls(self, installation_id: int, repository: str, base: str, limit: int) -> list[Json]:
+        """The open PRs into branch `base`, newest first: one page of at most `limit` (100 at most)."""
+        params = {"state": "open", "base": base, "per_page": min(limit, 100)}
+        listed = await self._get("list_pulls", installation_id, (404,), repository=repository, params=params)
+        return [item for item in listed if isinstance(item, dict)] if isinstance(listed, list) else []
+
     async def check_runs(self, installation_id: int, repository: str, sha: str) -> list[Json]:
         """Every check run on the commit, following every page."""
         return await self._every("list_check_runs", "check_runs", installation_id, repository, sha)

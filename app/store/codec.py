@@ -118,6 +118,7 @@ def ticket_to_data(ticket: Ticket) -> dict[str, Any]:
         "description_changed": ticket.description_changed,
         "sent_back": ticket.sent_back,
         "closed": ticket.closed,
+        "reverts": [list(pair) for pair in ticket.reverts],
         "rails": rails_to_data(ticket.rails),
     }
 
@@ -152,6 +153,7 @@ def ticket_from_data(key: TicketKey, revision: int, data: Mapping[str, Any]) -> 
         description_changed=data.get("description_changed"),
         sent_back=data.get("sent_back", False),  # absent from snapshots written before it existed
         closed=data.get("closed", False),  # absent from snapshots written before it existed
+        reverts=tuple((int(a), int(b)) for a, b in data.get("reverts") or ()),
         rails=rails_from_data(data["rails"]),
     )
 

@@ -26,6 +26,7 @@ from app.views.acceptance_text import (
     reported_text,
 )
 from app.views.markdown import escape_block, escape_inline
+from app.views.repository_text import blocked_words, merged_words, revert_detail, revert_notice
 from app.views.watch_text import watch_notices, when, who
 from policies.acceptance import recorded_validity
 from policies.checks import Verdict
@@ -85,9 +86,9 @@ def repository_words(ticket: Ticket) -> str:
     if state is IntegrationState.PULL_REQUEST_OPEN:
         return "PR open" + _pulls(ticket, merged=False)
     if state is IntegrationState.BLOCKED:
-        return "blocked" + _pulls(ticket, merged=False)
+        return blocked_words(ticket)
     if state is IntegrationState.MERGED:
-        return "merged" + _pulls(ticket, merged=True)
+        return merged_words(ticket)
     if state is IntegrationState.BRANCH_REPORTED:
         found = [name for name, fact in ticket.rails.branches.items() if fact.sha]
         return "branch reported" + (f" ({escape_inline(found[-1], limit=100)})" if found else "")
@@ -204,7 +205,7 @@ def _notices(view: StatusView) -> list[str]:
             "",
             "**Issue closed.** The work rail is unchanged; the claim watchdog no longer watches it.",
         ]
-    lines += description_notice(view.ticket) + budget_notice(view.ticket)
+    lines += description_notice(view.ticket) + budget_notice(view.ticket) + revert_notice(view.ticket)
     lines += acceptance_notices(view.ticket, recorded_validity(view.ticket, view.now))
     lines += watch_notices(view.ticket, view.events)
     return lines
@@ -345,6 +346,8 @@ def _event_line(event: Event) -> str:
     if event.type in (EventType.MERGE_STATE_CHANGED, EventType.DEPLOYMENT_STATE_CHANGED):
         where = f" in {escape_inline(str(data['environment']), limit=60)}" if data.get("environment") else ""
         detail = f": {_words(str(data.get('from')))} → {_words(str(data.get('to')))}{where}"
+    if event.type is EventType.REVERTED:
+        detail = revert_detail(data)
     return f"- {when(event.at)} · {_words(event.type.value)}{detail} · {who(event.actor)}{role}"
 
 

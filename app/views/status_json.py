@@ -23,6 +23,7 @@ from typing import Any
 from app.views.render import STATUS_BUDGET, StatusView, render_status_comment
 from policies.acceptance import Validity, recorded_validity
 from policies.attention import RecordFacts, attention
+from policies.blocking import Block, blocks
 from policies.evidence import evidence_to_data
 from policies.model import Evidence, Ticket
 from policies.states import WorkState
@@ -74,10 +75,17 @@ def status_object(
         "acceptance": _acceptance(ticket, validity),
         "feedback": _feedback(ticket),
         "description_changed": ticket.description_changed,
+        "blocked_by": [_block(b) for b in blocks(ticket.rails)],
+        "reverted": [{"pull_request": a, "reverted_by": b} for a, b in ticket.reverts],
         "next": next_commands(ticket, renewable=validity is not None and not validity.valid),
         "watch": _watch(ticket, clocks),
         "review_due_at": _review_due_at(ticket, clocks),
     }
+
+
+def _block(block: Block) -> dict[str, Any]:
+    """One reason an open linked PR is held back (`policies.blocking`)."""
+    return {"pull_request": block.number, "reason": block.reason.value, "checks": list(block.checks)}
 
 
 def _watch(ticket: Ticket, clocks: Clocks | None) -> dict[str, Any] | None:

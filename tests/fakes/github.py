@@ -205,6 +205,13 @@ class FakeGitHub:
         self.calls.append(Call("latest_status", installation_id, (repository, deployment_id)))
         return self.statuses.get(_key(repository, deployment_id))
 
+    async def open_pulls(self, installation_id: int, repository: str, base: str, limit: int) -> list[Json]:
+        """The seeded open PRs into `base`, newest (highest number) first, at most `limit`."""
+        self.calls.append(Call("open_pulls", installation_id, (repository, base, limit)))
+        ours = [a for (repo, _), a in self.pulls.items() if repo == repository.casefold()]
+        into = [a for a in ours if a.get("state") == "open" and (a.get("base") or {}).get("ref") == base]
+        return sorted(into, key=lambda a: -int(a["number"]))[:limit]
+
     async def check_runs(self, installation_id: int, repository: str, sha: str) -> list[Json]:
         """Every check run seeded on the commit (none: an empty list, as GitHub answers)."""
         self.calls.append(Call("check_runs", installation_id, (repository, sha)))
@@ -258,6 +265,8 @@ def pull_answer(
     updated_at: str = "2026-11-30T10:00:00Z",
     mergeable: bool | None = None,
     author: str = "coder-bot[bot]",
+    base_ref: str = "main",
+    title: str = "A pull request",
 ) -> dict[str, Any]:
     """`GET /repos/{repo}/pulls/{number}` (and a `pull_request` payload's PR), the fields railyard reads."""
     return {
@@ -268,8 +277,10 @@ def pull_answer(
         "merged_at": merged_at,
         "merge_commit_sha": merge_commit,
         "body": body,
+        "title": title,
         "updated_at": updated_at,
         "mergeable": mergeable,
+        "base": {"ref": base_ref},
         "user": user(author, 900, "Bot" if author.endswith("[bot]") else "User"),
         "head": {
             "ref": head_ref,

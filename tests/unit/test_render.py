@@ -29,6 +29,7 @@ from policies.commands import Accept, AcceptMode, Claim, Deliver, Reopen, SendBa
 from policies.model import Actor
 from policies.notices import IssueStateObserved, OverdueObserved
 from policies.rails import CheckObserved, DeploymentObserved, PullRequestObserved
+from policies.reverts import RevertObserved
 from policies.states import Role, WorkState
 from tests.fakes import MAINTAINER, REVIEWER, RUNNER, START, Story
 
@@ -82,6 +83,17 @@ SCENARIOS: dict[str, Callable[[], StatusView]] = {
     ),
     "delivered-blocked-by-check": lambda: _view(
         delivered_with_pr().observe(CheckObserved(HEAD, "ci", "failure", 99, START + timedelta(minutes=50)))
+    ),
+    "delivered-ci-awaiting-approval": lambda: _view(
+        delivered_with_pr().observe(
+            CheckObserved(HEAD, "build", "action_required", 98, START + timedelta(minutes=50), True)
+        )
+    ),
+    "accepted-merged-reverted": lambda: _view(
+        delivered_with_pr()
+        .walk_to(WorkState.ACCEPTED)
+        .observe(pull(state="merged", minute=40))
+        .notice(RevertObserved(reverts=34, by=40, url="https://github.com/acme/app/pull/40"))
     ),
     "accepted-deploy-failed": lambda: _view(
         delivered_with_pr()
@@ -186,7 +198,16 @@ def test_status_comment_matches_its_golden_file(name: str) -> None:
         ("no-code-accepted", "**Work: accepted · Repository: not applicable · Deployment: not applicable**"),
         (
             "delivered-blocked-by-check",
-            "**Work: delivered · Repository: blocked (#34) · Deployment: not deployed**",
+            "**Work: delivered · Repository: blocked (#34: ci failed) · Deployment: not deployed**",
+        ),
+        (
+            "delivered-ci-awaiting-approval",
+            "**Work: delivered · Repository: blocked (#34: CI awaiting approval to run)"
+            " · Deployment: not deployed**",
+        ),
+        (
+            "accepted-merged-reverted",
+            "**Work: accepted · Repository: merged in #34, reverted by #40 · Deployment: not deployed**",
         ),
     ],
 )

@@ -1,0 +1,94 @@
+"""The base moves (SPEC *Organization defaults and GitHub's own views*): a push to a branch that
+open linked PRs target re-reads their mergeability, so a conflict the base caused shows as
+`blocked` (GitHub's `mergeable: false`, `mergeable_state: dirty`).
+
+- Bounded: one list of the open PRs into the pushed branch (`GET .../pulls?state=open&base=`),
+  at most `MAX_PULLS_PER_PUSH` of them, newest first; only those railyard stores as linking a
+  ticket are read again (`GET .../pulls/{n}`), one read each.
+- Lazy answers: GitHub computes mergeability after it is asked, answering `mergeable: null`
+  first. Such a PR is read again when the worker retries the delivery (`TransientError`, the
+  queue's backoff), until `REREAD_WINDOW` after the push; then it is left to the next push.
+- Coalesced: a push whose commit is no longer the branch's head reads nothing (one branch
+  read): a newer push is queued behind it and re-reads for itself, so a burst of pushes to
+  `main` costs one re-read per PR, not one per push.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import structlog
+
+from handlers.errors import TransientError
+from handlers.observe import Told, branch_head, mergeability, record
+from handlers.payloads import dig, dig_int, dig_str
+from handlers.ports import Services
+from handlers.pull_requests import source_of
+from handlers.pushes import push_time
+from handlers.routing import Router, WebhookEvent
+
+log = structlog.get_logger(__name__)
+router = Router()
+
+MAX_PULLS_PER_PUSH = 20
+"""At most this many open PRs into the pushed branch are looked at per push (the newest)."""
+REREAD_WINDOW = timedelta(minutes=5)
+"""How long after the push a PR whose mergeability GitHub is still computing is read again."""
+RETRY_SECONDS = 2.0
+"""The earliest retry of a delivery that found mergeability still being computed."""
+
+Targets = list[tuple[int, set[int]]]
+
+
+@router.register("push")
+async def on_base_moved(event: WebhookEvent, services: Services) -> None:
+    """Re-read the mergeability of the open linked PRs into the pushed branch."""
+    ref = dig_str(event.payload, "ref") or ""
+    repository = dig_str(event.payload, "repository", "full_name")
+    installation_id = event.installation_id
+    if repository is None or installation_id is None or not ref.startswith("refs/heads/"):
+        return
+    if dig(event.payload, "deleted") is True or dig(event.payload, "created") is True:
+        return  # no PR targets a branch just created; a deleted one has no head to merge into
+    branch = ref.removeprefix("refs/heads/")
+    targets = await _linked_targets(services, installation_id, repository, branch)
+    if not targets:
+        return
+    after = dig_str(event.payload, "after")
+    head = await branch_head(services, installation_id, repository, branch)
+    if after is not None and head is not None and head.casefold() != after.casefold():
+        return  # coalesced: the branch moved again, and that push re-reads for itself
+    pushed_at = push_time(event, services.clock())
+    told: list[Told] = []
+    computing = []
+    for number, linked in targets:
+        answer = await mergeability(services, installation_id, repository, number, pushed_at)
+        if answer is None:
+            computing.append(number)
+        told += [(ticket, answer) for ticket in sorted(linked) if answer is not None]
+    if told:
+        rules = await services.configs.load(installation_id, repository)
+        async with services.store.unit() as uow:
+            await record(uow, services, repository, rules, told, source_of(event))
+            await uow.commit()
+    now = services.clock()
+    if computing and datetime.fromtimestamp(now, UTC) - pushed_at < REREAD_WINDOW:
+        raise TransientError(f"GitHub is still computing whether PRs {computing} merge", now + RETRY_SECONDS)
+    if computing:
+        log.info("mergeability unknown after the base moved; left to the next push", pulls=computing)
+
+
+async def _linked_targets(services: Services, installation_id: int, repository: str, branch: str) -> Targets:
+    """The open PRs into `branch` (at most `MAX_PULLS_PER_PUSH`) that railyard stores as linking
+    tickets, with those tickets."""
+    listed = await services.github.open_pulls(installation_id, repository, branch, MAX_PULLS_PER_PUSH)
+    numbers = sorted(
+        {n for n in (dig_int(p, "number") for p in listed[:MAX_PULLS_PER_PUSH]) if n is not None}
+    )
+    targets: Targets = []
+    async with services.store.read() as reads:
+        for number in numbers:
+            stored = await reads.stored_pull(repository, number)
+            if stored is not None and stored[0].open and stored[1]:
+                targets.append((number, stored[1]))
+    return targets
