@@ -103,3 +103,38 @@ async def test_re_run_of_another_app_or_another_check_does_nothing() -> None:
         before = len(ports.store.answers)
         await ports.dispatch(kind, payload)
         assert not [a for a in answers_after(ports, before) if isinstance(a, CheckRun)]
+
+
+async def test_a_workflow_awaiting_approval_blocks_with_that_reason_not_as_a_failure() -> None:
+    """GitHub Actions' `action_required` (a run waiting for a maintainer's approval) is recorded as
+    awaiting approval; another app's `action_required` check is a failing check."""
+    ports = world()
+    await published(ports)
+    pull = pull_answer(REPOSITORY, 40, body="Fixes #12", head_sha=HEAD)
+    await ports.dispatch("pull_request", pull_request("opened", pull))
+    held = check_run(HEAD, name="build", conclusion="action_required", check_id=601)
+    held["check_run"]["app"] = {"slug": "github-actions"}
+    other = check_run(HEAD, name="license", conclusion="action_required", check_id=602)
+    other["check_run"]["app"] = {"slug": "license-bot"}
+    await ports.dispatch("check_run", held, delivery_id="held")
+    await ports.dispatch("check_run", other, delivery_id="other")
+    rails = ticket(ports).rails
+    assert rails.checks[(HEAD, "build")].awaiting_approval
+    assert not rails.checks[(HEAD, "license")].awaiting_approval
+    assert rails.integration is IntegrationState.BLOCKED
+
+
+async def test_a_check_suite_held_without_runs_awaits_approval() -> None:
+    """A suite that ended `action_required` before any run started waits for approval to run."""
+    ports = world()
+    await published(ports)
+    await ports.dispatch(
+        "pull_request", pull_request("opened", pull_answer(REPOSITORY, 40, body="Fixes #12"))
+    )
+    suite = {
+        "id": 9, "head_sha": HEAD, "status": "completed", "conclusion": "action_required",
+        "latest_check_runs_count": 0, "updated_at": "2026-11-30T10:05:00Z", "app": {"slug": "ci"},
+    }  # fmt: skip
+    await ports.dispatch("check_suite", {**check_run(HEAD), "check_suite": suite, "action": "completed"})
+    assert ticket(ports).rails.checks[(HEAD, "ci")].awaiting_approval
+    assert ticket(ports).rails.integration is IntegrationState.BLOCKED

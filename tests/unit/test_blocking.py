@@ -1,0 +1,67 @@
+"""Why the repository rail is blocked: a failed check, CI held for approval, a conflict."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from policies.blocking import Block, BlockReason, blocks
+from policies.ci import CheckSeen, CiState, awaits_approval, ci_state
+from policies.rails import CheckObserved, MergeabilityObserved, PullRequestObserved, RailPolicy
+from policies.states import IntegrationState, WorkState
+from tests.fakes import START, Story
+
+HEAD = "a1b2c3d4e5f6"
+
+
+def with_open_pr() -> Story:
+    """Ticket #12 claimed, PR #34 open at HEAD."""
+    pr = PullRequestObserved(
+        34, "https://github.com/acme/app/pull/34", True, True, False, HEAD, "agent/12", None,
+        START + timedelta(minutes=30),
+    )  # fmt: skip
+    return Story().walk_to(WorkState.CLAIMED).observe(pr)
+
+
+def check(name: str, conclusion: str, held: bool = False, check_id: int = 7) -> CheckObserved:
+    return CheckObserved(HEAD, name, conclusion, check_id, START + timedelta(minutes=40), held)
+
+
+def test_github_actions_action_required_awaits_approval_and_another_apps_does_not() -> None:
+    """`action_required` from GitHub Actions (or a suite without runs) waits to run; another app's fails."""
+    assert awaits_approval("action_required", "github-actions")
+    assert awaits_approval("action_required", "some-ci", suite_without_runs=True)
+    assert not awaits_approval("action_required", "some-ci")
+    assert not awaits_approval("failure", "github-actions")
+
+
+def test_ci_state_of_a_held_actions_run_is_awaiting_approval() -> None:
+    """The acceptance's CI state reads a held GitHub Actions run as awaiting approval, not failed."""
+    held = CheckSeen("build", "completed", "action_required", "github-actions", 3)
+    assert ci_state([held], ()).state is CiState.AWAITING_APPROVAL
+
+
+def test_a_held_workflow_blocks_with_its_own_reason() -> None:
+    """The rail is blocked, and the reason is CI awaiting approval, not a failing check."""
+    story = with_open_pr().observe(check("build", "action_required", held=True))
+    assert story.ticket.rails.integration is IntegrationState.BLOCKED
+    assert blocks(story.ticket.rails) == [Block(34, BlockReason.CI_AWAITING_APPROVAL, ("build",))]
+
+
+def test_failed_checks_and_conflicts_are_named_apart() -> None:
+    """A failed check and a head that does not merge are two reasons; railyard's own check is none."""
+    story = (
+        with_open_pr()
+        .observe(check("railyard", "action_required", check_id=1))
+        .observe(check("lint", "failure", check_id=2))
+        .observe(MergeabilityObserved(34, HEAD, False, START + timedelta(minutes=45)))
+    )
+    assert blocks(story.ticket.rails) == [
+        Block(34, BlockReason.CHECK_FAILED, ("lint",)),
+        Block(34, BlockReason.CONFLICT),
+    ]
+
+
+def test_only_required_checks_are_reasons_when_some_are_required() -> None:
+    """With `checks.required`, a failing check outside it is no reason."""
+    story = with_open_pr().observe(check("lint", "failure"))
+    assert blocks(story.ticket.rails, RailPolicy(required_checks=("tests",))) == []
