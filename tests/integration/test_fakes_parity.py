@@ -55,7 +55,8 @@ def merged_pull(body: str) -> dict[str, Any]:
 
 
 async def a_whole_life(ports: FakePorts, services: Services) -> None:
-    """Publish, claim a branch, a check before its PR, a push, deliver, deploy before the merge, close."""
+    """Publish, claim a branch, a check before its PR, a push, deliver, deploy before the merge, a
+    revert merged, close."""
     await comment(ports, services, 1, "/publish", RACHEL)
     await comment(ports, services, 2, "/claim branch=agent/12-fix", CAROL)
     await comment(ports, services, 2, "/claim branch=agent/12-fix", CAROL)  # delivered again
@@ -75,6 +76,13 @@ async def a_whole_life(ports: FakePorts, services: Services) -> None:
     merged = merged_pull("Retries.")
     await ports.dispatch(
         "pull_request", pull_request("closed", merged), delivery_id="pr-2", services=services
+    )
+    revert = pull_answer(
+        REPOSITORY, 41, body="Reverts acme/app#40", title='Revert "Retries."', state="closed",
+        merged_at="2026-11-30T12:00:00Z", merge_commit="9" * 40, updated_at="2026-11-30T12:00:00Z",
+    )  # fmt: skip
+    await ports.dispatch(
+        "pull_request", pull_request("closed", revert), delivery_id="pr-3", services=services
     )
     await ports.dispatch("issues", issue("closed", 12), delivery_id="close-1", services=services)
     await comment(ports, services, 4, "/status", RACHEL)
@@ -166,5 +174,6 @@ async def test_the_memory_store_records_what_the_sql_store_records(
         assert observed_in_memory(memory, key) == observed_in_sql(database, key)
         shown = memory.store.ticket(key)
         assert shown is not None and (shown.work, shown.rails.integration) == (work, IntegrationState.MERGED)
+        assert shown.reverts == (((40, 41),) if scenario is a_whole_life else ())
     finally:
         store.close()

@@ -1,0 +1,57 @@
+"""The reads behind "the base moves", through the app's own client against the GitHub stand-in:
+the open PRs into a branch, and mergeability GitHub computes only after it is asked."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+
+from app.github.client import GitHubClient
+from app.github.reads import GitHubReadsAdapter
+from app.runtime.metrics import Metrics
+from github_standin import StandinState, running_standin
+from github_standin.pull_lists import move_base
+from support.world import REPO, standin_state
+from tests.fakes import app_settings
+
+
+@pytest.fixture
+async def standin() -> AsyncIterator[tuple[GitHubReadsAdapter, StandinState]]:
+    """The adapter over a client talking to the e2e stand-in state (PRs #34 and #35 into main)."""
+    state = standin_state()
+    state.add_pull(REPO, 36, base_ref="release", head_ref="hotfix")
+    async with running_standin(state) as running:
+        client = GitHubClient(app_settings("sqlite://", GITHUB_API_URL=running.url), Metrics())
+        await client.start()
+        try:
+            yield GitHubReadsAdapter(client), state
+        finally:
+            await client.close()
+
+
+async def test_the_open_pulls_into_a_branch_are_listed_newest_first_without_mergeability(
+    standin: tuple[GitHubReadsAdapter, StandinState],
+) -> None:
+    """`GET .../pulls?state=open&base=main`: only PRs into main, newest first, one page of `limit`;
+    a list never carries `mergeable` (GitHub computes it only for a single PR's read)."""
+    reads, _ = standin
+    listed = await reads.open_pulls(7, REPO, "main", 20)
+    assert [pull["number"] for pull in listed] == [35, 34]
+    assert all("mergeable" not in pull and pull["base"]["ref"] == "main" for pull in listed)
+    assert [pull["number"] for pull in await reads.open_pulls(7, REPO, "main", 1)] == [35]
+    assert [pull["number"] for pull in await reads.open_pulls(7, REPO, "release", 20)] == [36]
+
+
+async def test_after_the_base_moves_mergeability_is_null_until_github_has_computed_it(
+    standin: tuple[GitHubReadsAdapter, StandinState],
+) -> None:
+    """The first read after the base moved answers `null` (`unknown`); the next one the conflict."""
+    reads, state = standin
+    assert move_base(state, REPO, "main", "2" * 40, conflicting=[34]) == [34, 35]
+    first = await reads.pull(7, REPO, 34)
+    assert (first["mergeable"], first["mergeable_state"]) == (None, "unknown")
+    again = await reads.pull(7, REPO, 34)
+    assert (again["mergeable"], again["mergeable_state"]) == (False, "dirty")
+    other = [await reads.pull(7, REPO, 35) for _ in range(2)]
+    assert [pull["mergeable"] for pull in other] == [None, True]
