@@ -24,7 +24,6 @@ from dataclasses import dataclass
 from policies.markdown_blocks import LineKind, scan_markdown
 from policies.model import Ticket
 
-_MAX_DIGITS = 10
 _REVERTS = re.compile(
     r"(?<![\w-])reverts[ \t]+(?:(?P<slug>[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+))?#(?P<number>[0-9]{1,10})(?!\w)",
     re.IGNORECASE | re.ASCII,

@@ -87,6 +87,29 @@ _SCHEMAS: dict[str, Any] = {
             "reviewer_id": {"type": ["integer", "null"]},
             "delivery": {"type": ["object", "null"]},
             "merge_commit": {"type": ["string", "null"]},
+            "blocked_by": {
+                "type": "array",
+                "description": "why each open linked PR holds the repository rail back",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "pull_request": {"type": "integer"},
+                        "reason": {
+                            "type": "string",
+                            "enum": ["check_failed", "ci_awaiting_approval", "conflict"],
+                        },
+                        "checks": {"type": "array", "items": {"type": "string"}},
+                    },
+                },
+            },
+            "reverted": {
+                "type": "array",
+                "description": "merged PRs of the ticket that a later merged PR reverted",
+                "items": {
+                    "type": "object",
+                    "properties": {"pull_request": {"type": "integer"}, "reverted_by": {"type": "integer"}},
+                },
+            },
             "next": {
                 "type": "array",
                 "items": {
