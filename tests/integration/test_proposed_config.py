@@ -8,7 +8,9 @@ from collections.abc import AsyncIterator
 import pytest
 
 from app.github.client import GitHubClient
+from app.github.config_loader import ConfigLoader
 from app.github.proposed_config import ProposedConfigs
+from app.github.reads import config_fetcher
 from app.runtime.metrics import Metrics
 from github_standin import Fault, StandinState, running_standin
 from handlers.errors import TransientError
@@ -26,7 +28,7 @@ async def reader(tmp_path: object) -> AsyncIterator[tuple[ProposedConfigs, Stand
         github = GitHubClient(app_settings("sqlite://", GITHUB_API_URL=standin.url), Metrics())
         await github.start()
         try:
-            yield ProposedConfigs(github), state
+            yield ProposedConfigs(github, ConfigLoader(config_fetcher(github))), state
         finally:
             await github.close()
 
