@@ -335,7 +335,8 @@ def known_keys(loc: Loc) -> tuple[str, ...]:
         if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
             return ()
         model = annotation
-    return tuple(model.model_fields)
+    # `_extends` is no setting of the model, but a key the file may hold (`_extend`: did you mean?)
+    return (*model.model_fields, EXTENDS_KEY) if not loc else tuple(model.model_fields)
 
 
 @dataclass(frozen=True)

@@ -224,3 +224,13 @@ def test_each_blob_is_parsed_once_however_many_repositories_use_it() -> None:
 
     assert versions == {"web1+.github@o", "api1+.github@o"}
     assert sorted(parsed, key=str) == sorted(["_extends: .github\n", "_extends: .github\n", ORG], key=str)
+
+
+def test_a_misspelt_extends_is_an_unknown_key_with_a_suggestion() -> None:
+    """`_extend: .github` is reported like any misspelt key, with `_extends` suggested."""
+    fake = branches(web=("web1", "_extend: .github\n"), dot_github=("o", ORG))
+
+    loaded = load(ConfigLoader(fake.fetch))
+
+    assert loaded.error == "line 1: unknown key: _extend (did you mean _extends?)"
+    assert fake.fetches == ["acme/web"]
