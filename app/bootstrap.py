@@ -19,7 +19,7 @@ from app.contracts.effect_types import surfaces_for
 from app.contracts.traces import TRACING
 from app.github.ancestry import Ancestry
 from app.github.client import GitHubClient
-from app.github.config import ConfigLoader
+from app.github.config_loader import ConfigLoader
 from app.github.reads import ConfigsAdapter, GitHubReadsAdapter, RolesAdapter, config_fetcher
 from app.github.users import UserReads
 from app.runtime.adapters import Adapters

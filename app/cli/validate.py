@@ -1,8 +1,11 @@
-"""`railyard validate [PATH]`: the server's own verdict on a `.github/railyard.yml`, offline.
+"""`railyard validate [PATH] [--extends BASE]`: the server's own verdict on a
+`.github/railyard.yml`, offline.
 
-It runs the parser the server runs (`parse_repository_config`) and prints the same problems
-the status comment and the check show, with their lines; it needs no database, no settings
-and no network. `--schema` prints `railyard.schema.json` instead.
+It runs the parser the server runs and prints the same problems the status comment and the
+check show, with their lines; it needs no database, no settings and no network. A file that
+says `_extends` is judged with the file it starts from when `--extends` names a local copy of
+it (laid under it as the server lays it, the base's problems naming the base), and on its own
+otherwise (the summary says so). `--schema` prints `railyard.schema.json` instead.
 """
 
 from __future__ import annotations
@@ -12,8 +15,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
-from app.github.config import CONFIG_PATH, ConfigError, RepositoryConfig, parse_repository_config
+from app.github.config import CONFIG_PATH, ConfigError, ParsedFile, RepositoryConfig, parse_file
+from app.github.config_loader import layered
 from app.github.config_schema import schema_text
+from policies.config_layers import EXTENDS_KEY, extends_name
 
 EXIT_VALID, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
 Standalone = Callable[[argparse.Namespace, TextIO, TextIO], int]
@@ -28,6 +33,11 @@ def register(commands: Any) -> None:
     """Add `validate` to the `railyard` command line."""
     parser = commands.add_parser("validate", help="check a .github/railyard.yml as the server reads it")
     parser.add_argument("path", nargs="?", default=CONFIG_PATH, help=f"the file (default {CONFIG_PATH})")
+    parser.add_argument(
+        "--extends",
+        metavar="BASE",
+        help=f"a local copy of the file PATH's {EXTENDS_KEY} names (the other repository's {CONFIG_PATH})",
+    )
     parser.add_argument("--schema", action="store_true", help="print railyard.schema.json and exit")
     without_database: Standalone = cmd_validate
     parser.set_defaults(handler=None, without_database=without_database)
@@ -41,15 +51,47 @@ def cmd_validate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     text = _read(Path(args.path), err)
     if text is None:
         return EXIT_USAGE
+    parsed = parse_file(text)
+    if args.extends is not None and not parsed.has_extends:
+        err.write(
+            f"railyard: {args.path} does not say {EXTENDS_KEY}: railyard would not read {args.extends}.\n"
+        )
+        return EXIT_USAGE
+    base = _read(Path(args.extends), err) if args.extends is not None else None
+    if args.extends is not None and base is None:
+        return EXIT_USAGE
     try:
-        config = parse_repository_config(text)
+        config, note = _judged(parsed, args.extends, base)
     except ConfigError as error:
         count = len(error.problems)
         out.write(f"{args.path}: {count} problem{'s' if count != 1 else ''}\n")
         out.writelines(f"{args.path}: {line}\n" for line in error.message.splitlines())
         return EXIT_INVALID
-    out.write(f"{args.path}: OK · {summary(config)}\n")
+    out.write(f"{args.path}: OK · {note}{summary(config)}\n")
     return EXIT_VALID
+
+
+def _judged(parsed: ParsedFile, base_path: str | None, base: str | None) -> tuple[RepositoryConfig, str]:
+    """The configuration the file puts in force (over `base` when given) and a note on what was
+    judged; ConfigError with every problem (the base's named by `base_path`)."""
+    problems = list(parsed.error.problems) if parsed.error is not None else []
+    if not parsed.has_extends:
+        if problems:
+            raise ConfigError(problems)
+        return parsed.config, ""
+    try:
+        _, name = extends_name(parsed.extends)
+    except ValueError as reason:  # the owner is checked by the server, which knows the repository
+        problems.append(f"line {parsed.extends_line}: {EXTENDS_KEY}: {reason}")
+        raise ConfigError(problems) from None
+    if base_path is None or base is None:
+        if problems:
+            raise ConfigError(problems)
+        return (
+            parsed.config,
+            f"on its own (it extends {name}: give that file with --extends to judge both) · ",
+        )
+    return layered(parsed, parse_file(base), base_path), f"extends {name}, merged with {base_path} · "
 
 
 def _read(path: Path, err: TextIO) -> str | None:

@@ -1,16 +1,14 @@
 """The per-repository configuration, `.github/railyard.yml` (SPEC: "Roles and configuration").
 
-Parsing is pure: text in, a frozen `RepositoryConfig` or a `ConfigError` out. The
-`ConfigLoader` fetches the file through a function it is given and parses each distinct
-git blob only once; the blob sha is the policy version every recorded event carries.
+Parsing is pure: text in, a frozen `RepositoryConfig` or a `ConfigError` out (`parse_file`
+keeps a file's document too, for the organization's defaults to be laid under it). Fetching,
+`_extends` and caching are `app.github.config_loader`'s.
 """
 
 from __future__ import annotations
 
 import re
-import time
-from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from enum import StrEnum
@@ -32,6 +30,7 @@ from pydantic_core import PydanticCustomError
 
 from app.github.config_problems import Lines, Loc, located, yaml_problem
 from app.github.config_problems import show as _show
+from policies.config_layers import EXTENDS_KEY
 from policies.rails import RailPolicy
 from policies.states import Role, SelfVerification
 from policies.watchdog import MAX_ATTEMPT_HOURS, MAX_REVIEW_WAIT_HOURS, MAX_SILENCE_MINUTES
@@ -336,123 +335,73 @@ def known_keys(loc: Loc) -> tuple[str, ...]:
         if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
             return ()
         model = annotation
-    return tuple(model.model_fields)
+    # `_extends` is no setting of the model, but a key the file may hold (`_extend`: did you mean?)
+    return (*model.model_fields, EXTENDS_KEY) if not loc else tuple(model.model_fields)
+
+
+@dataclass(frozen=True)
+class ParsedFile:
+    """One file read on its own: its settings as a document (`_extends` taken out, empty
+    sections dropped: they override nothing), what `_extends` says and on which line, and the
+    configuration the file puts in force by itself, or its problems."""
+
+    document: Mapping[str, object]
+    config: RepositoryConfig
+    error: ConfigError | None = None
+    extends: object = None  # `_extends`' value as written
+    extends_line: int | None = None  # its line; None: the file does not say `_extends`
+
+    @property
+    def has_extends(self) -> bool:
+        """Whether the file says `_extends` (whatever its value)."""
+        return self.extends_line is not None
+
+
+def _broken(error: ConfigError) -> ParsedFile:
+    return ParsedFile({}, RepositoryConfig.default(), error)
+
+
+def parse_file(text: str | None) -> ParsedFile:
+    """Read one file's text (None: no file) on its own; its problems are in `error`, never raised."""
+    if text is None or not text.strip():
+        return ParsedFile({}, RepositoryConfig.default())
+    try:
+        document, node = _load_yaml(text)
+    except ConfigError as error:
+        return _broken(error)
+    if document is None:  # only comments, or `---`
+        return ParsedFile({}, RepositoryConfig.default())
+    if not isinstance(document, dict):
+        return _broken(ConfigError([f"the file must be a mapping of keys to values, not {_show(document)}"]))
+    if _too_many_values(document):
+        return _broken(
+            ConfigError([f"the file holds more than {MAX_VALUES} values once aliases are expanded"])
+        )
+    line = (Lines(node).line_of((EXTENDS_KEY,)) or 1) if EXTENDS_KEY in document else None
+    extends = document.pop(EXTENDS_KEY, None)
+    settings = {k: v for k, v in document.items() if not (v is None and k in SECTIONS)}
+    try:
+        config = RepositoryConfig.model_validate(settings)
+    except ValidationError as error:
+        problems = located(error.errors(include_url=False), Lines(node), known_keys)
+        return ParsedFile({}, RepositoryConfig.default(), ConfigError(problems), extends, line)
+    return ParsedFile(settings, config, None, extends, line)
+
+
+def validate_document(document: Mapping[str, object]) -> RepositoryConfig:
+    """The configuration a merged document puts in force; ConfigError (no lines: the values come
+    from two files) when it cannot be used."""
+    try:
+        return RepositoryConfig.model_validate(dict(document))
+    except ValidationError as error:
+        raise ConfigError(located(error.errors(include_url=False), Lines(None), known_keys)) from None
 
 
 def parse_repository_config(text: str | None) -> RepositoryConfig:
-    """Parse the file's text (None: no file); raise ConfigError naming every problem found."""
-    if text is None or not text.strip():
-        return RepositoryConfig.default()
-    document, node = _load_yaml(text)
-    if document is None:  # only comments, or `---`
-        return RepositoryConfig.default()
-    if not isinstance(document, dict):
-        raise ConfigError([f"the file must be a mapping of keys to values, not {_show(document)}"])
-    if _too_many_values(document):
-        raise ConfigError([f"the file holds more than {MAX_VALUES} values once aliases are expanded"])
-    try:
-        return RepositoryConfig.model_validate(document)
-    except ValidationError as error:
-        raise ConfigError(located(error.errors(include_url=False), Lines(node), known_keys)) from None
+    """Parse the file's text on its own (None: no file); raise ConfigError naming every problem.
 
-
-# -- loading ----------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class RepoFile:
-    """A file on the default branch: its git blob sha and its text."""
-
-    sha: str
-    text: str
-
-
-@dataclass(frozen=True)
-class LoadedConfig:
-    """The configuration in force; when the file is broken, defaults and the `error` to report."""
-
-    config: RepositoryConfig
-    policy_version: str
-    error: str | None = None
-
-
-Fetch = Callable[[int, str], Awaitable[RepoFile | None]]
-Parse = Callable[[str | None], RepositoryConfig]
-
-
-def read_config(file: RepoFile | None, parse: Parse = parse_repository_config) -> LoadedConfig:
-    """The configuration a file puts in force; a broken file gives defaults and its error."""
-    if file is None:
-        return LoadedConfig(RepositoryConfig.default(), DEFAULT_POLICY_VERSION)
-    try:
-        return LoadedConfig(parse(file.text), file.sha)
-    except ConfigError as error:
-        return LoadedConfig(RepositoryConfig.default(), file.sha, error.message)
-
-
-class ConfigLoader:
-    """Reads `.github/railyard.yml` and parses each distinct blob sha once.
-
-    Commands read the file when they run (`fresh=True`). Everything else (repository and
-    deployment events, rendering the status comment and check-runs) may use what was read in
-    the last `max_age` seconds: those paths run for every event and every render, and would
-    otherwise spend most of the installation's API budget on one small file. A push to the
-    default branch forgets the repository's copy (`forget`), so a change applies at once in
-    the process that sees the push, and within `max_age` everywhere else.
-    """
-
-    def __init__(
-        self,
-        fetch: Fetch,
-        *,
-        parse: Parse = parse_repository_config,
-        cache_size: int = 1024,
-        max_age: float = 60.0,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        """`fetch(installation_id, "owner/repo")` returns the default branch's file, or None."""
-        self._fetch = fetch
-        self._parse = parse
-        self._cache_size = cache_size
-        self._by_sha: OrderedDict[str, LoadedConfig] = OrderedDict()
-        self._max_age, self._clock = max_age, clock
-        self._recent: OrderedDict[str, tuple[float, LoadedConfig]] = OrderedDict()
-
-    def forget(self, repository: str) -> None:
-        """The repository's file may have changed (a push to its default branch): read it again."""
-        key = repository.casefold()
-        if key in self._recent:  # kept as known (for limits), but too old to be used as recent
-            self._recent[key] = (self._clock() - self._max_age, self._recent[key][1])
-
-    def known(self, repository: str) -> LoadedConfig | None:
-        """The configuration last read for `repository`, however long ago (None: never read
-        here, or forgotten): what a limit is checked against before anything is asked of GitHub."""
-        recent = self._recent.get(repository.casefold())
-        return recent[1] if recent is not None else None
-
-    async def load(self, installation_id: int, repository: str, *, fresh: bool = False) -> LoadedConfig:
-        """The configuration in force for `repository` ("owner/repo"): read now when `fresh`."""
-        key, now = repository.casefold(), self._clock()
-        recent = self._recent.get(key)
-        if not fresh and recent is not None and now - recent[0] < self._max_age:
-            return recent[1]
-        loaded = await self._read(installation_id, repository)
-        self._recent[key] = (now, loaded)
-        self._recent.move_to_end(key)
-        if len(self._recent) > self._cache_size:
-            self._recent.popitem(last=False)
-        return loaded
-
-    async def _read(self, installation_id: int, repository: str) -> LoadedConfig:
-        file = await self._fetch(installation_id, repository)
-        if file is None:
-            return read_config(None)
-        loaded = self._by_sha.get(file.sha)
-        if loaded is None:
-            loaded = read_config(file, self._parse)
-            self._by_sha[file.sha] = loaded
-            if len(self._by_sha) > self._cache_size:
-                self._by_sha.popitem(last=False)
-        else:
-            self._by_sha.move_to_end(file.sha)
-        return loaded
+    `_extends` is taken out: what it names is read by `app.github.config_loader`."""
+    parsed = parse_file(text)
+    if parsed.error is not None:
+        raise parsed.error
+    return parsed.config

@@ -11,6 +11,7 @@ import json
 from typing import Any
 
 from app.github.config import SECTIONS, RepositoryConfig
+from policies.config_layers import EXTENDS_KEY
 
 # Draft 7: the draft every editor's YAML language server reads (the schema uses nothing newer).
 DRAFT = "http://json-schema.org/draft-07/schema#"
@@ -26,8 +27,21 @@ def config_schema() -> dict[str, Any]:
         # `tickets:` with every line below it commented out is null, and means the defaults.
         shape = {"$ref": prop.pop("$ref")} if "$ref" in prop else _shape_of(prop)
         prop["anyOf"] = [shape, {"type": "null"}]
+    # Not a setting of the model: the file's other settings are laid over the one it names.
+    schema["properties"] = {EXTENDS_KEY: _EXTENDS, **schema["properties"]}
     schema["title"] = "railyard: .github/railyard.yml"
     return {"$schema": DRAFT, **schema}
+
+
+_EXTENDS = {
+    "title": "Extends",
+    "description": (
+        "a repository of the same owner (NAME or OWNER/NAME, e.g. .github) whose .github/railyard.yml "
+        "this file starts from: mappings merge key by key, everything else here replaces it"
+    ),
+    "type": "string",
+    "pattern": r"^\s*(?:[A-Za-z0-9][A-Za-z0-9-]{0,38}/)?[A-Za-z0-9._-]{1,100}\s*$",
+}
 
 
 def _shape_of(prop: dict[str, Any]) -> dict[str, Any]:

@@ -10,7 +10,8 @@ from typing import Any
 import structlog
 
 from app.github.client import GitHubClient, GitHubError
-from app.github.config import CONFIG_PATH, ConfigError, parse_repository_config
+from app.github.config import CONFIG_PATH
+from app.github.config_loader import ConfigLoader, RepoFile
 
 log = structlog.get_logger(__name__)
 
@@ -21,13 +22,15 @@ class ProposedConfigs:
     Asked by the check's renderer, so no handler needs to know: one `pulls/{n}/files` read per
     head commit (more pages only past 100 changed files), and the file itself only when the PR
     changes it; the answer is kept in memory per head, so re-rendering the check costs nothing.
+    A file that says `_extends` is judged as the server would read it once merged: laid over the
+    file it names, read from that repository's default branch (the loader's `layered_on`).
     """
 
     MAX_PAGES = 30  # GitHub lists at most 3,000 files of a PR
 
-    def __init__(self, github: GitHubClient, cache_size: int = 1024) -> None:
-        """`github` reads the PR's files and the file at its head."""
-        self._github, self._cache_size = github, cache_size
+    def __init__(self, github: GitHubClient, loader: ConfigLoader, cache_size: int = 1024) -> None:
+        """`github` reads the PR's files and the file at its head; `loader` what it extends."""
+        self._github, self._loader, self._cache_size = github, loader, cache_size
         self._by_head: OrderedDict[str, tuple[str, ...]] = OrderedDict()
 
     async def problems(self, installation: int, repository: str, pull: int, head_sha: str) -> tuple[str, ...]:
@@ -63,14 +66,15 @@ class ProposedConfigs:
         if not isinstance(found, dict) or found.get("type") != "file":
             return ()
         text = base64.b64decode(found.get("content") or "").decode("utf-8", errors="replace")
-        try:
-            parse_repository_config(text)
-        except ConfigError as error:
-            return tuple(error.message.splitlines())
-        return ()
+        # What it extends is read like the file in force is: a transient failure is raised.
+        loaded = await self._loader.layered_on(
+            installation, repository, RepoFile(str(found.get("sha")), text)
+        )
+        return tuple(loaded.error.splitlines()) if loaded.error else ()
 
     async def _changes_config(self, installation: int, repository: str, pull: int) -> bool:
-        """Whether the PR adds or modifies the file (a PR that removes it leaves the defaults)."""
+        """Whether the PR adds or modifies the file (a PR that removes it leaves the organization's
+        file in force, or the defaults: both are judged where they live)."""
         params: Mapping[str, Any] | None = {"per_page": 100}
         for _ in range(self.MAX_PAGES):
             page, params = await self._github.call_page(

@@ -14,7 +14,8 @@ from typing import Any
 import structlog
 
 from app.github.client import GitHubClient, GitHubError, NotFound
-from app.github.config import CONFIG_PATH, ConfigLoader, LoadedConfig, RepoFile
+from app.github.config import CONFIG_PATH
+from app.github.config_loader import ConfigLoader, LoadedConfig, RepoFile
 from app.github.roles import RoleResolver
 from handlers.errors import Missing
 from handlers.ports import Json, RoleEntry, Rules

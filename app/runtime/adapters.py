@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from app.github.client import GitHubClient
-from app.github.config import ConfigLoader
+from app.github.config_loader import ConfigLoader
 from app.store.database import Database
 from app.store.tickets import TicketService
 from app.store.unit import SqlStore

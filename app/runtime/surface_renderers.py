@@ -17,12 +17,8 @@ import structlog
 
 from app.contracts.effect_types import EffectKind, status_key
 from app.github.client import GitHubClient
-from app.github.config import (
-    CONFIG_PATH,
-    ConfigLoader,
-    LoadedConfig,
-    UnlinkedConclusion,
-)
+from app.github.config import CONFIG_PATH, UnlinkedConclusion
+from app.github.config_loader import ConfigLoader, LoadedConfig
 from app.github.proposed_config import ProposedConfigs
 from app.github.roles import CannotVerify, RoleResolver
 from app.runtime.outbox import Renderer
@@ -57,7 +53,7 @@ class Surfaces:
     ) -> None:
         self.database, self.tickets, self.loader, self.github = database, tickets, loader, github
         self.ports = ports  # the handlers' ports: an acceptance is judged as a handler judges it
-        self.proposed = ProposedConfigs(github) if github is not None else None
+        self.proposed = ProposedConfigs(github, loader) if github is not None and loader is not None else None
 
     def renderers(self) -> dict[str, Renderer]:
         """The outbox renderers, by effect kind."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from app.github.config_loader import RepoFile
 from handlers.ports import Rules
 
 DEFAULT_RULES = Rules(policy_version="blob-sha-1")
@@ -37,3 +38,21 @@ class FakeConfigs:
     def forget(self, repository: str) -> None:
         """Note that the handler asked for the file to be read again."""
         self.forgotten.append(repository)
+
+
+@dataclass
+class FakeDefaultBranches:
+    """The `.github/railyard.yml` of each repository's default branch (case-insensitive names),
+    as `app.github.config_loader.ConfigLoader` fetches it; counts what was asked."""
+
+    files: dict[str, RepoFile] = field(default_factory=dict)
+    fetches: list[str] = field(default_factory=list)
+
+    def put(self, repository: str, sha: str, text: str) -> None:
+        """The repository's default branch now holds this file (blob `sha`)."""
+        self.files[repository.casefold()] = RepoFile(sha, text)
+
+    async def fetch(self, installation_id: int, repository: str) -> RepoFile | None:
+        """The file, or None where the repository or its file does not exist (GitHub's 404)."""
+        self.fetches.append(repository)
+        return self.files.get(repository.casefold())

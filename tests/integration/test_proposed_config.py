@@ -8,7 +8,9 @@ from collections.abc import AsyncIterator
 import pytest
 
 from app.github.client import GitHubClient
+from app.github.config_loader import ConfigLoader
 from app.github.proposed_config import ProposedConfigs
+from app.github.reads import config_fetcher
 from app.runtime.metrics import Metrics
 from github_standin import Fault, StandinState, running_standin
 from handlers.errors import TransientError
@@ -26,7 +28,7 @@ async def reader(tmp_path: object) -> AsyncIterator[tuple[ProposedConfigs, Stand
         github = GitHubClient(app_settings("sqlite://", GITHUB_API_URL=standin.url), Metrics())
         await github.start()
         try:
-            yield ProposedConfigs(github), state
+            yield ProposedConfigs(github, ConfigLoader(config_fetcher(github))), state
         finally:
             await github.close()
 
@@ -94,3 +96,47 @@ async def test_a_server_error_is_raised_for_the_outbox_to_retry(
     assert await proposed.problems(7, REPO, 34, FIX) == (
         "line 2: unknown key: tickets.lable (did you mean label?)",
     )
+
+
+async def test_a_proposed_file_that_extends_is_judged_with_the_base_on_its_default_branch(
+    reader: tuple[ProposedConfigs, StandinState],
+) -> None:
+    """`_extends: .github` in the PR: acme/.github's file (read from its default branch, not the
+    PR's head) is laid under it, and a problem in it is reported naming acme/.github."""
+    proposed, state = reader
+    state.add_repository("acme/.github", files={CONFIG_PATH: "limits:\n  commands_per_hour: lots\n"})
+    state.repositories[REPO].pulls[34].files[CONFIG_PATH] = "_extends: .github\n"
+
+    problems = await proposed.problems(7, REPO, 34, FIX)
+
+    assert problems == (
+        "acme/.github: line 2: limits.commands_per_hour: expected a whole number, got 'lots'",
+    )
+    [read] = state.calls_to("GET", f"/repos/acme/.github/contents/{CONFIG_PATH}")
+    assert "ref" not in read.query
+
+
+async def test_a_proposed_file_extending_a_repository_that_does_not_exist_is_a_problem(
+    reader: tuple[ProposedConfigs, StandinState],
+) -> None:
+    """GitHub answers 404 for acme/shared: merged as it is, every command would be refused."""
+    proposed, state = reader
+    state.repositories[REPO].pulls[34].files[CONFIG_PATH] = "_extends: shared\n"
+
+    assert await proposed.problems(7, REPO, 34, FIX) == (
+        "line 1: _extends: acme/shared has no .github/railyard.yml on its default branch "
+        "(or the app cannot read that repository)",
+    )
+
+
+async def test_a_proposed_file_extending_a_good_base_has_no_problems(
+    reader: tuple[ProposedConfigs, StandinState],
+) -> None:
+    """A valid base and a valid override: the check has nothing to say about the file."""
+    proposed, state = reader
+    state.add_repository("acme/.github", files={CONFIG_PATH: "limits:\n  commands_per_hour: 3\n"})
+    state.repositories[REPO].pulls[34].files[CONFIG_PATH] = (
+        "_extends: acme/.github\nlimits: {attempts_per_ticket: 2}\n"
+    )
+
+    assert await proposed.problems(7, REPO, 34, FIX) == ()

@@ -32,6 +32,14 @@ def run(database: Database, *argv: str) -> tuple[int, str, str]:
     return main(list(argv), settings=settings, out=out, err=err), out.getvalue(), err.getvalue()
 
 
+def no_config_files() -> None:
+    """Neither acme/web nor its organization's acme/.github holds `.github/railyard.yml` (404)."""
+    for repository in (REPO, "acme/.github"):
+        respx.get(f"{GITHUB_API}/repos/{repository}/contents/.github/railyard.yml").mock(
+            return_value=httpx.Response(404, json={"message": "Not Found"})
+        )
+
+
 def closing(*numbers: int) -> None:
     """GitHub's GraphQL answer for the PR's closing issue references (resync reads the sidebar)."""
     nodes = [{"number": n, "repository": {"nameWithOwner": REPO}} for n in numbers]
@@ -52,9 +60,7 @@ def test_resync_records_what_happened_while_webhooks_were_lost(database: Databas
         pulls.remember(connection, opened, {12})
     respx.get(f"{API}/installation").mock(return_value=httpx.Response(200, json={"id": 7}))
     token_route()
-    respx.get(f"{API}/contents/.github/railyard.yml").mock(
-        return_value=httpx.Response(404, json={"message": "Not Found"})
-    )
+    no_config_files()
     respx.get(f"{API}/branches/agent/12").mock(
         return_value=httpx.Response(200, json={"name": "agent/12", "commit": {"sha": "f" * 40}})
     )
@@ -103,9 +109,7 @@ def test_resync_of_a_pull_request_edited_after_its_merge_does_not_merge_the_tick
         )
     respx.get(f"{API}/installation").mock(return_value=httpx.Response(200, json={"id": 7}))
     token_route()
-    respx.get(f"{API}/contents/.github/railyard.yml").mock(
-        return_value=httpx.Response(404, json={"message": "Not Found"})
-    )
+    no_config_files()
     edited = {
         "number": 51, "html_url": url, "state": "closed", "merged": True, "merged_at": "2026-11-30T10:00:00Z",
         "merge_commit_sha": MERGE, "updated_at": "2026-11-30T12:00:00Z", "body": "Refs #12",

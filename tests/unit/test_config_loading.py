@@ -4,14 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
-from app.github.config import (
-    ConfigLoader,
-    LoadedConfig,
-    RepoFile,
-    RepositoryConfig,
-    RoleEntry,
-    parse_repository_config,
-)
+from app.github.config import ParsedFile, RepositoryConfig, RoleEntry, parse_file
+from app.github.config_loader import ConfigLoader, LoadedConfig, RepoFile
 from policies.states import Role
 from tests.fakes import StillClock
 from tests.unit.spec_config import SPEC_EXAMPLE
@@ -33,15 +27,15 @@ class FakeRepository:
 
 
 class CountingParser:
-    """`parse_repository_config`, counting what it was asked to parse."""
+    """`parse_file`, counting what it was asked to parse."""
 
     def __init__(self) -> None:
         self.texts: list[str | None] = []
 
-    def __call__(self, text: str | None) -> RepositoryConfig:
+    def __call__(self, text: str | None) -> ParsedFile:
         """Parse `text`, recording it."""
         self.texts.append(text)
-        return parse_repository_config(text)
+        return parse_file(text)
 
 
 def load_times(loader: ConfigLoader, times: int, *, fresh: bool = True) -> list[LoadedConfig]:
@@ -54,10 +48,17 @@ def load_times(loader: ConfigLoader, times: int, *, fresh: bool = True) -> list[
 
 
 def test_no_file_loads_defaults_with_version_default() -> None:
-    """Without a file the defaults are in force under policy version "default"."""
-    loaded = load_times(ConfigLoader(FakeRepository(None).fetch), 1)[0]
+    """Without a file (and none in the owner's `.github` repository) the defaults are in force
+    under policy version "default"."""
+    repository = FakeRepository(None)
+    loaded = load_times(ConfigLoader(repository.fetch), 1)[0]
 
-    assert loaded == LoadedConfig(RepositoryConfig.default(), "default", None)
+    assert (loaded.config, loaded.policy_version, loaded.error) == (
+        RepositoryConfig.default(),
+        "default",
+        None,
+    )
+    assert repository.fetches == [(7, "acme/app"), (7, "acme/.github")]
 
 
 def test_an_empty_file_loads_defaults_under_its_sha() -> None:
@@ -126,7 +127,7 @@ def test_a_broken_file_loads_defaults_with_its_error() -> None:
     loaded = load_times(loader, 2)
 
     error = "line 2: unknown key: tickets.lable (did you mean label?)"
-    assert loaded[0] == LoadedConfig(RepositoryConfig.default(), "sha-bad", error)
+    assert loaded[0] == LoadedConfig(RepositoryConfig.default(), "sha-bad", error, ("acme/app",))
     assert loaded[1] == loaded[0]
     assert len(parser.texts) == 1
 

@@ -7,12 +7,12 @@ import pytest
 from app.github.config import (
     AcceptanceBy,
     AcceptanceCi,
-    LoadedConfig,
     RepositoryConfig,
     RoleEntry,
     UnlinkedConclusion,
     parse_repository_config,
 )
+from app.github.config_loader import LoadedConfig
 from app.github.reads import rules_from
 from handlers.ports import RoleEntry as RulesEntry
 from policies.rails import RailPolicy

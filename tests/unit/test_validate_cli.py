@@ -150,3 +150,63 @@ def test_absurd_watchdog_limits_are_refused_with_their_lines_and_bounds(tmp_path
     path.write_text("claims:\n  max_attempt_hours: null\nreviews:\n  max_wait_hours: null\n")
     status, out, _ = validate(str(path))
     assert status == 0 and "attempt deadline none · review wait none" in out
+
+
+ORG_FILE = "limits:\n  commands_per_hour: 3\n  attempts_per_ticket: 4\n"
+
+
+def test_extends_is_judged_with_the_base_given_and_the_summary_is_the_merged_policy(tmp_path: Path) -> None:
+    """`--extends BASE`: the file laid over BASE as the server lays it; the summary shows both."""
+    (tmp_path / "org.yml").write_text(ORG_FILE)
+    (tmp_path / "repo.yml").write_text("_extends: .github\nlimits:\n  commands_per_hour: 9\n")
+
+    status, out, _ = validate(str(tmp_path / "repo.yml"), "--extends", str(tmp_path / "org.yml"))
+
+    assert status == 0
+    assert f"OK · extends .github, merged with {tmp_path / 'org.yml'} · " in out
+    assert "9 commands/hour" in out
+
+
+def test_a_broken_base_fails_naming_the_base_file(tmp_path: Path) -> None:
+    """The base's problems are listed under the file judged, each naming the base."""
+    base = tmp_path / "org.yml"
+    base.write_text("tickets:\n  lable: x\n")
+    (tmp_path / "repo.yml").write_text("_extends: .github\n")
+
+    status, out, _ = validate(str(tmp_path / "repo.yml"), "--extends", str(base))
+
+    assert status == 1
+    assert out.splitlines()[1] == (
+        f"{tmp_path / 'repo.yml'}: {base}: line 2: unknown key: tickets.lable (did you mean label?)"
+    )
+
+
+def test_extends_without_a_base_is_judged_on_its_own_and_says_so(tmp_path: Path) -> None:
+    """Without `--extends` the file alone is judged (it cannot be merged offline), and the line says it."""
+    (tmp_path / "repo.yml").write_text("_extends: .github\n")
+
+    status, out, _ = validate(str(tmp_path / "repo.yml"))
+
+    assert status == 0 and "OK · on its own (it extends .github: give that file with --extends" in out
+
+
+def test_a_malformed_extends_is_a_problem_on_its_line(tmp_path: Path) -> None:
+    """`_extends: [x]` names no repository: exit 1 with the line."""
+    (tmp_path / "repo.yml").write_text("tickets:\n  label: x\n_extends: [x]\n")
+
+    status, out, _ = validate(str(tmp_path / "repo.yml"))
+
+    assert status == 1
+    assert out.splitlines()[1].endswith(
+        "line 3: _extends: expected the name of a repository of this owner, such as .github"
+    )
+
+
+def test_a_base_for_a_file_that_does_not_extend_is_a_usage_error(tmp_path: Path) -> None:
+    """The server would never read BASE for this file: exit 2 saying so."""
+    (tmp_path / "repo.yml").write_text(ORG_FILE)
+    (tmp_path / "org.yml").write_text(ORG_FILE)
+
+    status, _, err = validate(str(tmp_path / "repo.yml"), "--extends", str(tmp_path / "org.yml"))
+
+    assert status == 2 and "does not say _extends" in err
