@@ -15,17 +15,19 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from aiohttp import web
 
-from app.contracts.effect_types import surfaces_for
+from app.contracts.effect_types import EffectKind, surfaces_for
 from app.contracts.traces import TRACING
 from app.github.ancestry import Ancestry
 from app.github.client import GitHubClient
 from app.github.config import ConfigLoader
+from app.github.projects import ProjectsAdapter
 from app.github.reads import ConfigsAdapter, GitHubReadsAdapter, RolesAdapter, config_fetcher
 from app.github.users import UserReads
 from app.runtime.adapters import Adapters
 from app.runtime.maintenance import Maintenance
 from app.runtime.metrics import Metrics
-from app.runtime.outbox import Outbox
+from app.runtime.outbox import Outbox, Writer
+from app.runtime.project_sync import ProjectSync
 from app.runtime.rechecks import AcceptanceRechecks
 from app.runtime.supervisor import Supervisor, supervise
 from app.runtime.surface_renderers import Surfaces
@@ -76,7 +78,17 @@ class Shell(Adapters):
         if self.github is None or self.app_id is None:
             return None
         renderers = self.surfaces().renderers()
-        return Outbox(self.database, self.github, metrics, app_id=self.app_id, renderers=renderers, **options)
+        projects = ProjectSync(ProjectsAdapter(self.github), self.database, self.clock)
+        writers: dict[str, Writer] = {EffectKind.PROJECT_FIELDS: projects.write}
+        return Outbox(
+            self.database,
+            self.github,
+            metrics,
+            app_id=self.app_id,
+            renderers=renderers,
+            writers=writers,
+            **options,
+        )
 
     def surfaces(self) -> Surfaces:
         """The renderers of the status comment and the check-run."""

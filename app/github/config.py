@@ -32,6 +32,7 @@ from pydantic_core import PydanticCustomError
 
 from app.github.config_problems import Lines, Loc, located, yaml_problem
 from app.github.config_problems import show as _show
+from app.github.config_projects import MAX_PROJECTS, ProjectConfig
 from policies.rails import RailPolicy
 from policies.states import Role, SelfVerification
 from policies.watchdog import MAX_ATTEMPT_HOURS, MAX_REVIEW_WAIT_HOURS, MAX_SILENCE_MINUTES
@@ -57,6 +58,7 @@ SECTIONS = frozenset(
         "limits",
         "checks",
         "deployments",
+        "projects",
     }
 )
 
@@ -258,6 +260,7 @@ class RepositoryConfig(_Section):
     limits: LimitsConfig = LimitsConfig()
     checks: ChecksConfig = ChecksConfig()
     deployments: DeploymentsConfig = DeploymentsConfig()
+    projects: tuple[ProjectConfig, ...] = Field(default=(), max_length=MAX_PROJECTS)
 
     @model_validator(mode="before")
     @classmethod
