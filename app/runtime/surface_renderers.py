@@ -21,9 +21,9 @@ from app.github.config import (
     CONFIG_PATH,
     ConfigLoader,
     LoadedConfig,
-    ProjectConfig,
     UnlinkedConclusion,
 )
+from app.github.config_projects import ProjectConfig
 from app.github.proposed_config import ProposedConfigs
 from app.github.roles import CannotVerify, RoleResolver
 from app.runtime.outbox import Renderer
