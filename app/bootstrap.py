@@ -27,7 +27,7 @@ from app.runtime.adapters import Adapters
 from app.runtime.maintenance import Maintenance
 from app.runtime.metrics import Metrics
 from app.runtime.outbox import Outbox, Writer
-from app.runtime.project_sync import ProjectSync
+from app.runtime.project_sync import ProjectSync, status_comment_again
 from app.runtime.rechecks import AcceptanceRechecks
 from app.runtime.supervisor import Supervisor, supervise
 from app.runtime.surface_renderers import Surfaces
@@ -78,7 +78,7 @@ class Shell(Adapters):
         if self.github is None or self.app_id is None:
             return None
         renderers = self.surfaces().renderers()
-        projects = ProjectSync(ProjectsAdapter(self.github), self.database, self.clock)
+        projects = ProjectSync(ProjectsAdapter(self.github), status_comment_again(self.database, self.clock))
         writers: dict[str, Writer] = {EffectKind.PROJECT_FIELDS: projects.write}
         return Outbox(
             self.database,

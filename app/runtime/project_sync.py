@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -55,12 +55,13 @@ def project_name(owner: str, number: int) -> str:
 
 
 def problems_in(result: Mapping[str, Any] | None) -> dict[str, tuple[Problem, ...]]:
-    """What each project lacked at the last sync, from the effect's stored result."""
+    """What each project lacked at the last sync, from the effect's stored result (only the
+    projects that lacked something)."""
     kept = (result or {}).get("projects") or {}
     return {
-        name: tuple(Problem.from_data(p) for p in entry.get("problems") or [])
+        name: tuple(Problem.from_data(p) for p in entry["problems"])
         for name, entry in kept.items()
-        if isinstance(entry, dict)
+        if isinstance(entry, dict) and entry.get("problems")
     }
 
 
@@ -68,30 +69,54 @@ def _wanted(project: Mapping[str, Any]) -> list[Wanted]:
     return [Wanted(ProjectRail(w["rail"]), str(w["field"]), str(w["option"])) for w in project["wanted"]]
 
 
+ShowAgain = Callable[[int, str, int], Awaitable[None]]
+"""Write the ticket's status comment again (installation, repository, number)."""
+
+
+def status_comment_again(database: Database, clock: Callable[[], float] = time.time) -> ShowAgain:
+    """Enqueue the ticket's status comment (coalesced with one pending) in `database`."""
+
+    def enqueue_it(installation: int, repository: str, number: int) -> None:
+        with database.write() as connection:
+            enqueue(connection, [status_comment(installation, repository, number)], clock())
+
+    async def show_again(installation: int, repository: str, number: int) -> None:
+        await asyncio.to_thread(enqueue_it, installation, repository, number)
+
+    return show_again
+
+
 @dataclass
 class ProjectSync:
-    """Performs a ticket's project-fields effect; `write(row, payload)` is the outbox's writer."""
+    """Performs a ticket's project-fields effect; `write(row, payload)` is the outbox's writer.
+    `show_again` is told when what the projects lack changed (the status comment says it)."""
 
     boards: ProjectBoards
-    database: Database
-    clock: Callable[[], float] = time.time
+    show_again: ShowAgain
 
     async def write(self, row: Mapping[str, Any], payload: Mapping[str, Any]) -> dict[str, Any]:
         """Sync every project the payload names; the result kept with the effect."""
         installation, repository = int(row["installation_id"]), str(row["repository"])
         number = int(payload["number"])
         before: dict[str, Any] = dict((row["result"] or {}).get("projects") or {})
+        issue: IssueItems | None = None
         try:
             issue = await self.boards.issue_items(installation, repository, number)
         except NotFound:
             return dict(row["result"] or {})  # the issue is gone (deleted, moved): nothing to show
+        except PermissionDenied:
+            pass  # the app may not read projects at all: every project says so
         kept: dict[str, Any] = {}
         for project in payload["projects"]:
             name = project_name(project["owner"], int(project["number"]))
-            kept[name] = await self._sync(installation, issue, project, before.get(name) or {})
+            earlier = before.get(name) or {}
+            if issue is None:
+                kept[name] = _lacking(ProblemCode.NO_ACCESS, bool(earlier.get("added")))
+            else:
+                kept[name] = await self._sync(installation, issue, project, earlier)
         result = {"projects": kept}
         if problems_in(result) != problems_in({"projects": before}):
-            await asyncio.to_thread(self._show_again, installation, repository, number)
+            await self.show_again(installation, repository, number)
         return result
 
     async def _sync(
@@ -121,11 +146,6 @@ class ProjectSync:
         except PermissionDenied:  # read, but not write
             return _lacking(ProblemCode.NO_ACCESS, added)
         return {"item": item_id, "added": added, "problems": [p.to_data() for p in plan.problems]}
-
-    def _show_again(self, installation: int, repository: str, number: int) -> None:
-        """The status comment says what the projects lack: write it again (coalesced)."""
-        with self.database.write() as connection:
-            enqueue(connection, [status_comment(installation, repository, number)], self.clock())
 
 
 def _lacking(code: ProblemCode, added: bool) -> dict[str, Any]:

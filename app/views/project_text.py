@@ -60,7 +60,8 @@ def _problem_words(problem: Problem) -> str:
     if problem.code is ProblemCode.NO_FIELD:
         return f"it has no field {field}"
     if problem.code is ProblemCode.NOT_SINGLE_SELECT:
-        return f"its field {field} is not a single-select field"
+        # GitHub's own Repository field holds that name: railyard's needs another (`fields:`).
+        return f"its field {field} is not a single-select field (name railyard's field otherwise with `fields:`)"
     option = f"`{escape_inline(problem.option or '', limit=100)}`"
     return f"its field {field} has no option {option}"
 
