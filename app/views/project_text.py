@@ -61,7 +61,7 @@ def _problem_words(problem: Problem) -> str:
         return f"it has no field {field}"
     if problem.code is ProblemCode.NOT_SINGLE_SELECT:
         # GitHub's own Repository field holds that name: railyard's needs another (`fields:`).
-        return f"its field {field} is not a single-select field (name railyard's field otherwise with `fields:`)"
+        return f"its field {field} is not a single-select field (`fields:` can name railyard's another)"
     option = f"`{escape_inline(problem.option or '', limit=100)}`"
     return f"its field {field} has no option {option}"
 
