@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from aiohttp import web
 
-from app.contracts.effect_types import EffectKind, surfaces_for
+from app.contracts.effect_types import Effect, EffectKind, surfaces_for
 from app.contracts.traces import TRACING
 from app.github.ancestry import Ancestry
 from app.github.client import GitHubClient
@@ -40,7 +40,7 @@ from app.store.http_cache import http_cache_bounds, shared_http_cache
 from app.store.intake import DeliveryWriter
 from app.store.limits import SharedLimits
 from app.store.retention import Retention
-from app.store.tickets import TicketService
+from app.store.tickets import SurfacesFor, TicketService
 from app.store.unit import SqlStore
 from app.views.replies_text import render
 from app.web.server import Served, create_app
@@ -48,6 +48,7 @@ from app.web.setup import SetupFlow, start_setup
 from handlers import ROUTER
 from handlers.ports import Clock, Services
 from handlers.routing import Router
+from policies.model import Ticket
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import TracerProvider
@@ -95,6 +96,19 @@ class Shell(Adapters):
         return Surfaces(self.database, self.tickets, self.loader, self.github, self.ports)
 
 
+def surfaces_under(loader: ConfigLoader | None) -> SurfacesFor:
+    """The writes that show a changed ticket; its project items' only when this process does not
+    know the repository's file to name no project (the handler that made the change has just
+    read it), so a repository without `projects:` costs the outbox nothing more."""
+
+    def surfaces(installation_id: int, ticket: Ticket) -> list[Effect]:
+        known = loader.known(ticket.key.repository) if loader is not None else None
+        projects = known is None or bool(known.config.projects)
+        return surfaces_for(installation_id, ticket, projects=projects)
+
+    return surfaces
+
+
 def wire(
     database: Database,
     clock: Clock = time.time,
@@ -104,9 +118,10 @@ def wire(
 ) -> Shell:
     """Wire the adapters for one process (GitHub's only when a client is given; commands are counted
     in `metrics`, the one `/metrics` serves)."""
-    tickets = TicketService(database, surfaces=surfaces_for)
-    store = SqlStore(database, render=render, surfaces=surfaces_for, clock=clock)
     loader = ConfigLoader(config_fetcher(github)) if github is not None else None
+    surfaces = surfaces_under(loader)
+    tickets = TicketService(database, surfaces=surfaces)
+    store = SqlStore(database, render=render, surfaces=surfaces, clock=clock)
     unwired: Any = _Unwired("GitHub")
     ports = Services(
         store=store,

@@ -210,6 +210,8 @@ class Surfaces:
     ) -> tuple[tuple[str, tuple[Problem, ...]], ...]:
         """What the configured projects lacked at the ticket's last project sync (a project
         no longer configured is not mentioned)."""
+        if not loaded.config.projects:
+            return ()
         with self.database.read() as connection:
             found = problems_in(effect_result(connection, project_key(repository, number)))
         names = (project_name(p.owner, p.number) for p in loaded.config.projects)

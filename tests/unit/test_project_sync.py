@@ -6,7 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from app.bootstrap import surfaces_under
+from app.contracts.effect_types import EffectKind
+from app.github.config import ConfigLoader, RepoFile
 from app.runtime.project_sync import ProjectSync, problems_in, wanted_payload
+from policies.model import Ticket, TicketKey
 from policies.projects import Board, BoardField, Problem, ProblemCode, ProjectRail
 from tests.fakes.projects import FakeBoards
 
@@ -14,6 +18,7 @@ WORK = BoardField("F1", "Work", True, (("o1", "open"), ("o2", "claimed")))
 CODE = BoardField("F2", "Code", True, (("c1", "nothing reported yet"), ("c2", "PR open")))
 DEPLOYMENT = BoardField("F3", "Deployment", True, (("d1", "not applicable"), ("d2", "not deployed")))
 BOARD = Board("P1", (WORK, CODE, DEPLOYMENT))
+PROJECTS = "projects: [{owner: acme, number: 5}]\n"
 NAMES = {ProjectRail.WORK: "Work", ProjectRail.REPOSITORY: "Code", ProjectRail.DEPLOYMENT: "Deployment"}
 
 
@@ -104,3 +109,26 @@ async def test_a_missing_project_or_permission_is_a_problem_not_a_failure() -> N
     assert problems_in(result) == {"acme/5": (Problem(ProblemCode.NO_ACCESS),)}
     result = await perform(ProjectSync(FakeBoards(BOARD, access="none"), Shown()), payload(), None)
     assert problems_in(result) == {"acme/5": (Problem(ProblemCode.NO_ACCESS),)}
+
+
+async def test_a_repository_known_to_name_no_project_gets_no_project_effect() -> None:
+    """Unknown file: enqueued (the renderer decides); a file without `projects:`: not; with: enqueued."""
+    files = {
+        "acme/web": RepoFile("a1", "checks: {unlinked: success}\n"),
+        "acme/app": RepoFile("b2", PROJECTS),
+    }
+
+    async def fetch(installation_id: int, repository: str) -> RepoFile | None:
+        return files[repository]
+
+    loader = ConfigLoader(fetch)
+    surfaces = surfaces_under(loader)
+
+    def kinds(repository: str) -> list[EffectKind]:
+        return [effect.kind for effect in surfaces(7, Ticket(TicketKey(repository, 12)))]
+
+    assert EffectKind.PROJECT_FIELDS in kinds("acme/web")
+    await loader.load(7, "acme/web")
+    await loader.load(7, "acme/app")
+    assert kinds("acme/web") == [EffectKind.STATUS_COMMENT]
+    assert EffectKind.PROJECT_FIELDS in kinds("acme/app")
