@@ -129,8 +129,9 @@ def project_key(repository: str, number: int) -> str:
 def project_fields(installation_id: int, repository: str, number: int) -> Effect:
     """Keep the rails' fields of the issue's item in each configured project (GitHub Projects).
 
-    One effect per ticket, whatever the configuration says: the store that enqueues it does not
-    read `.github/railyard.yml`; the renderer does, when it is performed (no project: no write).
+    One effect per ticket, not per project: the store that enqueues it does not read
+    `.github/railyard.yml`; the renderer does, when it is performed, and syncs each project the
+    file names then (none: no write).
     """
     key = project_key(repository, number)
     return Effect(
