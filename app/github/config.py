@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from enum import StrEnum
-from typing import Annotated, Any
+from typing import Annotated, Any, get_args
 
 import yaml
 from pydantic import (
@@ -334,8 +334,13 @@ def known_keys(loc: Loc) -> tuple[str, ...]:
         return tuple(role.value for role in Role)
     model: type[BaseModel] = RepositoryConfig
     for part in loc:
+        if isinstance(part, int):
+            continue  # an entry of a list of mappings (`projects`): the entry's keys
         field = model.model_fields.get(str(part))
         annotation = field.annotation if field is not None else None
+        entries = get_args(annotation)
+        if len(entries) == 2 and entries[1] is Ellipsis:  # tuple[Model, ...]
+            annotation = entries[0]
         if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
             return ()
         model = annotation

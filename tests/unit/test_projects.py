@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
+
+from app.github.config import ConfigError, parse_repository_config
 from app.views.project_text import every_option, project_notices, project_options
 from app.views.render import StatusView, render_status_comment
 from policies.projects import (
@@ -124,3 +127,38 @@ def test_the_status_comment_says_once_what_a_project_lacks() -> None:
     body = render_status_comment(StatusView(ticket, project_problems=(("acme/5", problems),)))
     assert body.count("**Project acme/5.**") == 1
     assert "Project" not in render_status_comment(StatusView(ticket))
+
+
+def test_a_project_entry_defaults_to_the_three_field_names_and_no_adding() -> None:
+    """`{owner, number}` alone: fields Work, Repository, Deployment; add_items false."""
+    [project] = parse_repository_config("projects: [{owner: acme, number: 5}]").projects
+    assert (project.owner, project.number, project.add_items) == ("acme", 5, False)
+    assert (project.fields.work, project.fields.repository, project.fields.deployment) == (
+        "Work",
+        "Repository",
+        "Deployment",
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        (
+            "projects: [{owner: acme, number: 5, add_item: true}]",
+            "projects[0].add_item (did you mean add_items?)",
+        ),
+        ("projects: [{owner: -acme, number: 5}]", "projects[0].owner: expected an organization's login"),
+        ("projects: [{owner: acme, number: 0}]", "projects[0].number: must be at least 1"),
+        ("projects: [{owner: acme, number: 5, add_items: 'yes'}]", "projects[0].add_items"),
+        (
+            "projects: [{owner: acme, number: 5, fields: {work: Code, repository: code}}]",
+            "three different names",
+        ),
+        ("projects: [" + ", ".join(["{owner: acme, number: 1}"] * 6) + "]", "projects"),
+    ],
+)
+def test_a_bad_project_entry_is_reported_with_its_location(text: str, problem: str) -> None:
+    """Misspelt keys get a suggestion; logins, numbers, flags, names and the list are bounded."""
+    with pytest.raises(ConfigError) as raised:
+        parse_repository_config(text)
+    assert problem in raised.value.message
