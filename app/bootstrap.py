@@ -15,17 +15,19 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from aiohttp import web
 
-from app.contracts.effect_types import surfaces_for
+from app.contracts.effect_types import Effect, EffectKind, surfaces_for
 from app.contracts.traces import TRACING
 from app.github.ancestry import Ancestry
 from app.github.client import GitHubClient
 from app.github.config_loader import ConfigLoader
+from app.github.projects import ProjectsAdapter
 from app.github.reads import ConfigsAdapter, GitHubReadsAdapter, RolesAdapter, config_fetcher
 from app.github.users import UserReads
 from app.runtime.adapters import Adapters
 from app.runtime.maintenance import Maintenance
 from app.runtime.metrics import Metrics
-from app.runtime.outbox import Outbox
+from app.runtime.outbox import Outbox, Writer
+from app.runtime.project_sync import ProjectSync, status_comment_again
 from app.runtime.rechecks import AcceptanceRechecks
 from app.runtime.supervisor import Supervisor, supervise
 from app.runtime.surface_renderers import Surfaces
@@ -38,7 +40,7 @@ from app.store.http_cache import http_cache_bounds, shared_http_cache
 from app.store.intake import DeliveryWriter
 from app.store.limits import SharedLimits
 from app.store.retention import Retention
-from app.store.tickets import TicketService
+from app.store.tickets import SurfacesFor, TicketService
 from app.store.unit import SqlStore
 from app.views.replies_text import render
 from app.web.server import Served, create_app
@@ -46,6 +48,7 @@ from app.web.setup import SetupFlow, start_setup
 from handlers import ROUTER
 from handlers.ports import Clock, Services
 from handlers.routing import Router
+from policies.model import Ticket
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import TracerProvider
@@ -76,11 +79,34 @@ class Shell(Adapters):
         if self.github is None or self.app_id is None:
             return None
         renderers = self.surfaces().renderers()
-        return Outbox(self.database, self.github, metrics, app_id=self.app_id, renderers=renderers, **options)
+        projects = ProjectSync(ProjectsAdapter(self.github), status_comment_again(self.database, self.clock))
+        writers: dict[str, Writer] = {EffectKind.PROJECT_FIELDS: projects.write}
+        return Outbox(
+            self.database,
+            self.github,
+            metrics,
+            app_id=self.app_id,
+            renderers=renderers,
+            writers=writers,
+            **options,
+        )
 
     def surfaces(self) -> Surfaces:
         """The renderers of the status comment and the check-run."""
         return Surfaces(self.database, self.tickets, self.loader, self.github, self.ports)
+
+
+def surfaces_under(loader: ConfigLoader | None) -> SurfacesFor:
+    """The writes that show a changed ticket; its project items' only when this process does not
+    know the repository's file to name no project (the handler that made the change has just
+    read it), so a repository without `projects:` costs the outbox nothing more."""
+
+    def surfaces(installation_id: int, ticket: Ticket) -> list[Effect]:
+        known = loader.known(ticket.key.repository) if loader is not None else None
+        projects = known is None or bool(known.config.projects)
+        return surfaces_for(installation_id, ticket, projects=projects)
+
+    return surfaces
 
 
 def wire(
@@ -92,9 +118,10 @@ def wire(
 ) -> Shell:
     """Wire the adapters for one process (GitHub's only when a client is given; commands are counted
     in `metrics`, the one `/metrics` serves)."""
-    tickets = TicketService(database, surfaces=surfaces_for)
-    store = SqlStore(database, render=render, surfaces=surfaces_for, clock=clock)
     loader = ConfigLoader(config_fetcher(github)) if github is not None else None
+    surfaces = surfaces_under(loader)
+    tickets = TicketService(database, surfaces=surfaces)
+    store = SqlStore(database, render=render, surfaces=surfaces, clock=clock)
     unwired: Any = _Unwired("GitHub")
     ports = Services(
         store=store,

@@ -8,7 +8,7 @@ import json
 import secrets
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import asdict, is_dataclass
+from dataclasses import asdict, dataclass, is_dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -40,6 +40,15 @@ SECONDARY_LIMIT = (
     "You have exceeded a secondary rate limit. Please wait a few minutes before you try again. "
     "If you reach out to GitHub Support for help, please include the request ID {}."
 )
+
+
+@dataclass
+class RateBucket:
+    """A credential's primary rate limit for the current hour."""
+
+    limit: int
+    remaining: int
+    reset: datetime
 
 
 def git_blob_sha(content: str | bytes) -> str:

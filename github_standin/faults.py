@@ -7,16 +7,6 @@ import random
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from datetime import datetime
-
-
-@dataclass
-class RateBucket:
-    """One credential's primary rate limit: its size, what is left, when it refills."""
-
-    limit: int
-    remaining: int
-    reset: datetime
 
 
 @dataclass(frozen=True)

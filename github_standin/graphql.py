@@ -13,10 +13,13 @@ from typing import Any
 
 from aiohttp import web
 
+from github_standin.common import ACCESS_LEVELS
 from github_standin.lookups import BODY, STATE, installation_of, respond
+from github_standin.project_graphql import resolver_for
 from github_standin.state import PullRequest, Repository
 
 _KEYWORD = re.compile(r"\b(?:close[sd]?|fix(?:e[sd])?|resolve[sd]?)\s+#(\d+)\b", re.IGNORECASE)
+_FORBIDDEN = "Resource not accessible by integration"
 _SHAPE = ("repository(", "pullRequest(", "closingIssuesReferences(", "nameWithOwner")
 
 
@@ -38,20 +41,28 @@ def closing_references(repository: Repository, pull: PullRequest) -> list[dict[s
 
 
 async def graphql(request: web.Request) -> web.Response:
-    """POST /graphql: the closing issue references of one pull request."""
+    """POST /graphql: the closing issue references of one pull request, or a project query."""
     sent = request[BODY]
     body: dict[str, Any] = sent or {}
     query, variables = body.get("query"), body.get("variables") or {}
     if not isinstance(query, str):
         return respond({"errors": [{"message": "A query attribute must be specified and must be a string."}]})
+    installation = installation_of(request)
+    resolve = resolver_for(query)
+    if resolve is not None:
+        return respond(resolve(request.app[STATE], installation, dict(variables)))
     if not all(part in query for part in _SHAPE):
-        return respond({"errors": [{"message": "the stand-in answers only closingIssuesReferences queries"}]})
+        return respond({"errors": [{"message": "the stand-in answers only the queries railyard sends"}]})
     owner, name, number = variables.get("owner"), variables.get("name"), variables.get("number")
     full_name = f"{owner}/{name}"
     repository = request.app[STATE].repository(full_name)
-    if repository is None or installation_of(request).account.lower() != str(owner).lower():
+    if repository is None or installation.account.lower() != str(owner).lower():
         message = f"Could not resolve to a Repository with the name '{full_name}'."
         return respond({"data": {"repository": None}, "errors": [_not_found(["repository"], message)]})
+    granted = installation.permissions.get("pull_requests", "none")
+    if ACCESS_LEVELS.index(granted) < ACCESS_LEVELS.index("read"):
+        forbidden = {"type": "FORBIDDEN", "path": ["repository", "pullRequest"], "message": _FORBIDDEN}
+        return respond({"data": {"repository": {"pullRequest": None}}, "errors": [forbidden]})
     pull = repository.pulls.get(number) if isinstance(number, int) else None
     if pull is None:
         message = f"Could not resolve to a PullRequest with the number of {number}."

@@ -195,7 +195,8 @@ def create_standin(state: StandinState | None = None) -> web.Application:
         ("GET", repo + "/pulls/{number:\\d+}", get_pull, token, "pull_requests:read"),
         ("GET", repo + "/pulls/{number:\\d+}/files", list_pull_files, token, "pull_requests:read"),
         ("GET", repo + "/compare/{basehead:.+}", compare, token, "contents:read"),
-        ("POST", "/graphql", graphql, token, "pull_requests:read"),
+        # Each GraphQL query checks its own permission (GitHub answers 200 with FORBIDDEN).
+        ("POST", "/graphql", graphql, token, None),
         # Sign-in: the web host's OAuth pages (no API credential) and what a user token reads.
         ("GET", "/login/oauth/authorize", authorize, "web", None),
         ("DELETE", "/applications/{client_id}/token", revoke_token, "web", None),

@@ -22,12 +22,14 @@ from github_standin.common import (
     DEFAULT_PERMISSIONS,
     SEEDED_AT,
     Json,
+    RateBucket,
     fake_sha,
     parse_time,
     plain,
     wall_clock,
 )
-from github_standin.faults import Fault, LimitWatch, RandomFaults, RateBucket
+from github_standin.faults import Fault, LimitWatch, RandomFaults
+from github_standin.projects import Projects
 
 
 @dataclass
@@ -248,6 +250,7 @@ class StandinState:
     after_write: Callable[[Call], None] | None = None
     etag_per_credential: bool = False  # GitHub's ETags vary with the Authorization header too
     webhook: WebhookTarget | None = None  # None: the stand-in sends no webhooks (tests send their own)
+    projects: Projects = field(default_factory=Projects)  # organizations' GitHub Projects (v2)
     _ids: Iterator[int] = field(default_factory=lambda: itertools.count(1_000_001), repr=False)
     _user_ids: dict[str, int] = field(default_factory=dict, repr=False)
     # Names a repository left (renamed, transferred) -> its id: GitHub answers 301 there till one takes it.

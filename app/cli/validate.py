@@ -139,5 +139,12 @@ def summary(config: RepositoryConfig) -> str:
             f"required checks {checks}",
             f"unlinked PRs {config.checks.unlinked.value}",
             f"environments {', '.join(config.deployments.environments)}",
+            _projects(config),
         ]
     )
+
+
+def _projects(config: RepositoryConfig) -> str:
+    """The projects whose items show the rails, `acme/5` each (`+ items` when issues are added)."""
+    shown = [f"{p.owner}/{p.number}{' + items' if p.add_items else ''}" for p in config.projects]
+    return f"projects {', '.join(shown) or 'none'}"

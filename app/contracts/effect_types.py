@@ -2,7 +2,8 @@
 store records in the change's transaction, what the outbox performs later.
 
 `EffectKind` names every kind the outbox knows; the two surfaces (`STATUS_COMMENT`,
-`CHECK_RUN`) are rendered from the latest state when performed, the others carry their body.
+`CHECK_RUN`) and the project fields (`PROJECT_FIELDS`) are rendered from the latest state when
+performed, the others carry their body.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ class EffectKind(StrEnum):
     UNASSIGN = "unassign"
     STATUS_COMMENT = "status_comment"
     CHECK_RUN = "check_run"
+    PROJECT_FIELDS = "project_fields"
 
 
 SURFACES = (EffectKind.STATUS_COMMENT, EffectKind.CHECK_RUN)
@@ -119,11 +121,32 @@ def check_run(
     return Effect(EffectKind.CHECK_RUN, installation_id, repository, key, payload, coalesce=True)
 
 
-def surfaces_for(installation_id: int, ticket: Ticket) -> list[Effect]:
-    """The status comment, and the check on the head of every PR that links the ticket."""
+def project_key(repository: str, number: int) -> str:
+    """The dedupe key of the write that keeps a ticket's project items showing its rails."""
+    return f"projects:{repository.casefold()}#{number}"
+
+
+def project_fields(installation_id: int, repository: str, number: int) -> Effect:
+    """Keep the rails' fields of the issue's item in each configured project (GitHub Projects).
+
+    One effect per ticket, not per project: the store that enqueues it does not read
+    `.github/railyard.yml`; the renderer does, when it is performed, and syncs each project the
+    file names then (none: no write).
+    """
+    key = project_key(repository, number)
+    return Effect(
+        EffectKind.PROJECT_FIELDS, installation_id, repository, key, {"number": number}, coalesce=True
+    )
+
+
+def surfaces_for(installation_id: int, ticket: Ticket, *, projects: bool = True) -> list[Effect]:
+    """The status comment, the check on the head of every PR that links the ticket, and (unless
+    the repository is known to name no project) the ticket's project items."""
     repository = ticket.key.repository
     effects = [status_comment(installation_id, repository, ticket.key.number)]
     for pr in sorted(ticket.rails.pull_requests.values(), key=lambda p: p.number):
         if pr.head_sha and (pr.merged_while_linked or (pr.linked and pr.open)):
             effects.append(check_run(installation_id, repository, pr.number, pr.head_sha))
+    if projects:
+        effects.append(project_fields(installation_id, repository, ticket.key.number))
     return effects

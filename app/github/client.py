@@ -221,14 +221,18 @@ class GitHubClient:
             return json_loads(kept.body) if kept.body else None
         return await self._decode(name, installation_id, response)
 
-    async def graphql(self, installation_id: int, query: str, variables: Mapping[str, Any]) -> Any:
-        """A GraphQL query's `data`, through `call` (token, metrics, rate limits).
+    async def graphql(
+        self, installation_id: int, query: str, variables: Mapping[str, Any], *, endpoint: str = "graphql"
+    ) -> Any:
+        """A GraphQL query's `data`, through `call` (token, metrics, rate limits); `endpoint` names
+        the table's entry (its permission) the query needs.
 
         GitHub answers 200 with `errors` for what it cannot resolve: NOT_FOUND becomes
-        `NotFound`, RATE_LIMITED a pause of the installation, any other a `GitHubError`.
+        `NotFound`, FORBIDDEN `PermissionDenied`, RATE_LIMITED a pause of the installation, any
+        other a `GitHubError`.
         """
         answer = await self.call(
-            "graphql", installation_id, json={"query": query, "variables": dict(variables)}
+            endpoint, installation_id, json={"query": query, "variables": dict(variables)}
         )
         errors = answer.get("errors") if isinstance(answer, dict) else None
         if errors:
@@ -238,9 +242,11 @@ class GitHubClient:
                 until = self._clock() + SECONDARY_LIMIT_FALLBACK_SECONDS
                 await self.limits.pause(installation_id, until)
                 raise RateLimited(f"graphql: rate-limited until {until:.0f}", retry_at=until)
-            raise (
-                NotFound(404, message) if kinds == {"NOT_FOUND"} else GitHubError(200, f"graphql: {message}")
-            )
+            if kinds == {"NOT_FOUND"}:
+                raise NotFound(404, message)
+            if kinds == {"FORBIDDEN"}:
+                raise PermissionDenied(403, f"graphql: {message}")
+            raise GitHubError(200, f"graphql: {message}")
         if not isinstance(answer, dict) or not isinstance(answer.get("data"), dict):
             raise GitHubUnavailable("graphql: an answer without data", ambiguous=False)
         return answer["data"]

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from enum import StrEnum
-from typing import Annotated, Any
+from typing import Annotated, Any, get_args
 
 import yaml
 from pydantic import (
@@ -30,6 +30,7 @@ from pydantic_core import PydanticCustomError
 
 from app.github.config_problems import Lines, Loc, located, yaml_problem
 from app.github.config_problems import show as _show
+from app.github.config_projects import MAX_PROJECTS, ProjectConfig
 from policies.config_layers import EXTENDS_KEY
 from policies.rails import RailPolicy
 from policies.states import Role, SelfVerification
@@ -56,6 +57,7 @@ SECTIONS = frozenset(
         "limits",
         "checks",
         "deployments",
+        "projects",
     }
 )
 
@@ -257,6 +259,7 @@ class RepositoryConfig(_Section):
     limits: LimitsConfig = LimitsConfig()
     checks: ChecksConfig = ChecksConfig()
     deployments: DeploymentsConfig = DeploymentsConfig()
+    projects: tuple[ProjectConfig, ...] = Field(default=(), max_length=MAX_PROJECTS)
 
     @model_validator(mode="before")
     @classmethod
@@ -330,8 +333,13 @@ def known_keys(loc: Loc) -> tuple[str, ...]:
         return tuple(role.value for role in Role)
     model: type[BaseModel] = RepositoryConfig
     for part in loc:
+        if isinstance(part, int):
+            continue  # an entry of a list of mappings (`projects`): the entry's keys
         field = model.model_fields.get(str(part))
         annotation = field.annotation if field is not None else None
+        entries = get_args(annotation)
+        if len(entries) == 2 and entries[1] is Ellipsis:  # tuple[Model, ...]
+            annotation = entries[0]
         if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
             return ()
         model = annotation

@@ -85,3 +85,6 @@ ENDPOINTS: dict[str, Endpoint] = {
 
 # GraphQL, for what REST does not answer (a PR's Development-sidebar issues); read-only queries.
 ENDPOINTS["graphql"] = Endpoint("POST", "/graphql", ("pull_requests", "read"))
+# GraphQL for GitHub Projects (`projects:` in the file): read the project and the issue's item,
+# add the issue, set its single-select fields (app.github.projects).
+ENDPOINTS["graphql_projects"] = Endpoint("POST", "/graphql", ("organization_projects", "write"))

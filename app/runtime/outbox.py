@@ -48,6 +48,9 @@ log = structlog.get_logger(__name__)
 
 
 Renderer = Callable[[dict[str, Any]], Awaitable[Mapping[str, Any] | None]]
+Writer = Callable[[dict[str, Any], Mapping[str, Any]], Awaitable[dict[str, Any]]]
+"""Performs a kind the outbox does not write itself (the project fields): the row, its rendered
+payload in, the result to keep out."""
 
 
 @dataclass
@@ -60,6 +63,7 @@ class Outbox:
     app_id: int
     clock: Callable[[], float] = time.time
     renderers: Mapping[str, Renderer] = field(default_factory=dict)
+    writers: Mapping[str, Writer] = field(default_factory=dict)
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     lease_seconds: float = LEASE_SECONDS
     spacing: float = 1.0
@@ -278,6 +282,8 @@ class Outbox:
             return {**previous, **await self._comment_once(row, payload)}
         if kind == EffectKind.CHECK_RUN:
             return {**previous, **await self._check_run_once(row, payload)}
+        if kind in self.writers:
+            return {**previous, **await self.writers[kind](row, payload)}
         raise GitHubError(0, f"unknown effect kind {kind!r}")
 
     async def _edit_comment(self, installation: int, repository: str, comment_id: int, body: str) -> None:

@@ -15,18 +15,21 @@ from typing import Any
 
 import structlog
 
-from app.contracts.effect_types import EffectKind, status_key
+from app.contracts.effect_types import EffectKind, project_key, status_key
 from app.github.client import GitHubClient
 from app.github.config import CONFIG_PATH, UnlinkedConclusion
 from app.github.config_loader import ConfigLoader, LoadedConfig
+from app.github.config_projects import ProjectConfig
 from app.github.proposed_config import ProposedConfigs
 from app.github.roles import CannotVerify, RoleResolver
 from app.runtime.outbox import Renderer
+from app.runtime.project_sync import problems_in, project_name, wanted_payload
 from app.store.database import Database
 from app.store.effects import effect_result
 from app.store.pulls import stored_pull
 from app.store.signs import read_clocks
 from app.store.tickets import TicketService
+from app.views.project_text import project_options
 from app.views.render import StatusView, render_check_summary, render_status_comment
 from app.views.status_json import status_comment_body
 from handlers.acceptance import recheck
@@ -35,6 +38,7 @@ from handlers.payloads import dig_str
 from handlers.ports import PullRequest, Services
 from policies.checks import CHECK_NAME, Conclusion, Linked, Verdict, verdict
 from policies.model import Ticket, TicketKey
+from policies.projects import Problem, ProjectRail
 from policies.states import Role, WorkState
 
 log = structlog.get_logger(__name__)
@@ -57,7 +61,11 @@ class Surfaces:
 
     def renderers(self) -> dict[str, Renderer]:
         """The outbox renderers, by effect kind."""
-        return {EffectKind.STATUS_COMMENT: self.status_comment, EffectKind.CHECK_RUN: self.check_run}
+        return {
+            EffectKind.STATUS_COMMENT: self.status_comment,
+            EffectKind.CHECK_RUN: self.check_run,
+            EffectKind.PROJECT_FIELDS: self.project_fields,
+        }
 
     async def status_comment(self, row: Mapping[str, Any]) -> Mapping[str, Any] | None:
         """The comment's body now (ending in the hidden status-json line); None when the issue is
@@ -67,6 +75,30 @@ class Surfaces:
         if view is None:
             return None
         return {"number": number, "body": status_comment_body(view)}
+
+    async def project_fields(self, row: Mapping[str, Any]) -> Mapping[str, Any] | None:
+        """What each configured project's fields should show now; None when the file names no
+        project or the issue is not (or no longer) a ticket."""
+        number = int(row["payload"]["number"])
+        ticket = await self._load(row["repository"], number)
+        if ticket is None or not ticket.exists:
+            return None
+        projects = (await self._config(row["installation_id"], row["repository"])).config.projects
+        if not projects:
+            return None
+        options = project_options(ticket)
+        return {
+            "number": number,
+            "projects": [
+                {
+                    "owner": project.owner,
+                    "number": project.number,
+                    "add_items": project.add_items,
+                    "wanted": wanted_payload(options, _field_names(project)),
+                }
+                for project in projects
+            ],
+        }
 
     async def check_run(self, row: Mapping[str, Any]) -> Mapping[str, Any] | None:
         """The check's conclusion, title and summary for the PR's tickets at this commit."""
@@ -129,12 +161,14 @@ class Surfaces:
         history = await asyncio.to_thread(self.tickets.history, key)
         clocks = await asyncio.to_thread(read_clocks, self.tickets.database, ticket)
         loaded = await self._config(installation, repository)
+        lacking = await asyncio.to_thread(self._project_problems, repository, number, loaded)
         return StatusView(
             ticket,
             tuple(recorded.event for recorded in history),
             config_error=loaded.error,
             issue_closed=ticket.closed,
             clocks=clocks,
+            project_problems=lacking,
         )
 
     async def _load(self, repository: str, number: int) -> Ticket | None:
@@ -167,9 +201,30 @@ class Surfaces:
             result = effect_result(connection, status_key(repository, number))
         return (result or {}).get("html_url")
 
+    def _project_problems(
+        self, repository: str, number: int, loaded: LoadedConfig
+    ) -> tuple[tuple[str, tuple[Problem, ...]], ...]:
+        """What the configured projects lacked at the ticket's last project sync (a project
+        no longer configured is not mentioned)."""
+        if not loaded.config.projects:
+            return ()
+        with self.database.read() as connection:
+            found = problems_in(effect_result(connection, project_key(repository, number)))
+        names = (project_name(p.owner, p.number) for p in loaded.config.projects)
+        return tuple((name, found[name]) for name in names if found.get(name))
+
     def _stored_pull(self, repository: str, number: int) -> tuple[PullRequest, set[int]] | None:
         with self.database.read() as connection:
             return stored_pull(connection, repository, number)
+
+
+def _field_names(project: ProjectConfig) -> dict[ProjectRail, str]:
+    fields = project.fields
+    return {
+        ProjectRail.WORK: fields.work,
+        ProjectRail.REPOSITORY: fields.repository,
+        ProjectRail.DEPLOYMENT: fields.deployment,
+    }
 
 
 def blocked_by_config(result: Verdict, problems: Sequence[str]) -> Verdict:

@@ -26,12 +26,14 @@ from app.views.acceptance_text import (
     reported_text,
 )
 from app.views.markdown import escape_block, escape_inline
+from app.views.project_text import project_notices
 from app.views.repository_text import blocked_words, merged_words, revert_detail, revert_notice
 from app.views.watch_text import watch_notices, when, who
 from policies.acceptance import recorded_validity
 from policies.checks import Verdict
 from policies.events import Event, EventType
 from policies.model import Ticket
+from policies.projects import Problem
 from policies.states import DeploymentState, IntegrationState, ReviewKind, WorkState
 from policies.transitions import next_steps
 from policies.watchdog import Clocks
@@ -62,6 +64,8 @@ class StatusView:
     issue_closed: bool = False
     now: datetime | None = None  # when it is rendered: an acceptance's expiry is judged at it
     clocks: Clocks | None = None  # the watchdog's stored facts: the status object's due times
+    # What each configured project (`acme/5`) lacks to show the rails, as its last sync found.
+    project_problems: tuple[tuple[str, tuple[Problem, ...]], ...] = ()
 
 
 # -- the headline ------------------------------------------------------------------------
@@ -208,6 +212,7 @@ def _notices(view: StatusView) -> list[str]:
     lines += description_notice(view.ticket) + budget_notice(view.ticket) + revert_notice(view.ticket)
     lines += acceptance_notices(view.ticket, recorded_validity(view.ticket, view.now))
     lines += watch_notices(view.ticket, view.events)
+    lines += project_notices(view.project_problems)
     return lines
 
 

@@ -90,3 +90,14 @@ async def test_another_graphql_error_loses_only_the_sidebar_links(client: GitHub
     with pytest.raises(GitHubError, match="not accessible"):
         await client.graphql(7, CLOSING_ISSUES, {"owner": "acme", "name": "web", "number": 1})
     assert await GitHubReadsAdapter(client).closing_issues(7, REPO, 1) == set()
+
+
+async def test_without_the_pull_requests_permission_the_sidebar_is_unknown_not_an_error(
+    standin: tuple[GitHubReadsAdapter, StandinState],
+) -> None:
+    """GitHub answers 200 with FORBIDDEN: the closing issues are read as none, the delivery goes on."""
+    reads, state = standin
+    state.installations[7].permissions.pop("pull_requests")
+    assert await reads.closing_issues(7, REPO, 36) == set()
+    [call] = state.calls_to("POST", "/graphql")
+    assert call.status == 200

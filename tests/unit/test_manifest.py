@@ -40,6 +40,7 @@ def test_the_manifest_grants_the_permissions_spec_lists() -> None:
         "merge_queues": "read",
         "metadata": "read",
         "members": "read",
+        "organization_projects": "write",
     }
 
 
