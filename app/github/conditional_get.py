@@ -25,6 +25,7 @@ __all__ = [
     "Cached",
     "HttpCache",
     "MemoryHttpCache",
+    "TieredHttpCache",
     "cache_key",
     "conditional_get",
     "installation_scope",
@@ -90,3 +91,32 @@ class MemoryHttpCache:
         while self._entries and (len(self._entries) > self.max_rows or self._bytes > self.max_bytes):
             _, gone = self._entries.popitem(last=False)
             self._bytes -= len(gone.body)
+
+
+class TieredHttpCache:
+    """This process's entries in front of the shared ones (`app.store.http_cache`): a read the
+    process already made costs no database round trip, and every process still finds what any
+    of them kept.
+
+    An entry here may be older than the shared one (another process got a newer answer): its
+    ETag then no longer matches, GitHub answers 200 with the new body, and both tiers take it.
+    A stale entry costs one full answer, never a stale read.
+    """
+
+    def __init__(self, near: MemoryHttpCache, far: HttpCache) -> None:
+        self.near, self.far = near, far
+
+    async def get(self, scope: str, url: str) -> Cached | None:
+        """The entry from this process's memory, else from the shared cache (then kept here)."""
+        kept = await self.near.get(scope, url)
+        if kept is not None:
+            return kept
+        kept = await self.far.get(scope, url)
+        if kept is not None:
+            await self.near.put(scope, url, kept.etag, kept.body)
+        return kept
+
+    async def put(self, scope: str, url: str, etag: str, body: bytes) -> None:
+        """Keep the answer in both tiers."""
+        await self.near.put(scope, url, etag, body)
+        await self.far.put(scope, url, etag, body)

@@ -40,7 +40,7 @@ from app.runtime.metrics import Metrics
 from app.runtime.supervisor import Loop, RetryPolicy
 from app.store.database import Database
 from app.store.effects import CANCELLED, FAILED, EffectLeases, marker
-from app.store.installations import DELETED, SUSPENDED, status_of
+from app.store.installations import DELETED, SUSPENDED
 from app.store.limits import Limits, SharedLimits
 from app.store.queue import LEASE_SECONDS, worker_name
 
@@ -162,10 +162,10 @@ class Outbox:
     async def _perform_effect(self, row: dict[str, Any]) -> None:
         with structlog.contextvars.bound_contextvars(effect=row["dedupe_key"], kind=row["kind"]):
             # The batch was leased together; an effect reached late may have been taken over.
-            if not await asyncio.to_thread(self._hold_lease, row):
+            held, status = await asyncio.to_thread(self._leases.hold_to_perform, row, self.clock())
+            if not held:
                 log.info("lease lost before the effect was performed; another outbox has it")
                 return
-            status = await asyncio.to_thread(status_of, self.database, row["installation_id"])
             if status in (DELETED, SUSPENDED):
                 # Uninstalled: act no more, keep the record of what was intended.
                 await self._finish(row, status=CANCELLED, last_error=f"installation {status}")

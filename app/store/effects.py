@@ -13,6 +13,7 @@ from sqlalchemy import Connection, case, func, select, text, update
 from app.contracts.effect_types import Effect, EffectKind, assign, comment, marker, reaction, rerun
 from app.contracts.traces import traceparent
 from app.store.database import Database, insert_for
+from app.store.installations import installation_status
 from app.store.tables import OutboxEffectRow, table
 
 effects_table = table(OutboxEffectRow)
@@ -146,6 +147,22 @@ class EffectLeases:
                 .values(lease_until=now + self.lease_seconds, **values)
             ).rowcount
         return bool(held)
+
+    def hold_to_perform(self, row: dict[str, Any], now: float) -> tuple[bool, str | None]:
+        """Renew the lease before the write leaves, and read the installation's status, in one
+        transaction: (whether this outbox still holds it, `active`/`suspended`/`deleted`/None)."""
+        with self.database.write() as connection:
+            held = connection.execute(
+                update(effects_table)
+                .where(
+                    effects_table.c.id == row["id"],
+                    effects_table.c.lease_owner == self.owner,
+                    effects_table.c.lease_until >= now,
+                )
+                .values(lease_until=now + self.lease_seconds)
+            ).rowcount
+            status = installation_status(connection, row["installation_id"]) if held else None
+        return bool(held), status
 
     def renew(self, ids: Sequence[int], now: float) -> int:
         """Renew this outbox's live leases among `ids` (a batch still being performed); how many it holds."""

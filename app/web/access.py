@@ -72,6 +72,7 @@ class Access:
     settings: Settings
     clock: Callable[[], float] = time.time
     timeout: float = 15.0
+    transport: httpx.AsyncBaseTransport | None = None  # None: httpx's own (tests mock it with respx)
     _client: httpx.AsyncClient | None = None
     _checked: OrderedDict[str, _Checked] = field(default_factory=OrderedDict)
     # (token hash, url) -> (ETag, body, next page): what a 304 stands for; the least recently
@@ -85,7 +86,9 @@ class Access:
     def client(self) -> httpx.AsyncClient:
         """One HTTP client for every call, made on first use."""
         if self._client is None:
-            self._client = httpx.AsyncClient(timeout=self.timeout, headers={"User-Agent": USER_AGENT})
+            self._client = httpx.AsyncClient(
+                timeout=self.timeout, headers={"User-Agent": USER_AGENT}, transport=self.transport
+            )
         return self._client
 
     async def close(self) -> None:

@@ -22,6 +22,7 @@ from urllib.parse import urlencode
 import structlog
 from aiohttp import web
 
+from app.github.aiohttp_transport import AiohttpTransport
 from app.settings import Settings
 from app.store.database import Database
 from app.store.web_sessions import WebSessions
@@ -102,7 +103,8 @@ def make_sign_in(settings: Settings, database: Database) -> SignIn | None:
     not configured."""
     if not settings.sign_in:
         return None
-    return SignIn(settings, Sealer(session_key(settings)), Access(settings), WebSessions(database))
+    access = Access(settings, transport=AiohttpTransport())
+    return SignIn(settings, Sealer(session_key(settings)), access, WebSessions(database))
 
 
 def local_path(candidate: str | None, default: str = "/tickets") -> str:

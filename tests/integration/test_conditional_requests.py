@@ -14,6 +14,7 @@ from app.github.client import GitHubClient
 from app.github.conditional_get import (
     HttpCache,
     MemoryHttpCache,
+    TieredHttpCache,
     conditional_get,
     installation_scope,
     token_scope,
@@ -127,6 +128,69 @@ async def test_two_processes_on_one_database_share_what_was_kept(database: Datab
         await first.close()
         await second.close()
     assert route.calls[1].request.headers["If-None-Match"] == ETAG
+
+
+class CountingCache(SharedHttpCache):
+    """The shared cache, counting the reads that reach the database."""
+
+    reads = 0
+
+    async def get(self, scope: str, url: str) -> object:  # type: ignore[override]
+        self.reads += 1
+        return await super().get(scope, url)
+
+
+@respx.mock
+async def test_the_process_tier_answers_a_repeated_read_without_the_database(database: Database) -> None:
+    """Through the tiers (as `railyard serve` runs), the second read's ETag comes from memory."""
+    respx.post(TOKEN_ROUTE).mock(return_value=httpx.Response(201, json=token_response()))
+    route = respx.get(ISSUE).mock(
+        side_effect=[
+            httpx.Response(200, json={"title": "One"}, headers={"ETag": ETAG}),
+            httpx.Response(304, headers={"ETag": ETAG}),
+            httpx.Response(304, headers={"ETag": ETAG}),
+        ]
+    )
+    shared = CountingCache(database)
+    github = await started(TieredHttpCache(MemoryHttpCache(), shared))
+    try:
+        for _ in range(3):
+            assert await read_issue(github) == {"title": "One"}
+    finally:
+        await github.close()
+    assert shared.reads == 1  # only the first, which found nothing
+    assert [call.request.headers.get("If-None-Match") for call in route.calls] == [None, ETAG, ETAG]
+
+
+@respx.mock
+async def test_a_process_tier_older_than_the_shared_one_costs_one_full_answer_never_a_stale_read(
+    database: Database,
+) -> None:
+    """Process A kept "One"; process B then read "Two". A sends its old ETag, GitHub answers 200
+    with "Two", and A keeps that; a third process finds "Two" in the database."""
+    respx.post(TOKEN_ROUTE).mock(return_value=httpx.Response(201, json=token_response()))
+    new = 'W/"bbbb"'
+    route = respx.get(ISSUE).mock(
+        side_effect=[
+            httpx.Response(200, json={"title": "One"}, headers={"ETag": ETAG}),  # A
+            httpx.Response(200, json={"title": "Two"}, headers={"ETag": new}),  # B, sending A's ETag
+            httpx.Response(200, json={"title": "Two"}, headers={"ETag": new}),  # A, with its old ETag
+            httpx.Response(304, headers={"ETag": new}),  # A again
+            httpx.Response(304, headers={"ETag": new}),  # C, from the database
+        ]
+    )
+    a, b, c = [await started(TieredHttpCache(MemoryHttpCache(), SharedHttpCache(database))) for _ in range(3)]
+    try:
+        await read_issue(a)
+        assert await read_issue(b) == {"title": "Two"}
+        assert await read_issue(a) == {"title": "Two"}
+        assert await read_issue(a) == {"title": "Two"}
+        assert await read_issue(c) == {"title": "Two"}
+    finally:
+        for github in (a, b, c):
+            await github.close()
+    sent = [call.request.headers.get("If-None-Match") for call in route.calls]
+    assert sent == [None, ETAG, ETAG, new, new]
 
 
 @respx.mock
