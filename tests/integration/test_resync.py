@@ -8,6 +8,7 @@ import time
 from datetime import UTC, datetime
 
 import httpx
+import pytest
 import respx
 
 from app.cli import main
@@ -38,6 +39,13 @@ def no_config_files() -> None:
         respx.get(f"{GITHUB_API}/repos/{repository}/contents/.github/railyard.yml").mock(
             return_value=httpx.Response(404, json={"message": "Not Found"})
         )
+
+
+@pytest.fixture(autouse=True)
+def _httpx_transport(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CLI's client on httpx's own transport, which respx mocks (it sends through aiohttp,
+    `app.github.aiohttp_transport`, whose own tests run against a real server)."""
+    monkeypatch.setattr("app.bootstrap.AiohttpTransport", lambda: None)
 
 
 def closing(*numbers: int) -> None:
