@@ -11,6 +11,7 @@ from __future__ import annotations
 from handlers.checks import router as checks_router
 from handlers.comments import router as comments_router
 from handlers.deployments import router as deployments_router
+from handlers.gate import router as gate_router
 from handlers.installations import router as installations_router
 from handlers.issues import router as issues_router
 from handlers.merge_queue import router as merge_queue_router
@@ -30,6 +31,7 @@ ROUTER = Router.combine(
     checks_router,
     pushes_router,
     deployments_router,
+    gate_router,
     merge_queue_router,
     repositories_router,
     guard=identified,

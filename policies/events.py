@@ -30,6 +30,7 @@ class EventType(StrEnum):
     DESCRIPTION_CHANGED = "description_changed"
     REVIEW_OVERDUE = "review_overdue"
     OVER_BUDGET = "over_budget"
+    DEPLOYMENT_GATED = "deployment_gated"
 
 
 RAIL_EVENT_TYPES = frozenset(
@@ -51,11 +52,12 @@ NOTICE_EVENT_TYPES = frozenset(
         EventType.DESCRIPTION_CHANGED,
         EventType.REVIEW_OVERDUE,
         EventType.OVER_BUDGET,
+        EventType.DEPLOYMENT_GATED,
     }
 )
 """What railyard notices without a command (an overdue claim, a delivery waiting too long for
 review, the issue closed or reopened, an acceptance that stopped holding, the description
-edited): recorded on the ticket, never moving any of its three rails."""
+edited, a deployment gated): recorded on the ticket, never moving any of its three rails."""
 
 
 @dataclass(frozen=True)

@@ -74,8 +74,36 @@ class DescriptionEdited:
     body_changed: bool = False
 
 
-Notice = IssueStateObserved | OverdueObserved | ReviewOverdueObserved | AcceptanceLapsed | DescriptionEdited
-NOTICES = (IssueStateObserved, OverdueObserved, ReviewOverdueObserved, AcceptanceLapsed, DescriptionEdited)
+@dataclass(frozen=True)
+class DeploymentGated:
+    """The deployment gate answered GitHub about a deployment of `sha` to `environment` that
+    brings this ticket: `state` (approved, rejected) and what this ticket said (`blocker`, None
+    when it let the deployment go; `policies.gate.Blocker`)."""
+
+    environment: str
+    sha: str
+    state: str
+    blocker: str | None = None
+    deployment_id: int | None = None
+    run_id: int | None = None
+
+
+Notice = (
+    IssueStateObserved
+    | OverdueObserved
+    | ReviewOverdueObserved
+    | AcceptanceLapsed
+    | DescriptionEdited
+    | DeploymentGated
+)
+NOTICES = (
+    IssueStateObserved,
+    OverdueObserved,
+    ReviewOverdueObserved,
+    AcceptanceLapsed,
+    DescriptionEdited,
+    DeploymentGated,
+)
 
 
 @dataclass(frozen=True)
@@ -99,6 +127,8 @@ def notice_name(notice: Notice) -> str:
         return "acceptance:invalidated"
     if isinstance(notice, DescriptionEdited):
         return "issue:edited"
+    if isinstance(notice, DeploymentGated):
+        return "deployment:gated"
     return "issue:closed" if notice.closed else "issue:reopened"
 
 
@@ -134,6 +164,17 @@ def decide_notice(ticket: Ticket, notice: Notice, ctx: NoticeContext) -> tuple[E
         return _edited(ticket, notice, ctx)
     if isinstance(notice, ReviewOverdueObserved):
         return _review_overdue(ticket, notice, ctx)
+    if isinstance(notice, DeploymentGated):
+        data = {
+            "environment": notice.environment,
+            "sha": notice.sha,
+            "state": notice.state,
+            "blocker": notice.blocker,
+            "deployment_id": notice.deployment_id,
+            "run_id": notice.run_id,
+        }
+        kind = EventType.DEPLOYMENT_GATED
+        return (Event(kind, ctx.actor, None, ctx.at, ctx.operation_id, ctx.policy_version, data),)
     if isinstance(notice, IssueStateObserved):
         if notice.closed == ticket.closed:
             return ()

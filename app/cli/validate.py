@@ -97,5 +97,7 @@ def summary(config: RepositoryConfig) -> str:
             f"required checks {checks}",
             f"unlinked PRs {config.checks.unlinked.value}",
             f"environments {', '.join(config.deployments.environments)}",
+            f"gated environments {', '.join(config.deployments.gate) or 'none'}",
+            f"unticketed merges {config.deployments.unticketed.value}",
         ]
     )
