@@ -4,14 +4,20 @@ the GitHub stand-in; SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
+import asyncio
+import io
 import json
 from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from sqlalchemy import func, select
 
+from app.cli import main
+from app.settings import Settings
 from app.store.database import Database
-from app.store.tickets import TicketService
+from app.store.effects import effect_counts
+from app.store.tickets import TicketService, events_table
 from github_standin import Deployment, Webhooks, running_standin
 from policies.events import EventType
 from policies.model import TicketKey
@@ -24,7 +30,7 @@ GATED = CONFIG + "deployments:\n  gate: [production]\n"
 
 
 @pytest.fixture
-async def gated(database: Database) -> AsyncIterator[tuple[World, Webhooks]]:
+async def gated(database: Database) -> AsyncIterator[tuple[World, Webhooks, Settings]]:
     """acme/web gating `production`, its history BASE, M12, M14, HEAD, and #14 to work on."""
     state = standin_state()
     repository = state.repositories[REPO]
@@ -36,7 +42,7 @@ async def gated(database: Database) -> AsyncIterator[tuple[World, Webhooks]]:
     async with running_standin(state) as standin:
         settings = app_settings(database.url, GITHUB_API_URL=standin.url, APP_ID="1")
         async with running_server(settings, outbox_spacing=0.0) as server:
-            yield World(server, state, database), Webhooks(state, standin.url)
+            yield World(server, state, database), Webhooks(state, standin.url), settings
 
 
 async def burst(world: World, *events: tuple[str, dict[str, Any]]) -> None:
@@ -77,17 +83,33 @@ def merged(world: World, pull: int, number: int, branch: str, merge: str) -> tup
     return "pull_request", payload
 
 
+async def gate_cli(settings: Settings, sha: str) -> tuple[int, str]:
+    """`railyard gate acme/web --environment production --sha SHA`: exit status and its output."""
+    out, err = io.StringIO(), io.StringIO()
+    argv = ["gate", REPO, "--environment", "production", "--sha", sha]
+    code = await asyncio.to_thread(main, argv, settings=settings, out=out, err=err)
+    return code, out.getvalue() + err.getvalue()
+
+
+def recorded(world: World) -> tuple[int, dict[str, int]]:
+    """How many events the record holds, and its effects by status."""
+    with world.database.read() as connection:
+        events = connection.execute(select(func.count()).select_from(events_table)).scalar_one()
+    return events, effect_counts(world.database)
+
+
 def gated_events(world: World, number: int) -> list[dict[str, Any]]:
     history = TicketService(world.database).history(TicketKey(REPO, number))
     return [dict(r.event.data) for r in history if r.event.type is EventType.DEPLOYMENT_GATED]
 
 
 async def test_a_deployment_is_rejected_naming_the_unaccepted_ticket_then_approved_once_accepted(
-    gated: tuple[World, Webhooks],
+    gated: tuple[World, Webhooks, Settings],
 ) -> None:
     """#12 accepted and #14 merged unaccepted, both since production's last success: rejected,
-    naming #14 alone; staging (not gated) gets no answer; #14 accepted, the re-run is approved."""
-    world, hooks = gated
+    naming #14 alone (and `railyard gate` says the same, recording nothing); staging (not gated)
+    gets no answer; #14 accepted, the re-run is approved."""
+    world, hooks, settings = gated
     repository = world.github.repositories[REPO]
     await burst(
         world,
@@ -114,6 +136,10 @@ async def test_a_deployment_is_rejected_naming_the_unaccepted_ticket_then_approv
 
     assert world.github.history.answers(REPO, 78) == []
     assert world.github.calls_to("POST", f"/repos/{REPO}/actions/runs/78/") == []
+    before = recorded(world)
+    printed = ["railyard rejected: #14 is not accepted.", f"range: since {BASE[:12]}", "  #12 is accepted"]
+    assert await gate_cli(settings, HEAD) == (3, "\n".join([*printed, "  #14 is not accepted", ""]))
+    assert recorded(world) == before
 
     rerun = hooks.deployment_protection_rule(repository, Deployment(903, HEAD), 77)
     await world.say("rita", "/accept", 14)
