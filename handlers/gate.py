@@ -28,8 +28,9 @@ from handlers.errors import Missing
 from handlers.payloads import dig_int, dig_str
 from handlers.ports import MergedTicket, Rules, Services
 from handlers.routing import Router, WebhookEvent
+from policies.acceptance import holds_at
 from policies.gate import GateDecision, TicketInRange, Unticketed, decide_gate, gated_operation_id
-from policies.model import TicketKey
+from policies.model import Ticket, TicketKey
 from policies.notices import DeploymentGated, NoticeContext
 from policies.rails import DeploymentObserved
 from policies.states import WorkState
@@ -143,6 +144,21 @@ async def brought(
     return contained, None
 
 
+async def merged_as_accepted(services: Services, installation_id: int, ticket: Ticket) -> bool:
+    """Whether the head of the pull request that merged the ticket is the accepted commit, or a
+    commit with its tree (asked of GitHub only when the shas differ)."""
+    review, rails = ticket.review, ticket.rails
+    merged = sorted(p.number for p in rails.pull_requests.values() if p.merged_while_linked)
+    head = rails.pull_requests[merged[0]].head_sha if merged else None
+    if review is None or head is None or (review.commit or "").casefold() == head.casefold():
+        return review is not None
+    try:
+        found = await services.github.commit(installation_id, ticket.key.repository, head)
+    except Missing:
+        return False  # the merged head is gone: what merged cannot be shown to be what was accepted
+    return holds_at(review, head, dig_str(found, "commit", "tree", "sha"))
+
+
 async def judge_gate(
     services: Services,
     installation_id: int,
@@ -171,7 +187,8 @@ async def judge_gate(
             validity = await recheck(services, installation_id, key)
         else:
             validity = await validity_now(services, installation_id, ticket, rules)
-        judged.append(TicketInRange(merged.number, validity, ticket.review.ci))
+        same = await merged_as_accepted(services, installation_id, ticket)
+        judged.append(TicketInRange(merged.number, validity, ticket.review.ci, same))
     unticketed: list[int] = []
     if commits:
         async with services.store.read() as reads:

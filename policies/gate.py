@@ -43,18 +43,20 @@ class Blocker(StrEnum):
 
 @dataclass(frozen=True)
 class TicketInRange:
-    """One ticket the deployment brings: its acceptance judged now (None: not accepted) and the
-    CI state that acceptance recorded (`passed`, `failed`, ...)."""
+    """One ticket the deployment brings: its acceptance judged now (None: not accepted), the CI
+    state that acceptance recorded (`passed`, `failed`, ...), and whether the pull request that
+    merged it carried what was accepted (the accepted commit, or one with the same tree)."""
 
     number: int
     validity: Validity | None
     ci: str = "none"
+    merged_as_accepted: bool = True
 
 
 @dataclass(frozen=True)
 class TicketVerdict:
     """One ticket's part in the decision: nothing blocks it, or why it blocks (for `invalid`,
-    the acceptance's recorded reason)."""
+    the acceptance's reason; None when what merged is not what was accepted)."""
 
     number: int
     blocker: Blocker | None = None
@@ -87,7 +89,8 @@ class GateDecision:
 
 
 def verdict_of(ticket: TicketInRange) -> TicketVerdict:
-    """Whether one ticket lets the deployment go: accepted, holding now, its recorded CI not failed."""
+    """Whether one ticket lets the deployment go: accepted, holding now, merged as accepted, its
+    recorded CI not failed."""
     validity = ticket.validity
     if validity is None:
         return TicketVerdict(ticket.number, Blocker.NOT_ACCEPTED)
@@ -95,6 +98,8 @@ def verdict_of(ticket: TicketInRange) -> TicketVerdict:
         if validity.reason is InvalidReason.EXPIRED:
             return TicketVerdict(ticket.number, Blocker.EXPIRED, InvalidReason.EXPIRED)
         return TicketVerdict(ticket.number, Blocker.INVALID, validity.reason)
+    if not ticket.merged_as_accepted:
+        return TicketVerdict(ticket.number, Blocker.INVALID)
     if ticket.ci == "failed":
         return TicketVerdict(ticket.number, Blocker.CI_FAILED)
     return TicketVerdict(ticket.number)

@@ -19,6 +19,8 @@ def verdict_words(verdict: TicketVerdict) -> str:
         return f"{number} was accepted while its CI failed"
     if verdict.blocker in (Blocker.EXPIRED, Blocker.INVALID) and verdict.invalid_reason is not None:
         return f"{number}: {INVALID_WORDS[verdict.invalid_reason]}"
+    if verdict.blocker is Blocker.INVALID:
+        return f"{number}: what merged is not the accepted commit or its content"
     return f"{number} is accepted"
 
 

@@ -18,18 +18,20 @@ validities = st.one_of(
     st.just(VALID),
     st.sampled_from(list(InvalidReason)).map(lambda reason: Validity(False, reason)),
 )
-tickets = st.builds(TicketInRange, st.integers(1, 500), validities, st.sampled_from(CI_STATES))
+tickets = st.builds(TicketInRange, st.integers(1, 500), validities, st.sampled_from(CI_STATES), st.booleans())
 
 
 def lets_go(ticket: TicketInRange) -> bool:
-    return ticket.validity is not None and ticket.validity.valid and ticket.ci != "failed"
+    valid = ticket.validity is not None and ticket.validity.valid
+    return valid and ticket.merged_as_accepted and ticket.ci != "failed"
 
 
 @given(st.lists(tickets, max_size=8), st.lists(st.integers(1, 500), max_size=4), st.sampled_from(Unticketed))
 def test_a_deployment_is_approved_iff_every_ticket_is_valid_and_no_unticketed_merge_is_refused(
     brought: list[TicketInRange], unticketed: list[int], policy: Unticketed
 ) -> None:
-    """approve <=> every ticket valid (CI not failed) and (no unticketed merge, or `allow`)."""
+    """approve <=> every ticket valid (merged as accepted, CI not failed) and (no unticketed
+    merge, or `allow`)."""
     decision = decide_gate(brought, unticketed, policy)
     last = {ticket.number: ticket for ticket in brought}  # one ticket is judged once
     expected = all(lets_go(t) for t in last.values()) and (not unticketed or policy is Unticketed.ALLOW)
@@ -55,12 +57,15 @@ def test_a_rejection_names_every_ticket_that_holds_it_back_and_no_other(brought:
 
 
 def test_each_reason_a_ticket_holds_a_deployment_back() -> None:
-    """Not accepted, expired, invalid (with its reason), accepted while CI failed."""
+    """Not accepted, expired, invalid (with its reason, or none when what merged is not what was
+    accepted), accepted while CI failed."""
     assert verdict_of(TicketInRange(1, None)).blocker is Blocker.NOT_ACCEPTED
     assert verdict_of(TicketInRange(2, Validity(False, InvalidReason.EXPIRED))).blocker is Blocker.EXPIRED
     lost = verdict_of(TicketInRange(3, Validity(False, InvalidReason.REVIEWER_LOST_ROLE)))
     assert (lost.blocker, lost.invalid_reason) == (Blocker.INVALID, InvalidReason.REVIEWER_LOST_ROLE)
     assert verdict_of(TicketInRange(4, VALID, "failed")).blocker is Blocker.CI_FAILED
+    changed = verdict_of(TicketInRange(6, VALID, "passed", merged_as_accepted=False))
+    assert (changed.blocker, changed.invalid_reason) == (Blocker.INVALID, None)
     assert verdict_of(TicketInRange(5, VALID, "pending")).blocker is None
 
 

@@ -155,3 +155,22 @@ async def test_without_an_earlier_success_the_merged_tickets_the_sha_contains_ar
     [review] = reviews(ports)
     assert [(v.number, v.blocker) for v in review.decision.tickets] == [(13, Blocker.NOT_ACCEPTED)]
     assert ports.github.called("compare_commits") == []
+
+
+async def test_a_ticket_merged_with_other_content_than_accepted_holds_the_deployment_back() -> None:
+    """#12 accepted at its delivered commit, but the PR merged from a later head with another
+    tree: invalid, and the deployment is rejected."""
+    ports = world(GATED)
+    ports.clock.now = ACCEPTED_AT + 3600
+    ports.github.add_branch(REPOSITORY, "agent/12", DELIVERED)
+    await claimed(ports)
+    await say(ports, "/deliver branch=agent/12 The fix.", by=CAROL)
+    await say(ports, "/accept", by=RITA)
+    ports.github.add_commit(REPOSITORY, "9" * 40)
+    await merge(ports, 40, "Fixes #12", M12, head="9" * 40)
+    ports.github.add_history(REPOSITORY, BASE, M12)
+    await ports.dispatch("deployment_status", deployment_status(7, BASE, "success"))
+    await ports.dispatch("deployment_protection_rule", deployment_protection_rule(M12))
+    [review] = reviews(ports)
+    assert [(v.number, v.blocker) for v in review.decision.tickets] == [(12, Blocker.INVALID)]
+    assert review.decision.state is GateState.REJECTED
