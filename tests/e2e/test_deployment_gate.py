@@ -108,7 +108,7 @@ async def test_a_deployment_is_rejected_naming_the_unaccepted_ticket_then_approv
 ) -> None:
     """#12 accepted and #14 merged unaccepted, both since production's last success: rejected,
     naming #14 alone (and `railyard gate` says the same, recording nothing); staging (not gated)
-    gets no answer; #14 accepted, the re-run is approved."""
+    and an unsigned request get no answer; #14 accepted, the re-run is approved."""
     world, hooks, settings = gated
     repository = world.github.repositories[REPO]
     await burst(
@@ -127,7 +127,13 @@ async def test_a_deployment_is_rejected_naming_the_unaccepted_ticket_then_approv
 
     first = hooks.deployment_protection_rule(repository, Deployment(901, HEAD), 77)
     staging = hooks.deployment_protection_rule(repository, Deployment(902, HEAD, environment="staging"), 78)
+    forged = hooks.deployment_protection_rule(repository, Deployment(904, HEAD), 79)
+    refused = await world.server.deliver(
+        "deployment_protection_rule", json.dumps(forged).encode(), secret="x"
+    )
+    assert refused.status == 401
     await burst(world, ("deployment_protection_rule", first), ("deployment_protection_rule", staging))
+    assert world.github.history.answers(REPO, 79) == []
     [rejected] = world.github.history.answers(REPO, 77)
     assert (rejected["environment_name"], rejected["state"]) == ("production", "rejected")
     assert rejected["comment"] == "railyard rejected: #14 is not accepted."
