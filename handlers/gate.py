@@ -198,6 +198,11 @@ async def judge_gate(
     return GateFindings(decision, base)
 
 
+def gated(environment: str, rules: Rules) -> bool:
+    """Whether `deployments.gate` names the environment (GitHub's names ignore case)."""
+    return environment.casefold() in {name.casefold() for name in rules.gate}
+
+
 @router.register("deployment_protection_rule", "requested")
 async def on_protection_rule(event: WebhookEvent, services: Services) -> None:
     """Judge a deployment to a gated environment; record the decision on each ticket it brings
@@ -207,7 +212,7 @@ async def on_protection_rule(event: WebhookEvent, services: Services) -> None:
         return
     installation, repository = event.installation_id, request.repository
     rules = await services.configs.load(installation, repository)
-    if request.environment not in rules.gate:
+    if not gated(request.environment, rules):
         return
     findings = await judge_gate(
         services, installation, repository, request.environment, request.sha, rules,
@@ -216,14 +221,14 @@ async def on_protection_rule(event: WebhookEvent, services: Services) -> None:
     decision, now = findings.decision, datetime.fromtimestamp(services.clock(), UTC)
     async with services.store.unit() as uow:
         for verdict in decision.tickets:
-            gated = DeploymentGated(
+            notice = DeploymentGated(
                 request.environment, request.sha, decision.state.value,
                 verdict.blocker.value if verdict.blocker else None, request.deployment_id, request.run_id,
             )  # fmt: skip
             operation = gated_operation_id(repository, verdict.number, request.environment, request.request)
             context = NoticeContext(RECHECK_ACTOR, operation, now, rules.policy_version)
             await uow.execute(
-                TicketKey(repository, verdict.number), gated, context, installation_id=installation
+                TicketKey(repository, verdict.number), notice, context, installation_id=installation
             )
         key = f"{repository.casefold()}:{request.run_id}:{request.environment}:{request.request}"
         await uow.send(

@@ -22,7 +22,7 @@ from app.settings import Settings
 from app.store.database import Database
 from app.views.gate_text import gate_comment, gate_lines
 from handlers.errors import Missing
-from handlers.gate import GateFindings, judge_gate
+from handlers.gate import GateFindings, gated, judge_gate
 
 EXIT_REJECTED = 3
 SHA = re.compile(r"^[0-9a-fA-F]{40}$")
@@ -86,7 +86,7 @@ async def _judge(
         installation = await ports.github.installation_of(repository)
         rules = await ports.configs.load(installation, repository, fresh=True)
         findings = await judge_gate(ports, installation, repository, environment, sha, rules, record=False)
-        return findings, environment in rules.gate
+        return findings, gated(environment, rules)
     finally:
         await github.close()
 
