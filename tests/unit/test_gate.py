@@ -3,9 +3,14 @@ a valid acceptance whose CI did not fail, and no unticketed merge is refused."""
 
 from __future__ import annotations
 
+import io
+from pathlib import Path
+
 from hypothesis import given
 from hypothesis import strategies as st
 
+from app.cli import main
+from app.settings import Settings
 from app.views.gate_text import gate_comment
 from policies.acceptance import InvalidReason, Validity
 from policies.gate import Blocker, GateState, TicketInRange, Unticketed, decide_gate, verdict_of
@@ -106,3 +111,12 @@ def test_a_deployment_that_brings_nothing_is_approved() -> None:
     decision = decide_gate([], [], Unticketed.REJECT)
     assert decision.approved
     assert gate_comment(decision) == "railyard approved: this deployment brings no ticket."
+
+
+def test_railyard_gate_refuses_what_is_not_a_full_sha(tmp_path: Path) -> None:
+    """`--sha` must be a full commit sha: exit 2 with the reason, before anything is read."""
+    out, err = io.StringIO(), io.StringIO()
+    argv = ["gate", "acme/web", "--environment", "production", "--sha", "abc123"]
+    settings = Settings(DATABASE_URL=f"sqlite:///{tmp_path}/railyard.db")
+    assert main(argv, settings=settings, out=out, err=err) == 2
+    assert "full 40-character commit sha" in err.getvalue()

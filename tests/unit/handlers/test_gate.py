@@ -174,3 +174,13 @@ async def test_a_ticket_merged_with_other_content_than_accepted_holds_the_deploy
     [review] = reviews(ports)
     assert [(v.number, v.blocker) for v in review.decision.tickets] == [(12, Blocker.INVALID)]
     assert review.decision.state is GateState.REJECTED
+
+
+async def test_a_job_that_creates_no_deployment_is_judged_by_the_payloads_sha() -> None:
+    """`deployment: null`: the payload's sha is judged, and the request is named by run and sha."""
+    ports = await gated_world()
+    await ports.dispatch("deployment_protection_rule", deployment_protection_rule(HEAD, deployment_id=None))
+    [review] = reviews(ports)
+    assert review.decision.state is GateState.REJECTED
+    assert review.key.endswith(f":4242:production:run-4242@{HEAD}")
+    assert [(e["sha"], e["deployment_id"], e["run_id"]) for e in gated(ports, 13)] == [(HEAD, None, 4242)]
