@@ -27,6 +27,7 @@ It is a package of its own, outside `tests/`, because `railyard demo` runs raily
 
 from github_standin.common import Json, fake_jwt, git_blob_sha, iso
 from github_standin.faults import Fault, LimitWatch, RandomFaults
+from github_standin.history import Deployment
 from github_standin.process import StandinProcess, main, standin_subprocess
 from github_standin.server import RunningStandin, create_standin, running_standin
 from github_standin.state import (
@@ -44,7 +45,7 @@ from github_standin.state import (
     account_id,
     repository_id,
 )
-from github_standin.webhooks import Deployment, Webhooks, signature, signed_headers
+from github_standin.webhooks import Webhooks, signature, signed_headers
 
 __all__ = [
     "Call",

@@ -23,8 +23,10 @@ DOCS = "https://docs.github.com/rest"
 LIMITS_DOCS = f"{DOCS}/using-the-rest-api/rate-limits-for-the-rest-api"
 SEEDED_AT = datetime(2026, 1, 5, 12, 0, tzinfo=UTC)  # when seeded repositories, issues and pulls were made
 DEFAULT_PERMISSIONS = {  # what railyard's app asks for; every installation also has metadata: read
+    "actions": "read",
     "checks": "write",
     "contents": "read",
+    "deployments": "write",
     "issues": "write",
     "members": "read",
     "metadata": "read",

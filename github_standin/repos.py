@@ -19,6 +19,7 @@ from github_standin.lookups import (
 )
 from github_standin.oauth import permissions_of, user_login
 from github_standin.pull_lists import as_read
+from github_standin.state import Repository
 
 
 async def get_content(request: web.Request) -> web.Response:
@@ -76,7 +77,10 @@ async def get_commit(request: web.Request) -> web.Response:
     """A commit named by a branch, or by a full or abbreviated sha of a branch or PR head."""
     repository, ref = repository_of(request), request.match_info["ref"]
     heads = (p.head_sha for p in repository.pulls.values() if p.head_sha)
-    known = {*repository.branches.values(), *heads, *repository.commits}
+    walked = (
+        sha for (repo, sha) in request.app[STATE].history.parents if repo == repository.full_name.casefold()
+    )
+    known = {*repository.branches.values(), *heads, *repository.commits, *walked}
     sha = repository.branches.get(ref) or next(
         (s for s in known if len(ref) >= 7 and s.startswith(ref.lower())), None
     )
@@ -93,14 +97,42 @@ async def get_pull(request: web.Request) -> web.Response:
 
 
 async def compare(request: web.Request) -> web.Response:
-    """The seeded status for base...head (identical when both name one commit), else 404."""
+    """base...head: walked through the commit graph when it holds both commits (the commits head
+    has and base does not, oldest first: 250 at most unpaged, else a page of them with a Link
+    header); otherwise the seeded status (identical when both name one commit); else 404."""
     repository = repository_of(request)
     base, _, head = request.match_info["basehead"].partition("...")
     base_sha, head_sha = repository.resolve(base), repository.resolve(head)
+    history = request.app[STATE].history
+    known = [bool(sha and history.knows(repository.full_name, sha)) for sha in (base_sha, head_sha)]
+    if all(known):
+        return _walked(request, repository, base, head)
     same = "identical" if base_sha and base_sha == head_sha else None
     if base_sha is None or head_sha is None or (status := repository.compare.get((base, head), same)) is None:
         raise not_found()
     return respond(renderer(request).comparison(repository, base, head, status))
+
+
+def _walked(request: web.Request, repository: Repository, base: str, head: str) -> web.Response:
+    """A comparison from the commit graph, in GitHub's shape and paging."""
+    base_sha, head_sha = repository.resolve(base) or base, repository.resolve(head) or head
+    status, ahead, behind_by, merge_base = request.app[STATE].history.compare(
+        repository.full_name, base_sha, head_sha
+    )
+    render = renderer(request)
+    shape = render.comparison(repository, base, head, status)
+    if "per_page" in request.query or "page" in request.query:
+        listed, headers = paginate(request, ahead)
+    else:
+        listed, headers = ahead[-250:], {}
+    shape |= {
+        "ahead_by": len(ahead),
+        "behind_by": behind_by,
+        "total_commits": len(ahead),
+        "merge_base_commit": render.commit(repository.full_name, merge_base or base_sha),
+        "commits": [render.commit(repository.full_name, sha) for sha in listed],
+    }
+    return respond(shape, headers=headers)
 
 
 async def list_pull_files(request: web.Request) -> web.Response:

@@ -22,6 +22,7 @@ from github_standin.apps import (
 )
 from github_standin.checks import create_check_run, list_check_runs, list_check_suites, update_check_run
 from github_standin.common import Handler, iso, parse_time, plain
+from github_standin.deployments import list_deployment_statuses, list_deployments, review_protection_rule
 from github_standin.edge import RULES, github_edge
 from github_standin.faults import Fault, LimitWatch
 from github_standin.graphql import graphql
@@ -195,6 +196,21 @@ def create_standin(state: StandinState | None = None) -> web.Application:
         ("GET", repo + "/pulls/{number:\\d+}", get_pull, token, "pull_requests:read"),
         ("GET", repo + "/pulls/{number:\\d+}/files", list_pull_files, token, "pull_requests:read"),
         ("GET", repo + "/compare/{basehead:.+}", compare, token, "contents:read"),
+        ("GET", repo + "/deployments", list_deployments, token, "deployments:read"),
+        (
+            "GET",
+            repo + "/deployments/{deployment_id:\\d+}/statuses",
+            list_deployment_statuses,
+            token,
+            "deployments:read",
+        ),
+        (
+            "POST",
+            repo + "/actions/runs/{run_id:\\d+}/deployment_protection_rule",
+            review_protection_rule,
+            token,
+            "deployments:write",
+        ),
         # Each GraphQL query checks its own permission (GitHub answers 200 with FORBIDDEN).
         ("POST", "/graphql", graphql, token, None),
         # Sign-in: the web host's OAuth pages (no API credential) and what a user token reads.

@@ -29,6 +29,7 @@ from github_standin.common import (
     wall_clock,
 )
 from github_standin.faults import Fault, LimitWatch, RandomFaults
+from github_standin.history import History
 from github_standin.projects import Projects
 
 
@@ -110,8 +111,7 @@ class Repository:
     pulls: dict[int, PullRequest] = field(default_factory=dict)
     compare: dict[tuple[str, str], str] = field(default_factory=dict)  # (base, head) -> status
     commits: set[str] = field(default_factory=set)  # older commits, beyond branch and PR heads
-    # Commit sha -> its tree sha, for commits that share a tree (an amended message, a re-signed
-    # commit); a commit not here has a tree of its own, derived from its sha.
+    # sha -> tree sha, of commits sharing a tree (an amended message); others' derive from their sha
     trees: dict[str, str] = field(default_factory=dict)
     # Issues transferred away: number -> (id of the repository it went to, its number there).
     transferred: dict[int, tuple[int, int]] = field(default_factory=dict)
@@ -246,8 +246,8 @@ class StandinState:
     buckets: dict[str, RateBucket] = field(default_factory=dict)
     random_faults: RandomFaults | None = None  # off unless set: see RandomFaults
     limit_watch: LimitWatch | None = None  # off unless set: see LimitWatch
-    # Called with each write (POST, PATCH) GitHub performed, before the client hears of it.
-    after_write: Callable[[Call], None] | None = None
+    after_write: Callable[[Call], None] | None = None  # each write GitHub did, before the client hears
+    history: History = field(default_factory=History)  # ancestry, deployments, protection rules
     etag_per_credential: bool = False  # GitHub's ETags vary with the Authorization header too
     webhook: WebhookTarget | None = None  # None: the stand-in sends no webhooks (tests send their own)
     projects: Projects = field(default_factory=Projects)  # organizations' GitHub Projects (v2)

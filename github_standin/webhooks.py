@@ -22,6 +22,8 @@ from typing import Any
 import aiohttp
 
 from github_standin.common import Json, iso, node_id_of
+from github_standin.deployments import deployment_shape, status_shape
+from github_standin.history import Deployment, DeploymentStatus
 from github_standin.render import Render
 from github_standin.state import Comment, Delivery, PullRequest, Repository, StandinState
 
@@ -40,17 +42,6 @@ def signed_headers(body: bytes, event: str, delivery_id: str, secret: str) -> di
         "Content-Type": "application/json",
         "User-Agent": "GitHub-Hookshot/standin",
     }
-
-
-@dataclass
-class Deployment:
-    """A deployment of a commit to an environment (the stand-in keeps no deployment API)."""
-
-    id: int
-    sha: str
-    environment: str = "production"
-    ref: str = "main"
-    creator: str = "github-actions[bot]"
 
 
 @dataclass
@@ -96,48 +87,40 @@ class Webhooks:
         return self._around(repository, sender, action, number=pull.number, pull_request=rendered)
 
     def deployment_status(self, repository: Repository, deployment: Deployment, state: str) -> Json:
-        """`deployment_status` `created`: `deployment` reached `state` (in_progress, success...)."""
-        now, creator = iso(self.state.stamp()), self.render.user(deployment.creator)
-        url = f"{self.api}/repos/{repository.full_name}/deployments/{deployment.id}"
-        shape = {
-            "id": deployment.id,
-            "node_id": node_id_of("Deployment", deployment.id),
-            "url": url,
-            "sha": deployment.sha,
-            "ref": deployment.ref,
-            "task": "deploy",
-            "payload": {},
-            "original_environment": deployment.environment,
-            "environment": deployment.environment,
-            "description": None,
-            "creator": creator,
-            "created_at": now,
-            "updated_at": now,
-            "statuses_url": f"{url}/statuses",
-            "repository_url": f"{self.api}/repos/{repository.full_name}",
-            "transient_environment": False,
-            "production_environment": deployment.environment == "production",
-        }
-        status_id = self.state.next_id()
-        status = {
-            "id": status_id,
-            "node_id": node_id_of("DeploymentStatus", status_id),
-            "url": f"{url}/statuses/{status_id}",
-            "state": state,
-            "creator": creator,
-            "description": "",
-            "environment": deployment.environment,
-            "target_url": "",
-            "log_url": "",
-            "environment_url": "",
-            "created_at": now,
-            "updated_at": now,
-            "deployment_url": url,
-            "repository_url": shape["repository_url"],
-        }
+        """`deployment_status` `created`: `deployment` reached `state` (in_progress, success...);
+        the deployment and the status are kept, so the deployments API lists them."""
+        history, now = self.state.history, self.state.stamp()
+        deployment = history.add_deployment(repository.full_name, deployment)
+        status = DeploymentStatus(self.state.next_id(), deployment.id, state, now)
+        history.add_status(status)
         return self._around(
-            repository, deployment.creator, "created", deployment_status=status, deployment=shape
-        )
+            repository, deployment.creator, "created",
+            deployment_status=status_shape(self.render, repository, deployment, status),
+            deployment=deployment_shape(self.render, repository, deployment),
+        )  # fmt: skip
+
+    def deployment_protection_rule(
+        self, repository: Repository, deployment: Deployment | None, run_id: int, *, sha: str | None = None
+    ) -> Json:
+        """`deployment_protection_rule` `requested`: run `run_id` waits on the app's rule before
+        deploying (its deployment, `waiting`; None when the job creates none, then `sha`)."""
+        history = self.state.history
+        environment = deployment.environment if deployment is not None else "production"
+        history.request_rule(repository.full_name, run_id, environment)
+        shape = None
+        if deployment is not None:
+            history.add_deployment(repository.full_name, deployment)
+            history.add_status(
+                DeploymentStatus(self.state.next_id(), deployment.id, "waiting", self.state.stamp())
+            )
+            shape = deployment_shape(self.render, repository, deployment)
+        url = f"{self.api}/repos/{repository.full_name}/actions/runs/{run_id}/deployment_protection_rule"
+        return self._around(
+            repository, "github-actions[bot]", "requested", environment=environment, event="push",
+            sha=deployment.sha if deployment is not None else sha,
+            ref=f"refs/heads/{deployment.ref if deployment is not None else repository.default_branch}",
+            deployment_callback_url=url, deployment=shape, pull_requests=[],
+        )  # fmt: skip
 
     async def send(self, event: str, payload: Json) -> Delivery:
         """POST one signed delivery to the app's webhook URL; the delivery as GitHub lists it."""

@@ -12,6 +12,7 @@ from handlers.base_moves import router as base_moves_router
 from handlers.checks import router as checks_router
 from handlers.comments import router as comments_router
 from handlers.deployments import router as deployments_router
+from handlers.gate import router as gate_router
 from handlers.installations import router as installations_router
 from handlers.issues import router as issues_router
 from handlers.merge_queue import router as merge_queue_router
@@ -34,6 +35,7 @@ ROUTER = Router.combine(
     pushes_router,
     base_moves_router,
     deployments_router,
+    gate_router,
     merge_queue_router,
     repositories_router,
     guard=identified,

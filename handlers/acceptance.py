@@ -138,18 +138,15 @@ async def _roles_now(
         return None
 
 
-async def recheck(services: Services, installation_id: int, key: TicketKey) -> Validity | None:
-    """Judge the ticket's acceptance now and record `acceptance_invalidated` once if it lapsed;
-    None when the ticket is not accepted."""
-    async with services.store.read() as reads:
-        ticket = await reads.ticket(key)
-    if ticket is None or ticket.work is not WorkState.ACCEPTED or ticket.review is None:
-        return None
+async def validity_now(services: Services, installation_id: int, ticket: Ticket, rules: Rules) -> Validity:
+    """Judge an accepted ticket's acceptance now (its reviewer's roles asked again; for a
+    self-verification, the issue's labels), writing nothing."""
     review = ticket.review
+    assert review is not None
     now = datetime.fromtimestamp(services.clock(), UTC)
-    rules = await services.configs.load(installation_id, key.repository)
     if review.invalidated is not None:
         return judge(review, Standing(at=now, expires_after_days=rules.acceptance_expires_after_days))
+    key = ticket.key
     high_risk = False
     if review.kind.value == "self_verified" and rules.high_risk_labels:
         try:
@@ -164,14 +161,26 @@ async def recheck(services: Services, installation_id: int, key: TicketKey) -> V
         high_risk=high_risk,
         reviewer_roles=await _roles_now(services, installation_id, ticket, rules),
     )
-    validity = judge(review, standing)
-    if validity.valid or validity.reason is None:
+    return judge(review, standing)
+
+
+async def recheck(services: Services, installation_id: int, key: TicketKey) -> Validity | None:
+    """Judge the ticket's acceptance now and record `acceptance_invalidated` once if it lapsed;
+    None when the ticket is not accepted."""
+    async with services.store.read() as reads:
+        ticket = await reads.ticket(key)
+    if ticket is None or ticket.work is not WorkState.ACCEPTED or ticket.review is None:
+        return None
+    review = ticket.review
+    rules = await services.configs.load(installation_id, key.repository)
+    validity = await validity_now(services, installation_id, ticket, rules)
+    if validity.valid or validity.reason is None or validity.recorded:
         return validity
     lapse = AcceptanceLapsed(review.revision, validity.reason.value, validity.expires_at)
     context = NoticeContext(
         actor=RECHECK_ACTOR,
         operation_id=invalidated_operation_id(key.repository, key.number, review.revision),
-        at=now,
+        at=datetime.fromtimestamp(services.clock(), UTC),
         policy_version=rules.policy_version,
     )
     async with services.store.unit() as uow:

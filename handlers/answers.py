@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from policies.gate import GateDecision
 from policies.model import Ticket
 from policies.refusals import Refusal
 
@@ -100,6 +101,22 @@ class SentBackNotice:
     attempt: object
     reviewer: str
     feedback: str
+    key: str
+
+
+# -- the deployment gate ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DeploymentReview:
+    """Answer a custom deployment protection rule: the run `run_id` may (or may not) deploy to
+    `environment`, as `decision` says; once per `key` (one protection-rule request)."""
+
+    installation_id: int
+    repository: str
+    run_id: int
+    environment: str
+    decision: GateDecision
     key: str
 
 
@@ -219,4 +236,14 @@ class Reply:
         return _KINDS[type(self.message)]
 
 
-Answer = StatusComment | CheckRun | Reaction | Assign | Unassign | SentBackNotice | ReopenedNotice | Reply
+Answer = (
+    StatusComment
+    | CheckRun
+    | Reaction
+    | Assign
+    | Unassign
+    | SentBackNotice
+    | ReopenedNotice
+    | Reply
+    | DeploymentReview
+)

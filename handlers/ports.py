@@ -15,7 +15,7 @@ units, in that order.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -203,6 +203,9 @@ class Reads(Protocol):
     ) -> set[int]:
         """Tickets whose claim or delivery reported `branch` (by `reported_by`, when given)."""
 
+    async def pulls_merged_as(self, repository: str, merge_commits: Collection[str]) -> list[PullAndTickets]:
+        """Stored merged PRs whose merge commit is one of `merge_commits`, with their links."""
+
     async def attempt_opened_by(self, repository: str, number: int, when: datetime) -> bool:
         """Whether the ticket had an attempt opened by `when`."""
 
@@ -336,6 +339,10 @@ class GitHubReads(Protocol):
     async def check_runs(self, installation_id: int, repository: str, sha: str) -> list[Json]:
         """Every check run on a commit, every app's (`GET .../commits/{sha}/check-runs`, all pages)."""
 
+    async def compare_commits(self, installation_id: int, repository: str, base: str, head: str) -> list[str]:
+        """The shas of the commits `head` has and `base` does not (the compare API, every page);
+        `Missing` when GitHub knows either commit no longer."""
+
     async def check_suites(self, installation_id: int, repository: str, sha: str) -> list[Json]:
         """Every check suite on a commit (`GET .../commits/{sha}/check-suites`, all pages): a
         workflow held for a maintainer's approval shows only there, as a suite without runs."""
@@ -380,6 +387,8 @@ class Rules:
     no_code_label: str = "no-code"
     branch_pattern: str | None = None
     environments: tuple[str, ...] = ("production",)
+    gate: tuple[str, ...] = ()  # environments railyard protects (the deployment gate)
+    unticketed: str = "allow"  # allow | reject: merges in a gated range that belong to no ticket
     required_checks: tuple[str, ...] = ()
     max_silence_minutes: int = 240
     max_attempt_hours: int | None = None  # None: an attempt has no absolute deadline

@@ -31,6 +31,7 @@ class EventType(StrEnum):
     REVIEW_OVERDUE = "review_overdue"
     OVER_BUDGET = "over_budget"
     REVERTED = "reverted"
+    DEPLOYMENT_GATED = "deployment_gated"
 
 
 RAIL_EVENT_TYPES = frozenset(
@@ -53,11 +54,13 @@ NOTICE_EVENT_TYPES = frozenset(
         EventType.REVIEW_OVERDUE,
         EventType.OVER_BUDGET,
         EventType.REVERTED,
+        EventType.DEPLOYMENT_GATED,
     }
 )
 """What railyard notices without a command (an overdue claim, a delivery waiting too long for
 review, the issue closed or reopened, an acceptance that stopped holding, the description
-edited, a merged PR reverted): recorded on the ticket, never moving any of its three rails."""
+edited, a merged PR reverted, a deployment gated): recorded on the ticket, never moving any of
+its three rails."""
 
 
 @dataclass(frozen=True)

@@ -250,6 +250,7 @@ _APPLIERS: dict[EventType, Callable[[Ticket, Event], Ticket]] = {
     EventType.REOPENED: _reopened,
     EventType.CLAIM_OVERDUE: _recorded_only,
     EventType.REVIEW_OVERDUE: _recorded_only,
+    EventType.DEPLOYMENT_GATED: _recorded_only,
     EventType.ISSUE_CLOSED: _issue_closed,
     EventType.ISSUE_REOPENED: _issue_reopened,
     EventType.ACCEPTANCE_INVALIDATED: _acceptance_invalidated,

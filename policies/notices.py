@@ -76,6 +76,20 @@ class DescriptionEdited:
     body_changed: bool = False
 
 
+@dataclass(frozen=True)
+class DeploymentGated:
+    """The deployment gate answered GitHub about a deployment of `sha` to `environment` that
+    brings this ticket: `state` (approved, rejected) and what this ticket said (`blocker`, None
+    when it let the deployment go; `policies.gate.Blocker`)."""
+
+    environment: str
+    sha: str
+    state: str
+    blocker: str | None = None
+    deployment_id: int | None = None
+    run_id: int | None = None
+
+
 Notice = (
     IssueStateObserved
     | OverdueObserved
@@ -83,6 +97,7 @@ Notice = (
     | AcceptanceLapsed
     | DescriptionEdited
     | RevertObserved
+    | DeploymentGated
 )
 NOTICES = (
     IssueStateObserved,
@@ -91,6 +106,7 @@ NOTICES = (
     AcceptanceLapsed,
     DescriptionEdited,
     RevertObserved,
+    DeploymentGated,
 )
 
 
@@ -117,6 +133,8 @@ def notice_name(notice: Notice) -> str:
         return "issue:edited"
     if isinstance(notice, RevertObserved):
         return "pull_request:reverted"
+    if isinstance(notice, DeploymentGated):
+        return "deployment:gated"
     return "issue:closed" if notice.closed else "issue:reopened"
 
 
@@ -154,6 +172,17 @@ def decide_notice(ticket: Ticket, notice: Notice, ctx: NoticeContext) -> tuple[E
         return _review_overdue(ticket, notice, ctx)
     if isinstance(notice, RevertObserved):
         return _reverted(ticket, notice, ctx)
+    if isinstance(notice, DeploymentGated):
+        data = {
+            "environment": notice.environment,
+            "sha": notice.sha,
+            "state": notice.state,
+            "blocker": notice.blocker,
+            "deployment_id": notice.deployment_id,
+            "run_id": notice.run_id,
+        }
+        kind = EventType.DEPLOYMENT_GATED
+        return (Event(kind, ctx.actor, None, ctx.at, ctx.operation_id, ctx.policy_version, data),)
     if isinstance(notice, IssueStateObserved):
         if notice.closed == ticket.closed:
             return ()

@@ -16,6 +16,7 @@ from app.cli import (
     check,
     demo,
     effect_commands,
+    gate_command,
     queue_commands,
     release,
     ticket_commands,
@@ -41,6 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
     ticket_commands.register(commands)
     queue_commands.register(commands)
     check.register(commands)
+    gate_command.register(commands)
     validate.register(commands)
     effect_commands.register(commands)
     release.register(commands)

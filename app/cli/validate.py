@@ -140,6 +140,8 @@ def summary(config: RepositoryConfig) -> str:
             f"unlinked PRs {config.checks.unlinked.value}",
             f"environments {', '.join(config.deployments.environments)}",
             _projects(config),
+            f"gated environments {', '.join(config.deployments.gate) or 'none'}",
+            f"unticketed merges {config.deployments.unticketed.value}",
         ]
     )
 

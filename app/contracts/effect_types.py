@@ -28,6 +28,7 @@ class EffectKind(StrEnum):
     STATUS_COMMENT = "status_comment"
     CHECK_RUN = "check_run"
     PROJECT_FIELDS = "project_fields"
+    DEPLOYMENT_REVIEW = "deployment_review"
 
 
 SURFACES = (EffectKind.STATUS_COMMENT, EffectKind.CHECK_RUN)
@@ -87,6 +88,14 @@ def unassign(installation_id: int, repository: str, number: int, logins: Sequenc
     """Remove assignees from an issue (removing one not assigned changes nothing)."""
     payload = {"number": number, "assignees": list(logins)}
     return Effect(EffectKind.UNASSIGN, installation_id, repository, f"unassign:{key}", payload)
+
+
+def deployment_review(
+    installation_id: int, repository: str, run_id: int, environment: str, state: str, comment: str, key: str
+) -> Effect:
+    """Answer a custom deployment protection rule for one run and environment, once per `key`."""
+    payload = {"run_id": run_id, "environment_name": environment, "state": state, "comment": comment}
+    return Effect(EffectKind.DEPLOYMENT_REVIEW, installation_id, repository, f"gate:{key}", payload)
 
 
 def rerun(effect: Effect) -> Effect:

@@ -13,6 +13,7 @@ SUBSCRIBED_EVENTS = (
     "deployment_status",
     "merge_group",
     "repository",
+    "deployment_protection_rule",
 )
 """The events the app subscribes to (installation events arrive without subscribing, and ping)."""
 UNLISTED_EVENTS = ("installation", "installation_repositories", "ping")

@@ -32,6 +32,7 @@ from app.github.config_problems import Lines, Loc, located, yaml_problem
 from app.github.config_problems import show as _show
 from app.github.config_projects import MAX_PROJECTS, ProjectConfig
 from policies.config_layers import EXTENDS_KEY
+from policies.gate import Unticketed
 from policies.rails import RailPolicy
 from policies.states import Role, SelfVerification
 from policies.watchdog import MAX_ATTEMPT_HOURS, MAX_REVIEW_WAIT_HOURS, MAX_SILENCE_MINUTES
@@ -152,6 +153,8 @@ AttemptsPerTicket = Annotated[int, Strict(), Field(ge=1, le=MAX_ATTEMPTS)]
 MAX_BUDGET_USD = 1_000_000_000
 BudgetUsd = Annotated[Decimal, Field(gt=0, le=MAX_BUDGET_USD, decimal_places=6, allow_inf_nan=False)]
 Text = Annotated[str, Strict(), Field(min_length=1)]
+# GitHub allows a repository a few hundred environments; a gate list longer than this is a mistake.
+MAX_GATED_ENVIRONMENTS = 100
 
 
 # -- the file's model -----------------------------------------------------------------
@@ -239,9 +242,13 @@ class ChecksConfig(_Section):
 
 
 class DeploymentsConfig(_Section):
-    """`deployments`: the environments of the deployment rail, the headline one first."""
+    """`deployments`: the environments of the deployment rail, the headline one first; the
+    environments railyard protects as a deployment protection rule (`gate`), and whether merges
+    that belong to no ticket may pass it (`unticketed`)."""
 
     environments: tuple[Text, ...] = ("production",)
+    gate: tuple[Text, ...] = Field(default=(), max_length=MAX_GATED_ENVIRONMENTS)
+    unticketed: Unticketed = Unticketed.ALLOW
 
 
 class RepositoryConfig(_Section):

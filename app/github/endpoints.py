@@ -70,6 +70,13 @@ ENDPOINTS: dict[str, Endpoint] = {
     "list_deployment_statuses": Endpoint(
         "GET", "/repos/{repository}/deployments/{deployment_id}/statuses", ("deployments", "read")
     ),
+    # The deployment gate's answer to a custom deployment protection rule (GitHub Apps answer
+    # only their own rules); 204 when taken.
+    "review_deployment_protection_rule": Endpoint(
+        "POST",
+        "/repos/{repository}/actions/runs/{run_id}/deployment_protection_rule",
+        ("deployments", "write"),
+    ),
     "get_repository_installation": Endpoint("GET", "/repos/{repository}/installation", None),
     "list_hook_deliveries": Endpoint("GET", "/app/hook/deliveries", None),
     "redeliver": Endpoint("POST", "/app/hook/deliveries/{delivery_id}/attempts", None),

@@ -49,6 +49,10 @@ def _same_repository_numbers(data: Json, repository: str) -> set[int]:
     }
 
 
+COMPARE_PAGES = 100
+"""The most pages of one comparison railyard reads (10,000 commits)."""
+
+
 class GitHubReadsAdapter:
     """`handlers.ports.GitHubReads` over the app's client."""
 
@@ -139,6 +143,26 @@ class GitHubReadsAdapter:
         listed = await self._get("list_pulls", installation_id, (404,), repository=repository, params=params)
         return [item for item in listed if isinstance(item, dict)] if isinstance(listed, list) else []
 
+    async def compare_commits(self, installation_id: int, repository: str, base: str, head: str) -> list[str]:
+        """The commits `head` has and `base` does not, following every page (100 a page, at most
+        `COMPARE_PAGES` pages: GitHub's own comparison stops far short of that)."""
+        shas: list[str] = []
+        params: dict[str, str] | None = {"per_page": "100"}
+        for _ in range(COMPARE_PAGES):
+            if params is None:
+                break
+            try:
+                page, params = await self._github.call_page(
+                    "compare", installation_id, params=params, repository=repository, base=base, head=head
+                )
+            except GitHubError as error:
+                if error.status in (404, 422):
+                    raise Missing(f"compare {repository} {base}...{head}", error.status) from error
+                raise
+            commits = page.get("commits") if isinstance(page, dict) else None
+            shas += [str(c["sha"]) for c in commits or [] if isinstance(c, dict) and c.get("sha")]
+        return shas
+
     async def check_runs(self, installation_id: int, repository: str, sha: str) -> list[Json]:
         """Every check run on the commit, following every page."""
         return await self._every("list_check_runs", "check_runs", installation_id, repository, sha)
@@ -195,6 +219,8 @@ def rules_from(loaded: LoadedConfig) -> Rules:
         no_code_label=config.tickets.no_code_label,
         branch_pattern=config.tickets.branch_pattern,
         environments=tuple(config.deployments.environments),
+        gate=tuple(config.deployments.gate),
+        unticketed=config.deployments.unticketed.value,
         required_checks=tuple(config.checks.required),
         max_silence_minutes=config.claims.max_silence_minutes,
         max_attempt_hours=config.claims.max_attempt_hours,

@@ -284,7 +284,29 @@ class Outbox:
             return {**previous, **await self._check_run_once(row, payload)}
         if kind in self.writers:
             return {**previous, **await self.writers[kind](row, payload)}
+        if kind == EffectKind.DEPLOYMENT_REVIEW:
+            return await self._review_deployment(row, payload)
         raise GitHubError(0, f"unknown effect kind {kind!r}")
+
+    async def _review_deployment(self, row: dict[str, Any], payload: Mapping[str, Any]) -> dict[str, Any]:
+        """Answer the protection rule. GitHub takes one answer per rule and run: a 422 means it
+        has one already (an earlier attempt's, killed before it was recorded) or no longer waits,
+        so the answer is done either way and never sent twice."""
+        body = {k: payload[k] for k in ("environment_name", "state", "comment")}
+        try:
+            await self.github.call(
+                "review_deployment_protection_rule",
+                row["installation_id"],
+                repository=row["repository"],
+                run_id=payload["run_id"],
+                json=body,
+            )
+        except GitHubError as error:
+            if error.status != 422:
+                raise
+            log.info("the protection rule was answered already or no longer waits", run_id=payload["run_id"])
+            return {"answered": "already"}
+        return {"answered": payload["state"]}
 
     async def _edit_comment(self, installation: int, repository: str, comment_id: int, body: str) -> None:
         await self.github.call(

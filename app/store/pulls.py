@@ -9,6 +9,7 @@ the PR's time and the delivery that brought it, which is the link history.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from datetime import UTC, datetime
 from typing import Any
 
@@ -93,6 +94,22 @@ def pulls_where(
         statement = statement.where(pull_requests.c.head_ref == head_ref)
     found = [(_pull(row), set(row.linked)) for row in connection.execute(statement)]
     return [(pull, linked) for pull, linked in found if head_ref is None or pull.head_in_repository]
+
+
+def pulls_merged_as(
+    connection: Connection, repository: str, merge_commits: Collection[str]
+) -> list[tuple[PullRequest, set[int]]]:
+    """Stored merged PRs whose merge commit is one of `merge_commits`, with their links (asked
+    500 shas at a time: a long deployment range stays inside every driver's parameter limit)."""
+    wanted, found = sorted(set(merge_commits)), []
+    for start in range(0, len(wanted), 500):
+        statement = select(pull_requests).where(
+            pull_requests.c.repository == repository.casefold(),
+            pull_requests.c.merged.is_(True),
+            pull_requests.c.merge_commit.in_(wanted[start : start + 500]),
+        )
+        found += [(_pull(row), set(row.linked)) for row in connection.execute(statement)]
+    return found
 
 
 def stored_pull(connection: Connection, repository: str, number: int) -> tuple[PullRequest, set[int]] | None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import queue
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import AbstractContextManager
 from datetime import datetime
@@ -194,6 +194,10 @@ class SqlReads:
             head_repository=head_repository,
             reported_by=reported_by,
         )
+
+    async def pulls_merged_as(self, repository: str, merge_commits: Collection[str]) -> list[PullAndTickets]:
+        """Stored merged PRs with one of these merge commits."""
+        return await self._run(pulls.pulls_merged_as, repository, merge_commits)
 
     async def attempt_opened_by(self, repository: str, number: int, when: datetime) -> bool:
         """Whether the ticket had an attempt opened by `when`."""

@@ -11,10 +11,12 @@ from app.contracts.effect_types import (
     assign,
     check_run,
     comment,
+    deployment_review,
     reaction,
     status_comment,
     unassign,
 )
+from app.views.gate_text import gate_comment
 from app.views.markdown import code_span, escape_block, escape_inline, mention
 from app.views.render import headline
 from app.views.status_json import answer_line
@@ -24,6 +26,7 @@ from handlers.answers import (
     Assign,
     CannotRunYet,
     CheckRun,
+    DeploymentReview,
     Help,
     Ignored,
     Malformed,
@@ -71,6 +74,17 @@ def render(answer: Answer) -> Effect | LimitedReply:
             answer.pull,
             answer.head_sha,
             merge_group=answer.merge_group,
+        )
+    if isinstance(answer, DeploymentReview):
+        state, body = answer.decision.state.value, gate_comment(answer.decision)
+        return deployment_review(
+            answer.installation_id,
+            answer.repository,
+            answer.run_id,
+            answer.environment,
+            state,
+            body,
+            answer.key,
         )
     if isinstance(answer, Reaction):
         return reaction(answer.installation_id, answer.repository, answer.comment_id, answer.content)

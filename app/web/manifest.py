@@ -31,6 +31,7 @@ EVENT_PERMISSIONS: dict[str, str] = {
     "deployment_status": "deployments",
     "merge_group": "merge_queues",
     "repository": "metadata",
+    "deployment_protection_rule": "deployments",
 }
 """The permission (read level suffices) without which GitHub will not deliver each event.
 
@@ -39,6 +40,13 @@ From GitHub's "Webhook events and payloads" page
 "to subscribe to this event, a GitHub App must have at least read-level access for the ...
 permission". GitHub refuses a manifest that subscribes to an event no permission covers.
 """
+
+EVENT_EXTRA_PERMISSIONS: dict[str, tuple[str, str]] = {
+    "deployment_protection_rule": ("actions", "read"),
+}
+"""Permissions an event's feature needs beyond its own: GitHub's "Creating custom deployment
+protection rules" asks the app for Actions read-only (the rule gates workflow runs) besides
+Deployments read and write (the answer itself, `app.github.endpoints`)."""
 
 LEVELS = {"read": 1, "write": 2}
 ORGANIZATION_NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})$")
@@ -67,7 +75,9 @@ def required_permissions(needs: Iterable[tuple[str, str]], events: Iterable[str]
     A write level covers read of the same permission.
     """
     granted: dict[str, str] = {}
-    for permission, level in [*needs, *((EVENT_PERMISSIONS[event], "read") for event in events)]:
+    events = list(events)
+    extra = [EVENT_EXTRA_PERMISSIONS[event] for event in events if event in EVENT_EXTRA_PERMISSIONS]
+    for permission, level in [*needs, *((EVENT_PERMISSIONS[event], "read") for event in events), *extra]:
         if LEVELS[level] > LEVELS.get(granted.get(permission, ""), 0):
             granted[permission] = level
     return granted

@@ -131,6 +131,10 @@ SHAPES: dict[str, Shape] = {
     # A deployment status set by an Actions job names the job's check run.
     "deployment_status": _shape(("deployment", dict), ("deployment_status", dict), allows=("check_run",)),
     "merge_group": _shape(("merge_group", dict)),
+    # A protection rule carries its deployment (or null, when the job creates none) and the ref.
+    "deployment_protection_rule": _shape(
+        ("deployment_callback_url", str), ("environment", str), allows=("deployment", "ref")
+    ),
     # Renamed, transferred (and the actions railyard ignores): the repository itself, no more.
     "repository": _shape(("repository", dict), ("action", str)),
     "installation": _shape(("installation.account", dict)),

@@ -176,7 +176,7 @@ async def test_every_real_example_of_the_subscribed_events_is_stored_and_dispatc
     installation, so that an example `deleted` does not uninstall the app under test).
     """
     examples = _examples()
-    assert len(examples) == 244  # 231, and the 13 `repository` examples
+    assert len(examples) == 245  # 231, the 13 `repository` examples and the protection rule's
     for number, path in enumerate(examples):
         payload = json.loads(path.read_bytes())
         if not path.parent.name.startswith("installation"):

@@ -48,6 +48,8 @@ class FakeGitHub:
     """Repositories' names now, by id (`GET /repositories/{id}`); an id not here is gone."""
     logins: dict[int, str] = field(default_factory=dict)
     """Accounts' logins now, by id (`GET /user/{id}`); an id not here is no account GitHub has."""
+    parents: dict[Key, tuple[str, ...]] = field(default_factory=dict)
+    """Each commit's parents (see `add_history`), from which comparisons are answered."""
     runs: dict[Key, list[Json]] = field(default_factory=dict)
     """Check runs per commit sha, newest first (see `add_check_run`)."""
     suites: dict[Key, list[Json]] = field(default_factory=dict)
@@ -69,6 +71,21 @@ class FakeGitHub:
         """Serve a commit by its sha (and by any other ref that names it)."""
         for ref in (sha, *refs):
             self.commits[_key(repository, ref)] = {"sha": sha}
+
+    def add_history(self, repository: str, *shas: str) -> None:
+        """A line of commits, oldest first, each the parent of the next (served by sha too)."""
+        for parent, sha in zip(("", *shas), shas, strict=False):
+            self.parents[_key(repository, sha)] = (parent,) if parent else ()
+            self.add_commit(repository, sha)
+
+    def _ancestors(self, repository: str, sha: str) -> set[str]:
+        seen, todo = set(), [sha]
+        while todo:
+            current = todo.pop()
+            if current not in seen:
+                seen.add(current)
+                todo += self.parents.get(_key(repository, current), ())
+        return seen
 
     def add_branch(self, repository: str, branch: str, sha: str) -> None:
         """Serve a branch whose head is `sha` (its commit too)."""
@@ -211,6 +228,15 @@ class FakeGitHub:
         ours = [a for (repo, _), a in self.pulls.items() if repo == repository.casefold()]
         into = [a for a in ours if a.get("state") == "open" and (a.get("base") or {}).get("ref") == base]
         return sorted(into, key=lambda a: -int(a["number"]))[:limit]
+
+    async def compare_commits(self, installation_id: int, repository: str, base: str, head: str) -> list[str]:
+        """The commits `head` has and `base` does not, from the history seeded (oldest first)."""
+        self.calls.append(Call("compare_commits", installation_id, (repository, base, head)))
+        for sha in (base, head):
+            if _key(repository, sha) not in self.parents:
+                raise Missing(f"compare {repository} {base}...{head}", 404)
+        ahead = self._ancestors(repository, head) - self._ancestors(repository, base)
+        return sorted(ahead, key=lambda sha: len(self._ancestors(repository, sha)))
 
     async def check_runs(self, installation_id: int, repository: str, sha: str) -> list[Json]:
         """Every check run seeded on the commit (none: an empty list, as GitHub answers)."""

@@ -10,7 +10,7 @@ same task would wait for itself forever, so it fails at once instead.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Collection, Iterable
 from contextlib import asynccontextmanager
 from datetime import datetime
 
@@ -70,6 +70,15 @@ class MemoryReads:
     ) -> set[int]:
         """Tickets whose claim or delivery reported `branch`."""
         return self.records.tickets_on_branch(repository, branch, head_repository, reported_by)
+
+    async def pulls_merged_as(self, repository: str, merge_commits: Collection[str]) -> list[PullAndTickets]:
+        """Stored merged PRs with one of these merge commits."""
+        wanted = set(merge_commits)
+        return [
+            (pull, set(linked))
+            for (repo, _), (pull, linked) in self.records.pulls.items()
+            if repo == repository.casefold() and pull.merged and pull.merge_commit in wanted
+        ]
 
     async def attempt_opened_by(self, repository: str, number: int, when: datetime) -> bool:
         """Whether the ticket had an attempt opened by `when`."""

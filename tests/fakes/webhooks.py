@@ -103,6 +103,27 @@ def deployment_status(
     return _base("created", deployment=deployment, deployment_status=status)
 
 
+def deployment_protection_rule(
+    sha: str,
+    *,
+    environment: str = "production",
+    deployment_id: int | None = 900,
+    run_id: int = 4242,
+    callback_repository: str = REPOSITORY,
+    api: str = "https://api.github.com",
+) -> dict[str, Any]:
+    """`deployment_protection_rule` `requested`: run `run_id` waits to deploy `sha` to `environment`
+    (`deployment_id` None: the job creates no deployment, and GitHub sends `deployment: null`)."""
+    deployment = (
+        {"id": deployment_id, "sha": sha, "environment": environment} if deployment_id is not None else None
+    )
+    url = f"{api}/repos/{callback_repository}/actions/runs/{run_id}/deployment_protection_rule"
+    return _base(
+        "requested", environment=environment, event="push", sha=sha, ref="refs/heads/main",
+        deployment_callback_url=url, deployment=deployment, pull_requests=[],
+    )  # fmt: skip
+
+
 def merge_group(head_sha: str, head_ref: str) -> dict[str, Any]:
     """`merge_group` `checks_requested`: the merge queue built a commit."""
     return _base("checks_requested", merge_group={"head_sha": head_sha, "head_ref": head_ref})

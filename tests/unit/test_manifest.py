@@ -36,7 +36,8 @@ def test_the_manifest_grants_the_permissions_spec_lists() -> None:
         "pull_requests": "write",
         "checks": "write",
         "contents": "read",
-        "deployments": "read",
+        "deployments": "write",
+        "actions": "read",
         "merge_queues": "read",
         "metadata": "read",
         "members": "read",
@@ -70,6 +71,14 @@ def test_a_write_level_covers_read_of_the_same_permission() -> None:
         "merge_queues": "read",
         "deployments": "read",
     }
+
+
+def test_the_deployment_gate_asks_for_actions_read_and_deployments_write() -> None:
+    """GitHub's custom deployment protection rules need Actions read-only besides the event's
+    Deployments permission; the answer (an endpoint) needs Deployments write."""
+    needed = required_permissions([("deployments", "write")], ["deployment_protection_rule"])
+    assert needed == {"deployments": "write", "actions": "read"}
+    assert "deployment_protection_rule" in MANIFEST["default_events"]
 
 
 def test_the_posted_manifest_points_its_urls_at_public_url() -> None:

@@ -1,0 +1,71 @@
+"""The words of the deployment gate's answer: the comment GitHub shows on the deployment review,
+and the lines `railyard gate` prints. Only numbers and fixed words: no user text."""
+
+from __future__ import annotations
+
+from policies.checks import INVALID_WORDS
+from policies.gate import Blocker, GateDecision, TicketVerdict
+
+SHOWN = 25
+"""At most this many tickets (and as many merges) are named; the rest are counted."""
+
+
+def verdict_words(verdict: TicketVerdict) -> str:
+    """Why one ticket holds the deployment back, or that it lets it go."""
+    number = f"#{verdict.number}"
+    if verdict.blocker is Blocker.NOT_ACCEPTED:
+        return f"{number} is not accepted"
+    if verdict.blocker is Blocker.CI_FAILED:
+        return f"{number} was accepted while its CI failed"
+    if verdict.blocker in (Blocker.EXPIRED, Blocker.INVALID) and verdict.invalid_reason is not None:
+        return f"{number}: {INVALID_WORDS[verdict.invalid_reason]}"
+    if verdict.blocker is Blocker.INVALID:
+        return f"{number}: what merged is not the accepted commit or its content"
+    return f"{number} is accepted"
+
+
+def _named(items: list[str]) -> str:
+    shown = items[:SHOWN]
+    more = f"; and {len(items) - SHOWN} more" if len(items) > SHOWN else ""
+    return "; ".join(shown) + more
+
+
+def unticketed_words(decision: GateDecision) -> str | None:
+    """The merges that belong to no ticket, as the decision counts them (None: there are none)."""
+    if not decision.unticketed:
+        return None
+    pulls = _named([f"#{number}" for number in decision.unticketed])
+    verb = "not allowed" if decision.unticketed_block else "allowed"
+    return f"merged without a ticket ({verb} by deployments.unticketed): pull requests {pulls}"
+
+
+def gate_comment(decision: GateDecision) -> str:
+    """The comment on railyard's answer: each ticket that holds the deployment back and why, or
+    the tickets that let it go."""
+    parts: list[str] = []
+    if decision.approved:
+        accepted = [f"#{v.number}" for v in decision.tickets]
+        parts.append(
+            f"every ticket this deployment brings is accepted: {_named(accepted)}"
+            if accepted
+            else "this deployment brings no ticket"
+        )
+    else:
+        blocking = [verdict_words(v) for v in decision.blocking]
+        if blocking:
+            parts.append(_named(blocking))
+    merges = unticketed_words(decision)
+    if merges is not None:
+        parts.append(merges)
+    return f"railyard {decision.state.value}: " + ". ".join(parts) + "."
+
+
+def gate_lines(decision: GateDecision, base: str | None) -> list[str]:
+    """What `railyard gate` prints: the answer, the range, then one line per ticket."""
+    since = f"since {base[:12]}" if base else "no earlier successful deployment known"
+    lines = [gate_comment(decision), f"range: {since}"]
+    lines += [f"  {verdict_words(v)}" for v in decision.tickets]
+    merges = unticketed_words(decision)
+    if merges is not None:
+        lines.append(f"  {merges}")
+    return lines

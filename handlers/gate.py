@@ -1,0 +1,238 @@
+"""`deployment_protection_rule`: railyard as a custom deployment protection rule (SPEC
+*Deployment gate*).
+
+For an environment in `deployments.gate`, the deployment's range runs from the environment's
+last successful deployment (railyard's own record of the deployment rail, else GitHub's
+deployments) to the deployment's sha: one compare. The tickets it brings are those whose merge
+commit is in that range; each acceptance is judged now (roles asked again, as the hourly
+re-check does). The decision is recorded on each ticket (`deployment_gated`) and answered to
+GitHub through the outbox, once. An environment that is not gated gets no answer at all.
+
+The answer goes to the run named by the payload's `deployment_callback_url`, on the API the app
+is configured with: only the run id is read from that URL (and only when it names this same
+repository), never its host.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from urllib.parse import urlsplit
+
+import structlog
+
+from handlers.acceptance import RECHECK_ACTOR, recheck, validity_now
+from handlers.answers import DeploymentReview
+from handlers.errors import Missing
+from handlers.payloads import dig_int, dig_str
+from handlers.ports import MergedTicket, Rules, Services
+from handlers.routing import Router, WebhookEvent
+from policies.acceptance import holds_at
+from policies.gate import GateDecision, TicketInRange, Unticketed, decide_gate, gated_operation_id
+from policies.model import Ticket, TicketKey
+from policies.notices import DeploymentGated, NoticeContext
+from policies.rails import DeploymentObserved
+from policies.states import WorkState
+
+log = structlog.get_logger(__name__)
+router = Router()
+
+CALLBACK_PATH = re.compile(r"/repos/([^/]+)/([^/]+)/actions/runs/([0-9]{1,19})/deployment_protection_rule/?$")
+RECENT_DEPLOYMENTS = 30
+"""How many of the environment's newest deployments are asked of GitHub for its last success."""
+
+
+@dataclass(frozen=True)
+class ProtectionRequest:
+    """One protection-rule request: which run waits to deploy which sha to which environment."""
+
+    repository: str
+    environment: str
+    sha: str
+    run_id: int
+    deployment_id: int | None = None
+
+    @property
+    def request(self) -> str:
+        """What names this request among the run's (a re-run asks again with a new deployment)."""
+        return str(self.deployment_id) if self.deployment_id is not None else f"run-{self.run_id}@{self.sha}"
+
+
+@dataclass(frozen=True)
+class GateFindings:
+    """The decision on a deployment and what it was judged over."""
+
+    decision: GateDecision
+    base: str | None  # the environment's last successful deployment's sha; None: none known
+
+
+def run_of(callback_url: str | None, repository: str) -> int | None:
+    """The workflow run a callback URL names, when it is this repository's; None otherwise."""
+    if not callback_url:
+        return None
+    found = CALLBACK_PATH.search(urlsplit(callback_url).path)
+    if found is None or f"{found.group(1)}/{found.group(2)}".casefold() != repository.casefold():
+        return None
+    return int(found.group(3))
+
+
+def request_from(event: WebhookEvent) -> ProtectionRequest | None:
+    """The request a `deployment_protection_rule` payload makes, if it is well formed."""
+    payload = event.payload
+    repository = dig_str(payload, "repository", "full_name")
+    environment = dig_str(payload, "environment")
+    sha = dig_str(payload, "deployment", "sha") or dig_str(payload, "sha")
+    if repository is None or environment is None or sha is None:
+        return None
+    run_id = run_of(dig_str(payload, "deployment_callback_url"), repository)
+    if run_id is None:
+        log.warning("deployment_protection_rule_without_a_callback_of_this_repository")
+        return None
+    return ProtectionRequest(repository, environment, sha, run_id, dig_int(payload, "deployment", "id"))
+
+
+async def last_success(
+    services: Services, installation_id: int, repository: str, environment: str, skip: int | None
+) -> str | None:
+    """The sha of the environment's newest deployment that succeeded: from the record, else
+    from GitHub's newest deployments (their newest status)."""
+    async with services.store.read() as reads:
+        held = await reads.held_for(repository, f"deployment:{environment}")
+    succeeded = [
+        seen
+        for seen in held
+        if isinstance(seen, DeploymentObserved) and seen.status == "success" and seen.deployment_id != skip
+    ]
+    if succeeded:
+        return max(succeeded, key=lambda seen: seen.deployment_id).sha
+    for item in await services.github.deployments(
+        installation_id, repository, environment, RECENT_DEPLOYMENTS
+    ):
+        deployment_id, sha = dig_int(item, "id"), dig_str(item, "sha")
+        if deployment_id is None or sha is None or deployment_id == skip:
+            continue
+        try:
+            newest = await services.github.latest_status(installation_id, repository, deployment_id)
+        except Missing:
+            continue
+        if dig_str(newest or {}, "state") == "success":
+            return sha
+    return None
+
+
+async def brought(
+    services: Services, installation_id: int, repository: str, base: str | None, sha: str
+) -> tuple[list[MergedTicket], set[str] | None]:
+    """The merged tickets the deployment brings, and the commits of its range (None without a
+    base: then each merged ticket the sha contains, asked one by one)."""
+    async with services.store.read() as reads:
+        merged = await reads.merged_tickets(repository)
+    if base is not None and base != sha:
+        try:
+            commits = set(await services.github.compare_commits(installation_id, repository, base, sha))
+            return [ticket for ticket in merged if ticket.merge_commit in commits], commits
+        except Missing:
+            log.warning("gate_base_unknown", base=base)  # force-pushed away: judge without a base
+    if base == sha:
+        return [], set()
+    contained = [
+        ticket
+        for ticket in merged
+        if await services.ancestry.contains_ticket(installation_id, repository, ticket, sha)
+    ]
+    return contained, None
+
+
+async def merged_as_accepted(services: Services, installation_id: int, ticket: Ticket) -> bool:
+    """Whether the head of the pull request that merged the ticket is the accepted commit, or a
+    commit with its tree (asked of GitHub only when the shas differ)."""
+    review, rails = ticket.review, ticket.rails
+    merged = sorted(p.number for p in rails.pull_requests.values() if p.merged_while_linked)
+    head = rails.pull_requests[merged[0]].head_sha if merged else None
+    if review is None or head is None or (review.commit or "").casefold() == head.casefold():
+        return review is not None
+    try:
+        found = await services.github.commit(installation_id, ticket.key.repository, head)
+    except Missing:
+        return False  # the merged head is gone: what merged cannot be shown to be what was accepted
+    return holds_at(review, head, dig_str(found, "commit", "tree", "sha"))
+
+
+async def judge_gate(
+    services: Services,
+    installation_id: int,
+    repository: str,
+    environment: str,
+    sha: str,
+    rules: Rules,
+    *,
+    deployment_id: int | None = None,
+    record: bool = True,
+) -> GateFindings:
+    """The gate's decision on deploying `sha` to `environment`. `record`: an acceptance found
+    lapsed is recorded (`acceptance_invalidated`) as every re-check does; without it (the CLI's
+    dry run) nothing is written."""
+    base = await last_success(services, installation_id, repository, environment, deployment_id)
+    tickets, commits = await brought(services, installation_id, repository, base, sha)
+    judged: list[TicketInRange] = []
+    for merged in tickets:
+        key = TicketKey(repository, merged.number)
+        async with services.store.read() as reads:
+            ticket = await reads.ticket(key)
+        if ticket is None or ticket.work is not WorkState.ACCEPTED or ticket.review is None:
+            judged.append(TicketInRange(merged.number, None))
+            continue
+        if record:
+            validity = await recheck(services, installation_id, key)
+        else:
+            validity = await validity_now(services, installation_id, ticket, rules)
+        same = await merged_as_accepted(services, installation_id, ticket)
+        judged.append(TicketInRange(merged.number, validity, ticket.review.ci, same))
+    unticketed: list[int] = []
+    if commits:
+        async with services.store.read() as reads:
+            pulls = await reads.pulls_merged_as(repository, commits)
+        unticketed = [pull.number for pull, linked in pulls if not linked]
+    decision = decide_gate(judged, unticketed, Unticketed(rules.unticketed))
+    return GateFindings(decision, base)
+
+
+def gated(environment: str, rules: Rules) -> bool:
+    """Whether `deployments.gate` names the environment (GitHub's names ignore case)."""
+    return environment.casefold() in {name.casefold() for name in rules.gate}
+
+
+@router.register("deployment_protection_rule", "requested")
+async def on_protection_rule(event: WebhookEvent, services: Services) -> None:
+    """Judge a deployment to a gated environment; record the decision on each ticket it brings
+    and answer GitHub once, through the outbox. An ungated environment: nothing at all."""
+    request = request_from(event)
+    if request is None or event.installation_id is None:
+        return
+    installation, repository = event.installation_id, request.repository
+    rules = await services.configs.load(installation, repository)
+    if not gated(request.environment, rules):
+        return
+    findings = await judge_gate(
+        services, installation, repository, request.environment, request.sha, rules,
+        deployment_id=request.deployment_id,
+    )  # fmt: skip
+    decision, now = findings.decision, datetime.fromtimestamp(services.clock(), UTC)
+    async with services.store.unit() as uow:
+        for verdict in decision.tickets:
+            notice = DeploymentGated(
+                request.environment, request.sha, decision.state.value,
+                verdict.blocker.value if verdict.blocker else None, request.deployment_id, request.run_id,
+            )  # fmt: skip
+            operation = gated_operation_id(repository, verdict.number, request.environment, request.request)
+            context = NoticeContext(RECHECK_ACTOR, operation, now, rules.policy_version)
+            await uow.execute(
+                TicketKey(repository, verdict.number), notice, context, installation_id=installation
+            )
+        key = f"{repository.casefold()}:{request.run_id}:{request.environment}:{request.request}"
+        await uow.send(
+            DeploymentReview(installation, repository, request.run_id, request.environment, decision, key)
+        )
+        await uow.commit()
+    log.info("deployment_gated", state=decision.state.value, tickets=len(decision.tickets))

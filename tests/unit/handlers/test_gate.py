@@ -1,0 +1,186 @@
+"""The deployment gate through the handlers and the in-memory fakes: which tickets a deployment
+brings, the decision recorded on each, and the one answer sent to GitHub."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from handlers.answers import DeploymentReview
+from handlers.ports import Rules
+from policies.events import EventType
+from policies.gate import Blocker, GateState
+from policies.model import TicketKey
+from policies.states import WorkState
+from tests.fakes.github import issue_answer, pull_answer
+from tests.fakes.ports import FakePorts
+from tests.fakes.webhooks import REPOSITORY, deployment_protection_rule, deployment_status, pull_request
+from tests.unit.handlers.steps import CAROL, RACHEL, RITA, claimed, say, ticket, world
+
+GATED = Rules(policy_version="v1", gate=("production",))
+BASE, M12, M13, M14, HEAD = ("b" * 40, "1" * 40, "2" * 40, "4" * 40, "e" * 40)
+DELIVERED = "a" * 40
+ACCEPTED_AT = datetime(2026, 11, 30, 10, tzinfo=UTC).timestamp()  # the comments' time
+
+
+async def merge(ports: FakePorts, pull: int, body: str, merge_commit: str, head: str = DELIVERED) -> None:
+    """PR `pull` with `body` merged as `merge_commit`."""
+    answer = pull_answer(
+        REPOSITORY, pull, body=body, state="closed", merged_at="2026-11-30T10:30:00Z",
+        merge_commit=merge_commit, updated_at="2026-11-30T10:30:00Z", head_ref=f"fix-{pull}", head_sha=head,
+    )  # fmt: skip
+    await ports.dispatch("pull_request", pull_request("closed", answer), delivery_id=f"merge-{pull}")
+
+
+async def gated_world(rules: Rules = GATED) -> FakePorts:
+    """#12 delivered, accepted by rita and merged as M12; #13 published and merged as M13 unaccepted;
+    production last deployed BASE successfully; the history runs BASE, M12, M13, HEAD."""
+    ports = world(rules)
+    ports.clock.now = ACCEPTED_AT + 3600
+    ports.github.add_branch(REPOSITORY, "agent/12", DELIVERED)
+    ports.github.logins[RITA[1]] = "rita"
+    await claimed(ports)
+    await say(ports, "/deliver branch=agent/12 The fix.", by=CAROL)
+    await say(ports, "/accept", by=RITA)
+    await merge(ports, 40, "Fixes #12", M12)
+    ports.github.add_issue(REPOSITORY, issue_answer(13, assignees=(RACHEL,)))
+    await say(ports, "/publish", number=13)
+    await merge(ports, 41, "Fixes #13", M13, head="3" * 40)
+    ports.github.add_history(REPOSITORY, BASE, M12, M13, HEAD)
+    await ports.dispatch("deployment_status", deployment_status(7, BASE, "success"))
+    return ports
+
+
+def reviews(ports: FakePorts) -> list[DeploymentReview]:
+    return [answer for answer in ports.store.answers if isinstance(answer, DeploymentReview)]
+
+
+def gated(ports: FakePorts, number: int) -> list[dict[str, object]]:
+    history = ports.store.history(TicketKey(REPOSITORY, number))
+    return [dict(r.event.data) for r in history if r.event.type is EventType.DEPLOYMENT_GATED]
+
+
+async def test_a_range_with_an_unaccepted_ticket_is_rejected_naming_it() -> None:
+    """#12 accepted, #13 merged unaccepted: rejected, #13 not accepted; recorded on both tickets."""
+    ports = await gated_world()
+    assert ticket(ports).work is WorkState.ACCEPTED
+    await ports.dispatch("deployment_protection_rule", deployment_protection_rule(HEAD))
+    [review] = reviews(ports)
+    assert (review.run_id, review.environment) == (4242, "production")
+    assert review.decision.state is GateState.REJECTED
+    assert [(v.number, v.blocker) for v in review.decision.tickets] == [
+        (12, None),
+        (13, Blocker.NOT_ACCEPTED),
+    ]
+    assert [(e["state"], e["blocker"], e["sha"]) for e in gated(ports, 13)] == [
+        ("rejected", "not_accepted", HEAD)
+    ]
+    assert [(e["state"], e["blocker"], e["environment"]) for e in gated(ports, 12)] == [
+        ("rejected", None, "production")
+    ]
+    assert ports.github.called("compare_commits") != []
+    assert [call.args for call in ports.github.called("compare_commits")] == [(REPOSITORY, BASE, HEAD)]
+
+
+async def test_a_redelivered_request_is_answered_and_recorded_once() -> None:
+    """The same protection-rule request delivered again: the same one answer, no second event."""
+    ports = await gated_world()
+    payload = deployment_protection_rule(HEAD)
+    await ports.dispatch("deployment_protection_rule", payload, delivery_id="gate-1")
+    await ports.dispatch("deployment_protection_rule", payload, delivery_id="gate-2")
+    assert len({review.key for review in reviews(ports)}) == 1
+    assert len(gated(ports, 13)) == 1
+
+
+async def test_a_range_of_accepted_tickets_only_is_approved() -> None:
+    """Deploying M12 alone (before #13's merge): only #12 in range, accepted, approved."""
+    ports = await gated_world()
+    await ports.dispatch("deployment_protection_rule", deployment_protection_rule(M12, deployment_id=901))
+    [review] = reviews(ports)
+    assert review.decision.state is GateState.APPROVED
+    assert [v.number for v in review.decision.tickets] == [12]
+
+
+async def test_an_ungated_environment_gets_no_answer_and_nothing_is_recorded() -> None:
+    """`staging` is not in `deployments.gate`: no answer, no event, no GitHub read."""
+    ports = await gated_world()
+    reads = len(ports.github.calls)
+    await ports.dispatch(
+        "deployment_protection_rule", deployment_protection_rule(HEAD, environment="staging")
+    )
+    assert reviews(ports) == [] and gated(ports, 12) == [] and gated(ports, 13) == []
+    assert len(ports.github.calls) == reads
+
+
+async def test_a_callback_naming_another_repository_is_not_answered() -> None:
+    """A payload whose callback URL names some other repository's run: railyard answers nothing."""
+    ports = await gated_world()
+    payload = deployment_protection_rule(HEAD, callback_repository="evil/other")
+    await ports.dispatch("deployment_protection_rule", payload)
+    assert reviews(ports) == [] and gated(ports, 13) == []
+
+
+async def test_unticketed_merges_are_rejected_when_the_file_says_reject() -> None:
+    """PR #42 merged as M14 links no ticket: with `unticketed: reject` the deployment is rejected."""
+    ports = await gated_world(Rules(policy_version="v1", gate=("production",), unticketed="reject"))
+    await merge(ports, 42, "Tidy the README", M14, head="5" * 40)
+    ports.github.add_history(REPOSITORY, BASE, M12, M14)
+    await ports.dispatch("deployment_protection_rule", deployment_protection_rule(M14, deployment_id=902))
+    [review] = reviews(ports)
+    assert review.decision.state is GateState.REJECTED
+    assert review.decision.unticketed == (42,) and review.decision.blocking == ()
+
+
+async def test_an_expired_acceptance_is_judged_now_and_recorded_lapsed() -> None:
+    """Forty days on (expiry 30): the gate re-judges #12, records `acceptance_invalidated`, rejects."""
+    ports = await gated_world()
+    ports.clock.now = ACCEPTED_AT + 40 * 86400
+    await ports.dispatch("deployment_protection_rule", deployment_protection_rule(M12, deployment_id=903))
+    [review] = reviews(ports)
+    assert [(v.number, v.blocker) for v in review.decision.tickets] == [(12, Blocker.EXPIRED)]
+    history = ports.store.history(TicketKey(REPOSITORY, 12))
+    assert [r.event.data["reason"] for r in history if r.event.type is EventType.ACCEPTANCE_INVALIDATED] == [
+        "expired"
+    ]
+
+
+async def test_without_an_earlier_success_the_merged_tickets_the_sha_contains_are_judged() -> None:
+    """No successful deployment known anywhere: each merged ticket is asked whether HEAD contains it."""
+    ports = world(GATED)
+    ports.clock.now = ACCEPTED_AT + 3600
+    ports.github.add_issue(REPOSITORY, issue_answer(13, assignees=(RACHEL,)))
+    await say(ports, "/publish", number=13)
+    await merge(ports, 41, "Fixes #13", M13, head="3" * 40)
+    ports.ancestry.pairs.add((M13, HEAD))
+    await ports.dispatch("deployment_protection_rule", deployment_protection_rule(HEAD))
+    [review] = reviews(ports)
+    assert [(v.number, v.blocker) for v in review.decision.tickets] == [(13, Blocker.NOT_ACCEPTED)]
+    assert ports.github.called("compare_commits") == []
+
+
+async def test_a_ticket_merged_with_other_content_than_accepted_holds_the_deployment_back() -> None:
+    """#12 accepted at its delivered commit, but the PR merged from a later head with another
+    tree: invalid, and the deployment is rejected."""
+    ports = world(GATED)
+    ports.clock.now = ACCEPTED_AT + 3600
+    ports.github.add_branch(REPOSITORY, "agent/12", DELIVERED)
+    await claimed(ports)
+    await say(ports, "/deliver branch=agent/12 The fix.", by=CAROL)
+    await say(ports, "/accept", by=RITA)
+    ports.github.add_commit(REPOSITORY, "9" * 40)
+    await merge(ports, 40, "Fixes #12", M12, head="9" * 40)
+    ports.github.add_history(REPOSITORY, BASE, M12)
+    await ports.dispatch("deployment_status", deployment_status(7, BASE, "success"))
+    await ports.dispatch("deployment_protection_rule", deployment_protection_rule(M12))
+    [review] = reviews(ports)
+    assert [(v.number, v.blocker) for v in review.decision.tickets] == [(12, Blocker.INVALID)]
+    assert review.decision.state is GateState.REJECTED
+
+
+async def test_a_job_that_creates_no_deployment_is_judged_by_the_payloads_sha() -> None:
+    """`deployment: null`: the payload's sha is judged, and the request is named by run and sha."""
+    ports = await gated_world()
+    await ports.dispatch("deployment_protection_rule", deployment_protection_rule(HEAD, deployment_id=None))
+    [review] = reviews(ports)
+    assert review.decision.state is GateState.REJECTED
+    assert review.key.endswith(f":4242:production:run-4242@{HEAD}")
+    assert [(e["sha"], e["deployment_id"], e["run_id"]) for e in gated(ports, 13)] == [(HEAD, None, 4242)]
