@@ -278,7 +278,9 @@ def assert_safe(output: str) -> None:
     assert ">" not in output.replace("\n>", "\n").removeprefix(">")
     assert "<!--" not in output and "-->" not in output
     assert LIVE_MENTION.search(output) is None
-    assert INVISIBLE.search(output.replace("@" + WORD_JOINER, "@")) is None
+    # The only invisible characters: the word joiners that break a mention and a `railyard:` marker.
+    joined = re.sub("(?i)(railyard)" + WORD_JOINER + ":", r"\1:", output.replace("@" + WORD_JOINER, "@"))
+    assert INVISIBLE.search(joined) is None
     output.encode("utf-8")  # no lone surrogates to crash the GitHub client
 
 
