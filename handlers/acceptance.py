@@ -138,9 +138,13 @@ async def _roles_now(
         return None
 
 
-async def validity_now(services: Services, installation_id: int, ticket: Ticket, rules: Rules) -> Validity:
+async def validity_now(
+    services: Services, installation_id: int, ticket: Ticket, rules: Rules, *, require_roles: bool = False
+) -> Validity:
     """Judge an accepted ticket's acceptance now (its reviewer's roles asked again; for a
-    self-verification, the issue's labels), writing nothing."""
+    self-verification, the issue's labels), writing nothing. `require_roles`: roles GitHub will
+    not tell raise `CannotVerify` (what relies on the decision now, the gate, never passes on
+    them); otherwise they are not judged this time."""
     review = ticket.review
     assert review is not None
     now = datetime.fromtimestamp(services.clock(), UTC)
@@ -154,26 +158,31 @@ async def validity_now(services: Services, installation_id: int, ticket: Ticket,
             high_risk = bool(labels_of(issue) & set(rules.high_risk_labels))
         except Missing:  # the issue is gone: its labels cannot be judged, the rest still is
             log.warning("acceptance_issue_missing", ticket=str(key))
+    roles = await _roles_now(services, installation_id, ticket, rules)
+    if roles is None and require_roles:
+        raise CannotVerify(f"the roles of @{review.reviewer}, who accepted {key}, cannot be verified now")
     standing = Standing(
         at=now,
         expires_after_days=rules.acceptance_expires_after_days,
         self_verification=rules.self_verification,
         high_risk=high_risk,
-        reviewer_roles=await _roles_now(services, installation_id, ticket, rules),
+        reviewer_roles=roles,
     )
     return judge(review, standing)
 
 
-async def recheck(services: Services, installation_id: int, key: TicketKey) -> Validity | None:
+async def recheck(
+    services: Services, installation_id: int, key: TicketKey, *, require_roles: bool = False
+) -> Validity | None:
     """Judge the ticket's acceptance now and record `acceptance_invalidated` once if it lapsed;
-    None when the ticket is not accepted."""
+    None when the ticket is not accepted (`require_roles`: as `validity_now`)."""
     async with services.store.read() as reads:
         ticket = await reads.ticket(key)
     if ticket is None or ticket.work is not WorkState.ACCEPTED or ticket.review is None:
         return None
     review = ticket.review
     rules = await services.configs.load(installation_id, key.repository)
-    validity = await validity_now(services, installation_id, ticket, rules)
+    validity = await validity_now(services, installation_id, ticket, rules, require_roles=require_roles)
     if validity.valid or validity.reason is None or validity.recorded:
         return validity
     lapse = AcceptanceLapsed(review.revision, validity.reason.value, validity.expires_at)

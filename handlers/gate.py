@@ -24,7 +24,7 @@ import structlog
 
 from handlers.acceptance import RECHECK_ACTOR, recheck, validity_now
 from handlers.answers import DeploymentReview
-from handlers.errors import Missing
+from handlers.errors import CannotVerify, Missing
 from handlers.payloads import dig_int, dig_str
 from handlers.ports import MergedTicket, Rules, Services
 from handlers.routing import Router, WebhookEvent
@@ -183,10 +183,15 @@ async def judge_gate(
         if ticket is None or ticket.work is not WorkState.ACCEPTED or ticket.review is None:
             judged.append(TicketInRange(merged.number, None))
             continue
-        if record:
-            validity = await recheck(services, installation_id, key)
-        else:
-            validity = await validity_now(services, installation_id, ticket, rules)
+        try:
+            if record:
+                validity = await recheck(services, installation_id, key, require_roles=True)
+            else:
+                validity = await validity_now(services, installation_id, ticket, rules, require_roles=True)
+        except CannotVerify as error:  # never approved on a role GitHub will not confirm
+            log.warning("gate_roles_unverified", ticket=str(key), error=str(error))
+            judged.append(TicketInRange(merged.number, None, roles_verified=False))
+            continue
         same = await merged_as_accepted(services, installation_id, ticket)
         judged.append(TicketInRange(merged.number, validity, ticket.review.ci, same))
     unticketed: list[int] = []

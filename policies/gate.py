@@ -38,6 +38,7 @@ class Blocker(StrEnum):
     NOT_ACCEPTED = "not_accepted"
     EXPIRED = "expired"
     INVALID = "invalid"
+    UNVERIFIED = "unverified"  # GitHub would not say whether the reviewer still holds the role
     CI_FAILED = "ci_failed"
 
 
@@ -45,12 +46,15 @@ class Blocker(StrEnum):
 class TicketInRange:
     """One ticket the deployment brings: its acceptance judged now (None: not accepted), the CI
     state that acceptance recorded (`passed`, `failed`, ...), and whether the pull request that
-    merged it carried what was accepted (the accepted commit, or one with the same tree)."""
+    merged it carried what was accepted (the accepted commit, or one with the same tree).
+    `roles_verified` False: GitHub would not say whether the reviewer still holds the role, so
+    the acceptance cannot be shown to hold (`validity` is then None)."""
 
     number: int
     validity: Validity | None
     ci: str = "none"
     merged_as_accepted: bool = True
+    roles_verified: bool = True
 
 
 @dataclass(frozen=True)
@@ -92,6 +96,8 @@ def verdict_of(ticket: TicketInRange) -> TicketVerdict:
     """Whether one ticket lets the deployment go: accepted, holding now, merged as accepted, its
     recorded CI not failed."""
     validity = ticket.validity
+    if not ticket.roles_verified:
+        return TicketVerdict(ticket.number, Blocker.UNVERIFIED)
     if validity is None:
         return TicketVerdict(ticket.number, Blocker.NOT_ACCEPTED)
     if not validity.valid:

@@ -15,6 +15,8 @@ def verdict_words(verdict: TicketVerdict) -> str:
     number = f"#{verdict.number}"
     if verdict.blocker is Blocker.NOT_ACCEPTED:
         return f"{number} is not accepted"
+    if verdict.blocker is Blocker.UNVERIFIED:
+        return f"{number}: railyard cannot verify now that its reviewer still holds the role"
     if verdict.blocker is Blocker.CI_FAILED:
         return f"{number} was accepted while its CI failed"
     if verdict.blocker in (Blocker.EXPIRED, Blocker.INVALID) and verdict.invalid_reason is not None:

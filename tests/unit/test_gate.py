@@ -23,12 +23,14 @@ validities = st.one_of(
     st.just(VALID),
     st.sampled_from(list(InvalidReason)).map(lambda reason: Validity(False, reason)),
 )
-tickets = st.builds(TicketInRange, st.integers(1, 500), validities, st.sampled_from(CI_STATES), st.booleans())
+tickets = st.builds(
+    TicketInRange, st.integers(1, 500), validities, st.sampled_from(CI_STATES), st.booleans(), st.booleans()
+)
 
 
 def lets_go(ticket: TicketInRange) -> bool:
     valid = ticket.validity is not None and ticket.validity.valid
-    return valid and ticket.merged_as_accepted and ticket.ci != "failed"
+    return valid and ticket.merged_as_accepted and ticket.ci != "failed" and ticket.roles_verified
 
 
 @given(st.lists(tickets, max_size=8), st.lists(st.integers(1, 500), max_size=4), st.sampled_from(Unticketed))
@@ -63,7 +65,7 @@ def test_a_rejection_names_every_ticket_that_holds_it_back_and_no_other(brought:
 
 def test_each_reason_a_ticket_holds_a_deployment_back() -> None:
     """Not accepted, expired, invalid (with its reason, or none when what merged is not what was
-    accepted), accepted while CI failed."""
+    accepted), accepted while CI failed, the reviewer's role unverifiable now."""
     assert verdict_of(TicketInRange(1, None)).blocker is Blocker.NOT_ACCEPTED
     assert verdict_of(TicketInRange(2, Validity(False, InvalidReason.EXPIRED))).blocker is Blocker.EXPIRED
     lost = verdict_of(TicketInRange(3, Validity(False, InvalidReason.REVIEWER_LOST_ROLE)))
@@ -72,6 +74,12 @@ def test_each_reason_a_ticket_holds_a_deployment_back() -> None:
     changed = verdict_of(TicketInRange(6, VALID, "passed", merged_as_accepted=False))
     assert (changed.blocker, changed.invalid_reason) == (Blocker.INVALID, None)
     assert verdict_of(TicketInRange(5, VALID, "pending")).blocker is None
+    unverified = verdict_of(TicketInRange(7, None, roles_verified=False))
+    assert unverified.blocker is Blocker.UNVERIFIED
+    decision = decide_gate([TicketInRange(7, None, roles_verified=False)], [], Unticketed.ALLOW)
+    assert gate_comment(decision) == (
+        "railyard rejected: #7: railyard cannot verify now that its reviewer still holds the role."
+    )
 
 
 def test_the_comment_says_why_for_each_ticket() -> None:

@@ -184,3 +184,16 @@ async def test_a_job_that_creates_no_deployment_is_judged_by_the_payloads_sha() 
     assert review.decision.state is GateState.REJECTED
     assert review.key.endswith(f":4242:production:run-4242@{HEAD}")
     assert [(e["sha"], e["deployment_id"], e["run_id"]) for e in gated(ports, 13)] == [(HEAD, None, 4242)]
+
+
+async def test_a_reviewer_whose_role_cannot_be_verified_now_holds_the_deployment_back() -> None:
+    """GitHub will not say whether rita still holds a role (the app lost the members permission):
+    the gate never approves on a role it cannot verify; it rejects naming why, records no lapse."""
+    ports = await gated_world()
+    ports.roles.unverifiable.add("rita")
+    await ports.dispatch("deployment_protection_rule", deployment_protection_rule(M12, deployment_id=904))
+    [review] = reviews(ports)
+    assert review.decision.state is GateState.REJECTED
+    assert [(v.number, v.blocker) for v in review.decision.tickets] == [(12, Blocker.UNVERIFIED)]
+    history = ports.store.history(TicketKey(REPOSITORY, 12))
+    assert [r for r in history if r.event.type is EventType.ACCEPTANCE_INVALIDATED] == []
