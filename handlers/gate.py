@@ -144,19 +144,50 @@ async def brought(
     return contained, None
 
 
-async def merged_as_accepted(services: Services, installation_id: int, ticket: Ticket) -> bool:
-    """Whether the head of the pull request that merged the ticket is the accepted commit, or a
-    commit with its tree (asked of GitHub only when the shas differ)."""
-    review, rails = ticket.review, ticket.rails
-    merged = sorted(p.number for p in rails.pull_requests.values() if p.merged_while_linked)
-    head = rails.pull_requests[merged[0]].head_sha if merged else None
-    if review is None or head is None or (review.commit or "").casefold() == head.casefold():
-        return review is not None
-    try:
-        found = await services.github.commit(installation_id, ticket.key.repository, head)
-    except Missing:
-        return False  # the merged head is gone: what merged cannot be shown to be what was accepted
-    return holds_at(review, head, dig_str(found, "commit", "tree", "sha"))
+async def merged_heads(
+    services: Services, installation_id: int, ticket: Ticket, sha: str, commits: set[str] | None
+) -> list[str | None]:
+    """The heads of the ticket's pull requests whose merge the deployment brings: each merged
+    while linking it whose merge commit is in the range (`commits`; without a range, each the
+    deployed sha contains). A later PR linking an accepted ticket brings code of its own."""
+    merged = sorted(p.number for p in ticket.rails.pull_requests.values() if p.merged_while_linked)
+    heads: list[str | None] = []
+    for index, number in enumerate(merged):
+        pull = ticket.rails.pull_requests[number]
+        if commits is not None:
+            brings = pull.merge_commit is not None and pull.merge_commit in commits
+        else:  # the first merge is the one found contained; the others are asked
+            brings = index == 0 or (
+                pull.merge_commit is not None
+                and await services.ancestry.contains(
+                    installation_id, ticket.key.repository, pull.merge_commit, sha
+                )
+            )
+        if brings:
+            heads.append(pull.head_sha)
+    return heads
+
+
+async def merged_as_accepted(
+    services: Services, installation_id: int, ticket: Ticket, heads: list[str | None]
+) -> bool:
+    """Whether each of `heads` (of the PRs that merged the ticket's code) is the accepted
+    commit, or a commit with its tree (asked of GitHub only when the shas differ)."""
+    review = ticket.review
+    if review is None or not heads:
+        return False  # nothing the ticket merged is known to be in the deployment: not shown to be accepted
+    for head in heads:
+        if head is None:
+            return False
+        if (review.commit or "").casefold() == head.casefold():
+            continue
+        try:
+            found = await services.github.commit(installation_id, ticket.key.repository, head)
+        except Missing:
+            return False  # the merged head is gone: what merged cannot be shown to be what was accepted
+        if not holds_at(review, head, dig_str(found, "commit", "tree", "sha")):
+            return False
+    return True
 
 
 async def judge_gate(
@@ -175,13 +206,20 @@ async def judge_gate(
     dry run) nothing is written."""
     base = await last_success(services, installation_id, repository, environment, deployment_id)
     tickets, commits = await brought(services, installation_id, repository, base, sha)
+    numbers = {merged.number for merged in tickets}
+    unticketed: list[int] = []
+    if commits:
+        async with services.store.read() as reads:
+            pulls = await reads.pulls_merged_as(repository, commits)
+        unticketed = [pull.number for pull, linked in pulls if not linked]
+        numbers |= {number for _, linked in pulls for number in linked}  # a later PR of a ticket too
     judged: list[TicketInRange] = []
-    for merged in tickets:
-        key = TicketKey(repository, merged.number)
+    for number in sorted(numbers):
+        key = TicketKey(repository, number)
         async with services.store.read() as reads:
             ticket = await reads.ticket(key)
         if ticket is None or ticket.work is not WorkState.ACCEPTED or ticket.review is None:
-            judged.append(TicketInRange(merged.number, None))
+            judged.append(TicketInRange(number, None))
             continue
         try:
             if record:
@@ -190,15 +228,11 @@ async def judge_gate(
                 validity = await validity_now(services, installation_id, ticket, rules, require_roles=True)
         except CannotVerify as error:  # never approved on a role GitHub will not confirm
             log.warning("gate_roles_unverified", ticket=str(key), error=str(error))
-            judged.append(TicketInRange(merged.number, None, roles_verified=False))
+            judged.append(TicketInRange(number, None, roles_verified=False))
             continue
-        same = await merged_as_accepted(services, installation_id, ticket)
-        judged.append(TicketInRange(merged.number, validity, ticket.review.ci, same))
-    unticketed: list[int] = []
-    if commits:
-        async with services.store.read() as reads:
-            pulls = await reads.pulls_merged_as(repository, commits)
-        unticketed = [pull.number for pull, linked in pulls if not linked]
+        heads = await merged_heads(services, installation_id, ticket, sha, commits)
+        same = await merged_as_accepted(services, installation_id, ticket, heads)
+        judged.append(TicketInRange(number, validity, ticket.review.ci, same))
     decision = decide_gate(judged, unticketed, Unticketed(rules.unticketed))
     return GateFindings(decision, base)
 

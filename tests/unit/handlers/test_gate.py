@@ -197,3 +197,26 @@ async def test_a_reviewer_whose_role_cannot_be_verified_now_holds_the_deployment
     assert [(v.number, v.blocker) for v in review.decision.tickets] == [(12, Blocker.UNVERIFIED)]
     history = ports.store.history(TicketKey(REPOSITORY, 12))
     assert [r for r in history if r.event.type is EventType.ACCEPTANCE_INVALIDATED] == []
+
+
+async def test_a_later_pull_request_linking_an_accepted_ticket_is_judged_by_what_it_merged() -> None:
+    """#12 accepted, merged as M12 and deployed; then PR #45 'Fixes #12' merges other content as
+    M15. Deploying M15 brings #12's new code: it was not accepted, so the gate rejects (before,
+    #45 counted neither as a ticket's merge nor as unticketed, and the deployment was approved)."""
+    ports = world(GATED)
+    ports.clock.now = ACCEPTED_AT + 3600
+    ports.github.add_branch(REPOSITORY, "agent/12", DELIVERED)
+    ports.github.logins[RITA[1]] = "rita"
+    await claimed(ports)
+    await say(ports, "/deliver branch=agent/12 The fix.", by=CAROL)
+    await say(ports, "/accept", by=RITA)
+    await merge(ports, 40, "Fixes #12", M12)
+    await ports.dispatch("deployment_status", deployment_status(7, M12, "success"))
+    other = "6" * 40
+    ports.github.add_commit(REPOSITORY, other)
+    await merge(ports, 45, "Fixes #12", M14, head=other)
+    ports.github.add_history(REPOSITORY, BASE, M12, M14)
+    await ports.dispatch("deployment_protection_rule", deployment_protection_rule(M14, deployment_id=905))
+    [review] = reviews(ports)
+    assert review.decision.state is GateState.REJECTED
+    assert [(v.number, v.blocker) for v in review.decision.tickets] == [(12, Blocker.INVALID)]
