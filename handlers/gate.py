@@ -133,7 +133,8 @@ async def brought(
             commits = set(await services.github.compare_commits(installation_id, repository, base, sha))
             return [ticket for ticket in merged if ticket.merge_commit in commits], commits
         except Missing:
-            log.warning("gate_base_unknown", base=base)  # force-pushed away: judge without a base
+            # force-pushed away, or a range GitHub cannot list whole: judge without a base
+            log.warning("gate_base_unknown", base=base)
     if base == sha:
         return [], set()
     contained = [

@@ -145,8 +145,11 @@ class GitHubReadsAdapter:
 
     async def compare_commits(self, installation_id: int, repository: str, base: str, head: str) -> list[str]:
         """The commits `head` has and `base` does not, following every page (100 a page, at most
-        `COMPARE_PAGES` pages: GitHub's own comparison stops far short of that)."""
+        `COMPARE_PAGES` pages: GitHub's own comparison stops far short of that). `Missing` too
+        when the pages list fewer commits than GitHub counts (`total_commits`): a range cut
+        short would leave out its newest merges, and is never taken for the whole."""
         shas: list[str] = []
+        counted: int | None = None
         params: dict[str, str] | None = {"per_page": "100"}
         for _ in range(COMPARE_PAGES):
             if params is None:
@@ -161,6 +164,10 @@ class GitHubReadsAdapter:
                 raise
             commits = page.get("commits") if isinstance(page, dict) else None
             shas += [str(c["sha"]) for c in commits or [] if isinstance(c, dict) and c.get("sha")]
+            total = page.get("total_commits") if isinstance(page, dict) else None
+            counted = total if isinstance(total, int) else counted
+        if params is not None or (counted is not None and len(set(shas)) < counted):
+            raise Missing(f"compare {repository} {base}...{head}: {counted} commits, {len(shas)} listed", 422)
         return shas
 
     async def check_runs(self, installation_id: int, repository: str, sha: str) -> list[Json]:

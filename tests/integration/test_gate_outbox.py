@@ -142,3 +142,20 @@ def test_merged_pull_requests_are_found_by_their_merge_commits(database: Databas
     with database.read() as connection:
         found = pulls_merged_as(connection, REPO.upper(), {"1" * 40, "2" * 40, "3" * 40})
     assert sorted((p.number, linked) for p, linked in found) == [(40, {12}), (41, set())]
+
+
+async def test_a_comparison_that_lists_fewer_commits_than_it_counts_is_not_taken_as_the_range(
+    parts: Any,
+) -> None:
+    """GitHub counts 12,000 commits but the pages list fewer (its own cut, or railyard's page
+    limit): the newest merges would be missing from the range, so it is `Missing` (the gate then
+    judges every merged ticket the sha contains) rather than a short range that approves."""
+    _, _, _, github = parts
+    compare = f"{GITHUB_API}/repos/{REPO}/compare/{'b' * 40}...{'e' * 40}"
+    respx.get(compare).mock(
+        return_value=httpx.Response(
+            200, json={"status": "ahead", "total_commits": 12000, "commits": [{"sha": "1" * 40}]}
+        )
+    )
+    with pytest.raises(Missing):
+        await GitHubReadsAdapter(github).compare_commits(7, REPO, "b" * 40, "e" * 40)
