@@ -11,7 +11,8 @@ Errors keep the meaning railyard's client gives them (`app.github.client`): only
 before the request could leave (no connection: refused, DNS, TLS, the pool's wait) is
 `httpx.ConnectError` / `httpx.ConnectTimeout`, which says GitHub cannot have acted. Anything
 after (the server closed the connection, a reset, a read timeout, a broken body) is a
-`httpx.ReadError` / `httpx.ReadTimeout`: a write may have been performed. (The `httpx-aiohttp`
+`httpx.ReadError` / `httpx.ReadTimeout`, and an answer that is not HTTP a
+`httpx.RemoteProtocolError`: a write may have been performed. (The `httpx-aiohttp`
 package maps a server that disconnects after the request to `ConnectTimeout`, which would make
 a lost answer to a comment look safe to send again; hence this module.)
 """
@@ -80,6 +81,8 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
         except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError) as error:
             # Sent, or perhaps sent: the server closed or reset the connection, the body broke.
             raise httpx.ReadError(str(error) or type(error).__name__, request=request) from error
+        except aiohttp.ClientResponseError as error:  # the answer is not HTTP: sent all the same
+            raise httpx.RemoteProtocolError(error.message or type(error).__name__, request=request) from error
         except (aiohttp.InvalidURL, aiohttp.NonHttpUrlClientError) as error:
             raise httpx.UnsupportedProtocol(str(error), request=request) from error
         extensions: dict[str, Any] = {"http_version": b"HTTP/1.1"}

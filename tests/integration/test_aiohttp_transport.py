@@ -125,3 +125,26 @@ async def test_closing_the_client_closes_the_session(server: str) -> None:
     async with httpx.AsyncClient(base_url=server, transport=transport) as client:
         await client.get("/echo")
     assert transport._session is None
+
+
+async def test_an_answer_that_is_not_http_after_the_request_is_a_protocol_error_it_may_have_acted() -> None:
+    """The request arrived whole, then the answer is garbage: an httpx transport error that says
+    GitHub may have acted (a write must look ambiguous), never an aiohttp error httpx's callers
+    do not know."""
+
+    async def garbage(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(b"HTTP/1.1 two hundred OK\r\n\r\n")
+        await writer.drain()
+        writer.close()
+
+    listening = await asyncio.start_server(garbage, "127.0.0.1", 0)
+    port = listening.sockets[0].getsockname()[1]
+    try:
+        async with _client(f"http://127.0.0.1:{port}") as client:
+            with pytest.raises(httpx.TransportError) as raised:
+                await client.post("/comments", json={"body": "a comment"})
+        assert not isinstance(raised.value, httpx.ConnectError | httpx.ConnectTimeout)
+    finally:
+        listening.close()
+        await listening.wait_closed()
