@@ -70,7 +70,7 @@ class ProposedConfigs:
         loaded = await self._loader.layered_on(
             installation, repository, RepoFile(str(found.get("sha")), text)
         )
-        return tuple(loaded.error.splitlines()) if loaded.error else ()
+        return own_problems(loaded.error.splitlines()) if loaded.error else ()
 
     async def _changes_config(self, installation: int, repository: str, pull: int) -> bool:
         """Whether the PR adds or modifies the file (a PR that removes it leaves the organization's
@@ -90,3 +90,20 @@ class ProposedConfigs:
             if params is None:
                 return False
         return False
+
+
+def own_problems(problems: list[str]) -> tuple[str, ...]:
+    """What a PR's check quotes: the problems of the PR's own file as they are (each on one of
+    its lines, `line N: ...`); those of the file it extends, or of the two merged, are another
+    repository's words (perhaps a private one's, and anyone may open a PR) and are not quoted:
+    one line names that repository instead."""
+    own = [problem for problem in problems if problem.startswith(("line ", "... and "))]
+    others = [problem for problem in problems if problem not in own]
+    if others:
+        base = others[0].removeprefix("merged with ").partition(":")[0]
+        own.append(
+            f"the file of {base}, which this one extends, cannot be used with it "
+            f"({len(others)} problem(s) there, not quoted on a pull request; `railyard validate` "
+            "or the status comment of a ticket there shows them)"
+        )
+    return tuple(own)

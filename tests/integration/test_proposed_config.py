@@ -102,7 +102,8 @@ async def test_a_proposed_file_that_extends_is_judged_with_the_base_on_its_defau
     reader: tuple[ProposedConfigs, StandinState],
 ) -> None:
     """`_extends: .github` in the PR: acme/.github's file (read from its default branch, not the
-    PR's head) is laid under it, and a problem in it is reported naming acme/.github."""
+    PR's head) is laid under it, and a problem in it is reported naming acme/.github, without
+    quoting that repository's file (its values are not the PR author's to read)."""
     proposed, state = reader
     state.add_repository("acme/.github", files={CONFIG_PATH: "limits:\n  commands_per_hour: lots\n"})
     state.repositories[REPO].pulls[34].files[CONFIG_PATH] = "_extends: .github\n"
@@ -110,8 +111,11 @@ async def test_a_proposed_file_that_extends_is_judged_with_the_base_on_its_defau
     problems = await proposed.problems(7, REPO, 34, FIX)
 
     assert problems == (
-        "acme/.github: line 2: limits.commands_per_hour: expected a whole number, got 'lots'",
+        "the file of acme/.github, which this one extends, cannot be used with it (1 problem(s) "
+        "there, not quoted on a pull request; `railyard validate` or the status comment of a "
+        "ticket there shows them)",
     )
+    assert not any("lots" in problem for problem in problems)
     [read] = state.calls_to("GET", f"/repos/acme/.github/contents/{CONFIG_PATH}")
     assert "ref" not in read.query
 
