@@ -125,7 +125,8 @@ async def brought(
     services: Services, installation_id: int, repository: str, base: str | None, sha: str
 ) -> tuple[list[MergedTicket], set[str] | None]:
     """The merged tickets the deployment brings, and the commits of its range (None without a
-    base: then each merged ticket the sha contains, asked one by one)."""
+    base: then each merged ticket the sha contains, asked one by one); `Missing` when GitHub
+    knows no commit `sha`."""
     async with services.store.read() as reads:
         merged = await reads.merged_tickets(repository)
     if base is not None and base != sha:
@@ -137,6 +138,9 @@ async def brought(
             log.warning("gate_base_unknown", base=base)
     if base == sha:
         return [], set()
+    # Without a range every containment would answer "no" for a commit GitHub does not know
+    # (the sha of a payload is otherwise not checked): `Missing` then, never "brings nothing".
+    await services.github.commit(installation_id, repository, sha)
     contained = [
         ticket
         for ticket in merged
@@ -206,7 +210,11 @@ async def judge_gate(
     lapsed is recorded (`acceptance_invalidated`) as every re-check does; without it (the CLI's
     dry run) nothing is written."""
     base = await last_success(services, installation_id, repository, environment, deployment_id)
-    tickets, commits = await brought(services, installation_id, repository, base, sha)
+    try:
+        tickets, commits = await brought(services, installation_id, repository, base, sha)
+    except Missing:
+        log.warning("gate_commit_unknown", sha=sha)
+        return GateFindings(decide_gate([], [], Unticketed(rules.unticketed), commit_known=False), base)
     numbers = {merged.number for merged in tickets}
     unticketed: list[int] = []
     if commits:

@@ -75,6 +75,7 @@ class GateDecision:
     tickets: tuple[TicketVerdict, ...]
     unticketed: tuple[int, ...] = ()  # pull requests merged in the range that link no ticket
     unticketed_policy: Unticketed = Unticketed.ALLOW
+    commit_known: bool = True  # False: GitHub knows no such commit, so nothing can be judged
 
     @property
     def approved(self) -> bool:
@@ -112,10 +113,17 @@ def verdict_of(ticket: TicketInRange) -> TicketVerdict:
 
 
 def decide_gate(
-    tickets: Iterable[TicketInRange], unticketed: Iterable[int], policy: Unticketed
+    tickets: Iterable[TicketInRange],
+    unticketed: Iterable[int],
+    policy: Unticketed,
+    *,
+    commit_known: bool = True,
 ) -> GateDecision:
     """Approve when every ticket in the range lets the deployment go and no unticketed merge is
-    refused by `policy`; reject otherwise. Tickets and merges are listed once each, by number."""
+    refused by `policy`; reject otherwise, and always for a commit GitHub does not know (what it
+    brings cannot be shown). Tickets and merges are listed once each, by number."""
+    if not commit_known:
+        return GateDecision(GateState.REJECTED, (), (), policy, commit_known=False)
     by_number = {ticket.number: ticket for ticket in tickets}
     verdicts = tuple(verdict_of(by_number[number]) for number in sorted(by_number))
     merges = tuple(sorted(set(unticketed)))

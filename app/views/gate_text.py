@@ -44,6 +44,8 @@ def unticketed_words(decision: GateDecision) -> str | None:
 def gate_comment(decision: GateDecision) -> str:
     """The comment on railyard's answer: each ticket that holds the deployment back and why, or
     the tickets that let it go."""
+    if not decision.commit_known:
+        return "railyard rejected: GitHub does not know the commit this deployment names."
     parts: list[str] = []
     if decision.approved:
         accepted = [f"#{v.number}" for v in decision.tickets]

@@ -128,3 +128,12 @@ def test_railyard_gate_refuses_what_is_not_a_full_sha(tmp_path: Path) -> None:
     settings = Settings(DATABASE_URL=f"sqlite:///{tmp_path}/railyard.db")
     assert main(argv, settings=settings, out=out, err=err) == 2
     assert "full 40-character commit sha" in err.getvalue()
+
+
+def test_a_commit_github_does_not_know_is_rejected_whatever_the_tickets() -> None:
+    """Nothing can be judged about a commit GitHub does not know: rejected, saying so."""
+    decision = decide_gate([TicketInRange(12, VALID, "passed")], [], Unticketed.ALLOW, commit_known=False)
+    assert decision.state is GateState.REJECTED
+    assert gate_comment(decision) == (
+        "railyard rejected: GitHub does not know the commit this deployment names."
+    )

@@ -151,6 +151,7 @@ async def test_without_an_earlier_success_the_merged_tickets_the_sha_contains_ar
     await say(ports, "/publish", number=13)
     await merge(ports, 41, "Fixes #13", M13, head="3" * 40)
     ports.ancestry.pairs.add((M13, HEAD))
+    ports.github.add_commit(REPOSITORY, HEAD)
     await ports.dispatch("deployment_protection_rule", deployment_protection_rule(HEAD))
     [review] = reviews(ports)
     assert [(v.number, v.blocker) for v in review.decision.tickets] == [(13, Blocker.NOT_ACCEPTED)]
@@ -220,3 +221,14 @@ async def test_a_later_pull_request_linking_an_accepted_ticket_is_judged_by_what
     [review] = reviews(ports)
     assert review.decision.state is GateState.REJECTED
     assert [(v.number, v.blocker) for v in review.decision.tickets] == [(12, Blocker.INVALID)]
+
+
+async def test_a_deployment_of_a_commit_github_does_not_know_is_rejected() -> None:
+    """The payload's sha is no commit GitHub knows (the comparison and every containment answer
+    404): nothing can be shown about what it brings, so it is rejected, not approved as bringing
+    no ticket."""
+    ports = await gated_world()
+    unknown = "f" * 40
+    await ports.dispatch("deployment_protection_rule", deployment_protection_rule(unknown, deployment_id=906))
+    [review] = reviews(ports)
+    assert review.decision.state is GateState.REJECTED
