@@ -262,6 +262,10 @@ async def on_protection_rule(event: WebhookEvent, services: Services) -> None:
     rules = await services.configs.load(installation, repository)
     if not gated(request.environment, rules):
         return
+    # A decision relies on the file (roles, expiry, the gate itself): read it now, as a command does.
+    rules = await services.configs.load(installation, repository, fresh=True)
+    if not gated(request.environment, rules):
+        return
     findings = await judge_gate(
         services, installation, repository, request.environment, request.sha, rules,
         deployment_id=request.deployment_id,

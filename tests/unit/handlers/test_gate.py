@@ -232,3 +232,13 @@ async def test_a_deployment_of_a_commit_github_does_not_know_is_rejected() -> No
     await ports.dispatch("deployment_protection_rule", deployment_protection_rule(unknown, deployment_id=906))
     [review] = reviews(ports)
     assert review.decision.state is GateState.REJECTED
+
+
+async def test_the_gate_judges_under_the_file_read_now_as_a_command_does() -> None:
+    """The roles, the expiry and the gate itself come from `.github/railyard.yml` read fresh when
+    the deployment asks (a cached copy may be a minute old), before anything is judged."""
+    ports = await gated_world()
+    before = len(ports.configs.loads)
+    await ports.dispatch("deployment_protection_rule", deployment_protection_rule(M12, deployment_id=907))
+    assert [load.fresh for load in ports.configs.loads[before:]][:2] == [False, True]
+    assert len(reviews(ports)) == 1
