@@ -219,9 +219,14 @@ async def judge_gate(
     unticketed: list[int] = []
     if commits:
         async with services.store.read() as reads:
-            pulls = await reads.pulls_merged_as(repository, commits)
-        unticketed = [pull.number for pull, linked in pulls if not linked]
-        numbers |= {number for _, linked in pulls for number in linked}  # a later PR of a ticket too
+            for pull, linked in await reads.pulls_merged_as(repository, commits):
+                # A PR of a ticket brings it (a later PR of an accepted ticket too); one that
+                # names only issues that are no tickets belongs to no ticket.
+                found = [await reads.ticket(TicketKey(repository, number)) for number in sorted(linked)]
+                real = {ticket.key.number for ticket in found if ticket is not None and ticket.exists}
+                numbers |= real
+                if not real:
+                    unticketed.append(pull.number)
     judged: list[TicketInRange] = []
     for number in sorted(numbers):
         key = TicketKey(repository, number)

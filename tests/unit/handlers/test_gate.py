@@ -242,3 +242,18 @@ async def test_the_gate_judges_under_the_file_read_now_as_a_command_does() -> No
     await ports.dispatch("deployment_protection_rule", deployment_protection_rule(M12, deployment_id=907))
     assert [load.fresh for load in ports.configs.loads[before:]][:2] == [False, True]
     assert len(reviews(ports)) == 1
+
+
+async def test_a_merge_that_names_only_an_issue_that_is_no_ticket_is_unticketed() -> None:
+    """PR #46 says "Fixes #5", and #5 is a plain issue, no ticket: the merge belongs to no ticket.
+    With `unticketed: reject` it holds the deployment back (naming an issue is no way around the
+    policy); with `allow` it lets it go, and #5 is not judged as a ticket."""
+    for policy, state in (("reject", GateState.REJECTED), ("allow", GateState.APPROVED)):
+        ports = await gated_world(Rules(policy_version="v1", gate=("production",), unticketed=policy))
+        ports.github.add_issue(REPOSITORY, issue_answer(5, assignees=(RACHEL,)))
+        await merge(ports, 46, "Fixes #5", M14, head="5" * 40)
+        ports.github.add_history(REPOSITORY, BASE, M12, M14)
+        await ports.dispatch("deployment_protection_rule", deployment_protection_rule(M14, deployment_id=908))
+        [review] = reviews(ports)
+        assert (review.decision.state, review.decision.unticketed) == (state, (46,)), policy
+        assert [v.number for v in review.decision.tickets] == [12]
