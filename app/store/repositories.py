@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from sqlalchemy import Connection, String, cast, func, literal, select, update
 
-from app.store.database import Database
+from app.store.database import Database, insert_for
 from app.store.effects import CANCELLED
 from app.store.tables import (
     HeldObservationRow,
@@ -91,8 +91,14 @@ def place(
         _rename(connection, holder, retired_name(name, holder), now)
     current = repository_at(connection, repository_id)
     if current is None:
-        connection.execute(repositories.insert().values(id=repository_id, full_name=name, updated_at=now))
-        if holder is None:
+        # Two first deliveries at once (PostgreSQL): the later insert waits for the earlier and
+        # does nothing; that one placed the id and adopted the name's records.
+        inserted = connection.execute(
+            insert_for(connection)(repositories)
+            .values(id=repository_id, full_name=name, updated_at=now)
+            .on_conflict_do_nothing()
+        )
+        if inserted.rowcount and holder is None:
             _adopt(connection, repository_id, name, created_at)
         return
     _move(connection, current, name, cancel=False)

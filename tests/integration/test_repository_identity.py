@@ -4,13 +4,14 @@
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 from alembic import command
-from sqlalchemy import insert, select
+from sqlalchemy import insert, select, text
 
 from app.store.database import Database, alembic_config
 from app.store.effects import effects_table
@@ -159,3 +160,52 @@ def test_the_watchdog_watches_no_claim_of_a_repository_that_lost_its_name(databa
         place(connection, 2, "acme/vault", None, 2.0)
     with database.read() as connection:
         assert watched_claims(connection) == []
+
+
+def test_two_first_deliveries_of_a_repository_at_once_place_it_once(database: Database) -> None:
+    """PostgreSQL: two deliveries of a repository railyard has not seen, placed at the same time
+    (both read "unknown" first): the second waits for the first and finds the id placed, rather
+    than failing on the duplicate row (which dropped its delivery: a command lost). SQLite's
+    writers queue (`BEGIN IMMEDIATE`), so there the two cannot overlap."""
+    if database.engine.dialect.name == "sqlite":
+        pytest.skip("SQLite serializes write transactions")
+    first_placed, release, failures = threading.Event(), threading.Event(), []
+
+    def first() -> None:
+        with database.write() as connection:
+            place(connection, 41, "acme/race", None, 1.0)
+            first_placed.set()
+            release.wait(10)
+
+    def second() -> None:
+        try:
+            with database.write() as connection:
+                place(connection, 41, "acme/race", None, 2.0)
+        except Exception as error:  # the failure is what the test looks for
+            failures.append(error)
+
+    one = threading.Thread(target=first)
+    one.start()
+    assert first_placed.wait(10)
+    two = threading.Thread(target=second)
+    two.start()
+    _until_a_backend_waits_for_a_lock(database)
+    release.set()
+    one.join(10)
+    two.join(10)
+    assert failures == []
+    with database.read() as connection:
+        assert [
+            tuple(row) for row in connection.execute(select(repositories.c.id, repositories.c.full_name))
+        ] == [(41, "acme/race")]
+
+
+def _until_a_backend_waits_for_a_lock(database: Database) -> None:
+    """Wait until some session is blocked on a lock (the second insert behind the first)."""
+    query = text("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'")
+    for _ in range(1000):
+        with database.engine.connect() as connection:
+            if connection.execute(query).scalar_one() > 0:
+                return
+        threading.Event().wait(0.01)
+    raise AssertionError("the second placement never waited for the first")
