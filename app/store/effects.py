@@ -137,32 +137,28 @@ class EffectLeases:
     def hold(self, row: dict[str, Any], now: float, **values: Any) -> bool:
         """Renew the lease on the effect (setting `values`); False if another outbox has it now."""
         with self.database.write() as connection:
-            held = connection.execute(
-                update(effects_table)
-                .where(
-                    effects_table.c.id == row["id"],
-                    effects_table.c.lease_owner == self.owner,
-                    effects_table.c.lease_until >= now,
-                )
-                .values(lease_until=now + self.lease_seconds, **values)
-            ).rowcount
-        return bool(held)
+            return self._renew(connection, row, now, **values)
 
     def hold_to_perform(self, row: dict[str, Any], now: float) -> tuple[bool, str | None]:
         """Renew the lease before the write leaves, and read the installation's status, in one
         transaction: (whether this outbox still holds it, `active`/`suspended`/`deleted`/None)."""
         with self.database.write() as connection:
-            held = connection.execute(
-                update(effects_table)
-                .where(
-                    effects_table.c.id == row["id"],
-                    effects_table.c.lease_owner == self.owner,
-                    effects_table.c.lease_until >= now,
-                )
-                .values(lease_until=now + self.lease_seconds)
-            ).rowcount
+            held = self._renew(connection, row, now)
             status = installation_status(connection, row["installation_id"]) if held else None
-        return bool(held), status
+        return held, status
+
+    def _renew(self, connection: Connection, row: dict[str, Any], now: float, **values: Any) -> bool:
+        """Move this outbox's live lease on the effect forward (setting `values`); False if lost."""
+        held = connection.execute(
+            update(effects_table)
+            .where(
+                effects_table.c.id == row["id"],
+                effects_table.c.lease_owner == self.owner,
+                effects_table.c.lease_until >= now,
+            )
+            .values(lease_until=now + self.lease_seconds, **values)
+        ).rowcount
+        return bool(held)
 
     def renew(self, ids: Sequence[int], now: float) -> int:
         """Renew this outbox's live leases among `ids` (a batch still being performed); how many it holds."""

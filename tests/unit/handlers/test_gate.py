@@ -31,9 +31,8 @@ async def merge(ports: FakePorts, pull: int, body: str, merge_commit: str, head:
     await ports.dispatch("pull_request", pull_request("closed", answer), delivery_id=f"merge-{pull}")
 
 
-async def gated_world(rules: Rules = GATED) -> FakePorts:
-    """#12 delivered, accepted by rita and merged as M12; #13 published and merged as M13 unaccepted;
-    production last deployed BASE successfully; the history runs BASE, M12, M13, HEAD."""
+async def accepted_and_merged(rules: Rules) -> FakePorts:
+    """#12 delivered by carol from agent/12, accepted by rita an hour ago and merged as M12 (PR #40)."""
     ports = world(rules)
     ports.clock.now = ACCEPTED_AT + 3600
     ports.github.add_branch(REPOSITORY, "agent/12", DELIVERED)
@@ -42,6 +41,13 @@ async def gated_world(rules: Rules = GATED) -> FakePorts:
     await say(ports, "/deliver branch=agent/12 The fix.", by=CAROL)
     await say(ports, "/accept", by=RITA)
     await merge(ports, 40, "Fixes #12", M12)
+    return ports
+
+
+async def gated_world(rules: Rules = GATED) -> FakePorts:
+    """#12 delivered, accepted by rita and merged as M12; #13 published and merged as M13 unaccepted;
+    production last deployed BASE successfully; the history runs BASE, M12, M13, HEAD."""
+    ports = await accepted_and_merged(rules)
     ports.github.add_issue(REPOSITORY, issue_answer(13, assignees=(RACHEL,)))
     await say(ports, "/publish", number=13)
     await merge(ports, 41, "Fixes #13", M13, head="3" * 40)
@@ -204,14 +210,7 @@ async def test_a_later_pull_request_linking_an_accepted_ticket_is_judged_by_what
     """#12 accepted, merged as M12 and deployed; then PR #45 'Fixes #12' merges other content as
     M15. Deploying M15 brings #12's new code: it was not accepted, so the gate rejects (before,
     #45 counted neither as a ticket's merge nor as unticketed, and the deployment was approved)."""
-    ports = world(GATED)
-    ports.clock.now = ACCEPTED_AT + 3600
-    ports.github.add_branch(REPOSITORY, "agent/12", DELIVERED)
-    ports.github.logins[RITA[1]] = "rita"
-    await claimed(ports)
-    await say(ports, "/deliver branch=agent/12 The fix.", by=CAROL)
-    await say(ports, "/accept", by=RITA)
-    await merge(ports, 40, "Fixes #12", M12)
+    ports = await accepted_and_merged(GATED)
     await ports.dispatch("deployment_status", deployment_status(7, M12, "success"))
     other = "6" * 40
     ports.github.add_commit(REPOSITORY, other)
