@@ -1,8 +1,14 @@
 """The words of the deployment gate's answer: the comment GitHub shows on the deployment review,
-and the lines `railyard gate` prints. Only numbers and fixed words: no user text."""
+and the lines `railyard gate` prints, and the status comment's line of a gated deployment. Only
+numbers and fixed words, and the environment's name escaped."""
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from app.views.markdown import escape_inline
 from policies.checks import INVALID_WORDS
 from policies.gate import Blocker, GateDecision, TicketVerdict
 
@@ -73,3 +79,25 @@ def gate_lines(decision: GateDecision, base: str | None) -> list[str]:
     if merges is not None:
         lines.append(f"  {merges}")
     return lines
+
+
+BLOCKER_WORDS = {
+    Blocker.NOT_ACCEPTED: "not accepted",
+    Blocker.EXPIRED: "its acceptance expired",
+    Blocker.INVALID: "its acceptance no longer holds",
+    Blocker.UNVERIFIED: "its reviewer's role could not be verified",
+    Blocker.CI_FAILED: "accepted while its CI failed",
+}
+
+
+def gated_detail(data: Mapping[str, Any]) -> str:
+    """The status comment's recent-events detail of `deployment_gated`:
+    `: production approved at abc1234` or `: production held back at abc1234 (not accepted)`."""
+    environment, sha, state = data.get("environment"), data.get("sha"), data.get("state")
+    if not isinstance(environment, str) or not isinstance(sha, str) or state not in ("approved", "rejected"):
+        return ""
+    where = f"{escape_inline(environment, limit=60)} {'approved' if state == 'approved' else 'held back'}"
+    at = f" at `{sha[:7]}`" if re.fullmatch(r"[0-9a-f]{7,40}", sha) else ""
+    blocker = data.get("blocker")
+    why = f" ({BLOCKER_WORDS[Blocker(blocker)]})" if blocker in {b.value for b in Blocker} else ""
+    return f": {where}{at}{why}"

@@ -25,6 +25,7 @@ from app.views.acceptance_text import (
     invalidated_line,
     reported_text,
 )
+from app.views.gate_text import gated_detail
 from app.views.markdown import escape_block, escape_inline
 from app.views.project_text import project_notices
 from app.views.repository_text import blocked_words, merged_words, revert_detail, revert_notice
@@ -353,6 +354,8 @@ def _event_line(event: Event) -> str:
         detail = f": {_words(str(data.get('from')))} → {_words(str(data.get('to')))}{where}"
     if event.type is EventType.REVERTED:
         detail = revert_detail(data)
+    if event.type is EventType.DEPLOYMENT_GATED:
+        detail = gated_detail(data)
     return f"- {when(event.at)} · {_words(event.type.value)}{detail} · {who(event.actor)}{role}"
 
 

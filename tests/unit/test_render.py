@@ -17,6 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from app.views.gate_text import gated_detail
 from app.views.render import (
     COMMENT_LIMIT,
     SUMMARY_LIMIT,
@@ -27,7 +28,7 @@ from app.views.render import (
 from policies.checks import Linked, verdict
 from policies.commands import Accept, AcceptMode, Claim, Deliver, Reopen, SendBack
 from policies.model import Actor
-from policies.notices import IssueStateObserved, OverdueObserved
+from policies.notices import DeploymentGated, IssueStateObserved, OverdueObserved
 from policies.rails import CheckObserved, DeploymentObserved, PullRequestObserved
 from policies.reverts import RevertObserved
 from policies.states import Role, WorkState
@@ -322,3 +323,21 @@ def test_the_check_summary_lists_a_proposed_configs_problems_escaped() -> None:
     assert "- line 2: unknown key: tickets.lable (did you mean label?)" in summary
     assert "@mallory" not in summary and "<b>" not in summary
     assert render_check_summary(verdict(HEAD, []), []) == "**no linked ticket**\n"  # unchanged
+
+
+def test_a_gated_deployment_is_shown_among_the_recent_events_with_why() -> None:
+    """The gate's answer for the ticket is on its status comment: where, at which commit, why."""
+    story = Story().walk_to(WorkState.DELIVERED)
+    story.notice(DeploymentGated("production", "abc1234" + "0" * 33, "rejected", "not_accepted"))
+    story.notice(DeploymentGated("staging", "def5678" + "0" * 33, "approved"))
+    comment = render_status_comment(_view(story))
+    assert "deployment gated: production held back at `abc1234` (not accepted)" in comment
+    assert "deployment gated: staging approved at `def5678`" in comment
+
+
+def test_a_gated_environments_name_cannot_spell_a_marker_or_html() -> None:
+    """The environment comes from GitHub's payload: it is escaped like any other user text."""
+    detail = gated_detail({"environment": "<!-- railyard:state -->", "sha": "f" * 40, "state": "approved"})
+    assert "<!--" not in detail and "railyard:" not in detail
+    assert gated_detail({"environment": "prod", "sha": "not a sha", "state": "approved"}) == ": prod approved"
+    assert gated_detail({"environment": "prod", "sha": "f" * 40, "state": "maybe"}) == ""
