@@ -7,13 +7,11 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from app.github.client import GitHubClient
 from app.github.reads import GitHubReadsAdapter
-from app.runtime.metrics import Metrics
-from github_standin import StandinState, running_standin
+from github_standin import StandinState
 from github_standin.pull_lists import move_base
 from support.world import REPO, standin_state
-from tests.fakes import app_settings
+from tests.integration.standin_reads import reads_over
 
 
 @pytest.fixture
@@ -21,13 +19,8 @@ async def standin() -> AsyncIterator[tuple[GitHubReadsAdapter, StandinState]]:
     """The adapter over a client talking to the e2e stand-in state (PRs #34 and #35 into main)."""
     state = standin_state()
     state.add_pull(REPO, 36, base_ref="release", head_ref="hotfix")
-    async with running_standin(state) as running:
-        client = GitHubClient(app_settings("sqlite://", GITHUB_API_URL=running.url), Metrics())
-        await client.start()
-        try:
-            yield GitHubReadsAdapter(client), state
-        finally:
-            await client.close()
+    async with reads_over(state) as reads:
+        yield reads, state
 
 
 async def test_the_open_pulls_into_a_branch_are_listed_newest_first_without_mergeability(

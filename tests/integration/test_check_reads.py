@@ -11,13 +11,13 @@ import respx
 
 from app.github.client import GitHubClient
 from app.github.reads import GitHubReadsAdapter
-from app.runtime.metrics import Metrics
-from github_standin import StandinState, running_standin
+from github_standin import StandinState
 from handlers.ci import ci_of
 from handlers.errors import Missing
 from policies.ci import CiResult, CiState
 from support.world import CI_APP_ID, FIX, REPO, standin_state
-from tests.fakes import GITHUB_API, app_settings, started_client, token_route
+from tests.fakes import GITHUB_API, started_client, token_route
+from tests.integration.standin_reads import reads_over
 
 SHA = "c" * 40
 RUNS = f"{GITHUB_API}/repos/acme/web/commits/{SHA}/check-runs"
@@ -128,13 +128,8 @@ async def test_a_workflow_held_for_approval_is_read_from_its_suite(github: GitHu
 async def standin() -> AsyncIterator[tuple[GitHubReadsAdapter, StandinState]]:
     """The adapter over a client talking to the e2e stand-in state (PR #34 at FIX)."""
     state = standin_state()
-    async with running_standin(state) as running:
-        client = GitHubClient(app_settings("sqlite://", GITHUB_API_URL=running.url), Metrics())
-        await client.start()
-        try:
-            yield GitHubReadsAdapter(client), state
-        finally:
-            await client.close()
+    async with reads_over(state) as reads:
+        yield reads, state
 
 
 async def test_a_commits_ci_is_judged_over_every_page_the_standin_lists(
