@@ -48,7 +48,8 @@ lint: setup
 # Two passes: everything but `serial` on $(WORKERS) pytest-xdist workers (each its own PostgreSQL
 # database, ports and temporary files), then the timing-sensitive `serial` tests alone.
 # The 25 slowest tests of each pass are listed at its end. Markers and lanes: docs/testing.md.
-WORKERS ?= 4  # on two cores too: the end-to-end tests mostly wait (docs/testing.md)
+# Four workers on two cores too: the end-to-end tests mostly wait (docs/testing.md).
+WORKERS ?= 4
 pytest: setup
 	command -v chromium >/dev/null || { apt-get update -qq && apt-get install -y -qq chromium; }
 	url="$$(./scripts/postgres-for-tests)" && \
