@@ -39,6 +39,7 @@ import aiohttp
 import httpx
 from aiohttp import web
 
+from app.cli.processes import _event_loop_policy
 from github_standin import running_standin
 from support.servers import app_settings, running_server
 from support.world import REPO, World, standin_state
@@ -186,4 +187,5 @@ if __name__ == "__main__":
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--clients", type=int, default=8)
     arguments = parser.parse_args()
+    _event_loop_policy()  # uvloop, as `railyard serve` runs
     asyncio.run(main(arguments.seconds, arguments.clients))

@@ -19,10 +19,14 @@ a lost answer to a comment look safe to send again; hence this module.)
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Mapping
 from typing import Any
 
 import aiohttp
 import httpx
+from aiohttp.helpers import get_env_proxy_for_url
+from yarl import URL
 
 __all__ = ["AiohttpTransport"]
 
@@ -38,6 +42,7 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
         self._keepalive = keepalive_seconds
         self._trust_env = trust_env  # proxies and CA bundles from the environment, as httpx does
         self._session: aiohttp.ClientSession | None = None
+        self._proxies: dict[tuple[str, str, int | None], tuple[URL | None, aiohttp.BasicAuth | None]] = {}
 
     def _open(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
@@ -49,7 +54,9 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
             self._session = aiohttp.ClientSession(
                 connector=connector,
                 cookie_jar=aiohttp.DummyCookieJar(),  # GitHub's API needs none; keep no state
-                trust_env=self._trust_env,
+                # The environment's proxy is looked up once per origin (`_proxy`), not by aiohttp
+                # on every request (which also reads ~/.netrc each time).
+                trust_env=False,
                 auto_decompress=False,  # httpx decodes the body from its Content-Encoding
                 skip_auto_headers=("User-Agent",),  # the request's own headers are sent as they are
             )
@@ -59,6 +66,7 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
         """Send `request` and read the whole answer; errors as httpx's, by whether it left."""
         session = self._open()
         body = await request.aread()
+        proxy, proxy_auth = self._proxy(request.url)
         try:
             async with session.request(
                 request.method,
@@ -69,22 +77,16 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
                 compress=None,
                 timeout=_timeout(request.extensions.get("timeout", {})),
                 server_hostname=request.extensions.get("sni_hostname"),
+                proxy=proxy,
+                proxy_auth=proxy_auth,
             ) as answer:
                 content = await answer.read()
                 status, raw_headers, reason = answer.status, answer.raw_headers, answer.reason
-        except aiohttp.ConnectionTimeoutError as error:  # no connection in time: nothing was sent
-            raise httpx.ConnectTimeout(str(error) or "connect timeout", request=request) from error
-        except aiohttp.ClientConnectorError as error:  # refused, DNS, TLS: nothing was sent
-            raise httpx.ConnectError(str(error) or type(error).__name__, request=request) from error
-        except (TimeoutError, aiohttp.SocketTimeoutError) as error:
-            raise httpx.ReadTimeout(str(error) or "read timeout", request=request) from error
-        except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError) as error:
-            # Sent, or perhaps sent: the server closed or reset the connection, the body broke.
-            raise httpx.ReadError(str(error) or type(error).__name__, request=request) from error
-        except aiohttp.ClientResponseError as error:  # the answer is not HTTP: sent all the same
-            raise httpx.RemoteProtocolError(error.message or type(error).__name__, request=request) from error
-        except (aiohttp.InvalidURL, aiohttp.NonHttpUrlClientError) as error:
-            raise httpx.UnsupportedProtocol(str(error), request=request) from error
+        except Exception as error:
+            mapped = _httpx_error(error, request)
+            if mapped is error:
+                raise
+            raise mapped from error
         extensions: dict[str, Any] = {"http_version": b"HTTP/1.1"}
         if reason:
             extensions["reason_phrase"] = reason.encode("latin-1", "replace")
@@ -92,11 +94,68 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
             status, headers=list(raw_headers), content=content, request=request, extensions=extensions
         )
 
+    async def get(self, url: str, headers: Mapping[str, str], timeout: float) -> httpx.Response:
+        """GET `url` with exactly `headers`, past httpx's client: the API's token checks, which
+        need no auth flow, redirects or cookies, at half the CPU. Errors as `handle_async_request`'s."""
+        request = httpx.Request("GET", url, headers=headers)
+        session = self._open()
+        proxy, proxy_auth = self._proxy(request.url)
+        try:
+            async with session.get(
+                url,
+                headers=headers,
+                allow_redirects=False,
+                timeout=aiohttp.ClientTimeout(
+                    total=None, sock_connect=timeout, sock_read=timeout, connect=timeout
+                ),
+                proxy=proxy,
+                proxy_auth=proxy_auth,
+            ) as answer:
+                content = await answer.read()
+                status, raw_headers = answer.status, answer.raw_headers
+        except Exception as error:
+            mapped = _httpx_error(error, request)
+            if mapped is error:
+                raise
+            raise mapped from error
+        return httpx.Response(status, headers=list(raw_headers), content=content, request=request)
+
+    def _proxy(self, url: httpx.URL) -> tuple[URL | None, aiohttp.BasicAuth | None]:
+        """The proxy `HTTPS_PROXY`/`HTTP_PROXY` name for the URL's origin (none under `NO_PROXY`),
+        read from the environment the first time the origin is asked, as httpx reads it once."""
+        origin = (url.scheme, url.host, url.port)
+        found = self._proxies.get(origin)
+        if found is None:
+            found = (None, None)
+            if self._trust_env:
+                with contextlib.suppress(LookupError):
+                    found = get_env_proxy_for_url(URL(str(url)))
+            self._proxies[origin] = found
+        return found
+
     async def aclose(self) -> None:
         """Close the session and its connections."""
         if self._session is not None:
             await self._session.close()
             self._session = None
+
+
+def _httpx_error(error: Exception, request: httpx.Request) -> Exception:
+    """aiohttp's error as httpx's, by whether the request can have left (others unchanged)."""
+    if isinstance(error, aiohttp.ConnectionTimeoutError):  # no connection in time: nothing was sent
+        return httpx.ConnectTimeout(str(error) or "connect timeout", request=request)
+    if isinstance(error, aiohttp.ClientConnectorError):  # refused, DNS, TLS: nothing was sent
+        return httpx.ConnectError(str(error) or type(error).__name__, request=request)
+    if isinstance(error, TimeoutError | aiohttp.SocketTimeoutError):
+        return httpx.ReadTimeout(str(error) or "read timeout", request=request)
+    if isinstance(error, aiohttp.ClientConnectionError | aiohttp.ClientPayloadError):
+        # Sent, or perhaps sent: the server closed or reset the connection, the body broke.
+        return httpx.ReadError(str(error) or type(error).__name__, request=request)
+    if isinstance(error, aiohttp.ClientResponseError):  # the answer is not HTTP: sent all the same
+        return httpx.RemoteProtocolError(error.message or type(error).__name__, request=request)
+    if isinstance(error, aiohttp.InvalidURL | aiohttp.NonHttpUrlClientError):
+        return httpx.UnsupportedProtocol(str(error), request=request)
+    return error
 
 
 def _headers(request: httpx.Request) -> list[tuple[str, str]]:

@@ -15,7 +15,7 @@ Tickets created later take the id from here (`tickets._save_ticket`).
 
 from __future__ import annotations
 
-from sqlalchemy import Connection, String, cast, func, literal, select, update
+from sqlalchemy import Connection, String, bindparam, cast, func, literal, select, update
 
 from app.store.database import Database, insert_for
 from app.store.effects import CANCELLED
@@ -50,19 +50,19 @@ _KEYED_BY_NAME = tuple(
 _NAMED_KEYS = ("status:", "check:", "reaction:")  # outbox keys that spell the name after the kind
 
 
+_NAME_OF = select(repositories.c.full_name).where(repositories.c.id == bindparam("b_id"))
+_ID_OF = select(repositories.c.id).where(repositories.c.full_name == bindparam("b_name"))
+
+
 def repository_at(connection: Connection, repository_id: int) -> str | None:
     """The name the records of `repository_id` are kept under, if railyard knows the id."""
-    found = connection.execute(
-        select(repositories.c.full_name).where(repositories.c.id == repository_id)
-    ).scalar()
+    found = connection.execute(_NAME_OF, {"b_id": repository_id}).scalar()
     return None if found is None else str(found)
 
 
 def repository_named(connection: Connection, name: str) -> int | None:
     """The id of the repository whose records are kept under `name`, if any."""
-    found = connection.execute(
-        select(repositories.c.id).where(repositories.c.full_name == name.casefold())
-    ).scalar()
+    found = connection.execute(_ID_OF, {"b_name": name.casefold()}).scalar()
     return None if found is None else int(found)
 
 

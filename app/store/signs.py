@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, select, update
+from sqlalchemy import Connection, bindparam, select, update
 
 from app.store.codec import ticket_from_data
 from app.store.database import Database, insert_for
@@ -206,28 +206,32 @@ def _rows(connection: Connection, work: WorkState, repository: str | None) -> li
     return list(connection.execute(statement.order_by(tickets.c.repository, tickets.c.number)).all())
 
 
+_TICKET_ID = select(tickets.c.id).where(
+    tickets.c.repository == bindparam("b_repository"), tickets.c.number == bindparam("b_number")
+)
+_SIGN = select(signs_of_life).where(
+    signs_of_life.c.ticket_id == bindparam("b_ticket"), signs_of_life.c.attempt == bindparam("b_attempt")
+)
+_OPENED_AT = select(attempts.c.opened_at).where(
+    attempts.c.ticket_id == bindparam("b_ticket"), attempts.c.number == bindparam("b_attempt")
+)
+
+
 def clocks(connection: Connection, key: TicketKey, ticket: Ticket) -> Clocks:
     """The ticket's clocks as the watchdog would judge them now (empty when it is not watched)."""
     if ticket.attempt == 0 or ticket.closed or ticket.work not in (WorkState.CLAIMED, WorkState.DELIVERED):
         return Clocks()
     key = normalize_key(key)
     ticket_id = connection.execute(
-        select(tickets.c.id).where(tickets.c.repository == key.repository, tickets.c.number == key.number)
+        _TICKET_ID, {"b_repository": key.repository, "b_number": key.number}
     ).scalar_one_or_none()
     if ticket_id is None:
         return Clocks()
-    sign = connection.execute(
-        select(signs_of_life).where(
-            signs_of_life.c.ticket_id == ticket_id, signs_of_life.c.attempt == ticket.attempt
-        )
-    ).first()
+    at = {"b_ticket": ticket_id, "b_attempt": ticket.attempt}
+    sign = connection.execute(_SIGN, at).first()
     if ticket.work is WorkState.DELIVERED:
         return Clocks(review=_review_wait(ticket, sign))
-    opened_at = connection.execute(
-        select(attempts.c.opened_at).where(
-            attempts.c.ticket_id == ticket_id, attempts.c.number == ticket.attempt
-        )
-    ).scalar_one_or_none()
+    opened_at = connection.execute(_OPENED_AT, at).scalar_one_or_none()
     if opened_at is None or ticket.claimant is None:
         return Clocks()
     return Clocks(watch=_watch(ticket, ticket.claimant, opened_at, sign))

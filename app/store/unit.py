@@ -25,7 +25,8 @@ from sqlalchemy import Connection
 
 from app.contracts.effect_types import LimitedReply
 from app.contracts.traces import TRACING, set_attributes, span
-from app.store import api_answers, held, installations, pulls, repositories, signs, tickets
+from app.store import api_answers, api_reads, held, installations, pulls, repositories, signs, tickets
+from app.store.api_reads import ServedTicket
 from app.store.database import Database
 from app.store.effects import Effect, enqueue, rerun
 from app.store.replies import enqueue_reply
@@ -214,6 +215,10 @@ class SqlReads:
     async def kept_answer(self, account_id: int, key: str) -> KeptAnswer | None:
         """The API answer kept under the account's key."""
         return await self._run(api_answers.kept_answer, account_id, key)
+
+    async def served_ticket(self, key: TicketKey, repository_id: int) -> ServedTicket:
+        """What an API read of the ticket needs, in one hop (`app.store.api_reads`)."""
+        return await self._run(api_reads.served_ticket, key, repository_id)
 
     async def repository_at(self, repository_id: int) -> str | None:
         """The name the repository's records are kept under."""

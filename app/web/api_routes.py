@@ -24,7 +24,6 @@ import asyncio
 import hashlib
 import re
 import time
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import replace
 from typing import Any
@@ -33,24 +32,25 @@ import orjson
 import structlog
 from aiohttp import web
 
-from app.github.client import GitHubError, NotFound
+from app.github.client import GitHubError
 from app.github.users import Account, BadToken, UserReads
 from app.runtime.adapters import Adapters
+from app.store.api_reads import ServedTicket
 from app.store.listing import Cursor, Listing
-from app.store.signs import read_clocks
 from app.views.api_text import earlier_attempt_answer, error_body, outcome_answer
 from app.views.event_log import event_items
 from app.views.status_json import status_object
 from app.web.api_costs import READS_PER_MINUTE, ApiCosts, OverBudget
 from app.web.api_evidence import EvidenceError, with_evidence
 from app.web.api_refused import Refused
+from app.web.api_repositories import ApiRepositories, no_repository
 from app.web.bodies import BodyBudget, BodyRefused
 from app.web.openapi import openapi_document
 from app.web.responses import guarded
 from handlers.answers import ArtifactNotFound, CannotRunYet, Malformed, NearMiss
 from handlers.api import ApiCommand, ApiCommandRun, replays_an_earlier_attempt
 from handlers.errors import Missing, TransientError
-from handlers.payloads import dig_int, dig_time
+from handlers.payloads import dig_int
 from handlers.ports import KeptAnswer
 from policies.commands import Draft, Publish
 from policies.model import Ticket, TicketKey
@@ -63,11 +63,6 @@ log = structlog.get_logger(__name__)
 PREFIX = "/api/v1"
 MAX_PER_PAGE = 100
 MAX_BODY = 256 * 1024  # a comment's 65,536 characters, in UTF-8, and the JSON around them
-INSTALLATION_TTL = (
-    300.0  # seconds an installation id (or its absence) is trusted before GitHub is asked again
-)
-INSTALLATIONS_KEPT = 10_000
-_NAME = re.compile(r"[A-Za-z0-9_.-]{1,100}")
 _DIGITS = re.compile(r"[0-9]{1,9}")  # ASCII only: str.isdigit() also takes "²"
 _KEY = re.compile(r"[\x21-\x7e]{1,255}")  # visible ASCII, as HTTP header values are
 _FIELDS = frozenset({"command", "expected_revision", "evidence"})
@@ -123,10 +118,10 @@ class AgentApi:
         bodies: BodyBudget | None = None,
     ) -> None:
         self._shell, self._users, self._clock = shell, users, clock
-        self._installations: OrderedDict[str, tuple[int | None, float]] = OrderedDict()
         self._listing = Listing(shell.database)
         self._bodies = bodies or BodyBudget()
         self.costs = ApiCosts(shell, clock=clock, reads_per_minute=reads_per_minute)
+        self._repositories = ApiRepositories(shell, users, self.costs, clock)
 
     def add_routes(self, app: web.Application) -> None:
         """Register the API under `/api/v1`."""
@@ -170,28 +165,42 @@ class AgentApi:
 
     async def get_ticket(self, request: web.Request) -> web.Response:
         """The ticket's status object; 404 when the issue is not a ticket."""
-        ticket = await self._readable_ticket(request)
-        clocks = await asyncio.to_thread(read_clocks, self._shell.database, ticket)
-        return _json(200, status_object(ticket, clocks=clocks))
+        served = await self._readable_ticket(request)
+        assert served.ticket is not None
+        return _json(200, status_object(served.ticket, clocks=served.clocks))
 
     async def get_events(self, request: web.Request) -> web.Response:
         """`{"ticket", "events"}`: the log as `railyard events --json` prints it; 404 when not a ticket."""
-        key, tickets = (await self._readable_ticket(request)).key, self._shell.tickets
+        served, tickets = await self._readable_ticket(request), self._shell.tickets
+        assert served.ticket is not None
+        key = served.ticket.key
         history = await asyncio.to_thread(tickets.history, key)
         refusals = await asyncio.to_thread(tickets.refusals, key)
         return _json(200, {"ticket": str(key), "events": event_items(history, refusals)})
 
-    async def _readable_ticket(self, request: web.Request) -> Ticket:
-        """The ticket the path names, for a caller who may read its repository (a read spent)."""
+    async def _readable_ticket(self, request: web.Request) -> ServedTicket:
+        """The ticket the path names and its clocks, for a caller who may read its repository (a
+        read spent): the name's records checked and the ticket read in one database hop."""
         token, account = await self._caller(request)
         self.costs.read(account.id)
         number = _number(request)
-        repository, _ = await self._repository(request, token, account)
+        repository, _, answer = await self._repositories.visible(request, token, account)
+        repository_id = dig_int(answer, "id")
+        if repository_id is None:
+            raise no_repository(request)
+        key = TicketKey(repository, number)
         async with self._shell.store.read() as reads:
-            ticket = await reads.ticket(TicketKey(repository, number))
-        if ticket is None or not ticket.exists:
+            served = await reads.served_ticket(key, repository_id)
+        if served.holder is None and served.known_as is None:  # never seen: placed as a webhook would
+            if not await self._repositories.ours(repository, answer):
+                raise no_repository(request)
+            async with self._shell.store.read() as reads:
+                served = await reads.served_ticket(key, repository_id)
+        if served.holder != repository_id:
+            raise no_repository(request)
+        if served.ticket is None or not served.ticket.exists:
             raise Refused(404, "not_a_ticket", f"{repository}#{number} is not a railyard ticket")
-        return ticket
+        return served
 
     # -- commands ---------------------------------------------------------------------
 
@@ -268,84 +277,12 @@ class AgentApi:
         return token, account
 
     async def _repository(self, request: web.Request, token: str, account: Account) -> tuple[str, int]:
-        """The repository, when the token can read it and the app is installed on it."""
-        owner, name = request.match_info["owner"], request.match_info["repo"]
-        missing = Refused(
-            404, "no_such_repository", f"no repository {owner}/{name} that railyard serves to you"
-        )
-        if not all(_NAME.fullmatch(part) and part not in (".", "..") for part in (owner, name)):
-            raise missing  # GitHub's names: letters, digits, `-`, `_`, `.`; never `.` or `..`
-        repository = f"{owner}/{name}"
-        readable, answer = await self._users.visible(token, repository)
-        if readable is False:  # nothing more is asked of GitHub about a repository the caller cannot read
-            raise missing
-        installation_id = await self._installation(repository, account)
-        if installation_id is None:
-            raise missing
-        if readable is None:  # GitHub would not answer for the token: ask as the app
-            readable, answer = await self._readable_by_app(installation_id, repository, account)
-        if not readable or not await self._ours(repository, answer):
-            raise missing
+        """The repository, when the token can read it, the app is installed on it and railyard's
+        records under its name are its own."""
+        repository, installation_id, answer = await self._repositories.visible(request, token, account)
+        if not await self._repositories.ours(repository, answer):
+            raise no_repository(request)
         return repository, installation_id
-
-    async def _ours(self, repository: str, answer: Any) -> bool:
-        """Whether railyard's records under the name are the repository GitHub now calls that
-        (SPEC: a reused name shows nothing of the old repository's tickets). A name and an id
-        railyard has never seen become each other's, as a first webhook would make them (it
-        adopts only tickets from before ids that are younger than the repository)."""
-        repository_id = dig_int(answer, "id")
-        created = dig_time(answer, "created_at")
-        if repository_id is None:
-            return False
-        async with self._shell.store.read() as reads:
-            holder = await reads.repository_named(repository)
-            known_as = await reads.repository_at(repository_id) if holder is None else None
-        if holder is None and known_as is None and created is not None:
-            async with self._shell.store.unit() as uow:
-                await uow.place_repository(repository_id, repository, created.timestamp(), self._clock())
-                await uow.commit()
-            return True
-        return holder is not None and holder == repository_id
-
-    async def _readable_by_app(
-        self, installation_id: int, repository: str, account: Account
-    ) -> tuple[bool, Any]:
-        """Readable as the app sees it: a public repository, or a private one where GitHub gives
-        the account a permission (the collaborator permission counts teams and the organization);
-        and GitHub's id of the repository."""
-        github = self._shell.github
-        assert github is not None  # the API is served only with app credentials
-        found = await github.call("get_repository", installation_id, repository=repository)
-        if isinstance(found, dict) and found.get("private") is False:
-            return True, found
-        try:
-            permission = await github.call(
-                "get_permission", installation_id, repository=repository, username=account.login
-            )
-        except NotFound:
-            return False, found
-        granted = isinstance(permission, dict) and permission.get("permission") not in (None, "none")
-        return granted, found
-
-    async def _installation(self, repository: str, account: Account) -> int | None:
-        """The app's installation on the repository, or None (GitHub asked at most every few
-        minutes per repository, misses too; the memory is bounded). Each question asked of
-        GitHub spends the account's lookups: any public repository's name is readable, and an
-        account must not spend the app's own rate limit by naming one after another."""
-        now, slot = self._clock(), repository.casefold()
-        cached = self._installations.get(slot)
-        if cached is not None and cached[1] > now:
-            return cached[0]
-        self.costs.lookup(account.id)
-        try:
-            installation_id: int | None = await self._shell.ports.github.installation_of(repository)
-        except Missing:
-            installation_id = None
-        self._installations[slot] = (installation_id, now + INSTALLATION_TTL)
-        self._installations.move_to_end(slot)
-        while len(self._installations) > INSTALLATIONS_KEPT:
-            self._installations.popitem(last=False)
-        return installation_id
 
 
 AGENT_API: web.AppKey[AgentApi] = web.AppKey("agent_api", AgentApi)

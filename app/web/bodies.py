@@ -71,10 +71,17 @@ class BodyBudget:
             expected = limit if declared is None else declared
             deadline = loop.time() + self.stall + expected / self.rate
             large = declared is not None and declared >= self.small
+            content = request.content
             while True:
-                chunk = await self._next(request, deadline - loop.time())
+                # What has already arrived is taken without a timer (a webhook's body usually
+                # comes with its headers); only a body still on its way is waited for.
+                chunk = content.read_nowait(CHUNK)
                 if not chunk:
-                    break
+                    if content.at_eof():
+                        break
+                    chunk = await self._next(request, deadline - loop.time())
+                    if not chunk:
+                        break
                 if taken + len(chunk) > limit:
                     raise _too_large(limit)
                 if not large and taken + len(chunk) >= self.small:  # a chunked body grew large
