@@ -9,13 +9,13 @@ rate limit. Freshness is unchanged: every check still asks GitHub.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
+import orjson
 
 from app.github.client import GitHubClient, GitHubUnavailable, RateLimited, rate_limit_until
 from app.github.conditional_get import HttpCache, MemoryHttpCache, conditional_get, token_scope
@@ -86,7 +86,7 @@ class UserReads:
         )
         if kept is not None:
             self.not_modified += 1
-            return json.loads(kept.body)
+            return orjson.loads(kept.body)
         status = response.status_code
         if status == 401:
             raise BadToken("GitHub does not accept this token (missing, wrong, expired or revoked)")

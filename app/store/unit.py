@@ -25,8 +25,7 @@ from sqlalchemy import Connection
 
 from app.contracts.effect_types import LimitedReply
 from app.contracts.traces import TRACING, set_attributes, span
-from app.store import api_answers, api_reads, held, installations, pulls, repositories, signs, tickets
-from app.store.api_reads import ServedTicket
+from app.store import api_answers, held, installations, pulls, repositories, signs, tickets
 from app.store.database import Database
 from app.store.effects import Effect, enqueue, rerun
 from app.store.replies import enqueue_reply
@@ -216,10 +215,6 @@ class SqlReads:
         """The API answer kept under the account's key."""
         return await self._run(api_answers.kept_answer, account_id, key)
 
-    async def served_ticket(self, key: TicketKey, repository_id: int) -> ServedTicket:
-        """What an API read of the ticket needs, in one hop (`app.store.api_reads`)."""
-        return await self._run(api_reads.served_ticket, key, repository_id)
-
     async def repository_at(self, repository_id: int) -> str | None:
         """The name the repository's records are kept under."""
         return await self._run(repositories.repository_at, repository_id)
@@ -315,6 +310,11 @@ class SqlUnit(SqlReads):
         await self._session.end(keep=True)
 
 
+def _read_once(database: Database, function: Callable[..., T], args: tuple[Any, ...]) -> T:
+    with database.read() as connection:
+        return function(connection, *args)
+
+
 def _enqueue_all(connection: Connection, rendered: list[Effect | LimitedReply], now: float) -> None:
     for item in rendered:
         if isinstance(item, LimitedReply):
@@ -340,6 +340,11 @@ class SqlStore:
     def unit(self) -> _Open[SqlUnit]:
         """A write transaction, kept only by `commit()`."""
         return _Open(self, write=True)
+
+    async def read_once(self, function: Callable[..., T], *args: Any) -> T:
+        """`function(connection, *args)` in a read transaction of its own, begun, run and ended in
+        one hop to a thread (a `read()` block waits for each statement and for its end)."""
+        return await asyncio.to_thread(_read_once, self.database, function, args)
 
     def close(self) -> None:
         """Stop the idle threads."""

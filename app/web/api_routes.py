@@ -35,7 +35,7 @@ from aiohttp import web
 from app.github.client import GitHubError
 from app.github.users import Account, BadToken, UserReads
 from app.runtime.adapters import Adapters
-from app.store.api_reads import ServedTicket
+from app.store.api_reads import ServedTicket, served_ticket
 from app.store.listing import Cursor, Listing
 from app.views.api_text import earlier_attempt_answer, error_body, outcome_answer
 from app.views.event_log import event_items
@@ -180,27 +180,35 @@ class AgentApi:
 
     async def _readable_ticket(self, request: web.Request) -> ServedTicket:
         """The ticket the path names and its clocks, for a caller who may read its repository (a
-        read spent): the name's records checked and the ticket read in one database hop."""
+        read spent)."""
         token, account = await self._caller(request)
         self.costs.read(account.id)
         number = _number(request)
-        repository, _, answer = await self._repositories.visible(request, token, account)
-        repository_id = dig_int(answer, "id")
-        if repository_id is None:
-            raise no_repository(request)
-        key = TicketKey(repository, number)
-        async with self._shell.store.read() as reads:
-            served = await reads.served_ticket(key, repository_id)
-        if served.holder is None and served.known_as is None:  # never seen: placed as a webhook would
-            if not await self._repositories.ours(repository, answer):
-                raise no_repository(request)
-            async with self._shell.store.read() as reads:
-                served = await reads.served_ticket(key, repository_id)
-        if served.holder != repository_id:
-            raise no_repository(request)
+        repository, _, served = await self._served(request, token, account, number)
         if served.ticket is None or not served.ticket.exists:
             raise Refused(404, "not_a_ticket", f"{repository}#{number} is not a railyard ticket")
         return served
+
+    async def _served(
+        self, request: web.Request, token: str, account: Account, number: int, command: str | None = None
+    ) -> tuple[str, int, ServedTicket]:
+        """The repository the path names, its installation, and what railyard holds of the ticket
+        there, for a caller who can read it (404 otherwise): the name's records checked and the
+        ticket read in one database hop (`app.store.api_reads`), with the answer kept under
+        `command`'s Idempotency-Key."""
+        repository, installation_id, answer = await self._repositories.visible(request, token, account)
+        repository_id = dig_int(answer, "id")
+        if repository_id is None:
+            raise no_repository(request)
+        asked = (TicketKey(repository, number), repository_id, (account.id, command) if command else None)
+        served = await self._shell.store.read_once(served_ticket, *asked)
+        if served.holder is None and served.known_as is None:  # never seen: placed as a webhook would
+            if not await self._repositories.ours(repository, answer):
+                raise no_repository(request)
+            served = await self._shell.store.read_once(served_ticket, *asked)
+        if served.holder != repository_id:
+            raise no_repository(request)
+        return repository, installation_id, served
 
     # -- commands ---------------------------------------------------------------------
 
@@ -209,19 +217,15 @@ class AgentApi:
         token, account = await self._caller(request)
         number, key = _number(request), _idempotency_key(request)
         text, expected = await _command_body(request, self._bodies)
-        repository, installation_id = await self._repository(request, token, account)
+        repository, installation_id, served = await self._served(request, token, account, number, key)
         digest = _digest(repository, number, text, expected)
-        async with self._shell.store.read() as reads:
-            kept = await reads.kept_answer(account.id, key)
-            now = await reads.ticket(TicketKey(repository, number)) if kept is not None else None
-        if kept is not None:
-            return _replay(kept, digest, now)
+        if served.kept is not None:
+            return _replay(served.kept, digest, served.ticket)
         rules = await self.costs.known_rules(installation_id, repository)
         await self.costs.command(account.id, repository, rules)  # refusals included
         parsed = _parsed(text, expected)
         if not isinstance(parsed.command, Draft | Publish):
-            async with self._shell.store.read() as reads:
-                ticket = await reads.ticket(TicketKey(repository, number))
+            ticket = served.ticket
             if ticket is None or not ticket.exists:
                 raise Refused(404, "not_a_ticket", f"{repository}#{number} is not a railyard ticket")
         outsider = await self.costs.outsider_reserve(account.id, repository, rules)

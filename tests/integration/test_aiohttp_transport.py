@@ -148,3 +148,84 @@ async def test_an_answer_that_is_not_http_after_the_request_is_a_protocol_error_
     finally:
         listening.close()
         await listening.wait_closed()
+
+
+async def test_a_direct_get_sends_exactly_its_headers_and_answers_as_httpx_would(server: str) -> None:
+    """The API's token checks skip httpx's client: the answer is still an httpx response, a 304
+    keeps its ETag, and the request it names is the URL asked."""
+    transport = AiohttpTransport()
+    try:
+        echoed = await transport.get(f"{server}/echo", {"Authorization": "Bearer t1", "Accept": "a/b"}, 5.0)
+        same = await transport.get(f"{server}/same", {"If-None-Match": '"e1"'}, 5.0)
+    finally:
+        await transport.aclose()
+    seen = echoed.json()
+    assert echoed.status_code == 200 and seen["method"] == "GET" and seen["path"] == "/echo"
+    assert seen["headers"]["Authorization"] == "Bearer t1" and seen["headers"]["Accept"] == "a/b"
+    assert same.status_code == 304 and same.headers["etag"] == '"e1"'
+    assert str(same.request.url) == f"{server}/same"
+
+
+async def test_a_direct_get_fails_as_httpx_would(server: str) -> None:
+    transport = AiohttpTransport()
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    try:
+        with pytest.raises(httpx.ConnectError):
+            await transport.get(f"http://127.0.0.1:{port}/user", {}, 5.0)
+        with pytest.raises(httpx.ReadTimeout):
+            await transport.get(f"{server}/slow", {}, 0.3)
+    finally:
+        await transport.aclose()
+
+
+@pytest.fixture
+async def proxy() -> AsyncIterator[tuple[str, list[str]]]:
+    """A plain HTTP proxy that answers itself, recording the absolute URLs it was asked for."""
+    asked: list[str] = []
+
+    async def forward(request: web.Request) -> web.Response:
+        asked.append(str(request.url))
+        return web.json_response({"via": "proxy"})
+
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", forward)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    yield f"http://127.0.0.1:{port}", asked
+    await runner.cleanup()
+
+
+async def test_the_environments_proxy_is_used_and_no_proxy_honoured(
+    server: str, proxy: tuple[str, list[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """HTTP_PROXY carries requests to other hosts, through both paths; NO_PROXY's hosts are asked
+    directly. Looked up once per origin, as httpx reads the environment once."""
+    proxy_url, asked = proxy
+    monkeypatch.setenv("HTTP_PROXY", proxy_url)
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    transport = AiohttpTransport()
+    try:
+        async with httpx.AsyncClient(transport=transport) as client:
+            proxied = await client.get("http://api.github.invalid/user")
+            direct = await client.get(f"{server}/echo")
+        via_get = await transport.get("http://api.github.invalid/repos/acme/web", {}, 5.0)
+    finally:
+        await transport.aclose()
+    assert proxied.json() == {"via": "proxy"} and via_get.json() == {"via": "proxy"}
+    assert direct.json()["path"] == "/echo"
+    assert asked == ["http://api.github.invalid/user", "http://api.github.invalid/repos/acme/web"]
+
+
+async def test_without_trust_env_no_proxy_is_used(
+    server: str, proxy: tuple[str, list[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HTTP_PROXY", proxy[0])
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    async with httpx.AsyncClient(transport=AiohttpTransport(trust_env=False)) as client:
+        answer = await client.get(f"{server}/echo")
+    assert answer.json()["path"] == "/echo" and proxy[1] == []
