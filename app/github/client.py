@@ -142,7 +142,8 @@ class GitHubClient:
         self.http_cache = http_cache
 
     async def start(self) -> None:
-        """Open the connection pool."""
+        """Open the connection pool, and import what the first installation token needs."""
+        _warm_token_models()
         self._http = httpx.AsyncClient(
             base_url=self._base_url, timeout=self._timeout, transport=self._transport, headers=self._headers
         )
@@ -401,3 +402,14 @@ class GitHubClient:
         if status == 403:
             raise PermissionDenied(status, message)
         raise GitHubError(status, message)
+
+
+def _warm_token_models() -> None:
+    """githubkit imports its schema models and builds their validators when it parses the
+    first installation token: about a second of CPU in a command's path, per process. Done at
+    start instead, once, before any delivery waits on it."""
+    from githubkit_schemas.latest.models import BasicError, InstallationToken, ValidationError
+    from pydantic import TypeAdapter
+
+    for model in (BasicError, InstallationToken, ValidationError):
+        TypeAdapter(model)

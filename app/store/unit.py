@@ -80,8 +80,10 @@ class _Session:
     waits only for an answer it needs (a read, an outcome) and at the end, so a unit of writes
     that answer nothing costs one round trip to the thread, at commit."""
 
-    def __init__(self, executor: ThreadPoolExecutor, opened: AbstractContextManager[Connection]) -> None:
-        self._executor, self._opened = executor, opened
+    def __init__(
+        self, executor: ThreadPoolExecutor, opened: AbstractContextManager[Connection], *, write: bool
+    ) -> None:
+        self._executor, self._opened, self._write = executor, opened, write
         self._connection: Connection | None = None
         self._failed: BaseException | None = None
         self._last: Future[Any] | None = None
@@ -136,7 +138,12 @@ class _Session:
             if keep and self._failed is not None:
                 raise self._failed  # a queued write failed: nothing was kept
 
-        await asyncio.shield(asyncio.wrap_future(self._executor.submit(finish)))
+        ended = self._executor.submit(finish)
+        if self._write:
+            await asyncio.shield(asyncio.wrap_future(ended))
+        # A read's end is not waited for: nothing it wrote can be lost, and the thread runs
+        # whatever the next unit queues only after it (one thread, in order), so the hop back
+        # is saved. A failure there is the connection's, met again by whoever uses it next.
 
     def _check(self) -> None:
         if self.ended:
@@ -365,7 +372,8 @@ class _Open(Generic[U]):
     async def __aenter__(self) -> U:
         executor = self._executor = self._store._threads.take()
         database = self._store.database
-        session = self._session = _Session(executor, database.write() if self._write else database.read())
+        opened = database.write() if self._write else database.read()
+        session = self._session = _Session(executor, opened, write=self._write)
         if self._write:
             store = self._store
             return SqlUnit(session, store._surfaces, store._render, store._clock)  # type: ignore[return-value]
