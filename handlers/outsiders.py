@@ -31,10 +31,10 @@ class Admission:
 async def admit(budgets: Budgets, account_id: int, repository: str, limit: int) -> Admission:
     """Reserve one role-less request of the account before its roles are asked."""
     mine, everyone, roleless = outsider_budgets(repository, limit)
-    retry = await budgets.spend(account_id, mine)
+    retry, marked = await budgets.spend_and_count(account_id, mine, roleless)
     if retry is not None:
         return Admission(False, mine, retry)
-    known = await budgets.spent(account_id, roleless) > 0
+    known = marked > 0
     if known:
         retry = await budgets.spend(0, everyone)
         if retry is not None:

@@ -469,6 +469,11 @@ class Budgets(Protocol):
     async def spent(self, account_id: int, budget: Budget) -> int:
         """How much of the budget the account has used in the current window."""
 
+    async def spend_and_count(
+        self, account_id: int, spending: Budget, counted: Budget
+    ) -> tuple[int | None, int]:
+        """`spend(spending)` and `spent(counted)` at once (one transaction)."""
+
 
 class CommandCounts(Protocol):
     """Where commands that reached the one door are counted (`app.runtime.metrics.Metrics`)."""

@@ -27,7 +27,7 @@ from app.runtime.project_sync import problems_in, project_name, wanted_payload
 from app.store.database import Database
 from app.store.effects import effect_result
 from app.store.pulls import stored_pull
-from app.store.signs import read_clocks
+from app.store.signs import read_shown
 from app.store.tickets import TicketService
 from app.views.project_text import project_options
 from app.views.render import StatusView, render_check_summary, render_status_comment
@@ -155,11 +155,9 @@ class Surfaces:
 
     async def _view(self, installation: int, repository: str, number: int) -> StatusView | None:
         key = TicketKey(repository, number)
-        ticket = await self._load(repository, number)
+        ticket, history, clocks = await asyncio.to_thread(read_shown, self.tickets.database, key)
         if ticket is None or not ticket.exists:
             return None
-        history = await asyncio.to_thread(self.tickets.history, key)
-        clocks = await asyncio.to_thread(read_clocks, self.tickets.database, ticket)
         loaded = await self._config(installation, repository)
         lacking = await asyncio.to_thread(self._project_problems, repository, number, loaded)
         return StatusView(

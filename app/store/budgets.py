@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from typing import Any
 
-from sqlalchemy import delete, select
+from sqlalchemy import Connection, delete, select
 from sqlalchemy.dialects import postgresql, sqlite
 
 from app.store.database import Database
@@ -24,19 +25,37 @@ budgets = table(ApiBudgetRow)
 KEPT_FOR = 2 * 3600.0  # the longest window is an hour: older rows count for nothing
 
 
-def spend(database: Database, account_id: int, budget: Budget, now: float) -> int | None:
-    """Take one unit: None when taken, else the seconds until the window ends (nothing taken)."""
-    start = budget.window_start(now)
-    insert = sqlite.insert if database.is_sqlite else postgresql.insert
-    row = insert(budgets).values(account_id=account_id, scope=budget.scope, window_start=start, spent=1)
+def _spend_in(
+    connection: Connection, dialect_insert: Any, account_id: int, budget: Budget, now: float
+) -> bool:
+    row = dialect_insert(budgets).values(
+        account_id=account_id, scope=budget.scope, window_start=budget.window_start(now), spent=1
+    )
     statement = row.on_conflict_do_update(
         index_elements=["account_id", "scope", "window_start"],
         set_={"spent": budgets.c.spent + 1},
         where=budgets.c.spent < budget.limit,
     ).returning(budgets.c.spent)
+    return connection.execute(statement).first() is not None
+
+
+def spend(database: Database, account_id: int, budget: Budget, now: float) -> int | None:
+    """Take one unit: None when taken, else the seconds until the window ends (nothing taken)."""
+    insert = sqlite.insert if database.is_sqlite else postgresql.insert
     with database.write() as connection:
-        taken = connection.execute(statement).first()
-    return None if taken is not None else budget.retry_after(now)
+        taken = _spend_in(connection, insert, account_id, budget, now)
+    return None if taken else budget.retry_after(now)
+
+
+def spend_and_count(
+    database: Database, account_id: int, spending: Budget, counted: Budget, now: float
+) -> tuple[int | None, int]:
+    """`spend(spending)`, and how much of `counted` the account used, in one transaction."""
+    insert = sqlite.insert if database.is_sqlite else postgresql.insert
+    with database.write() as connection:
+        taken = _spend_in(connection, insert, account_id, spending, now)
+        used = _spent_in(connection, account_id, counted, now)
+    return (None if taken else spending.retry_after(now)), used
 
 
 def refund(database: Database, account_id: int, budget: Budget, now: float) -> None:
@@ -55,17 +74,21 @@ def refund(database: Database, account_id: int, budget: Budget, now: float) -> N
         connection.execute(statement)
 
 
+def _spent_in(connection: Connection, account_id: int, budget: Budget, now: float) -> int:
+    value = connection.execute(
+        select(budgets.c.spent).where(
+            budgets.c.account_id == account_id,
+            budgets.c.scope == budget.scope,
+            budgets.c.window_start == budget.window_start(now),
+        )
+    ).scalar_one_or_none()
+    return int(value or 0)
+
+
 def spent(database: Database, account_id: int, budget: Budget, now: float) -> int:
     """How much of the budget the account has used in the current window."""
     with database.read() as connection:
-        value = connection.execute(
-            select(budgets.c.spent).where(
-                budgets.c.account_id == account_id,
-                budgets.c.scope == budget.scope,
-                budgets.c.window_start == budget.window_start(now),
-            )
-        ).scalar_one_or_none()
-    return int(value or 0)
+        return _spent_in(connection, account_id, budget, now)
 
 
 def prune_budgets(database: Database, now: float) -> int:
@@ -89,3 +112,10 @@ class SqlBudgets:
 
     async def spent(self, account_id: int, budget: Budget) -> int:
         return await asyncio.to_thread(spent, self._database, account_id, budget, self._clock())
+
+    async def spend_and_count(
+        self, account_id: int, spending: Budget, counted: Budget
+    ) -> tuple[int | None, int]:
+        return await asyncio.to_thread(
+            spend_and_count, self._database, account_id, spending, counted, self._clock()
+        )

@@ -25,6 +25,7 @@ from app.store.tables import HttpCacheRow, table
 
 log = structlog.get_logger(__name__)
 http_cache = table(HttpCacheRow)
+_READ = f"SELECT etag, body FROM {http_cache.name} WHERE key = ?"  # noqa: S608 - no input in it
 MAX_ROWS = 20_000
 MAX_BYTES = 64 * 1024 * 1024
 
@@ -54,11 +55,8 @@ class SharedHttpCache:
             log.warning("could not write the HTTP cache", error=type(error).__name__)
 
     def _read(self, key: str) -> Cached | None:
-        with self.database.read() as connection:
-            row = connection.execute(
-                select(http_cache.c.etag, http_cache.c.body).where(http_cache.c.key == key)
-            ).first()
-        return None if row is None else Cached(row.etag, bytes(row.body))
+        row = self.database.point_read(_READ, (key,))
+        return None if row is None else Cached(row[0], bytes(row[1]))
 
     def _write(self, scope: str, url: str, etag: str, body: bytes) -> None:
         values = {"etag": etag, "body": body, "size": len(body), "stored_at": self._clock()}

@@ -19,6 +19,7 @@ from app.store.database import Database
 from app.store.tables import InstallationLimitRow, table
 
 limits_table = table(InstallationLimitRow)
+_PAUSE = f"SELECT paused_until FROM {limits_table.name} WHERE installation_id = ?"  # noqa: S608 - no input in it
 __all__ = ["Limits", "MemoryLimits", "SharedLimits"]
 APP = 0  # the row for calls made as the app itself (installation None)
 
@@ -43,11 +44,8 @@ class SharedLimits:
         return await asyncio.to_thread(self._claim, _row_id(installation_id), now, spacing)
 
     def _read_pause(self, row_id: int) -> float | None:
-        with self.database.read() as connection:
-            value = connection.execute(
-                select(limits_table.c.paused_until).where(limits_table.c.installation_id == row_id)
-            ).scalar_one_or_none()
-        return None if value is None else float(value)
+        row = self.database.point_read(_PAUSE, (row_id,))
+        return None if row is None or row[0] is None else float(row[0])
 
     def _write_pause(self, row_id: int, until: float) -> None:
         later = func.max if self.database.is_sqlite else func.greatest

@@ -14,8 +14,8 @@ from sqlalchemy import Connection, bindparam, select, update
 from app.store.codec import ticket_from_data
 from app.store.database import Database, insert_for
 from app.store.tables import SignOfLifeRow, table
-from app.store.tickets import attempts, tickets
-from handlers.ports import Heard
+from app.store.tickets import attempts, history, load, tickets
+from handlers.ports import Heard, RecordedEvent
 from policies.door import normalize_key
 from policies.model import Ticket, TicketKey
 from policies.states import WorkState
@@ -258,6 +258,16 @@ def accepted_with_open_pulls(connection: Connection) -> list[Rechecked]:
             key = TicketKey(row.repository, row.number)
             found.append(Rechecked(key, int(row.id), row.installation_id))
     return found
+
+
+def read_shown(database: Database, key: TicketKey) -> tuple[Ticket | None, list[RecordedEvent], Clocks]:
+    """What a status comment shows of a ticket, in one read transaction: the ticket, its event
+    log and its clocks (no log or clocks when it is no ticket)."""
+    with database.read() as connection:
+        ticket = load(connection, key)
+        if ticket is None or not ticket.exists:
+            return ticket, [], Clocks()
+        return ticket, history(connection, key), clocks(connection, key, ticket)
 
 
 def read_clocks(database: Database, ticket: Ticket) -> Clocks:

@@ -30,3 +30,8 @@ class FakeBudgets:
 
     async def spent(self, account_id: int, budget: Budget) -> int:
         return self.counts.get((account_id, budget.scope, budget.window_start(self.clock())), 0)
+
+    async def spend_and_count(
+        self, account_id: int, spending: Budget, counted: Budget
+    ) -> tuple[int | None, int]:
+        return await self.spend(account_id, spending), await self.spent(account_id, counted)
