@@ -3,7 +3,7 @@
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup demo serve test check lint pytest bench diagram lock wheel
+.PHONY: setup demo serve test check lint pytest bench bench-probot diagram lock wheel
 
 # The locked versions (with their hashes) first, then railyard itself without resolving again.
 $(BIN)/railyard: pyproject.toml requirements-dev.lock
@@ -70,6 +70,11 @@ bench: setup
 	$(BIN)/python bench/intake.py --postgres "$$(./scripts/postgres-for-tests)"
 	$(BIN)/python bench/api_calls.py
 	$(BIN)/python bench/sqlite_writes.py
+
+# Probot 13.4.7 (bench/probot/package-lock.json) into bench/probot/node_modules, for the
+# reference bench/intake.py measures railyard's intake against; needs node 20 and npm.
+bench-probot:
+	npm ci --prefix bench/probot --no-audit --no-fund
 
 diagram: setup
 	$(BIN)/python scripts/render-diagram.py

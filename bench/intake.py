@@ -8,10 +8,13 @@ Drives a real `railyard serve` (a subprocess, the worker running inside it) over
    from each request's scheduled send time (no coordinated omission); prints p50/p99;
 3. for reference, full load again against the intake alone (`bench/intake_alone.py`: the same
    server with no worker), to show what the worker in the same process costs;
-4. side by side, full load and the fixed rate again against a stateless aiohttp bot
-   (`bench/stateless_bot.py`: verifies the signature, parses the JSON, answers 202, stores
-   nothing) on the same payloads, and the ratios railyard/stateless of the full-load rate and
-   of the p99 at the fixed rate: figures that mean something on any machine;
+4. side by side, full load and the fixed rate again against the references issue 28 names, on
+   the same payloads: a stateless gidgethub bot (`bench/stateless_bot.py`: gidgethub's
+   `Event.from_http` verifies the signature and parses the JSON, it answers 202, stores
+   nothing), then Probot (`bench/probot/index.js`, when `make bench-probot` has installed it
+   and `node` is on PATH); and the ratios railyard/reference of the full-load rate (railyard
+   with its worker, and its intake alone) and of the p99 at the fixed rate: figures that mean
+   something on any machine;
 5. drain: 5,000 stored `installation_repositories` deliveries processed by the worker.
 
     python bench/intake.py [--postgres URL|private] [--seconds 10] [--rate 1000]
@@ -49,6 +52,7 @@ from support.payloads import example
 from support.servers import WEBHOOK_SECRET, ServerProcess, private_key_pem
 
 PAYLOAD_BYTES = 13 * 1024
+PROBOT = ROOT / "bench" / "probot"  # `make bench-probot` installs it
 WRK_SCRIPT = """
 local counter = 0
 local threads = 0
@@ -95,7 +99,7 @@ def run_wrk(url: str, body_file: Path, signature: str, seconds: int, connections
     rate = float(re.search(r"Requests/sec:\s+([\d.]+)", output).group(1))  # type: ignore[union-attr]
     errors = re.search(r"Non-2xx or 3xx responses: (\d+)", output)
     percentiles = dict(re.findall(r"^\s+(50|99)%\s+([\d.]+\w+)", output, re.MULTILINE))
-    return {"rate": rate, "non_2xx": float(errors.group(1)) if errors else 0.0, **percentiles}  # type: ignore[dict-item]
+    return {"rate": rate, "non_2xx": float(errors.group(1)) if errors else 0.0, **percentiles}
 
 
 def wrk_figures(full: dict[str, float]) -> str:
@@ -124,7 +128,7 @@ async def fixed_rate(url: str, body: bytes, signature: str, rate: int, seconds: 
             }
             async with client.post(f"{url}/webhooks", data=body, headers=headers) as response:
                 await response.read()
-                assert response.status == 202, response.status
+                assert 200 <= response.status < 300, response.status  # Probot answers 200
             latencies.append((time.perf_counter() - scheduled) * 1000)
 
         for number in range(rate * seconds):
@@ -198,7 +202,7 @@ class Load:
 
 
 async def bench(label: str, database_url: str, workdir: Path, seconds: int, rate: int) -> None:
-    """One database: full load, fixed rate, intake alone, the stateless bot, drain."""
+    """One database: full load, fixed rate, intake alone, the gidgethub bot and Probot, drain."""
     env = {
         "DATABASE_URL": database_url,
         "APP_ID": "1",
@@ -239,34 +243,65 @@ async def bench(label: str, database_url: str, workdir: Path, seconds: int, rate
         print(f"{label:<10} for reference, intake alone (no worker): {wrk_figures(full)}", flush=True)
     finally:
         alone.stop()
-    await side_by_side(label, (full_load, latencies), env, workdir, load)
+    railyard = Figures(full_load["rate"], full["rate"], latencies)
+    await side_by_side(label, railyard, env, workdir, load)
     await drain(label, database_url, workdir, env)
 
 
-async def side_by_side(
-    label: str, railyard: tuple[dict[str, float], list[float]], env: dict[str, str], workdir: Path, load: Load
+@dataclass(frozen=True)
+class Figures:
+    """railyard's own figures in a run, for the ratios against each reference."""
+
+    rate: float  # full load, with the worker in the same process
+    alone_rate: float  # full load, the intake alone
+    latencies: list[float]  # at the fixed rate, sorted
+
+
+async def side_by_side(label: str, railyard: Figures, env: dict[str, str], workdir: Path, load: Load) -> None:
+    """The gidgethub bot, then Probot when installed, under the same load; railyard/reference ratios."""
+    bot = [sys.executable, str(ROOT / "bench" / "stateless_bot.py")]
+    await against(label, "gidgethub bot", bot, railyard, env, workdir, load)
+    if shutil.which("node") is None or not (PROBOT / "node_modules").is_dir():
+        print(
+            f"{label:<10} Probot: not installed, left out (`make bench-probot` installs it into "
+            "bench/probot/node_modules; it needs node and npm)",
+            flush=True,
+        )
+        return
+    await against(label, "Probot", ["node", str(PROBOT / "index.js")], railyard, env, workdir, load)
+
+
+async def against(
+    label: str,
+    name: str,
+    command: list[str],
+    railyard: Figures,
+    env: dict[str, str],
+    workdir: Path,
+    load: Load,
 ) -> None:
-    """The stateless bot under the same full load and fixed rate; railyard/stateless ratios."""
-    bot = ServerProcess(
-        env=env, cwd=workdir, command=[sys.executable, str(ROOT / "bench" / "stateless_bot.py")]
-    )
-    await bot.start()
+    """One reference server under the same full load and fixed rate, then the ratios to it."""
+    reference = ServerProcess(env=env, cwd=workdir, command=command)
+    await reference.start()
     try:
-        full = run_wrk(bot.url, load.body_file, load.signature, load.seconds, 16)
-        print(f"{label:<10} stateless bot, full load: {wrk_figures(full)}", flush=True)
+        full = run_wrk(reference.url, load.body_file, load.signature, load.seconds, 16)
+        print(f"{label:<10} {name}, full load: {wrk_figures(full)}", flush=True)
+        if full["non_2xx"]:
+            print(f"{label:<10} {name} refused deliveries: the ratios below mean nothing", flush=True)
         body = load.body_file.read_bytes()
-        latencies = await fixed_rate(bot.url, body, load.signature, load.rate, load.seconds)
+        latencies = await fixed_rate(reference.url, body, load.signature, load.rate, load.seconds)
         pace = f"fixed {load.rate}/s for {load.seconds}s"
-        print(f"{label:<10} stateless bot, {pace}: {latency_figures(latencies)}", flush=True)
+        print(f"{label:<10} {name}, {pace}: {latency_figures(latencies)}", flush=True)
     finally:
-        bot.stop()
-    p99 = percentile(railyard[1], 0.99) / percentile(latencies, 0.99)
+        reference.stop()
+    p99 = percentile(railyard.latencies, 0.99) / percentile(latencies, 0.99)
     print(
-        f"{label:<10} railyard/stateless: full load {railyard[0]['rate'] / full['rate']:.2f}x the rate, "
+        f"{label:<10} railyard/{name}: full load {railyard.rate / full['rate']:.2f}x the rate "
+        f"(intake alone {railyard.alone_rate / full['rate']:.2f}x), "
         f"p99 at {load.rate}/s {p99:.2f}x the latency",
         flush=True,
     )
-    slower = min(railyard[0]["rate"], full["rate"])
+    slower = min(railyard.rate, full["rate"])
     if load.rate > 0.9 * slower:  # past capacity a p99 measures the queue, not the server
         print(
             f"{label:<10} note: {load.rate}/s is near or past the full-load rate here ({slower:.0f}/s): "
