@@ -25,9 +25,17 @@ from app.settings import normalize_database_url
 MIGRATIONS = "app.store:migrations"
 BUSY_TIMEOUT_MS = 30_000
 _WRITE = "railyard_write"
+_NO_AUTOCHECKPOINT = "railyard_no_autocheckpoint"
 
 
-def _configure_sqlite(engine: Engine) -> None:
+def _configure_sqlite(engine: Engine, database: Database) -> None:
+    @event.listens_for(engine, "checkout")
+    def _checkpoints(dbapi_connection: Any, record: Any, _proxy: Any) -> None:
+        # Once a server's checkpointer runs (app.store.checkpoints), no commit checkpoints.
+        if database.background_checkpoints and not record.info.get(_NO_AUTOCHECKPOINT):
+            dbapi_connection.execute("PRAGMA wal_autocheckpoint=0")
+            record.info[_NO_AUTOCHECKPOINT] = True
+
     @event.listens_for(engine, "connect")
     def _pragmas(dbapi_connection: Any, _record: Any) -> None:
         # Let SQLAlchemy's "begin" event issue BEGIN itself (pysqlite would defer it).
@@ -66,13 +74,15 @@ class Database:
                 pool_size=pool_size,
                 max_overflow=pool_size,
             )
-            _configure_sqlite(self.engine)
+            _configure_sqlite(self.engine, self)
             self._one_writer: threading.RLock | None = threading.RLock()
         else:
             self._one_writer = None
             self.engine = create_engine(self.url, pool_size=pool_size, max_overflow=pool_size)
             _configure_postgres(self.engine)
         self._bookkeeper: Any = None  # SQLite: one connection that commits without fsync
+        self.background_checkpoints = False
+        """SQLite: WAL checkpoints are taken by a thread of their own, never inside a commit."""
 
     @property
     def is_sqlite(self) -> bool:

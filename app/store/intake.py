@@ -21,6 +21,7 @@ from typing import Any, NamedTuple
 
 import structlog
 
+from app.store.checkpoints import WalCheckpointer
 from app.store.database import BUSY_TIMEOUT_MS, Database
 
 log = structlog.get_logger(__name__)
@@ -193,10 +194,13 @@ class DeliveryWriter:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._waiting = 0  # stores not yet answered
+        self._checkpoints = WalCheckpointer(database) if database.is_sqlite else None
 
     async def start(self) -> None:
         """Start the writer thread."""
         self._loop = asyncio.get_running_loop()
+        if self._checkpoints is not None:
+            self._checkpoints.start()
         self._thread = threading.Thread(target=self._run, name="railyard-intake", daemon=True)
         self._thread.start()
 
@@ -207,6 +211,8 @@ class DeliveryWriter:
             self._ready.notify()
         if self._thread is not None:
             await asyncio.to_thread(self._thread.join)
+        if self._checkpoints is not None:
+            await asyncio.to_thread(self._checkpoints.close)
 
     async def store(self, delivery: IncomingDelivery) -> bool:
         """Store durably; True if new, False if this delivery id was already stored.
@@ -264,6 +270,7 @@ class DeliveryWriter:
         wait_ms = max(1, int(self._timeout * 1000))
         if self._database.is_sqlite:
             cursor.execute(f"PRAGMA busy_timeout={min(wait_ms, BUSY_TIMEOUT_MS)}")
+            cursor.execute("PRAGMA wal_autocheckpoint=0")  # app.store.checkpoints takes them
         else:
             cursor.execute(f"SET lock_timeout = {wait_ms}")
             # Beyond GitHub's 10 s no answer is in time; a stalled statement gives the writer back.
@@ -287,6 +294,8 @@ class DeliveryWriter:
                 self._loop.call_soon_threadsafe(_settle, batch, None, error)
                 continue
             self._loop.call_soon_threadsafe(_settle, batch, inserted, None)
+            if self._checkpoints is not None:
+                self._checkpoints.written()
         if connection is not None:
             connection.close()
 
