@@ -49,7 +49,7 @@ from app.github.conditional_get import HttpCache, conditional_get, installation_
 from app.github.endpoints import ENDPOINTS, Endpoint
 from app.github.paths import EncodedPathAuth, path_segment
 from app.github.rate_limits import SECONDARY_LIMIT_FALLBACK_SECONDS, rate_limit_until
-from app.github.seen_headers import SeenHeaders
+from app.github.seen_headers import InstallationRoutes, kept_token_header
 from app.settings import Settings, railyard_version
 
 __all__ = [
@@ -132,7 +132,7 @@ class GitHubClient:
         self._http: httpx.AsyncClient | None = None
         # GETs as an installation go straight to aiohttp once a header for their route is known.
         self._direct = transport if isinstance(transport, AiohttpTransport) else None
-        self._seen = SeenHeaders()
+        self._routes = InstallationRoutes()
         self._headers = {
             "Accept": "application/vnd.github+json",
             "X-GitHub-Api-Version": API_VERSION,
@@ -327,15 +327,13 @@ class GitHubClient:
         idempotent = endpoint.method in ("GET", "PUT", "DELETE")
         direct = endpoint.method == "GET" and installation_id is not None and self._direct is not None
         try:
-            if direct:
-                assert installation_id is not None and self._direct is not None
-                header = self._seen.get(installation_id, endpoint.path)
+            if direct and self._routes.signed(endpoint.path):
+                assert self._direct is not None
+                auth = self._auth_for(installation_id)
+                header = kept_token_header(auth.inner) if isinstance(auth, EncodedPathAuth) else None
                 if header is not None:  # past httpx's client and githubkit's flow: half the CPU
                     sent = {**self._headers, **(headers or {}), "Authorization": header}
-                    response = await self._direct.get(self._absolute(url, params), sent, self._timeout)
-                    if response.status_code == 401:
-                        self._seen.forget(installation_id)
-                    return response
+                    return await self._direct.get(self._absolute(url, params), sent, self._timeout)
             response = await self._http.request(
                 endpoint.method,
                 url,
@@ -344,9 +342,8 @@ class GitHubClient:
                 headers=headers,
                 auth=self._auth_for(installation_id),
             )
-            if direct and response.status_code != 401:
-                assert installation_id is not None
-                self._seen.keep(installation_id, endpoint.path, response.request.headers.get("Authorization"))
+            if direct:
+                self._routes.saw(endpoint.path, response.request)
             return response
         except (httpx.ConnectError, httpx.ConnectTimeout) as error:
             self._metrics.github_calls.labels("unreachable").inc()

@@ -37,6 +37,11 @@ class EncodedPathAuth(httpx.Auth):
     def __init__(self, inner: httpx.Auth) -> None:
         self._inner = inner
 
+    @property
+    def inner(self) -> httpx.Auth:
+        """githubkit's own flow."""
+        return self._inner
+
     async def async_auth_flow(self, request: httpx.Request) -> AsyncGenerator[httpx.Request, httpx.Response]:
         raw = re.sub(rb"%(23|3[Ff])", b"_", request.url.raw_path)
         probe = httpx.Request(request.method, request.url.copy_with(raw_path=raw))

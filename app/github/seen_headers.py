@@ -1,45 +1,49 @@
-"""The Authorization header githubkit's auth flow last put on an installation's GET, kept so the
-next GET of the same route can skip httpx's client and the flow (`GitHubClient._request`).
+"""Which GETs as an installation may skip httpx's client and githubkit's auth flow: the routes
+the flow has been seen to sign with the installation token, while githubkit still keeps that
+token (`GitHubClient._request`).
 
-githubkit keeps each installation token until a minute before GitHub says it expires (an hour);
-a header kept here is reused for at most `max_age` seconds, so it is never older than the token
-githubkit itself would send, and a 401 (a token revoked: the app suspended or uninstalled)
-forgets every header of the installation, so the next call runs the flow again. Headers are
-kept per route template: githubkit signs some routes with the app's JWT instead.
+The token sent is always githubkit's own, read from its cache, which keeps it until a minute
+before GitHub said it expires: nothing is kept here that could outlive it. Routes are kept by
+template, because githubkit signs some routes with the app's JWT instead, and a route is only
+known once the flow has signed it.
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
+import httpx
+from githubkit.auth.app import AppAuth
+from githubkit.utils import UNSET
 
-MAX_AGE = 300.0
-MAX_KEPT = 4096
+MAX_ROUTES = 1024
+_SCHEME = "token "
 
 
-class SeenHeaders:
-    """(installation, route template) -> the header and when it was seen, bounded."""
+class InstallationRoutes:
+    """The route templates githubkit signed with an installation token (bounded)."""
 
-    def __init__(self, max_age: float = MAX_AGE, clock: Callable[[], float] = time.monotonic) -> None:
-        self._max_age, self._clock = max_age, clock
-        self._headers: dict[tuple[int, str], tuple[str, float]] = {}
+    def __init__(self) -> None:
+        self._routes: set[str] = set()
 
-    def get(self, installation_id: int, template: str) -> str | None:
-        """The header to send, when one was seen less than `max_age` ago."""
-        seen = self._headers.get((installation_id, template))
-        if seen is None or self._clock() - seen[1] >= self._max_age:
-            return None
-        return seen[0]
+    def signed(self, template: str) -> bool:
+        """Whether the flow has signed `template` with an installation token."""
+        return template in self._routes
 
-    def keep(self, installation_id: int, template: str, header: str | None) -> None:
-        """Remember the header the flow just set (nothing when it set none)."""
-        if not header:
-            return
-        if len(self._headers) >= MAX_KEPT:
-            self._headers.clear()  # bounded; each entry is one flow away
-        self._headers[(installation_id, template)] = (header, self._clock())
+    def saw(self, template: str, request: httpx.Request) -> None:
+        """Note what the flow put on a request of `template`."""
+        if request.headers.get("Authorization", "").startswith(_SCHEME):
+            if len(self._routes) >= MAX_ROUTES:
+                self._routes.clear()  # bounded; each one is one flow away
+            self._routes.add(template)
 
-    def forget(self, installation_id: int) -> None:
-        """GitHub refused the installation's token: every header of it goes."""
-        for key in [key for key in self._headers if key[0] == installation_id]:
-            del self._headers[key]
+
+def kept_token_header(flow: httpx.Auth) -> str | None:
+    """`Authorization` with the installation token githubkit keeps for `flow` now (None when it
+    keeps none: expired, never fetched, or not an installation's flow).
+
+    Reads githubkit 0.16's token cache under the key its flow uses (githubkit is pinned).
+    """
+    if not isinstance(flow, AppAuth) or flow.installation_id is UNSET:
+        return None
+    storage = flow.github.config.cache_strategy.get_cache_storage()
+    token = storage.get(flow._get_installation_cache_key())
+    return f"{_SCHEME}{token}" if isinstance(token, str) and token else None

@@ -1,17 +1,18 @@
 """GETs as an installation sent past httpx's client once githubkit's flow has signed their route
-(`app.github.seen_headers`), against the stand-in: the same token, the same answers and ETags,
-one token exchange; and the kept headers themselves."""
+(`app.github.seen_headers`), against the stand-in: githubkit's own token, the same answers and
+ETags, one token exchange; and a token githubkit no longer keeps is never sent."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
+import httpx
 import pytest
 
 from app.github.aiohttp_transport import AiohttpTransport
 from app.github.client import GitHubClient, GitHubError
 from app.github.conditional_get import MemoryHttpCache
-from app.github.seen_headers import SeenHeaders
+from app.github.seen_headers import InstallationRoutes
 from app.runtime.metrics import Metrics
 from github_standin import StandinState, running_standin
 from tests.fakes import app_settings
@@ -39,6 +40,7 @@ async def test_later_gets_reuse_the_flows_token_and_keep_conditional_requests(
 ) -> None:
     github, state = standin
     first = await github.call("get_issue", 7, repository=REPO, number=12)
+    assert github._routes.signed("/repos/{repository}/issues/{number}")  # later ones go direct
     again = await github.call("get_issue", 7, repository=REPO, number=12)  # past httpx: a 304
     other = await github.call("get_issue", 7, repository=REPO, number=13)
     assert first["number"] == again["number"] == 12 and other["number"] == 13
@@ -51,28 +53,41 @@ async def test_later_gets_reuse_the_flows_token_and_keep_conditional_requests(
     ]
 
 
-async def test_a_refused_token_forgets_the_kept_header(standin: tuple[GitHubClient, StandinState]) -> None:
+async def test_a_token_githubkit_no_longer_keeps_is_never_sent(
+    standin: tuple[GitHubClient, StandinState],
+) -> None:
+    """The stand-in's clock runs ahead of githubkit's: the token expires on GitHub while githubkit
+    has let it go (a minute before expiry): the next GET goes through the flow for a new one."""
     github, state = standin
     await github.call("get_issue", 7, repository=REPO, number=12)
-    state.tokens.clear()  # GitHub no longer accepts the installation's token
+    github._github.config.cache_strategy.get_cache_storage()._cache.clear()  # githubkit dropped it
+    state.tokens.clear()  # and GitHub no longer accepts it
+    issue = await github.call("get_issue", 7, repository=REPO, number=13)
+    assert issue["number"] == 13
+    exchanges = [call for call in state.calls if call.path == "/app/installations/7/access_tokens"]
+    assert len(exchanges) == 2
+
+
+async def test_a_token_githubkit_keeps_but_github_refused_is_a_401(
+    standin: tuple[GitHubClient, StandinState],
+) -> None:
+    github, state = standin
+    await github.call("get_issue", 7, repository=REPO, number=12)
+    state.tokens.clear()  # revoked on GitHub, still in githubkit's cache: as before, a 401
     with pytest.raises(GitHubError) as refused:
         await github.call("get_issue", 7, repository=REPO, number=13)
     assert refused.value.status == 401
-    assert github._seen.get(7, "/repos/{repository}/issues/{number}") is None
 
 
-def test_a_header_is_kept_per_route_for_at_most_its_age_and_forgotten_per_installation() -> None:
-    now = [0.0]
-    seen = SeenHeaders(max_age=300.0, clock=lambda: now[0])
-    seen.keep(7, "/repos/{repository}", "token t1")
-    seen.keep(7, "/repos/{repository}/issues/{number}", "token t1")
-    seen.keep(8, "/repos/{repository}", "token t2")
-    seen.keep(9, "/repos/{repository}", None)  # the flow set none: nothing kept
-    assert seen.get(7, "/repos/{repository}") == "token t1"
-    assert seen.get(7, "/app") is None and seen.get(9, "/repos/{repository}") is None
-    now[0] = 299.0
-    assert seen.get(8, "/repos/{repository}") == "token t2"
-    now[0] = 300.0
-    assert seen.get(8, "/repos/{repository}") is None  # as old as allowed: the flow again
-    seen.forget(7)
-    assert seen.get(7, "/repos/{repository}/issues/{number}") is None
+def test_only_routes_signed_with_an_installation_token_are_kept() -> None:
+    routes = InstallationRoutes()
+    routes.saw(
+        "/repos/{repository}",
+        httpx.Request("GET", "https://api.github.com/repos/a/b", headers={"Authorization": "token t1"}),
+    )
+    routes.saw(
+        "/app", httpx.Request("GET", "https://api.github.com/app", headers={"Authorization": "Bearer jwt"})
+    )
+    routes.saw("/x", httpx.Request("GET", "https://api.github.com/x"))
+    assert routes.signed("/repos/{repository}")
+    assert not routes.signed("/app") and not routes.signed("/x")
