@@ -257,7 +257,7 @@ class Worker:
         except Exception as error:
             log.error("handler failed", exc_info=error)
             return FAILED, "".join(traceback.format_exception_only(error)).strip(), None
-        log.info("processed")
+        log.debug("processed")
         return DONE, None, None
 
     @staticmethod
