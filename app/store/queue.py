@@ -239,39 +239,27 @@ class DeliveryQueue:
             "started_at": started,
             "finished_at": values.get("processed_at") or started,
         }
-        if self.database.is_sqlite:
-            return self._finish_sqlite(claimed, values, run)
-        return self._finish_postgres(claimed, values, run)
+        return self._finish_raw(claimed, values, run)
 
-    def _finish_postgres(self, claimed: ClaimedDelivery, values: dict[str, Any], run: dict[str, Any]) -> bool:
-        # The same two statements, straight to the driver as on SQLite: this runs for every
-        # delivery, and SQLAlchemy's execution around them costs more than they do.
-        assignments = ", ".join(f"{column} = %s" for column in values)
-        with _raw(self.database) as cursor:
-            cursor.execute(_BOOKKEEPING_POSTGRES)
-            cursor.execute(
-                f"UPDATE webhook_deliveries SET lease_until = NULL, {assignments} "  # noqa: S608
-                "WHERE seq = %s AND lease_owner = %s AND attempts = %s AND status = 'pending'",
-                [*values.values(), claimed.seq, self.owner, claimed.attempt],
-            )
+    def _finish_raw(self, claimed: ClaimedDelivery, values: dict[str, Any], run: dict[str, Any]) -> bool:
+        # Two statements straight to the driver, as bookkeeping: this runs for every delivery,
+        # and SQLAlchemy's execution around them costs more than they do.
+        sqlite = self.database.is_sqlite
+        mark = "?" if sqlite else "%s"
+        assignments = ", ".join(f"{column} = {mark}" for column in values)
+        change = (
+            f"UPDATE webhook_deliveries SET lease_until = NULL, {assignments} "  # noqa: S608 - names from code
+            f"WHERE seq = {mark} AND lease_owner = {mark} AND attempts = {mark} AND status = 'pending'"
+        )
+        with self.database.bookkeeping() if sqlite else _raw(self.database) as cursor:
+            cursor.execute("BEGIN IMMEDIATE" if sqlite else _BOOKKEEPING_POSTGRES)
+            cursor.execute(change, [*values.values(), claimed.seq, self.owner, claimed.attempt])
             kept: bool = cursor.rowcount == 1
-            cursor.execute(_INSERT_RUN_POSTGRES, {**run, "lease_kept": kept})
-            cursor.connection.commit()
-        return kept
-
-    def _finish_sqlite(self, claimed: ClaimedDelivery, values: dict[str, Any], run: dict[str, Any]) -> bool:
-        # The same two statements as on PostgreSQL, straight to the driver, as bookkeeping.
-        assignments = ", ".join(f"{column} = ?" for column in values)
-        with self.database.bookkeeping() as cursor:
-            cursor.execute("BEGIN IMMEDIATE")
-            cursor.execute(
-                f"UPDATE webhook_deliveries SET lease_until = NULL, {assignments} "  # noqa: S608
-                "WHERE seq = ? AND lease_owner = ? AND attempts = ? AND status = 'pending'",
-                [*values.values(), claimed.seq, self.owner, claimed.attempt],
-            )
-            kept: bool = cursor.rowcount == 1
-            cursor.execute(_INSERT_RUN, {**run, "lease_kept": kept})
-            cursor.execute("COMMIT")
+            cursor.execute(_INSERT_RUN if sqlite else _INSERT_RUN_POSTGRES, {**run, "lease_kept": kept})
+            if sqlite:
+                cursor.execute("COMMIT")
+            else:
+                cursor.connection.commit()
         return kept
 
     def complete(
