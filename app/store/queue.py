@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, func, or_, select, text, update
+from sqlalchemy import bindparam, func, select, update
 
 from app.store.database import Database
 from app.store.tables import DeliveryRunRow, WebhookDeliveryRow, table
@@ -104,7 +104,12 @@ _INSERT_RUN = (
     "VALUES (:delivery_seq, :worker, :attempt, :outcome, :lease_kept, :started_at, :finished_at)"
 )
 
-_INSERT_RUN_POSTGRES = re.sub(r":(\w+)", r"%(\1)s", _INSERT_RUN)
+_INSERT_RUN_POSTGRES = re.sub(r":(\w+)", r"%(\1)s", _INSERT_RUN)  # psycopg's named parameters
+_CLAIMABLE_POSTGRES_RAW = re.sub(r":(\w+)", r"%(\1)s", _CLAIMABLE_POSTGRES.format(pending=""))
+_LEASE_POSTGRES = (
+    "UPDATE webhook_deliveries SET lease_until = %s, lease_owner = %s, attempts = attempts + 1 "
+    "WHERE seq = ANY(%s) AND status = 'pending' AND (lease_until IS NULL OR lease_until < %s)"
+)
 
 
 @contextmanager
@@ -155,18 +160,20 @@ class DeliveryQueue:
         self.owner = owner
         self.lease_seconds = lease_seconds
         self._claimable_sqlite = _CLAIMABLE_SQLITE.format(pending=_SQLITE_INDEX)
-        self._claimable = text(_CLAIMABLE_POSTGRES.format(pending=""))
 
     def claim(self, now: float, limit: int) -> list[ClaimedDelivery]:
         """Lease up to `limit` claimable deliveries to this worker."""
         if self.database.is_sqlite:
             return self._claim_sqlite(now, limit)
-        with self.database.write() as connection:
-            connection.exec_driver_sql(_BOOKKEEPING_POSTGRES)
-            rows = connection.execute(self._claimable, {"now": now, "limit": limit}).all()
-            if not rows:
-                return []
-            self._lease(connection, [row.seq for row in rows], now)
+        # Candidates locked (SKIP LOCKED: another worker's are passed over) and leased in one
+        # transaction, straight to the driver: this runs for every delivery.
+        with _raw(self.database) as cursor:
+            cursor.execute(_BOOKKEEPING_POSTGRES)
+            rows = cursor.execute(_CLAIMABLE_POSTGRES_RAW, {"now": now, "limit": limit}).fetchall()
+            if rows:
+                until = now + self.lease_seconds
+                cursor.execute(_LEASE_POSTGRES, [until, self.owner, [row[0] for row in rows], now])
+            cursor.connection.commit()
         return [self._claimed(row) for row in rows]
 
     def _claim_sqlite(self, now: float, limit: int) -> list[ClaimedDelivery]:
@@ -187,21 +194,6 @@ class DeliveryQueue:
             mine = cursor.execute(_LEASED_SQLITE.format(marks=marks), [*seqs, self.owner, until])
             leased = {row[0] for row in mine}
         return [self._claimed(row) for row in rows if row[0] in leased]
-
-    def _lease(self, connection: Connection, seqs: list[int], now: float) -> None:
-        connection.execute(
-            update(deliveries)
-            .where(
-                deliveries.c.seq.in_(seqs),
-                deliveries.c.status == PENDING,
-                or_(deliveries.c.lease_until.is_(None), deliveries.c.lease_until < now),
-            )
-            .values(
-                lease_until=now + self.lease_seconds,
-                lease_owner=self.owner,
-                attempts=deliveries.c.attempts + 1,
-            )
-        )
 
     @staticmethod
     def _claimed(row: Sequence[Any]) -> ClaimedDelivery:
