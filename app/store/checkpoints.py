@@ -6,8 +6,11 @@ and fsyncs it, under the process's write lock, and every delivery waiting for a 
 for the copy too. In a server, no connection checkpoints on commit (`PRAGMA
 wal_autocheckpoint=0`, set on each pooled connection once `start` has run, and on the intake
 writer's own); this thread, on a connection of its own, takes a PASSIVE checkpoint (it waits for
-no reader or writer; writers go on appending to the WAL) every `interval` seconds in which
-anything may have been written. Measured with `bench/intake.py` (docs/benchmarks.md).
+no reader or writer; writers go on appending to the WAL) every `interval` seconds. A PASSIVE
+checkpoint cannot start the WAL over while commits land during it, which under steady load is
+always: once the WAL is past `restart_bytes`, the thread takes a RESTART checkpoint with this
+process's writers held (nearly every frame is already copied, so the hold is short), and
+`journal_size_limit` trims the file. Measured with `bench/intake.py` (docs/benchmarks.md).
 
 Other processes (the CLI) keep SQLite's automatic checkpoints, and SQLite checkpoints when the
 last connection closes. A checkpoint that fails (the database busy, a disk error) is logged at
@@ -29,19 +32,25 @@ from app.store.database import Database
 log = structlog.get_logger(__name__)
 
 INTERVAL = 1.0
-"""Seconds between checkpoints while the intake writes: at 5,000 deliveries of 13 KB a second
-the WAL reaches about 65 MB before each (0.25 s measured slower: more, smaller copies)."""
+"""Seconds between checkpoints (0.25 s measured slower under a flood: more, smaller copies)."""
+RESTART_BYTES = 64 * 1024 * 1024
+"""The WAL's size past which it is started over (`journal_size_limit` then trims the file)."""
+RESTART_WAIT_MS = 2_000
+"""How long a RESTART waits for readers before it gives up until the next interval."""
 
 
 class WalCheckpointer:
-    """One thread and one connection that checkpoint the WAL after the intake writes."""
+    """One thread and one connection that checkpoint the WAL every `interval` seconds, and start
+    it over once it is past `restart_bytes`."""
 
-    def __init__(self, database: Database, interval: float = INTERVAL) -> None:
-        self._database, self._interval = database, interval
-        self._written = threading.Event()
-        self._stopping = False
+    def __init__(
+        self, database: Database, interval: float = INTERVAL, restart_bytes: int = RESTART_BYTES
+    ) -> None:
+        self._database, self._interval, self._restart_bytes = database, interval, restart_bytes
+        self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.checkpoints = 0
+        self.restarts = 0
         self.failures = 0
         self._last_warning = 0.0
 
@@ -51,43 +60,49 @@ class WalCheckpointer:
         self._thread = threading.Thread(target=self._run, name="railyard-checkpoint", daemon=True)
         self._thread.start()
 
-    def written(self) -> None:
-        """The intake committed a batch: a checkpoint is due within `interval` seconds."""
-        self._written.set()
-
     def close(self) -> None:
-        """Take a last checkpoint of what was written, then stop (blocking; call it from a thread)."""
-        self._stopping = True
-        self._written.set()
+        """Take a last checkpoint, then stop (blocking; call it from a thread)."""
+        self._stop.set()
         if self._thread is not None:
             self._thread.join()
 
     def _run(self) -> None:
         connection: Any = None
         while True:
-            # The intake's batches wake it; the worker's and the loops' writes are caught by
-            # the timeout. Writes meanwhile share the checkpoint.
-            self._written.wait(timeout=self._interval)
-            if not self._stopping:
-                time.sleep(self._interval)
-            self._written.clear()
+            stopping = self._stop.wait(self._interval)
             try:
                 if connection is None:
-                    connection = self._database.engine.raw_connection()
-                    connection.detach()
-                connection.cursor().execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
-                self.checkpoints += 1
-            except Exception as error:  # the thread goes on: the next batch tries again
+                    connection = self._connect()
+                self._checkpoint(connection)
+            except Exception as error:  # the thread goes on: the next interval tries again
                 self.failures += 1
                 if connection is not None:
                     with contextlib.suppress(Exception):
                         connection.close()
                     connection = None
                 self._warn(error)
-            if self._stopping:
+            if stopping:
                 break
         if connection is not None:
             connection.close()
+
+    def _connect(self) -> Any:
+        connection = self._database.engine.raw_connection()
+        connection.detach()
+        connection.execute(f"PRAGMA busy_timeout={RESTART_WAIT_MS}")
+        return connection
+
+    def _checkpoint(self, connection: Any) -> None:
+        """PASSIVE, beside the writers; when the WAL has grown past `restart_bytes` (commits
+        during every checkpoint keep SQLite from starting it over), RESTART, with this process's
+        writers held for it: by then nearly every frame is copied, so the hold is short."""
+        _, frames, _ = connection.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+        self.checkpoints += 1
+        page_size = connection.execute("PRAGMA page_size").fetchone()[0]
+        if frames * page_size > self._restart_bytes:
+            with self._database.writing():
+                busy, _, _ = connection.execute("PRAGMA wal_checkpoint(RESTART)").fetchone()
+            self.restarts += 0 if busy else 1
 
     def _warn(self, error: Exception) -> None:
         now = time.monotonic()

@@ -24,6 +24,7 @@ from app.settings import normalize_database_url
 # Alembic's "package:directory" form: found through importlib.resources, wherever app.store is installed.
 MIGRATIONS = "app.store:migrations"
 BUSY_TIMEOUT_MS = 30_000
+WAL_SIZE_LIMIT = 64 * 1024 * 1024
 _WRITE = "railyard_write"
 _NO_AUTOCHECKPOINT = "railyard_no_autocheckpoint"
 
@@ -44,6 +45,7 @@ def _configure_sqlite(engine: Engine, database: Database) -> None:
         cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute("PRAGMA synchronous=FULL")
         cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+        cursor.execute(f"PRAGMA journal_size_limit={WAL_SIZE_LIMIT}")  # the WAL file trimmed once restarted
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.close()
 

@@ -294,8 +294,6 @@ class DeliveryWriter:
                 self._loop.call_soon_threadsafe(_settle, batch, None, error)
                 continue
             self._loop.call_soon_threadsafe(_settle, batch, inserted, None)
-            if self._checkpoints is not None:
-                self._checkpoints.written()
         if connection is not None:
             connection.close()
 

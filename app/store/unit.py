@@ -135,7 +135,7 @@ class _Session:
                     self._opened.__exit__(None, None, None)
                 else:
                     self._opened.__exit__(_Rollback, _Rollback(), None)
-            if keep and self._failed is not None:
+            if keep and self._failed is not None and self._write:
                 raise self._failed  # a queued write failed: nothing was kept
 
         ended = self._executor.submit(finish)

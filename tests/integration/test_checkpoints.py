@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import threading
 import time
 from pathlib import Path
 
@@ -65,7 +66,6 @@ def test_a_failed_checkpoint_is_counted_and_the_thread_goes_on(tmp_path: Path) -
 
     database.engine.raw_connection = connect  # type: ignore[method-assign]
     checkpoints.start()
-    checkpoints.written()
     for _ in range(200):
         if checkpoints.checkpoints:
             break
@@ -74,3 +74,40 @@ def test_a_failed_checkpoint_is_counted_and_the_thread_goes_on(tmp_path: Path) -
     database.engine.raw_connection = real  # type: ignore[method-assign]
     database.close()
     assert checkpoints.failures == 1 and checkpoints.checkpoints >= 1
+
+
+def test_under_steady_writes_the_wal_is_started_over_and_stays_bounded(tmp_path: Path) -> None:
+    """Commits land during every PASSIVE checkpoint, so SQLite never starts the WAL over by
+    itself: past the limit the checkpointer does, with the process's writers held."""
+    database = sqlite_database(tmp_path / "railyard.db")
+    checkpoints = WalCheckpointer(database, interval=0.02, restart_bytes=2 * 1024 * 1024)
+    checkpoints.start()
+    stop = threading.Event()
+    body = "x" * 13_000
+
+    def write(writer: int) -> None:
+        n = 0
+        while not stop.is_set():
+            n += 1
+            with database.write() as connection:
+                connection.exec_driver_sql(
+                    "INSERT INTO webhook_deliveries (delivery_id, event, status, payload, "
+                    "payload_bytes, received_at, attempts, next_attempt_at) "
+                    "VALUES (?, 'ping', 'ignored', ?, 13000, 0, 0, 0)",
+                    (f"w{writer}-{n}", body),
+                )
+
+    writers = [threading.Thread(target=write, args=(writer,)) for writer in range(2)]
+    for thread in writers:
+        thread.start()
+    time.sleep(1.5)
+    stop.set()
+    for thread in writers:
+        thread.join()
+    wal_pages = None
+    with database.engine.connect() as connection:
+        wal_pages = connection.exec_driver_sql("PRAGMA wal_checkpoint(PASSIVE)").one()[1]
+    checkpoints.close()
+    database.close()
+    assert checkpoints.restarts >= 1 and checkpoints.failures == 0
+    assert wal_pages * 4096 < 8 * 1024 * 1024, "the WAL kept growing"
