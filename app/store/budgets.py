@@ -14,8 +14,7 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
-from sqlalchemy import Connection, delete, select
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy import delete
 
 from app.store.database import Database
 from app.store.tables import ApiBudgetRow, table
@@ -25,25 +24,35 @@ budgets = table(ApiBudgetRow)
 KEPT_FOR = 2 * 3600.0  # the longest window is an hour: older rows count for nothing
 
 
-def _spend_in(
-    connection: Connection, dialect_insert: Any, account_id: int, budget: Budget, now: float
-) -> bool:
-    row = dialect_insert(budgets).values(
-        account_id=account_id, scope=budget.scope, window_start=budget.window_start(now), spent=1
-    )
-    statement = row.on_conflict_do_update(
-        index_elements=["account_id", "scope", "window_start"],
-        set_={"spent": budgets.c.spent + 1},
-        where=budgets.c.spent < budget.limit,
-    ).returning(budgets.c.spent)
-    return connection.execute(statement).first() is not None
+_SPEND = (
+    f"INSERT INTO {budgets.name} (account_id, scope, window_start, spent) VALUES (?, ?, ?, 1) "  # noqa: S608
+    "ON CONFLICT (account_id, scope, window_start) "
+    f"DO UPDATE SET spent = {budgets.name}.spent + 1 WHERE {budgets.name}.spent < ? RETURNING spent"
+)
+_SPENT = f"SELECT spent FROM {budgets.name} WHERE account_id = ? AND scope = ? AND window_start = ?"  # noqa: S608
+_REFUND = (
+    f"UPDATE {budgets.name} SET spent = spent - 1 "  # noqa: S608
+    "WHERE account_id = ? AND scope = ? AND window_start = ? AND spent > 0"
+)
+# Straight to the driver (`Database.driver_write`): a command spends, and is refunded, at least
+# once; through SQLAlchemy each cost 0.54 ms of CPU on PostgreSQL, through the driver 0.16 ms.
+
+
+def _spend_in(database: Database, cursor: Any, account_id: int, budget: Budget, now: float) -> bool:
+    row = (account_id, budget.scope, budget.window_start(now), budget.limit)
+    return cursor.execute(database.driver_sql(_SPEND), row).fetchone() is not None
+
+
+def _spent_in(database: Database, cursor: Any, account_id: int, budget: Budget, now: float) -> int:
+    found = cursor.execute(database.driver_sql(_SPENT), (account_id, budget.scope, budget.window_start(now)))
+    value = found.fetchone()
+    return int(value[0]) if value is not None and value[0] is not None else 0
 
 
 def spend(database: Database, account_id: int, budget: Budget, now: float) -> int | None:
     """Take one unit: None when taken, else the seconds until the window ends (nothing taken)."""
-    insert = sqlite.insert if database.is_sqlite else postgresql.insert
-    with database.write() as connection:
-        taken = _spend_in(connection, insert, account_id, budget, now)
+    with database.driver_write() as cursor:
+        taken = _spend_in(database, cursor, account_id, budget, now)
     return None if taken else budget.retry_after(now)
 
 
@@ -51,44 +60,22 @@ def spend_and_count(
     database: Database, account_id: int, spending: Budget, counted: Budget, now: float
 ) -> tuple[int | None, int]:
     """`spend(spending)`, and how much of `counted` the account used, in one transaction."""
-    insert = sqlite.insert if database.is_sqlite else postgresql.insert
-    with database.write() as connection:
-        taken = _spend_in(connection, insert, account_id, spending, now)
-        used = _spent_in(connection, account_id, counted, now)
+    with database.driver_write() as cursor:
+        taken = _spend_in(database, cursor, account_id, spending, now)
+        used = _spent_in(database, cursor, account_id, counted, now)
     return (None if taken else spending.retry_after(now)), used
 
 
 def refund(database: Database, account_id: int, budget: Budget, now: float) -> None:
     """Give back one unit taken in the current window (a reservation that turned out not to cost)."""
-    statement = (
-        budgets.update()
-        .where(
-            budgets.c.account_id == account_id,
-            budgets.c.scope == budget.scope,
-            budgets.c.window_start == budget.window_start(now),
-            budgets.c.spent > 0,
-        )
-        .values(spent=budgets.c.spent - 1)
-    )
-    with database.write() as connection:
-        connection.execute(statement)
-
-
-def _spent_in(connection: Connection, account_id: int, budget: Budget, now: float) -> int:
-    value = connection.execute(
-        select(budgets.c.spent).where(
-            budgets.c.account_id == account_id,
-            budgets.c.scope == budget.scope,
-            budgets.c.window_start == budget.window_start(now),
-        )
-    ).scalar_one_or_none()
-    return int(value or 0)
+    with database.driver_write() as cursor:
+        cursor.execute(database.driver_sql(_REFUND), (account_id, budget.scope, budget.window_start(now)))
 
 
 def spent(database: Database, account_id: int, budget: Budget, now: float) -> int:
     """How much of the budget the account has used in the current window."""
-    with database.read() as connection:
-        return _spent_in(connection, account_id, budget, now)
+    row = database.point_read(_SPENT, (account_id, budget.scope, budget.window_start(now)))
+    return int(row[0]) if row is not None and row[0] is not None else 0
 
 
 def prune_budgets(database: Database, now: float) -> int:
