@@ -47,9 +47,9 @@ from app.github.api_errors import (
 from app.github.app_key import read_private_key
 from app.github.conditional_get import HttpCache, conditional_get, installation_scope
 from app.github.endpoints import ENDPOINTS, Endpoint
+from app.github.installation_routes import InstallationRoutes, kept_token_header
 from app.github.paths import EncodedPathAuth, path_segment
 from app.github.rate_limits import SECONDARY_LIMIT_FALLBACK_SECONDS, rate_limit_until
-from app.github.seen_headers import InstallationRoutes, kept_token_header
 from app.settings import Settings, railyard_version
 
 __all__ = [

@@ -124,10 +124,9 @@ class Worker:
         database writer. GitHub gives up on a delivery not answered within 10 seconds and
         does not send it again, while a stored delivery only waits. So while `intake_busy`
         says deliveries are queueing for a commit, the worker waits (at most `yield_seconds`)
-        before claiming, and then claims one delivery: under a flood it still takes new work
-        several times a second (a delivery costs the loop about ten milliseconds, and a full
-        claim of them cost a flooded intake a seventh of its rate), and at any other time it
-        never waits.
+        before claiming, and then claims one delivery (a command costs the loop milliseconds
+        of CPU the intake needs): under a flood it still takes new work several times a
+        second, and at any other time it never waits.
         """
         if self.intake_busy is None:
             return False

@@ -1,5 +1,5 @@
 """GETs as an installation sent past httpx's client once githubkit's flow has signed their route
-(`app.github.seen_headers`), against the stand-in: githubkit's own token, the same answers and
+(`app.github.installation_routes`), against the stand-in: githubkit's own token, the same answers and
 ETags, one token exchange; and a token githubkit no longer keeps is never sent."""
 
 from __future__ import annotations
@@ -12,10 +12,9 @@ import pytest
 from app.github.aiohttp_transport import AiohttpTransport
 from app.github.client import GitHubClient, GitHubError
 from app.github.conditional_get import MemoryHttpCache
-from app.github.seen_headers import InstallationRoutes
-from app.runtime.metrics import Metrics
-from github_standin import StandinState, running_standin
-from tests.fakes import app_settings
+from app.github.installation_routes import InstallationRoutes
+from github_standin import StandinState
+from tests.integration.standin_reads import client_over
 
 REPO = "acme/web"
 
@@ -27,12 +26,8 @@ async def standin() -> AsyncIterator[tuple[GitHubClient, StandinState]]:
     state.add_repository(REPO)
     state.add_issue(REPO, 12)
     state.add_issue(REPO, 13)
-    async with running_standin(state) as running:
-        settings = app_settings("sqlite://", GITHUB_API_URL=running.url, APP_ID="1")
-        github = GitHubClient(settings, Metrics(), transport=AiohttpTransport(), http_cache=MemoryHttpCache())
-        await github.start()
+    async with client_over(state, transport=AiohttpTransport(), http_cache=MemoryHttpCache()) as github:
         yield github, state
-        await github.close()
 
 
 async def test_later_gets_reuse_the_flows_token_and_keep_conditional_requests(

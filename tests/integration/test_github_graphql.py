@@ -11,10 +11,10 @@ import respx
 
 from app.github.client import GitHubClient, GitHubError, GitHubUnavailable, RateLimited
 from app.github.reads import CLOSING_ISSUES, GitHubReadsAdapter
-from app.runtime.metrics import Metrics
-from github_standin import Fault, StandinState, running_standin
+from github_standin import Fault, StandinState
 from handlers.errors import Missing
-from tests.fakes import GITHUB_API, StillClock, app_settings, started_client, token_route
+from tests.fakes import GITHUB_API, StillClock, started_client, token_route
+from tests.integration.standin_reads import reads_over
 
 REPO = "acme/web"
 
@@ -26,11 +26,8 @@ async def standin() -> AsyncIterator[tuple[GitHubReadsAdapter, StandinState]]:
     state.add_installation(7, "acme")
     state.add_repository(REPO)
     state.add_pull(REPO, 36, body="Fixes #12", closing_issues=[14, "acme/other#3"])
-    async with running_standin(state) as running:
-        github = GitHubClient(app_settings("sqlite://", GITHUB_API_URL=running.url, APP_ID="1"), Metrics())
-        await github.start()
-        yield GitHubReadsAdapter(github), state
-        await github.close()
+    async with reads_over(state) as reads:
+        yield reads, state
 
 
 async def test_closing_issues_are_the_body_keywords_and_the_sidebar_links_of_this_repository(
