@@ -16,7 +16,10 @@ merged, a deployment; one ticket in four without code), and meanwhile:
 - on PostgreSQL (`--postgres private`: a throwaway cluster of its own) crashes and restarts
   the database every half a minute or so.
 
-Then it stops the faults, lets the system settle (bounded: `--settle`), replays every distinct
+Then it stops the faults and, as an operator would once an outage is over, makes what waits
+for its next try due now (`railyard redeliver --waiting`, `railyard retry --waiting`: the
+backoff after a few failed tries runs past a minute), lets the system settle (bounded:
+`--settle`), replays every distinct
 delivery once, in the order the stream produced them, to a second, fault-free server on a
 fresh database, and checks:
 
@@ -63,6 +66,8 @@ from sqlalchemy import make_url
 
 from app.settings import normalize_database_url
 from app.store.database import Database
+from app.store.effects import retry_waiting_effects
+from app.store.queue import retry_waiting
 from bench.api_calls import _endpoint
 from bench.chaos_actors import (
     ChaosStream,
@@ -119,6 +124,7 @@ class Report:
         top = ", ".join(f"{n} {endpoint}" for endpoint, n in self.calls.most_common(4))
         print(f"  GitHub calls: {sum(self.calls.values())} (most: {top})")
         print(f"  GitHub faults injected: {sum(self.faults.values())} {dict(sorted(self.faults.items()))}")
+        print(f"  made due when the faults stopped: {f.hurried[0]} deliveries, {f.hurried[1]} effects")
         print(f"  settled: {f.settled} after {f.settle_seconds:.1f} s")
         total = sum(len(v) for v in self.violations.values())
         print(f"  violations: {total}")
@@ -230,6 +236,7 @@ async def _campaign(options: Options, workdir: Path, chaos_url: str, replay_url:
                 await start(server)
             settle_began = time.monotonic()
             await postman.drain(timeout=options.settle)
+            figures.hurried = await asyncio.to_thread(_hurry, Database(chaos_url))
             figures.settled = await settle(Database(chaos_url), options.settle)
             figures.settle_seconds = time.monotonic() - settle_began
             figures.tickets = len(streams)
@@ -253,6 +260,12 @@ async def _campaign(options: Options, workdir: Path, chaos_url: str, replay_url:
         found.add("server exited on its own", exit_note)
     calls = Counter(_endpoint(call) for call in state.calls)
     return Report(figures, len(postman.deliveries), Counter(faults.injected), dict(found), calls)
+
+
+def _hurry(database: Database) -> tuple[int, int]:
+    """What `railyard redeliver --waiting` and `railyard retry --waiting` do: how many of each."""
+    now = time.time()
+    return len(retry_waiting(database, now)), len(retry_waiting_effects(database, now))
 
 
 async def _stream(world: World, postman: Postman, options: Options, streams: list[ChaosStream],

@@ -76,6 +76,7 @@ class Figures:
     answers: Counter[str] = field(default_factory=Counter)
     tickets: int = 0
     seconds: float = 0.0
+    hurried: tuple[int, int] = (0, 0)  # deliveries and effects made due when the faults stopped
     settled: bool = False
     settle_seconds: float = 0.0
 

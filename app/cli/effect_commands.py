@@ -8,9 +8,18 @@ import time
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
-from app.cli.common import EXIT_NOT_FOUND, ready, table
+from app.cli.common import EXIT_NOT_FOUND, EXIT_USAGE, ready, table
 from app.store.database import Database
-from app.store.effects import CANCELLED, DONE, FAILED, PENDING, RETRYABLE, list_effects, retry_effects
+from app.store.effects import (
+    CANCELLED,
+    DONE,
+    FAILED,
+    PENDING,
+    RETRYABLE,
+    list_effects,
+    retry_effects,
+    retry_waiting_effects,
+)
 
 
 def _when(epoch: float | None) -> str:
@@ -61,6 +70,16 @@ def cmd_retry(args: argparse.Namespace, database: Database, out: TextIO, err: Te
     """Put failed or cancelled effects back to pending, due now, with their attempts reset."""
     if not ready(database, err):
         return EXIT_NOT_FOUND
+    if args.waiting:
+        if args.ids:
+            err.write("railyard: give effect ids or --waiting, not both.\n")
+            return EXIT_USAGE
+        waiting = retry_waiting_effects(database, time.time())
+        out.write(f"railyard: {len(waiting)} waiting effects are due now.\n")
+        return 0
+    if not args.ids:
+        err.write("railyard: give one or more effect ids, or --waiting.\n")
+        return EXIT_USAGE
     outcome = retry_effects(database, args.ids, time.time())
     for effect_id, status in outcome.items():
         if status in RETRYABLE:
@@ -78,5 +97,10 @@ def register(commands: Any) -> None:
     effects.add_argument("--json", action="store_true", help="print JSON")
     effects.set_defaults(handler=cmd_effects)
     retry = commands.add_parser("retry", help="try failed or cancelled effects again, now")
-    retry.add_argument("ids", nargs="+", type=int, metavar="EFFECT_ID", help="an id from `railyard effects`")
+    retry.add_argument("ids", nargs="*", type=int, metavar="EFFECT_ID", help="an id from `railyard effects`")
+    retry.add_argument(
+        "--waiting",
+        action="store_true",
+        help="instead: every pending effect waiting for its next try is tried now (once an outage is over)",
+    )
     retry.set_defaults(handler=cmd_retry)

@@ -8,9 +8,9 @@ import time
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
-from app.cli.common import EXIT_NOT_FOUND, ready, table
+from app.cli.common import EXIT_NOT_FOUND, EXIT_USAGE, ready, table
 from app.store.database import Database
-from app.store.queue import list_deliveries, requeue
+from app.store.queue import list_deliveries, requeue, retry_waiting
 
 
 def cmd_deliveries(args: argparse.Namespace, database: Database, out: TextIO, err: TextIO) -> int:
@@ -44,6 +44,16 @@ def cmd_redeliver(args: argparse.Namespace, database: Database, out: TextIO, err
     """Process stored deliveries again (safe: every change is keyed by its operation id)."""
     if not ready(database, err):
         return EXIT_NOT_FOUND
+    if args.waiting:
+        if args.ids:
+            err.write("railyard: give delivery ids or --waiting, not both.\n")
+            return EXIT_USAGE
+        waiting = retry_waiting(database, time.time())
+        out.write(f"railyard: {len(waiting)} waiting deliveries are due now.\n")
+        return 0
+    if not args.ids:
+        err.write("railyard: give one or more delivery ids, or --waiting.\n")
+        return EXIT_USAGE
     found = requeue(database, args.ids, time.time())
     for delivery_id in found:
         out.write(f"railyard: {delivery_id} queued again.\n")
@@ -61,5 +71,10 @@ def register(commands: Any) -> None:
     deliveries.add_argument("--json", action="store_true", help="print JSON")
     deliveries.set_defaults(handler=cmd_deliveries)
     redeliver = commands.add_parser("redeliver", help="process stored webhook deliveries again")
-    redeliver.add_argument("ids", nargs="+", metavar="ID", help="X-GitHub-Delivery id")
+    redeliver.add_argument("ids", nargs="*", metavar="ID", help="X-GitHub-Delivery id")
+    redeliver.add_argument(
+        "--waiting",
+        action="store_true",
+        help="instead: every delivery waiting for its next try is tried now (once an outage is over)",
+    )
     redeliver.set_defaults(handler=cmd_redeliver)

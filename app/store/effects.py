@@ -242,3 +242,24 @@ def retry_effects(database: Database, ids: Sequence[int], now: float) -> dict[in
             )
         )
     return {effect_id: found.get(effect_id) for effect_id in ids}
+
+
+def retry_waiting_effects(database: Database, now: float) -> list[int]:
+    """Make every pending effect waiting for its next try due now (once an outage is over); their ids.
+
+    Tries already counted stay counted; an effect a worker holds is left to it, and an
+    ambiguous one still looks for what an earlier try created before it writes.
+    """
+    with database.write() as connection:
+        rows = connection.execute(
+            update(effects_table)
+            .where(
+                effects_table.c.status == PENDING,
+                effects_table.c.next_attempt_at > now,
+                effects_table.c.lease_until.is_(None),
+                effects_table.c.attempts > 0,
+            )
+            .values(next_attempt_at=now, updated_at=now)
+            .returning(effects_table.c.id)
+        )
+        return sorted(int(row.id) for row in rows)

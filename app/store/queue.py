@@ -347,3 +347,24 @@ def requeue(database: Database, delivery_ids: Sequence[str], now: float) -> list
             if result.rowcount:
                 found.append(delivery_id)
     return found
+
+
+def retry_waiting(database: Database, now: float) -> list[str]:
+    """Make every delivery waiting for its next try due now (once an outage is over); their ids.
+
+    Only deliveries a failed try put back are moved: the tries already counted stay counted, and
+    one that a worker holds (its lease not yet run out) is left to it.
+    """
+    with database.write() as connection:
+        rows = connection.execute(
+            update(deliveries)
+            .where(
+                deliveries.c.status == PENDING,
+                deliveries.c.next_attempt_at > now,
+                deliveries.c.lease_until.is_(None),
+                deliveries.c.attempts > 0,
+            )
+            .values(next_attempt_at=now)
+            .returning(deliveries.c.delivery_id)
+        )
+        return [str(row.delivery_id) for row in rows]

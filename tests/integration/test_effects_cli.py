@@ -114,3 +114,34 @@ def test_retry_succeeds_when_some_were_retried(database: Database) -> None:
     [failed] = stored(database, "failed")
     status, _, err = run(database.url, "retry", "999999", str(failed))
     assert status == 0 and "no effect 999999" in err and row(database, failed)["status"] == "pending"
+
+
+def test_retry_waiting_makes_effects_in_backoff_due_now_and_leaves_the_rest(database: Database) -> None:
+    """After an outage: effects waiting for their next try are due now with their tries kept;
+    a held one, a spaced first write, and failed or done ones are left as they were."""
+    backoff, held, spaced, failed = stored(database, "pending", "pending", "pending", "failed")
+    later = time.time() + 600
+    with database.write() as connection:
+        for effect_id, tries, lease in ((backoff, 3, None), (held, 2, later), (spaced, 0, None)):
+            connection.execute(
+                update(effects_table)
+                .where(effects_table.c.id == effect_id)
+                .values(attempts=tries, next_attempt_at=later, lease_until=lease)
+            )
+    before = time.time()
+    status, out, err = run(database.url, "retry", "--waiting")
+    assert (status, err) == (0, "") and "1 waiting effects are due now" in out
+    moved = row(database, backoff)
+    assert before <= float(moved["next_attempt_at"]) <= time.time()  # type: ignore[arg-type]
+    assert (moved["status"], moved["attempts"]) == ("pending", 3)
+    for effect_id in (held, spaced):
+        assert float(row(database, effect_id)["next_attempt_at"]) == later  # type: ignore[arg-type]
+    assert row(database, failed)["status"] == "failed"
+
+
+def test_retry_wants_ids_or_waiting_but_not_both(database: Database) -> None:
+    """No ids and no --waiting, or both: a usage error that changes nothing."""
+    [failed] = stored(database, "failed")
+    assert run(database.url, "retry")[0] == 2
+    status, _, err = run(database.url, "retry", "--waiting", str(failed))
+    assert status == 2 and "not both" in err and row(database, failed)["status"] == "failed"

@@ -17,6 +17,7 @@ from app.store.queue import (
     deliveries,
     list_deliveries,
     requeue,
+    retry_waiting,
     runs,
 )
 from tests.conftest import sqlite_database
@@ -160,3 +161,18 @@ def test_a_rejected_delivery_is_never_claimed_nor_requeued_but_is_listed(databas
         "rejected",
         "installation payload lacks x",
     )
+
+
+def test_retry_waiting_makes_deliveries_in_backoff_due_now_and_leaves_held_ones(database: Database) -> None:
+    """After an outage the waiting deliveries are claimable at once with their tries kept; one a
+    worker still holds, and one never tried, are left as they were."""
+    write_batch(database, [pending("a1", "a"), pending("b1", "b"), pending("c1", "c", NOW + 5)])
+    queue = DeliveryQueue(database, owner="w1", lease_seconds=60)
+    a1, b1 = queue.claim(NOW, 2)
+    assert queue.retry(a1, NOW + 3600, "GitHub answered 502")
+
+    assert retry_waiting(database, NOW + 1) == ["a1"]
+    assert retry_waiting(database, NOW + 1) == [], "nothing is left waiting"
+    again = queue.claim(NOW + 1, 10)
+    assert ids(again) == ["a1"] and again[0].attempt == 2, "b1 is still held; c1 is not due yet"
+    assert queue.complete(b1, DONE, NOW + 1), "the holder's lease was not touched"
