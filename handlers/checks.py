@@ -42,7 +42,11 @@ def check_from(event: WebhookEvent, fallback: float) -> CheckObserved | None:
 @router.register("check_suite")
 async def on_check(event: WebhookEvent, services: Services) -> None:
     """Hold the check for PRs that show its head later, then record it on the tickets of the PRs
-    whose head it is now."""
+    whose head it is now.
+
+    The PRs are read after the hold committed, so a PR event at the same time either finds the
+    hold or is found here; whatever it links by then is recorded in a unit of its own.
+    """
     repository = dig_str(event.payload, "repository", "full_name")
     if repository is None or event.installation_id is None:
         return
@@ -54,10 +58,13 @@ async def on_check(event: WebhookEvent, services: Services) -> None:
         # Held first, and committed: a PR event at the same time either finds it or is found here.
         await uow.hold(repository, f"check:{observation.head_sha}", observation, services.clock())
         await uow.commit()
-    async with services.store.unit() as uow:
+    async with services.store.read() as reads:
         tickets: set[int] = set()
-        for _, linked in await uow.pulls_where(repository, head_sha=observation.head_sha):
+        for _, linked in await reads.pulls_where(repository, head_sha=observation.head_sha):
             tickets |= linked
+    if not tickets:
+        return  # most checks are of commits no linked PR shows: nothing more to write
+    async with services.store.unit() as uow:
         await record(
             uow, services, repository, rules, [(n, observation) for n in sorted(tickets)], source_of(event)
         )
