@@ -7,6 +7,7 @@ busy timeout instead of failing half-way. PostgreSQL runs with `synchronous_comm
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import threading
 from collections.abc import Iterator
@@ -25,12 +26,15 @@ from app.settings import normalize_database_url
 # Alembic's "package:directory" form: found through importlib.resources, wherever app.store is installed.
 MIGRATIONS = "app.store:migrations"
 BUSY_TIMEOUT_MS = 30_000
+READ_HERE_BUSY_MS = 250
+"""How long a read on the event loop's own connections waits for SQLite (WAL readers wait only
+while a connection recovers the log): a read that would wait longer fails and is retried."""
 WAL_SIZE_LIMIT = 64 * 1024 * 1024
 _WRITE = "railyard_write"
 _NO_AUTOCHECKPOINT = "railyard_no_autocheckpoint"
 
 
-def _configure_sqlite(engine: Engine, database: Database) -> None:
+def _configure_sqlite(engine: Engine, database: Database, busy_ms: int = BUSY_TIMEOUT_MS) -> None:
     @event.listens_for(engine, "checkout")
     def _checkpoints(dbapi_connection: Any, record: Any, _proxy: Any) -> None:
         # Once a server's checkpointer runs (app.store.checkpoints), no commit checkpoints.
@@ -45,7 +49,7 @@ def _configure_sqlite(engine: Engine, database: Database) -> None:
         cursor = dbapi_connection.cursor()
         cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute("PRAGMA synchronous=FULL")
-        cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+        cursor.execute(f"PRAGMA busy_timeout={busy_ms}")
         cursor.execute(f"PRAGMA journal_size_limit={WAL_SIZE_LIMIT}")  # the WAL file trimmed once restarted
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.close()
@@ -83,6 +87,7 @@ class Database:
             self._one_writer = None
             self.engine = create_engine(self.url, pool_size=pool_size, max_overflow=pool_size)
             _configure_postgres(self.engine)
+        self._here: Engine | None = None  # SQLite: the event loop's own connections, for reads
         self._bookkeeper: Any = None  # SQLite: one connection that commits without fsync
         self.background_checkpoints = False
         """SQLite: WAL checkpoints are taken by a thread of their own, never inside a commit."""
@@ -138,6 +143,26 @@ class Database:
     def read(self) -> Iterator[Connection]:
         """A read-only transaction."""
         with self.engine.connect() as connection, connection.begin():
+            yield connection
+
+    @contextmanager
+    def read_here(self) -> Iterator[Connection]:
+        """SQLite: a read-only transaction on the calling thread, on connections of its own.
+
+        For the event loop's reads: a read in WAL mode never waits for a writer, and runs in
+        a few microseconds, while a hop to a thread and back costs about 0.1 ms of CPU (more
+        than most reads; `docs/benchmarks.md`). The connections are not the pool's, so a
+        read here never waits for a connection a unit on a thread holds (their number grows
+        as reads overlap; four are kept), and SQLite is waited for at most
+        `READ_HERE_BUSY_MS`. PostgreSQL reads stay on threads: each is a network round trip.
+        """
+        assert self.is_sqlite, "read_here() is for SQLite"
+        if self._here is None:
+            self._here = create_engine(
+                self.url, connect_args={"check_same_thread": False}, pool_size=4, max_overflow=-1
+            )
+            _configure_sqlite(self._here, self, READ_HERE_BUSY_MS)
+        with self._here.connect() as connection, connection.begin():
             yield connection
 
     def driver_sql(self, sql: str) -> str:
@@ -200,6 +225,15 @@ class Database:
             connection.close()  # back to the pool
         return None if row is None else tuple(row)
 
+    async def point_read_here(self, sql: str, parameters: tuple[Any, ...]) -> tuple[Any, ...] | None:
+        """`point_read` for the event loop: on SQLite run here, on the loop's own connections
+        (`read_here`), with no trip to a thread; on PostgreSQL on a thread."""
+        if not self.is_sqlite:
+            return await asyncio.to_thread(self.point_read, sql, parameters)
+        with self.read_here() as connection:
+            row = connection.exec_driver_sql(sql, parameters).first()
+        return None if row is None else tuple(row)
+
     def ping(self) -> None:
         """One round trip: raises when the database cannot answer."""
         with self.read() as connection:
@@ -221,6 +255,8 @@ class Database:
         if self._bookkeeper is not None:
             self._bookkeeper.close()
             self._bookkeeper = None
+        if self._here is not None:
+            self._here.dispose()
         self.engine.dispose()
 
 

@@ -40,10 +40,11 @@ class SharedHttpCache:
     async def get(self, scope: str, url: str) -> Cached | None:
         """The answer kept for this scope and URL, if any (None when the database will not say)."""
         try:
-            return await asyncio.to_thread(self._read, cache_key(scope, url))
+            row = await self.database.point_read_here(_READ, (cache_key(scope, url),))
         except SQLAlchemyError as error:
             log.warning("could not read the HTTP cache", error=type(error).__name__)
             return None
+        return None if row is None else Cached(row[0], bytes(row[1]))
 
     async def put(self, scope: str, url: str, etag: str, body: bytes) -> None:
         """Keep (or replace) the answer for this scope and URL; a failure only loses the entry."""
@@ -53,10 +54,6 @@ class SharedHttpCache:
             await asyncio.to_thread(self._write, scope, url, etag, body)
         except SQLAlchemyError as error:
             log.warning("could not write the HTTP cache", error=type(error).__name__)
-
-    def _read(self, key: str) -> Cached | None:
-        row = self.database.point_read(_READ, (key,))
-        return None if row is None else Cached(row[0], bytes(row[1]))
 
     def _write(self, scope: str, url: str, etag: str, body: bytes) -> None:
         values = {"etag": etag, "body": body, "size": len(body), "stored_at": self._clock()}

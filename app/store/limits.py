@@ -32,7 +32,8 @@ class SharedLimits:
 
     async def paused_until(self, installation_id: int | None, now: float) -> float | None:
         """When the installation's pause lifts, if one is in force at `now` (one primary-key read)."""
-        until = await asyncio.to_thread(self._read_pause, _row_id(installation_id))
+        row = await self.database.point_read_here(_PAUSE, (_row_id(installation_id),))
+        until = None if row is None or row[0] is None else float(row[0])
         return until if until is not None and until > now else None
 
     async def pause(self, installation_id: int | None, until: float) -> None:
@@ -42,10 +43,6 @@ class SharedLimits:
     async def claim_write(self, installation_id: int, now: float, spacing: float) -> float | None:
         """Take the next content-write slot atomically, or say when it frees up."""
         return await asyncio.to_thread(self._claim, _row_id(installation_id), now, spacing)
-
-    def _read_pause(self, row_id: int) -> float | None:
-        row = self.database.point_read(_PAUSE, (row_id,))
-        return None if row is None or row[0] is None else float(row[0])
 
     def _write_pause(self, row_id: int, until: float) -> None:
         later = func.max if self.database.is_sqlite else func.greatest

@@ -88,16 +88,16 @@ class _Session:
         self._failed: BaseException | None = None
         self._last: Future[Any] | None = None
         self.ended = False
-        self._queue(self._begin)
-
-    def _begin(self) -> None:
-        self._connection = self._opened.__enter__()
 
     def _queue(self, job: Callable[[], T]) -> Future[T]:
         def guarded() -> T:
             if self._failed is not None:
                 raise self._failed  # an earlier statement failed: the transaction is lost
             try:
+                if self._connection is None:
+                    # Begun with the first statement, in the same trip to the thread: a
+                    # trip costs more than most statements.
+                    self._connection = self._opened.__enter__()
                 return job()
             except BaseException as error:
                 self._failed = error
@@ -150,10 +150,54 @@ class _Session:
             raise RuntimeError("this unit of work has already ended")
 
 
-class SqlReads:
-    """`handlers.ports.Reads` over one transaction, every statement on the unit's thread."""
+class _HereSession:
+    """A read transaction on the caller's thread (SQLite's reads, on the event loop: see
+    `Database.read_here`): each statement runs as it is asked for, with nothing to hop."""
 
-    def __init__(self, session: _Session) -> None:
+    def __init__(self, opened: AbstractContextManager[Connection]) -> None:
+        self._opened = opened
+        self._connection = opened.__enter__()
+        self._failed: BaseException | None = None
+        self.ended = False
+
+    def post(self, function: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
+        """Run a statement whose answer nobody waits for (a failure surfaces at the next wait)."""
+        self._check()
+        try:
+            function(self._connection, *args, **kwargs)
+        except Exception as error:
+            self._failed = error
+
+    async def run(self, function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Run a statement and answer."""
+        self._check()
+        if self._failed is not None:
+            raise self._failed  # an earlier statement failed: the transaction is lost
+        try:
+            return function(self._connection, *args, **kwargs)
+        except BaseException as error:
+            self._failed = error
+            raise
+
+    async def end(self, keep: bool) -> None:
+        """End the transaction (a read keeps nothing either way)."""
+        self._check()
+        self.ended = True
+        if keep and self._failed is None:
+            self._opened.__exit__(None, None, None)
+        else:
+            self._opened.__exit__(_Rollback, _Rollback(), None)
+
+    def _check(self) -> None:
+        if self.ended:
+            raise RuntimeError("this unit of work has already ended")
+
+
+class SqlReads:
+    """`handlers.ports.Reads` over one transaction, every statement on the unit's thread (on
+    SQLite, on the caller's)."""
+
+    def __init__(self, session: _Session | _HereSession) -> None:
         self._session = session
 
     async def _run(self, function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
@@ -351,6 +395,9 @@ class SqlStore:
     async def read_once(self, function: Callable[..., T], *args: Any) -> T:
         """`function(connection, *args)` in a read transaction of its own, begun, run and ended in
         one hop to a thread (a `read()` block waits for each statement and for its end)."""
+        if self.database.is_sqlite:
+            with self.database.read_here() as connection:
+                return function(connection, *args)
         return await asyncio.to_thread(_read_once, self.database, function, args)
 
     def close(self) -> None:
@@ -367,11 +414,15 @@ class _Open(Generic[U]):
     def __init__(self, store: SqlStore, *, write: bool) -> None:
         self._store, self._write = store, write
         self._executor: ThreadPoolExecutor | None = None
-        self._session: _Session | None = None
+        self._session: _Session | _HereSession | None = None
 
     async def __aenter__(self) -> U:
-        executor = self._executor = self._store._threads.take()
         database = self._store.database
+        if not self._write and database.is_sqlite:
+            session: _Session | _HereSession = _HereSession(database.read_here())
+            self._session = session
+            return SqlReads(session)  # type: ignore[return-value]
+        executor = self._executor = self._store._threads.take()
         opened = database.write() if self._write else database.read()
         session = self._session = _Session(executor, opened, write=self._write)
         if self._write:
@@ -382,13 +433,14 @@ class _Open(Generic[U]):
     async def __aexit__(
         self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
     ) -> None:
-        assert self._executor is not None and self._session is not None
+        assert self._session is not None
         try:
             if not self._session.ended:
                 # A read ends quietly; a unit that did not reach `commit()` (or failed) is undone.
                 await self._session.end(keep=kind is None and not self._write)
         finally:
-            self._store._threads.give_back(self._executor)
+            if self._executor is not None:
+                self._store._threads.give_back(self._executor)
 
 
 class _Rollback(Exception):  # noqa: N818 - control flow, not an error
