@@ -5,14 +5,16 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import Connection, case, func, select, text, update
+from sqlalchemy import Connection, bindparam, case, func, select, text, update
+from sqlalchemy.dialects import postgresql, sqlite
 
 from app.contracts.effect_types import Effect, EffectKind, assign, comment, marker, reaction, rerun
 from app.contracts.traces import traceparent
-from app.store.database import Database, insert_for
+from app.store.database import Database
 from app.store.installations import installation_status
 from app.store.tables import OutboxEffectRow, table
 
@@ -29,47 +31,64 @@ def enqueue(
     connection: Connection, effects: Sequence[Effect], now: float, min_interval: float = MIN_SURFACE_INTERVAL
 ) -> None:
     """Record effects in the caller's transaction (so they commit, or not, with the change)."""
-    insert = insert_for(connection)
-    later = func.max if connection.dialect.name == "sqlite" else func.greatest
+    if not effects:
+        return
+    keep, replace = _enqueue_statements(connection.dialect.name, min_interval)
+    parent = traceparent()
     for effect in effects:
-        statement = insert(effects_table).values(
-            dedupe_key=effect.dedupe_key,
-            installation_id=effect.installation_id,
-            repository=effect.repository,
-            kind=str(effect.kind),
-            payload=dict(effect.payload),
-            status=PENDING,
-            attempts=0,
-            ambiguous=False,
-            next_attempt_at=now,
-            created_at=now,
-            updated_at=now,
-            traceparent=traceparent(),
-        )
-        if not effect.coalesce:
-            connection.execute(statement.on_conflict_do_nothing(index_elements=["dedupe_key"]))
-            continue
-        current = effects_table.c
-        was_pending = current.status == PENDING
-        connection.execute(
-            statement.on_conflict_do_update(
-                index_elements=["dedupe_key"],
-                set_={
-                    "payload": statement.excluded.payload,
-                    "updated_at": statement.excluded.updated_at,
-                    "traceparent": statement.excluded.traceparent,
-                    "status": PENDING,
-                    "attempts": case((was_pending, current.attempts), else_=0),
-                    "next_attempt_at": case(
-                        (was_pending, current.next_attempt_at),
-                        else_=later(
-                            statement.excluded.next_attempt_at,
-                            func.coalesce(current.done_at, 0) + min_interval,
-                        ),
-                    ),
-                },
-            )
-        )
+        row = {
+            "dedupe_key": effect.dedupe_key,
+            "installation_id": effect.installation_id,
+            "repository": effect.repository,
+            "kind": str(effect.kind),
+            "payload": dict(effect.payload),
+            "status": PENDING,
+            "attempts": 0,
+            "ambiguous": False,
+            "next_attempt_at": now,
+            "created_at": now,
+            "updated_at": now,
+            "traceparent": parent,
+        }
+        connection.execute(replace if effect.coalesce else keep, row)
+
+
+@functools.cache
+def _enqueue_statements(dialect: str, min_interval: float) -> tuple[Any, Any]:
+    """The two INSERTs `enqueue` runs, built once per dialect: building one for every effect
+    cost more CPU than running it (`docs/benchmarks.md`). The first keeps an effect already
+    recorded; the second, for a surface (`coalesce`), replaces its payload, and re-arms it
+    no sooner than `min_interval` after its last write."""
+    statement = (sqlite.insert if dialect == "sqlite" else postgresql.insert)(effects_table)
+    later = func.max if dialect == "sqlite" else func.greatest
+    current = effects_table.c
+    was_pending = current.status == PENDING
+    replace = statement.on_conflict_do_update(
+        index_elements=["dedupe_key"],
+        set_={
+            "payload": statement.excluded.payload,
+            "updated_at": statement.excluded.updated_at,
+            "traceparent": statement.excluded.traceparent,
+            "status": PENDING,
+            "attempts": case((was_pending, current.attempts), else_=0),
+            "next_attempt_at": case(
+                (was_pending, current.next_attempt_at),
+                else_=later(
+                    statement.excluded.next_attempt_at,
+                    func.coalesce(current.done_at, 0) + min_interval,
+                ),
+            ),
+        },
+    )
+    return statement.on_conflict_do_nothing(index_elements=["dedupe_key"]), replace
+
+
+# Built once: a lease is renewed before every GitHub write; the columns set are the parameters'.
+_RENEW = update(effects_table).where(
+    effects_table.c.id == bindparam("w_id"),
+    effects_table.c.lease_owner == bindparam("w_owner"),
+    effects_table.c.lease_until >= bindparam("w_now"),
+)
 
 
 def effect_counts(database: Database) -> dict[str, int]:
@@ -149,16 +168,9 @@ class EffectLeases:
 
     def _renew(self, connection: Connection, row: dict[str, Any], now: float, **values: Any) -> bool:
         """Move this outbox's live lease on the effect forward (setting `values`); False if lost."""
-        held = connection.execute(
-            update(effects_table)
-            .where(
-                effects_table.c.id == row["id"],
-                effects_table.c.lease_owner == self.owner,
-                effects_table.c.lease_until >= now,
-            )
-            .values(lease_until=now + self.lease_seconds, **values)
-        ).rowcount
-        return bool(held)
+        mine = {"w_id": row["id"], "w_owner": self.owner, "w_now": now}
+        held = connection.execute(_RENEW, {**mine, "lease_until": now + self.lease_seconds, **values})
+        return bool(held.rowcount)
 
     def renew(self, ids: Sequence[int], now: float) -> int:
         """Renew this outbox's live leases among `ids` (a batch still being performed); how many it holds."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from sqlalchemy import Connection, select
+from sqlalchemy import Connection, bindparam, select
 
 from app.store.database import Database, insert_for
 from app.store.tables import InstallationRepositoryRow, InstallationRow, table
@@ -54,11 +54,13 @@ def set_repositories(
         )
 
 
+# Built once: `installation_status` runs before every GitHub write.
+_STATUS = select(installations.c.status).where(installations.c.id == bindparam("b_installation"))
+
+
 def installation_status(connection: Connection, installation_id: int) -> str | None:
     """`active`, `suspended`, `deleted`, or None when railyard has never heard of it."""
-    return connection.execute(
-        select(installations.c.status).where(installations.c.id == installation_id)
-    ).scalar_one_or_none()
+    return connection.execute(_STATUS, {"b_installation": installation_id}).scalar_one_or_none()
 
 
 def active_repositories(connection: Connection, installation_id: int) -> list[str]:

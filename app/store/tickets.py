@@ -57,6 +57,22 @@ _SELECT_TICKET = select(tickets.c.id, tickets.c.revision, tickets.c.snapshot).wh
 _UPDATE_TICKET = update(tickets).where(
     tickets.c.id == bindparam("b_id"), tickets.c.revision == bindparam("b_revision")
 )
+_TICKET_HEARD_FROM = update(tickets).where(
+    tickets.c.repository == bindparam("b_repository"), tickets.c.number == bindparam("b_number")
+)
+_TICKET_INSTALLATION = select(tickets.c.installation_id).where(
+    tickets.c.repository == bindparam("b_repository"), tickets.c.number == bindparam("b_number")
+)
+_COMMANDS_SINCE = (
+    select(func.count())
+    .select_from(operations)
+    .where(
+        operations.c.repository == bindparam("b_repository"),
+        operations.c.actor_id == bindparam("b_actor"),
+        operations.c.at >= bindparam("b_since"),
+        operations.c.change.like("/%"),
+    )
+)
 _SELECT_ATTEMPT = select(attempts.c.id).where(
     attempts.c.ticket_id == bindparam("b_ticket"), attempts.c.number == bindparam("b_number")
 )
@@ -132,18 +148,8 @@ def history(connection: Connection, key: TicketKey) -> list[RecordedEvent]:
 
 def commands_since(connection: Connection, repository: str, actor_id: int, since: datetime) -> int:
     """How many commands the account `actor_id` ran in `repository` since `since`."""
-    return int(
-        connection.execute(
-            select(func.count())
-            .select_from(operations)
-            .where(
-                operations.c.repository == repository.casefold(),
-                operations.c.actor_id == actor_id,
-                operations.c.at >= since,
-                operations.c.change.like("/%"),
-            )
-        ).scalar_one()
-    )
+    parameters = {"b_repository": repository.casefold(), "b_actor": actor_id, "b_since": since}
+    return int(connection.execute(_COMMANDS_SINCE, parameters).scalar_one())
 
 
 def delivery_cost_since(connection: Connection, repository: str, actor_id: int, since: datetime) -> str:
@@ -246,11 +252,11 @@ def _show(
     surfaces: SurfacesFor | None,
 ) -> None:
     """Remember the installation; enqueue the writes that show the ticket's new state."""
-    where = (tickets.c.repository == ticket.key.repository, tickets.c.number == ticket.key.number)
+    where = _key_params(ticket.key)
     if installation_id is not None:
-        connection.execute(update(tickets).where(*where).values(installation_id=installation_id))
+        connection.execute(_TICKET_HEARD_FROM, {**where, "installation_id": installation_id})
     else:
-        installation_id = connection.execute(select(tickets.c.installation_id).where(*where)).scalar()
+        installation_id = connection.execute(_TICKET_INSTALLATION, where).scalar()
     if surfaces is not None and installation_id is not None:
         enqueue(connection, surfaces(installation_id, ticket), now)
 
