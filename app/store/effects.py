@@ -89,6 +89,10 @@ _RENEW = update(effects_table).where(
     effects_table.c.lease_owner == bindparam("w_owner"),
     effects_table.c.lease_until >= bindparam("w_now"),
 )
+_MINE = update(effects_table).where(
+    effects_table.c.id == bindparam("w_id"), effects_table.c.lease_owner == bindparam("w_owner")
+)
+_DONE_IF_UNCHANGED = _MINE.where(effects_table.c.updated_at == bindparam("w_updated_at"))
 
 
 def effect_counts(database: Database) -> dict[str, int]:
@@ -190,20 +194,18 @@ class EffectLeases:
 
     def done(self, row: dict[str, Any], result: dict[str, Any] | None, now: float) -> None:
         """Record a performed write; a surface enqueued again while it was written stays pending."""
-        mine = (effects_table.c.id == row["id"], effects_table.c.lease_owner == self.owner)
+        mine = {"w_id": row["id"], "w_owner": self.owner}
+        # A result of None is stored as JSON null, which reads back as None like SQL NULL.
         done = {"lease_until": None, "ambiguous": False, "done_at": now, "result": result}
         with self.database.write() as connection:
             finished = connection.execute(
-                update(effects_table)
-                .where(*mine, effects_table.c.updated_at == row["updated_at"])
-                .values(status=DONE, attempts=row["attempts"] + 1, updated_at=now, **done)
+                _DONE_IF_UNCHANGED,
+                {**mine, "w_updated_at": row["updated_at"], "status": DONE, "attempts": row["attempts"] + 1}
+                | {"updated_at": now, **done},
             ).rowcount
             if not finished:
-                connection.execute(
-                    update(effects_table)
-                    .where(*mine)
-                    .values(status=PENDING, attempts=0, next_attempt_at=now + MIN_SURFACE_INTERVAL, **done)
-                )
+                again = {"status": PENDING, "attempts": 0, "next_attempt_at": now + MIN_SURFACE_INTERVAL}
+                connection.execute(_MINE, {**mine, **again, **done})
 
     def finish(self, row: dict[str, Any], now: float, **values: Any) -> None:
         """Release the lease, setting `values` (a retry time, a failure, a cancellation)."""

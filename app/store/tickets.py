@@ -63,6 +63,12 @@ _TICKET_HEARD_FROM = update(tickets).where(
 _TICKET_INSTALLATION = select(tickets.c.installation_id).where(
     tickets.c.repository == bindparam("b_repository"), tickets.c.number == bindparam("b_number")
 )
+_HISTORY = (
+    select(events_table)
+    .join(tickets, tickets.c.id == events_table.c.ticket_id)
+    .where(tickets.c.repository == bindparam("b_repository"), tickets.c.number == bindparam("b_number"))
+    .order_by(events_table.c.revision)
+)
 _COMMANDS_SINCE = (
     select(func.count())
     .select_from(operations)
@@ -137,12 +143,7 @@ def load(connection: Connection, key: TicketKey) -> Ticket | None:
 def history(connection: Connection, key: TicketKey) -> list[RecordedEvent]:
     """The ticket's event log, oldest first."""
     key = normalize_key(key)
-    rows = connection.execute(
-        select(events_table)
-        .join(tickets, tickets.c.id == events_table.c.ticket_id)
-        .where(tickets.c.repository == key.repository, tickets.c.number == key.number)
-        .order_by(events_table.c.revision)
-    ).mappings()
+    rows = connection.execute(_HISTORY, _key_params(key)).mappings()
     return [RecordedEvent(row["revision"], event_from_row(dict(row))) for row in rows]
 
 
