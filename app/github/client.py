@@ -44,7 +44,7 @@ from app.github.api_errors import (
     PermissionDenied,
     RateLimited,
 )
-from app.github.app_key import read_private_key
+from app.github.app_key import load_private_key, read_private_key
 from app.github.conditional_get import HttpCache, conditional_get, installation_scope
 from app.github.endpoints import ENDPOINTS, Endpoint
 from app.github.installation_routes import InstallationRoutes, kept_token_header
@@ -111,7 +111,8 @@ class GitHubClient:
         limits: Limits | None = None,
         http_cache: HttpCache | None = None,
     ) -> None:
-        self._strategy = AppAuthStrategy(settings.app_id, read_private_key(settings))
+        # githubkit types the key as a PEM and passes it to PyJWT, which takes a loaded key too.
+        self._strategy = AppAuthStrategy(settings.app_id, load_private_key(settings))  # type: ignore[arg-type]
         base_url = settings.github_api_url.rstrip("/") + "/"
         # The token cache belongs to this client (one per process), not to a module global.
         self._github = GitHub(
