@@ -22,6 +22,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import json
 import time
@@ -40,6 +41,7 @@ from app.runtime.metrics import Metrics
 from app.runtime.supervisor import Loop, RetryPolicy
 from app.store.database import Database
 from app.store.effects import CANCELLED, FAILED, EffectLeases, marker
+from app.store.hops import off_loop
 from app.store.installations import DELETED, SUSPENDED
 from app.store.limits import Limits, SharedLimits
 from app.store.queue import LEASE_SECONDS, worker_name
@@ -107,7 +109,7 @@ class Outbox:
 
     async def run_once(self, limit: int = 20) -> int:
         """Perform the effects due now; return how many were attempted."""
-        rows = await asyncio.to_thread(self._leases.claim_due, self.clock(), limit)
+        rows = await off_loop(self._leases.claim_due, self.clock(), limit)
         if not rows:
             return 0
         waiting = {row["id"] for row in rows}
@@ -147,7 +149,7 @@ class Outbox:
         while True:
             await asyncio.sleep(self.lease_seconds / 3)
             try:
-                await asyncio.to_thread(self._leases.renew, sorted(waiting), self.clock())
+                await off_loop(self._leases.renew, sorted(waiting), self.clock())
             except Exception as error:
                 log.warning("could not renew the outbox's leases", error=str(error))
 
@@ -162,7 +164,7 @@ class Outbox:
     async def _perform_effect(self, row: dict[str, Any]) -> None:
         with structlog.contextvars.bound_contextvars(effect=row["dedupe_key"], kind=row["kind"]):
             # The batch was leased together; an effect reached late may have been taken over.
-            held, status = await asyncio.to_thread(self._leases.hold_to_perform, row, self.clock())
+            held, status = await off_loop(self._leases.hold_to_perform, row, self.clock())
             if not held:
                 log.info("lease lost before the effect was performed; another outbox has it")
                 return
@@ -199,7 +201,7 @@ class Outbox:
                     row, note, ambiguous=row["ambiguous"] or row.get("in_flight", False)
                 )
             else:
-                await asyncio.to_thread(self._done, row, result)
+                await off_loop(self._done, row, result)
                 self.metrics.outbox_done.labels(row["kind"]).inc()
 
     async def _failed_attempt(self, row: dict[str, Any], error: str, *, ambiguous: bool) -> None:
@@ -222,7 +224,7 @@ class Outbox:
         Should this process die before the answer is recorded, the next attempt finds the
         effect ambiguous and looks for what GitHub created instead of creating it again.
         """
-        if not await asyncio.to_thread(self._hold_lease, row, ambiguous=True):
+        if not await off_loop(functools.partial(self._hold_lease, row, ambiguous=True)):
             raise _LeaseLost
         row["in_flight"] = True
 
@@ -239,7 +241,7 @@ class Outbox:
 
     async def _finish(self, row: dict[str, Any], **values: Any) -> None:
         set_attribute("railyard.outcome", str(values.get("status", "retry")))
-        await asyncio.to_thread(self._leases.finish, row, self.clock(), **values)
+        await off_loop(functools.partial(self._leases.finish, row, self.clock(), **values))
 
     async def _write(self, row: dict[str, Any]) -> dict[str, Any] | None:
         payload: Mapping[str, Any] | None = row["payload"]

@@ -9,7 +9,6 @@ latest state when the outbox writes, so a burst of changes becomes one write per
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -26,6 +25,7 @@ from app.runtime.outbox import Renderer
 from app.runtime.project_sync import problems_in, project_name, wanted_payload
 from app.store.database import Database
 from app.store.effects import effect_result
+from app.store.hops import off_loop
 from app.store.pulls import stored_pull
 from app.store.signs import read_shown
 from app.store.tickets import TicketService
@@ -104,7 +104,7 @@ class Surfaces:
         """The check's conclusion, title and summary for the PR's tickets at this commit."""
         installation, repository = row["installation_id"], row["repository"]
         pull, head_sha = int(row["payload"]["pull_request"]), str(row["payload"]["head_sha"])
-        stored = await asyncio.to_thread(self._stored_pull, repository, pull)
+        stored = await off_loop(self._stored_pull, repository, pull)
         numbers = sorted(stored[1]) if stored else []
         loaded = await self._config(installation, repository)
         # A merge-queue commit carries the PR's work: judge it by what was accepted at the PR's head.
@@ -149,17 +149,17 @@ class Surfaces:
 
     async def _linked_body(self, installation: int, repository: str, number: int) -> tuple[str, str | None]:
         view = await self._view(installation, repository, number)
-        link = await asyncio.to_thread(self._status_link, repository, number)
+        link = await off_loop(self._status_link, repository, number)
         # The check quotes the visible part only: one ticket's status-json line lives on its issue.
         return link or "", render_status_comment(view) if view else None
 
     async def _view(self, installation: int, repository: str, number: int) -> StatusView | None:
         key = TicketKey(repository, number)
-        ticket, history, clocks = await asyncio.to_thread(read_shown, self.tickets.database, key)
+        ticket, history, clocks = await off_loop(read_shown, self.tickets.database, key)
         if ticket is None or not ticket.exists:
             return None
         loaded = await self._config(installation, repository)
-        lacking = await asyncio.to_thread(self._project_problems, repository, number, loaded)
+        lacking = await off_loop(self._project_problems, repository, number, loaded)
         return StatusView(
             ticket,
             tuple(recorded.event for recorded in history),
@@ -170,7 +170,7 @@ class Surfaces:
         )
 
     async def _load(self, repository: str, number: int) -> Ticket | None:
-        return await asyncio.to_thread(self.tickets.load, TicketKey(repository, number))
+        return await off_loop(self.tickets.load, TicketKey(repository, number))
 
     async def _config(self, installation: int, repository: str) -> LoadedConfig:
         assert self.loader is not None, "surfaces are rendered only with app credentials"

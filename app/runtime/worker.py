@@ -28,6 +28,7 @@ from app.contracts.traces import TRACING, Attribute, SpanKind, set_attribute, sp
 from app.runtime.metrics import Metrics
 from app.runtime.supervisor import Loop, RetryPolicy
 from app.store.database import Database
+from app.store.hops import off_loop
 from app.store.installations import DELETED, SUSPENDED
 from app.store.queue import (
     DONE,
@@ -96,7 +97,7 @@ class Worker:
         if free and await self._yield_to_intake(stop):
             free = 1  # still flooded: one delivery per yield, so processing never stops
         self._last_claim = time.monotonic()
-        claimed = await asyncio.to_thread(self.queue.claim, self.clock(), free) if free else []
+        claimed = await off_loop(self.queue.claim, self.clock(), free) if free else []
         for delivery in claimed:
             task = asyncio.create_task(self.process(delivery), name=f"delivery-{delivery.delivery_id}")
             self._running.add(task)
@@ -185,9 +186,9 @@ class Worker:
             now = self.clock()
             if retry_at is not None:
                 status = "retry"
-                kept = await asyncio.to_thread(self.queue.retry, delivery, retry_at, note or "", began)
+                kept = await off_loop(self.queue.retry, delivery, retry_at, note or "", began)
             else:
-                kept = await asyncio.to_thread(self.queue.complete, delivery, status, now, note, began)
+                kept = await off_loop(self.queue.complete, delivery, status, now, note, began)
             if not kept:
                 log.warning("lease lost before the outcome was recorded; another worker took it over")
             set_attribute("railyard.outcome", status)
@@ -225,7 +226,7 @@ class Worker:
         while True:
             await asyncio.sleep(self.lease_seconds / 3)
             try:
-                held = await asyncio.to_thread(self.queue.extend, delivery, self.clock())
+                held = await off_loop(self.queue.extend, delivery, self.clock())
             except Exception as error:
                 log.warning("could not renew a delivery's lease", error=str(error))
                 continue
@@ -280,7 +281,7 @@ class Worker:
 
     async def refresh_gauges(self) -> tuple[int, float]:
         """Update the queue gauges (on each scrape and health check); return depth and lag."""
-        depth, oldest = await asyncio.to_thread(queue_depth, self.database)
+        depth, oldest = await off_loop(queue_depth, self.database)
         lag = max(0.0, time.time() - oldest) if oldest else 0.0
         self.metrics.queue_depth.set(depth)
         self.metrics.queue_lag.set(lag)

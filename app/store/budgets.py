@@ -10,13 +10,13 @@ over, so the table holds at most the accounts that used the API in the last hour
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from typing import Any
 
 from sqlalchemy import delete
 
 from app.store.database import Database
+from app.store.hops import off_loop
 from app.store.tables import ApiBudgetRow, table
 from policies.budgets import Budget
 
@@ -92,17 +92,15 @@ class SqlBudgets:
         self._database, self._clock = database, clock
 
     async def spend(self, account_id: int, budget: Budget) -> int | None:
-        return await asyncio.to_thread(spend, self._database, account_id, budget, self._clock())
+        return await off_loop(spend, self._database, account_id, budget, self._clock())
 
     async def refund(self, account_id: int, budget: Budget) -> None:
-        await asyncio.to_thread(refund, self._database, account_id, budget, self._clock())
+        await off_loop(refund, self._database, account_id, budget, self._clock())
 
     async def spent(self, account_id: int, budget: Budget) -> int:
-        return await asyncio.to_thread(spent, self._database, account_id, budget, self._clock())
+        return await off_loop(spent, self._database, account_id, budget, self._clock())
 
     async def spend_and_count(
         self, account_id: int, spending: Budget, counted: Budget
     ) -> tuple[int | None, int]:
-        return await asyncio.to_thread(
-            spend_and_count, self._database, account_id, spending, counted, self._clock()
-        )
+        return await off_loop(spend_and_count, self._database, account_id, spending, counted, self._clock())

@@ -7,7 +7,6 @@ busy timeout instead of failing half-way. PostgreSQL runs with `synchronous_comm
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import threading
 from collections.abc import Iterator
@@ -22,6 +21,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DBAPIError
 
 from app.settings import normalize_database_url
+from app.store.hops import off_loop
 
 # Alembic's "package:directory" form: found through importlib.resources, wherever app.store is installed.
 MIGRATIONS = "app.store:migrations"
@@ -229,7 +229,7 @@ class Database:
         """`point_read` for the event loop: on SQLite run here, on the loop's own connections
         (`read_here`), with no trip to a thread; on PostgreSQL on a thread."""
         if not self.is_sqlite:
-            return await asyncio.to_thread(self.point_read, sql, parameters)
+            return await off_loop(self.point_read, sql, parameters)
         with self.read_here() as connection:
             row = connection.exec_driver_sql(sql, parameters).first()
         return None if row is None else tuple(row)

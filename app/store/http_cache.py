@@ -9,7 +9,6 @@ GET is sent without `If-None-Match`, or its answer is simply not kept.
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Callable
 
@@ -21,6 +20,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from app.contracts.shared_ports import MAX_ENTRY_BYTES, Cached, cache_key
 from app.settings import Settings
 from app.store.database import Database
+from app.store.hops import off_loop
 from app.store.tables import HttpCacheRow, table
 
 log = structlog.get_logger(__name__)
@@ -51,7 +51,7 @@ class SharedHttpCache:
         if len(body) > MAX_ENTRY_BYTES:
             return
         try:
-            await asyncio.to_thread(self._write, scope, url, etag, body)
+            await off_loop(self._write, scope, url, etag, body)
         except SQLAlchemyError as error:
             log.warning("could not write the HTTP cache", error=type(error).__name__)
 

@@ -9,13 +9,12 @@ conditional UPDATE, which only one transaction can win.
 
 from __future__ import annotations
 
-import asyncio
-
 from sqlalchemy import Connection, func, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
 from app.contracts.shared_ports import Limits, MemoryLimits
 from app.store.database import Database
+from app.store.hops import off_loop
 from app.store.tables import InstallationLimitRow, table
 
 limits_table = table(InstallationLimitRow)
@@ -38,11 +37,11 @@ class SharedLimits:
 
     async def pause(self, installation_id: int | None, until: float) -> None:
         """Move the installation's pause forward to `until` (never back)."""
-        await asyncio.to_thread(self._write_pause, _row_id(installation_id), until)
+        await off_loop(self._write_pause, _row_id(installation_id), until)
 
     async def claim_write(self, installation_id: int, now: float, spacing: float) -> float | None:
         """Take the next content-write slot atomically, or say when it frees up."""
-        return await asyncio.to_thread(self._claim, _row_id(installation_id), now, spacing)
+        return await off_loop(self._claim, _row_id(installation_id), now, spacing)
 
     def _write_pause(self, row_id: int, until: float) -> None:
         later = func.max if self.database.is_sqlite else func.greatest

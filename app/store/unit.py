@@ -12,10 +12,8 @@ rolls them back, and a queued write that failed fails the commit.
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import queue
 from collections.abc import Callable, Collection, Iterable
-from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import AbstractContextManager
 from datetime import datetime
 from types import TracebackType
@@ -28,6 +26,7 @@ from app.contracts.traces import TRACING, set_attributes, span
 from app.store import api_answers, held, installations, pulls, repositories, signs, tickets
 from app.store.database import Database
 from app.store.effects import Effect, enqueue, rerun
+from app.store.hops import Lane, off_loop
 from app.store.replies import enqueue_reply
 from app.store.tickets import SurfacesFor
 from handlers.answers import Answer, CheckRun
@@ -53,24 +52,24 @@ Render = Callable[[Answer], Effect | LimitedReply]
 
 
 class _Threads:
-    """Single-thread executors, one per open unit, reused."""
+    """Threads running jobs in order (`app.store.hops.Lane`), one per open unit, reused."""
 
     def __init__(self) -> None:
-        self._idle: queue.SimpleQueue[ThreadPoolExecutor] = queue.SimpleQueue()
+        self._idle: queue.SimpleQueue[Lane] = queue.SimpleQueue()
 
-    def take(self) -> ThreadPoolExecutor:
+    def take(self) -> Lane:
         try:
             return self._idle.get_nowait()
         except queue.Empty:
-            return ThreadPoolExecutor(max_workers=1, thread_name_prefix="railyard-unit")
+            return Lane("railyard-unit")
 
-    def give_back(self, executor: ThreadPoolExecutor) -> None:
-        self._idle.put(executor)
+    def give_back(self, lane: Lane) -> None:
+        self._idle.put(lane)
 
     def close(self) -> None:
         while True:
             try:
-                self._idle.get_nowait().shutdown(wait=False)
+                self._idle.get_nowait().close()
             except queue.Empty:
                 return
 
@@ -80,16 +79,13 @@ class _Session:
     waits only for an answer it needs (a read, an outcome) and at the end, so a unit of writes
     that answer nothing costs one round trip to the thread, at commit."""
 
-    def __init__(
-        self, executor: ThreadPoolExecutor, opened: AbstractContextManager[Connection], *, write: bool
-    ) -> None:
-        self._executor, self._opened, self._write = executor, opened, write
+    def __init__(self, lane: Lane, opened: AbstractContextManager[Connection], *, write: bool) -> None:
+        self._lane, self._opened, self._write = lane, opened, write
         self._connection: Connection | None = None
         self._failed: BaseException | None = None
-        self._last: Future[Any] | None = None
         self.ended = False
 
-    def _queue(self, job: Callable[[], T]) -> Future[T]:
+    def _guarded(self, job: Callable[[], T]) -> Callable[[], T]:
         def guarded() -> T:
             if self._failed is not None:
                 raise self._failed  # an earlier statement failed: the transaction is lost
@@ -103,26 +99,19 @@ class _Session:
                 self._failed = error
                 raise
 
-        # Traced, the statement runs in the caller's context: an effect it enqueues is stored
-        # under the current span's traceparent.
-        future = (
-            self._executor.submit(contextvars.copy_context().run, guarded)
-            if TRACING.on
-            else self._executor.submit(guarded)
-        )
-        self._last = future
-        return future
+        # The statement runs in the caller's context (the lane copies it): an effect it
+        # enqueues is stored under the current span's traceparent.
+        return guarded
 
     def post(self, function: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
         """Queue a statement whose answer nobody waits for (a failure surfaces at the next wait)."""
         self._check()
-        self._queue(lambda: function(self._connection, *args, **kwargs))
+        self._lane.post(self._guarded(lambda: function(self._connection, *args, **kwargs)))
 
     async def run(self, function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Queue a statement and wait for its answer."""
         self._check()
-        future = self._queue(lambda: function(self._connection, *args, **kwargs))
-        return await asyncio.wrap_future(future)
+        return await self._lane.call(self._guarded(lambda: function(self._connection, *args, **kwargs)))
 
     async def end(self, keep: bool) -> None:
         """Commit (`keep`) or roll back, on the thread, after everything queued before."""
@@ -138,9 +127,10 @@ class _Session:
             if keep and self._failed is not None and self._write:
                 raise self._failed  # a queued write failed: nothing was kept
 
-        ended = self._executor.submit(finish)
         if self._write:
-            await asyncio.shield(asyncio.wrap_future(ended))
+            await asyncio.shield(self._lane.call(finish))
+        else:
+            self._lane.post(finish)
         # A read's end is not waited for: nothing it wrote can be lost, and the thread runs
         # whatever the next unit queues only after it (one thread, in order), so the hop back
         # is saved. A failure there is the connection's, met again by whoever uses it next.
@@ -398,7 +388,7 @@ class SqlStore:
         if self.database.is_sqlite:
             with self.database.read_here() as connection:
                 return function(connection, *args)
-        return await asyncio.to_thread(_read_once, self.database, function, args)
+        return await off_loop(_read_once, self.database, function, args)
 
     def close(self) -> None:
         """Stop the idle threads."""
@@ -413,7 +403,7 @@ class _Open(Generic[U]):
 
     def __init__(self, store: SqlStore, *, write: bool) -> None:
         self._store, self._write = store, write
-        self._executor: ThreadPoolExecutor | None = None
+        self._lane: Lane | None = None
         self._session: _Session | _HereSession | None = None
 
     async def __aenter__(self) -> U:
@@ -422,9 +412,9 @@ class _Open(Generic[U]):
             session: _Session | _HereSession = _HereSession(database.read_here())
             self._session = session
             return SqlReads(session)  # type: ignore[return-value]
-        executor = self._executor = self._store._threads.take()
+        lane = self._lane = self._store._threads.take()
         opened = database.write() if self._write else database.read()
-        session = self._session = _Session(executor, opened, write=self._write)
+        session = self._session = _Session(lane, opened, write=self._write)
         if self._write:
             store = self._store
             return SqlUnit(session, store._surfaces, store._render, store._clock)  # type: ignore[return-value]
@@ -439,8 +429,8 @@ class _Open(Generic[U]):
                 # A read ends quietly; a unit that did not reach `commit()` (or failed) is undone.
                 await self._session.end(keep=kind is None and not self._write)
         finally:
-            if self._executor is not None:
-                self._store._threads.give_back(self._executor)
+            if self._lane is not None:
+                self._store._threads.give_back(self._lane)
 
 
 class _Rollback(Exception):  # noqa: N818 - control flow, not an error

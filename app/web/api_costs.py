@@ -20,13 +20,13 @@ scope and window, pruned by housekeeping); reads and lookups in each process's b
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Callable
 
 from app.github.reads import rules_from
 from app.runtime.adapters import Adapters
 from app.store.budgets import spend
+from app.store.hops import off_loop
 from app.web.token_checks import TokenChecks
 from handlers.outsiders import admit, settle
 from handlers.ports import Rules
@@ -73,7 +73,7 @@ class ApiCosts:
     async def command(self, account_id: int, repository: str, rules: Rules) -> None:
         """Spend one of the account's commands in the repository (refusals included)."""
         budget, now = commands_budget(repository, rules), self._clock()
-        retry = await asyncio.to_thread(spend, self._shell.database, account_id, budget, now)
+        retry = await off_loop(spend, self._shell.database, account_id, budget, now)
         if retry is not None:
             raise OverBudget(budget, retry)
 

@@ -20,7 +20,7 @@ with `Retry-After`, and nothing is called or recorded.
 
 from __future__ import annotations
 
-import asyncio
+import functools
 import hashlib
 import re
 import time
@@ -36,6 +36,7 @@ from app.github.client import GitHubError
 from app.github.users import Account, BadToken, UserReads
 from app.runtime.adapters import Adapters
 from app.store.api_reads import ServedTicket, served_ticket
+from app.store.hops import off_loop
 from app.store.listing import Cursor, Listing
 from app.views.api_text import earlier_attempt_answer, error_body, outcome_answer
 from app.views.event_log import event_items
@@ -151,8 +152,10 @@ class AgentApi:
         self.costs.read(account.id)
         work, per_page, after = _list_query(request)
         repository, _ = await self._repository(request, token, account)
-        page = await asyncio.to_thread(
-            self._listing.page, repository=repository, work=work, limit=per_page, after=after
+        page = await off_loop(
+            functools.partial(
+                self._listing.page, repository=repository, work=work, limit=per_page, after=after
+            )
         )
         following = page.next.token() if page.next else None
         headers = {}
@@ -174,8 +177,8 @@ class AgentApi:
         served, tickets = await self._readable_ticket(request), self._shell.tickets
         assert served.ticket is not None
         key = served.ticket.key
-        history = await asyncio.to_thread(tickets.history, key)
-        refusals = await asyncio.to_thread(tickets.refusals, key)
+        history = await off_loop(tickets.history, key)
+        refusals = await off_loop(tickets.refusals, key)
         return _json(200, {"ticket": str(key), "events": event_items(history, refusals)})
 
     async def _readable_ticket(self, request: web.Request) -> ServedTicket:
