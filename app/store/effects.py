@@ -89,6 +89,8 @@ _RENEW = update(effects_table).where(
     effects_table.c.lease_owner == bindparam("w_owner"),
     effects_table.c.lease_until >= bindparam("w_now"),
 )
+_LEASE = update(effects_table).where(effects_table.c.id.in_(bindparam("w_ids", expanding=True)))
+_LEASED = select(effects_table).where(effects_table.c.id.in_(bindparam("w_ids", expanding=True)))
 _MINE = update(effects_table).where(
     effects_table.c.id == bindparam("w_id"), effects_table.c.lease_owner == bindparam("w_owner")
 )
@@ -149,12 +151,9 @@ class EffectLeases:
             ids = [r.id for r in connection.execute(self._due, {"now": now, "limit": limit})]
             if not ids:
                 return []
-            connection.execute(
-                update(effects_table)
-                .where(effects_table.c.id.in_(ids))
-                .values(lease_until=now + self.lease_seconds, lease_owner=self.owner)
-            )
-            rows = connection.execute(select(effects_table).where(effects_table.c.id.in_(ids)))
+            leased = {"w_ids": ids, "lease_until": now + self.lease_seconds, "lease_owner": self.owner}
+            connection.execute(_LEASE, leased)
+            rows = connection.execute(_LEASED, {"w_ids": ids})
             return sorted((dict(row) for row in rows.mappings()), key=lambda r: ids.index(r["id"]))
 
     def hold(self, row: dict[str, Any], now: float, **values: Any) -> bool:
