@@ -8,8 +8,8 @@ tuple on a `queue.SimpleQueue` (a C lock, no Python on the way in), and its thre
 asyncio future directly through `call_soon_threadsafe`: 18 µs (`docs/benchmarks.md`).
 
 `Lane` is one thread running its jobs in order (a unit of work's statements, which share one
-connection and one transaction); `off_loop` runs a call on a small shared pool of such threads
-that grows while every thread is busy, as `to_thread` would. Both run the call in a copy of
+connection and one transaction); `off_loop` runs a call on a small shared pool of threads, as
+`to_thread` would. Both run the call in a copy of
 the caller's context (log fields, the current span), as `to_thread` does.
 """
 
@@ -25,8 +25,8 @@ from typing import Any, TypeVar
 
 T = TypeVar("T")
 
-MAX_SHARED_THREADS = 8
-"""Threads `off_loop` may start (asyncio's default executor allows min(32, cores + 4))."""
+SHARED_THREADS = 8
+"""Threads behind `off_loop` (asyncio's default executor allows min(32, cores + 4))."""
 
 _Job = tuple["asyncio.Future[Any] | None", contextvars.Context, Callable[..., Any], tuple[Any, ...]]
 _STOP = None
@@ -41,9 +41,8 @@ def _settle(future: asyncio.Future[Any], result: Any, error: BaseException | Non
         future.set_result(result)
 
 
-def _serve(jobs: queue.SimpleQueue[_Job | None], done: Callable[[], None] | None = None) -> None:
-    """A thread's loop: run each job, hand its outcome to its loop (and call `done`), until
-    told to stop."""
+def _serve(jobs: queue.SimpleQueue[_Job | None]) -> None:
+    """A thread's loop: run each job and hand its outcome to its loop, until told to stop."""
     while True:
         job = jobs.get()
         if job is _STOP:
@@ -57,8 +56,6 @@ def _serve(jobs: queue.SimpleQueue[_Job | None], done: Callable[[], None] | None
             with contextlib.suppress(RuntimeError):  # a closed loop: nobody is waiting any more
                 future.get_loop().call_soon_threadsafe(_settle, future, result, error)
         del job, future, result, error
-        if done is not None:
-            done()
 
 
 class Lane:
@@ -94,38 +91,35 @@ class Lane:
 
 
 class _Shared:
-    """The pool behind `off_loop`: threads reading one queue. Each job takes an idle thread,
-    or starts one while fewer than `limit` run; past that it waits its turn, as in asyncio's
-    default executor."""
+    """The pool behind `off_loop`: `size` threads reading one queue, started with the first
+    job; a job waits its turn while all of them are busy, as in asyncio's default executor.
+    A fixed pool needs no count of idle threads, so handing a job over takes no lock."""
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, size: int) -> None:
         self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
-        self._lock = threading.Lock()
-        self._idle = 0
-        self._threads = 0
-        self._limit = limit
+        self._size = size
+        self._started = False
+        self._starting = threading.Lock()
 
     def call(self, function: Callable[..., T], args: tuple[Any, ...]) -> asyncio.Future[T]:
+        if not self._started:
+            self._start()
         future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
-        with self._lock:
-            start = self._idle == 0 and self._threads < self._limit
-            if start:
-                self._threads += 1
-            elif self._idle:
-                self._idle -= 1  # this job's thread
-        if start:
-            threading.Thread(
-                target=_serve, args=(self._jobs, self._done), name="railyard-off-loop", daemon=True
-            ).start()
         self._jobs.put((future, contextvars.copy_context(), function, args))
         return future
 
-    def _done(self) -> None:
-        with self._lock:
-            self._idle += 1
+    def _start(self) -> None:
+        with self._starting:
+            if self._started:
+                return
+            for _ in range(self._size):
+                threading.Thread(
+                    target=_serve, args=(self._jobs,), name="railyard-off-loop", daemon=True
+                ).start()
+            self._started = True
 
 
-_SHARED = _Shared(MAX_SHARED_THREADS)
+_SHARED = _Shared(SHARED_THREADS)
 
 
 async def off_loop(function: Callable[..., T], *args: Any) -> T:
