@@ -1,0 +1,73 @@
+"""Blocking calls off the event loop (`app.store.hops`): answers, failures, order, context."""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import threading
+
+import pytest
+
+from app.store.hops import SHARED_THREADS, Lane, off_loop
+
+who: contextvars.ContextVar[str] = contextvars.ContextVar("who", default="nobody")
+
+
+async def test_off_loop_answers_on_another_thread_in_the_callers_context() -> None:
+    who.set("the caller")
+
+    answer = await off_loop(lambda a, b: (a + b, threading.current_thread().name, who.get()), 2, 3)
+
+    assert answer == (5, "railyard-off-loop", "the caller")
+
+
+async def test_a_failure_reaches_the_caller_and_the_pool_goes_on() -> None:
+    def fail() -> None:
+        raise ValueError("no such row")
+
+    with pytest.raises(ValueError, match="no such row"):
+        await asyncio.wait_for(off_loop(fail), timeout=5)
+    assert await off_loop(int, "7") == 7
+
+
+async def test_calls_run_side_by_side_up_to_the_pool_size() -> None:
+    """A call that blocks (a lock, a slow statement) does not hold up the others."""
+    release = threading.Event()
+    waiting = [asyncio.ensure_future(off_loop(release.wait, 5)) for _ in range(SHARED_THREADS - 1)]
+
+    assert await asyncio.wait_for(off_loop(lambda: "not held up"), timeout=5) == "not held up"
+    release.set()
+    assert await asyncio.gather(*waiting) == [True] * (SHARED_THREADS - 1)
+
+
+async def test_a_lane_runs_its_jobs_in_order_on_one_thread() -> None:
+    lane = Lane("railyard-test-lane")
+    seen: list[tuple[int, str]] = []
+    try:
+        for number in range(5):
+            lane.post(lambda n: seen.append((n, threading.current_thread().name)), number)
+        last = await lane.call(lambda: list(seen))
+    finally:
+        lane.close()
+
+    assert last == [(n, "railyard-test-lane") for n in range(5)]
+
+
+async def test_a_waiter_that_goes_away_leaves_the_lane_working() -> None:
+    lane = Lane("railyard-test-lane")
+    started, release = threading.Event(), threading.Event()
+
+    def slow() -> str:
+        started.set()
+        release.wait(5)
+        return "done anyway"
+
+    try:
+        waiter = asyncio.ensure_future(lane.call(slow))
+        await asyncio.to_thread(started.wait, 5)
+        waiter.cancel()
+        release.set()
+        assert await lane.call(lambda: "next") == "next"
+    finally:
+        lane.close()
+    assert waiter.cancelled()
