@@ -18,7 +18,7 @@ from alembic.config import Config
 from sqlalchemy import Connection, create_engine, event, inspect
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Engine
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import DBAPIError, OperationalError
 
 from app.settings import normalize_database_url
 from app.store.hops import off_loop
@@ -28,7 +28,9 @@ MIGRATIONS = "app.store:migrations"
 BUSY_TIMEOUT_MS = 30_000
 READ_HERE_BUSY_MS = 250
 """How long a read on the event loop's own connections waits for SQLite (WAL readers wait only
-while a connection recovers the log): a read that would wait longer fails and is retried."""
+while a connection recovers the log), opening the connection included: a read that would wait
+longer fails (`point_read_here` and `SqlStore.read_once` then read again on a thread, which
+waits as long as any reader; a handler's read fails its delivery, which is retried)."""
 WAL_SIZE_LIMIT = 64 * 1024 * 1024
 _WRITE = "railyard_write"
 _NO_AUTOCHECKPOINT = "railyard_no_autocheckpoint"
@@ -159,7 +161,11 @@ class Database:
         assert self.is_sqlite, "read_here() is for SQLite"
         if self._here is None:
             self._here = create_engine(
-                self.url, connect_args={"check_same_thread": False}, pool_size=4, max_overflow=-1
+                self.url,
+                # `timeout` bounds the wait while the connection opens, before the pragmas run.
+                connect_args={"check_same_thread": False, "timeout": READ_HERE_BUSY_MS / 1000},
+                pool_size=4,
+                max_overflow=-1,
             )
             _configure_sqlite(self._here, self, READ_HERE_BUSY_MS)
         with self._here.connect() as connection, connection.begin():
@@ -230,8 +236,11 @@ class Database:
         (`read_here`), with no trip to a thread; on PostgreSQL on a thread."""
         if not self.is_sqlite:
             return await off_loop(self.point_read, sql, parameters)
-        with self.read_here() as connection:
-            row = connection.exec_driver_sql(sql, parameters).first()
+        try:
+            with self.read_here() as connection:
+                row = connection.exec_driver_sql(sql, parameters).first()
+        except OperationalError:  # SQLite busy past READ_HERE_BUSY_MS: wait on a thread instead
+            return await off_loop(self.point_read, sql, parameters)
         return None if row is None else tuple(row)
 
     def ping(self) -> None:

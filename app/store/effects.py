@@ -171,6 +171,8 @@ class EffectLeases:
 
     def _renew(self, connection: Connection, row: dict[str, Any], now: float, **values: Any) -> bool:
         """Move this outbox's live lease on the effect forward (setting `values`); False if lost."""
+        if unknown := values.keys() - effects_table.c.keys():  # a prebuilt UPDATE would skip them
+            raise ValueError(f"not columns of outbox_effects: {sorted(unknown)}")
         mine = {"w_id": row["id"], "w_owner": self.owner, "w_now": now}
         held = connection.execute(_RENEW, {**mine, "lease_until": now + self.lease_seconds, **values})
         return bool(held.rowcount)

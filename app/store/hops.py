@@ -48,6 +48,8 @@ def _serve(jobs: queue.SimpleQueue[_Job | None]) -> None:
         if job is _STOP:
             return
         future, context, function, args = job
+        if future is not None and future.cancelled():
+            continue  # its waiter went away before it started: skipped, as an executor does
         try:
             result, error = context.run(function, *args), None
         except BaseException as failure:  # handed to the caller, as to_thread would
@@ -65,6 +67,7 @@ class Lane:
         self._name = name
         self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
+        self._closed = False
 
     def post(self, function: Callable[..., Any], *args: Any) -> None:
         """Run `function(*args)` after everything given before; nobody waits for it."""
@@ -79,12 +82,14 @@ class Lane:
         return future
 
     def close(self) -> None:
-        """Let the thread end once the jobs before this are done."""
+        """Let the thread end once the jobs before this are done; the lane takes no more."""
+        self._closed = True
         if self._thread is not None:
             self._jobs.put(_STOP)
-            self._thread = None
 
     def _start(self) -> None:
+        if self._closed:
+            raise RuntimeError(f"{self._name}: this lane is closed")
         if self._thread is None:
             self._thread = threading.Thread(target=_serve, args=(self._jobs,), name=self._name, daemon=True)
             self._thread.start()

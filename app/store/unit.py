@@ -12,6 +12,7 @@ rolls them back, and a queued write that failed fails the commit.
 from __future__ import annotations
 
 import asyncio
+import functools
 import queue
 from collections.abc import Callable, Collection, Iterable
 from contextlib import AbstractContextManager
@@ -20,6 +21,7 @@ from types import TracebackType
 from typing import Any, Generic, TypeVar
 
 from sqlalchemy import Connection
+from sqlalchemy.exc import OperationalError
 
 from app.contracts.effect_types import LimitedReply
 from app.contracts.traces import TRACING, set_attributes, span
@@ -56,6 +58,7 @@ class _Threads:
 
     def __init__(self) -> None:
         self._idle: queue.SimpleQueue[Lane] = queue.SimpleQueue()
+        self._closed = False
 
     def take(self) -> Lane:
         try:
@@ -64,9 +67,13 @@ class _Threads:
             return Lane("railyard-unit")
 
     def give_back(self, lane: Lane) -> None:
-        self._idle.put(lane)
+        if self._closed:
+            lane.close()  # the store closed while the unit ran: its thread ends after it
+        else:
+            self._idle.put(lane)
 
     def close(self) -> None:
+        self._closed = True
         while True:
             try:
                 self._idle.get_nowait().close()
@@ -159,11 +166,15 @@ class _HereSession:
             self._failed = error
 
     async def run(self, function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """Run a statement and answer."""
+        """Run a statement and answer; a scan (`_SCANS`) on a thread, so a large repository's
+        rows are never read with the event loop held (the same connection: one statement at a
+        time, as always)."""
         self._check()
         if self._failed is not None:
             raise self._failed  # an earlier statement failed: the transaction is lost
         try:
+            if function in _SCANS:
+                return await off_loop(functools.partial(function, self._connection, *args, **kwargs))
             return function(self._connection, *args, **kwargs)
         except BaseException as error:
             self._failed = error
@@ -181,6 +192,13 @@ class _HereSession:
     def _check(self) -> None:
         if self.ended:
             raise RuntimeError("this unit of work has already ended")
+
+
+_SCANS: frozenset[Callable[..., Any]] = frozenset(
+    {tickets.merged_tickets, tickets.history, tickets.delivery_cost_since}
+)
+"""Reads whose rows grow with the repository (every merged ticket, a ticket's whole log, a
+budget's deliveries): run off the event loop even on SQLite."""
 
 
 class SqlReads:
@@ -386,8 +404,11 @@ class SqlStore:
         """`function(connection, *args)` in a read transaction of its own, begun, run and ended in
         one hop to a thread (a `read()` block waits for each statement and for its end)."""
         if self.database.is_sqlite:
-            with self.database.read_here() as connection:
-                return function(connection, *args)
+            try:
+                with self.database.read_here() as connection:
+                    return function(connection, *args)
+            except OperationalError:  # SQLite busy past READ_HERE_BUSY_MS: wait on a thread instead
+                pass
         return await off_loop(_read_once, self.database, function, args)
 
     def close(self) -> None:

@@ -71,3 +71,33 @@ async def test_a_waiter_that_goes_away_leaves_the_lane_working() -> None:
     finally:
         lane.close()
     assert waiter.cancelled()
+
+
+async def test_a_call_whose_waiter_went_away_before_it_started_is_skipped() -> None:
+    lane = Lane("railyard-test-lane")
+    started, release = threading.Event(), threading.Event()
+    ran: list[str] = []
+
+    def block() -> bool:
+        started.set()
+        return release.wait(5)
+
+    try:
+        blocker = lane.call(block)
+        await asyncio.to_thread(started.wait, 5)
+        skipped = lane.call(ran.append, "should not run")
+        skipped.cancel()
+        release.set()
+        await blocker
+        assert await lane.call(lambda: list(ran)) == []
+    finally:
+        lane.close()
+
+
+def test_a_closed_lane_takes_no_more_jobs() -> None:
+    lane = Lane("railyard-test-lane")
+    lane.post(len, "x")
+    lane.close()
+
+    with pytest.raises(RuntimeError, match="closed"):
+        lane.post(len, "y")
