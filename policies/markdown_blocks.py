@@ -341,6 +341,7 @@ class _Blocks:
         raw = cursor.raw
         if _ATX.match(raw, first):
             self._close(matched)
+            self.stack[-1].empty = False  # `- #`: an item holding a heading goes on past a blank line
             heading = _Paragraph(quoted=self.stack[-1].quoted, lines=[len(self.roles)], heading=True)
             self._record("heading", cursor, heading)
             return True
@@ -371,6 +372,7 @@ class _Blocks:
             return True
         if raw[first : first + 1] in _THEMATIC_CHARS and cursor.thematic(first):
             self._close(matched)
+            self.stack[-1].empty = False  # as for a heading: `- ***` is an item that is not empty
             self._record("break", cursor)
             return True
         return False

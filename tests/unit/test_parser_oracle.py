@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 from markdown_it.rules_block import StateBlock
@@ -191,6 +191,8 @@ def comments(draw: st.DrawFn) -> str:
 
 @settings(max_examples=300, deadline=None)
 @given(comments())
+@example("text\n- #\n\n    /accept\n    /accept")  # an item holding only a heading outlives a blank line
+@example("- ***\n\n  /accept")  # and one holding only a thematic break
 def test_the_parser_finds_a_command_exactly_where_commonmark_renders_one(body: str) -> None:
     """Over generated comments, the parser's verdict equals markdown-it-py's."""
     assert parser_runs(body) is oracle_runs(body), body
