@@ -22,7 +22,6 @@
 from __future__ import annotations
 
 import asyncio
-import functools
 import hashlib
 import json
 import time
@@ -224,7 +223,7 @@ class Outbox:
         Should this process die before the answer is recorded, the next attempt finds the
         effect ambiguous and looks for what GitHub created instead of creating it again.
         """
-        if not await off_loop(functools.partial(self._hold_lease, row, ambiguous=True)):
+        if not await off_loop(self._hold_lease, row, ambiguous=True):
             raise _LeaseLost
         row["in_flight"] = True
 
@@ -241,7 +240,7 @@ class Outbox:
 
     async def _finish(self, row: dict[str, Any], **values: Any) -> None:
         set_attribute("railyard.outcome", str(values.get("status", "retry")))
-        await off_loop(functools.partial(self._leases.finish, row, self.clock(), **values))
+        await off_loop(self._leases.finish, row, self.clock(), **values)
 
     async def _write(self, row: dict[str, Any]) -> dict[str, Any] | None:
         payload: Mapping[str, Any] | None = row["payload"]

@@ -15,7 +15,7 @@ from typing import Any
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Connection, create_engine, event, inspect
+from sqlalchemy import Connection, create_engine, event, func, inspect
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DBAPIError, OperationalError
@@ -152,11 +152,11 @@ class Database:
         """SQLite: a read-only transaction on the calling thread, on connections of its own.
 
         For the event loop's reads: a read in WAL mode never waits for a writer, and runs in
-        a few microseconds, while a hop to a thread and back costs about 0.1 ms of CPU (more
-        than most reads; `docs/benchmarks.md`). The connections are not the pool's, so a
-        read here never waits for a connection a unit on a thread holds (their number grows
-        as reads overlap; four are kept), and SQLite is waited for at most
-        `READ_HERE_BUSY_MS`. PostgreSQL reads stay on threads: each is a network round trip.
+        a few microseconds, while a hop to a thread and back costs 17 to 76 µs of CPU
+        (`app.store.hops` to `asyncio.to_thread`, `docs/benchmarks.md`). The connections are
+        not the pool's, so a read here never waits for a connection a unit on a thread holds
+        (their number grows as reads overlap; four are kept), and SQLite is waited for at
+        most `READ_HERE_BUSY_MS`. PostgreSQL reads stay on threads: each is a network round trip.
         """
         assert self.is_sqlite, "read_here() is for SQLite"
         if self._here is None:
@@ -271,7 +271,17 @@ class Database:
 
 def insert_for(connection: Connection) -> Any:
     """The dialect's INSERT, which has `on_conflict_do_nothing` and `on_conflict_do_update`."""
-    return sqlite.insert if connection.dialect.name == "sqlite" else postgresql.insert
+    return dialect_insert(connection.dialect.name)
+
+
+def dialect_insert(dialect: str) -> Any:
+    """`insert_for` by the dialect's name, for statements built once per dialect."""
+    return sqlite.insert if dialect == "sqlite" else postgresql.insert
+
+
+def dialect_later(dialect: str) -> Any:
+    """The SQL function giving the later of two times: `max` on SQLite, `greatest` on PostgreSQL."""
+    return func.max if dialect == "sqlite" else func.greatest
 
 
 def alembic_config(url: str) -> Config:

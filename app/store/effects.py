@@ -10,11 +10,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import Connection, bindparam, case, func, select, text, update
-from sqlalchemy.dialects import postgresql, sqlite
 
 from app.contracts.effect_types import Effect, EffectKind, assign, comment, marker, reaction, rerun
 from app.contracts.traces import traceparent
-from app.store.database import Database
+from app.store.database import Database, dialect_insert, dialect_later
 from app.store.installations import installation_status
 from app.store.tables import OutboxEffectRow, table
 
@@ -59,8 +58,8 @@ def _enqueue_statements(dialect: str, min_interval: float) -> tuple[Any, Any]:
     cost more CPU than running it (`docs/benchmarks.md`). The first keeps an effect already
     recorded; the second, for a surface (`coalesce`), replaces its payload, and re-arms it
     no sooner than `min_interval` after its last write."""
-    statement = (sqlite.insert if dialect == "sqlite" else postgresql.insert)(effects_table)
-    later = func.max if dialect == "sqlite" else func.greatest
+    statement = dialect_insert(dialect)(effects_table)
+    later = dialect_later(dialect)
     current = effects_table.c
     was_pending = current.status == PENDING
     replace = statement.on_conflict_do_update(
@@ -85,16 +84,16 @@ def _enqueue_statements(dialect: str, min_interval: float) -> tuple[Any, Any]:
 
 # Built once: a lease is renewed before every GitHub write; the columns set are the parameters'.
 _RENEW = update(effects_table).where(
-    effects_table.c.id == bindparam("w_id"),
-    effects_table.c.lease_owner == bindparam("w_owner"),
-    effects_table.c.lease_until >= bindparam("w_now"),
+    effects_table.c.id == bindparam("b_id"),
+    effects_table.c.lease_owner == bindparam("b_owner"),
+    effects_table.c.lease_until >= bindparam("b_now"),
 )
-_LEASE = update(effects_table).where(effects_table.c.id.in_(bindparam("w_ids", expanding=True)))
-_LEASED = select(effects_table).where(effects_table.c.id.in_(bindparam("w_ids", expanding=True)))
+_LEASE = update(effects_table).where(effects_table.c.id.in_(bindparam("b_ids", expanding=True)))
+_LEASED = select(effects_table).where(effects_table.c.id.in_(bindparam("b_ids", expanding=True)))
 _MINE = update(effects_table).where(
-    effects_table.c.id == bindparam("w_id"), effects_table.c.lease_owner == bindparam("w_owner")
+    effects_table.c.id == bindparam("b_id"), effects_table.c.lease_owner == bindparam("b_owner")
 )
-_DONE_IF_UNCHANGED = _MINE.where(effects_table.c.updated_at == bindparam("w_updated_at"))
+_DONE_IF_UNCHANGED = _MINE.where(effects_table.c.updated_at == bindparam("b_updated_at"))
 
 
 def effect_counts(database: Database) -> dict[str, int]:
@@ -151,9 +150,9 @@ class EffectLeases:
             ids = [r.id for r in connection.execute(self._due, {"now": now, "limit": limit})]
             if not ids:
                 return []
-            leased = {"w_ids": ids, "lease_until": now + self.lease_seconds, "lease_owner": self.owner}
+            leased = {"b_ids": ids, "lease_until": now + self.lease_seconds, "lease_owner": self.owner}
             connection.execute(_LEASE, leased)
-            rows = connection.execute(_LEASED, {"w_ids": ids})
+            rows = connection.execute(_LEASED, {"b_ids": ids})
             return sorted((dict(row) for row in rows.mappings()), key=lambda r: ids.index(r["id"]))
 
     def hold(self, row: dict[str, Any], now: float, **values: Any) -> bool:
@@ -173,7 +172,7 @@ class EffectLeases:
         """Move this outbox's live lease on the effect forward (setting `values`); False if lost."""
         if unknown := values.keys() - effects_table.c.keys():  # a prebuilt UPDATE would skip them
             raise ValueError(f"not columns of outbox_effects: {sorted(unknown)}")
-        mine = {"w_id": row["id"], "w_owner": self.owner, "w_now": now}
+        mine = {"b_id": row["id"], "b_owner": self.owner, "b_now": now}
         held = connection.execute(_RENEW, {**mine, "lease_until": now + self.lease_seconds, **values})
         return bool(held.rowcount)
 
@@ -195,16 +194,13 @@ class EffectLeases:
 
     def done(self, row: dict[str, Any], result: dict[str, Any] | None, now: float) -> None:
         """Record a performed write; a surface enqueued again while it was written stays pending."""
-        mine = {"w_id": row["id"], "w_owner": self.owner}
+        mine = {"b_id": row["id"], "b_owner": self.owner}
         # A result of None is stored as JSON null, which reads back as None like SQL NULL.
         done = {"lease_until": None, "ambiguous": False, "done_at": now, "result": result}
         with self.database.write() as connection:
-            finished = connection.execute(
-                _DONE_IF_UNCHANGED,
-                {**mine, "w_updated_at": row["updated_at"], "status": DONE, "attempts": row["attempts"] + 1}
-                | {"updated_at": now, **done},
-            ).rowcount
-            if not finished:
+            unchanged = {**mine, "b_updated_at": row["updated_at"]}
+            finished = {"status": DONE, "attempts": row["attempts"] + 1, "updated_at": now, **done}
+            if not connection.execute(_DONE_IF_UNCHANGED, {**unchanged, **finished}).rowcount:
                 again = {"status": PENDING, "attempts": 0, "next_attempt_at": now + MIN_SURFACE_INTERVAL}
                 connection.execute(_MINE, {**mine, **again, **done})
 

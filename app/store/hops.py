@@ -5,12 +5,13 @@ item, a semaphore, and `asyncio.wrap_future` chaining the two futures back to th
 2-core machine that is 76 µs of CPU per call, more than the database statements most calls
 make (a primary-key read on SQLite takes a few µs, on PostgreSQL about 50). Here a job is a
 tuple on a `queue.SimpleQueue` (a C lock, no Python on the way in), and its thread settles an
-asyncio future directly through `call_soon_threadsafe`: 18 µs (`docs/benchmarks.md`).
+asyncio future directly through `call_soon_threadsafe`: 17 to 42 µs in the same measurement,
+8 to 9 µs each with ten in flight against 27 (`docs/benchmarks.md`).
 
 `Lane` is one thread running its jobs in order (a unit of work's statements, which share one
 connection and one transaction); `off_loop` runs a call on a small shared pool of threads, as
-`to_thread` would. Both run the call in a copy of
-the caller's context (log fields, the current span), as `to_thread` does.
+`to_thread` would. Both run the call in a copy of the caller's context (log fields, the
+current span), as `to_thread` does.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import functools
 import queue
 import threading
 from collections.abc import Callable
@@ -127,6 +129,8 @@ class _Shared:
 _SHARED = _Shared(SHARED_THREADS)
 
 
-async def off_loop(function: Callable[..., T], *args: Any) -> T:
-    """`asyncio.to_thread(function, *args)`, for less CPU (see the module's docstring)."""
+async def off_loop(function: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+    """`asyncio.to_thread(function, *args, **kwargs)`, for less CPU (see the module's docstring)."""
+    if kwargs:
+        function = functools.partial(function, **kwargs)
     return await _SHARED.call(function, args)

@@ -14,12 +14,11 @@ from collections.abc import Callable
 
 import structlog
 from sqlalchemy import delete, func, select
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import SQLAlchemyError
 
 from app.contracts.shared_ports import MAX_ENTRY_BYTES, Cached, cache_key
 from app.settings import Settings
-from app.store.database import Database
+from app.store.database import Database, insert_for
 from app.store.hops import off_loop
 from app.store.tables import HttpCacheRow, table
 
@@ -58,7 +57,7 @@ class SharedHttpCache:
     def _write(self, scope: str, url: str, etag: str, body: bytes) -> None:
         values = {"etag": etag, "body": body, "size": len(body), "stored_at": self._clock()}
         with self.database.write() as connection:
-            insert = sqlite.insert if connection.dialect.name == "sqlite" else postgresql.insert
+            insert = insert_for(connection)
             connection.execute(
                 insert(http_cache)
                 .values(key=cache_key(scope, url), scope=scope, url=url, **values)

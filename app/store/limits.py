@@ -9,11 +9,10 @@ conditional UPDATE, which only one transaction can win.
 
 from __future__ import annotations
 
-from sqlalchemy import Connection, func, select, update
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy import Connection, select, update
 
 from app.contracts.shared_ports import Limits, MemoryLimits
-from app.store.database import Database
+from app.store.database import Database, dialect_later, insert_for
 from app.store.hops import off_loop
 from app.store.tables import InstallationLimitRow, table
 
@@ -44,7 +43,7 @@ class SharedLimits:
         return await off_loop(self._claim, _row_id(installation_id), now, spacing)
 
     def _write_pause(self, row_id: int, until: float) -> None:
-        later = func.max if self.database.is_sqlite else func.greatest
+        later = dialect_later(self.database.engine.dialect.name)
         with self.database.write() as connection:
             SharedLimits._ensure(connection, row_id)
             connection.execute(
@@ -73,7 +72,7 @@ class SharedLimits:
     @staticmethod
     def _ensure(connection: Connection, row_id: int) -> None:
         """Create the installation's row unless it exists (a no-op when another process did)."""
-        insert = sqlite.insert if connection.dialect.name == "sqlite" else postgresql.insert
+        insert = insert_for(connection)
         connection.execute(
             insert(limits_table)
             .values(installation_id=row_id, paused_until=0.0, next_content_write_at=0.0)

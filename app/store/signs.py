@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any
 
 from sqlalchemy import Connection, bindparam, select, update
-from sqlalchemy.dialects import postgresql, sqlite
 
 from app.store.codec import ticket_from_data
-from app.store.database import Database
+from app.store.database import Database, dialect_insert
 from app.store.tables import SignOfLifeRow, table
 from app.store.tickets import attempts, history, load, tickets
 from handlers.ports import Heard, RecordedEvent
@@ -32,53 +31,44 @@ def record_sign_of_life(connection: Connection, heard: Heard) -> bool:
     The configuration (limit, policy version), when given, replaces the stored one.
     """
     key = normalize_key(heard.key)
-    statements = _sign_statements(connection.dialect.name)
-    ticket_id = connection.execute(
-        statements.ticket, {"w_repository": key.repository, "w_number": key.number}
-    ).scalar_one_or_none()
+    where = {"b_repository": key.repository, "b_number": key.number}
+    ticket_id = connection.execute(_TICKET_ID, where).scalar_one_or_none()
     if ticket_id is None:
         return False
-    _upsert(connection, statements, int(ticket_id), heard)
+    _upsert(connection, int(ticket_id), heard)
     return True
 
 
-class _SignStatements(NamedTuple):
-    ticket: Any
-    insert: Any
-    later: Any
-    configure: Any
+# Built once (a command records a sign, and building these cost more CPU than running them:
+# `docs/benchmarks.md`); each runs with the columns it sets and the `b_` values of its WHERE
+# (the ticket's id is read with `_TICKET_ID`, below).
+_ATTEMPT = (
+    signs_of_life.c.ticket_id == bindparam("b_ticket"),
+    signs_of_life.c.attempt == bindparam("b_attempt"),
+)
+# Only forward in time: the condition is evaluated under the row lock, so racing writers leave
+# the latest sign, whatever order they commit in.
+_LATER = update(signs_of_life).where(*_ATTEMPT, signs_of_life.c.at < bindparam("b_at"))
+_CONFIGURE = update(signs_of_life).where(*_ATTEMPT)
 
 
 @functools.cache
-def _sign_statements(dialect: str) -> _SignStatements:
-    """`record_sign_of_life`'s statements, built once per dialect (a command records a sign, and
-    building its statements cost more CPU than running them: `docs/benchmarks.md`); each runs
-    with the columns it sets and the `w_` values of its WHERE."""
-    insert = sqlite.insert if dialect == "sqlite" else postgresql.insert
-    sign = signs_of_life.c
-    where = (sign.ticket_id == bindparam("w_ticket"), sign.attempt == bindparam("w_attempt"))
-    return _SignStatements(
-        ticket=select(tickets.c.id).where(
-            tickets.c.repository == bindparam("w_repository"), tickets.c.number == bindparam("w_number")
-        ),
-        insert=insert(signs_of_life).on_conflict_do_nothing(index_elements=["ticket_id", "attempt"]),
-        # Only forward in time: the condition is evaluated under the row lock, so racing writers
-        # leave the latest sign, whatever order they commit in.
-        later=update(signs_of_life).where(*where, sign.at < bindparam("w_at")),
-        configure=update(signs_of_life).where(*where),
+def _insert_sign(dialect: str) -> Any:
+    """The sign's INSERT, kept when the attempt already has one (the dialect's own ON CONFLICT)."""
+    return dialect_insert(dialect)(signs_of_life).on_conflict_do_nothing(
+        index_elements=["ticket_id", "attempt"]
     )
 
 
-def _upsert(connection: Connection, statements: _SignStatements, ticket_id: int, heard: Heard) -> None:
+def _upsert(connection: Connection, ticket_id: int, heard: Heard) -> None:
     configuration = _configuration(heard)
     sign = {"at": heard.at, "kind": heard.kind, "source": heard.source}
-    connection.execute(
-        statements.insert, {"ticket_id": ticket_id, "attempt": heard.attempt, **sign, **configuration}
-    )
-    where = {"w_ticket": ticket_id, "w_attempt": heard.attempt}
-    connection.execute(statements.later, {**where, "w_at": heard.at, **sign})
+    first = {"ticket_id": ticket_id, "attempt": heard.attempt, **sign, **configuration}
+    connection.execute(_insert_sign(connection.dialect.name), first)
+    attempt = {"b_ticket": ticket_id, "b_attempt": heard.attempt}
+    connection.execute(_LATER, {**attempt, "b_at": heard.at, **sign})
     if heard.max_silence_minutes is not None:
-        connection.execute(statements.configure, {**where, **configuration})
+        connection.execute(_CONFIGURE, {**attempt, **configuration})
 
 
 def _configuration(heard: Heard) -> dict[str, Any]:

@@ -12,7 +12,6 @@ rolls them back, and a queued write that failed fails the commit.
 from __future__ import annotations
 
 import asyncio
-import functools
 import queue
 from collections.abc import Callable, Collection, Iterable
 from contextlib import AbstractContextManager
@@ -81,7 +80,17 @@ class _Threads:
                 return
 
 
-class _Session:
+class _Ends:
+    """A transaction that can be ended once; using it after is a bug, said at once."""
+
+    ended = False
+
+    def _check(self) -> None:
+        if self.ended:
+            raise RuntimeError("this unit of work has already ended")
+
+
+class _Session(_Ends):
     """One transaction on one thread. Statements are queued to the thread in order; a caller
     waits only for an answer it needs (a read, an outcome) and at the end, so a unit of writes
     that answer nothing costs one round trip to the thread, at commit."""
@@ -90,7 +99,6 @@ class _Session:
         self._lane, self._opened, self._write = lane, opened, write
         self._connection: Connection | None = None
         self._failed: BaseException | None = None
-        self.ended = False
 
     def _guarded(self, job: Callable[[], T]) -> Callable[[], T]:
         def guarded() -> T:
@@ -142,12 +150,8 @@ class _Session:
         # whatever the next unit queues only after it (one thread, in order), so the hop back
         # is saved. A failure there is the connection's, met again by whoever uses it next.
 
-    def _check(self) -> None:
-        if self.ended:
-            raise RuntimeError("this unit of work has already ended")
 
-
-class _HereSession:
+class _HereSession(_Ends):
     """A read transaction on the caller's thread (SQLite's reads, on the event loop: see
     `Database.read_here`): each statement runs as it is asked for, with nothing to hop."""
 
@@ -155,7 +159,6 @@ class _HereSession:
         self._opened = opened
         self._connection = opened.__enter__()
         self._failed: BaseException | None = None
-        self.ended = False
 
     def post(self, function: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
         """Run a statement whose answer nobody waits for (a failure surfaces at the next wait)."""
@@ -174,7 +177,7 @@ class _HereSession:
             raise self._failed  # an earlier statement failed: the transaction is lost
         try:
             if function in _SCANS:
-                return await off_loop(functools.partial(function, self._connection, *args, **kwargs))
+                return await off_loop(function, self._connection, *args, **kwargs)
             return function(self._connection, *args, **kwargs)
         except BaseException as error:
             self._failed = error
@@ -188,10 +191,6 @@ class _HereSession:
             self._opened.__exit__(None, None, None)
         else:
             self._opened.__exit__(_Rollback, _Rollback(), None)
-
-    def _check(self) -> None:
-        if self.ended:
-            raise RuntimeError("this unit of work has already ended")
 
 
 _SCANS: frozenset[Callable[..., Any]] = frozenset(

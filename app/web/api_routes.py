@@ -20,7 +20,6 @@ with `Retry-After`, and nothing is called or recorded.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import re
 import time
@@ -152,11 +151,8 @@ class AgentApi:
         self.costs.read(account.id)
         work, per_page, after = _list_query(request)
         repository, _ = await self._repository(request, token, account)
-        page = await off_loop(
-            functools.partial(
-                self._listing.page, repository=repository, work=work, limit=per_page, after=after
-            )
-        )
+        listing = self._listing.page
+        page = await off_loop(listing, repository=repository, work=work, limit=per_page, after=after)
         following = page.next.token() if page.next else None
         headers = {}
         if following is not None:

@@ -27,7 +27,7 @@ async def test_a_failure_reaches_the_caller_and_the_pool_goes_on() -> None:
 
     with pytest.raises(ValueError, match="no such row"):
         await asyncio.wait_for(off_loop(fail), timeout=5)
-    assert await off_loop(int, "7") == 7
+    assert await off_loop(int, "ff", base=16) == 255  # keywords pass through, as to_thread's do
 
 
 async def test_calls_run_side_by_side_up_to_the_pool_size() -> None:
