@@ -8,9 +8,12 @@ wal_autocheckpoint=0`, set on each pooled connection once `start` has run, and o
 writer's own); this thread, on a connection of its own, takes a PASSIVE checkpoint (it waits for
 no reader or writer; writers go on appending to the WAL) every `interval` seconds. A PASSIVE
 checkpoint cannot start the WAL over while commits land during it, which under steady load is
-always: once the WAL is past `restart_bytes`, the thread takes a RESTART checkpoint with this
-process's writers held (nearly every frame is already copied, so the hold is short), and
-`journal_size_limit` trims the file. Measured with `bench/intake.py` (docs/benchmarks.md).
+always: once the WAL is past `restart_bytes`, the thread takes PASSIVE checkpoints again, each
+copying what commits added during the last, until one finds little to copy (a pass takes a few
+milliseconds by then), and only then a RESTART checkpoint with this process's writers held, so
+the hold copies a few frames and syncs the database file (1 to 45 ms on the 2-core machine,
+against 35 to 50 ms with a whole interval's frames left to it); `journal_size_limit` trims the
+file past `WAL_SIZE_LIMIT`. Measured with `bench/intake.py` (docs/benchmarks.md).
 
 Other processes (the CLI) keep SQLite's automatic checkpoints, and SQLite checkpoints when the
 last connection closes. A checkpoint that fails (the database busy, a disk error) is logged at
@@ -35,6 +38,12 @@ INTERVAL = 1.0
 """Seconds between checkpoints (0.25 s measured slower under a flood: more, smaller copies)."""
 RESTART_BYTES = 64 * 1024 * 1024
 """The WAL's size past which it is started over (`journal_size_limit` then trims the file)."""
+CATCH_UP_FRAMES = 256
+"""A catch-up pass that copied at most this many frames (1 MB of 4 KB pages) leaves little
+for the RESTART to copy while it holds the writers."""
+CATCH_UP_PASSES = 4
+"""Catch-up passes at most before the RESTART (each copies what the commits added during the
+last: under a steady flood they shrink fast, a disk slower than the flood never catches up)."""
 RESTART_WAIT_MS = 2_000
 """How long a RESTART waits for readers before it gives up until the next interval."""
 
@@ -52,6 +61,8 @@ class WalCheckpointer:
         self.checkpoints = 0
         self.restarts = 0
         self.failures = 0
+        self.held_frames = 0
+        """The most frames a RESTART copied while it held the writers."""
         self._last_warning = 0.0
 
     def start(self) -> None:
@@ -94,15 +105,28 @@ class WalCheckpointer:
 
     def _checkpoint(self, connection: Any) -> None:
         """PASSIVE, beside the writers; when the WAL has grown past `restart_bytes` (commits
-        during every checkpoint keep SQLite from starting it over), RESTART, with this process's
-        writers held for it: by then nearly every frame is copied, so the hold is short."""
-        _, frames, _ = connection.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
-        self.checkpoints += 1
+        during every checkpoint keep SQLite from starting it over), PASSIVE again until a pass
+        finds little new to copy, then RESTART with this process's writers held: the hold then
+        copies and syncs only what the last pass left, a few milliseconds."""
+        _, frames, copied = self._passive(connection)
         page_size = connection.execute("PRAGMA page_size").fetchone()[0]
-        if frames * page_size > self._restart_bytes:
-            with self._database.writing():
-                busy, _, _ = connection.execute("PRAGMA wal_checkpoint(RESTART)").fetchone()
-            self.restarts += 0 if busy else 1
+        if frames * page_size <= self._restart_bytes:
+            return
+        for _ in range(CATCH_UP_PASSES):
+            before = copied
+            _, frames, copied = self._passive(connection)
+            if copied - before <= CATCH_UP_FRAMES:
+                break
+        with self._database.writing():
+            busy, _, held = connection.execute("PRAGMA wal_checkpoint(RESTART)").fetchone()
+        self.restarts += 0 if busy else 1
+        self.held_frames = max(self.held_frames, held - copied)
+
+    def _passive(self, connection: Any) -> tuple[int, int, int]:
+        """(busy, frames in the WAL, frames copied into the database since the WAL started)."""
+        busy, frames, copied = connection.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+        self.checkpoints += 1
+        return int(busy), int(frames), int(copied)
 
     def _warn(self, error: Exception) -> None:
         now = time.monotonic()

@@ -31,7 +31,11 @@ READ_HERE_BUSY_MS = 250
 while a connection recovers the log), opening the connection included: a read that would wait
 longer fails (`point_read_here` and `SqlStore.read_once` then read again on a thread, which
 waits as long as any reader; a handler's read fails its delivery, which is retried)."""
-WAL_SIZE_LIMIT = 64 * 1024 * 1024
+WAL_SIZE_LIMIT = 256 * 1024 * 1024
+"""The WAL file is trimmed to this once started over. Above what a flood writes between two
+restarts (`app.store.checkpoints`: 64 MB and up to a second's commits, about 100 MB at 5,000
+webhooks a second), so commits overwrite blocks the file already has: an fsync then has no file
+size to journal (the commit's p50 under a flood 0.80 -> 0.70 ms)."""
 _WRITE = "railyard_write"
 _NO_AUTOCHECKPOINT = "railyard_no_autocheckpoint"
 
