@@ -15,6 +15,8 @@ optimistic checks refuse a late one anyway). The loop itself is supervised
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import functools
 import time
 import traceback
 from collections.abc import Callable
@@ -27,7 +29,7 @@ from sqlalchemy.exc import OperationalError
 from app.contracts.traces import TRACING, Attribute, SpanKind, set_attribute, span
 from app.runtime.metrics import Metrics
 from app.runtime.supervisor import Loop, RetryPolicy
-from app.store.database import Database
+from app.store.database import Database, NotNowError
 from app.store.hops import off_loop
 from app.store.installations import DELETED, SUSPENDED
 from app.store.queue import (
@@ -45,6 +47,9 @@ from handlers.ports import Services
 from handlers.routing import Router, WebhookEvent
 
 log = structlog.get_logger(__name__)
+
+CLAIM_HERE_PAUSE = 1.0
+"""Seconds the worker claims on a thread after a claim on the event loop ran past its budget."""
 
 
 @dataclass
@@ -71,6 +76,7 @@ class Worker:
         self._wakeup = asyncio.Event()
         self._last_claim = 0.0
         self._running: set[asyncio.Task[None]] = set()
+        self._claims_here_from = 0.0  # monotonic time from which a claim may run on the loop again
 
     def notify(self) -> None:
         """A delivery was stored: look at the queue now rather than at the next poll."""
@@ -97,12 +103,35 @@ class Worker:
         if free and await self._yield_to_intake(stop):
             free = 1  # still flooded: one delivery per yield, so processing never stops
         self._last_claim = time.monotonic()
-        claimed = await off_loop(self.queue.claim, self.clock(), free) if free else []
+        claimed = await self._claim(free) if free else []
         for delivery in claimed:
             task = asyncio.create_task(self.process(delivery), name=f"delivery-{delivery.delivery_id}")
             self._running.add(task)
             task.add_done_callback(self._settled)
         return bool(claimed) and len(self._running) < self.concurrency
+
+    async def _claim(self, limit: int) -> list[ClaimedDelivery]:
+        """Lease up to `limit` deliveries: on SQLite, on the event loop when that can be done at
+        once (`Database.bookkeeping_here`: no hop to a thread and back), else on a thread. A
+        claim that ran past its budget there (a long queue of ordering keys) is not tried on
+        the loop again for `CLAIM_HERE_PAUSE` seconds."""
+        now = self.clock()
+        if self.database.is_sqlite and time.monotonic() >= self._claims_here_from:
+            try:
+                return self.queue.claim_here(now, limit)
+            except NotNowError as not_now:
+                if not_now.over_budget:
+                    self._claims_here_from = time.monotonic() + CLAIM_HERE_PAUSE
+        return await off_loop(self.queue.claim, now, limit)
+
+    async def _record(self, finish: Callable[..., bool]) -> bool:
+        """A delivery's outcome recorded (`finish`: the queue's `complete` or `retry`, its
+        arguments bound): on SQLite on the event loop when it can be at once, else on a thread;
+        False when the lease was lost meanwhile."""
+        if self.database.is_sqlite:
+            with contextlib.suppress(NotNowError):
+                return finish(here=True)
+        return await off_loop(finish)
 
     def _settled(self, task: asyncio.Task[None]) -> None:
         """Forget a finished delivery task; one that raised (its outcome unrecorded) is logged.
@@ -186,9 +215,13 @@ class Worker:
             now = self.clock()
             if retry_at is not None:
                 status = "retry"
-                kept = await off_loop(self.queue.retry, delivery, retry_at, note or "", began)
+                kept = await self._record(
+                    functools.partial(self.queue.retry, delivery, retry_at, note or "", began)
+                )
             else:
-                kept = await off_loop(self.queue.complete, delivery, status, now, note, began)
+                kept = await self._record(
+                    functools.partial(self.queue.complete, delivery, status, now, note, began)
+                )
             if not kept:
                 log.warning("lease lost before the outcome was recorded; another worker took it over")
             set_attribute("railyard.outcome", status)

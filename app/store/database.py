@@ -8,7 +8,9 @@ busy timeout instead of failing half-way. PostgreSQL runs with `synchronous_comm
 from __future__ import annotations
 
 import contextlib
+import sqlite3
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from typing import Any
@@ -31,6 +33,9 @@ READ_HERE_BUSY_MS = 250
 while a connection recovers the log), opening the connection included: a read that would wait
 longer fails (`point_read_here` and `SqlStore.read_once` then read again on a thread, which
 waits as long as any reader; a handler's read fails its delivery, which is retried)."""
+HERE_BUDGET_SECONDS = 0.002
+"""How long the event loop's bookkeeping (`bookkeeping_here`) may run before SQLite is told to
+stop it and it is done on a thread instead."""
 WAL_SIZE_LIMIT = 256 * 1024 * 1024
 """The WAL file is trimmed to this once started over. Above what a flood writes between two
 restarts (`app.store.checkpoints`: 64 MB and up to a second's commits, about 100 MB at 5,000
@@ -66,6 +71,14 @@ def _configure_sqlite(engine: Engine, database: Database, busy_ms: int = BUSY_TI
         connection.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
 
 
+def _quiet_checkpoints(pooled: Any) -> None:
+    """A pooled connection kept out of the pool since before the checkpointer started: from now
+    on no commit of it checkpoints either (the pool's `checkout` listener does this for the rest)."""
+    if not pooled.info.get(_NO_AUTOCHECKPOINT):
+        pooled.driver_connection.execute("PRAGMA wal_autocheckpoint=0")
+        pooled.info[_NO_AUTOCHECKPOINT] = True
+
+
 def _configure_postgres(engine: Engine) -> None:
     @event.listens_for(engine, "connect")
     def _durable(dbapi_connection: Any, _record: Any) -> None:
@@ -73,6 +86,16 @@ def _configure_postgres(engine: Engine) -> None:
         cursor.execute("SET synchronous_commit = on")
         cursor.close()
         dbapi_connection.commit()
+
+
+class NotNowError(Exception):
+    """The event loop's bookkeeping could not be done at once, and nothing of it was written:
+    do it on a thread (`Database.bookkeeping`)."""
+
+    def __init__(self, reason: str, *, over_budget: bool = False) -> None:
+        super().__init__(reason)
+        self.over_budget = over_budget
+        """Whether a statement ran past `HERE_BUDGET_SECONDS` (the rest: a lock was taken)."""
 
 
 class Database:
@@ -95,6 +118,7 @@ class Database:
             _configure_postgres(self.engine)
         self._here: Engine | None = None  # SQLite: the event loop's own connections, for reads
         self._bookkeeper: Any = None  # SQLite: one connection that commits without fsync
+        self._loop_bookkeeper: Any = None  # SQLite: the same, for the event loop, never waiting
         self.background_checkpoints = False
         """SQLite: WAL checkpoints are taken by a thread of their own, never inside a commit."""
 
@@ -138,12 +162,63 @@ class Database:
             if self._bookkeeper is None:
                 self._bookkeeper = self.engine.raw_connection()
                 self._bookkeeper.cursor().execute("PRAGMA synchronous=NORMAL")
+            if self.background_checkpoints:
+                _quiet_checkpoints(self._bookkeeper)
             try:
                 yield self._bookkeeper.cursor()
             except BaseException:
                 if self._bookkeeper.dbapi_connection.in_transaction:
                     self._bookkeeper.rollback()
                 raise
+
+    @contextmanager
+    def bookkeeping_here(self) -> Iterator[Any]:
+        """`bookkeeping` on the calling thread (the event loop's), for statements that never wait.
+
+        A delivery's lease and outcome are a few short statements; on a thread each costs a
+        hop there and back, which took more CPU than the statements (`docs/benchmarks.md`).
+        Here they run at once or not at all: `NotNowError` is raised, with whatever the block began
+        rolled back, when another thread of this process holds the write lock (the intake's
+        commit, a unit's), when SQLite is busy (another process writes: this connection's busy
+        timeout is 0), or when a statement runs past `HERE_BUDGET_SECONDS` (SQLite's progress
+        handler interrupts it, so a large queue never holds the event loop). The caller then
+        does the same on a thread. Write the block as one transaction (`BEGIN IMMEDIATE` to
+        `COMMIT`) so that nothing of it outlives a `NotNowError`.
+        """
+        assert self._one_writer is not None, "bookkeeping_here() is for SQLite"
+        if not self._one_writer.acquire(blocking=False):
+            raise NotNowError("another thread of this process holds the write lock")
+        try:
+            if self._loop_bookkeeper is None:
+                self._loop_bookkeeper = self.engine.raw_connection()
+                cursor = self._loop_bookkeeper.cursor()
+                cursor.execute("PRAGMA synchronous=NORMAL")
+                cursor.execute("PRAGMA busy_timeout=0")
+                cursor.close()
+            if self.background_checkpoints:
+                _quiet_checkpoints(self._loop_bookkeeper)
+            driver = self._loop_bookkeeper.driver_connection
+            deadline, over = time.perf_counter() + HERE_BUDGET_SECONDS, [False]
+
+            def past_deadline() -> bool:
+                over[0] = time.perf_counter() > deadline
+                return over[0]
+
+            driver.set_progress_handler(past_deadline, 1_000)
+            try:
+                yield self._loop_bookkeeper.cursor()
+            except sqlite3.OperationalError as error:  # busy, or interrupted past the budget
+                if driver.in_transaction:
+                    driver.rollback()
+                raise NotNowError(str(error), over_budget=over[0]) from error
+            except BaseException:
+                if driver.in_transaction:
+                    driver.rollback()
+                raise
+            finally:
+                driver.set_progress_handler(None, 0)
+        finally:
+            self._one_writer.release()
 
     @contextmanager
     def read(self) -> Iterator[Connection]:
@@ -265,9 +340,10 @@ class Database:
 
     def close(self) -> None:
         """Close every pooled connection."""
-        if self._bookkeeper is not None:
-            self._bookkeeper.close()
-            self._bookkeeper = None
+        for kept in (self._bookkeeper, self._loop_bookkeeper):
+            if kept is not None:
+                kept.close()
+        self._bookkeeper = self._loop_bookkeeper = None
         if self._here is not None:
             self._here.dispose()
         self.engine.dispose()

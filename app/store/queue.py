@@ -182,18 +182,34 @@ class DeliveryQueue:
         # Database.bookkeeping), so the single write lock is held for one statement and no
         # fsync: a row someone else leased meanwhile simply does not match. Straight to the
         # driver: this runs for every delivery, beside a busy intake.
-        until = now + self.lease_seconds
         with _raw(self.database) as cursor:
             rows = cursor.execute(self._claimable_sqlite, {"now": now, "limit": limit}).fetchall()
         if not rows:
             return []
+        with self.database.bookkeeping() as cursor:
+            leased = self._lease_sqlite(cursor, rows, now)
+        return [self._claimed(row) for row in rows if row[0] in leased]
+
+    def claim_here(self, now: float, limit: int) -> list[ClaimedDelivery]:
+        """`claim` on the event loop (SQLite), all at once or `NotNowError` with nothing leased
+        (`Database.bookkeeping_here`): the read and the lease in one transaction."""
+        with self.database.bookkeeping_here() as cursor:
+            rows = cursor.execute(self._claimable_sqlite, {"now": now, "limit": limit}).fetchall()
+            if not rows:
+                return []
+            cursor.execute("BEGIN IMMEDIATE")
+            leased = self._lease_sqlite(cursor, rows, now)
+            cursor.execute("COMMIT")
+        return [self._claimed(row) for row in rows if row[0] in leased]
+
+    def _lease_sqlite(self, cursor: Any, rows: Sequence[Sequence[Any]], now: float) -> set[int]:
+        """Lease the candidate rows still free; the seqs this claim now holds."""
+        until = now + self.lease_seconds
         seqs = [row[0] for row in rows]
         marks = ",".join("?" * len(seqs))
-        with self.database.bookkeeping() as cursor:
-            cursor.execute(_LEASE_SQLITE.format(marks=marks), [until, self.owner, *seqs, now])
-            mine = cursor.execute(_LEASED_SQLITE.format(marks=marks), [*seqs, self.owner, until])
-            leased = {row[0] for row in mine}
-        return [self._claimed(row) for row in rows if row[0] in leased]
+        cursor.execute(_LEASE_SQLITE.format(marks=marks), [until, self.owner, *seqs, now])
+        mine = cursor.execute(_LEASED_SQLITE.format(marks=marks), [*seqs, self.owner, until])
+        return {row[0] for row in mine}
 
     @staticmethod
     def _claimed(row: Sequence[Any]) -> ClaimedDelivery:
@@ -223,6 +239,29 @@ class DeliveryQueue:
         )
 
     def _finish(self, claimed: ClaimedDelivery, values: dict[str, Any], outcome: str, started: float) -> bool:
+        sqlite = self.database.is_sqlite
+        # Two statements straight to the driver, as bookkeeping: this runs for every delivery,
+        # and SQLAlchemy's execution around them costs more than they do.
+        with self.database.bookkeeping() if sqlite else _raw(self.database) as cursor:
+            return self._finish_on(cursor, sqlite, claimed, values, outcome, started)
+
+    def _finish_here(
+        self, claimed: ClaimedDelivery, values: dict[str, Any], outcome: str, started: float
+    ) -> bool:
+        """`_finish` on the event loop (SQLite), all of it or `NotNowError` with nothing written."""
+        with self.database.bookkeeping_here() as cursor:
+            return self._finish_on(cursor, True, claimed, values, outcome, started)
+
+    def _finish_on(
+        self,
+        cursor: Any,
+        sqlite: bool,
+        claimed: ClaimedDelivery,
+        values: dict[str, Any],
+        outcome: str,
+        started: float,
+    ) -> bool:
+        """The outcome and the run's record, one transaction; False when the lease was lost."""
         run = {
             "delivery_seq": claimed.seq,
             "worker": self.owner,
@@ -231,39 +270,47 @@ class DeliveryQueue:
             "started_at": started,
             "finished_at": values.get("processed_at") or started,
         }
-        return self._finish_raw(claimed, values, run)
-
-    def _finish_raw(self, claimed: ClaimedDelivery, values: dict[str, Any], run: dict[str, Any]) -> bool:
-        # Two statements straight to the driver, as bookkeeping: this runs for every delivery,
-        # and SQLAlchemy's execution around them costs more than they do.
-        sqlite = self.database.is_sqlite
         mark = "?" if sqlite else "%s"
         assignments = ", ".join(f"{column} = {mark}" for column in values)
         change = (
             f"UPDATE webhook_deliveries SET lease_until = NULL, {assignments} "  # noqa: S608 - names from code
             f"WHERE seq = {mark} AND lease_owner = {mark} AND attempts = {mark} AND status = 'pending'"
         )
-        with self.database.bookkeeping() if sqlite else _raw(self.database) as cursor:
-            cursor.execute("BEGIN IMMEDIATE" if sqlite else _BOOKKEEPING_POSTGRES)
-            cursor.execute(change, [*values.values(), claimed.seq, self.owner, claimed.attempt])
-            kept: bool = cursor.rowcount == 1
-            cursor.execute(_INSERT_RUN if sqlite else _INSERT_RUN_POSTGRES, {**run, "lease_kept": kept})
-            if sqlite:
-                cursor.execute("COMMIT")
-            else:
-                cursor.connection.commit()
+        cursor.execute("BEGIN IMMEDIATE" if sqlite else _BOOKKEEPING_POSTGRES)
+        cursor.execute(change, [*values.values(), claimed.seq, self.owner, claimed.attempt])
+        kept: bool = cursor.rowcount == 1
+        cursor.execute(_INSERT_RUN if sqlite else _INSERT_RUN_POSTGRES, {**run, "lease_kept": kept})
+        if sqlite:
+            cursor.execute("COMMIT")
+        else:
+            cursor.connection.commit()
         return kept
 
     def complete(
-        self, claimed: ClaimedDelivery, status: str, now: float, note: str | None = None, started: float = 0.0
+        self,
+        claimed: ClaimedDelivery,
+        status: str,
+        now: float,
+        note: str | None = None,
+        started: float = 0.0,
+        *,
+        here: bool = False,
     ) -> bool:
-        """Mark a delivery done, ignored or failed; False if the lease was lost meanwhile."""
-        values = {"status": status, "processed_at": now, "last_error": note}
-        return self._finish(claimed, values, status, started or now)
+        """Mark a delivery done, ignored or failed; False if the lease was lost meanwhile.
 
-    def retry(self, claimed: ClaimedDelivery, at: float, error: str, started: float = 0.0) -> bool:
-        """Put a delivery back, due at `at`; later deliveries for its ticket wait behind it."""
-        return self._finish(claimed, {"next_attempt_at": at, "last_error": error}, "retry", started or at)
+        `here`: on the event loop, SQLite only, all of it or `NotNowError` (`Database.bookkeeping_here`).
+        """
+        values = {"status": status, "processed_at": now, "last_error": note}
+        finish = self._finish_here if here else self._finish
+        return finish(claimed, values, status, started or now)
+
+    def retry(
+        self, claimed: ClaimedDelivery, at: float, error: str, started: float = 0.0, *, here: bool = False
+    ) -> bool:
+        """Put a delivery back, due at `at`; later deliveries for its ticket wait behind it
+        (`here` as for `complete`)."""
+        finish = self._finish_here if here else self._finish
+        return finish(claimed, {"next_attempt_at": at, "last_error": error}, "retry", started or at)
 
     def extend(self, claimed: ClaimedDelivery, now: float) -> bool:
         """Renew the lease of a delivery still being processed; False when it is no longer this claim's.

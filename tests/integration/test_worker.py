@@ -39,13 +39,17 @@ def recording_router() -> tuple[Router, list[str]]:
 
 
 class CountingQueue(DeliveryQueue):
-    """The real queue, counting how often the worker looks at it."""
+    """The real queue, counting how often the worker looks at it (on the loop or on a thread)."""
 
     claims = 0
 
     def claim(self, now: float, limit: int) -> list[ClaimedDelivery]:
         self.claims += 1
         return super().claim(now, limit)
+
+    def claim_here(self, now: float, limit: int) -> list[ClaimedDelivery]:
+        self.claims += 1
+        return super().claim_here(now, limit)
 
 
 async def test_a_burst_of_notices_does_not_become_a_query_per_delivery(tmp_path: Path) -> None:
@@ -68,7 +72,7 @@ async def test_a_burst_of_notices_does_not_become_a_query_per_delivery(tmp_path:
     database.close()
 
     # Without the gap the worker looks once per round (about 200 times).
-    assert queue.claims <= elapsed / 0.05 + 3 and queue.claims < 100, (queue.claims, elapsed)
+    assert 1 <= queue.claims <= elapsed / 0.05 + 3 and queue.claims < 100, (queue.claims, elapsed)
 
 
 async def test_stored_deliveries_are_picked_up_at_once_after_a_notice(tmp_path: Path) -> None:

@@ -1,0 +1,177 @@
+"""A delivery's lease and outcome on the event loop (SQLite): done at once, or not at all and
+then on a thread (`Database.bookkeeping_here`, `DeliveryQueue.claim_here`, `here=True`)."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import select
+
+from app.bootstrap import wire
+from app.runtime import worker as worker_module
+from app.runtime.metrics import Metrics
+from app.store.database import Database, NotNowError
+from app.store.intake import IncomingDelivery, write_batch
+from app.store.queue import DONE, ClaimedDelivery, DeliveryQueue, deliveries, runs
+from handlers.ports import Services
+from handlers.routing import Router, WebhookEvent
+from tests.conftest import sqlite_database
+
+NOW = 1_800_000_000.0
+SLOW = (
+    "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 100000000) "
+    "SELECT count(*) FROM c"
+)  # seconds of SQLite's work
+
+
+def pending(delivery_id: str, key: str | None) -> IncomingDelivery:
+    """A stored `issues.edited` delivery waiting for the worker, ordered by `key`."""
+    return IncomingDelivery(delivery_id, "issues", "edited", None, None, key, "pending", "{}", 2, NOW, NOW)
+
+
+@pytest.fixture
+def database(tmp_path: Path) -> Iterator[Database]:
+    """SQLite with three pending deliveries: two of ticket `a`, one of ticket `b`."""
+    database = sqlite_database(tmp_path / "railyard.db")
+    write_batch(database, [pending("a1", "a"), pending("a2", "a"), pending("b1", "b")])
+    yield database
+    database.close()
+
+
+def row(database: Database, delivery_id: str) -> dict[str, object]:
+    """The stored delivery's columns."""
+    with database.read() as connection:
+        found = connection.execute(select(deliveries).where(deliveries.c.delivery_id == delivery_id)).one()
+    return dict(found._mapping)
+
+
+def run_count(database: Database) -> int:
+    """How many processing runs were recorded."""
+    with database.read() as connection:
+        return len(connection.execute(select(runs)).all())
+
+
+def test_on_the_loop_a_claim_and_an_outcome_are_what_they_are_on_a_thread(database: Database) -> None:
+    queue = DeliveryQueue(database, owner="w1")
+    claimed = queue.claim_here(NOW, 10)
+    assert [delivery.delivery_id for delivery in claimed] == ["a1", "b1"]
+    assert queue.claim_here(NOW, 10) == [] and queue.claim(NOW, 10) == [], "leased, not handed out twice"
+    assert row(database, "a1")["lease_owner"] == "w1"
+
+    assert queue.complete(claimed[0], DONE, NOW + 1, here=True)
+    assert row(database, "a1")["status"] == DONE and row(database, "a1")["lease_until"] is None
+    assert queue.retry(claimed[1], NOW + 60, "GitHub away", here=True)
+    assert row(database, "b1")["next_attempt_at"] == NOW + 60
+    assert run_count(database) == 2
+    assert [delivery.delivery_id for delivery in queue.claim_here(NOW + 2, 10)] == ["a2"]
+
+
+def test_while_another_thread_writes_nothing_is_done_on_the_loop_and_nothing_waits(
+    database: Database,
+) -> None:
+    queue = DeliveryQueue(database, owner="w1")
+    claimed = queue.claim(NOW, 1)
+    held, release = threading.Event(), threading.Event()
+
+    def writer() -> None:
+        with database.writing():  # the intake's commit, say
+            held.set()
+            release.wait(5)
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    held.wait(5)
+    try:
+        started = time.monotonic()
+        with pytest.raises(NotNowError) as raised:
+            queue.claim_here(NOW, 10)
+        with pytest.raises(NotNowError):
+            queue.complete(claimed[0], DONE, NOW, here=True)
+        assert time.monotonic() - started < 0.5
+        assert not raised.value.over_budget
+    finally:
+        release.set()
+        thread.join()
+    assert row(database, "b1")["lease_owner"] is None, "nothing leased"
+    assert row(database, "a1")["status"] == "pending" and run_count(database) == 0, "nothing recorded"
+    assert queue.complete(claimed[0], DONE, NOW, here=True), "and once the lock is free, it is done"
+
+
+def test_while_another_process_writes_the_loop_does_not_wait_for_sqlite(
+    database: Database, tmp_path: Path
+) -> None:
+    queue = DeliveryQueue(database, owner="w1")
+    claimed = queue.claim(NOW, 1)
+    other = sqlite3.connect(tmp_path / "railyard.db", isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")  # a CLI command's write transaction, in another process
+    try:
+        started = time.monotonic()
+        with pytest.raises(NotNowError):
+            queue.complete(claimed[0], DONE, NOW, here=True)
+        with pytest.raises(NotNowError):
+            queue.claim_here(NOW, 10)
+        assert time.monotonic() - started < 0.5, "the loop's connection has no busy timeout"
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    assert row(database, "a1")["status"] == "pending" and row(database, "b1")["lease_owner"] is None
+    assert queue.complete(claimed[0], DONE, NOW, here=True)
+
+
+def test_a_statement_past_the_budget_is_stopped_and_what_the_block_wrote_is_rolled_back(
+    database: Database,
+) -> None:
+    started = time.monotonic()
+    with pytest.raises(NotNowError) as raised, database.bookkeeping_here() as cursor:
+        cursor.execute("BEGIN IMMEDIATE")
+        cursor.execute("UPDATE webhook_deliveries SET lease_owner = 'half-way' WHERE delivery_id = 'a1'")
+        cursor.execute(SLOW)
+    assert raised.value.over_budget
+    assert time.monotonic() - started < 0.5, "interrupted within its budget, not run for seconds"
+    assert row(database, "a1")["lease_owner"] is None
+    with database.bookkeeping_here() as cursor:  # the connection is fine afterwards
+        assert cursor.execute("SELECT count(*) FROM webhook_deliveries").fetchone() == (3,)
+
+
+async def test_a_worker_whose_loop_claim_ran_over_budget_claims_on_a_thread_for_a_while(
+    database: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    router, seen = Router(), list[str]()
+
+    @router.register("issues", "edited")
+    async def record(event: WebhookEvent, services: Services) -> None:
+        seen.append(event.delivery_id)
+
+    worker = wire(database, clock=lambda: NOW).worker(router, Metrics(), poll_seconds=0.05)
+    on_loop = on_thread = 0
+    real_claim = worker.queue.claim
+
+    def over_budget(now: float, limit: int) -> list[ClaimedDelivery]:
+        nonlocal on_loop
+        on_loop += 1
+        raise NotNowError("interrupted", over_budget=True)
+
+    def counted(now: float, limit: int) -> list[ClaimedDelivery]:
+        nonlocal on_thread
+        on_thread += 1
+        return real_claim(now, limit)
+
+    monkeypatch.setattr(worker.queue, "claim_here", over_budget)
+    monkeypatch.setattr(worker.queue, "claim", counted)
+    monkeypatch.setattr(worker_module, "CLAIM_HERE_PAUSE", 60.0)
+    stop = asyncio.Event()
+    running = asyncio.create_task(worker.run(stop))
+    for _ in range(200):
+        if len(seen) == 3:
+            break
+        await asyncio.sleep(0.01)
+    stop.set()
+    await running
+    assert sorted(seen) == ["a1", "a2", "b1"], "every delivery processed"
+    assert on_loop == 1 and on_thread >= 2, "after one claim over budget, the claims went to a thread"
