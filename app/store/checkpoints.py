@@ -37,7 +37,8 @@ log = structlog.get_logger(__name__)
 INTERVAL = 1.0
 """Seconds between checkpoints (0.25 s measured slower under a flood: more, smaller copies)."""
 RESTART_BYTES = 64 * 1024 * 1024
-"""The WAL's size past which it is started over (`journal_size_limit` then trims the file)."""
+"""The WAL's size past which it is started over (the file keeps its size up to
+`WAL_SIZE_LIMIT`, past which `journal_size_limit` trims it)."""
 CATCH_UP_FRAMES = 256
 """A catch-up pass that copied at most this many frames (1 MB of 4 KB pages) leaves little
 for the RESTART to copy while it holds the writers."""

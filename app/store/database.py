@@ -36,6 +36,8 @@ waits as long as any reader; a handler's read fails its delivery, which is retri
 HERE_BUDGET_SECONDS = 0.002
 """How long the event loop's bookkeeping (`bookkeeping_here`) may run before SQLite is told to
 stop it and it is done on a thread instead."""
+HERE_PROGRESS_STEPS = 1_000
+"""SQLite virtual-machine steps between two looks at that budget."""
 WAL_SIZE_LIMIT = 256 * 1024 * 1024
 """The WAL file is trimmed to this once started over. Above what a flood writes between two
 restarts (`app.store.checkpoints`: 64 MB and up to a second's commits, about 100 MB at 5,000
@@ -69,6 +71,14 @@ def _configure_sqlite(engine: Engine, database: Database, busy_ms: int = BUSY_TI
     def _begin(connection: Connection) -> None:
         immediate = connection.get_execution_options().get(_WRITE, False)
         connection.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+
+
+def commit_sqlite(cursor: Any) -> None:
+    """COMMIT on a driver cursor, with no progress handler on its connection: SQLite calls the
+    handler once more as a statement ends, and an interruption there fails a COMMIT that has
+    already committed (`Database.bookkeeping_here` would then report written work as not done)."""
+    cursor.connection.set_progress_handler(None, 0)
+    cursor.execute("COMMIT")
 
 
 def _quiet_checkpoints(pooled: Any) -> None:
@@ -162,6 +172,8 @@ class Database:
             if self._bookkeeper is None:
                 self._bookkeeper = self.engine.raw_connection()
                 self._bookkeeper.cursor().execute("PRAGMA synchronous=NORMAL")
+            if self._loop_bookkeeper is None:  # opened here, on a thread, for `bookkeeping_here`
+                self._loop_bookkeeper = self._open_loop_bookkeeper()
             if self.background_checkpoints:
                 _quiet_checkpoints(self._bookkeeper)
             try:
@@ -181,22 +193,17 @@ class Database:
         rolled back, when another thread of this process holds the write lock (the intake's
         commit, a unit's), when SQLite is busy (another process writes: this connection's busy
         timeout is 0), or when a statement runs past `HERE_BUDGET_SECONDS` (SQLite's progress
-        handler interrupts it, so a large queue never holds the event loop). The caller then
-        does the same on a thread. Write the block as one transaction (`BEGIN IMMEDIATE` to
-        `COMMIT`) so that nothing of it outlives a `NotNowError`.
+        handler interrupts it, so a large queue never holds the event loop); and until the first
+        `bookkeeping` on a thread has opened this path's connection (opening one can wait). The
+        caller then does the same on a thread. Write the block as one transaction, from
+        `BEGIN IMMEDIATE` to `commit_sqlite`, so that nothing of it outlives a `NotNowError`.
         """
         assert self._one_writer is not None, "bookkeeping_here() is for SQLite"
+        if self._loop_bookkeeper is None:  # opening it could wait: `bookkeeping` does, on a thread
+            raise NotNowError("the event loop's connection is not open yet")
         if not self._one_writer.acquire(blocking=False):
             raise NotNowError("another thread of this process holds the write lock")
         try:
-            if self._loop_bookkeeper is None:
-                self._loop_bookkeeper = self.engine.raw_connection()
-                cursor = self._loop_bookkeeper.cursor()
-                cursor.execute("PRAGMA synchronous=NORMAL")
-                cursor.execute("PRAGMA busy_timeout=0")
-                cursor.close()
-            if self.background_checkpoints:
-                _quiet_checkpoints(self._loop_bookkeeper)
             driver = self._loop_bookkeeper.driver_connection
             deadline, over = time.perf_counter() + HERE_BUDGET_SECONDS, [False]
 
@@ -204,7 +211,7 @@ class Database:
                 over[0] = time.perf_counter() > deadline
                 return over[0]
 
-            driver.set_progress_handler(past_deadline, 1_000)
+            driver.set_progress_handler(past_deadline, HERE_PROGRESS_STEPS)
             try:
                 yield self._loop_bookkeeper.cursor()
             except sqlite3.OperationalError as error:  # busy, or interrupted past the budget
@@ -219,6 +226,17 @@ class Database:
                 driver.set_progress_handler(None, 0)
         finally:
             self._one_writer.release()
+
+    def _open_loop_bookkeeper(self) -> Any:
+        """The event loop's bookkeeping connection: no busy timeout, no checkpoint in its commits
+        (a checkpoint copies megabytes, and a progress handler does not stop it)."""
+        connection = self.engine.raw_connection()
+        cursor = connection.cursor()
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.execute("PRAGMA busy_timeout=0")
+        cursor.close()
+        _quiet_checkpoints(connection)
+        return connection
 
     @contextmanager
     def read(self) -> Iterator[Connection]:

@@ -21,7 +21,7 @@ from typing import Any
 
 from sqlalchemy import bindparam, func, select, update
 
-from app.store.database import Database
+from app.store.database import Database, commit_sqlite
 from app.store.tables import DeliveryRunRow, WebhookDeliveryRow, table
 
 deliveries = table(WebhookDeliveryRow)
@@ -192,14 +192,15 @@ class DeliveryQueue:
 
     def claim_here(self, now: float, limit: int) -> list[ClaimedDelivery]:
         """`claim` on the event loop (SQLite), all at once or `NotNowError` with nothing leased
-        (`Database.bookkeeping_here`): the read and the lease in one transaction."""
+        (`Database.bookkeeping_here`): the candidates read, then leased in one transaction
+        (the UPDATE checks again that each is free, and the leased ones are read back)."""
         with self.database.bookkeeping_here() as cursor:
             rows = cursor.execute(self._claimable_sqlite, {"now": now, "limit": limit}).fetchall()
             if not rows:
                 return []
             cursor.execute("BEGIN IMMEDIATE")
             leased = self._lease_sqlite(cursor, rows, now)
-            cursor.execute("COMMIT")
+            commit_sqlite(cursor)
         return [self._claimed(row) for row in rows if row[0] in leased]
 
     def _lease_sqlite(self, cursor: Any, rows: Sequence[Sequence[Any]], now: float) -> set[int]:
@@ -281,7 +282,7 @@ class DeliveryQueue:
         kept: bool = cursor.rowcount == 1
         cursor.execute(_INSERT_RUN if sqlite else _INSERT_RUN_POSTGRES, {**run, "lease_kept": kept})
         if sqlite:
-            cursor.execute("COMMIT")
+            commit_sqlite(cursor)
         else:
             cursor.connection.commit()
         return kept

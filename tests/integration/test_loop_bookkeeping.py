@@ -16,6 +16,7 @@ from sqlalchemy import select
 from app.bootstrap import wire
 from app.runtime import worker as worker_module
 from app.runtime.metrics import Metrics
+from app.store import database as database_module
 from app.store.database import Database, NotNowError
 from app.store.intake import IncomingDelivery, write_batch
 from app.store.queue import DONE, ClaimedDelivery, DeliveryQueue, deliveries, runs
@@ -40,6 +41,8 @@ def database(tmp_path: Path) -> Iterator[Database]:
     """SQLite with three pending deliveries: two of ticket `a`, one of ticket `b`."""
     database = sqlite_database(tmp_path / "railyard.db")
     write_batch(database, [pending("a1", "a"), pending("a2", "a"), pending("b1", "b")])
+    with database.bookkeeping():  # opens the event loop's connection too, as a worker's first claim does
+        pass
     yield database
     database.close()
 
@@ -70,6 +73,41 @@ def test_on_the_loop_a_claim_and_an_outcome_are_what_they_are_on_a_thread(databa
     assert row(database, "b1")["next_attempt_at"] == NOW + 60
     assert run_count(database) == 2
     assert [delivery.delivery_id for delivery in queue.claim_here(NOW + 2, 10)] == ["a2"]
+
+
+def test_the_loop_does_nothing_until_a_thread_has_opened_its_connection(tmp_path: Path) -> None:
+    """Opening a connection can wait (for the pool, for SQLite): never on the event loop."""
+    database = sqlite_database(tmp_path / "railyard.db")
+    write_batch(database, [pending("a1", "a")])
+    queue = DeliveryQueue(database, owner="w1")
+    with pytest.raises(NotNowError):
+        queue.claim_here(NOW, 10)
+    claimed = queue.claim(NOW, 10)  # on a thread: this opens it
+    assert queue.complete(claimed[0], DONE, NOW, here=True)
+    database.close()
+
+
+def test_a_commit_that_ends_past_the_budget_still_counts_as_done(
+    database: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SQLite asks the progress handler once more as a statement ends: a COMMIT that has
+    committed must not then be reported as interrupted (its work would be redone on a thread,
+    a lease left behind or a run recorded twice)."""
+    clock = [0.0]
+    monkeypatch.setattr(database_module.time, "perf_counter", lambda: clock[0])  # type: ignore[attr-defined]
+    monkeypatch.setattr(database_module, "HERE_PROGRESS_STEPS", 1)  # the handler at every step
+
+    def at_commit(sql: str) -> None:
+        if sql == "COMMIT":
+            clock[0] += 10.0  # the budget runs out while the COMMIT runs
+
+    database._loop_bookkeeper.driver_connection.set_trace_callback(at_commit)
+    queue = DeliveryQueue(database, owner="w1")
+    claimed = queue.claim_here(NOW, 10)
+    assert [delivery.delivery_id for delivery in claimed] == ["a1", "b1"]
+    assert queue.complete(claimed[0], DONE, NOW, here=True)
+    assert queue.retry(claimed[1], NOW + 60, "later", here=True)
+    assert run_count(database) == 2 and row(database, "a1")["status"] == DONE
 
 
 def test_while_another_thread_writes_nothing_is_done_on_the_loop_and_nothing_waits(
@@ -175,3 +213,41 @@ async def test_a_worker_whose_loop_claim_ran_over_budget_claims_on_a_thread_for_
     await running
     assert sorted(seen) == ["a1", "a2", "b1"], "every delivery processed"
     assert on_loop == 1 and on_thread >= 2, "after one claim over budget, the claims went to a thread"
+
+
+async def test_a_worker_on_sqlite_claims_and_records_outcomes_on_the_loop(
+    database: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    router, seen = Router(), list[str]()
+
+    @router.register("issues", "edited")
+    async def record(event: WebhookEvent, services: Services) -> None:
+        seen.append(event.delivery_id)
+
+    worker = wire(database, clock=lambda: NOW).worker(router, Metrics(), poll_seconds=0.05)
+    done_here = {"claims": 0, "outcomes": 0}
+    real_here, real_complete = worker.queue.claim_here, worker.queue.complete
+
+    def claim_here(now: float, limit: int) -> list[ClaimedDelivery]:
+        claimed = real_here(now, limit)
+        done_here["claims"] += bool(claimed)
+        return claimed
+
+    def complete(*args: object, here: bool = False, **kwargs: object) -> bool:
+        kept = real_complete(*args, here=here, **kwargs)  # type: ignore[arg-type]
+        done_here["outcomes"] += here
+        return kept
+
+    monkeypatch.setattr(worker.queue, "claim_here", claim_here)
+    monkeypatch.setattr(worker.queue, "complete", complete)
+    stop = asyncio.Event()
+    running = asyncio.create_task(worker.run(stop))
+    for _ in range(200):
+        if len(seen) == 3:
+            break
+        await asyncio.sleep(0.01)
+    stop.set()
+    await running
+    assert sorted(seen) == ["a1", "a2", "b1"]
+    assert done_here == {"claims": 2, "outcomes": 3}, "every claim and outcome on the loop, no thread"
+    assert {row(database, name)["status"] for name in ("a1", "a2", "b1")} == {DONE}
