@@ -7,6 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import select
 
+from app.store import queue as queue_module
 from app.store.database import Database
 from app.store.intake import IncomingDelivery, write_batch
 from app.store.queue import (
@@ -98,6 +99,32 @@ def test_an_expired_lease_is_taken_over_and_the_late_finish_is_recorded_as_lost(
     assert status == DONE
 
 
+def test_a_storm_over_many_keys_is_claimed_oldest_first_from_the_window(
+    database: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """3,000 check runs of 3,000 commits: the oldest heads, as the walk over every key would
+    give them, without that walk (it is not run: the window had enough)."""
+    write_batch(database, [pending(f"c{n}", f"acme/web@{n:05d}", NOW + n / 1000) for n in range(3000)])
+    queue = DeliveryQueue(database, owner="w1")
+    walked = []
+    real_execute = queue_module.DeliveryQueue._claimable
+
+    def no_walk(self: DeliveryQueue, cursor: object, now: float, limit: int, *, sqlite: bool) -> list[object]:
+        class Watching:
+            def execute(self, statement: str, parameters: object) -> object:
+                walked.append("WITH RECURSIVE" in statement)
+                return cursor.execute(statement, parameters)  # type: ignore[attr-defined]
+
+        return real_execute(self, Watching(), now, limit, sqlite=sqlite)
+
+    monkeypatch.setattr(queue_module.DeliveryQueue, "_claimable", no_walk)
+    first = queue.claim(NOW + 10, 4)
+    assert ids(first) == ["c0", "c1", "c2", "c3"]
+    assert queue.complete(first[0], DONE, NOW + 10)
+    assert ids(queue.claim(NOW + 10, 2)) == ["c4", "c5"]
+    assert not any(walked), "answered from the window"
+
+
 def test_a_long_backlog_of_one_ticket_still_yields_the_other_tickets(database: Database) -> None:
     backlog = [pending(f"a{n}", "a", NOW + n / 1000) for n in range(2000)]
     write_batch(database, [*backlog, pending("b1", "b", NOW + 5)])
@@ -106,15 +133,27 @@ def test_a_long_backlog_of_one_ticket_still_yields_the_other_tickets(database: D
     assert ids(queue.claim(NOW + 10, 10)) == ["a0", "b1"]
 
 
+SHIPPED_WINDOW = queue_module.CLAIM_WINDOW
+
+
+@pytest.mark.parametrize("window", [1, 3, SHIPPED_WINDOW])
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     keys=st.lists(st.sampled_from(["a", "b", "c", None]), min_size=1, max_size=25),
     steps=st.lists(st.tuples(st.sampled_from(["done", "retry"]), st.integers(1, 4)), max_size=30),
 )
 def test_claims_follow_per_ticket_order_whatever_happens(
-    tmp_path_factory: pytest.TempPathFactory, keys: list[str | None], steps: list[tuple[str, int]]
+    tmp_path_factory: pytest.TempPathFactory,
+    monkeypatch: pytest.MonkeyPatch,
+    window: int,
+    keys: list[str | None],
+    steps: list[tuple[str, int]],
 ) -> None:
-    """Against a model: a claim returns exactly the due heads of each key, oldest first."""
+    """Against a model: a claim returns exactly the due heads of each key, oldest first, whether
+    the window of the oldest pending deliveries answers it or the walk over every key does."""
+    monkeypatch.setattr(queue_module, "CLAIM_WINDOW", window)
+    if window != SHIPPED_WINDOW:  # small windows: tried at every claim, never rested
+        monkeypatch.setattr(queue_module, "WINDOW_RESTS", 0)
     database = sqlite_database(tmp_path_factory.mktemp("queue") / "railyard.db")
     try:
         write_batch(database, [pending(f"d{n}", key, NOW + n / 1000) for n, key in enumerate(keys)])
