@@ -9,18 +9,22 @@ Starts, one after the other, on a fresh SQLite database each (fsync on):
 
 and posts each the same `--count` signed `check_run.completed` deliveries (a real payload from
 `@octokit/webhooks-examples`, each with its own delivery id; the repository has no tickets, so
-the check links none) with `--concurrency` requests in flight, then waits until railyard has
-processed them all. Prints the CPU milliseconds per delivery each process used (from /proc),
-and railyard's processing alone (serve less intake alone). No GitHub call is expected: the
-API URL points at a closed port, and a delivery that needed GitHub would be retried, not done.
+the check links none; all of one head commit, or spread over `--commits` commits: a storm
+across many pull requests, as many ordering keys) with `--concurrency` requests in flight, then
+waits until railyard has processed them all. Prints the CPU milliseconds per delivery each
+process used (from /proc), and railyard's processing alone (serve less intake alone). No GitHub
+call is expected: the API URL points at a closed port, and a delivery that needed GitHub would
+be retried, not done.
 
-    python bench/ignored_events.py [--count 2000] [--concurrency 8]
+    python bench/ignored_events.py [--count 2000] [--concurrency 8] [--commits 1]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
+import json
 import os
 import sys
 import tempfile
@@ -41,19 +45,24 @@ from support.payloads import example
 from support.servers import WEBHOOK_SECRET, ServerProcess, private_key_pem
 
 
-def check_run_payload() -> bytes:
-    """A real `check_run.completed` whose pull requests link no railyard ticket."""
-    return example("api.github.com", "check_run", "02-completed.json")
+def check_run_payloads(commits: int) -> list[bytes]:
+    """Real `check_run.completed` payloads whose pull requests link no railyard ticket, one per
+    head commit (each commit's check runs are one ordering key)."""
+    raw = example("api.github.com", "check_run", "02-completed.json")
+    if commits == 1:
+        return [raw]
+    payload, out = json.loads(raw), []
+    for number in range(commits):
+        sha = hashlib.sha1(f"storm-{number}".encode()).hexdigest()  # noqa: S324 - a commit id, not a secret
+        payload["check_run"]["head_sha"] = payload["check_run"]["check_suite"]["head_sha"] = sha
+        out.append(json.dumps(payload).encode())
+    return out
 
 
-async def post_all(url: str, body: bytes, count: int, concurrency: int) -> int:
-    """Post `count` deliveries of `body`, `concurrency` at a time; how many were acknowledged."""
-    signature = sign(body, WEBHOOK_SECRET.encode())
-    headers = {
-        "Content-Type": "application/json",
-        "X-GitHub-Event": "check_run",
-        "X-Hub-Signature-256": signature,
-    }
+async def post_all(url: str, bodies: list[bytes], count: int, concurrency: int) -> int:
+    """Post `count` deliveries, the bodies in turn, `concurrency` at a time; how many were acknowledged."""
+    signed = [(body, sign(body, WEBHOOK_SECRET.encode())) for body in bodies]
+    headers = {"Content-Type": "application/json", "X-GitHub-Event": "check_run"}
     acknowledged = 0
     queue: asyncio.Queue[int] = asyncio.Queue()
     for number in range(count):
@@ -62,8 +71,8 @@ async def post_all(url: str, body: bytes, count: int, concurrency: int) -> int:
     async def sender(session: aiohttp.ClientSession) -> None:
         nonlocal acknowledged
         while not queue.empty():
-            queue.get_nowait()
-            sent = {**headers, "X-GitHub-Delivery": str(uuid.uuid4())}
+            body, signature = signed[queue.get_nowait() % len(signed)]
+            sent = {**headers, "X-Hub-Signature-256": signature, "X-GitHub-Delivery": str(uuid.uuid4())}
             async with session.post(f"{url}/webhooks", data=body, headers=sent) as response:
                 await response.read()
                 acknowledged += response.status < 300
@@ -74,7 +83,13 @@ async def post_all(url: str, body: bytes, count: int, concurrency: int) -> int:
 
 
 async def measure(
-    label: str, command: list[str] | None, folder: Path, count: int, concurrency: int, processed: bool
+    label: str,
+    command: list[str] | None,
+    folder: Path,
+    bodies: list[bytes],
+    count: int,
+    concurrency: int,
+    processed: bool,
 ) -> float:
     """CPU ms per delivery of one server process, from the first request until it is done."""
     url = f"sqlite:///{folder}/{label}.db"
@@ -91,7 +106,7 @@ async def measure(
     try:
         await asyncio.sleep(1.0)  # past the start-up's own work
         before, started = cpu_seconds(server.process.pid), time.perf_counter()
-        acknowledged = await post_all(server.url, check_run_payload(), count, concurrency)
+        acknowledged = await post_all(server.url, bodies, count, concurrency)
         if processed:
             database = Database(url)
             while (await asyncio.to_thread(queue_depth, database))[0]:
@@ -109,19 +124,21 @@ async def measure(
     return per
 
 
-async def main(count: int, concurrency: int) -> None:
+async def main(count: int, concurrency: int, commits: int) -> None:
     """The three processes, each on its own database; the figures and their differences."""
     python = sys.executable
-    print(f"cores={os.cpu_count()} python={sys.version.split()[0]} count={count} concurrency={concurrency}")
+    print(
+        f"cores={os.cpu_count()} python={sys.version.split()[0]} count={count} "
+        f"concurrency={concurrency} commits={commits}"
+    )
+    bodies = check_run_payloads(commits)
     with tempfile.TemporaryDirectory() as folder:
         base = Path(folder)
-        bot = await measure(
-            "stateless", [python, str(ROOT / "bench" / "stateless_bot.py")], base, count, concurrency, False
-        )
-        alone = await measure(
-            "intake alone", [python, str(ROOT / "bench" / "intake_alone.py")], base, count, concurrency, False
-        )
-        serve = await measure("railyard", None, base, count, concurrency, True)
+        bot_command = [python, str(ROOT / "bench" / "stateless_bot.py")]
+        bot = await measure("stateless", bot_command, base, bodies, count, concurrency, False)
+        alone_command = [python, str(ROOT / "bench" / "intake_alone.py")]
+        alone = await measure("intake alone", alone_command, base, bodies, count, concurrency, False)
+        serve = await measure("railyard", None, base, bodies, count, concurrency, True)
     print(
         f"  railyard {serve:.2f} ms per ignored delivery, {serve / bot:.1f}x the stateless bot's "
         f"{bot:.2f} ms; the intake {alone:.2f} ms, the processing {serve - alone:.2f} ms",
@@ -135,5 +152,8 @@ if __name__ == "__main__":
     )
     parser.add_argument("--count", type=int, default=2000)
     parser.add_argument("--concurrency", type=int, default=8)
+    parser.add_argument(
+        "--commits", type=int, default=1, help="head commits the check runs spread over (ordering keys)"
+    )
     arguments = parser.parse_args()
-    asyncio.run(main(arguments.count, arguments.concurrency))
+    asyncio.run(main(arguments.count, arguments.concurrency, arguments.commits))
