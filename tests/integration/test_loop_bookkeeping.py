@@ -16,6 +16,7 @@ from sqlalchemy import select
 from app.bootstrap import wire
 from app.runtime import worker as worker_module
 from app.runtime.metrics import Metrics
+from app.runtime.worker import Worker
 from app.store import database as database_module
 from app.store.database import Database, NotNowError
 from app.store.intake import IncomingDelivery, write_batch
@@ -58,6 +59,29 @@ def run_count(database: Database) -> int:
     """How many processing runs were recorded."""
     with database.read() as connection:
         return len(connection.execute(select(runs)).all())
+
+
+def recording_worker(database: Database) -> tuple[Worker, list[str]]:
+    """A worker whose one handler notes the id of every `issues.edited` delivery it runs."""
+    router, seen = Router(), list[str]()
+
+    @router.register("issues", "edited")
+    async def record(event: WebhookEvent, services: Services) -> None:
+        seen.append(event.delivery_id)
+
+    return wire(database, clock=lambda: NOW).worker(router, Metrics(), poll_seconds=0.05), seen
+
+
+async def run_until(worker: Worker, seen: list[str], count: int) -> None:
+    """Run the worker until it has run `count` deliveries (two seconds at most), then stop it."""
+    stop = asyncio.Event()
+    running = asyncio.create_task(worker.run(stop))
+    for _ in range(200):
+        if len(seen) >= count:
+            break
+        await asyncio.sleep(0.01)
+    stop.set()
+    await running
 
 
 def test_on_the_loop_a_claim_and_an_outcome_are_what_they_are_on_a_thread(database: Database) -> None:
@@ -180,13 +204,7 @@ def test_a_statement_past_the_budget_is_stopped_and_what_the_block_wrote_is_roll
 async def test_a_worker_whose_loop_claim_ran_over_budget_claims_on_a_thread_for_a_while(
     database: Database, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    router, seen = Router(), list[str]()
-
-    @router.register("issues", "edited")
-    async def record(event: WebhookEvent, services: Services) -> None:
-        seen.append(event.delivery_id)
-
-    worker = wire(database, clock=lambda: NOW).worker(router, Metrics(), poll_seconds=0.05)
+    worker, seen = recording_worker(database)
     on_loop = on_thread = 0
     real_claim = worker.queue.claim
 
@@ -203,14 +221,7 @@ async def test_a_worker_whose_loop_claim_ran_over_budget_claims_on_a_thread_for_
     monkeypatch.setattr(worker.queue, "claim_here", over_budget)
     monkeypatch.setattr(worker.queue, "claim", counted)
     monkeypatch.setattr(worker_module, "CLAIM_HERE_PAUSE", 60.0)
-    stop = asyncio.Event()
-    running = asyncio.create_task(worker.run(stop))
-    for _ in range(200):
-        if len(seen) == 3:
-            break
-        await asyncio.sleep(0.01)
-    stop.set()
-    await running
+    await run_until(worker, seen, 3)
     assert sorted(seen) == ["a1", "a2", "b1"], "every delivery processed"
     assert on_loop == 1 and on_thread >= 2, "after one claim over budget, the claims went to a thread"
 
@@ -218,13 +229,7 @@ async def test_a_worker_whose_loop_claim_ran_over_budget_claims_on_a_thread_for_
 async def test_a_worker_on_sqlite_claims_and_records_outcomes_on_the_loop(
     database: Database, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    router, seen = Router(), list[str]()
-
-    @router.register("issues", "edited")
-    async def record(event: WebhookEvent, services: Services) -> None:
-        seen.append(event.delivery_id)
-
-    worker = wire(database, clock=lambda: NOW).worker(router, Metrics(), poll_seconds=0.05)
+    worker, seen = recording_worker(database)
     done_here = {"claims": 0, "outcomes": 0}
     real_here, real_complete = worker.queue.claim_here, worker.queue.complete
 
@@ -240,14 +245,7 @@ async def test_a_worker_on_sqlite_claims_and_records_outcomes_on_the_loop(
 
     monkeypatch.setattr(worker.queue, "claim_here", claim_here)
     monkeypatch.setattr(worker.queue, "complete", complete)
-    stop = asyncio.Event()
-    running = asyncio.create_task(worker.run(stop))
-    for _ in range(200):
-        if len(seen) == 3:
-            break
-        await asyncio.sleep(0.01)
-    stop.set()
-    await running
+    await run_until(worker, seen, 3)
     assert sorted(seen) == ["a1", "a2", "b1"]
     assert done_here == {"claims": 2, "outcomes": 3}, "every claim and outcome on the loop, no thread"
     assert {row(database, name)["status"] for name in ("a1", "a2", "b1")} == {DONE}
