@@ -10,6 +10,7 @@ taken up again. On PostgreSQL, `FOR UPDATE SKIP LOCKED` lets any number of worke
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import socket
@@ -94,8 +95,12 @@ CLAIM_WINDOW = 8
 each ordering key is its head (nothing older is pending), so when they hold enough claimable
 heads, or are all there is, the claim needs no walk over every key (`_HEADS`), which costs about
 5 µs a key: 14 ms with 3,000 keys waiting, as in a storm of check runs across many commits.
-When the window was not enough (one ticket's long backlog fills it), the next
-`WINDOW_RESTS` claims walk at once, without reading it first."""
+Deliveries in flight (leased, several workers' worth) keep their places in it, so a window that
+is not enough is read again four times larger, up to `MAX_WINDOW`, and the size that answered is
+kept for the next claim. When even that is not enough (one ticket's long backlog fills it), the
+claim walks, the size goes back to `CLAIM_WINDOW`, and the next `WINDOW_RESTS` claims walk at
+once, without reading a window first."""
+MAX_WINDOW = 128
 WINDOW_RESTS = 32
 _WINDOW = (
     "SELECT seq, ordering_key FROM webhook_deliveries{index} "
@@ -103,7 +108,19 @@ _WINDOW = (
 )
 _WINDOW_SQLITE = _WINDOW.format(index=" INDEXED BY ix_webhook_deliveries_status_seq", limit=":window")
 _WINDOW_POSTGRES = _WINDOW.format(index="", limit="%(window)s")
-_IN_WINDOW = _CLAIMED_COLUMNS + "FROM webhook_deliveries d WHERE d.seq IN ({marks}) AND" + _DUE
+_IN_WINDOW_SQLITE = (
+    _CLAIMED_COLUMNS  # noqa: S608 - constants
+    + "FROM webhook_deliveries d WHERE d.seq IN (SELECT value FROM json_each(:seqs)) AND"
+    + _DUE
+)
+_IN_WINDOW_POSTGRES = (
+    re.sub(
+        r":(\w+)",
+        r"%(\1)s",
+        _CLAIMED_COLUMNS + "FROM webhook_deliveries d WHERE d.seq = ANY(:seqs) AND" + _DUE,
+    )
+    + "FOR UPDATE OF d SKIP LOCKED"
+)
 _LEASE_SQLITE = (
     "UPDATE webhook_deliveries SET lease_until = ?, lease_owner = ?, attempts = attempts + 1 "
     "WHERE seq IN ({marks}) AND status = 'pending' AND (lease_until IS NULL OR lease_until < ?)"
@@ -176,6 +193,7 @@ class DeliveryQueue:
         self.lease_seconds = lease_seconds
         self._claimable_sqlite = _CLAIMABLE_SQLITE.format(pending=_SQLITE_INDEX)
         self._window_rests = 0  # claims left that walk every key without trying the window
+        self._window = CLAIM_WINDOW  # the window's size that answered last
 
     def claim(self, now: float, limit: int) -> list[ClaimedDelivery]:
         """Lease up to `limit` claimable deliveries to this worker."""
@@ -226,9 +244,25 @@ class DeliveryQueue:
         if self._window_rests:
             self._window_rests -= 1
             return list(cursor.execute(walk, {"now": now, "limit": limit}).fetchall())
-        window = cursor.execute(
-            _WINDOW_SQLITE if sqlite else _WINDOW_POSTGRES, {"window": CLAIM_WINDOW}
-        ).fetchall()
+        size = self._window
+        while True:
+            rows, enough = self._from_window(cursor, now, limit, size, sqlite=sqlite)
+            if enough:
+                self._window = size
+                return rows
+            if size >= MAX_WINDOW:
+                break
+            size = min(size * 4, MAX_WINDOW)
+        self._window, self._window_rests = CLAIM_WINDOW, WINDOW_RESTS
+        return list(cursor.execute(walk, {"now": now, "limit": limit}).fetchall())
+
+    @staticmethod
+    def _from_window(
+        cursor: Any, now: float, limit: int, size: int, *, sqlite: bool
+    ) -> tuple[list[Any], bool]:
+        """The claimable heads among the `size` oldest pending deliveries, and whether they are
+        the answer (enough of them, or every pending delivery was in the window)."""
+        window = cursor.execute(_WINDOW_SQLITE if sqlite else _WINDOW_POSTGRES, {"window": size}).fetchall()
         seen: set[str] = set()
         heads: list[int] = []
         for seq, key in window:
@@ -236,18 +270,15 @@ class DeliveryQueue:
                 heads.append(seq)
                 if key is not None:
                     seen.add(key)
+        full = len(window) == size
+        if full and len(heads) < limit:  # not enough however many are due
+            return [], False
         rows: list[Any] = []
         if heads:
-            marks = ", ".join(f":s{n}" if sqlite else f"%(s{n})s" for n in range(len(heads)))
-            statement = _IN_WINDOW.format(marks=marks)
-            if not sqlite:
-                statement = re.sub(r":(now|limit)\b", r"%(\1)s", statement) + "FOR UPDATE OF d SKIP LOCKED"
-            parameters = {"now": now, "limit": limit, **{f"s{n}": seq for n, seq in enumerate(heads)}}
-            rows = cursor.execute(statement, parameters).fetchall()
-        if len(rows) >= limit or len(window) < CLAIM_WINDOW:
-            return rows  # the oldest claimable heads, or every one there is
-        self._window_rests = WINDOW_RESTS
-        return list(cursor.execute(walk, {"now": now, "limit": limit}).fetchall())
+            statement = _IN_WINDOW_SQLITE if sqlite else _IN_WINDOW_POSTGRES
+            seqs = json.dumps(heads) if sqlite else heads
+            rows = cursor.execute(statement, {"now": now, "limit": limit, "seqs": seqs}).fetchall()
+        return rows, len(rows) >= limit or not full
 
     def _lease_sqlite(self, cursor: Any, rows: Sequence[Sequence[Any]], now: float) -> set[int]:
         """Lease the candidate rows still free; the seqs this claim now holds."""

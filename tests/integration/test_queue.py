@@ -99,30 +99,60 @@ def test_an_expired_lease_is_taken_over_and_the_late_finish_is_recorded_as_lost(
     assert status == DONE
 
 
+def watch_statements(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The kinds of statement every claim runs from now on: "window", "heads", "walk"."""
+    ran: list[str] = []
+    real_claimable = queue_module.DeliveryQueue._claimable
+
+    def watched(self: DeliveryQueue, cursor: object, now: float, limit: int, *, sqlite: bool) -> list[object]:
+        class Watching:
+            def execute(self, statement: str, parameters: object) -> object:
+                kind = (
+                    "walk" if "WITH RECURSIVE" in statement else "heads" if "d.seq" in statement else "window"
+                )
+                ran.append(kind)
+                return cursor.execute(statement, parameters)  # type: ignore[attr-defined]
+
+        return real_claimable(self, Watching(), now, limit, sqlite=sqlite)
+
+    monkeypatch.setattr(queue_module.DeliveryQueue, "_claimable", watched)
+    return ran
+
+
 def test_a_storm_over_many_keys_is_claimed_oldest_first_from_the_window(
     database: Database, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """3,000 check runs of 3,000 commits: the oldest heads, as the walk over every key would
-    give them, without that walk (it is not run: the window had enough)."""
+    """3,000 check runs of 3,000 commits, three workers with 12 in flight: the oldest heads, as
+    the walk over every key would give them, without that walk (the window had enough)."""
     write_batch(database, [pending(f"c{n}", f"acme/web@{n:05d}", NOW + n / 1000) for n in range(3000)])
+    ran = watch_statements(monkeypatch)
+    workers = [DeliveryQueue(database, owner=f"w{n}") for n in range(3)]
+    in_flight = [delivery for queue in workers for delivery in queue.claim(NOW + 10, 4)]
+    assert ids(in_flight) == [f"c{n}" for n in range(12)]
+    assert workers[0].complete(in_flight[0], DONE, NOW + 10)
+    assert ids(workers[0].claim(NOW + 10, 2)) == ["c12", "c13"]
+    assert "walk" not in ran and ran.count("window") >= 5, "the window, read larger once full of leases"
+
+
+def test_after_a_walk_the_next_claims_walk_at_once_then_the_window_is_tried_again(
+    database: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One ticket's backlog fills the window: the walk answers, and the window is not read
+    again for `WINDOW_RESTS` claims (it would not be enough), then it is."""
+    monkeypatch.setattr(queue_module, "CLAIM_WINDOW", 4)
+    monkeypatch.setattr(queue_module, "MAX_WINDOW", 4)
+    monkeypatch.setattr(queue_module, "WINDOW_RESTS", 3)
+    write_batch(database, [pending(f"a{n}", "a", NOW + n / 1000) for n in range(10)])
+    write_batch(database, [pending("b1", "b", NOW + 5)])
+    ran = watch_statements(monkeypatch)
     queue = DeliveryQueue(database, owner="w1")
-    walked = []
-    real_execute = queue_module.DeliveryQueue._claimable
-
-    def no_walk(self: DeliveryQueue, cursor: object, now: float, limit: int, *, sqlite: bool) -> list[object]:
-        class Watching:
-            def execute(self, statement: str, parameters: object) -> object:
-                walked.append("WITH RECURSIVE" in statement)
-                return cursor.execute(statement, parameters)  # type: ignore[attr-defined]
-
-        return real_execute(self, Watching(), now, limit, sqlite=sqlite)
-
-    monkeypatch.setattr(queue_module.DeliveryQueue, "_claimable", no_walk)
-    first = queue.claim(NOW + 10, 4)
-    assert ids(first) == ["c0", "c1", "c2", "c3"]
-    assert queue.complete(first[0], DONE, NOW + 10)
-    assert ids(queue.claim(NOW + 10, 2)) == ["c4", "c5"]
-    assert not any(walked), "answered from the window"
+    assert ids(queue.claim(NOW + 10, 2)) == ["a0", "b1"]
+    assert ran == ["window", "walk"], "too few heads in a full window: walked"
+    for _ in range(3):
+        assert queue.claim(NOW + 10, 2) == []
+    assert ran[2:] == ["walk"] * 3, "resting: straight to the walk"
+    queue.claim(NOW + 10, 2)
+    assert ran[5] == "window", "then the window again"
 
 
 def test_a_long_backlog_of_one_ticket_still_yields_the_other_tickets(database: Database) -> None:
@@ -133,10 +163,10 @@ def test_a_long_backlog_of_one_ticket_still_yields_the_other_tickets(database: D
     assert ids(queue.claim(NOW + 10, 10)) == ["a0", "b1"]
 
 
-SHIPPED_WINDOW = queue_module.CLAIM_WINDOW
+SHIPPED_WINDOWS = (queue_module.CLAIM_WINDOW, queue_module.MAX_WINDOW)
 
 
-@pytest.mark.parametrize("window", [1, 3, SHIPPED_WINDOW])
+@pytest.mark.parametrize("windows", [(1, 1), (3, 3), (1, 4), SHIPPED_WINDOWS])
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     keys=st.lists(st.sampled_from(["a", "b", "c", None]), min_size=1, max_size=25),
@@ -145,14 +175,15 @@ SHIPPED_WINDOW = queue_module.CLAIM_WINDOW
 def test_claims_follow_per_ticket_order_whatever_happens(
     tmp_path_factory: pytest.TempPathFactory,
     monkeypatch: pytest.MonkeyPatch,
-    window: int,
+    windows: tuple[int, int],
     keys: list[str | None],
     steps: list[tuple[str, int]],
 ) -> None:
     """Against a model: a claim returns exactly the due heads of each key, oldest first, whether
     the window of the oldest pending deliveries answers it or the walk over every key does."""
-    monkeypatch.setattr(queue_module, "CLAIM_WINDOW", window)
-    if window != SHIPPED_WINDOW:  # small windows: tried at every claim, never rested
+    monkeypatch.setattr(queue_module, "CLAIM_WINDOW", windows[0])
+    monkeypatch.setattr(queue_module, "MAX_WINDOW", windows[1])
+    if windows != SHIPPED_WINDOWS:  # small windows: tried at every claim, never rested
         monkeypatch.setattr(queue_module, "WINDOW_RESTS", 0)
     database = sqlite_database(tmp_path_factory.mktemp("queue") / "railyard.db")
     try:
