@@ -170,10 +170,12 @@ class Database:
         assert self._one_writer is not None, "bookkeeping() is for SQLite"
         with self._one_writer:
             if self._bookkeeper is None:
-                self._bookkeeper = self.engine.raw_connection()
-                self._bookkeeper.cursor().execute("PRAGMA synchronous=NORMAL")
+                self._bookkeeper = self._open_bookkeeper()
             if self._loop_bookkeeper is None:  # opened here, on a thread, for `bookkeeping_here`
-                self._loop_bookkeeper = self._open_loop_bookkeeper()
+                # No busy timeout, and no checkpoint in its commits (a checkpoint copies
+                # megabytes, and a progress handler does not stop it).
+                self._loop_bookkeeper = self._open_bookkeeper("PRAGMA busy_timeout=0")
+                _quiet_checkpoints(self._loop_bookkeeper)
             if self.background_checkpoints:
                 _quiet_checkpoints(self._bookkeeper)
             try:
@@ -205,11 +207,12 @@ class Database:
             raise NotNowError("another thread of this process holds the write lock")
         try:
             driver = self._loop_bookkeeper.driver_connection
-            deadline, over = time.perf_counter() + HERE_BUDGET_SECONDS, [False]
+            deadline, over_budget = time.perf_counter() + HERE_BUDGET_SECONDS, False
 
             def past_deadline() -> bool:
-                over[0] = time.perf_counter() > deadline
-                return over[0]
+                nonlocal over_budget
+                over_budget = time.perf_counter() > deadline
+                return over_budget
 
             driver.set_progress_handler(past_deadline, HERE_PROGRESS_STEPS)
             try:
@@ -217,7 +220,7 @@ class Database:
             except sqlite3.OperationalError as error:  # busy, or interrupted past the budget
                 if driver.in_transaction:
                     driver.rollback()
-                raise NotNowError(str(error), over_budget=over[0]) from error
+                raise NotNowError(str(error), over_budget=over_budget) from error
             except BaseException:
                 if driver.in_transaction:
                     driver.rollback()
@@ -227,15 +230,13 @@ class Database:
         finally:
             self._one_writer.release()
 
-    def _open_loop_bookkeeper(self) -> Any:
-        """The event loop's bookkeeping connection: no busy timeout, no checkpoint in its commits
-        (a checkpoint copies megabytes, and a progress handler does not stop it)."""
+    def _open_bookkeeper(self, *pragmas: str) -> Any:
+        """A pooled connection kept for bookkeeping: commits not waiting for the disk, and `pragmas`."""
         connection = self.engine.raw_connection()
         cursor = connection.cursor()
-        cursor.execute("PRAGMA synchronous=NORMAL")
-        cursor.execute("PRAGMA busy_timeout=0")
+        for pragma in ("PRAGMA synchronous=NORMAL", *pragmas):
+            cursor.execute(pragma)
         cursor.close()
-        _quiet_checkpoints(connection)
         return connection
 
     @contextmanager

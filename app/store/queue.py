@@ -113,14 +113,7 @@ _IN_WINDOW_SQLITE = (
     + "FROM webhook_deliveries d WHERE d.seq IN (SELECT value FROM json_each(:seqs)) AND"
     + _DUE
 )
-_IN_WINDOW_POSTGRES = (
-    re.sub(
-        r":(\w+)",
-        r"%(\1)s",
-        _CLAIMED_COLUMNS + "FROM webhook_deliveries d WHERE d.seq = ANY(:seqs) AND" + _DUE,
-    )
-    + "FOR UPDATE OF d SKIP LOCKED"
-)
+_IN_WINDOW = _CLAIMED_COLUMNS + "FROM webhook_deliveries d WHERE d.seq = ANY(:seqs) AND" + _DUE
 _LEASE_SQLITE = (
     "UPDATE webhook_deliveries SET lease_until = ?, lease_owner = ?, attempts = attempts + 1 "
     "WHERE seq IN ({marks}) AND status = 'pending' AND (lease_until IS NULL OR lease_until < ?)"
@@ -136,8 +129,15 @@ _INSERT_RUN = (
     "VALUES (:delivery_seq, :worker, :attempt, :outcome, :lease_kept, :started_at, :finished_at)"
 )
 
-_INSERT_RUN_POSTGRES = re.sub(r":(\w+)", r"%(\1)s", _INSERT_RUN)  # psycopg's named parameters
-_CLAIMABLE_POSTGRES_RAW = re.sub(r":(\w+)", r"%(\1)s", _CLAIMABLE_POSTGRES.format(pending=""))
+
+def _psycopg(sql: str) -> str:
+    """`sql` with psycopg's named parameters (`%(name)s`) for SQLite's (`:name`)."""
+    return re.sub(r":(\w+)", r"%(\1)s", sql)
+
+
+_INSERT_RUN_POSTGRES = _psycopg(_INSERT_RUN)
+_CLAIMABLE_POSTGRES_RAW = _psycopg(_CLAIMABLE_POSTGRES.format(pending=""))
+_IN_WINDOW_POSTGRES = _psycopg(_IN_WINDOW) + "FOR UPDATE OF d SKIP LOCKED"
 _LEASE_POSTGRES = (
     "UPDATE webhook_deliveries SET lease_until = %s, lease_owner = %s, attempts = attempts + 1 "
     "WHERE seq = ANY(%s) AND status = 'pending' AND (lease_until IS NULL OR lease_until < %s)"
@@ -316,19 +316,18 @@ class DeliveryQueue:
             parent,
         )
 
-    def _finish(self, claimed: ClaimedDelivery, values: dict[str, Any], outcome: str, started: float) -> bool:
+    def _finish(
+        self, claimed: ClaimedDelivery, values: dict[str, Any], outcome: str, started: float, here: bool
+    ) -> bool:
         sqlite = self.database.is_sqlite
         # Two statements straight to the driver, as bookkeeping: this runs for every delivery,
         # and SQLAlchemy's execution around them costs more than they do.
-        with self.database.bookkeeping() if sqlite else _raw(self.database) as cursor:
+        if here:  # on the event loop, all of it or NotNowError with nothing written
+            bookkeeping = self.database.bookkeeping_here()
+        else:
+            bookkeeping = self.database.bookkeeping() if sqlite else _raw(self.database)
+        with bookkeeping as cursor:
             return self._finish_on(cursor, sqlite, claimed, values, outcome, started)
-
-    def _finish_here(
-        self, claimed: ClaimedDelivery, values: dict[str, Any], outcome: str, started: float
-    ) -> bool:
-        """`_finish` on the event loop (SQLite), all of it or `NotNowError` with nothing written."""
-        with self.database.bookkeeping_here() as cursor:
-            return self._finish_on(cursor, True, claimed, values, outcome, started)
 
     def _finish_on(
         self,
@@ -379,16 +378,15 @@ class DeliveryQueue:
         `here`: on the event loop, SQLite only, all of it or `NotNowError` (`Database.bookkeeping_here`).
         """
         values = {"status": status, "processed_at": now, "last_error": note}
-        finish = self._finish_here if here else self._finish
-        return finish(claimed, values, status, started or now)
+        return self._finish(claimed, values, status, started or now, here)
 
     def retry(
         self, claimed: ClaimedDelivery, at: float, error: str, started: float = 0.0, *, here: bool = False
     ) -> bool:
         """Put a delivery back, due at `at`; later deliveries for its ticket wait behind it
         (`here` as for `complete`)."""
-        finish = self._finish_here if here else self._finish
-        return finish(claimed, {"next_attempt_at": at, "last_error": error}, "retry", started or at)
+        values = {"next_attempt_at": at, "last_error": error}
+        return self._finish(claimed, values, "retry", started or at, here)
 
     def extend(self, claimed: ClaimedDelivery, now: float) -> bool:
         """Renew the lease of a delivery still being processed; False when it is no longer this claim's.
