@@ -51,9 +51,8 @@ def _configure_sqlite(engine: Engine, database: Database, busy_ms: int = BUSY_TI
     @event.listens_for(engine, "checkout")
     def _checkpoints(dbapi_connection: Any, record: Any, _proxy: Any) -> None:
         # Once a server's checkpointer runs (app.store.checkpoints), no commit checkpoints.
-        if database.background_checkpoints and not record.info.get(_NO_AUTOCHECKPOINT):
-            dbapi_connection.execute("PRAGMA wal_autocheckpoint=0")
-            record.info[_NO_AUTOCHECKPOINT] = True
+        if database.background_checkpoints:
+            _quiet_checkpoints(dbapi_connection, record.info)
 
     @event.listens_for(engine, "connect")
     def _pragmas(dbapi_connection: Any, _record: Any) -> None:
@@ -81,12 +80,13 @@ def commit_sqlite(cursor: Any) -> None:
     cursor.execute("COMMIT")
 
 
-def _quiet_checkpoints(pooled: Any) -> None:
-    """A pooled connection kept out of the pool since before the checkpointer started: from now
-    on no commit of it checkpoints either (the pool's `checkout` listener does this for the rest)."""
-    if not pooled.info.get(_NO_AUTOCHECKPOINT):
-        pooled.driver_connection.execute("PRAGMA wal_autocheckpoint=0")
-        pooled.info[_NO_AUTOCHECKPOINT] = True
+def _quiet_checkpoints(driver_connection: Any, info: dict[Any, Any]) -> None:
+    """No commit of this connection checkpoints any more (`info`: its pool record's, which
+    remembers it): at checkout once the checkpointer runs, and for the connections kept out of
+    the pool (bookkeeping)."""
+    if not info.get(_NO_AUTOCHECKPOINT):
+        driver_connection.execute("PRAGMA wal_autocheckpoint=0")
+        info[_NO_AUTOCHECKPOINT] = True
 
 
 def _configure_postgres(engine: Engine) -> None:
@@ -175,9 +175,9 @@ class Database:
                 # No busy timeout, and no checkpoint in its commits (a checkpoint copies
                 # megabytes, and a progress handler does not stop it).
                 self._loop_bookkeeper = self._open_bookkeeper("PRAGMA busy_timeout=0")
-                _quiet_checkpoints(self._loop_bookkeeper)
+                _quiet_checkpoints(self._loop_bookkeeper.driver_connection, self._loop_bookkeeper.info)
             if self.background_checkpoints:
-                _quiet_checkpoints(self._bookkeeper)
+                _quiet_checkpoints(self._bookkeeper.driver_connection, self._bookkeeper.info)
             try:
                 yield self._bookkeeper.cursor()
             except BaseException:

@@ -170,8 +170,7 @@ class EffectLeases:
 
     def _renew(self, connection: Connection, row: dict[str, Any], now: float, **values: Any) -> bool:
         """Move this outbox's live lease on the effect forward (setting `values`); False if lost."""
-        if unknown := values.keys() - effects_table.c.keys():  # a prebuilt UPDATE would skip them
-            raise ValueError(f"not columns of outbox_effects: {sorted(unknown)}")
+        _columns_only(values)
         mine = {"b_id": row["id"], "b_owner": self.owner, "b_now": now}
         held = connection.execute(_RENEW, {**mine, "lease_until": now + self.lease_seconds, **values})
         return bool(held.rowcount)
@@ -206,12 +205,16 @@ class EffectLeases:
 
     def finish(self, row: dict[str, Any], now: float, **values: Any) -> None:
         """Release the lease, setting `values` (a retry time, a failure, a cancellation)."""
+        _columns_only(values)
+        mine = {"b_id": row["id"], "b_owner": self.owner}
         with self.database.write() as connection:
-            connection.execute(
-                update(effects_table)
-                .where(effects_table.c.id == row["id"], effects_table.c.lease_owner == self.owner)
-                .values(lease_until=None, updated_at=now, **values)
-            )
+            connection.execute(_MINE, {**mine, "lease_until": None, "updated_at": now, **values})
+
+
+def _columns_only(values: dict[str, Any]) -> None:
+    """Refuse names that are not columns: a prebuilt UPDATE would skip them without a word."""
+    if unknown := values.keys() - effects_table.c.keys():
+        raise ValueError(f"not columns of outbox_effects: {sorted(unknown)}")
 
 
 LISTED = ("id", "kind", "repository", "status", "attempts", "next_attempt_at", "last_error", "created_at")

@@ -151,8 +151,9 @@ class AgentApi:
         self.costs.read(account.id)
         work, per_page, after = _list_query(request)
         repository, _ = await self._repository(request, token, account)
-        listing = self._listing.page
-        page = await off_loop(listing, repository=repository, work=work, limit=per_page, after=after)
+        page = await off_loop(
+            self._listing.page, repository=repository, work=work, limit=per_page, after=after
+        )
         following = page.next.token() if page.next else None
         headers = {}
         if following is not None:

@@ -9,6 +9,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from sqlalchemy import select
@@ -19,29 +20,23 @@ from app.runtime.metrics import Metrics
 from app.runtime.worker import Worker
 from app.store import database as database_module
 from app.store.database import Database, NotNowError
-from app.store.intake import IncomingDelivery, write_batch
+from app.store.intake import write_batch
 from app.store.queue import DONE, ClaimedDelivery, DeliveryQueue, deliveries, runs
-from handlers.ports import Services
-from handlers.routing import Router, WebhookEvent
 from tests.conftest import sqlite_database
+from tests.integration.test_queue import ids
+from tests.integration.test_worker import NOW, edited, recording_router
 
-NOW = 1_800_000_000.0
 SLOW = (
     "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 100000000) "
     "SELECT count(*) FROM c"
 )  # seconds of SQLite's work
 
 
-def pending(delivery_id: str, key: str | None) -> IncomingDelivery:
-    """A stored `issues.edited` delivery waiting for the worker, ordered by `key`."""
-    return IncomingDelivery(delivery_id, "issues", "edited", None, None, key, "pending", "{}", 2, NOW, NOW)
-
-
 @pytest.fixture
 def database(tmp_path: Path) -> Iterator[Database]:
     """SQLite with three pending deliveries: two of ticket `a`, one of ticket `b`."""
     database = sqlite_database(tmp_path / "railyard.db")
-    write_batch(database, [pending("a1", "a"), pending("a2", "a"), pending("b1", "b")])
+    write_batch(database, [edited("a1", "a"), edited("a2", "a"), edited("b1", "b")])
     with database.bookkeeping():  # opens the event loop's connection too, as a worker's first claim does
         pass
     yield database
@@ -63,12 +58,7 @@ def run_count(database: Database) -> int:
 
 def recording_worker(database: Database) -> tuple[Worker, list[str]]:
     """A worker whose one handler notes the id of every `issues.edited` delivery it runs."""
-    router, seen = Router(), list[str]()
-
-    @router.register("issues", "edited")
-    async def record(event: WebhookEvent, services: Services) -> None:
-        seen.append(event.delivery_id)
-
+    router, seen = recording_router()
     return wire(database, clock=lambda: NOW).worker(router, Metrics(), poll_seconds=0.05), seen
 
 
@@ -87,7 +77,7 @@ async def run_until(worker: Worker, seen: list[str], count: int) -> None:
 def test_on_the_loop_a_claim_and_an_outcome_are_what_they_are_on_a_thread(database: Database) -> None:
     queue = DeliveryQueue(database, owner="w1")
     claimed = queue.claim_here(NOW, 10)
-    assert [delivery.delivery_id for delivery in claimed] == ["a1", "b1"]
+    assert ids(claimed) == ["a1", "b1"]
     assert queue.claim_here(NOW, 10) == [] and queue.claim(NOW, 10) == [], "leased, not handed out twice"
     assert row(database, "a1")["lease_owner"] == "w1"
 
@@ -96,13 +86,13 @@ def test_on_the_loop_a_claim_and_an_outcome_are_what_they_are_on_a_thread(databa
     assert queue.retry(claimed[1], NOW + 60, "GitHub away", here=True)
     assert row(database, "b1")["next_attempt_at"] == NOW + 60
     assert run_count(database) == 2
-    assert [delivery.delivery_id for delivery in queue.claim_here(NOW + 2, 10)] == ["a2"]
+    assert ids(queue.claim_here(NOW + 2, 10)) == ["a2"]
 
 
 def test_the_loop_does_nothing_until_a_thread_has_opened_its_connection(tmp_path: Path) -> None:
     """Opening a connection can wait (for the pool, for SQLite): never on the event loop."""
     database = sqlite_database(tmp_path / "railyard.db")
-    write_batch(database, [pending("a1", "a")])
+    write_batch(database, [edited("a1", "a")])
     queue = DeliveryQueue(database, owner="w1")
     with pytest.raises(NotNowError):
         queue.claim_here(NOW, 10)
@@ -118,7 +108,7 @@ def test_a_commit_that_ends_past_the_budget_still_counts_as_done(
     committed must not then be reported as interrupted (its work would be redone on a thread,
     a lease left behind or a run recorded twice)."""
     clock = [0.0]
-    monkeypatch.setattr(database_module.time, "perf_counter", lambda: clock[0])  # type: ignore[attr-defined]
+    monkeypatch.setattr(database_module, "time", SimpleNamespace(perf_counter=lambda: clock[0]))
     monkeypatch.setattr(database_module, "HERE_PROGRESS_STEPS", 1)  # the handler at every step
 
     def at_commit(sql: str) -> None:
@@ -128,7 +118,7 @@ def test_a_commit_that_ends_past_the_budget_still_counts_as_done(
     database._loop_bookkeeper.driver_connection.set_trace_callback(at_commit)
     queue = DeliveryQueue(database, owner="w1")
     claimed = queue.claim_here(NOW, 10)
-    assert [delivery.delivery_id for delivery in claimed] == ["a1", "b1"]
+    assert ids(claimed) == ["a1", "b1"]
     assert queue.complete(claimed[0], DONE, NOW, here=True)
     assert queue.retry(claimed[1], NOW + 60, "later", here=True)
     assert run_count(database) == 2 and row(database, "a1")["status"] == DONE

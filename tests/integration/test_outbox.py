@@ -7,6 +7,7 @@ import itertools
 import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -18,8 +19,18 @@ from app.github.client import GitHubClient
 from app.runtime.metrics import Metrics
 from app.runtime.outbox import Outbox
 from app.store.database import Database
-from app.store.effects import Effect, comment, effect_counts, effects_table, enqueue, marker, reaction
+from app.store.effects import (
+    Effect,
+    EffectLeases,
+    comment,
+    effect_counts,
+    effects_table,
+    enqueue,
+    marker,
+    reaction,
+)
 from app.store.limits import SharedLimits
+from tests.conftest import sqlite_database
 from tests.fakes import GITHUB_API, StillClock, app_settings, private_key_pem, token_route
 
 APP_ID = 12345
@@ -320,3 +331,19 @@ async def test_an_effect_whose_outcome_cannot_be_recorded_does_not_stop_the_othe
         }  # fmt: skip
     assert rows["556"].status == "done"
     assert (rows["555"].status, rows["555"].attempts, rows["555"].ambiguous) == ("pending", 1, True)
+
+
+def test_a_lease_change_naming_no_column_is_refused_not_skipped(tmp_path: Path) -> None:
+    """The lease's UPDATEs are built once, and such a statement sets only the parameters that
+    name its columns: a misspelt one would be dropped without a word, so it is refused."""
+    database = sqlite_database(tmp_path / "railyard.db")
+    leases = EffectLeases(database, "outbox-1", 15.0)
+    row = {"id": 1}
+    try:
+        with pytest.raises(ValueError, match="last_eror"):
+            leases.hold(row, 0.0, last_eror="typo")
+        with pytest.raises(ValueError, match="next_attempt"):
+            leases.finish(row, 0.0, next_attempt=5.0)
+        leases.finish(row, 0.0, next_attempt_at=5.0)  # a column: taken (no such effect: no row)
+    finally:
+        database.close()

@@ -62,6 +62,9 @@ async def test_a_waiter_that_goes_away_leaves_the_lane_working() -> None:
         release.wait(5)
         return "done anyway"
 
+    loop = asyncio.get_running_loop()
+    errors: list[dict[str, object]] = []
+    loop.set_exception_handler(lambda _, context: errors.append(context))
     try:
         waiter = asyncio.ensure_future(lane.call(slow))
         await asyncio.to_thread(started.wait, 5)
@@ -70,7 +73,9 @@ async def test_a_waiter_that_goes_away_leaves_the_lane_working() -> None:
         assert await lane.call(lambda: "next") == "next"
     finally:
         lane.close()
+        loop.set_exception_handler(None)
     assert waiter.cancelled()
+    assert errors == [], "the late answer was handed to a future nobody waits for"
 
 
 async def test_a_call_whose_waiter_went_away_before_it_started_is_skipped() -> None:
