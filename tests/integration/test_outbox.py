@@ -15,6 +15,7 @@ import pytest
 import respx
 from sqlalchemy import select
 
+from app.contracts.effect_types import EffectKind
 from app.github.client import GitHubClient
 from app.runtime.metrics import Metrics
 from app.runtime.outbox import Outbox
@@ -232,9 +233,10 @@ async def test_coalesced_effects_render_the_latest_state_once(database: Database
         return {"number": 12, "body": f"status v{state['version']}"}
 
     outbox.renderers = {"status_comment": render}
+    surface = Effect(EffectKind.STATUS_COMMENT, 7, REPO, "status:acme/web#12", {}, coalesce=True)
     for version in range(1, 101):
         state["version"] = version
-        put(database, clock, Effect("status_comment", 7, REPO, "status:acme/web#12", {}, coalesce=True))
+        put(database, clock, surface)
     await drive(outbox, clock, lambda: effect_counts(database).get("done") == 1)
     assert len(issue.comments) == 1 and issue.comments[0]["body"].startswith("status v100")
 

@@ -4,13 +4,18 @@ statement off the event loop, and the one door's conflict retry inside a unit.""
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
 
 import pytest
-from sqlalchemy import Connection
+from sqlalchemy import Connection, event, text
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import OperationalError
 
 from app.bootstrap import wire
 from app.store.database import Database
@@ -19,6 +24,7 @@ from handlers.ports import Heard
 from policies.commands import Claim, Publish
 from policies.model import TicketKey
 from policies.states import WorkState
+from support.databases import sqlite_database
 from tests.fakes import REQUESTER, RUNNER, START, Comments
 
 KEY = TicketKey("acme/web", 12)
@@ -169,3 +175,90 @@ async def test_an_attempt_opened_in_the_second_github_reports_a_merge_counts_as_
         assert await reads.attempt_opened_by(KEY.repository, 12, merged)
 
     assert (same_second, a_second_before) == ({12}, set())
+
+
+@contextmanager
+def statement_threads(database: Database) -> Iterator[list[tuple[str, int]]]:
+    """(statement, thread) for every statement the database's engines run inside the block."""
+    seen: list[tuple[str, int]] = []
+
+    def note(_conn: Any, _cursor: Any, statement: str, *_rest: Any) -> None:
+        seen.append((statement, threading.get_ident()))
+
+    event.listen(Engine, "before_cursor_execute", note)
+    try:
+        yield seen
+    finally:
+        event.remove(Engine, "before_cursor_execute", note)
+
+
+async def test_on_sqlite_a_read_runs_on_the_loop_and_a_scan_on_a_thread(tmp_path: Path) -> None:
+    """A read unit's point reads run on the event loop (no hop), but the reads whose rows grow
+    with the repository (a ticket's whole log) run off it, on the same transaction."""
+    database = sqlite_database(tmp_path / "railyard.db")
+    try:
+        store, comments = wire(database).store, Comments()
+        async with store.unit() as uow:
+            await uow.execute(KEY, Publish("Resumable uploads"), comments.context(REQUESTER))
+            await uow.commit()
+        loop_thread = threading.get_ident()
+        with statement_threads(database) as seen:
+            async with store.read() as reads:
+                ticket = await reads.ticket(KEY)
+                history = await reads.history(KEY)
+        assert ticket is not None and [r.revision for r in history] == list(range(1, ticket.revision + 1))
+        scans = {thread for statement, thread in seen if "FROM ticket_events" in statement}
+        others = {thread for statement, thread in seen if "FROM ticket_events" not in statement}
+        assert scans and loop_thread not in scans
+        assert others == {loop_thread}
+    finally:
+        database.close()
+
+
+async def test_on_sqlite_a_read_the_loop_cannot_take_at_once_is_read_on_a_thread(tmp_path: Path) -> None:
+    """When SQLite keeps the loop's own connection waiting past its bound (an OperationalError),
+    `read_once` and `point_read_here` read again on a thread and still answer."""
+    database = sqlite_database(tmp_path / "railyard.db")
+    try:
+        store, comments = wire(database).store, Comments()
+        async with store.unit() as uow:
+            await uow.execute(KEY, Publish("Resumable uploads"), comments.context(REQUESTER))
+            await uow.commit()
+        loop_thread = threading.get_ident()
+
+        @contextmanager
+        def busy() -> Iterator[Connection]:
+            raise OperationalError("SELECT", {}, sqlite3.OperationalError("database is locked"))
+            yield  # pragma: no cover - never reached
+
+        database.read_here = busy  # type: ignore[method-assign]
+        threads: list[int] = []
+
+        def revision(connection: Connection, key: TicketKey) -> int:
+            threads.append(threading.get_ident())
+            statement = text("SELECT revision FROM tickets WHERE number = :n")
+            return int(connection.execute(statement, {"n": key.number}).scalar_one())
+
+        assert await store.read_once(revision, KEY) == 2
+        assert threads and loop_thread not in threads
+        row = await database.point_read_here("SELECT revision FROM tickets WHERE number = ?", (KEY.number,))
+        assert row == (2,)
+    finally:
+        database.close()
+
+
+async def test_a_unit_open_while_the_store_closes_still_ends_and_its_thread_stops(database: Database) -> None:
+    """Closing the store while a unit runs: the unit still commits, and its thread is not kept
+    for another unit but ends after it (no thread left behind by a shutdown)."""
+    store, comments = wire(database).store, Comments()
+    with statement_threads(database) as seen:
+        async with store.unit() as uow:
+            await uow.execute(KEY, Publish("Resumable uploads"), comments.context(REQUESTER))
+            store.close()
+            await uow.commit()
+    lanes = [t for t in threading.enumerate() if t.ident in {thread for _, thread in seen}]
+    assert [lane.name for lane in lanes] == ["railyard-unit"]
+    await asyncio.to_thread(lanes[0].join, 5)
+    assert not lanes[0].is_alive()
+    async with store.read() as reads:
+        assert await reads.ticket(KEY) is not None
