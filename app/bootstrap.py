@@ -39,7 +39,8 @@ from app.settings import Settings
 from app.store.budgets import SqlBudgets
 from app.store.database import Database
 from app.store.http_cache import http_cache_bounds, shared_http_cache
-from app.store.intake import DeliveryWriter
+from app.store.intake import DeliveryWriter, IntakeWriter
+from app.store.intake_process import ProcessDeliveryWriter
 from app.store.limits import SharedLimits
 from app.store.retention import Retention
 from app.store.tickets import SurfacesFor, TicketService
@@ -211,6 +212,14 @@ def github_client(
     return GitHubClient(settings, metrics, clock=clock, limits=limits, http_cache=cache, transport=transport)
 
 
+def intake_writer(settings: Settings, database: Database) -> IntakeWriter:
+    """The intake's writer: on SQLite a process of its own unless INTAKE_WRITER=thread
+    (`app.store.intake_process`); on PostgreSQL, whose commits wait on the network, a thread."""
+    if database.is_sqlite and settings.intake_writer == "process":
+        return ProcessDeliveryWriter(database)
+    return DeliveryWriter(database)
+
+
 def server(
     settings: Settings,
     *,
@@ -226,7 +235,7 @@ def server(
     metrics = Metrics()
     github = github_client(settings, database, metrics, clock) if settings.configured else None
     shell = wire(database, clock, github, settings.app_id, metrics)
-    writer = DeliveryWriter(database)
+    writer = intake_writer(settings, database)
     served = Served(settings, shell, metrics, writer, router, clock)
     if not settings.configured:
         served.setup = setup or start_setup(settings)

@@ -70,6 +70,8 @@ class Settings(BaseSettings):
     http_cache_max_mb: float = Field(default=64.0, alias="HTTP_CACHE_MAX_MB", gt=0)
     # The API's reads per account and minute (per process); past it: 429 with Retry-After.
     api_reads_per_minute: int = Field(default=600, alias="API_READS_PER_MINUTE", gt=0)
+    # SQLite: where the intake commits, a process of its own (the default) or a server thread.
+    intake_writer: Literal["process", "thread"] = Field(default="process", alias="INTAKE_WRITER")
     log_level: LogLevel = Field(default="info", alias="LOG_LEVEL")
     access_log: bool = Field(default=False, alias="ACCESS_LOG")
 

@@ -8,6 +8,8 @@ busy timeout instead of failing half-way. PostgreSQL runs with `synchronous_comm
 from __future__ import annotations
 
 import contextlib
+import fcntl
+import os
 import sqlite3
 import threading
 import time
@@ -17,7 +19,7 @@ from typing import Any
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Connection, create_engine, event, func, inspect
+from sqlalchemy import Connection, create_engine, event, func, inspect, make_url
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DBAPIError, OperationalError
@@ -98,6 +100,71 @@ def _configure_postgres(engine: Engine) -> None:
         dbapi_connection.commit()
 
 
+def sqlite_path(url: str) -> str | None:
+    """The file a SQLite URL names (None for an in-memory database)."""
+    path = make_url(url).database
+    return path if path and path != ":memory:" else None
+
+
+class WriteLock:
+    """One writer at a time on a SQLite file, across the threads of this process and across the
+    processes that share the file (the intake's writer process among them).
+
+    A reentrant lock for this process's threads; the outermost holder also takes an exclusive
+    `flock` on `<database>-writer.lock`, beside the file. A writer that finds another
+    process's commit under way then sleeps in the kernel and wakes the moment it ends, where
+    SQLite's own busy handler would sleep 1, 2, 5, 10... ms between tries. Without a lock file
+    (an in-memory database, or a directory that cannot take one) it is this process's lock
+    alone, and other processes meet SQLite's busy timeout as before.
+    """
+
+    def __init__(self, database_path: str | None) -> None:
+        self._threads = threading.RLock()
+        self._depth = 0
+        self._file: int | None = None
+        if database_path:
+            try:
+                flags = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC
+                self._file = os.open(database_path + "-writer.lock", flags, 0o600)
+            except OSError:
+                self._file = None
+
+    def acquire(self, blocking: bool = True) -> bool:
+        """Take the lock (False, taking nothing, when `blocking` is False and it is held)."""
+        if not self._threads.acquire(blocking):
+            return False
+        if self._depth == 0 and self._file is not None:
+            try:
+                fcntl.flock(self._file, fcntl.LOCK_EX if blocking else fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BaseException:  # held by another process (non-blocking), or interrupted
+                self._threads.release()
+                if blocking:
+                    raise
+                return False
+        self._depth += 1
+        return True
+
+    def release(self) -> None:
+        """Give back one hold; the last one lets the other processes in."""
+        self._depth -= 1
+        if self._depth == 0 and self._file is not None:
+            fcntl.flock(self._file, fcntl.LOCK_UN)
+        self._threads.release()
+
+    def __enter__(self) -> WriteLock:
+        self.acquire()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.release()
+
+    def close(self) -> None:
+        """Close the lock file (the lock must not be held)."""
+        if self._file is not None:
+            os.close(self._file)
+            self._file = None
+
+
 class NotNowError(Exception):
     """The event loop's bookkeeping could not be done at once, and nothing of it was written:
     do it on a thread (`Database.bookkeeping`)."""
@@ -121,7 +188,7 @@ class Database:
                 max_overflow=pool_size,
             )
             _configure_sqlite(self.engine, self)
-            self._one_writer: threading.RLock | None = threading.RLock()
+            self._one_writer: WriteLock | None = WriteLock(sqlite_path(self.url))
         else:
             self._one_writer = None
             self.engine = create_engine(self.url, pool_size=pool_size, max_overflow=pool_size)
@@ -137,14 +204,15 @@ class Database:
         """Whether this is the default single-file database."""
         return self.url.startswith("sqlite")
 
-    def writing(self) -> threading.RLock | nullcontext[None]:
-        """Held around every write transaction of this process.
+    def writing(self) -> WriteLock | nullcontext[None]:
+        """Held around every write transaction.
 
         SQLite allows one writer at a time, and a writer that finds the database locked waits
         in SQLite's busy handler, which sleeps 1, 2, 5, 10... ms between tries: a stall every
-        time the worker and the intake collide. Queued on this lock instead, the next writer
-        in the process starts the moment the last one commits. (Other processes, such as a
-        CLI command, still meet the busy timeout.) PostgreSQL needs no such lock.
+        time the worker and the intake collide. Queued on this lock instead (`WriteLock`: this
+        process's threads, and every process on the same file, the intake's writer process and
+        CLI commands among them), the next writer starts the moment the last one commits.
+        PostgreSQL needs no such lock.
         """
         return self._one_writer if self._one_writer is not None else nullcontext()
 
@@ -366,6 +434,8 @@ class Database:
         if self._here is not None:
             self._here.dispose()
         self.engine.dispose()
+        if self._one_writer is not None:
+            self._one_writer.close()
 
 
 def insert_for(connection: Connection) -> Any:

@@ -17,7 +17,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 import structlog
 
@@ -168,6 +168,21 @@ class StoreTimeoutError(Exception):
         """Whether it was taken off the queue unwritten (else it was being written)."""
 
 
+class IntakeWriter(Protocol):
+    """What the webhook door stores through: `DeliveryWriter` (a thread of the server's), or
+    `app.store.intake_process.ProcessDeliveryWriter` (a process of its own, on SQLite)."""
+
+    async def start(self) -> None: ...
+
+    async def close(self) -> None: ...
+
+    async def store(self, delivery: IncomingDelivery) -> bool: ...
+
+    def saturated(self) -> bool: ...
+
+    def describe(self) -> str: ...
+
+
 _Entry = tuple[IncomingDelivery, "asyncio.Future[bool]"]
 
 
@@ -241,6 +256,10 @@ class DeliveryWriter:
         """Whether more than `SATURATED` deliveries are waiting for a commit."""
         return self._waiting > SATURATED
 
+    def describe(self) -> str:
+        """Where the commits happen, for `/healthz`."""
+        return "thread"
+
     def _give_up(self, entry: _Entry) -> None:
         delivery, future = entry
         if future.done():
@@ -261,23 +280,7 @@ class DeliveryWriter:
             return [self._pending.popleft() for _ in range(size)]
 
     def _connect(self) -> Any:
-        # The writer's own connection, out of the pool: it waits for a lock no longer than
-        # a request waits for its answer, so a locked database fails the batch instead of
-        # holding the writer (and every delivery queued behind it) until the lock goes.
-        connection = self._database.engine.raw_connection()
-        connection.detach()
-        cursor = connection.cursor()
-        wait_ms = max(1, int(self._timeout * 1000))
-        if self._database.is_sqlite:
-            cursor.execute(f"PRAGMA busy_timeout={min(wait_ms, BUSY_TIMEOUT_MS)}")
-            cursor.execute("PRAGMA wal_autocheckpoint=0")  # app.store.checkpoints takes them
-        else:
-            cursor.execute(f"SET lock_timeout = {wait_ms}")
-            # Beyond GitHub's 10 s no answer is in time; a stalled statement gives the writer back.
-            cursor.execute(f"SET statement_timeout = {max(wait_ms, GITHUB_WAITS_MS)}")
-            connection.commit()
-        cursor.close()
-        return connection
+        return writer_connection(self._database, self._timeout)
 
     def _run(self) -> None:
         assert self._loop is not None
@@ -296,6 +299,26 @@ class DeliveryWriter:
             self._loop.call_soon_threadsafe(_settle, batch, inserted, None)
         if connection is not None:
             connection.close()
+
+
+def writer_connection(database: Database, timeout: float = STORE_TIMEOUT) -> Any:
+    """The intake writer's own connection, out of the pool: it waits for a lock no longer than
+    a request waits for its answer, so a locked database fails the batch instead of holding
+    the writer (and every delivery queued behind it) until the lock goes."""
+    connection = database.engine.raw_connection()
+    connection.detach()
+    cursor = connection.cursor()
+    wait_ms = max(1, int(timeout * 1000))
+    if database.is_sqlite:
+        cursor.execute(f"PRAGMA busy_timeout={min(wait_ms, BUSY_TIMEOUT_MS)}")
+        cursor.execute("PRAGMA wal_autocheckpoint=0")  # app.store.checkpoints takes them
+    else:
+        cursor.execute(f"SET lock_timeout = {wait_ms}")
+        # Beyond GitHub's 10 s no answer is in time; a stalled statement gives the writer back.
+        cursor.execute(f"SET statement_timeout = {max(wait_ms, GITHUB_WAITS_MS)}")
+        connection.commit()
+    cursor.close()
+    return connection
 
 
 def _discard(connection: Any) -> None:

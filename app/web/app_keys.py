@@ -15,14 +15,12 @@ from app.runtime.watchdog import Watchdog
 from app.runtime.worker import Worker
 from app.settings import Settings
 from app.store.database import Database
-from app.store.intake import (
-    DeliveryWriter,
-)
+from app.store.intake import IntakeWriter
 from app.web.setup import SetupFlow
 
 SETTINGS: web.AppKey[Settings] = web.AppKey("settings", Settings)
 DATABASE: web.AppKey[Database] = web.AppKey("database", Database)
-WRITER: web.AppKey[DeliveryWriter] = web.AppKey("writer", DeliveryWriter)
+WRITER: web.AppKey[IntakeWriter] = web.AppKey("writer", IntakeWriter)
 METRICS: web.AppKey[Metrics] = web.AppKey("metrics", Metrics)
 DOMAIN_GAUGES: web.AppKey[DomainGauges] = web.AppKey("domain_gauges", DomainGauges)
 WORKER: web.AppKey[Worker] = web.AppKey("worker", Worker)

@@ -13,7 +13,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from app.settings import railyard_version
 from app.store.database import Database
 from app.store.effects import effect_counts
-from app.web.app_keys import DATABASE, DOMAIN_GAUGES, METRICS, SETTINGS, SUPERVISOR, WORKER
+from app.web.app_keys import DATABASE, DOMAIN_GAUGES, METRICS, SETTINGS, SUPERVISOR, WORKER, WRITER
 from app.web.responses import answer
 
 
@@ -34,6 +34,8 @@ async def health(request: web.Request) -> web.Response:
     except Exception as error:
         report["database"] = f"unreachable: {type(error).__name__}"
     healthy = report["database"] == "ok"
+    if WRITER in app:
+        report["intake_writer"] = app[WRITER].describe()
     if SUPERVISOR in app:
         loops_ok, report["loops"] = app[SUPERVISOR].report()
         healthy = healthy and loops_ok

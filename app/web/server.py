@@ -33,7 +33,7 @@ from app.runtime.supervisor import Supervisor
 from app.runtime.watchdog import Watchdog
 from app.runtime.worker import Worker
 from app.settings import Settings
-from app.store.intake import MAX_BODY_BYTES, DeliveryWriter
+from app.store.intake import MAX_BODY_BYTES, IntakeWriter
 from app.web.api_routes import AgentApi
 from app.web.app_keys import (
     DATABASE,
@@ -81,7 +81,7 @@ class Served:
     settings: Settings
     shell: Adapters
     metrics: Metrics
-    writer: DeliveryWriter
+    writer: IntakeWriter
     router: Router
     clock: Callable[[], float]
     supervisor: Supervisor | None = None

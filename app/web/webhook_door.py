@@ -16,8 +16,8 @@ from app.runtime.worker import Worker
 from app.settings import Settings
 from app.store.intake import (
     MAX_BODY_BYTES,
-    DeliveryWriter,
     IncomingDelivery,
+    IntakeWriter,
     RejectionLog,
     StoreTimeoutError,
     verify_signature,
@@ -40,7 +40,7 @@ class WebhookReceiver:
     def __init__(
         self,
         settings: Settings,
-        writer: DeliveryWriter,
+        writer: IntakeWriter,
         metrics: Metrics,
         routed: frozenset[str],
         clock: Callable[[], float],

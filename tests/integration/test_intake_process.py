@@ -1,0 +1,245 @@
+"""The intake's writer process (SQLite): a delivery is answered only once the child committed it,
+duplicates are answered as such, and a child that cannot start or goes away hands the stores
+over to the writer thread, never to a silent loss."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import select
+from structlog.testing import capture_logs
+
+from app.store.database import Database, WriteLock
+from app.store.intake import StoreTimeoutError
+from app.store.intake_process import (
+    ANSWER,
+    FRAME,
+    READY,
+    IntakeWriteError,
+    ProcessDeliveryWriter,
+    _frames,
+    _metadata,
+)
+from app.store.queue import deliveries
+from tests.conftest import sqlite_database
+from tests.integration.test_intake import incoming
+
+
+def stored(database: Database) -> dict[str, str]:
+    """delivery id -> stored payload, read by a connection of its own."""
+    with database.read() as connection:
+        return dict(connection.execute(select(deliveries.c.delivery_id, deliveries.c.payload)).all())
+
+
+def frame(token: int, delivery_id: str, payload: str = "{}") -> bytes:
+    """One delivery as the server sends it to the writer process."""
+    delivery = incoming(delivery_id, payload)
+    metadata, body = _metadata(delivery), delivery.payload.encode()
+    return FRAME.pack(FRAME.size + len(metadata) + len(body), len(metadata), token) + metadata + body
+
+
+@pytest.fixture
+async def writer(tmp_path: Path) -> AsyncIterator[ProcessDeliveryWriter]:
+    database = sqlite_database(tmp_path / "railyard.db")
+    process_writer = ProcessDeliveryWriter(database)
+    await process_writer.start()
+    yield process_writer
+    await process_writer.close()
+    database.close()
+
+
+def test_frames_are_read_whole_in_order_and_a_torn_one_is_left_for_the_next_read() -> None:
+    """The child takes only whole frames (at most `limit`), with every field as sent."""
+    data = frame(1, "a", '{"zen": "é"}') + frame(2, "b") + frame(3, "c")
+    buffer = bytearray(data[:-5])
+    frames, used = _frames(buffer)
+    assert [(token, delivery.delivery_id) for token, delivery in frames] == [(1, "a"), (2, "b")]
+    assert frames[0][1] == incoming("a", '{"zen": "é"}')
+    assert used == len(frame(1, "a", '{"zen": "é"}') + frame(2, "b"))
+    limited, used = _frames(bytearray(data), limit=1)
+    assert [token for token, _ in limited] == [1] and used == len(frame(1, "a", '{"zen": "é"}'))
+
+
+async def test_a_store_is_answered_once_committed_and_a_repeat_as_already_stored(
+    writer: ProcessDeliveryWriter,
+) -> None:
+    """202 means on disk: the row is there for any other connection when `store` returns."""
+    assert writer.describe() == "process"
+    assert await writer.store(incoming("a", '{"n": 1}')) is True
+    assert stored(writer._database) == {"a": '{"n": 1}'}
+    assert await writer.store(incoming("a", '{"n": 2}')) is False
+    assert stored(writer._database) == {"a": '{"n": 1}'}
+
+
+async def test_concurrent_stores_each_get_their_own_answer(writer: ProcessDeliveryWriter) -> None:
+    """Stores sent together are committed in batches; every caller gets its delivery's answer."""
+    ids = [f"d{i}" for i in range(300)] + ["d0", "d1"]
+    answers = await asyncio.gather(*(writer.store(incoming(i, f'{{"i": "{i}"}}')) for i in ids))
+    assert answers.count(True) == 300 and answers[-2:] == [False, False]
+    assert len(stored(writer._database)) == 300
+
+
+async def test_close_commits_what_was_sent_and_the_child_exits(tmp_path: Path) -> None:
+    """Stores still waiting when the server stops are committed before the child exits."""
+    database = sqlite_database(tmp_path / "railyard.db")
+    writer = ProcessDeliveryWriter(database)
+    await writer.start()
+    child = writer._child
+    assert child is not None
+    pending = [asyncio.ensure_future(writer.store(incoming(f"d{i}"))) for i in range(50)]
+    await asyncio.sleep(0)  # every store sent
+    await writer.close()
+    assert child.returncode == 0
+    assert all(task.result() for task in pending)
+    assert len(stored(database)) == 50
+    database.close()
+
+
+async def test_a_child_that_dies_fails_its_unanswered_stores_and_the_thread_takes_over(
+    writer: ProcessDeliveryWriter,
+) -> None:
+    """Killed mid-run: what it had not answered fails (the server answers 503, GitHub may send
+    it again); later stores are written by the writer thread, and /healthz says so."""
+    assert await writer.store(incoming("before")) is True
+    child = writer._child
+    assert child is not None
+    child.send_signal(signal.SIGSTOP)
+    waiting = asyncio.ensure_future(writer.store(incoming("unanswered")))
+    await asyncio.sleep(0.05)
+    with capture_logs() as logs:
+        child.kill()
+        with pytest.raises(IntakeWriteError):
+            await waiting
+        for _ in range(100):
+            if writer.in_process:
+                break
+            await asyncio.sleep(0.02)
+    assert writer.in_process and writer.describe().startswith("thread")
+    assert any("went away" in line["event"] for line in logs)
+    assert await writer.store(incoming("after")) is True
+    assert await writer.store(incoming("before")) is False
+    assert {"before", "after"} <= set(stored(writer._database))
+
+
+async def test_a_child_that_cannot_start_leaves_the_stores_to_the_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No Python to run it (or any OSError starting it): the server writes in its own process."""
+
+    def cannot(*_: object, **__: object) -> subprocess.Popen[bytes]:
+        raise OSError("no such file")
+
+    monkeypatch.setattr(subprocess, "Popen", cannot)
+    database = sqlite_database(tmp_path / "railyard.db")
+    writer = ProcessDeliveryWriter(database)
+    await writer.start()
+    try:
+        assert writer.in_process
+        assert await writer.store(incoming("a")) is True
+        assert stored(database) == {"a": '{"zen": "Keep it logically awesome."}'}
+    finally:
+        await writer.close()
+        database.close()
+
+
+async def test_a_store_not_answered_in_time_fails_and_its_late_commit_is_logged(tmp_path: Path) -> None:
+    """A child held up past the timeout: the store fails (503); once it commits after all, the
+    log says so, and the delivery sent again is answered as already stored."""
+    database = sqlite_database(tmp_path / "railyard.db")
+    writer = ProcessDeliveryWriter(database, timeout=0.2)
+    await writer.start()
+    child = writer._child
+    assert child is not None
+    try:
+        child.send_signal(signal.SIGSTOP)
+        with pytest.raises(StoreTimeoutError) as timed_out:
+            await writer.store(incoming("slow"))
+        assert not timed_out.value.withdrawn
+        with capture_logs() as logs:
+            child.send_signal(signal.SIGCONT)
+            for _ in range(100):
+                if any("stored after all" in line["event"] for line in logs):
+                    break
+                await asyncio.sleep(0.02)
+        assert any("stored after all" in line["event"] for line in logs)
+        assert await writer.store(incoming("slow")) is False
+    finally:
+        child.send_signal(signal.SIGCONT)
+        await writer.close()
+        database.close()
+
+
+async def test_the_child_reports_ready_first_and_stops_at_the_end_of_its_input(tmp_path: Path) -> None:
+    """Driven by hand over a socket pair: READY, then one answer per frame, then exit 0 on EOF,
+    committing a batch sent just before the end."""
+    import socket
+
+    database = sqlite_database(tmp_path / "railyard.db")
+    database.migrate()
+    ours, theirs = socket.socketpair()
+    child = subprocess.Popen(
+        [sys.executable, "-m", "app.store.intake_process", str(theirs.fileno())],
+        pass_fds=(theirs.fileno(),),
+        env={**os.environ, "RAILYARD_INTAKE_DATABASE": database.url},
+    )
+    theirs.close()
+    try:
+        ours.sendall(frame(7, "x") + frame(8, "x") + frame(9, "y"))
+        ours.shutdown(socket.SHUT_WR)
+        answers = b""
+        while chunk := await asyncio.to_thread(ours.recv, 4096):
+            answers += chunk
+        assert list(ANSWER.iter_unpack(answers)) == [(0, READY), (7, 1), (8, 0), (9, 1)]
+        assert await asyncio.to_thread(child.wait, 10) == 0
+        assert set(stored(database)) == {"x", "y"}
+    finally:
+        ours.close()
+        child.kill()
+        database.close()
+
+
+HOLD_THE_LOCK = """
+import sys, time
+from app.store.database import WriteLock
+lock = WriteLock(sys.argv[1])
+lock.acquire()
+print("held", flush=True)
+time.sleep(0.5)
+lock.release()
+print("released", flush=True)
+"""
+
+
+def test_a_write_lock_held_by_another_process_keeps_this_one_waiting(tmp_path: Path) -> None:
+    """The lock is across processes: while another process holds it, a try fails and a wait
+    lasts until that process lets go."""
+    path = str(tmp_path / "railyard.db")
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            HOLD_THE_LOCK,
+            path,
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+    lock = WriteLock(path)
+    try:
+        assert lock.acquire(blocking=False) is False
+        assert lock.acquire() is True  # waits for the other process
+        assert holder.stdout.readline().strip() == "released"
+        assert lock.acquire(blocking=False) is True  # reentrant within the process
+        lock.release()
+        lock.release()
+    finally:
+        lock.close()
+        holder.wait(5)
