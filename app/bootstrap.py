@@ -214,8 +214,9 @@ def github_client(
 
 def intake_writer(settings: Settings, database: Database) -> IntakeWriter:
     """The intake's writer: on SQLite a process of its own unless INTAKE_WRITER=thread
-    (`app.store.intake_process`); on PostgreSQL, whose commits wait on the network, a thread."""
-    if database.is_sqlite and settings.intake_writer == "process":
+    (`app.store.intake_process`); on PostgreSQL, whose commits wait on the network, a thread;
+    in setup mode, which stores nothing, a thread that never writes."""
+    if database.is_sqlite and settings.intake_writer == "process" and settings.configured:
         return ProcessDeliveryWriter(database)
     return DeliveryWriter(database)
 

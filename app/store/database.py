@@ -13,10 +13,12 @@ import os
 import sqlite3
 import threading
 import time
+import weakref
 from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
 
+import structlog
 from alembic import command
 from alembic.config import Config
 from sqlalchemy import Connection, create_engine, event, func, inspect, make_url
@@ -26,6 +28,8 @@ from sqlalchemy.exc import DBAPIError, OperationalError
 
 from app.settings import normalize_database_url
 from app.store.hops import off_loop
+
+log = structlog.get_logger(__name__)
 
 # Alembic's "package:directory" form: found through importlib.resources, wherever app.store is installed.
 MIGRATIONS = "app.store:migrations"
@@ -112,37 +116,66 @@ class WriteLock:
 
     A reentrant lock for this process's threads; the outermost holder also takes an exclusive
     `flock` on `<database>-writer.lock`, beside the file. A writer that finds another
-    process's commit under way then sleeps in the kernel and wakes the moment it ends, where
-    SQLite's own busy handler would sleep 1, 2, 5, 10... ms between tries. Without a lock file
-    (an in-memory database, or a directory that cannot take one) it is this process's lock
-    alone, and other processes meet SQLite's busy timeout as before.
+    process's commit under way tries again after 20 µs, doubling up to 1 ms, where SQLite's
+    own busy handler sleeps 1, 2, 5, 10... ms between tries; past `timeout` it fails as SQLite
+    would (`database is locked`), so a process that hangs holding the lock stalls no one for
+    good. Without a lock file (an in-memory database, or a directory that cannot take one:
+    logged) it is this process's lock alone, and other processes meet SQLite's busy timeout.
     """
 
-    def __init__(self, database_path: str | None) -> None:
+    def __init__(self, database_path: str | None, timeout: float = BUSY_TIMEOUT_MS / 1000) -> None:
         self._threads = threading.RLock()
         self._depth = 0
+        self._timeout = timeout
         self._file: int | None = None
         if database_path:
             try:
                 flags = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC
                 self._file = os.open(database_path + "-writer.lock", flags, 0o600)
-            except OSError:
-                self._file = None
+            except OSError as error:
+                log.warning(
+                    "no write lock file beside the database; other processes wait on SQLite's busy timeout",
+                    error=error.strerror,
+                )
+        # A lock never closed (a Database dropped without close()) still gives its file back.
+        self._finalizer = weakref.finalize(self, _close_quietly, self._file)
 
-    def acquire(self, blocking: bool = True) -> bool:
-        """Take the lock (False, taking nothing, when `blocking` is False and it is held)."""
+    def acquire(self, blocking: bool = True, timeout: float | None = None) -> bool:
+        """Take the lock; False, taking nothing, when `blocking` is False and it is held.
+
+        Blocking, another process's hold is waited for at most `timeout` seconds (the lock's
+        own by default), then `OperationalError` (database is locked)."""
         if not self._threads.acquire(blocking):
             return False
         if self._depth == 0 and self._file is not None:
             try:
-                fcntl.flock(self._file, fcntl.LOCK_EX if blocking else fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BaseException:  # held by another process (non-blocking), or interrupted
+                taken = self._take_file(blocking, self._timeout if timeout is None else timeout)
+            except BaseException:
+                self._threads.release()
+                raise
+            if not taken:
                 self._threads.release()
                 if blocking:
-                    raise
+                    locked = sqlite3.OperationalError(
+                        "database is locked (another process holds its write lock)"
+                    )
+                    raise OperationalError("flock", {}, locked)
                 return False
         self._depth += 1
         return True
+
+    def _take_file(self, blocking: bool, timeout: float) -> bool:
+        assert self._file is not None
+        pause, deadline = 20e-6, time.monotonic() + timeout
+        while True:
+            try:
+                fcntl.flock(self._file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return True
+            except BlockingIOError:
+                if not blocking or time.monotonic() >= deadline:
+                    return False
+            time.sleep(pause)
+            pause = min(pause * 2, 1e-3)
 
     def release(self) -> None:
         """Give back one hold; the last one lets the other processes in."""
@@ -158,11 +191,26 @@ class WriteLock:
     def __exit__(self, *_: object) -> None:
         self.release()
 
+    @contextmanager
+    def held(self, timeout: float) -> Iterator[None]:
+        """The lock for a block, another process's hold waited for at most `timeout` seconds."""
+        self.acquire(timeout=timeout)
+        try:
+            yield
+        finally:
+            self.release()
+
     def close(self) -> None:
-        """Close the lock file (the lock must not be held)."""
-        if self._file is not None:
-            os.close(self._file)
+        """Close the lock file, once no thread of this process holds the lock."""
+        with self._threads:
+            self._finalizer()
             self._file = None
+
+
+def _close_quietly(file: int | None) -> None:
+    if file is not None:
+        with contextlib.suppress(OSError):
+            os.close(file)
 
 
 class NotNowError(Exception):
@@ -204,7 +252,7 @@ class Database:
         """Whether this is the default single-file database."""
         return self.url.startswith("sqlite")
 
-    def writing(self) -> WriteLock | nullcontext[None]:
+    def writing(self, timeout: float | None = None) -> AbstractContextManager[Any]:
         """Held around every write transaction.
 
         SQLite allows one writer at a time, and a writer that finds the database locked waits
@@ -212,9 +260,12 @@ class Database:
         time the worker and the intake collide. Queued on this lock instead (`WriteLock`: this
         process's threads, and every process on the same file, the intake's writer process and
         CLI commands among them), the next writer starts the moment the last one commits.
-        PostgreSQL needs no such lock.
+        PostgreSQL needs no such lock. `timeout`: how long another process's hold is waited for
+        (30 s by default, as SQLite's busy timeout), then `OperationalError`.
         """
-        return self._one_writer if self._one_writer is not None else nullcontext()
+        if self._one_writer is None:
+            return nullcontext()
+        return self._one_writer if timeout is None else self._one_writer.held(timeout)
 
     @contextmanager
     def write(self) -> Iterator[Connection]:

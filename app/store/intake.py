@@ -145,7 +145,7 @@ def write_batch(database: Database, batch: Sequence[IncomingDelivery], connectio
     try:
         unique = _unique(batch)
         if database.is_sqlite:
-            with database.writing():
+            with database.writing(timeout=STORE_TIMEOUT):  # as long as a request waits for its answer
                 stored = _write_sqlite(connection, unique)
         else:
             stored = _write_postgres(connection, unique)

@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import logging
 import os
 import signal
 import socket
@@ -63,14 +64,26 @@ SOCKET_BUFFER = 4 * 1024 * 1024
 MAX_BATCH = 256
 START_WAIT = 15.0
 """Seconds `start` waits for the child to say it is ready, before writing in this process instead."""
+MAX_UNANSWERED = 4096
+"""Deliveries sent to the child and not answered yet, beyond which a store fails at once (503)."""
+STUCK_AFTER = 2
+"""Timeouts (`STORE_TIMEOUT` each) with no answer at all from the child, after which it is taken
+for stuck: killed, and the stores go over to the writer thread."""
 CLOSE_WAIT = 10.0
 """Seconds `close` waits for the child to write what it was sent and stop, before killing it."""
 
 
-_SECRETS = frozenset(
-    {"PRIVATE_KEY", "WEBHOOK_SECRET", "GITHUB_CLIENT_SECRET", "SESSION_SECRET", "METRICS_TOKEN"}
-)
-"""Settings the writer process never needs, kept out of its environment."""
+_PASSED_ON = frozenset({"PATH", "HOME", "LANG", "LC_ALL", "TZ", "TMPDIR", "VIRTUAL_ENV"})
+"""The only variables the writer process gets (and PYTHON*): none of the app's secrets."""
+
+
+def _environment(database_url: str) -> dict[str, str]:
+    passed = {
+        name: value for name, value in os.environ.items() if name in _PASSED_ON or name.startswith("PYTHON")
+    }
+    # The server's level as configured (LOG_LEVEL, .env or its default), not the raw variable.
+    level = logging.getLevelName(logging.getLogger().getEffectiveLevel()).lower()
+    return {**passed, "LOG_LEVEL": level, "RAILYARD_INTAKE_DATABASE": database_url}
 
 
 class IntakeWriteError(Exception):
@@ -94,6 +107,7 @@ class _Answers(asyncio.Protocol):
         self._buffer += data
         whole = len(self._buffer) - len(self._buffer) % ANSWER.size
         waiting = self._writer._waiting_for
+        self._writer._answered_at = time.monotonic()
         for token, outcome in ANSWER.iter_unpack(memoryview(self._buffer)[:whole]):
             if outcome == READY:
                 ready = self._writer._ready
@@ -103,7 +117,7 @@ class _Answers(asyncio.Protocol):
             entry = waiting.pop(token, None)
             if entry is None:
                 continue
-            delivery, future = entry
+            delivery, future, _ = entry
             if future.done():  # timed out meanwhile: it was stored all the same
                 if outcome == STORED and not future.cancelled():
                     log.warning(
@@ -129,7 +143,8 @@ class ProcessDeliveryWriter:
         self._database = database
         self._timeout = timeout
         self._tokens = itertools.count(1)
-        self._waiting_for: dict[int, tuple[IncomingDelivery, asyncio.Future[bool]]] = {}
+        self._waiting_for: dict[int, tuple[IncomingDelivery, asyncio.Future[bool], float]] = {}
+        self._answered_at = 0.0  # monotonic time of the child's last answer
         self._waiting = 0
         self._transport: asyncio.Transport | None = None
         self._child: subprocess.Popen[bytes] | None = None
@@ -154,10 +169,8 @@ class ProcessDeliveryWriter:
                 end.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SOCKET_BUFFER)
                 end.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, SOCKET_BUFFER)
             command = [sys.executable, "-m", "app.store.intake_process", str(theirs.fileno())]
-            environment = {name: value for name, value in os.environ.items() if name not in _SECRETS}
-            environment["RAILYARD_INTAKE_DATABASE"] = self._database.url
             self._child = subprocess.Popen(  # noqa: S603 - our own module, no shell
-                command, pass_fds=(theirs.fileno(),), env=environment
+                command, pass_fds=(theirs.fileno(),), env=_environment(self._database.url)
             )
         except OSError as error:
             ours.close()
@@ -185,18 +198,23 @@ class ProcessDeliveryWriter:
         """
         if self._fallback is not None:
             return await self._fallback.store(delivery)
-        if self._transport is None or self._loop is None:
-            raise RuntimeError("intake writer not started")
         if self._closing:
             raise RuntimeError("intake is shutting down")
+        if self._loop is None:
+            raise RuntimeError("intake writer not started")
+        if self._transport is None:  # the child went away; the writer thread is starting
+            raise IntakeWriteError("the intake's writer process went away")
+        if len(self._waiting_for) >= MAX_UNANSWERED:
+            raise IntakeWriteError(
+                f"{MAX_UNANSWERED} deliveries already wait for the intake's writer process"
+            )
         token = next(self._tokens)
-        future: asyncio.Future[bool] = self._loop.create_future()
-        self._waiting_for[token] = (delivery, future)
-        metadata = _metadata(delivery)
+        metadata = _metadata(delivery)  # before anything is kept: a delivery it refuses leaves nothing
         payload = delivery.payload.encode()
-        self._transport.writelines(
-            (FRAME.pack(FRAME.size + len(metadata) + len(payload), len(metadata), token), metadata, payload)
-        )
+        header = FRAME.pack(FRAME.size + len(metadata) + len(payload), len(metadata), token)
+        future: asyncio.Future[bool] = self._loop.create_future()
+        self._waiting_for[token] = (delivery, future, time.monotonic())
+        self._transport.writelines((header, metadata, payload))
         timer = self._loop.call_later(self._timeout, self._give_up, future, delivery)
         self._waiting += 1
         try:
@@ -218,6 +236,23 @@ class ProcessDeliveryWriter:
     def _give_up(self, future: asyncio.Future[bool], delivery: IncomingDelivery) -> None:
         if not future.done():  # sent: the child may still commit it (logged when it answers)
             future.set_exception(StoreTimeoutError(self._timeout, delivery.delivery_id, withdrawn=False))
+        self._unless_stuck()
+
+    def _unless_stuck(self) -> None:
+        """Kill a child that answered nothing for `STUCK_AFTER` timeouts while a delivery waited
+        (its end then closes, and `_lost` hands the stores over to the writer thread)."""
+        oldest = next(iter(self._waiting_for.values()), None)
+        if oldest is None or self._child is None or self._closing:
+            return
+        sent_at, now = oldest[2], time.monotonic()
+        if self._answered_at < sent_at and now - sent_at >= STUCK_AFTER * self._timeout:
+            log.error(
+                "the intake's writer process answered nothing for too long; stopping it",
+                waited_seconds=round(now - sent_at, 1),
+                unanswered=len(self._waiting_for),
+            )
+            with contextlib.suppress(OSError):
+                self._child.kill()
 
     def _lost(self, error: Exception | None) -> None:
         """The child's end closed: fail what it had not answered; past a stop, go over to the thread."""
@@ -225,7 +260,7 @@ class ProcessDeliveryWriter:
         if self._ready is not None and not self._ready.done():
             self._ready.set_exception(IntakeWriteError("the intake's writer process went away"))
         waiting, self._waiting_for = self._waiting_for, {}
-        for _, future in waiting.values():
+        for _, future, _ in waiting.values():
             if not future.done():
                 future.set_exception(IntakeWriteError("the intake's writer process went away"))
         if not self._closing and self._loop is not None:
@@ -242,6 +277,12 @@ class ProcessDeliveryWriter:
         fallback = DeliveryWriter(self._database)
         await fallback.start()
         self._fallback = fallback
+        child, self._child = self._child, None
+        if child is not None:  # reaped, so no zombie is left for the life of the server
+            with contextlib.suppress(OSError):
+                child.kill()
+            returncode = await asyncio.to_thread(child.wait)
+            log.info("the intake's writer process ended", returncode=returncode)
 
     async def close(self) -> None:
         """Let the child write what it was sent and stop; then stop the writer thread, if any."""
@@ -367,6 +408,9 @@ def main() -> None:
     started = time.monotonic()
     try:
         serve(channel, database)
+    except Exception:  # logged as a JSON line like the server's; the server falls back
+        log.exception("the intake's writer process failed")
+        sys.exit(1)
     finally:
         channel.close()
         database.close()

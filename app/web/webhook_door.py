@@ -65,7 +65,13 @@ class WebhookReceiver:
         headers = request.headers
         event = headers.get("X-GitHub-Event", "").strip()
         delivery_id = headers.get("X-GitHub-Delivery", "").strip()
-        if not event or not delivery_id or len(delivery_id) > 200 or len(event) > 100:
+        if (
+            not event
+            or not delivery_id
+            or len(delivery_id) > 200
+            or len(event) > 100
+            or not _plain(delivery_id + event)
+        ):
             return self._reject(event, 400, "missing or malformed X-GitHub-Event / X-GitHub-Delivery headers")
         if headers.get("Content-Encoding", "identity").strip().lower() != "identity":
             return self._reject(event, 415, "Content-Encoding must be identity: GitHub sends plain JSON")
@@ -166,6 +172,12 @@ class WebhookReceiver:
         self._metrics.count_received(event, "rejected")
         self._refusals.refused(message, status, github_event=event_label(event))
         return answer(status, message)
+
+
+def _plain(text: str) -> bool:
+    """Printable ASCII, as GitHub's event names and delivery ids are (a header's other bytes
+    arrive as escapes that no database or log should be handed)."""
+    return text.isascii() and text.isprintable()
 
 
 _MISMATCH = "rejected: the payload does not have the shape of X-GitHub-Event; stored, never processed"

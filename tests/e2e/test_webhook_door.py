@@ -277,3 +277,17 @@ async def test_a_redelivered_unknown_event_is_processed_under_the_label_other(sq
             metrics = await response.text()
     assert "invented" not in metrics
     assert 'railyard_webhook_deliveries_processed_total{event="other",status="ignored"} 1.0' in metrics
+
+
+@pytest.mark.parametrize("delivery_id", ["délivery-1", "tab\there", "ünïcode"])
+async def test_a_delivery_id_that_is_not_printable_ascii_is_refused_with_400(
+    sqlite_url: str, delivery_id: str
+) -> None:
+    """GitHub's delivery ids are UUIDs: anything else in that header is refused before it could
+    reach the database or a log, and nothing is stored."""
+    async with running_server(app_settings(sqlite_url)) as server:
+        headers = signed_headers(PING, "ping", delivery_id)
+        async with server.client.post("/webhooks", data=PING, headers=headers) as response:
+            assert response.status == 400
+        assert (await server.deliver("ping", PING, "plain-id")).status == 202
+    assert [d["delivery_id"] for d in list_deliveries(Database(sqlite_url))] == ["plain-id"]

@@ -5,10 +5,13 @@ over to the writer thread, never to a silent loss."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
+import socket
 import subprocess
 import sys
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -16,14 +19,16 @@ import pytest
 from sqlalchemy import select
 from structlog.testing import capture_logs
 
-from app.store.database import Database, WriteLock
-from app.store.intake import StoreTimeoutError
+from app.store import intake_process
+from app.store.database import Database, NotNowError, WriteLock
+from app.store.intake import StoreTimeoutError, writer_connection
 from app.store.intake_process import (
     ANSWER,
     FRAME,
     READY,
     IntakeWriteError,
     ProcessDeliveryWriter,
+    _environment,
     _frames,
     _metadata,
 )
@@ -179,8 +184,6 @@ async def test_a_store_not_answered_in_time_fails_and_its_late_commit_is_logged(
 async def test_the_child_reports_ready_first_and_stops_at_the_end_of_its_input(tmp_path: Path) -> None:
     """Driven by hand over a socket pair: READY, then one answer per frame, then exit 0 on EOF,
     committing a batch sent just before the end."""
-    import socket
-
     database = sqlite_database(tmp_path / "railyard.db")
     database.migrate()
     ours, theirs = socket.socketpair()
@@ -243,3 +246,134 @@ def test_a_write_lock_held_by_another_process_keeps_this_one_waiting(tmp_path: P
     finally:
         lock.close()
         holder.wait(5)
+
+
+def test_the_writer_process_gets_none_of_the_apps_secrets(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only the path, the locale, Python's own variables and the database's URL are passed on."""
+    for name in ("WEBHOOK_SECRET", "webhook_secret", "PRIVATE_KEY", "OTEL_EXPORTER_OTLP_HEADERS"):
+        monkeypatch.setenv(name, "s3cret")
+    monkeypatch.setenv("PYTHONPATH", "/src")
+    environment = _environment("sqlite:////data/railyard.db")
+    assert "s3cret" not in environment.values()
+    assert environment["PYTHONPATH"] == "/src"
+    assert environment["RAILYARD_INTAKE_DATABASE"] == "sqlite:////data/railyard.db"
+
+
+def test_the_writer_commits_with_synchronous_full(tmp_path: Path) -> None:
+    """The connection the child commits on fsyncs every commit (PRAGMA synchronous = FULL)."""
+    database = sqlite_database(tmp_path / "railyard.db")
+    connection = writer_connection(database)
+    try:
+        assert connection.cursor().execute("PRAGMA synchronous").fetchone()[0] == 2
+    finally:
+        connection.close()
+        database.close()
+
+
+async def test_a_batch_the_child_cannot_commit_fails_its_stores_and_the_next_one_commits(
+    writer: ProcessDeliveryWriter,
+) -> None:
+    """A commit that fails (here a NOT NULL column left empty) answers FAILED to each of its
+    deliveries (the server answers 503); the child opens a new connection and goes on."""
+    with pytest.raises(IntakeWriteError):
+        await writer.store(incoming("broken")._replace(event=None))  # type: ignore[arg-type]
+    assert await writer.store(incoming("fine")) is True
+    assert set(stored(writer._database)) == {"fine"}
+    assert writer.describe() == "process"
+
+
+async def test_a_child_that_answers_nothing_for_too_long_is_replaced_by_the_thread(
+    tmp_path: Path,
+) -> None:
+    """Alive but stuck (stopped here): once nothing was answered for two timeouts while a
+    delivery waited, the child is killed and the writer thread takes the stores."""
+    database = sqlite_database(tmp_path / "railyard.db")
+    writer = ProcessDeliveryWriter(database, timeout=0.2)
+    await writer.start()
+    child = writer._child
+    assert child is not None
+    try:
+        child.send_signal(signal.SIGSTOP)
+        with capture_logs() as logs:
+            for n in range(4):
+                with pytest.raises((StoreTimeoutError, IntakeWriteError)):
+                    await writer.store(incoming(f"stuck-{n}"))
+            for _ in range(100):
+                if writer.in_process:
+                    break
+                await asyncio.sleep(0.02)
+        assert writer.in_process
+        assert any("answered nothing" in line["event"] for line in logs)
+        assert child.poll() is not None  # killed and reaped
+        assert await writer.store(incoming("after")) is True
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            child.send_signal(signal.SIGCONT)
+        await writer.close()
+        database.close()
+
+
+async def test_a_child_not_ready_in_time_is_stopped_and_the_thread_writes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Started, but not ready within the start's wait: stopped, and the thread takes over."""
+    monkeypatch.setattr(intake_process, "START_WAIT", 0.0001)
+    database = sqlite_database(tmp_path / "railyard.db")
+    writer = ProcessDeliveryWriter(database)
+    await writer.start()
+    try:
+        assert writer.in_process and writer._child is None
+        assert await writer.store(incoming("a")) is True
+    finally:
+        await writer.close()
+        database.close()
+
+
+async def test_the_child_commits_the_whole_frames_of_a_torn_end_and_exits(tmp_path: Path) -> None:
+    """A server that stopped mid-send: the whole deliveries before the torn one are committed
+    and answered, the torn one is not, and the child exits cleanly."""
+    database = sqlite_database(tmp_path / "railyard.db")
+    database.migrate()
+    ours, theirs = socket.socketpair()
+    child = subprocess.Popen(
+        [sys.executable, "-m", "app.store.intake_process", str(theirs.fileno())],
+        pass_fds=(theirs.fileno(),),
+        env={**os.environ, "RAILYARD_INTAKE_DATABASE": database.url},
+    )
+    theirs.close()
+    try:
+        torn = frame(2, "torn")
+        ours.sendall(frame(1, "whole") + torn[: len(torn) // 2])
+        ours.shutdown(socket.SHUT_WR)
+        answers = b""
+        while chunk := await asyncio.to_thread(ours.recv, 4096):
+            answers += chunk
+        assert list(ANSWER.iter_unpack(answers)) == [(0, READY), (1, 1)]
+        assert await asyncio.to_thread(child.wait, 10) == 0
+        assert set(stored(database)) == {"whole"}
+    finally:
+        ours.close()
+        child.kill()
+        database.close()
+
+
+def test_the_event_loops_bookkeeping_does_not_wait_for_another_processs_write(tmp_path: Path) -> None:
+    """While another process (the writer process, a CLI command) holds the write lock, the
+    loop's bookkeeping says "not now" at once instead of waiting on the event loop."""
+    database = sqlite_database(tmp_path / "railyard.db")
+    with database.bookkeeping():
+        pass  # opens the loop's connection, as a first bookkeeping on a thread does
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_THE_LOCK, database.url.removeprefix("sqlite:///")],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        started = time.monotonic()
+        with pytest.raises(NotNowError), database.bookkeeping_here():
+            pass
+        assert time.monotonic() - started < 0.1
+    finally:
+        holder.wait(5)
+        database.close()

@@ -18,6 +18,7 @@ from aiohttp import web
 
 from app.bootstrap import server
 from app.runtime.supervisor import Loop, Supervisor
+from app.store.intake_process import ProcessDeliveryWriter
 from app.web.server import SUPERVISOR, WRITER
 from tests.fakes import app_settings
 
@@ -127,8 +128,10 @@ async def test_shutdown_closes_everything_even_after_a_loop_failed() -> None:
     async with server_with(loop, clock) as (app, _):
         await wait_for(lambda: flaky.calls >= 2)
         supervisor, writer = app[SUPERVISOR], app[WRITER]
+        assert isinstance(writer, ProcessDeliveryWriter)
+        child = writer._child
     assert all(each.ended for each in supervisor.loops)
-    assert writer._thread is not None and not writer._thread.is_alive()
+    assert child is not None and child.returncode == 0  # the intake's writer process stopped
 
 
 async def test_a_loop_hung_inside_an_iteration_is_reported_stuck_past_its_limit() -> None:
