@@ -45,6 +45,7 @@ from app.store.checkpoints import WalCheckpointer
 from app.store.database import Database
 from app.store.intake import (
     SATURATED,
+    SATURATED_HOLD,
     STORE_TIMEOUT,
     DeliveryWriter,
     IncomingDelivery,
@@ -147,6 +148,7 @@ class ProcessDeliveryWriter:
         self._answered_at = 0.0  # monotonic time of the child's last answer
         self._outgoing: list[bytes] = []  # frames queued for the next send
         self._waiting = 0
+        self._saturated_until = 0.0
         self._transport: asyncio.Transport | None = None
         self._child: subprocess.Popen[bytes] | None = None
         self._fallback: DeliveryWriter | None = None
@@ -220,6 +222,8 @@ class ProcessDeliveryWriter:
             self._loop.call_soon(self._send)
         timer = self._loop.call_later(self._timeout, self._give_up, future, delivery)
         self._waiting += 1
+        if self._waiting > SATURATED:
+            self._saturated_until = time.monotonic() + SATURATED_HOLD
         try:
             return await future
         finally:
@@ -234,10 +238,11 @@ class ProcessDeliveryWriter:
             self._transport.writelines(outgoing)
 
     def saturated(self) -> bool:
-        """Whether more than `SATURATED` deliveries are waiting for a commit."""
+        """Whether more than `SATURATED` deliveries are waiting for a commit, or were less than
+        `SATURATED_HOLD` ago."""
         if self._fallback is not None:
             return self._fallback.saturated()
-        return self._waiting > SATURATED
+        return self._waiting > SATURATED or time.monotonic() < self._saturated_until
 
     def describe(self) -> str:
         """Where the commits happen, for `/healthz`: the writer process, or the thread it failed over to."""
