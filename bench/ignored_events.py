@@ -5,7 +5,8 @@ Starts, one after the other, on a fresh SQLite database each (fsync on):
 
 1. the stateless bot (`bench/stateless_bot.py`: verify the signature, parse, answer 202);
 2. railyard's intake alone (`bench/intake_alone.py`: the same server, no worker);
-3. `railyard serve` as shipped (intake, worker, outbox in one process);
+3. `railyard serve` as shipped (intake, worker, outbox in one process, and on SQLite the
+   intake's writer process, whose CPU is counted with the server's);
 
 and posts each the same `--count` signed `check_run.completed` deliveries (a real payload from
 `@octokit/webhooks-examples`, each with its own delivery id; the repository has no tickets, so
@@ -40,7 +41,7 @@ import aiohttp
 from app.store.database import Database
 from app.store.intake import sign
 from app.store.queue import queue_depth
-from bench.scale_backlog import cpu_seconds
+from bench.scale_backlog import tree_cpu_seconds
 from support.payloads import example
 from support.servers import WEBHOOK_SECRET, ServerProcess, private_key_pem
 
@@ -91,7 +92,8 @@ async def measure(
     concurrency: int,
     processed: bool,
 ) -> float:
-    """CPU ms per delivery of one server process, from the first request until it is done."""
+    """CPU ms per delivery of one server process (and its intake writer process), from the first
+    request until it is done."""
     url = f"sqlite:///{folder}/{label}.db"
     env = {
         "DATABASE_URL": url,
@@ -105,14 +107,14 @@ async def measure(
     assert server.process is not None
     try:
         await asyncio.sleep(1.0)  # past the start-up's own work
-        before, started = cpu_seconds(server.process.pid), time.perf_counter()
+        before, started = tree_cpu_seconds(server.process.pid), time.perf_counter()
         acknowledged = await post_all(server.url, bodies, count, concurrency)
         if processed:
             database = Database(url)
             while (await asyncio.to_thread(queue_depth, database))[0]:
                 await asyncio.sleep(0.02)
             database.close()
-        used, elapsed = cpu_seconds(server.process.pid) - before, time.perf_counter() - started
+        used, elapsed = tree_cpu_seconds(server.process.pid) - before, time.perf_counter() - started
     finally:
         server.stop()
     per = 1000 * used / count

@@ -249,6 +249,17 @@ def cpu_seconds(pid: int, children: bool = False) -> float:
     return ticks / TICK
 
 
+def tree_cpu_seconds(pid: int) -> float:
+    """CPU seconds of a process and of every live process under it (railyard's intake writer
+    process, on SQLite), each read from /proc."""
+    total = cpu_seconds(pid)
+    try:
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except (FileNotFoundError, ProcessLookupError):
+        return total
+    return total + sum(tree_cpu_seconds(int(child)) for child in children)
+
+
 def postgres_cpu(data: Path) -> float:
     """CPU seconds of a cluster: the postmaster, its reaped backends and the live ones."""
     postmaster = int((data / "postmaster.pid").read_text().split()[0])
