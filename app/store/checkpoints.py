@@ -119,7 +119,7 @@ class WalCheckpointer:
             _, _, copied = self._passive(connection)
             if copied - before <= CATCH_UP_FRAMES:
                 break
-        with self._database.writing():
+        with self._database.writing(timeout=RESTART_WAIT_MS / 1000):  # else: the next interval
             busy, _, held = connection.execute("PRAGMA wal_checkpoint(RESTART)").fetchone()
         self.restarts += 0 if busy else 1
         self.held_frames = max(self.held_frames, held - copied)

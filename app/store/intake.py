@@ -32,9 +32,10 @@ SATURATED = 4
 """Deliveries waiting for a commit beyond which the intake counts as saturated (at 1,000
 deliveries a second one or two wait; under a flood, nearly every open connection does)."""
 SATURATED_HOLD = 0.1
-"""Seconds the intake still counts as saturated after it last was: under a flood the count of
-waiting deliveries dips below `SATURATED` between commits, and a worker looking at such a dip
-took a whole batch of new work (a tenth of the intake's rate on the 2-core machine)."""
+"""Seconds the intake still counts as saturated after it last was, while any delivery waits:
+under a flood the count of waiting deliveries dips below `SATURATED` between commits, and a
+worker looking at such a dip took a whole batch of new work (a tenth of the intake's rate on
+the 2-core machine). A burst that was all answered ends it at once."""
 GITHUB_WAITS_MS = 10_000  # GitHub gives up on a webhook not answered within 10 s
 STORE_TIMEOUT = 4.0
 """Seconds a store may wait for its commit before its request answers 503 (SPEC: within 5 s)."""
@@ -260,9 +261,9 @@ class DeliveryWriter:
             self._waiting -= 1
 
     def saturated(self) -> bool:
-        """Whether more than `SATURATED` deliveries are waiting for a commit, or were less than
-        `SATURATED_HOLD` ago."""
-        return self._waiting > SATURATED or time.monotonic() < self._saturated_until
+        """Whether more than `SATURATED` deliveries are waiting for a commit, or some are and more
+        than that were less than `SATURATED_HOLD` ago (a flood, not a burst that was answered)."""
+        return self._waiting > SATURATED or (self._waiting > 0 and time.monotonic() < self._saturated_until)
 
     def describe(self) -> str:
         """Where the commits happen, for `/healthz`."""

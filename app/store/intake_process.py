@@ -36,7 +36,7 @@ import struct
 import subprocess
 import sys
 import time
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 import structlog
@@ -66,7 +66,9 @@ MAX_BATCH = 256
 START_WAIT = 15.0
 """Seconds `start` waits for the child to say it is ready, before writing in this process instead."""
 MAX_UNANSWERED = 4096
-"""Deliveries sent to the child and not answered yet, beyond which a store fails at once (503)."""
+MAX_UNANSWERED_BYTES = 256 * 1024 * 1024
+"""Deliveries (and bytes of them) sent to the child and not answered yet, beyond which a store
+fails at once (503): a child slow to answer holds no more of the server's memory than this."""
 STUCK_AFTER = 2
 """Timeouts (`STORE_TIMEOUT` each) with no answer at all from the child, after which it is taken
 for stuck: killed, and the stores go over to the writer thread."""
@@ -97,6 +99,16 @@ def _metadata(delivery: IncomingDelivery) -> bytes:
     return orjson.dumps(list(fields.values()))
 
 
+class _Sent(NamedTuple):
+    """A delivery sent to the child, until it answers: what the server keeps of it."""
+
+    delivery_id: str
+    event: str
+    future: asyncio.Future[bool]
+    sent_at: float  # monotonic
+    size: int  # bytes of its frame
+
+
 class _Answers(asyncio.Protocol):
     """The parent's end of the socket: reads the child's answers and settles the stores."""
 
@@ -115,16 +127,17 @@ class _Answers(asyncio.Protocol):
                 if ready is not None and not ready.done():
                     ready.set_result(None)
                 continue
-            entry = waiting.pop(token, None)
-            if entry is None:
+            sent = waiting.pop(token, None)
+            if sent is None:
                 continue
-            delivery, future, _ = entry
+            self._writer._unanswered_bytes -= sent.size
+            future = sent.future
             if future.done():  # timed out meanwhile: it was stored all the same
                 if outcome == STORED and not future.cancelled():
                     log.warning(
                         "a delivery answered 503 was stored after all; its redelivery will be answered 200",
-                        delivery_id=delivery.delivery_id,
-                        github_event=delivery.event,
+                        delivery_id=sent.delivery_id,
+                        github_event=sent.event,
                     )
                 continue
             if outcome == FAILED:
@@ -144,9 +157,11 @@ class ProcessDeliveryWriter:
         self._database = database
         self._timeout = timeout
         self._tokens = itertools.count(1)
-        self._waiting_for: dict[int, tuple[IncomingDelivery, asyncio.Future[bool], float]] = {}
+        self._waiting_for: dict[int, _Sent] = {}
+        self._unanswered_bytes = 0
         self._answered_at = 0.0  # monotonic time of the child's last answer
         self._outgoing: list[bytes] = []  # frames queued for the next send
+        self._eof = False  # our end is closed for writing
         self._waiting = 0
         self._saturated_until = 0.0
         self._transport: asyncio.Transport | None = None
@@ -169,8 +184,9 @@ class ProcessDeliveryWriter:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             for end in (ours, theirs):
-                end.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SOCKET_BUFFER)
-                end.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, SOCKET_BUFFER)
+                with contextlib.suppress(OSError):  # a system that refuses keeps its default
+                    end.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SOCKET_BUFFER)
+                    end.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, SOCKET_BUFFER)
             command = [sys.executable, "-m", "app.store.intake_process", str(theirs.fileno())]
             self._child = subprocess.Popen(  # noqa: S603 - our own module, no shell
                 command, pass_fds=(theirs.fileno(),), env=_environment(self._database.url)
@@ -207,16 +223,16 @@ class ProcessDeliveryWriter:
             raise RuntimeError("intake writer not started")
         if self._transport is None:  # the child went away; the writer thread is starting
             raise IntakeWriteError("the intake's writer process went away")
-        if len(self._waiting_for) >= MAX_UNANSWERED:
-            raise IntakeWriteError(
-                f"{MAX_UNANSWERED} deliveries already wait for the intake's writer process"
-            )
+        if len(self._waiting_for) >= MAX_UNANSWERED or self._unanswered_bytes >= MAX_UNANSWERED_BYTES:
+            raise IntakeWriteError("too many deliveries already wait for the writer process")
         token = next(self._tokens)
         metadata = _metadata(delivery)  # before anything is kept: a delivery it refuses leaves nothing
         payload = delivery.payload.encode()
-        header = FRAME.pack(FRAME.size + len(metadata) + len(payload), len(metadata), token)
+        size = FRAME.size + len(metadata) + len(payload)
+        header = FRAME.pack(size, len(metadata), token)
         future: asyncio.Future[bool] = self._loop.create_future()
-        self._waiting_for[token] = (delivery, future, time.monotonic())
+        self._waiting_for[token] = _Sent(delivery.delivery_id, delivery.event, future, time.monotonic(), size)
+        self._unanswered_bytes += size
         self._outgoing += (header, metadata, payload)
         if len(self._outgoing) == 3:  # the first since the last send: send once the loop is done
             self._loop.call_soon(self._send)
@@ -234,15 +250,15 @@ class ProcessDeliveryWriter:
         """Send the frames the stores of this turn of the event loop queued, in one write (a
         write per delivery cost more than a tenth of the loop's time under a flood)."""
         outgoing, self._outgoing = self._outgoing, []
-        if self._transport is not None:
+        if outgoing and self._transport is not None and not self._eof:
             self._transport.writelines(outgoing)
 
     def saturated(self) -> bool:
-        """Whether more than `SATURATED` deliveries are waiting for a commit, or were less than
-        `SATURATED_HOLD` ago."""
+        """Whether more than `SATURATED` deliveries are waiting for a commit, or some are and more
+        than that were less than `SATURATED_HOLD` ago (a flood, not a burst that was answered)."""
         if self._fallback is not None:
             return self._fallback.saturated()
-        return self._waiting > SATURATED or time.monotonic() < self._saturated_until
+        return self._waiting > SATURATED or (self._waiting > 0 and time.monotonic() < self._saturated_until)
 
     def describe(self) -> str:
         """Where the commits happen, for `/healthz`: the writer process, or the thread it failed over to."""
@@ -259,7 +275,7 @@ class ProcessDeliveryWriter:
         oldest = next(iter(self._waiting_for.values()), None)
         if oldest is None or self._child is None or self._closing:
             return
-        sent_at, now = oldest[2], time.monotonic()
+        sent_at, now = oldest.sent_at, time.monotonic()
         if self._answered_at < sent_at and now - sent_at >= STUCK_AFTER * self._timeout:
             log.error(
                 "the intake's writer process answered nothing for too long; stopping it",
@@ -275,7 +291,8 @@ class ProcessDeliveryWriter:
         if self._ready is not None and not self._ready.done():
             self._ready.set_exception(IntakeWriteError("the intake's writer process went away"))
         waiting, self._waiting_for = self._waiting_for, {}
-        for _, future, _ in waiting.values():
+        self._unanswered_bytes = 0
+        for future in (sent.future for sent in waiting.values()):
             if not future.done():
                 future.set_exception(IntakeWriteError("the intake's writer process went away"))
         if not self._closing and self._loop is not None:
@@ -313,6 +330,7 @@ class ProcessDeliveryWriter:
             with contextlib.suppress(OSError, RuntimeError):
                 if self._transport.can_write_eof():
                     self._transport.write_eof()
+                    self._eof = True
         child, self._child = self._child, None
         if child is not None:
             try:
@@ -352,13 +370,17 @@ _Frames = list[tuple[int, IncomingDelivery]]
 
 
 def _commit(database: Database, connection: Any, frames: _Frames) -> tuple[bytes, Any]:
-    """Commit a batch; the answers to send, and the connection to use next (None after a failure)."""
+    """Commit a batch; the answers to send, and the connection to use next (None after a failure,
+    opened again for the next batch)."""
     try:
+        if connection is None:
+            connection = writer_connection(database)
         stored = write_batch(database, [delivery for _, delivery in frames], connection)
     except Exception as error:  # the deliveries answer 503; nothing was acknowledged
         log.error("the intake could not commit a batch", error=type(error).__name__, detail=str(error)[:200])
-        with contextlib.suppress(Exception):
-            connection.close()
+        if connection is not None:
+            with contextlib.suppress(Exception):
+                connection.close()
         return b"".join(ANSWER.pack(token, FAILED) for token, _ in frames), None
     tokens = (token for token, _ in frames)
     outcomes = (STORED if new else ALREADY_STORED for new in stored)
@@ -398,8 +420,6 @@ def serve(channel: socket.socket, database: Database) -> None:
                     break  # a torn frame at the end: the server stopped mid-send, nothing to answer
                 continue
             del buffer[:used]
-            if connection is None:
-                connection = writer_connection(database)
             answers, connection = _commit(database, connection, frames)
             with contextlib.suppress(OSError):  # the server went away: its stores are failed there
                 channel.sendall(answers)

@@ -61,30 +61,32 @@ class WriteLock:
     def acquire(self, blocking: bool = True, timeout: float | None = None) -> bool:
         """Take the lock; False, taking nothing, when `blocking` is False and it is held.
 
-        Blocking, another process's hold is waited for at most `timeout` seconds (the lock's
-        own by default), then `OperationalError` (database is locked)."""
-        if not self._threads.acquire(blocking):
-            return False
+        Blocking, the lock is waited for at most `timeout` seconds (the lock's own by default),
+        another thread's hold and another process's together, then `OperationalError`
+        (database is locked)."""
+        deadline = time.monotonic() + (self._timeout if timeout is None else timeout)
+        if not blocking:
+            if not self._threads.acquire(blocking=False):
+                return False
+        elif not self._threads.acquire(timeout=max(0.0, deadline - time.monotonic())):
+            raise _locked("another thread of this process writes")
         if self._depth == 0 and self._file is not None:
             try:
-                taken = self._take_file(blocking, self._timeout if timeout is None else timeout)
+                taken = self._take_file(blocking, deadline)
             except BaseException:
                 self._threads.release()
                 raise
             if not taken:
                 self._threads.release()
                 if blocking:
-                    locked = sqlite3.OperationalError(
-                        "database is locked (another process holds its write lock)"
-                    )
-                    raise OperationalError("flock", {}, locked)
+                    raise _locked("another process writes")
                 return False
         self._depth += 1
         return True
 
-    def _take_file(self, blocking: bool, timeout: float) -> bool:
+    def _take_file(self, blocking: bool, deadline: float) -> bool:
         assert self._file is not None
-        pause, deadline = 20e-6, time.monotonic() + timeout
+        pause = 20e-6
         while True:
             try:
                 fcntl.flock(self._file, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -123,6 +125,10 @@ class WriteLock:
         with self._threads:
             self._finalizer()
             self._file = None
+
+
+def _locked(who: str) -> OperationalError:
+    return OperationalError("write lock", {}, sqlite3.OperationalError(f"database is locked ({who})"))
 
 
 def _close_quietly(file: int | None) -> None:

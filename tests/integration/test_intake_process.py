@@ -11,17 +11,19 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 from sqlalchemy import select
+from sqlalchemy.exc import OperationalError
 from structlog.testing import capture_logs
 
 from app.store import intake_process
 from app.store.database import Database, NotNowError, WriteLock
-from app.store.intake import StoreTimeoutError, writer_connection
+from app.store.intake import STORE_TIMEOUT, StoreTimeoutError, writer_connection
 from app.store.intake_process import (
     ANSWER,
     FRAME,
@@ -174,6 +176,7 @@ async def test_a_store_not_answered_in_time_fails_and_its_late_commit_is_logged(
                     break
                 await asyncio.sleep(0.02)
         assert any("stored after all" in line["event"] for line in logs)
+        writer._timeout = STORE_TIMEOUT  # a real commit now: no need to race a short timeout
         assert await writer.store(incoming("slow")) is False
     finally:
         child.send_signal(signal.SIGCONT)
@@ -209,43 +212,79 @@ async def test_the_child_reports_ready_first_and_stops_at_the_end_of_its_input(t
 
 
 HOLD_THE_LOCK = """
-import sys, time
+import sys
 from app.store.database import WriteLock
 lock = WriteLock(sys.argv[1])
 lock.acquire()
 print("held", flush=True)
-time.sleep(0.5)
+sys.stdin.readline()
 lock.release()
 print("released", flush=True)
 """
 
 
-def test_a_write_lock_held_by_another_process_keeps_this_one_waiting(tmp_path: Path) -> None:
-    """The lock is across processes: while another process holds it, a try fails and a wait
-    lasts until that process lets go."""
-    path = str(tmp_path / "railyard.db")
+def hold_the_lock(path: str) -> subprocess.Popen[str]:
+    """Another process holding the write lock on `path` until a line on its stdin."""
     holder = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            HOLD_THE_LOCK,
-            path,
-        ],
-        stdout=subprocess.PIPE,
-        text=True,
+        [sys.executable, "-c", HOLD_THE_LOCK, path], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
     )
     assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+    return holder
+
+
+def let_go(holder: subprocess.Popen[str]) -> None:
+    assert holder.stdin is not None
+    holder.stdin.write("\n")
+    holder.stdin.flush()
+
+
+def test_a_write_lock_held_by_another_process_keeps_this_one_waiting(tmp_path: Path) -> None:
+    """The lock is across processes: while another process holds it, a try fails, a wait ends
+    when that process lets go, and a wait past its timeout fails as SQLite would."""
+    path = str(tmp_path / "railyard.db")
+    holder = hold_the_lock(path)
     lock = WriteLock(path)
     try:
         assert lock.acquire(blocking=False) is False
+        started = time.monotonic()
+        with pytest.raises(OperationalError, match="database is locked"):
+            lock.acquire(timeout=0.2)
+        assert time.monotonic() - started >= 0.2
+        threading.Timer(0.2, let_go, (holder,)).start()
         assert lock.acquire() is True  # waits for the other process
-        assert holder.stdout.readline().strip() == "released"
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "released"
         assert lock.acquire(blocking=False) is True  # reentrant within the process
         lock.release()
         lock.release()
     finally:
         lock.close()
+        holder.kill()
         holder.wait(5)
+
+
+def test_a_write_lock_timeout_covers_a_wait_behind_another_thread(tmp_path: Path) -> None:
+    """`held(timeout)` bounds the whole wait: behind a thread of this process that holds the
+    lock (or waits for it) as well as behind another process."""
+    lock = WriteLock(str(tmp_path / "railyard.db"))
+    taken, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with lock:
+            taken.set()
+            release.wait(5)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        assert taken.wait(5)
+        started = time.monotonic()
+        with pytest.raises(OperationalError, match="database is locked"), lock.held(0.1):
+            pass
+        assert 0.1 <= time.monotonic() - started < 5
+    finally:
+        release.set()
+        holder.join(5)
+        lock.close()
 
 
 def test_the_writer_process_gets_none_of_the_apps_secrets(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -363,17 +402,13 @@ def test_the_event_loops_bookkeeping_does_not_wait_for_another_processs_write(tm
     database = sqlite_database(tmp_path / "railyard.db")
     with database.bookkeeping():
         pass  # opens the loop's connection, as a first bookkeeping on a thread does
-    holder = subprocess.Popen(
-        [sys.executable, "-c", HOLD_THE_LOCK, database.url.removeprefix("sqlite:///")],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
+    holder = hold_the_lock(database.url.removeprefix("sqlite:///"))
     try:
-        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
         started = time.monotonic()
         with pytest.raises(NotNowError), database.bookkeeping_here():
             pass
-        assert time.monotonic() - started < 0.1
+        assert time.monotonic() - started < 2  # at once: nowhere near the lock's 30 s
     finally:
+        let_go(holder)
         holder.wait(5)
         database.close()
