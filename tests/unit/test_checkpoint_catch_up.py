@@ -54,7 +54,7 @@ class HeldDatabase:
         self.lock = threading.RLock()
 
     @contextmanager
-    def writing(self) -> Iterator[None]:
+    def writing(self, timeout: float | None = None) -> Iterator[None]:
         with self.lock:
             self.wal.held = True
             try:
