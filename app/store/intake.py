@@ -32,10 +32,12 @@ SATURATED = 4
 """Deliveries waiting for a commit beyond which the intake counts as saturated (at 1,000
 deliveries a second one or two wait; under a flood, nearly every open connection does)."""
 SATURATED_HOLD = 0.1
-"""Seconds the intake still counts as saturated after it last was, while any delivery waits:
-under a flood the count of waiting deliveries dips below `SATURATED` between commits, and a
-worker looking at such a dip took a whole batch of new work (a tenth of the intake's rate on
-the 2-core machine). A burst that was all answered ends it at once."""
+"""Seconds the intake still counts as saturated after it last was: under a flood the count of
+waiting deliveries dips below `SATURATED` between commits, and a worker looking at such a dip
+took a whole batch of new work (a tenth of the intake's rate on the 2-core machine)."""
+CALM_AFTER = 0.02
+"""Seconds with nothing waiting for a commit that end the hold at once: a burst that was all
+answered is no flood, and a worker never waits on one."""
 GITHUB_WAITS_MS = 10_000  # GitHub gives up on a webhook not answered within 10 s
 STORE_TIMEOUT = 4.0
 """Seconds a store may wait for its commit before its request answers 503 (SPEC: within 5 s)."""
@@ -173,6 +175,38 @@ class StoreTimeoutError(Exception):
         """Whether it was taken off the queue unwritten (else it was being written)."""
 
 
+class Saturation:
+    """Whether the intake is flooded, for the worker to give way (`Worker.intake_busy`): more than
+    `SATURATED` deliveries waiting for a commit, or were less than `SATURATED_HOLD` ago, unless
+    nothing has waited for `CALM_AFTER`."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.waiting = 0  # stores not yet answered
+        self._clock = clock
+        self._until = 0.0
+        self._calm_since = 0.0
+
+    def enter(self) -> None:
+        """A store begins to wait."""
+        self.waiting += 1
+        if self.waiting > SATURATED:
+            self._until = self._clock() + SATURATED_HOLD
+
+    def leave(self) -> None:
+        """A store was answered (or gave up)."""
+        self.waiting -= 1
+        if self.waiting == 0:
+            self._calm_since = self._clock()
+
+    def __call__(self) -> bool:
+        if self.waiting > SATURATED:
+            return True
+        now = self._clock()
+        if now >= self._until:
+            return False
+        return self.waiting > 0 or now - self._calm_since < CALM_AFTER
+
+
 class IntakeWriter(Protocol):
     """What the webhook door stores through: `DeliveryWriter` (a thread of the server's), or
     `app.store.intake_process.ProcessDeliveryWriter` (a process of its own, on SQLite)."""
@@ -213,8 +247,7 @@ class DeliveryWriter:
         self._closing = False
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
-        self._waiting = 0  # stores not yet answered
-        self._saturated_until = 0.0
+        self._saturation = Saturation()
         self._checkpoints = WalCheckpointer(database) if database.is_sqlite else None
 
     async def start(self) -> None:
@@ -251,19 +284,16 @@ class DeliveryWriter:
             if len(self._pending) == 1:
                 self._ready.notify()
         timer = self._loop.call_later(self._timeout, self._give_up, entry)
-        self._waiting += 1
-        if self._waiting > SATURATED:
-            self._saturated_until = time.monotonic() + SATURATED_HOLD
+        self._saturation.enter()
         try:
             return await future
         finally:
             timer.cancel()
-            self._waiting -= 1
+            self._saturation.leave()
 
     def saturated(self) -> bool:
-        """Whether more than `SATURATED` deliveries are waiting for a commit, or some are and more
-        than that were less than `SATURATED_HOLD` ago (a flood, not a burst that was answered)."""
-        return self._waiting > SATURATED or (self._waiting > 0 and time.monotonic() < self._saturated_until)
+        """Whether the intake is flooded (`Saturation`)."""
+        return self._saturation()
 
     def describe(self) -> str:
         """Where the commits happen, for `/healthz`."""

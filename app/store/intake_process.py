@@ -44,11 +44,10 @@ import structlog
 from app.store.checkpoints import WalCheckpointer
 from app.store.database import Database
 from app.store.intake import (
-    SATURATED,
-    SATURATED_HOLD,
     STORE_TIMEOUT,
     DeliveryWriter,
     IncomingDelivery,
+    Saturation,
     StoreTimeoutError,
     write_batch,
     writer_connection,
@@ -162,8 +161,7 @@ class ProcessDeliveryWriter:
         self._answered_at = 0.0  # monotonic time of the child's last answer
         self._outgoing: list[bytes] = []  # frames queued for the next send
         self._eof = False  # our end is closed for writing
-        self._waiting = 0
-        self._saturated_until = 0.0
+        self._saturation = Saturation()
         self._transport: asyncio.Transport | None = None
         self._child: subprocess.Popen[bytes] | None = None
         self._fallback: DeliveryWriter | None = None
@@ -237,14 +235,12 @@ class ProcessDeliveryWriter:
         if len(self._outgoing) == 3:  # the first since the last send: send once the loop is done
             self._loop.call_soon(self._send)
         timer = self._loop.call_later(self._timeout, self._give_up, future, delivery)
-        self._waiting += 1
-        if self._waiting > SATURATED:
-            self._saturated_until = time.monotonic() + SATURATED_HOLD
+        self._saturation.enter()
         try:
             return await future
         finally:
             timer.cancel()
-            self._waiting -= 1
+            self._saturation.leave()
 
     def _send(self) -> None:
         """Send the frames the stores of this turn of the event loop queued, in one write (a
@@ -254,11 +250,10 @@ class ProcessDeliveryWriter:
             self._transport.writelines(outgoing)
 
     def saturated(self) -> bool:
-        """Whether more than `SATURATED` deliveries are waiting for a commit, or some are and more
-        than that were less than `SATURATED_HOLD` ago (a flood, not a burst that was answered)."""
+        """Whether the intake is flooded (`Saturation`)."""
         if self._fallback is not None:
             return self._fallback.saturated()
-        return self._waiting > SATURATED or (self._waiting > 0 and time.monotonic() < self._saturated_until)
+        return self._saturation()
 
     def describe(self) -> str:
         """Where the commits happen, for `/healthz`: the writer process, or the thread it failed over to."""
