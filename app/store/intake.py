@@ -198,6 +198,15 @@ class Saturation:
         if self.waiting == 0:
             self._calm_since = self._clock()
 
+    async def answer(self, future: asyncio.Future[bool], timer: asyncio.TimerHandle) -> bool:
+        """A store's answer, counted as waiting until it comes; `timer` (its timeout) cancelled then."""
+        self.enter()
+        try:
+            return await future
+        finally:
+            timer.cancel()
+            self.leave()
+
     def __call__(self) -> bool:
         if self.waiting > SATURATED:
             return True
@@ -284,12 +293,7 @@ class DeliveryWriter:
             if len(self._pending) == 1:
                 self._ready.notify()
         timer = self._loop.call_later(self._timeout, self._give_up, entry)
-        self._saturation.enter()
-        try:
-            return await future
-        finally:
-            timer.cancel()
-            self._saturation.leave()
+        return await self._saturation.answer(future, timer)
 
     def saturated(self) -> bool:
         """Whether the intake is flooded (`Saturation`)."""

@@ -235,12 +235,7 @@ class ProcessDeliveryWriter:
         if len(self._outgoing) == 3:  # the first since the last send: send once the loop is done
             self._loop.call_soon(self._send)
         timer = self._loop.call_later(self._timeout, self._give_up, future, delivery)
-        self._saturation.enter()
-        try:
-            return await future
-        finally:
-            timer.cancel()
-            self._saturation.leave()
+        return await self._saturation.answer(future, timer)
 
     def _send(self) -> None:
         """Send the frames the stores of this turn of the event loop queued, in one write (a

@@ -52,6 +52,19 @@ def frame(token: int, delivery_id: str, payload: str = "{}") -> bytes:
     return FRAME.pack(FRAME.size + len(metadata) + len(body), len(metadata), token) + metadata + body
 
 
+def started_by_hand(database: Database) -> tuple[socket.socket, subprocess.Popen[bytes]]:
+    """The writer process on a migrated `database`, and our end of its socket pair."""
+    database.migrate()
+    ours, theirs = socket.socketpair()
+    child = subprocess.Popen(
+        [sys.executable, "-m", "app.store.intake_process", str(theirs.fileno())],
+        pass_fds=(theirs.fileno(),),
+        env={**os.environ, "RAILYARD_INTAKE_DATABASE": database.url},
+    )
+    theirs.close()
+    return ours, child
+
+
 @pytest.fixture
 async def writer(tmp_path: Path) -> AsyncIterator[ProcessDeliveryWriter]:
     database = sqlite_database(tmp_path / "railyard.db")
@@ -188,14 +201,7 @@ async def test_the_child_reports_ready_first_and_stops_at_the_end_of_its_input(t
     """Driven by hand over a socket pair: READY, then one answer per frame, then exit 0 on EOF,
     committing a batch sent just before the end."""
     database = sqlite_database(tmp_path / "railyard.db")
-    database.migrate()
-    ours, theirs = socket.socketpair()
-    child = subprocess.Popen(
-        [sys.executable, "-m", "app.store.intake_process", str(theirs.fileno())],
-        pass_fds=(theirs.fileno(),),
-        env={**os.environ, "RAILYARD_INTAKE_DATABASE": database.url},
-    )
-    theirs.close()
+    ours, child = started_by_hand(database)
     try:
         ours.sendall(frame(7, "x") + frame(8, "x") + frame(9, "y"))
         ours.shutdown(socket.SHUT_WR)
@@ -372,14 +378,7 @@ async def test_the_child_commits_the_whole_frames_of_a_torn_end_and_exits(tmp_pa
     """A server that stopped mid-send: the whole deliveries before the torn one are committed
     and answered, the torn one is not, and the child exits cleanly."""
     database = sqlite_database(tmp_path / "railyard.db")
-    database.migrate()
-    ours, theirs = socket.socketpair()
-    child = subprocess.Popen(
-        [sys.executable, "-m", "app.store.intake_process", str(theirs.fileno())],
-        pass_fds=(theirs.fileno(),),
-        env={**os.environ, "RAILYARD_INTAKE_DATABASE": database.url},
-    )
-    theirs.close()
+    ours, child = started_by_hand(database)
     try:
         torn = frame(2, "torn")
         ours.sendall(frame(1, "whole") + torn[: len(torn) // 2])

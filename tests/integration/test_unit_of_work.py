@@ -19,6 +19,7 @@ from sqlalchemy.exc import OperationalError
 
 from app.bootstrap import wire
 from app.store.database import Database
+from app.store.unit import SqlStore
 from handlers.answers import StatusComment
 from handlers.ports import Heard
 from policies.commands import Claim, Publish
@@ -192,15 +193,21 @@ def statement_threads(database: Database) -> Iterator[list[tuple[str, int]]]:
         event.remove(Engine, "before_cursor_execute", note)
 
 
+async def published(database: Database) -> SqlStore:
+    """The database's store, with KEY published."""
+    store, comments = wire(database).store, Comments()
+    async with store.unit() as uow:
+        await uow.execute(KEY, Publish("Resumable uploads"), comments.context(REQUESTER))
+        await uow.commit()
+    return store
+
+
 async def test_on_sqlite_a_read_runs_on_the_loop_and_a_scan_on_a_thread(tmp_path: Path) -> None:
     """A read unit's point reads run on the event loop (no hop), but the reads whose rows grow
     with the repository (a ticket's whole log) run off it, on the same transaction."""
     database = sqlite_database(tmp_path / "railyard.db")
     try:
-        store, comments = wire(database).store, Comments()
-        async with store.unit() as uow:
-            await uow.execute(KEY, Publish("Resumable uploads"), comments.context(REQUESTER))
-            await uow.commit()
+        store = await published(database)
         loop_thread = threading.get_ident()
         with statement_threads(database) as seen:
             async with store.read() as reads:
@@ -220,10 +227,7 @@ async def test_on_sqlite_a_read_the_loop_cannot_take_at_once_is_read_on_a_thread
     `read_once` and `point_read_here` read again on a thread and still answer."""
     database = sqlite_database(tmp_path / "railyard.db")
     try:
-        store, comments = wire(database).store, Comments()
-        async with store.unit() as uow:
-            await uow.execute(KEY, Publish("Resumable uploads"), comments.context(REQUESTER))
-            await uow.commit()
+        store = await published(database)
         loop_thread = threading.get_ident()
 
         @contextmanager
