@@ -65,6 +65,17 @@ def started_by_hand(database: Database) -> tuple[socket.socket, subprocess.Popen
     return ours, child
 
 
+async def stopped_child(tmp_path: Path) -> tuple[Database, ProcessDeliveryWriter, subprocess.Popen[bytes]]:
+    """A writer whose stores time out after 0.2 s, its child stopped (SIGSTOP) from the start."""
+    database = sqlite_database(tmp_path / "railyard.db")
+    writer = ProcessDeliveryWriter(database, timeout=0.2)
+    await writer.start()
+    child = writer._child
+    assert child is not None
+    child.send_signal(signal.SIGSTOP)
+    return database, writer, child
+
+
 @pytest.fixture
 async def writer(tmp_path: Path) -> AsyncIterator[ProcessDeliveryWriter]:
     database = sqlite_database(tmp_path / "railyard.db")
@@ -172,13 +183,8 @@ async def test_a_child_that_cannot_start_leaves_the_stores_to_the_thread(
 async def test_a_store_not_answered_in_time_fails_and_its_late_commit_is_logged(tmp_path: Path) -> None:
     """A child held up past the timeout: the store fails (503); once it commits after all, the
     log says so, and the delivery sent again is answered as already stored."""
-    database = sqlite_database(tmp_path / "railyard.db")
-    writer = ProcessDeliveryWriter(database, timeout=0.2)
-    await writer.start()
-    child = writer._child
-    assert child is not None
+    database, writer, child = await stopped_child(tmp_path)
     try:
-        child.send_signal(signal.SIGSTOP)
         with pytest.raises(StoreTimeoutError) as timed_out:
             await writer.store(incoming("slow"))
         assert not timed_out.value.withdrawn
@@ -332,13 +338,8 @@ async def test_a_child_that_answers_nothing_for_too_long_is_replaced_by_the_thre
 ) -> None:
     """Alive but stuck (stopped here): once nothing was answered for two timeouts while a
     delivery waited, the child is killed and the writer thread takes the stores."""
-    database = sqlite_database(tmp_path / "railyard.db")
-    writer = ProcessDeliveryWriter(database, timeout=0.2)
-    await writer.start()
-    child = writer._child
-    assert child is not None
+    database, writer, child = await stopped_child(tmp_path)
     try:
-        child.send_signal(signal.SIGSTOP)
         with capture_logs() as logs:
             for n in range(4):
                 with pytest.raises((StoreTimeoutError, IntakeWriteError)):
