@@ -12,11 +12,9 @@ import sqlite3
 import time
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
-from alembic import command
-from alembic.config import Config
 from sqlalchemy import Connection, create_engine, event, func, inspect
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Engine
@@ -25,6 +23,9 @@ from sqlalchemy.exc import DBAPIError, OperationalError
 from app.settings import normalize_database_url
 from app.store.hops import off_loop
 from app.store.write_lock import BUSY_TIMEOUT_S, WriteLock, sqlite_path
+
+if TYPE_CHECKING:
+    from alembic.config import Config
 
 log = structlog.get_logger(__name__)
 
@@ -359,6 +360,8 @@ class Database:
 
     def migrate(self) -> None:
         """Bring the schema to the newest migration (idempotent)."""
+        from alembic import command  # here: a process that never migrates (the intake's writer) skips it
+
         config = alembic_config(self.url)
         with self.engine.begin() as connection:
             config.attributes["connection"] = connection
@@ -394,6 +397,8 @@ def dialect_later(dialect: str) -> Any:
 
 def alembic_config(url: str) -> Config:
     """Alembic's configuration, pointing at the migrations shipped inside the package."""
+    from alembic.config import Config  # here, as `command` in `migrate`
+
     config = Config()
     config.set_main_option("script_location", MIGRATIONS)
     config.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
