@@ -121,6 +121,23 @@ async def test_a_failing_loop_goes_on_and_healthz_is_503_past_its_limit_then_200
         assert status == 200 and report["loops"]["flaky"]["healthy"] is True
 
 
+async def test_healthz_says_where_the_intake_commits_and_when_the_thread_took_over() -> None:
+    """`intake_writer`: "process" while the writer process runs; once it dies, "thread (...)"
+    (that the thread then stores: tests/integration/test_intake_process.py)."""
+    flaky, clock = Flaky(), Ahead()
+    async with server_with(flaky_loop(flaky, clock), clock) as (app, url):
+        writer = app[WRITER]
+        assert isinstance(writer, ProcessDeliveryWriter)
+        _, report = await healthz(url)
+        assert report["intake_writer"] == "process"
+        child = writer._child
+        assert child is not None
+        child.kill()
+        await wait_for(lambda: writer.in_process)
+        _, report = await healthz(url)
+        assert report["intake_writer"].startswith("thread")
+
+
 async def test_shutdown_closes_everything_even_after_a_loop_failed() -> None:
     """A loop that failed and then fails while stopping: the server still stops every loop and the intake."""
     flaky, clock = Flaky(finish_raises=True), Ahead()
