@@ -322,20 +322,17 @@ class DeliveryWriter:
             size = min(len(self._pending), self._max_batch)
             return [self._pending.popleft() for _ in range(size)]
 
-    def _connect(self) -> Any:
-        return writer_connection(self._database, self._timeout)
-
     def _run(self) -> None:
         assert self._loop is not None
         connection: Any = None
         while batch := self._next_batch():
             try:
                 if connection is None:
-                    connection = self._connect()
+                    connection = writer_connection(self._database, self._timeout)
                 inserted = write_batch(self._database, [delivery for delivery, _ in batch], connection)
             except Exception as error:  # the callers answer 503; nothing was acknowledged
                 if connection is not None:
-                    _discard(connection)  # a broken connection is not reused
+                    discard(connection)  # a broken connection is not reused
                     connection = None
                 self._loop.call_soon_threadsafe(_settle, batch, None, error)
                 continue
@@ -364,9 +361,9 @@ def writer_connection(database: Database, timeout: float = STORE_TIMEOUT) -> Any
     return connection
 
 
-def _discard(connection: Any) -> None:
-    # Detached from the pool, so closing it closes the driver's connection; a broken one may
-    # raise on the way, which changes nothing.
+def discard(connection: Any) -> None:
+    """Close a writer's connection (detached from the pool, so the driver's own closes); a
+    broken one may raise on the way, which changes nothing."""
     with contextlib.suppress(Exception):
         connection.close()
 
@@ -375,7 +372,7 @@ def _settle(batch: list[_Entry], inserted: list[bool] | None, error: Exception |
     for index, (delivery, future) in enumerate(batch):
         if future.done():  # the request went away or timed out; its delivery is stored all the same
             if inserted is not None and inserted[index] and not future.cancelled():
-                _log_late_commit(delivery, future)
+                log_late_commit(delivery.delivery_id, delivery.event, future)
             continue
         if inserted is None:
             future.set_exception(error or RuntimeError("intake write failed"))
@@ -383,12 +380,13 @@ def _settle(batch: list[_Entry], inserted: list[bool] | None, error: Exception |
             future.set_result(inserted[index])
 
 
-def _log_late_commit(delivery: IncomingDelivery, future: asyncio.Future[bool]) -> None:
+def log_late_commit(delivery_id: str, event: str, future: asyncio.Future[bool]) -> None:
+    """Say that a delivery whose store timed out (answered 503) was committed after all."""
     if isinstance(future.exception(), StoreTimeoutError):
         log.warning(
             "a delivery answered 503 was stored after all; its redelivery will be answered 200",
-            delivery_id=delivery.delivery_id,
-            github_event=delivery.event,
+            delivery_id=delivery_id,
+            github_event=event,
         )
 
 

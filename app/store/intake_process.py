@@ -49,6 +49,8 @@ from app.store.intake import (
     IncomingDelivery,
     Saturation,
     StoreTimeoutError,
+    discard,
+    log_late_commit,
     write_batch,
     writer_connection,
 )
@@ -133,11 +135,7 @@ class _Answers(asyncio.Protocol):
             future = sent.future
             if future.done():  # timed out meanwhile: it was stored all the same
                 if outcome == STORED and not future.cancelled():
-                    log.warning(
-                        "a delivery answered 503 was stored after all; its redelivery will be answered 200",
-                        delivery_id=sent.delivery_id,
-                        github_event=sent.event,
-                    )
+                    log_late_commit(sent.delivery_id, sent.event, future)
                 continue
             if outcome == FAILED:
                 future.set_exception(IntakeWriteError("the intake's writer process could not commit it"))
@@ -369,8 +367,7 @@ def _commit(database: Database, connection: Any, frames: _Frames) -> tuple[bytes
     except Exception as error:  # the deliveries answer 503; nothing was acknowledged
         log.error("the intake could not commit a batch", error=type(error).__name__, detail=str(error)[:200])
         if connection is not None:
-            with contextlib.suppress(Exception):
-                connection.close()
+            discard(connection)
         return b"".join(ANSWER.pack(token, FAILED) for token, _ in frames), None
     tokens = (token for token, _ in frames)
     outcomes = (STORED if new else ALREADY_STORED for new in stored)
