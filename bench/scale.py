@@ -138,7 +138,7 @@ class Result:
         railyard = sum(v for k, v in self.cpu.items() if k.startswith(("serve", "worker")))
         print(
             f"  CPU ms per delivery: {1000 * used / self.deliveries:.0f} in all, "
-            f"{1000 * railyard / self.deliveries:.0f} in railyard's processes; "
+            f"{1000 * railyard / self.deliveries:.1f} in railyard's processes; "
             f"idle, before the backlog, they used {self.idle:.2f} CPU s per second"
         )
         commits, syncs, sync_seconds = self.postgres

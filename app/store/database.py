@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
@@ -26,6 +27,8 @@ from app.store.write_lock import BUSY_TIMEOUT_S, WriteLock, sqlite_path
 
 if TYPE_CHECKING:
     from alembic.config import Config
+
+    from app.store.loop_reads import LoopReads
 
 log = structlog.get_logger(__name__)
 
@@ -131,6 +134,9 @@ class Database:
             self.engine = create_engine(self.url, pool_size=pool_size, max_overflow=pool_size)
             _configure_postgres(self.engine)
         self._here: Engine | None = None  # SQLite: the event loop's own connections, for reads
+        self._lazy: Engine | None = None  # PostgreSQL: connections whose commits skip the WAL flush
+        self._lazy_opening = threading.Lock()
+        self._loop_reads: LoopReads | None = None  # PostgreSQL: the event loop's reads
         self._bookkeeper: Any = None  # SQLite: one connection that commits without fsync
         self._loop_bookkeeper: Any = None  # SQLite: the same, for the event loop, never waiting
         self.background_checkpoints = False
@@ -238,6 +244,35 @@ class Database:
         finally:
             self._one_writer.release()
 
+    @contextmanager
+    def bookkeeping_postgres(self) -> Iterator[Any]:
+        """PostgreSQL: a driver cursor for queue bookkeeping (leases, outcomes, run records), on
+        a pool of connections with `synchronous_commit=off` for their whole session.
+
+        As on SQLite (`bookkeeping`), these writes are redone rather than lost: a crash of the
+        server can take the last few before the log reaches the disk, never one after a durable
+        commit, which flushes everything before it. Set once per connection rather than with
+        `SET LOCAL` in every transaction: one round trip to the server fewer each time.
+
+        The connections autocommit: a single statement is one round trip (no BEGIN, no
+        COMMIT); statements that belong together run in `cursor.connection.transaction()`.
+        """
+        assert not self.is_sqlite, "bookkeeping_postgres() is for PostgreSQL"
+        if self._lazy is None:
+            with self._lazy_opening:
+                if self._lazy is None:
+                    self._lazy = create_engine(
+                        self.url,
+                        pool_size=4,
+                        max_overflow=4,
+                        connect_args={"options": "-c synchronous_commit=off", "autocommit": True},
+                    )
+        connection = self._lazy.raw_connection()
+        try:
+            yield connection.cursor()
+        finally:
+            connection.close()  # back to the pool (rolled back if left open)
+
     def _open_bookkeeper(self, *pragmas: str) -> Any:
         """A pooled connection kept for bookkeeping: commits not waiting for the disk, and `pragmas`."""
         connection = self.engine.raw_connection()
@@ -249,8 +284,19 @@ class Database:
 
     @contextmanager
     def read(self) -> Iterator[Connection]:
-        """A read-only transaction."""
-        with self.engine.connect() as connection, connection.begin():
+        """A read-only transaction (SQLite: one snapshot for the whole block).
+
+        On PostgreSQL the statements run without BEGIN and COMMIT, each its own transaction:
+        at READ COMMITTED, the only level railyard uses, each statement of a transaction takes
+        a snapshot of its own anyway, so a read sees exactly what it would have, for two round
+        trips to the server fewer (`docs/benchmarks.md`: round trips are most of a command's CPU).
+        """
+        if self.is_sqlite:
+            with self.engine.connect() as connection, connection.begin():
+                yield connection
+            return
+        with self.engine.connect() as connection:
+            connection = connection.execution_options(isolation_level="AUTOCOMMIT")
             yield connection
 
     @contextmanager
@@ -322,32 +368,48 @@ class Database:
         """
         statement = self.driver_sql(sql)
         connection = self.engine.raw_connection()
+        postgres = not self.is_sqlite
         try:
+            if postgres:  # no BEGIN and ROLLBACK around it: one round trip, not three
+                connection.dbapi_connection.autocommit = True  # type: ignore[union-attr]
             cursor = connection.cursor()
             cursor.execute(statement, parameters)
             row = cursor.fetchone()
             cursor.close()
-            if not self.is_sqlite:
-                connection.rollback()  # the driver began a transaction for the SELECT
         except self.engine.dialect.loaded_dbapi.Error as error:
             connection.invalidate(error)  # rare: a fresh connection rather than one in doubt
             dbapi_error = self.engine.dialect.loaded_dbapi.Error
             raise DBAPIError.instance(statement, parameters, error, dbapi_error) from error
         finally:
+            if postgres and connection.dbapi_connection is not None:  # None: invalidated above
+                try:
+                    connection.dbapi_connection.autocommit = False
+                except Exception:  # never hand the pool a connection that autocommits
+                    connection.invalidate()
             connection.close()  # back to the pool
         return None if row is None else tuple(row)
 
     async def point_read_here(self, sql: str, parameters: tuple[Any, ...]) -> tuple[Any, ...] | None:
-        """`point_read` for the event loop: on SQLite run here, on the loop's own connections
-        (`read_here`), with no trip to a thread; on PostgreSQL on a thread."""
+        """`point_read` for the event loop, with no trip to a thread: on SQLite on the loop's
+        own connections (`read_here`), on PostgreSQL through asyncio connections of its own
+        (`app.store.loop_reads`)."""
         if not self.is_sqlite:
-            return await off_loop(self.point_read, sql, parameters)
+            if self._loop_reads is None:
+                from app.store.loop_reads import LoopReads  # here: SQLite's processes never load psycopg
+
+                self._loop_reads = LoopReads(self._driver_connect_args)
+            return await self._loop_reads.first_row(self.driver_sql(sql), parameters)
         try:
             with self.read_here() as connection:
                 row = connection.exec_driver_sql(sql, parameters).first()
         except OperationalError:  # SQLite busy past READ_HERE_BUSY_MS: wait on a thread instead
             return await off_loop(self.point_read, sql, parameters)
         return None if row is None else tuple(row)
+
+    def _driver_connect_args(self) -> tuple[Any, dict[str, Any]]:
+        """What the engine passes to `psycopg.connect`, without SQLAlchemy's own type adapters."""
+        args, kwargs = self.engine.dialect.create_connect_args(self.engine.url)
+        return args, {name: value for name, value in kwargs.items() if name != "context"}
 
     def ping(self) -> None:
         """One round trip: raises when the database cannot answer."""
@@ -373,8 +435,11 @@ class Database:
             if kept is not None:
                 kept.close()
         self._bookkeeper = self._loop_bookkeeper = None
-        if self._here is not None:
-            self._here.dispose()
+        if self._loop_reads is not None:
+            self._loop_reads.close()
+        for engine in (self._here, self._lazy):
+            if engine is not None:
+                engine.dispose()
         self.engine.dispose()
         if self._one_writer is not None:
             self._one_writer.close()

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import socket
 import time
 from collections.abc import Iterator, Sequence
@@ -23,6 +22,23 @@ from typing import Any
 from sqlalchemy import bindparam, func, select, update
 
 from app.store.database import Database, commit_sqlite
+from app.store.queue_statements import (
+    CLAIM_WINDOW,
+    CLAIMABLE_POSTGRES_RAW,
+    CLAIMABLE_SQLITE,
+    IN_WINDOW_POSTGRES,
+    IN_WINDOW_SQLITE,
+    INSERT_RUN,
+    LEASE_POSTGRES,
+    LEASE_SQLITE,
+    LEASED_SQLITE,
+    MAX_WINDOW,
+    RUN_AFTER_CHANGE_POSTGRES,
+    SQLITE_INDEX,
+    WINDOW_POSTGRES,
+    WINDOW_RESTS,
+    WINDOW_SQLITE,
+)
 from app.store.tables import DeliveryRunRow, WebhookDeliveryRow, table
 
 deliveries = table(WebhookDeliveryRow)
@@ -33,120 +49,10 @@ REJECTED = "rejected"
 """Signed, but its payload does not have the shape of its event: kept for the audit, never processed."""
 FINAL_STATUSES = (DONE, IGNORED, FAILED, REJECTED)
 
-# Each ordering key's head is found by walking the partial index of pending deliveries from
-# key to key (a recursive "skip scan"), so a claim costs one index probe per key with pending
-# work however long any key's backlog is: a scan of every pending row took 26 ms with 21,000
-# deliveries of one issue waiting, this takes 0.02 ms. Deliveries without a key have no order.
-_HEADS = """
-WITH RECURSIVE heads(ordering_key) AS (
-    SELECT MIN(ordering_key) FROM webhook_deliveries{pending} WHERE status = 'pending'
-    UNION ALL
-    SELECT (
-        SELECT MIN(k.ordering_key) FROM webhook_deliveries k{pending}
-        WHERE k.status = 'pending' AND k.ordering_key > heads.ordering_key
-    )
-    FROM heads WHERE heads.ordering_key IS NOT NULL
-)
-"""
-_CANDIDATES = """
-    SELECT (
-        SELECT MIN(h.seq) FROM webhook_deliveries h{pending}
-        WHERE h.status = 'pending' AND h.ordering_key = heads.ordering_key
-    ) AS seq
-    FROM heads WHERE heads.ordering_key IS NOT NULL
-    UNION ALL
-    SELECT unordered.seq FROM (
-        SELECT n.seq FROM webhook_deliveries n{pending}
-        WHERE n.status = 'pending' AND n.ordering_key IS NULL AND n.next_attempt_at <= :now
-          AND (n.lease_until IS NULL OR n.lease_until < :now)
-        ORDER BY n.seq
-        LIMIT :limit
-    ) unordered
-"""
-_CLAIMED_COLUMNS = """
-SELECT d.seq, d.delivery_id, d.event, d.action, d.installation_id, d.payload, d.attempts,
-       d.received_at, d.traceparent,
-       (SELECT i.status FROM installations i WHERE i.id = d.installation_id) AS installation_status
-"""
-_DUE = """
-    d.status = 'pending' AND d.next_attempt_at <= :now AND (d.lease_until IS NULL OR d.lease_until < :now)
-ORDER BY d.seq
-LIMIT :limit
-"""
-# The few candidates are then read by primary key. (PostgreSQL, before its statistics catch
-# up with a fast-growing queue, would otherwise hash every pending row: 15 ms at 30,000.)
-_CLAIMABLE_SQLITE = (
-    _HEADS
-    + _CLAIMED_COLUMNS
-    + f"FROM ({_CANDIDATES}) candidates JOIN webhook_deliveries d ON d.seq = candidates.seq WHERE"
-    + _DUE
-)
-_CLAIMABLE_POSTGRES = (
-    _HEADS
-    + _CLAIMED_COLUMNS
-    + f"FROM webhook_deliveries d WHERE d.seq = ANY(ARRAY({_CANDIDATES})) AND"
-    + _DUE
-    + "FOR UPDATE OF d SKIP LOCKED"
-)
-# SQLite's planner, without statistics, prefers the (status, seq) index and reads every row.
-_SQLITE_INDEX = " INDEXED BY ix_webhook_deliveries_pending"
-CLAIM_WINDOW = 8
-"""How many of the oldest pending deliveries a claim looks at first. Among them the first of
-each ordering key is its head (nothing older is pending), so when they hold enough claimable
-heads, or are all there is, the claim needs no walk over every key (`_HEADS`), which costs about
-5 µs a key: 14 ms with 3,000 keys waiting, as in a storm of check runs across many commits.
-Deliveries in flight (leased, several workers' worth) keep their places in it, so a window that
-is not enough is read again four times larger, up to `MAX_WINDOW`, and the size that answered is
-kept for the next claim. When even that is not enough (one ticket's long backlog fills it), the
-claim walks, the size goes back to `CLAIM_WINDOW`, and the next `WINDOW_RESTS` claims walk at
-once, without reading a window first."""
-MAX_WINDOW = 128
-WINDOW_RESTS = 32
-_WINDOW = (
-    "SELECT seq, ordering_key FROM webhook_deliveries{index} "
-    "WHERE status = 'pending' ORDER BY seq LIMIT {limit}"
-)
-_WINDOW_SQLITE = _WINDOW.format(index=" INDEXED BY ix_webhook_deliveries_status_seq", limit=":window")
-_WINDOW_POSTGRES = _WINDOW.format(index="", limit="%(window)s")
-_IN_WINDOW_SQLITE = (
-    _CLAIMED_COLUMNS  # noqa: S608 - constants
-    + "FROM webhook_deliveries d WHERE d.seq IN (SELECT value FROM json_each(:seqs)) AND"
-    + _DUE
-)
-_IN_WINDOW = _CLAIMED_COLUMNS + "FROM webhook_deliveries d WHERE d.seq = ANY(:seqs) AND" + _DUE
-_LEASE_SQLITE = (
-    "UPDATE webhook_deliveries SET lease_until = ?, lease_owner = ?, attempts = attempts + 1 "
-    "WHERE seq IN ({marks}) AND status = 'pending' AND (lease_until IS NULL OR lease_until < ?)"
-)
-_LEASED_SQLITE = (
-    "SELECT seq FROM webhook_deliveries WHERE seq IN ({marks}) AND lease_owner = ? AND lease_until = ?"
-)
-# Leases and outcomes are bookkeeping (see Database.bookkeeping): PostgreSQL's way to commit
-# them without waiting for the disk.
-_BOOKKEEPING_POSTGRES = "SET LOCAL synchronous_commit = off"
-_INSERT_RUN = (
-    "INSERT INTO delivery_runs (delivery_seq, worker, attempt, outcome, lease_kept, started_at, finished_at) "
-    "VALUES (:delivery_seq, :worker, :attempt, :outcome, :lease_kept, :started_at, :finished_at)"
-)
-
-
-def _psycopg(sql: str) -> str:
-    """`sql` with psycopg's named parameters (`%(name)s`) for SQLite's (`:name`)."""
-    return re.sub(r":(\w+)", r"%(\1)s", sql)
-
-
-_INSERT_RUN_POSTGRES = _psycopg(_INSERT_RUN)
-_CLAIMABLE_POSTGRES_RAW = _psycopg(_CLAIMABLE_POSTGRES.format(pending=""))
-_IN_WINDOW_POSTGRES = _psycopg(_IN_WINDOW) + "FOR UPDATE OF d SKIP LOCKED"
-_LEASE_POSTGRES = (
-    "UPDATE webhook_deliveries SET lease_until = %s, lease_owner = %s, attempts = attempts + 1 "
-    "WHERE seq = ANY(%s) AND status = 'pending' AND (lease_until IS NULL OR lease_until < %s)"
-)
-
 
 @contextmanager
 def _raw(database: Database) -> Iterator[Any]:
-    """A cursor on a pooled driver connection (autocommit: each statement is its own transaction)."""
+    """A cursor on a pooled driver connection (SQLite: reads outside any write)."""
     connection = database.engine.raw_connection()
     try:
         yield connection.cursor()
@@ -191,7 +97,7 @@ class DeliveryQueue:
         self.database = database
         self.owner = owner
         self.lease_seconds = lease_seconds
-        self._claimable_sqlite = _CLAIMABLE_SQLITE.format(pending=_SQLITE_INDEX)
+        self._claimable_sqlite = CLAIMABLE_SQLITE.format(pending=SQLITE_INDEX)
         self._window_rests = 0  # claims left that walk every key without trying the window
         self._window = CLAIM_WINDOW  # the window's size that answered last
 
@@ -201,13 +107,11 @@ class DeliveryQueue:
             return self._claim_sqlite(now, limit)
         # Candidates locked (SKIP LOCKED: another worker's are passed over) and leased in one
         # transaction, straight to the driver: this runs for every delivery.
-        with _raw(self.database) as cursor:
-            cursor.execute(_BOOKKEEPING_POSTGRES)
+        with self.database.bookkeeping_postgres() as cursor, cursor.connection.transaction():
             rows = self._claimable(cursor, now, limit, sqlite=False)
             if rows:
                 until = now + self.lease_seconds
-                cursor.execute(_LEASE_POSTGRES, [until, self.owner, [row[0] for row in rows], now])
-            cursor.connection.commit()
+                cursor.execute(LEASE_POSTGRES, [until, self.owner, [row[0] for row in rows], now])
         return [self._claimed(row) for row in rows]
 
     def _claim_sqlite(self, now: float, limit: int) -> list[ClaimedDelivery]:
@@ -240,7 +144,7 @@ class DeliveryQueue:
     def _claimable(self, cursor: Any, now: float, limit: int, *, sqlite: bool) -> list[Any]:
         """Up to `limit` claimable deliveries' rows, oldest first: from the window of the oldest
         pending ones (`CLAIM_WINDOW`) when that is enough to know, else from every key's head."""
-        walk = self._claimable_sqlite if sqlite else _CLAIMABLE_POSTGRES_RAW
+        walk = self._claimable_sqlite if sqlite else CLAIMABLE_POSTGRES_RAW
         if self._window_rests:
             self._window_rests -= 1
             return list(cursor.execute(walk, {"now": now, "limit": limit}).fetchall())
@@ -262,7 +166,7 @@ class DeliveryQueue:
     ) -> tuple[list[Any], bool]:
         """The claimable heads among the `size` oldest pending deliveries, and whether they are
         the answer (enough of them, or every pending delivery was in the window)."""
-        window = cursor.execute(_WINDOW_SQLITE if sqlite else _WINDOW_POSTGRES, {"window": size}).fetchall()
+        window = cursor.execute(WINDOW_SQLITE if sqlite else WINDOW_POSTGRES, {"window": size}).fetchall()
         seen: set[str] = set()
         heads: list[int] = []
         for seq, key in window:
@@ -275,7 +179,7 @@ class DeliveryQueue:
             return [], False
         rows: list[Any] = []
         if heads:
-            statement = _IN_WINDOW_SQLITE if sqlite else _IN_WINDOW_POSTGRES
+            statement = IN_WINDOW_SQLITE if sqlite else IN_WINDOW_POSTGRES
             seqs = json.dumps(heads) if sqlite else heads
             rows = cursor.execute(statement, {"now": now, "limit": limit, "seqs": seqs}).fetchall()
         return rows, len(rows) >= limit or not full
@@ -285,8 +189,8 @@ class DeliveryQueue:
         until = now + self.lease_seconds
         seqs = [row[0] for row in rows]
         marks = ",".join("?" * len(seqs))
-        cursor.execute(_LEASE_SQLITE.format(marks=marks), [until, self.owner, *seqs, now])
-        mine = cursor.execute(_LEASED_SQLITE.format(marks=marks), [*seqs, self.owner, until])
+        cursor.execute(LEASE_SQLITE.format(marks=marks), [until, self.owner, *seqs, now])
+        mine = cursor.execute(LEASED_SQLITE.format(marks=marks), [*seqs, self.owner, until])
         return {row[0] for row in mine}
 
     @staticmethod
@@ -319,26 +223,49 @@ class DeliveryQueue:
     def _finish(
         self, claimed: ClaimedDelivery, values: dict[str, Any], outcome: str, started: float, here: bool
     ) -> bool:
-        sqlite = self.database.is_sqlite
-        # Two statements straight to the driver, as bookkeeping: this runs for every delivery,
-        # and SQLAlchemy's execution around them costs more than they do.
-        if here:  # on the event loop, all of it or NotNowError with nothing written
-            bookkeeping = self.database.bookkeeping_here()
-        else:
-            bookkeeping = self.database.bookkeeping() if sqlite else _raw(self.database)
+        # Straight to the driver, as bookkeeping: this runs for every delivery, and SQLAlchemy's
+        # execution around the statements costs more than they do.
+        if not self.database.is_sqlite:
+            return self._finish_postgres(claimed, values, outcome, started)
+        # `here`: on the event loop, all of it or NotNowError with nothing written
+        bookkeeping = self.database.bookkeeping_here() if here else self.database.bookkeeping()
         with bookkeeping as cursor:
-            return self._finish_on(cursor, sqlite, claimed, values, outcome, started)
+            return self._finish_on(cursor, claimed, values, outcome, started)
+
+    def _finish_postgres(
+        self, claimed: ClaimedDelivery, values: dict[str, Any], outcome: str, started: float
+    ) -> bool:
+        """`_finish_on` as one statement, one round trip: the outcome, and the run's record
+        saying whether the lease was still held when it was written."""
+        assignments = ", ".join(f"{column} = %(new_{column})s" for column in values)
+        change = (
+            f"WITH changed AS (UPDATE webhook_deliveries SET lease_until = NULL, {assignments} "  # noqa: S608 - names from code
+            "WHERE seq = %(seq)s AND lease_owner = %(worker)s AND attempts = %(attempt)s "
+            "AND status = 'pending' RETURNING seq) " + RUN_AFTER_CHANGE_POSTGRES
+        )
+        parameters = {
+            **{f"new_{column}": value for column, value in values.items()},
+            "seq": claimed.seq,
+            "worker": self.owner,
+            "attempt": claimed.attempt,
+            "outcome": outcome,
+            "started_at": started,
+            "finished_at": values.get("processed_at") or started,
+        }
+        with self.database.bookkeeping_postgres() as cursor:
+            cursor.execute(change, parameters)
+            row = cursor.fetchone()
+        return bool(row[0])
 
     def _finish_on(
         self,
         cursor: Any,
-        sqlite: bool,
         claimed: ClaimedDelivery,
         values: dict[str, Any],
         outcome: str,
         started: float,
     ) -> bool:
-        """The outcome and the run's record, one transaction; False when the lease was lost."""
+        """SQLite: the outcome and the run's record, one transaction; False when the lease was lost."""
         run = {
             "delivery_seq": claimed.seq,
             "worker": self.owner,
@@ -347,20 +274,16 @@ class DeliveryQueue:
             "started_at": started,
             "finished_at": values.get("processed_at") or started,
         }
-        mark = "?" if sqlite else "%s"
-        assignments = ", ".join(f"{column} = {mark}" for column in values)
+        assignments = ", ".join(f"{column} = ?" for column in values)
         change = (
             f"UPDATE webhook_deliveries SET lease_until = NULL, {assignments} "  # noqa: S608 - names from code
-            f"WHERE seq = {mark} AND lease_owner = {mark} AND attempts = {mark} AND status = 'pending'"
+            "WHERE seq = ? AND lease_owner = ? AND attempts = ? AND status = 'pending'"
         )
-        cursor.execute("BEGIN IMMEDIATE" if sqlite else _BOOKKEEPING_POSTGRES)
+        cursor.execute("BEGIN IMMEDIATE")
         cursor.execute(change, [*values.values(), claimed.seq, self.owner, claimed.attempt])
         kept: bool = cursor.rowcount == 1
-        cursor.execute(_INSERT_RUN if sqlite else _INSERT_RUN_POSTGRES, {**run, "lease_kept": kept})
-        if sqlite:
-            commit_sqlite(cursor)
-        else:
-            cursor.connection.commit()
+        cursor.execute(INSERT_RUN, {**run, "lease_kept": kept})
+        commit_sqlite(cursor)
         return kept
 
     def complete(

@@ -3,7 +3,10 @@ driver's errors as SQLAlchemy's (callers such as the HTTP cache catch `SQLAlchem
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
+from sqlalchemy import text
 from sqlalchemy.exc import SQLAlchemyError
 
 from app.store.database import Database
@@ -44,3 +47,51 @@ def test_a_driver_write_commits_and_a_failed_one_changes_nothing(database: Datab
     read = "SELECT paused_until FROM installation_limits WHERE installation_id = ?"
     assert database.point_read(read, (21,)) == (5.0,)
     assert database.point_read(read, (22,)) is None
+
+
+def test_a_write_after_point_reads_on_the_same_connections_is_one_transaction(database: Database) -> None:
+    """A point read runs without BEGIN on PostgreSQL; the connection it gives back must not
+    autocommit, or a later transaction's first statement would stay when its second fails."""
+    read = "SELECT paused_until FROM installation_limits WHERE installation_id = ?"
+    for _ in range(database.engine.pool.size() + 2):  # every pooled connection, at least once
+        database.point_read(read, (1,))
+    with pytest.raises(SQLAlchemyError), database.write() as connection:
+        connection.execute(text("INSERT INTO installation_limits VALUES (31, 1.0, 0)"))
+        connection.execute(text("INSERT INTO installation_limits VALUES (31, 2.0, 0)"))
+    assert database.point_read(read, (31,)) is None
+    with database.read() as connection:  # and a read block (no BEGIN on PostgreSQL) reads
+        assert connection.execute(text("SELECT count(*) FROM installation_limits")).scalar() == 0
+    with pytest.raises(SQLAlchemyError), database.write() as connection:
+        connection.execute(text("INSERT INTO installation_limits VALUES (32, 1.0, 0)"))
+        connection.execute(text("INSERT INTO installation_limits VALUES (32, 2.0, 0)"))
+    assert database.point_read(read, (32,)) is None
+
+
+@pytest.mark.asyncio
+@pytest.mark.postgres
+async def test_loop_reads_survive_a_killed_connection_and_a_new_event_loop(
+    postgres_database: Database,
+) -> None:
+    """PostgreSQL's reads on the event loop (`app.store.loop_reads`): a connection the server
+    dropped fails one read with SQLAlchemy's error, and the next read opens a new one."""
+    database = postgres_database
+    database.point_read("SELECT 1 WHERE 1 = ?", (1,))  # warm the pool's connections
+    read = "SELECT pg_backend_pid() WHERE 1 = ?"
+    first = await database.point_read_here(read, (1,))
+    assert first is not None
+    with database.engine.connect() as admin:
+        admin.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": first[0]})
+        admin.commit()
+    with pytest.raises(SQLAlchemyError):
+        await database.point_read_here(read, (1,))
+    again = await database.point_read_here(read, (1,))
+    assert again is not None and again != first
+    await asyncio.gather(*(database.point_read_here(read, (1,)) for _ in range(10)))  # at most 4 at once
+
+
+@pytest.mark.postgres
+def test_loop_reads_belong_to_their_event_loop(postgres_database: Database) -> None:
+    read = "SELECT pg_backend_pid() WHERE 1 = ?"
+    first = asyncio.run(postgres_database.point_read_here(read, (1,)))
+    second = asyncio.run(postgres_database.point_read_here(read, (1,)))  # a new loop: new connections
+    assert first is not None and second is not None and first != second
