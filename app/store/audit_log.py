@@ -48,7 +48,7 @@ def verify(database: Database, repository: str | None = None) -> Verified:
     if repository is not None:
         query = query.where(tickets.c.repository == repository.casefold())
     checked = seen = 0
-    with database.read() as connection:
+    with database.read(streamed=True) as connection:
         rows = connection.execute(query.execution_options(yield_per=PAGE)).mappings()
         for ticket_id, group in groupby(rows, key=lambda row: row["ticket_id"]):
             seen += 1
@@ -76,7 +76,7 @@ def export(
         query = query.where(tickets.c.repository == repository.casefold())
     if since is not None:
         query = query.where(events_table.c.at >= since)
-    with database.read() as connection:
+    with database.read(streamed=True) as connection:
         for row in connection.execute(query.execution_options(yield_per=PAGE)).mappings():
             data = row["data"]
             yield {

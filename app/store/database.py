@@ -105,6 +105,16 @@ def _configure_postgres(engine: Engine) -> None:
         dbapi_connection.commit()
 
 
+def _lazy_commits(dbapi_connection: Any, _record: Any) -> None:
+    """A bookkeeping connection (`Database.bookkeeping_postgres`): its commits skip the WAL's
+    flush, and a single statement is its own transaction."""
+    cursor = dbapi_connection.cursor()
+    cursor.execute("SET synchronous_commit = off")
+    cursor.close()
+    dbapi_connection.commit()
+    dbapi_connection.autocommit = True
+
+
 class NotNowError(Exception):
     """The event loop's bookkeeping could not be done at once, and nothing of it was written:
     do it on a thread (`Database.bookkeeping`)."""
@@ -261,12 +271,9 @@ class Database:
         if self._lazy is None:
             with self._lazy_opening:
                 if self._lazy is None:
-                    self._lazy = create_engine(
-                        self.url,
-                        pool_size=4,
-                        max_overflow=4,
-                        connect_args={"options": "-c synchronous_commit=off", "autocommit": True},
-                    )
+                    lazy = create_engine(self.url, pool_size=4, max_overflow=4)
+                    event.listen(lazy, "connect", _lazy_commits)
+                    self._lazy = lazy
         connection = self._lazy.raw_connection()
         try:
             yield connection.cursor()
@@ -283,15 +290,16 @@ class Database:
         return connection
 
     @contextmanager
-    def read(self) -> Iterator[Connection]:
+    def read(self, *, streamed: bool = False) -> Iterator[Connection]:
         """A read-only transaction (SQLite: one snapshot for the whole block).
 
         On PostgreSQL the statements run without BEGIN and COMMIT, each its own transaction:
         at READ COMMITTED, the only level railyard uses, each statement of a transaction takes
         a snapshot of its own anyway, so a read sees exactly what it would have, for two round
-        trips to the server fewer (`docs/benchmarks.md`: round trips are most of a command's CPU).
+        trips to the server fewer (`docs/benchmarks.md`). `streamed`: rows read as they come
+        (`yield_per`), through a server-side cursor, which PostgreSQL opens only in a transaction.
         """
-        if self.is_sqlite:
+        if self.is_sqlite or streamed:
             with self.engine.connect() as connection, connection.begin():
                 yield connection
             return

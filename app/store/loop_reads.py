@@ -12,7 +12,12 @@ thread, measured side by side.
 round trip), opened when first needed on the running loop. A connection that fails is closed
 and never reused; the error comes out as SQLAlchemy's, as it would from `Database.point_read`.
 Connections belong to the loop that opened them: used from another loop (tests run one loop
-each), the old ones are closed and new ones opened.
+each), the old ones are closed and new ones opened. A process uses one loop at a time (the
+server's or the worker's); two loops in two threads sharing one `Database` would keep closing
+each other's connections.
+
+Each process holds up to `size` of these beside the engine's pool and the bookkeeping pool
+(`Database.bookkeeping_postgres`): see "PostgreSQL connections" in `docs/operating.md`.
 """
 
 from __future__ import annotations
@@ -58,14 +63,18 @@ class LoopReads:
             except BaseException:  # cancelled mid-statement: the connection's state is unknown
                 _drop(connection)
                 raise
-            idle.append(connection)  # the old list, if the pool moved on: closed with it
+            if idle is self._idle:
+                idle.append(connection)
+            else:  # closed, or moved to another loop, while this read ran
+                _drop(connection)
         return None if row is None else tuple(row)
 
     def close(self) -> None:
-        """Close every idle connection (from any thread: no loop is needed to drop a socket)."""
+        """Close every idle connection (from any thread: no loop is needed to drop a socket).
+        A read still running closes its connection when it ends."""
         idle, self._idle = self._idle, []
-        for connection in idle:
-            _drop(connection)
+        while idle:
+            _drop(idle.pop())
 
     async def _connect(self) -> psycopg.AsyncConnection[Any]:
         args, kwargs = self._connect_args()

@@ -95,3 +95,24 @@ def test_loop_reads_belong_to_their_event_loop(postgres_database: Database) -> N
     first = asyncio.run(postgres_database.point_read_here(read, (1,)))
     second = asyncio.run(postgres_database.point_read_here(read, (1,)))  # a new loop: new connections
     assert first is not None and second is not None and first != second
+
+
+@pytest.mark.postgres
+def test_bookkeeping_connections_keep_the_urls_options_and_skip_the_wal_flush(
+    postgres_database: Database,
+) -> None:
+    """The queue's bookkeeping connections add `synchronous_commit=off` to what the URL asks
+    for (here a statement timeout), and leave everything else the engine's."""
+    url = postgres_database.engine.url.render_as_string(hide_password=False)
+    separator = "&" if "?" in url else "?"
+    database = Database(f"{url}{separator}options=-c%20statement_timeout%3D1234")
+    try:
+        with database.bookkeeping_postgres() as cursor:
+            cursor.execute("SHOW statement_timeout")
+            assert cursor.fetchone() == ("1234ms",)
+            cursor.execute("SHOW synchronous_commit")
+            assert cursor.fetchone() == ("off",)
+        with database.read() as connection:
+            assert connection.execute(text("SHOW synchronous_commit")).scalar() == "on"
+    finally:
+        database.close()
