@@ -243,6 +243,8 @@ def server(
     if run_worker and settings.configured:
         served.worker = shell.worker(router, metrics, intake_busy=writer.saturated)
         served.outbox = shell.outbox(metrics, clock=clock, spacing=outbox_spacing)
+        if served.outbox is not None:
+            served.worker.processed = served.outbox.notify
         served.maintenance = _maintenance(settings, database, github, clock)
         served.watchdog = Watchdog(
             database, shell.tickets, clock=clock, every=settings.watchdog_interval_seconds
@@ -295,4 +297,7 @@ def worker_loops(settings: Settings, database: Database, concurrency: int) -> Wo
     github = github_client(settings, database, metrics) if settings.configured else None
     shell = wire(database, github=github, app_id=settings.app_id, metrics=metrics)
     worker = shell.worker(ROUTER, metrics, concurrency=concurrency)
-    return WorkerLoops(shell, worker, supervise(worker, shell.outbox(metrics)), start_tracing())
+    outbox = shell.outbox(metrics)
+    if outbox is not None:
+        worker.processed = outbox.notify  # a processed delivery's effects are due now
+    return WorkerLoops(shell, worker, supervise(worker, outbox), start_tracing())

@@ -36,10 +36,11 @@ from sqlalchemy.exc import DBAPIError
 from app.contracts.effect_types import EffectKind
 from app.contracts.traces import TRACING, set_attribute, span
 from app.github.client import GitHubClient, GitHubError, GitHubUnavailable, NotFound, RateLimited
+from app.runtime.idle_polls import IdlePolls
 from app.runtime.metrics import Metrics
 from app.runtime.supervisor import Loop, RetryPolicy
 from app.store.database import Database
-from app.store.effects import CANCELLED, FAILED, EffectLeases, marker
+from app.store.effects import CANCELLED, FAILED, MIN_SURFACE_INTERVAL, EffectLeases, marker
 from app.store.hops import off_loop
 from app.store.installations import DELETED, SUSPENDED
 from app.store.limits import Limits, SharedLimits
@@ -69,6 +70,7 @@ class Outbox:
     lease_seconds: float = LEASE_SECONDS
     spacing: float = 1.0
     poll_seconds: float = 0.5
+    idle_poll_max_seconds: float = 2.0
     name: str = field(default_factory=worker_name)
     limits: Limits | None = None  # the content-write slots; by default in the database
     stuck_after: float = 180.0
@@ -78,9 +80,11 @@ class Outbox:
         self._slots: Limits = self.limits or SharedLimits(self.database)
         self._wakeup = asyncio.Event()
         self._loop: Loop | None = None
+        self._polls = IdlePolls(self.poll_seconds, self.idle_poll_max_seconds, clock=self.clock)
 
     def notify(self) -> None:
         """Effects were enqueued: look now rather than at the next poll."""
+        self._polls.woken()
         self._wakeup.set()
 
     def loop(self) -> Loop:
@@ -100,7 +104,7 @@ class Outbox:
     async def _idle(self, stop: asyncio.Event) -> None:
         waits = [asyncio.create_task(self._wakeup.wait()), asyncio.create_task(stop.wait())]
         try:
-            await asyncio.wait(waits, timeout=self.poll_seconds, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait(waits, timeout=self._polls.seconds(), return_when=asyncio.FIRST_COMPLETED)
         finally:
             for waiting in waits:
                 waiting.cancel()
@@ -109,6 +113,7 @@ class Outbox:
     async def run_once(self, limit: int = 20) -> int:
         """Perform the effects due now; return how many were attempted."""
         rows = await off_loop(self._leases.claim_due, self.clock(), limit)
+        self._polls.looked(bool(rows))
         if not rows:
             return 0
         waiting = {row["id"] for row in rows}
@@ -201,6 +206,8 @@ class Outbox:
                 )
             else:
                 await off_loop(self._done, row, result)
+                # A surface changed since (or meanwhile) is due again one interval after this write.
+                self._polls.due_at(self.clock() + MIN_SURFACE_INTERVAL)
                 self.metrics.outbox_done.labels(row["kind"]).inc()
 
     async def _failed_attempt(self, row: dict[str, Any], error: str, *, ambiguous: bool) -> None:
@@ -241,6 +248,8 @@ class Outbox:
     async def _finish(self, row: dict[str, Any], **values: Any) -> None:
         set_attribute("railyard.outcome", str(values.get("status", "retry")))
         await off_loop(self._leases.finish, row, self.clock(), **values)
+        if values.get("next_attempt_at") is not None:
+            self._polls.due_at(values["next_attempt_at"])
 
     async def _write(self, row: dict[str, Any]) -> dict[str, Any] | None:
         payload: Mapping[str, Any] | None = row["payload"]

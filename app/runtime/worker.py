@@ -27,6 +27,7 @@ import structlog
 from sqlalchemy.exc import OperationalError
 
 from app.contracts.traces import TRACING, Attribute, SpanKind, set_attribute, span
+from app.runtime.idle_polls import IdlePolls
 from app.runtime.metrics import Metrics
 from app.runtime.supervisor import Loop, RetryPolicy
 from app.store.database import Database, NotNowError
@@ -64,12 +65,15 @@ class Worker:
     concurrency: int = 4
     lease_seconds: float = LEASE_SECONDS
     poll_seconds: float = 0.2
+    idle_poll_max_seconds: float = 2.0
     claim_gap_seconds: float = 0.01
     intake_busy: Callable[[], bool] | None = None
     yield_seconds: float = 0.25
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     name: str = field(default_factory=worker_name)
     stuck_after: float = 30.0
+    processed: Callable[[], None] | None = None
+    """Called after each delivery's outcome is recorded (the process's outbox: its effects are due)."""
 
     def __post_init__(self) -> None:
         self.queue = DeliveryQueue(self.database, owner=self.name, lease_seconds=self.lease_seconds)
@@ -77,9 +81,11 @@ class Worker:
         self._last_claim = 0.0
         self._running: set[asyncio.Task[None]] = set()
         self._claims_here_from = 0.0  # monotonic time from which a claim may run on the loop again
+        self._polls = IdlePolls(self.poll_seconds, self.idle_poll_max_seconds, clock=self.clock)
 
     def notify(self) -> None:
         """A delivery was stored: look at the queue now rather than at the next poll."""
+        self._polls.woken()
         self._wakeup.set()
 
     def loop(self) -> Loop:
@@ -104,6 +110,8 @@ class Worker:
             free = 1  # still flooded: one delivery per yield, so processing never stops
         self._last_claim = time.monotonic()
         claimed = await self._claim(free) if free else []
+        if free:
+            self._polls.looked(bool(claimed))
         for delivery in claimed:
             task = asyncio.create_task(self.process(delivery), name=f"delivery-{delivery.delivery_id}")
             self._running.add(task)
@@ -166,7 +174,8 @@ class Worker:
         return self.intake_busy()
 
     async def _idle(self, stop: asyncio.Event, running: set[asyncio.Task[None]]) -> None:
-        """Wait for a stored delivery, a finished task, stop, or the next poll.
+        """Wait for a stored delivery, a finished task, stop, or the next poll (`IdlePolls`:
+        sooner after work, up to `idle_poll_max_seconds` while looks find nothing).
 
         Under a burst every stored delivery notifies the worker; those notices are coalesced
         so the queue is looked at no more than once per `claim_gap_seconds`, while a finished
@@ -175,8 +184,9 @@ class Worker:
         wakeup = asyncio.create_task(self._wakeup.wait())
         stopping = asyncio.create_task(stop.wait())
         try:
+            timeout = self._polls.seconds()
             done, _ = await asyncio.wait(
-                [wakeup, stopping, *running], timeout=self.poll_seconds, return_when=asyncio.FIRST_COMPLETED
+                [wakeup, stopping, *running], timeout=timeout, return_when=asyncio.FIRST_COMPLETED
             )
             gap = self._last_claim + self.claim_gap_seconds - time.monotonic()
             if done == {wakeup} and gap > 0:
@@ -218,12 +228,15 @@ class Worker:
                 kept = await self._record(
                     functools.partial(self.queue.retry, delivery, retry_at, note or "", began)
                 )
+                self._polls.due_at(retry_at)
             else:
                 kept = await self._record(
                     functools.partial(self.queue.complete, delivery, status, now, note, began)
                 )
             if not kept:
                 log.warning("lease lost before the outcome was recorded; another worker took it over")
+            if self.processed is not None:
+                self.processed()
             set_attribute("railyard.outcome", status)
             self.metrics.processed.labels(delivery.event, status).inc()
             self.metrics.processing_seconds.labels(delivery.event).observe(time.perf_counter() - started)
