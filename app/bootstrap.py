@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from aiohttp import web
+from cryptography.hazmat.primitives.asymmetric.types import PrivateKeyTypes
 
 from app.contracts.effect_types import Effect, EffectKind, surfaces_for
 from app.contracts.traces import TRACING
@@ -44,6 +45,7 @@ from app.store.intake_process import ProcessDeliveryWriter
 from app.store.limits import SharedLimits
 from app.store.retention import Retention
 from app.store.tickets import SurfacesFor, TicketService
+from app.store.token_cache import SharedTokens, SharedTokenStrategy, sealing_key
 from app.store.unit import SqlStore
 from app.views.replies_text import render
 from app.web.server import Served, create_app
@@ -209,7 +211,19 @@ def github_client(
     shared = shared_http_cache(settings, database)
     cache = TieredHttpCache(MemoryHttpCache(), shared) if shared is not None else None
     transport = AiohttpTransport()  # httpx's API, aiohttp's exchange: a third of the CPU per call
-    return GitHubClient(settings, metrics, clock=clock, limits=limits, http_cache=cache, transport=transport)
+
+    def tokens(key: PrivateKeyTypes) -> SharedTokenStrategy:
+        return SharedTokenStrategy(SharedTokens(database, sealing_key(key)))
+
+    return GitHubClient(
+        settings,
+        metrics,
+        clock=clock,
+        limits=limits,
+        http_cache=cache,
+        transport=transport,
+        token_cache=tokens,
+    )
 
 
 def intake_writer(settings: Settings, database: Database) -> IntakeWriter:

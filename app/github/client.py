@@ -27,9 +27,10 @@ from typing import Any
 
 import httpx
 import structlog
+from cryptography.hazmat.primitives.asymmetric.types import PrivateKeyTypes
 from githubkit import GitHub
 from githubkit.auth import AppAuthStrategy
-from githubkit.cache import MemCacheStrategy
+from githubkit.cache import BaseCacheStrategy, MemCacheStrategy
 from githubkit.exception import GitHubException, RequestFailed
 
 from app.contracts.shared_ports import CallMetrics, Limits, MemoryLimits
@@ -110,9 +111,11 @@ class GitHubClient:
         timeout: float = 15.0,
         limits: Limits | None = None,
         http_cache: HttpCache | None = None,
+        token_cache: Callable[[PrivateKeyTypes], BaseCacheStrategy] | None = None,
     ) -> None:
+        key = load_private_key(settings)
         # githubkit types the key as a PEM and passes it to PyJWT, which takes a loaded key too.
-        self._strategy = AppAuthStrategy(settings.app_id, load_private_key(settings))  # type: ignore[arg-type]
+        self._strategy = AppAuthStrategy(settings.app_id, key)  # type: ignore[arg-type]
         base_url = settings.github_api_url.rstrip("/") + "/"
         # The token cache belongs to this client (one per process), not to a module global.
         self._github = GitHub(
@@ -120,7 +123,8 @@ class GitHubClient:
             base_url=base_url,
             auto_retry=False,
             http_cache=False,
-            cache_strategy=MemCacheStrategy(),
+            # Installation tokens: this process's memory, or `token_cache(key)` (shared, sealed).
+            cache_strategy=token_cache(key) if token_cache is not None else MemCacheStrategy(),
             user_agent=USER_AGENT,
         )
         self._base_url = base_url

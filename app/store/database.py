@@ -375,7 +375,11 @@ class Database:
         The driver's errors come out as SQLAlchemy's, as they would from `read()`.
         """
         statement = self.driver_sql(sql)
-        connection = self.engine.raw_connection()
+        dbapi_error = self.engine.dialect.loaded_dbapi.Error
+        try:
+            connection = self.engine.raw_connection()
+        except dbapi_error as error:  # the database cannot be reached: SQLAlchemy's error too
+            raise DBAPIError.instance(statement, parameters, error, dbapi_error) from error
         postgres = not self.is_sqlite
         try:
             if postgres:  # no BEGIN and ROLLBACK around it: one round trip, not three
@@ -384,9 +388,8 @@ class Database:
             cursor.execute(statement, parameters)
             row = cursor.fetchone()
             cursor.close()
-        except self.engine.dialect.loaded_dbapi.Error as error:
+        except dbapi_error as error:
             connection.invalidate(error)  # rare: a fresh connection rather than one in doubt
-            dbapi_error = self.engine.dialect.loaded_dbapi.Error
             raise DBAPIError.instance(statement, parameters, error, dbapi_error) from error
         finally:
             if postgres and connection.dbapi_connection is not None:  # None: invalidated above

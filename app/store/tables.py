@@ -22,9 +22,15 @@ from sqlalchemy import (
 from sqlmodel import Field, SQLModel
 
 from app.store.columns import json_field, time_field
-from app.store.tables_web import ApiAnswerRow, ApiBudgetRow, HttpCacheRow, WebSessionRow
+from app.store.tables_web import ApiAnswerRow, ApiBudgetRow, HttpCacheRow, InstallationTokenRow, WebSessionRow
 
-__all__ = ["ApiAnswerRow", "ApiBudgetRow", "HttpCacheRow", "WebSessionRow"]  # kept here for their readers
+__all__ = [
+    "ApiAnswerRow",
+    "ApiBudgetRow",
+    "HttpCacheRow",
+    "InstallationTokenRow",
+    "WebSessionRow",
+]  # kept here for their readers
 
 
 def table(model: type[SQLModel]) -> Table:

@@ -67,6 +67,23 @@ class HttpCacheRow(SQLModel, table=True):
     stored_at: float = Field(index=True)
 
 
+class InstallationTokenRow(SQLModel, table=True):
+    """An installation token GitHub issued, sealed, shared by every process on the database
+    (`app.store.token_cache`).
+
+    `key` is a sha256 of githubkit's cache key (the app, the installation and the token's
+    scope); `sealed` is the token encrypted and authenticated (AES-GCM) under a key derived
+    from the app's private key, which the database never holds; `expires_at` is when railyard
+    stops using it (a minute before GitHub's expiry).
+    """
+
+    __tablename__ = "installation_tokens"
+
+    key: str = Field(primary_key=True)
+    sealed: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
+    expires_at: float = Field(index=True)
+
+
 class WebSessionRow(SQLModel, table=True):
     """A signed-in browser session, shared by every server process on the database.
 
