@@ -48,7 +48,7 @@ from app.github.api_errors import (
 from app.github.app_key import load_private_key, read_private_key
 from app.github.conditional_get import HttpCache, conditional_get, installation_scope
 from app.github.endpoints import ENDPOINTS, Endpoint
-from app.github.installation_routes import InstallationRoutes, kept_token_header
+from app.github.installation_routes import InstallationRoutes, forget_installation_token, kept_token_header
 from app.github.paths import EncodedPathAuth, path_segment
 from app.github.rate_limits import SECONDARY_LIMIT_FALLBACK_SECONDS, rate_limit_until
 from app.settings import Settings, railyard_version
@@ -419,6 +419,12 @@ class GitHubClient:
         if status >= 500:
             ambiguous = response.request.method not in ("GET", "PUT", "DELETE")
             raise GitHubUnavailable(f"{name}: GitHub answered {status}", ambiguous=ambiguous)
+        if status == 401 and installation_id is not None:
+            # The installation token was refused (revoked before its time): forgotten here and
+            # by every process sharing it, and the call is tried again with a new one.
+            auth = self._auth_for(installation_id)
+            await forget_installation_token(auth.inner if isinstance(auth, EncodedPathAuth) else auth)
+            raise GitHubUnavailable(f"{name}: GitHub refused the installation token (401)", ambiguous=False)
         message = _message(response)
         if status == 301:
             raise Moved(f"{name}: {message}", response.headers.get("location"))

@@ -42,8 +42,32 @@ def kept_token_header(flow: httpx.Auth) -> str | None:
 
     Reads githubkit 0.16's token cache under the key its flow uses (githubkit is pinned).
     """
+    key = installation_token_key(flow)
+    if key is None:
+        return None
+    assert isinstance(flow, AppAuth)
+    token = flow.github.config.cache_strategy.get_cache_storage().get(key)
+    return f"{_SCHEME}{token}" if isinstance(token, str) and token else None
+
+
+async def forget_installation_token(flow: httpx.Auth) -> None:
+    """Drop the installation token githubkit keeps for `flow` (GitHub refused it): the next call
+    asks for a new one. A cache that is shared (`app.store.token_cache`) forgets it for every
+    process; githubkit's own keeps it in a dict."""
+    key = installation_token_key(flow)
+    if key is None:
+        return
+    assert isinstance(flow, AppAuth)
+    storage = await flow.github.config.cache_strategy.get_async_cache_storage()
+    forget = getattr(storage, "forget", None)
+    if forget is not None:
+        await forget(key)
+    else:
+        getattr(storage, "_cache", {}).pop(key, None)
+
+
+def installation_token_key(flow: httpx.Auth) -> str | None:
+    """The key githubkit keeps `flow`'s installation token under (None: not an installation's)."""
     if not isinstance(flow, AppAuth) or flow.installation_id is UNSET:
         return None
-    storage = flow.github.config.cache_strategy.get_cache_storage()
-    token = storage.get(flow._get_installation_cache_key())
-    return f"{_SCHEME}{token}" if isinstance(token, str) and token else None
+    return flow._get_installation_cache_key()

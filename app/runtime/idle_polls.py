@@ -38,8 +38,12 @@ class IdlePolls:
         self._wait = self.shortest
 
     def looked(self, found: bool) -> None:
-        """A look happened: back to the shortest wait if it found work, else twice as long."""
+        """A look happened: back to the shortest wait if it found work, else twice as long.
+        What fell due before it was looked for by it."""
         self._wait = self.shortest if found else min(self._wait * 2, self.longest)
+        now = self.clock()
+        while self._due and self._due[0] <= now:
+            heapq.heappop(self._due)
 
     def woken(self) -> None:
         """Work was stored here (the intake, a finished delivery's effects): look again soon."""
@@ -52,17 +56,8 @@ class IdlePolls:
             self._due = heapq.nsmallest(KEPT_DUE, self._due)
 
     def seconds(self) -> float:
-        """How long to wait now: the current wait, or less when something falls due sooner
-        (each due time is waited for once: the look at its end is the one that finds it)."""
+        """How long to wait now: the current wait, or less when something falls due sooner (it
+        is kept until a look at or after its time, whatever wakes the loop before)."""
         if not self._due:
             return self._wait
-        now = self.clock()
-        if self._due[0] <= now:
-            while self._due and self._due[0] <= now:
-                heapq.heappop(self._due)
-            return 0.0
-        left = self._due[0] - now
-        if left <= self._wait:
-            heapq.heappop(self._due)
-            return left
-        return self._wait
+        return min(self._wait, max(self._due[0] - self.clock(), 0.0))

@@ -29,6 +29,7 @@ from app.store.retention import (
     prune_held_observations,
     stored_delivery_ids,
 )
+from app.store.token_cache import prune_installation_tokens
 from app.store.web_sessions import prune_web_sessions
 from handlers.errors import TransientError
 
@@ -137,6 +138,7 @@ class Maintenance:
             if answers or budgets:
                 log.info("retention", api_answers_dropped=answers, api_budget_windows_dropped=budgets)
             await asyncio.to_thread(prune_web_sessions, self.database, self.clock())
+            await asyncio.to_thread(prune_installation_tokens, self.database, self.clock())
             self._next_retention = now + self.retention_every
             if expired:
                 log.info("retention", held_observations_expired=expired)

@@ -13,14 +13,19 @@ processes have; the row's key and expiry are authenticated with it, so a row can
 to another installation or given a longer life, and one sealed under another private key (the
 key was rotated) is simply not used. The row's key is a sha256 of githubkit's cache key. A
 database that cannot be read or written never fails a call: the token is then asked of GitHub,
-as before. The app's own JWT stays in each process's memory.
+as before, and storing one never holds up the call it was asked for (it is written meanwhile).
+A token GitHub refuses (401: revoked before its time) is forgotten here and in the database
+(`forget`), so no process uses it again. Expired rows are pruned by housekeeping. The app's
+own JWT stays in each process's memory.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import os
 import time
+from collections.abc import Awaitable
 from datetime import timedelta
 from typing import Any
 
@@ -71,6 +76,7 @@ class SharedTokens(MemCache):
     def __init__(self, database: Database, key: bytes, clock: Any = time.time) -> None:
         super().__init__()  # type: ignore[no-untyped-call]  # githubkit leaves it untyped
         self._database, self._aead, self._clock = database, AESGCM(key), clock
+        self._writing: set[asyncio.Future[None]] = set()
 
     async def aget(self, key: str) -> str | None:
         """The token kept here, else one another process stored and that has life left."""
@@ -92,22 +98,37 @@ class SharedTokens(MemCache):
         try:
             token = self._aead.decrypt(sealed[:12], sealed[12:], _aad(row_key, expires_at)).decode()
         except (InvalidTag, ValueError, UnicodeDecodeError):
-            return None  # sealed under another private key, or not railyard's: ask GitHub
+            # Sealed under another private key (rotated), or not railyard's: ask GitHub, whose
+            # token then replaces the row.
+            log.info("a shared installation token could not be unsealed; asking GitHub for one")
+            return None
         self.set(key, token, timedelta(seconds=life))
         return token
 
     async def aset(self, key: str, value: str, ex: timedelta) -> None:
-        """Keep the token here and, for an installation's, sealed in the database."""
+        """Keep the token here and, for an installation's, sealed in the database (written
+        meanwhile: the call that asked for the token does not wait for the database)."""
         self.set(key, value, ex)
         if _INSTALLATION not in key:
             return
-        row_key, expires_at = _row_key(key), self._clock() + ex.total_seconds()
+        # Whole seconds: the expiry is authenticated as text, which must read back the same.
+        row_key, expires_at = _row_key(key), float(int(self._clock() + ex.total_seconds()))
         nonce = os.urandom(12)
         sealed = nonce + self._aead.encrypt(nonce, value.encode(), _aad(row_key, expires_at))
-        try:
-            await off_loop(self._write, row_key, sealed, expires_at)
-        except SQLAlchemyError as error:
-            log.warning("could not share an installation token", error=type(error).__name__)
+        task = asyncio.ensure_future(_quietly(off_loop(self._write, row_key, sealed, expires_at)))
+        self._writing.add(task)
+        task.add_done_callback(self._writing.discard)
+
+    async def forget(self, key: str) -> None:
+        """GitHub refused the token (revoked): no process here or elsewhere uses it again."""
+        self._cache.pop(key, None)
+        if _INSTALLATION in key:
+            await _quietly(off_loop(self._delete, _row_key(key)))
+
+    async def settled(self) -> None:
+        """Wait for the writes started so far (tests, and a process that stops)."""
+        if self._writing:
+            await asyncio.gather(*self._writing, return_exceptions=True)
 
     def _write(self, row_key: str, sealed: bytes, expires_at: float) -> None:
         with self._database.write() as connection:
@@ -120,8 +141,24 @@ class SharedTokens(MemCache):
                     index_elements=["key"], set_={"sealed": sealed, "expires_at": expires_at}
                 )
             )
-            # Expired tokens are of no use to anyone: gone with the next one stored.
-            connection.execute(delete(tokens_table).where(tokens_table.c.expires_at < self._clock()))
+
+    def _delete(self, row_key: str) -> None:
+        with self._database.write() as connection:
+            connection.execute(delete(tokens_table).where(tokens_table.c.key == row_key))
+
+
+async def _quietly(write: Awaitable[None]) -> None:
+    """A write of the shared tokens: one that fails costs a token request later, nothing more."""
+    try:
+        await write
+    except SQLAlchemyError as error:
+        log.warning("could not share an installation token", error=type(error).__name__)
+
+
+def prune_installation_tokens(database: Database, now: float) -> int:
+    """Delete the tokens past their time (housekeeping); how many went."""
+    with database.write() as connection:
+        return int(connection.execute(delete(tokens_table).where(tokens_table.c.expires_at < now)).rowcount)
 
 
 class SharedTokenStrategy(MemCacheStrategy):

@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from app.github.aiohttp_transport import AiohttpTransport
-from app.github.client import GitHubClient, GitHubError
+from app.github.client import GitHubClient, GitHubUnavailable
 from app.github.conditional_get import MemoryHttpCache
 from app.github.installation_routes import InstallationRoutes
 from github_standin import StandinState
@@ -63,15 +63,22 @@ async def test_a_token_githubkit_no_longer_keeps_is_never_sent(
     assert len(exchanges) == 2
 
 
-async def test_a_token_githubkit_keeps_but_github_refused_is_a_401(
+async def test_a_token_github_refused_is_forgotten_and_the_next_call_gets_a_new_one(
     standin: tuple[GitHubClient, StandinState],
 ) -> None:
+    """A token revoked before its time: that call fails as transient (GitHub did nothing), the
+    token is dropped from the cache (shared by every process, `app.store.token_cache`), and the
+    next call asks for a new one instead of meeting 401 until the old one's expiry."""
     github, state = standin
     await github.call("get_issue", 7, repository=REPO, number=12)
-    state.tokens.clear()  # revoked on GitHub, still in githubkit's cache: as before, a 401
-    with pytest.raises(GitHubError) as refused:
+    state.tokens.clear()  # revoked on GitHub, still in githubkit's cache
+    with pytest.raises(GitHubUnavailable, match="401") as refused:
         await github.call("get_issue", 7, repository=REPO, number=13)
-    assert refused.value.status == 401
+    assert refused.value.ambiguous is False
+    issue = await github.call("get_issue", 7, repository=REPO, number=13)
+    assert issue["number"] == 13
+    exchanges = [call for call in state.calls if call.path == "/app/installations/7/access_tokens"]
+    assert len(exchanges) == 2
 
 
 def test_only_routes_signed_with_an_installation_token_are_kept() -> None:

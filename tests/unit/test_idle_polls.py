@@ -40,21 +40,24 @@ def test_something_due_sooner_than_the_wait_is_looked_for_when_it_falls_due() ->
     for _ in range(5):
         polls.looked(found=False)
     polls.due_at(clock.now + 5.0)  # later than the wait: the wait stands
-    polls.due_at(clock.now + 0.7)  # the earliest counts
-    assert abs(polls.seconds() - 0.7) < 1e-9
-    clock.now += 0.7
-    polls.looked(found=False)
-    assert polls.seconds() == 2.0  # the next one, 4.3 s away, is further than the wait
+    polls.due_at(clock.now + 0.75)  # the earliest counts
+    assert polls.seconds() == 0.75
+    clock.now += 0.25  # woken early (a notice): the due time is still waited for
+    assert polls.seconds() == 0.5
+    clock.now += 0.5
+    polls.looked(found=False)  # the look at its time
+    assert polls.seconds() == 2.0  # the next one, 4.25 s away, is further than the wait
     clock.now += 4.0
-    assert abs(polls.seconds() - 0.3) < 1e-9
+    assert polls.seconds() == 0.25
 
 
-def test_something_already_due_means_no_wait() -> None:
+def test_something_already_due_means_no_wait_until_a_look() -> None:
     clock = Clock()
     polls = IdlePolls(0.2, 2.0, clock=clock)
     polls.due_at(clock.now - 1.0)
     polls.due_at(clock.now - 0.5)
-    assert polls.seconds() == 0.0  # both looked for by the next look
+    assert polls.seconds() == 0.0
+    polls.looked(found=True)  # both looked for by this look
     assert polls.seconds() == 0.2
 
 
