@@ -1,6 +1,6 @@
-"""Which GETs as an installation may skip httpx's client and githubkit's auth flow: the routes
-the flow has been seen to sign with the installation token, while githubkit still keeps that
-token (`GitHubClient._request`).
+"""Which calls as an installation (reads and writes) may skip httpx's client and githubkit's
+auth flow: the routes the flow has been seen to sign with the installation token, while
+githubkit still keeps that token (`GitHubClient._request`).
 
 The token sent is always githubkit's own, read from its cache, which keeps it until a minute
 before GitHub said it expires: nothing is kept here that could outlive it. Routes are kept by

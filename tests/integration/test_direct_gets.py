@@ -1,6 +1,7 @@
-"""GETs as an installation sent past httpx's client once githubkit's flow has signed their route
-(`app.github.installation_routes`), against the stand-in: githubkit's own token, the same answers and
-ETags, one token exchange; and a token githubkit no longer keeps is never sent."""
+"""Calls as an installation (GETs, and writes) sent past httpx's client once githubkit's flow
+has signed their route (`app.github.installation_routes`), against the stand-in: githubkit's
+own token, the same answers and ETags, one token exchange; and a token githubkit no longer
+keeps is never sent."""
 
 from __future__ import annotations
 
@@ -93,3 +94,27 @@ def test_only_routes_signed_with_an_installation_token_are_kept() -> None:
     routes.saw("/x", httpx.Request("GET", "https://api.github.com/x"))
     assert routes.signed("/repos/{repository}")
     assert not routes.signed("/app") and not routes.signed("/x")
+
+
+async def test_writes_go_past_httpx_too_once_their_route_is_signed(
+    standin: tuple[GitHubClient, StandinState],
+) -> None:
+    """A write as the installation (a comment) is sent past httpx's client once the flow has
+    signed its route: the same token, JSON body and answer; what GitHub stored is what was sent."""
+    github, state = standin
+    await github.call("create_comment", 7, repository=REPO, number=12, json={"body": "first"})
+    assert github._routes.signed("/repos/{repository}/issues/{number}/comments")
+
+    class Refuses:
+        async def request(self, *args: object, **kwargs: object) -> httpx.Response:
+            raise AssertionError("went through httpx's client")
+
+    kept, github._http = github._http, Refuses()  # type: ignore[assignment]
+    try:
+        made = await github.call("create_comment", 7, repository=REPO, number=12, json={"body": "ünï 😀"})
+    finally:
+        github._http = kept
+    assert made["body"] == "ünï 😀"
+    assert [c.body for c in state.comments.values()] == ["first", "ünï 😀"]
+    posts = [(c.auth, c.status) for c in state.calls if c.method == "POST" and c.path.endswith("/comments")]
+    assert posts == [("installation", 201), ("installation", 201)]
