@@ -31,6 +31,7 @@ from app.runtime.idle_polls import IdlePolls
 from app.runtime.metrics import Metrics
 from app.runtime.supervisor import Loop, RetryPolicy
 from app.store.database import Database, NotNowError
+from app.store.effects import watch_enqueued
 from app.store.hops import off_loop
 from app.store.installations import DELETED, SUSPENDED
 from app.store.queue import (
@@ -73,7 +74,7 @@ class Worker:
     name: str = field(default_factory=worker_name)
     stuck_after: float = 30.0
     processed: Callable[[], None] | None = None
-    """Called after each delivery's outcome is recorded (the process's outbox: its effects are due)."""
+    """Called after a delivery that enqueued effects is recorded (the process's outbox: they are due)."""
 
     def __post_init__(self) -> None:
         self.queue = DeliveryQueue(self.database, owner=self.name, lease_seconds=self.lease_seconds)
@@ -211,6 +212,7 @@ class Worker:
 
     async def _process(self, delivery: ClaimedDelivery) -> None:
         started, began = time.perf_counter(), self.clock()
+        enqueued = watch_enqueued()  # this delivery's task's own context
         with structlog.contextvars.bound_contextvars(
             delivery_id=delivery.delivery_id, github_event=delivery.event, action=delivery.action
         ):
@@ -235,7 +237,7 @@ class Worker:
                 )
             if not kept:
                 log.warning("lease lost before the outcome was recorded; another worker took it over")
-            if self.processed is not None:
+            if enqueued[0] and self.processed is not None:
                 self.processed()
             set_attribute("railyard.outcome", status)
             self.metrics.processed.labels(delivery.event, status).inc()

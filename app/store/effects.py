@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import contextvars
 import functools
 from collections.abc import Sequence
 from typing import Any
@@ -20,6 +21,18 @@ from app.store.tables import OutboxEffectRow, table
 effects_table = table(OutboxEffectRow)
 __all__ = ["Effect", "EffectKind", "assign", "comment", "marker", "reaction", "rerun"]
 PENDING, DONE, FAILED, CANCELLED = "pending", "done", "failed", "cancelled"
+_ENQUEUED: contextvars.ContextVar[list[bool] | None] = contextvars.ContextVar(
+    "railyard_enqueued", default=None
+)
+
+
+def watch_enqueued() -> list[bool]:
+    """From now on in this context (and the threads a unit of work copies it to), `enqueue`
+    marks the list it returns: the worker tells its outbox only after a delivery that
+    enqueued something, so an event that changed nothing costs the outbox no look."""
+    enqueued = [False]
+    _ENQUEUED.set(enqueued)
+    return enqueued
 
 
 MIN_SURFACE_INTERVAL = 1.0
@@ -32,6 +45,8 @@ def enqueue(
     """Record effects in the caller's transaction (so they commit, or not, with the change)."""
     if not effects:
         return
+    if (enqueued := _ENQUEUED.get()) is not None:
+        enqueued[0] = True
     keep, replace = _enqueue_statements(connection.dialect.name, min_interval)
     parent = traceparent()
     for effect in effects:

@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from sqlalchemy import select, update
 
 from app.bootstrap import wire
+from app.contracts.effect_types import comment
 from app.runtime.metrics import Metrics
+from app.store.database import Database
+from app.store.effects import enqueue
 from app.store.intake import IncomingDelivery, write_batch
 from app.store.queue import ClaimedDelivery, DeliveryQueue, deliveries, list_deliveries, runs
 from handlers.ports import Services
@@ -259,3 +263,45 @@ async def test_a_payload_that_cannot_be_decoded_fails_its_delivery_and_the_worke
 
     assert statuses == {"broken": "failed", "fine": "done"} and seen == ["fine"]
     assert "JSONDecodeError" in (failed[0]["last_error"] or "")
+
+
+async def test_the_outbox_is_told_only_after_a_delivery_that_enqueued_effects(tmp_path: Path) -> None:
+    """An event that changed nothing costs the outbox no look; one that enqueued a write tells
+    it at once (the effect is due now), through the unit's thread."""
+    database = sqlite_database(tmp_path / "railyard.db")
+    router = Router()
+
+    @router.register("issues", "edited")
+    async def maybe_enqueue(event: WebhookEvent, services: Services) -> None:
+        if event.delivery_id == "writes":
+            await asyncio.to_thread(_enqueue_one, database)
+
+    told: list[float] = []
+    worker = wire(database, clock=lambda: NOW).worker(router, Metrics(), poll_seconds=5.0)
+    worker.processed = lambda: told.append(time.monotonic())
+    stop = asyncio.Event()
+    running = asyncio.create_task(worker.run(stop))
+    write_batch(database, [edited("quiet", "a")])
+    worker.notify()
+    await _until(lambda: len(list_deliveries(database, "done")) == 1)
+    assert told == []
+    write_batch(database, [edited("writes", "b")])
+    worker.notify()
+    await _until(lambda: bool(told))
+    stop.set()
+    await running
+    database.close()
+    assert len(told) == 1
+
+
+def _enqueue_one(database: Database) -> None:
+    with database.write() as connection:
+        enqueue(connection, [comment(7, "acme/web", 12, "hello", "c-1")], NOW)
+
+
+async def _until(condition: Callable[[], bool]) -> None:
+    for _ in range(300):
+        if condition():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("not within 3 s")
