@@ -37,6 +37,13 @@ class Clock:
         return self.now
 
 
+async def stored(tokens: SharedTokens, cache_key: str, token: str, life: timedelta) -> SharedTokens:
+    """`tokens` after `aset`, its write to the database done."""
+    await tokens.aset(cache_key, token, life)
+    await tokens.settled()
+    return tokens
+
+
 def _key() -> bytes:
     return sealing_key(rsa.generate_private_key(public_exponent=65537, key_size=2048))
 
@@ -64,16 +71,12 @@ async def test_a_row_sealed_under_another_key_moved_or_stretched_is_not_used(dat
     assert await SharedTokens(database, _key(), clock).aget(KEY) is None  # another app key
 
     key = _key()
-    writer = SharedTokens(database, key, clock)
-    await writer.aset(KEY, "ghs_b", timedelta(minutes=30))
-    await writer.settled()
+    await stored(SharedTokens(database, key, clock), KEY, "ghs_b", timedelta(minutes=30))
     with database.write() as connection:  # a longer life than GitHub gave: refused
         connection.execute(update(tokens_table).values(expires_at=tokens_table.c.expires_at + 3600))
     assert await SharedTokens(database, key, clock).aget(KEY) is None
 
-    writer = SharedTokens(database, key, clock)
-    await writer.aset(KEY, "ghs_c", timedelta(minutes=30))
-    await writer.settled()
+    await stored(SharedTokens(database, key, clock), KEY, "ghs_c", timedelta(minutes=30))
     with database.read() as connection:
         row = connection.execute(select(tokens_table)).mappings().one()
     with database.write() as connection:  # the row copied under another installation's key
@@ -91,14 +94,10 @@ async def test_a_token_near_its_end_the_jwt_and_a_failing_database_are_not_share
     database: Database,
 ) -> None:
     key, clock = _key(), Clock()
-    writer = SharedTokens(database, key, clock)
-    await writer.aset(KEY, "ghs_short", timedelta(seconds=30))
-    await writer.settled()
+    await stored(SharedTokens(database, key, clock), KEY, "ghs_short", timedelta(seconds=30))
     assert await SharedTokens(database, key, clock).aget(KEY) is None  # under a minute left
     jwt_key = "githubkit:auth:app:1:jwt"
-    writer = SharedTokens(database, key, clock)
-    await writer.aset(jwt_key, "eyJ...", timedelta(minutes=8))
-    await writer.settled()
+    await stored(SharedTokens(database, key, clock), jwt_key, "eyJ...", timedelta(minutes=8))
     assert await SharedTokens(database, key, clock).aget(jwt_key) is None  # the JWT stays in memory
     broken = Database("sqlite:////nonexistent-directory/railyard.db")
     tokens = SharedTokens(broken, key, clock)
