@@ -59,7 +59,8 @@ def spend(database: Database, account_id: int, budget: Budget, now: float) -> in
 def spend_and_count(
     database: Database, account_id: int, spending: Budget, counted: Budget, now: float
 ) -> tuple[int | None, int]:
-    """`spend(spending)`, and how much of `counted` the account used, in one transaction."""
+    """`spend(spending)`, then how much of `counted` (another budget) the account used: on
+    PostgreSQL each its own commit, as at READ COMMITTED one transaction would see no more."""
     with database.driver_write() as cursor:
         taken = _spend_in(database, cursor, account_id, spending, now)
         used = _spent_in(database, cursor, account_id, counted, now)

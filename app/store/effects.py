@@ -10,12 +10,12 @@ import functools
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, case, func, select, text, update
+from sqlalchemy import Connection, bindparam, case, func, or_, select, update
 
 from app.contracts.effect_types import Effect, EffectKind, assign, comment, marker, reaction, rerun
 from app.contracts.traces import traceparent
 from app.store.database import Database, dialect_insert, dialect_later
-from app.store.installations import installation_status
+from app.store.installations import installations
 from app.store.tables import OutboxEffectRow, table
 
 effects_table = table(OutboxEffectRow)
@@ -103,8 +103,26 @@ _RENEW = update(effects_table).where(
     effects_table.c.lease_owner == bindparam("b_owner"),
     effects_table.c.lease_until >= bindparam("b_now"),
 )
-_LEASE = update(effects_table).where(effects_table.c.id.in_(bindparam("b_ids", expanding=True)))
-_LEASED = select(effects_table).where(effects_table.c.id.in_(bindparam("b_ids", expanding=True)))
+_RENEW_READING_STATUS = _RENEW.values(lease_until=bindparam("lease_until")).returning(
+    select(installations.c.status).where(installations.c.id == bindparam("b_installation")).scalar_subquery()
+)
+_DUE = (
+    select(effects_table.c.id)
+    .where(
+        effects_table.c.status == PENDING,
+        effects_table.c.next_attempt_at <= bindparam("now"),
+        or_(effects_table.c.lease_until.is_(None), effects_table.c.lease_until < bindparam("now")),
+    )
+    .order_by(effects_table.c.next_attempt_at, effects_table.c.id)
+    .limit(bindparam("limit"))
+    .with_for_update(skip_locked=True)  # PostgreSQL; SQLite has one writer and no FOR UPDATE
+)
+_CLAIM_DUE = (
+    update(effects_table)
+    .where(effects_table.c.id.in_(_DUE.scalar_subquery()))
+    .values(lease_until=bindparam("lease_until"), lease_owner=bindparam("lease_owner"))
+    .returning(*effects_table.c)
+)
 _MINE = update(effects_table).where(
     effects_table.c.id == bindparam("b_id"), effects_table.c.lease_owner == bindparam("b_owner")
 )
@@ -143,52 +161,43 @@ def effect_result(connection: Connection, dedupe_key: str) -> dict[str, Any] | N
     return dict(result) if result else None
 
 
-_DUE = """
-SELECT id FROM outbox_effects
-WHERE status = 'pending' AND next_attempt_at <= :now AND (lease_until IS NULL OR lease_until < :now)
-ORDER BY next_attempt_at, id
-LIMIT :limit
-"""
-
-
 class EffectLeases:
     """One outbox's leases on due effects: claim, renew, finish (several outboxes share the table)."""
 
     def __init__(self, database: Database, owner: str, lease_seconds: float) -> None:
         self.database, self.owner, self.lease_seconds = database, owner, lease_seconds
-        suffix = " FOR UPDATE SKIP LOCKED" if not database.is_sqlite else ""
-        self._due = text(_DUE + suffix)
 
     def claim_due(self, now: float, limit: int) -> list[dict[str, Any]]:
-        """Lease up to `limit` effects due at `now`, oldest first."""
-        with self.database.write() as connection:
-            ids = [r.id for r in connection.execute(self._due, {"now": now, "limit": limit})]
-            if not ids:
-                return []
-            leased = {"b_ids": ids, "lease_until": now + self.lease_seconds, "lease_owner": self.owner}
-            connection.execute(_LEASE, leased)
-            rows = connection.execute(_LEASED, {"b_ids": ids})
-            return sorted((dict(row) for row in rows.mappings()), key=lambda r: ids.index(r["id"]))
+        """Lease up to `limit` effects due at `now`, oldest first.
+
+        One statement, committed by itself (`Database.write_each`): the due effects are chosen
+        and leased by one UPDATE, which on PostgreSQL passes over those another outbox is
+        leasing (SKIP LOCKED), and they come back from it.
+        """
+        until, owner = now + self.lease_seconds, self.owner
+        leased = {"now": now, "limit": limit, "lease_until": until, "lease_owner": owner}
+        with self.database.write_each() as connection:
+            rows = [dict(row) for row in connection.execute(_CLAIM_DUE, leased).mappings()]
+        return sorted(rows, key=lambda r: (r["next_attempt_at"], r["id"]))
 
     def hold(self, row: dict[str, Any], now: float, **values: Any) -> bool:
         """Renew the lease on the effect (setting `values`); False if another outbox has it now."""
-        with self.database.write() as connection:
-            return self._renew(connection, row, now, **values)
+        _columns_only(values)
+        with self.database.write_each() as connection:
+            return bool(connection.execute(_RENEW, self._renewal(row, now, values)).rowcount)
 
     def hold_to_perform(self, row: dict[str, Any], now: float) -> tuple[bool, str | None]:
         """Renew the lease before the write leaves, and read the installation's status, in one
-        transaction: (whether this outbox still holds it, `active`/`suspended`/`deleted`/None)."""
-        with self.database.write() as connection:
-            held = self._renew(connection, row, now)
-            status = installation_status(connection, row["installation_id"]) if held else None
-        return held, status
+        statement: (whether this outbox still holds it, `active`/`suspended`/`deleted`/None)."""
+        renewal = {**self._renewal(row, now, {}), "b_installation": row["installation_id"]}
+        with self.database.write_each() as connection:
+            held = connection.execute(_RENEW_READING_STATUS, renewal).first()
+        return (False, None) if held is None else (True, held[0])
 
-    def _renew(self, connection: Connection, row: dict[str, Any], now: float, **values: Any) -> bool:
-        """Move this outbox's live lease on the effect forward (setting `values`); False if lost."""
-        _columns_only(values)
+    def _renewal(self, row: dict[str, Any], now: float, values: dict[str, Any]) -> dict[str, Any]:
+        """The parameters of `_RENEW`: this outbox's live lease on the effect moved forward."""
         mine = {"b_id": row["id"], "b_owner": self.owner, "b_now": now}
-        held = connection.execute(_RENEW, {**mine, "lease_until": now + self.lease_seconds, **values})
-        return bool(held.rowcount)
+        return {**mine, "lease_until": now + self.lease_seconds, **values}
 
     def renew(self, ids: Sequence[int], now: float) -> int:
         """Renew this outbox's live leases among `ids` (a batch still being performed); how many it holds."""
@@ -211,7 +220,9 @@ class EffectLeases:
         mine = {"b_id": row["id"], "b_owner": self.owner}
         # A result of None is stored as JSON null, which reads back as None like SQL NULL.
         done = {"lease_until": None, "ambiguous": False, "done_at": now, "result": result}
-        with self.database.write() as connection:
+        # Two statements, each its own transaction on PostgreSQL: the second runs only when
+        # the first changed nothing.
+        with self.database.write_each() as connection:
             unchanged = {**mine, "b_updated_at": row["updated_at"]}
             finished = {"status": DONE, "attempts": row["attempts"] + 1, "updated_at": now, **done}
             if not connection.execute(_DONE_IF_UNCHANGED, {**unchanged, **finished}).rowcount:
@@ -222,7 +233,7 @@ class EffectLeases:
         """Release the lease, setting `values` (a retry time, a failure, a cancellation)."""
         _columns_only(values)
         mine = {"b_id": row["id"], "b_owner": self.owner}
-        with self.database.write() as connection:
+        with self.database.write_each() as connection:
             connection.execute(_MINE, {**mine, "lease_until": None, "updated_at": now, **values})
 
 

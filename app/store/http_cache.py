@@ -56,7 +56,7 @@ class SharedHttpCache:
 
     def _write(self, scope: str, url: str, etag: str, body: bytes) -> None:
         values = {"etag": etag, "body": body, "size": len(body), "stored_at": self._clock()}
-        with self.database.write() as connection:
+        with self.database.write_each() as connection:  # one upsert
             insert = insert_for(connection)
             connection.execute(
                 insert(http_cache)

@@ -4,15 +4,17 @@
 `SharedLimits` keeps them in the database (`installation_limits`, a row per installation),
 so every `serve` and `worker` process sharing it honours a Retry-After any of them saw,
 and no two processes take the same content-write slot: a slot is claimed by one
-conditional UPDATE, which only one transaction can win.
+conditional upsert, which only one transaction can win.
 """
 
 from __future__ import annotations
 
-from sqlalchemy import Connection, select, update
+from typing import Any
+
+from sqlalchemy import bindparam, select
 
 from app.contracts.shared_ports import Limits, MemoryLimits
-from app.store.database import Database, dialect_later, insert_for
+from app.store.database import Database, dialect_insert, dialect_later
 from app.store.hops import off_loop
 from app.store.tables import InstallationLimitRow, table
 
@@ -27,6 +29,7 @@ class SharedLimits:
 
     def __init__(self, database: Database) -> None:
         self.database = database
+        self._slot: Any = None  # the slot's upsert, built once for the database's dialect
 
     async def paused_until(self, installation_id: int | None, now: float) -> float | None:
         """When the installation's pause lifts, if one is in force at `now` (one primary-key read)."""
@@ -43,41 +46,48 @@ class SharedLimits:
         return await off_loop(self._claim, _row_id(installation_id), now, spacing)
 
     def _write_pause(self, row_id: int, until: float) -> None:
+        insert = dialect_insert(self.database.engine.dialect.name)(limits_table)
         later = dialect_later(self.database.engine.dialect.name)
-        with self.database.write() as connection:
-            SharedLimits._ensure(connection, row_id)
+        with self.database.write_each() as connection:  # one statement: the row made or moved
             connection.execute(
-                update(limits_table)
-                .where(limits_table.c.installation_id == row_id)
-                .values(paused_until=later(limits_table.c.paused_until, until))
+                insert.values(
+                    installation_id=row_id, paused_until=until, next_content_write_at=0.0
+                ).on_conflict_do_update(
+                    index_elements=["installation_id"],
+                    set_={"paused_until": later(limits_table.c.paused_until, insert.excluded.paused_until)},
+                )
             )
 
     def _claim(self, row_id: int, now: float, spacing: float) -> float | None:
-        with self.database.write() as connection:
-            SharedLimits._ensure(connection, row_id)
-            # The condition is checked again by the UPDATE under the row's lock: of two
-            # processes racing for one slot, the second matches no row and waits.
-            won = connection.execute(
-                update(limits_table)
-                .where(limits_table.c.installation_id == row_id, limits_table.c.next_content_write_at <= now)
-                .values(next_content_write_at=now + spacing)
-            ).rowcount
-            if won:
+        slot = {"b_id": row_id, "b_now": now, "b_next": now + spacing}
+        with self.database.write_each() as connection:
+            # The slot is taken by one upsert (the row made, or moved on if its slot is free),
+            # its own transaction: of two processes racing for one slot, the second's
+            # condition, checked again under the row's lock, is false, and nothing comes back.
+            if connection.execute(self._take_slot(), slot).first() is not None:
                 return None
-            allowed = connection.execute(
-                select(limits_table.c.next_content_write_at).where(limits_table.c.installation_id == row_id)
-            ).scalar_one()
+            allowed = connection.execute(_NEXT_SLOT, slot).scalar_one()
         return float(allowed)
 
-    @staticmethod
-    def _ensure(connection: Connection, row_id: int) -> None:
-        """Create the installation's row unless it exists (a no-op when another process did)."""
-        insert = insert_for(connection)
-        connection.execute(
-            insert(limits_table)
-            .values(installation_id=row_id, paused_until=0.0, next_content_write_at=0.0)
-            .on_conflict_do_nothing(index_elements=["installation_id"])
-        )
+    def _take_slot(self) -> Any:
+        if self._slot is None:
+            insert = dialect_insert(self.database.engine.dialect.name)(limits_table)
+            self._slot = (
+                insert.values(installation_id=bindparam("b_id"), paused_until=0.0)
+                .values(next_content_write_at=bindparam("b_next"))
+                .on_conflict_do_update(
+                    index_elements=["installation_id"],
+                    set_={"next_content_write_at": insert.excluded.next_content_write_at},
+                    where=limits_table.c.next_content_write_at <= bindparam("b_now"),
+                )
+                .returning(limits_table.c.installation_id)
+            )
+        return self._slot
+
+
+_NEXT_SLOT = select(limits_table.c.next_content_write_at).where(
+    limits_table.c.installation_id == bindparam("b_id")
+)
 
 
 def _row_id(installation_id: int | None) -> int:

@@ -23,13 +23,12 @@ from sqlalchemy import bindparam, func, select, update
 
 from app.store.database import Database, commit_sqlite
 from app.store.queue_statements import (
+    CLAIM_IN_WINDOW_POSTGRES,
+    CLAIM_POSTGRES,
     CLAIM_WINDOW,
-    CLAIMABLE_POSTGRES_RAW,
     CLAIMABLE_SQLITE,
-    IN_WINDOW_POSTGRES,
     IN_WINDOW_SQLITE,
     INSERT_RUN,
-    LEASE_POSTGRES,
     LEASE_SQLITE,
     LEASED_SQLITE,
     MAX_WINDOW,
@@ -42,6 +41,8 @@ from app.store.queue_statements import (
 from app.store.tables import DeliveryRunRow, WebhookDeliveryRow, table
 
 deliveries = table(WebhookDeliveryRow)
+Lease = dict[str, Any]
+"""A PostgreSQL claim's lease, taken as the rows are read: `until` and `owner`."""
 runs = table(DeliveryRunRow)
 
 PENDING, DONE, IGNORED, FAILED = "pending", "done", "ignored", "failed"
@@ -105,13 +106,11 @@ class DeliveryQueue:
         """Lease up to `limit` claimable deliveries to this worker."""
         if self.database.is_sqlite:
             return self._claim_sqlite(now, limit)
-        # Candidates locked (SKIP LOCKED: another worker's are passed over) and leased in one
-        # transaction, straight to the driver: this runs for every delivery.
-        with self.database.bookkeeping_postgres() as cursor, cursor.connection.transaction():
-            rows = self._claimable(cursor, now, limit, sqlite=False)
-            if rows:
-                until = now + self.lease_seconds
-                cursor.execute(LEASE_POSTGRES, [until, self.owner, [row[0] for row in rows], now])
+        # Candidates locked (SKIP LOCKED: another worker's are passed over) and leased by one
+        # statement, committed by itself, straight to the driver: this runs for every delivery.
+        lease = {"until": now + self.lease_seconds, "owner": self.owner}
+        with self.database.bookkeeping_postgres() as cursor:
+            rows = self._claimable(cursor, now, limit, lease)
         return [self._claimed(row) for row in rows]
 
     def _claim_sqlite(self, now: float, limit: int) -> list[ClaimedDelivery]:
@@ -121,7 +120,7 @@ class DeliveryQueue:
         # fsync: a row someone else leased meanwhile simply does not match. Straight to the
         # driver: this runs for every delivery, beside a busy intake.
         with _raw(self.database) as cursor:
-            rows = self._claimable(cursor, now, limit, sqlite=True)
+            rows = self._claimable(cursor, now, limit)
         if not rows:
             return []
         with self.database.bookkeeping() as cursor:
@@ -133,7 +132,7 @@ class DeliveryQueue:
         (`Database.bookkeeping_here`): the candidates read, then leased in one transaction
         (the UPDATE checks again that each is free, and the leased ones are read back)."""
         with self.database.bookkeeping_here() as cursor:
-            rows = self._claimable(cursor, now, limit, sqlite=True)
+            rows = self._claimable(cursor, now, limit)
             if not rows:
                 return []
             cursor.execute("BEGIN IMMEDIATE")
@@ -141,16 +140,18 @@ class DeliveryQueue:
             commit_sqlite(cursor)
         return [self._claimed(row) for row in rows if row[0] in leased]
 
-    def _claimable(self, cursor: Any, now: float, limit: int, *, sqlite: bool) -> list[Any]:
+    def _claimable(self, cursor: Any, now: float, limit: int, lease: Lease | None = None) -> list[Any]:
         """Up to `limit` claimable deliveries' rows, oldest first: from the window of the oldest
-        pending ones (`CLAIM_WINDOW`) when that is enough to know, else from every key's head."""
-        walk = self._claimable_sqlite if sqlite else CLAIMABLE_POSTGRES_RAW
+        pending ones (`CLAIM_WINDOW`) when that is enough to know, else from every key's head.
+        `lease` (PostgreSQL's claims; None on SQLite): its `until` and `owner`, taken by the
+        statement that reads them."""
+        walk = self._claimable_sqlite if lease is None else CLAIM_POSTGRES
         if self._window_rests:
             self._window_rests -= 1
-            return list(cursor.execute(walk, {"now": now, "limit": limit}).fetchall())
+            return list(cursor.execute(walk, {"now": now, "limit": limit, **(lease or {})}).fetchall())
         size = self._window
         while True:
-            rows, enough = self._from_window(cursor, now, limit, size, sqlite=sqlite)
+            rows, enough = self._from_window(cursor, now, limit, size, lease)
             if enough:
                 self._window = size
                 return rows
@@ -158,14 +159,16 @@ class DeliveryQueue:
                 break
             size = min(size * 4, MAX_WINDOW)
         self._window, self._window_rests = CLAIM_WINDOW, WINDOW_RESTS
-        return list(cursor.execute(walk, {"now": now, "limit": limit}).fetchall())
+        return list(cursor.execute(walk, {"now": now, "limit": limit, **(lease or {})}).fetchall())
 
     @staticmethod
     def _from_window(
-        cursor: Any, now: float, limit: int, size: int, *, sqlite: bool
+        cursor: Any, now: float, limit: int, size: int, lease: Lease | None
     ) -> tuple[list[Any], bool]:
         """The claimable heads among the `size` oldest pending deliveries, and whether they are
-        the answer (enough of them, or every pending delivery was in the window)."""
+        the answer (enough of them, or every pending delivery was in the window; with a `lease`
+        also any at all: those are leased already)."""
+        sqlite = lease is None
         window = cursor.execute(WINDOW_SQLITE if sqlite else WINDOW_POSTGRES, {"window": size}).fetchall()
         seen: set[str] = set()
         heads: list[int] = []
@@ -179,10 +182,11 @@ class DeliveryQueue:
             return [], False
         rows: list[Any] = []
         if heads:
-            statement = IN_WINDOW_SQLITE if sqlite else IN_WINDOW_POSTGRES
+            statement = IN_WINDOW_SQLITE if sqlite else CLAIM_IN_WINDOW_POSTGRES
             seqs = json.dumps(heads) if sqlite else heads
-            rows = cursor.execute(statement, {"now": now, "limit": limit, "seqs": seqs}).fetchall()
-        return rows, len(rows) >= limit or not full
+            parameters = {"now": now, "limit": limit, "seqs": seqs, **(lease or {})}
+            rows = cursor.execute(statement, parameters).fetchall()
+        return rows, len(rows) >= limit or not full or (lease is not None and bool(rows))
 
     def _lease_sqlite(self, cursor: Any, rows: Sequence[Sequence[Any]], now: float) -> set[int]:
         """Lease the candidate rows still free; the seqs this claim now holds."""

@@ -104,7 +104,7 @@ def watch_statements(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     ran: list[str] = []
     real_claimable = queue_module.DeliveryQueue._claimable
 
-    def watched(self: DeliveryQueue, cursor: object, now: float, limit: int, *, sqlite: bool) -> list[object]:
+    def watched(self: DeliveryQueue, cursor: object, now: float, limit: int, lease: object = None) -> list[object]:
         class Watching:
             def execute(self, statement: str, parameters: object) -> object:
                 kind = (
@@ -113,7 +113,7 @@ def watch_statements(monkeypatch: pytest.MonkeyPatch) -> list[str]:
                 ran.append(kind)
                 return cursor.execute(statement, parameters)  # type: ignore[attr-defined]
 
-        return real_claimable(self, Watching(), now, limit, sqlite=sqlite)
+        return real_claimable(self, Watching(), now, limit, lease)  # type: ignore[arg-type]
 
     monkeypatch.setattr(queue_module.DeliveryQueue, "_claimable", watched)
     return ran
