@@ -41,7 +41,6 @@ from app.runtime.metrics import Metrics
 from app.runtime.supervisor import Loop, RetryPolicy
 from app.store.database import Database
 from app.store.effects import CANCELLED, FAILED, MIN_SURFACE_INTERVAL, EffectLeases, marker
-from app.store.hops import off_loop
 from app.store.installations import DELETED, SUSPENDED
 from app.store.limits import Limits, SharedLimits
 from app.store.queue import LEASE_SECONDS, worker_name
@@ -112,7 +111,7 @@ class Outbox:
 
     async def run_once(self, limit: int = 20) -> int:
         """Perform the effects due now; return how many were attempted."""
-        rows = await off_loop(self._leases.claim_due, self.clock(), limit)
+        rows = await self._leases.claim_due(self.clock(), limit)
         self._polls.looked(bool(rows))
         if not rows:
             return 0
@@ -153,7 +152,7 @@ class Outbox:
         while True:
             await asyncio.sleep(self.lease_seconds / 3)
             try:
-                await off_loop(self._leases.renew, sorted(waiting), self.clock())
+                await self._leases.renew(sorted(waiting), self.clock())
             except Exception as error:
                 log.warning("could not renew the outbox's leases", error=str(error))
 
@@ -168,7 +167,7 @@ class Outbox:
     async def _perform_effect(self, row: dict[str, Any]) -> None:
         with structlog.contextvars.bound_contextvars(effect=row["dedupe_key"], kind=row["kind"]):
             # The batch was leased together; an effect reached late may have been taken over.
-            held, status = await off_loop(self._leases.hold_to_perform, row, self.clock())
+            held, status = await self._leases.hold_to_perform(row, self.clock())
             if not held:
                 log.info("lease lost before the effect was performed; another outbox has it")
                 return
@@ -205,7 +204,7 @@ class Outbox:
                     row, note, ambiguous=row["ambiguous"] or row.get("in_flight", False)
                 )
             else:
-                await off_loop(self._done, row, result)
+                await self._done(row, result)
                 # A surface changed since (or meanwhile) is due again one interval after this write.
                 self._polls.due_at(self.clock() + MIN_SURFACE_INTERVAL)
                 self.metrics.outbox_done.labels(row["kind"]).inc()
@@ -220,9 +219,9 @@ class Outbox:
         at = self.clock() + self.retry.delay(attempts)
         await self._finish(row, attempts=attempts, ambiguous=ambiguous, next_attempt_at=at, last_error=error)
 
-    def _hold_lease(self, row: dict[str, Any], **values: Any) -> bool:
+    async def _hold_lease(self, row: dict[str, Any], **values: Any) -> bool:
         """Renew this outbox's lease on the effect (setting `values`); False if it was lost."""
-        return self._leases.hold(row, self.clock(), **values)
+        return await self._leases.hold(row, self.clock(), **values)
 
     async def _in_flight(self, row: dict[str, Any]) -> None:
         """Record, before a create leaves, that GitHub may act on it.
@@ -230,11 +229,11 @@ class Outbox:
         Should this process die before the answer is recorded, the next attempt finds the
         effect ambiguous and looks for what GitHub created instead of creating it again.
         """
-        if not await off_loop(self._hold_lease, row, ambiguous=True):
+        if not await self._hold_lease(row, ambiguous=True):
             raise _LeaseLost
         row["in_flight"] = True
 
-    def _done(self, row: dict[str, Any], result: dict[str, Any] | None) -> None:
+    async def _done(self, row: dict[str, Any], result: dict[str, Any] | None) -> None:
         """Record a performed write; a surface enqueued again while it was written stays pending.
 
         A change that lands while its status comment or check-run is being written re-enqueues
@@ -242,12 +241,12 @@ class Outbox:
         effect keeps what GitHub answered (the comment or check-run id) and runs again, at most
         one write per `MIN_SURFACE_INTERVAL`.
         """
-        self._leases.done(row, result, self.clock())
+        await self._leases.done(row, result, self.clock())
         set_attribute("railyard.outcome", "done")
 
     async def _finish(self, row: dict[str, Any], **values: Any) -> None:
         set_attribute("railyard.outcome", str(values.get("status", "retry")))
-        await off_loop(self._leases.finish, row, self.clock(), **values)
+        await self._leases.finish(row, self.clock(), **values)
         if values.get("next_attempt_at") is not None:
             self._polls.due_at(values["next_attempt_at"])
 

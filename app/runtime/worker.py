@@ -120,12 +120,14 @@ class Worker:
         return bool(claimed) and len(self._running) < self.concurrency
 
     async def _claim(self, limit: int) -> list[ClaimedDelivery]:
-        """Lease up to `limit` deliveries: on SQLite, on the event loop when that can be done at
-        once (`Database.bookkeeping_here`: no hop to a thread and back), else on a thread. A
-        claim that ran past its budget there (a long queue of ordering keys) is not tried on
-        the loop again for `CLAIM_HERE_PAUSE` seconds."""
+        """Lease up to `limit` deliveries, on the event loop: on PostgreSQL through its asyncio
+        connections; on SQLite when that can be done at once (`Database.bookkeeping_here`: no
+        hop to a thread and back), else on a thread. A claim that ran past its budget there (a
+        long queue of ordering keys) is not tried on the loop again for `CLAIM_HERE_PAUSE` seconds."""
         now = self.clock()
-        if self.database.is_sqlite and time.monotonic() >= self._claims_here_from:
+        if not self.database.is_sqlite:
+            return await self.queue.claim_on_loop(now, limit)
+        if time.monotonic() >= self._claims_here_from:
             try:
                 return self.queue.claim_here(now, limit)
             except NotNowError as not_now:
@@ -134,12 +136,11 @@ class Worker:
         return await off_loop(self.queue.claim, now, limit)
 
     async def _record(self, finish: Callable[..., bool]) -> bool:
-        """A delivery's outcome recorded (`finish`: the queue's `complete` or `retry`, its
-        arguments bound): on SQLite on the event loop when it can be at once, else on a thread;
-        False when the lease was lost meanwhile."""
-        if self.database.is_sqlite:
-            with contextlib.suppress(NotNowError):
-                return finish(here=True)
+        """SQLite: a delivery's outcome recorded (`finish`: the queue's `complete` or `retry`, its
+        arguments bound) on the event loop when it can be at once, else on a thread; False when
+        the lease was lost meanwhile. (PostgreSQL's go on the loop: `complete_on_loop`.)"""
+        with contextlib.suppress(NotNowError):
+            return finish(here=True)
         return await off_loop(finish)
 
     def _settled(self, task: asyncio.Task[None]) -> None:
@@ -227,14 +228,18 @@ class Worker:
             now = self.clock()
             if retry_at is not None:
                 status = "retry"
-                kept = await self._record(
-                    functools.partial(self.queue.retry, delivery, retry_at, note or "", began)
-                )
+                if self.database.is_sqlite:
+                    retry = functools.partial(self.queue.retry, delivery, retry_at, note or "", began)
+                    kept = await self._record(retry)
+                else:
+                    kept = await self.queue.retry_on_loop(delivery, retry_at, note or "", began)
                 self._polls.due_at(retry_at)
-            else:
+            elif self.database.is_sqlite:
                 kept = await self._record(
                     functools.partial(self.queue.complete, delivery, status, now, note, began)
                 )
+            else:
+                kept = await self.queue.complete_on_loop(delivery, status, now, note, began)
             if not kept:
                 log.warning("lease lost before the outcome was recorded; another worker took it over")
             if enqueued[0] and self.processed is not None:

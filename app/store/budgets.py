@@ -34,8 +34,9 @@ _REFUND = (
     f"UPDATE {budgets.name} SET spent = spent - 1 "  # noqa: S608
     "WHERE account_id = ? AND scope = ? AND window_start = ? AND spent > 0"
 )
-# Straight to the driver (`Database.driver_write`): a command spends, and is refunded, at least
-# once; through SQLAlchemy each cost 0.54 ms of CPU on PostgreSQL, through the driver 0.16 ms.
+# Straight to the driver (`Database.driver_write`, `Database.write_here`): a command spends, and
+# is refunded, at least once; through SQLAlchemy each cost 0.54 ms of CPU on PostgreSQL, through
+# the driver 0.16 ms.
 
 
 def _spend_in(database: Database, cursor: Any, account_id: int, budget: Budget, now: float) -> bool:
@@ -87,21 +88,45 @@ def prune_budgets(database: Database, now: float) -> int:
 
 
 class SqlBudgets:
-    """The `Budgets` port on the database, at the clock's now."""
+    """The `Budgets` port on the database, at the clock's now.
+
+    On PostgreSQL each statement runs on the event loop (`Database.write_here`: no thread), one
+    round trip each; on SQLite on a thread, as one transaction."""
 
     def __init__(self, database: Database, clock: Callable[[], float]) -> None:
         self._database, self._clock = database, clock
 
     async def spend(self, account_id: int, budget: Budget) -> int | None:
-        return await off_loop(spend, self._database, account_id, budget, self._clock())
+        now = self._clock()
+        if self._database.is_sqlite:
+            return await off_loop(spend, self._database, account_id, budget, now)
+        taken = await self._database.write_here(
+            _SPEND, (account_id, budget.scope, budget.window_start(now), budget.limit)
+        )
+        return None if taken else budget.retry_after(now)
 
     async def refund(self, account_id: int, budget: Budget) -> None:
-        await off_loop(refund, self._database, account_id, budget, self._clock())
+        now = self._clock()
+        if self._database.is_sqlite:
+            await off_loop(refund, self._database, account_id, budget, now)
+        else:
+            await self._database.write_here(_REFUND, (account_id, budget.scope, budget.window_start(now)))
 
     async def spent(self, account_id: int, budget: Budget) -> int:
-        return await off_loop(spent, self._database, account_id, budget, self._clock())
+        now = self._clock()
+        if self._database.is_sqlite:
+            return await off_loop(spent, self._database, account_id, budget, now)
+        row = await self._database.point_read_here(
+            _SPENT, (account_id, budget.scope, budget.window_start(now))
+        )
+        return int(row[0]) if row is not None and row[0] is not None else 0
 
     async def spend_and_count(
         self, account_id: int, spending: Budget, counted: Budget
     ) -> tuple[int | None, int]:
-        return await off_loop(spend_and_count, self._database, account_id, spending, counted, self._clock())
+        if self._database.is_sqlite:
+            return await off_loop(
+                spend_and_count, self._database, account_id, spending, counted, self._clock()
+            )
+        retry = await self.spend(account_id, spending)
+        return retry, await self.spent(account_id, counted)

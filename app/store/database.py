@@ -22,97 +22,29 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DBAPIError, OperationalError
 
 from app.settings import normalize_database_url
+from app.store.connection_setup import (
+    BUSY_TIMEOUT_MS,
+    HERE_BUDGET_SECONDS,
+    HERE_PROGRESS_STEPS,
+    READ_HERE_BUSY_MS,
+    WRITE_OPTION,
+    configure_postgres,
+    configure_sqlite,
+    lazy_commits,
+    quiet_checkpoints,
+)
 from app.store.hops import off_loop
-from app.store.write_lock import BUSY_TIMEOUT_S, WriteLock, sqlite_path
+from app.store.write_lock import WriteLock, sqlite_path
 
 if TYPE_CHECKING:
     from alembic.config import Config
 
-    from app.store.loop_reads import LoopReads
+    from app.store.loop_statements import LoopStatements
 
 log = structlog.get_logger(__name__)
 
 # Alembic's "package:directory" form: found through importlib.resources, wherever app.store is installed.
 MIGRATIONS = "app.store:migrations"
-BUSY_TIMEOUT_MS = int(BUSY_TIMEOUT_S * 1000)
-READ_HERE_BUSY_MS = 250
-"""How long a read on the event loop's own connections waits for SQLite (WAL readers wait only
-while a connection recovers the log), opening the connection included: a read that would wait
-longer fails (`point_read_here` and `SqlStore.read_once` then read again on a thread, which
-waits as long as any reader; a handler's read fails its delivery, which is retried)."""
-HERE_BUDGET_SECONDS = 0.002
-"""How long the event loop's bookkeeping (`bookkeeping_here`) may run before SQLite is told to
-stop it and it is done on a thread instead."""
-HERE_PROGRESS_STEPS = 1_000
-"""SQLite virtual-machine steps between two looks at that budget."""
-WAL_SIZE_LIMIT = 256 * 1024 * 1024
-"""The WAL file is trimmed to this once started over. Above what a flood writes between two
-restarts (`app.store.checkpoints`: 64 MB and up to a second's commits, about 100 MB at 5,000
-webhooks a second), so commits overwrite blocks the file already has: an fsync then has no file
-size to journal (the commit's p50 under a flood 0.80 -> 0.70 ms)."""
-_WRITE = "railyard_write"
-_NO_AUTOCHECKPOINT = "railyard_no_autocheckpoint"
-
-
-def _configure_sqlite(engine: Engine, database: Database, busy_ms: int = BUSY_TIMEOUT_MS) -> None:
-    @event.listens_for(engine, "checkout")
-    def _checkpoints(dbapi_connection: Any, record: Any, _proxy: Any) -> None:
-        # Once a server's checkpointer runs (app.store.checkpoints), no commit checkpoints.
-        if database.background_checkpoints:
-            _quiet_checkpoints(dbapi_connection, record.info)
-
-    @event.listens_for(engine, "connect")
-    def _pragmas(dbapi_connection: Any, _record: Any) -> None:
-        # Let SQLAlchemy's "begin" event issue BEGIN itself (pysqlite would defer it).
-        dbapi_connection.isolation_level = None
-        cursor = dbapi_connection.cursor()
-        cursor.execute("PRAGMA journal_mode=WAL")
-        cursor.execute("PRAGMA synchronous=FULL")
-        cursor.execute(f"PRAGMA busy_timeout={busy_ms}")
-        cursor.execute(f"PRAGMA journal_size_limit={WAL_SIZE_LIMIT}")  # the WAL file trimmed once restarted
-        cursor.execute("PRAGMA foreign_keys=ON")
-        cursor.close()
-
-    @event.listens_for(engine, "begin")
-    def _begin(connection: Connection) -> None:
-        immediate = connection.get_execution_options().get(_WRITE, False)
-        connection.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
-
-
-def commit_sqlite(cursor: Any) -> None:
-    """COMMIT on a driver cursor, with no progress handler on its connection: SQLite calls the
-    handler once more as a statement ends, and an interruption there fails a COMMIT that has
-    already committed (`Database.bookkeeping_here` would then report written work as not done)."""
-    cursor.connection.set_progress_handler(None, 0)
-    cursor.execute("COMMIT")
-
-
-def _quiet_checkpoints(driver_connection: Any, info: dict[Any, Any]) -> None:
-    """No commit of this connection checkpoints any more (`info`: its pool record's, which
-    remembers it): at checkout once the checkpointer runs, and for the connections kept out of
-    the pool (bookkeeping)."""
-    if not info.get(_NO_AUTOCHECKPOINT):
-        driver_connection.execute("PRAGMA wal_autocheckpoint=0")
-        info[_NO_AUTOCHECKPOINT] = True
-
-
-def _configure_postgres(engine: Engine) -> None:
-    @event.listens_for(engine, "connect")
-    def _durable(dbapi_connection: Any, _record: Any) -> None:
-        cursor = dbapi_connection.cursor()
-        cursor.execute("SET synchronous_commit = on")
-        cursor.close()
-        dbapi_connection.commit()
-
-
-def _lazy_commits(dbapi_connection: Any, _record: Any) -> None:
-    """A bookkeeping connection (`Database.bookkeeping_postgres`): its commits skip the WAL's
-    flush, and a single statement is its own transaction."""
-    cursor = dbapi_connection.cursor()
-    cursor.execute("SET synchronous_commit = off")
-    cursor.close()
-    dbapi_connection.commit()
-    dbapi_connection.autocommit = True
 
 
 class NotNowError(Exception):
@@ -137,16 +69,17 @@ class Database:
                 pool_size=pool_size,
                 max_overflow=pool_size,
             )
-            _configure_sqlite(self.engine, self)
+            configure_sqlite(self.engine, self)
             self._one_writer: WriteLock | None = WriteLock(sqlite_path(self.url))
         else:
             self._one_writer = None
             self.engine = create_engine(self.url, pool_size=pool_size, max_overflow=pool_size)
-            _configure_postgres(self.engine)
+            configure_postgres(self.engine)
         self._here: Engine | None = None  # SQLite: the event loop's own connections, for reads
         self._lazy: Engine | None = None  # PostgreSQL: connections whose commits skip the WAL flush
         self._lazy_opening = threading.Lock()
-        self._loop_reads: LoopReads | None = None  # PostgreSQL: the event loop's reads
+        self._on_loop: LoopStatements | None = None  # PostgreSQL: the event loop's statements
+        self._bookkept_on_loop: LoopStatements | None = None  # the same, commits skipping the flush
         self._bookkeeper: Any = None  # SQLite: one connection that commits without fsync
         self._loop_bookkeeper: Any = None  # SQLite: the same, for the event loop, never waiting
         self.background_checkpoints = False
@@ -176,7 +109,7 @@ class Database:
     def write(self) -> Iterator[Connection]:
         """A write transaction, committed (and fsynced) when the block ends without error."""
         with self.writing(), self.engine.connect() as connection:
-            connection.execution_options(**{_WRITE: True})
+            connection.execution_options(**{WRITE_OPTION: True})
             with connection.begin():
                 yield connection
 
@@ -217,9 +150,9 @@ class Database:
                 # No busy timeout, and no checkpoint in its commits (a checkpoint copies
                 # megabytes, and a progress handler does not stop it).
                 self._loop_bookkeeper = self._open_bookkeeper("PRAGMA busy_timeout=0")
-                _quiet_checkpoints(self._loop_bookkeeper.driver_connection, self._loop_bookkeeper.info)
+                quiet_checkpoints(self._loop_bookkeeper.driver_connection, self._loop_bookkeeper.info)
             if self.background_checkpoints:
-                _quiet_checkpoints(self._bookkeeper.driver_connection, self._bookkeeper.info)
+                quiet_checkpoints(self._bookkeeper.driver_connection, self._bookkeeper.info)
             try:
                 yield self._bookkeeper.cursor()
             except BaseException:
@@ -290,7 +223,7 @@ class Database:
             with self._lazy_opening:
                 if self._lazy is None:
                     lazy = create_engine(self.url, pool_size=4, max_overflow=4)
-                    event.listen(lazy, "connect", _lazy_commits)
+                    event.listen(lazy, "connect", lazy_commits)
                     self._lazy = lazy
         connection = self._lazy.raw_connection()
         try:
@@ -345,7 +278,7 @@ class Database:
                 pool_size=4,
                 max_overflow=-1,
             )
-            _configure_sqlite(self._here, self, READ_HERE_BUSY_MS)
+            configure_sqlite(self._here, self, READ_HERE_BUSY_MS)
         with self._here.connect() as connection, connection.begin():
             yield connection
 
@@ -432,19 +365,53 @@ class Database:
     async def point_read_here(self, sql: str, parameters: tuple[Any, ...]) -> tuple[Any, ...] | None:
         """`point_read` for the event loop, with no trip to a thread: on SQLite on the loop's
         own connections (`read_here`), on PostgreSQL through asyncio connections of its own
-        (`app.store.loop_reads`)."""
+        (`app.store.loop_statements`)."""
         if not self.is_sqlite:
-            if self._loop_reads is None:
-                from app.store.loop_reads import LoopReads  # here: SQLite's processes never load psycopg
-
-                self._loop_reads = LoopReads(self._driver_connect_args)
-            return await self._loop_reads.first_row(self.driver_sql(sql), parameters)
+            return await self._statements_on_loop().first_row(self.driver_sql(sql), parameters)
         try:
             with self.read_here() as connection:
                 row = connection.exec_driver_sql(sql, parameters).first()
         except OperationalError:  # SQLite busy past READ_HERE_BUSY_MS: wait on a thread instead
             return await off_loop(self.point_read, sql, parameters)
         return None if row is None else tuple(row)
+
+    async def write_here(self, sql: str, parameters: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+        """One write (`?` placeholders) committed by itself, durably, and the rows it returns
+        (RETURNING): on PostgreSQL on the event loop, through asyncio connections of its own
+        (`app.store.loop_statements`: no thread, no pool checkout); on SQLite on a thread
+        (`driver_write`)."""
+        if self.is_sqlite:
+            return await off_loop(self._write_now, sql, parameters)
+        return await self._statements_on_loop().all_rows(self.driver_sql(sql), parameters)
+
+    def _write_now(self, sql: str, parameters: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+        with self.driver_write() as cursor:
+            cursor.execute(self.driver_sql(sql), parameters)
+            return [tuple(row) for row in cursor.fetchall()] if cursor.description else []
+
+    async def bookkeep_on_loop(self, statement: str, parameters: dict[str, Any]) -> list[tuple[Any, ...]]:
+        """PostgreSQL: one bookkeeping statement (psycopg's placeholders) committed by itself on
+        the event loop, and its rows; as `bookkeeping_postgres`, its commit does not wait for
+        the log to reach the disk (`synchronous_commit=off`), so a crash can take the last few
+        of them, which are then redone."""
+        assert not self.is_sqlite, "bookkeep_on_loop() is for PostgreSQL"
+        if self._bookkept_on_loop is None:
+            from app.store.loop_statements import (
+                LoopStatements,
+            )  # here: SQLite's processes never load psycopg
+
+            lazy = ("SET synchronous_commit = off",)
+            self._bookkept_on_loop = LoopStatements(self._driver_connect_args, setup=lazy)
+        return await self._bookkept_on_loop.all_rows(statement, parameters)
+
+    def _statements_on_loop(self) -> LoopStatements:
+        if self._on_loop is None:
+            from app.store.loop_statements import (
+                LoopStatements,
+            )  # here: SQLite's processes never load psycopg
+
+            self._on_loop = LoopStatements(self._driver_connect_args)
+        return self._on_loop
 
     def _driver_connect_args(self) -> tuple[Any, dict[str, Any]]:
         """What the engine passes to `psycopg.connect`, without SQLAlchemy's own type adapters."""
@@ -475,8 +442,9 @@ class Database:
             if kept is not None:
                 kept.close()
         self._bookkeeper = self._loop_bookkeeper = None
-        if self._loop_reads is not None:
-            self._loop_reads.close()
+        for statements in (self._on_loop, self._bookkept_on_loop):
+            if statements is not None:
+                statements.close()
         for engine in (self._here, self._lazy):
             if engine is not None:
                 engine.dispose()

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import contextvars
 import functools
+import json
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, case, func, or_, select, update
+from sqlalchemy import Connection, case, func, select, update
 
 from app.contracts.effect_types import Effect, EffectKind, assign, comment, marker, reaction, rerun
 from app.contracts.traces import traceparent
@@ -97,38 +98,6 @@ def _enqueue_statements(dialect: str, min_interval: float) -> tuple[Any, Any]:
     return statement.on_conflict_do_nothing(index_elements=["dedupe_key"]), replace
 
 
-# Built once: a lease is renewed before every GitHub write; the columns set are the parameters'.
-_RENEW = update(effects_table).where(
-    effects_table.c.id == bindparam("b_id"),
-    effects_table.c.lease_owner == bindparam("b_owner"),
-    effects_table.c.lease_until >= bindparam("b_now"),
-)
-_RENEW_READING_STATUS = _RENEW.values(lease_until=bindparam("lease_until")).returning(
-    select(installations.c.status).where(installations.c.id == bindparam("b_installation")).scalar_subquery()
-)
-_DUE = (
-    select(effects_table.c.id)
-    .where(
-        effects_table.c.status == PENDING,
-        effects_table.c.next_attempt_at <= bindparam("now"),
-        or_(effects_table.c.lease_until.is_(None), effects_table.c.lease_until < bindparam("now")),
-    )
-    .order_by(effects_table.c.next_attempt_at, effects_table.c.id)
-    .limit(bindparam("limit"))
-    .with_for_update(skip_locked=True)  # PostgreSQL; SQLite has one writer and no FOR UPDATE
-)
-_CLAIM_DUE = (
-    update(effects_table)
-    .where(effects_table.c.id.in_(_DUE.scalar_subquery()))
-    .values(lease_until=bindparam("lease_until"), lease_owner=bindparam("lease_owner"))
-    .returning(*effects_table.c)
-)
-_MINE = update(effects_table).where(
-    effects_table.c.id == bindparam("b_id"), effects_table.c.lease_owner == bindparam("b_owner")
-)
-_DONE_IF_UNCHANGED = _MINE.where(effects_table.c.updated_at == bindparam("b_updated_at"))
-
-
 def effect_counts(database: Database) -> dict[str, int]:
     """How many effects are pending, done and failed."""
     with database.read() as connection:
@@ -162,79 +131,108 @@ def effect_result(connection: Connection, dedupe_key: str) -> dict[str, Any] | N
 
 
 class EffectLeases:
-    """One outbox's leases on due effects: claim, renew, finish (several outboxes share the table)."""
+    """One outbox's leases on due effects: claim, renew, finish (several outboxes share the table).
+
+    Each change is one statement committed by itself (`Database.write_here`): on PostgreSQL
+    on the event loop, with no thread, on SQLite on a thread. Written in SQL both databases
+    read, JSON cast for PostgreSQL.
+    """
 
     def __init__(self, database: Database, owner: str, lease_seconds: float) -> None:
         self.database, self.owner, self.lease_seconds = database, owner, lease_seconds
+        self._json = "?" if database.is_sqlite else "CAST(? AS json)"
+        skip = "" if database.is_sqlite else " FOR UPDATE SKIP LOCKED"  # SQLite has one writer
+        self._claim_due = _CLAIM_DUE.format(skip=skip)
 
-    def claim_due(self, now: float, limit: int) -> list[dict[str, Any]]:
-        """Lease up to `limit` effects due at `now`, oldest first.
-
-        One statement, committed by itself (`Database.write_each`): the due effects are chosen
-        and leased by one UPDATE, which on PostgreSQL passes over those another outbox is
-        leasing (SKIP LOCKED), and they come back from it.
-        """
-        until, owner = now + self.lease_seconds, self.owner
-        leased = {"now": now, "limit": limit, "lease_until": until, "lease_owner": owner}
-        with self.database.write_each() as connection:
-            rows = [dict(row) for row in connection.execute(_CLAIM_DUE, leased).mappings()]
+    async def claim_due(self, now: float, limit: int) -> list[dict[str, Any]]:
+        """Lease up to `limit` effects due at `now`, oldest first: chosen and leased by one
+        UPDATE, which on PostgreSQL passes over those another outbox is leasing (SKIP LOCKED),
+        and they come back from it."""
+        leased = (now + self.lease_seconds, self.owner, now, now, limit)
+        rows = [_decoded(values) for values in await self.database.write_here(self._claim_due, leased)]
         return sorted(rows, key=lambda r: (r["next_attempt_at"], r["id"]))
 
-    def hold(self, row: dict[str, Any], now: float, **values: Any) -> bool:
+    async def hold(self, row: dict[str, Any], now: float, **values: Any) -> bool:
         """Renew the lease on the effect (setting `values`); False if another outbox has it now."""
-        _columns_only(values)
-        with self.database.write_each() as connection:
-            return bool(connection.execute(_RENEW, self._renewal(row, now, values)).rowcount)
+        sets, parameters = self._sets({"lease_until": now + self.lease_seconds, **values})
+        live = f"{sets} WHERE id = ? AND lease_owner = ? AND lease_until >= ? RETURNING id"
+        return bool(await self.database.write_here(_UPDATE + live, (*parameters, row["id"], self.owner, now)))
 
-    def hold_to_perform(self, row: dict[str, Any], now: float) -> tuple[bool, str | None]:
+    async def hold_to_perform(self, row: dict[str, Any], now: float) -> tuple[bool, str | None]:
         """Renew the lease before the write leaves, and read the installation's status, in one
         statement: (whether this outbox still holds it, `active`/`suspended`/`deleted`/None)."""
-        renewal = {**self._renewal(row, now, {}), "b_installation": row["installation_id"]}
-        with self.database.write_each() as connection:
-            held = connection.execute(_RENEW_READING_STATUS, renewal).first()
-        return (False, None) if held is None else (True, held[0])
+        renewal = (now + self.lease_seconds, row["id"], self.owner, now, row["installation_id"])
+        held = await self.database.write_here(_RENEW_READING_STATUS, renewal)
+        return (True, held[0][0]) if held else (False, None)
 
-    def _renewal(self, row: dict[str, Any], now: float, values: dict[str, Any]) -> dict[str, Any]:
-        """The parameters of `_RENEW`: this outbox's live lease on the effect moved forward."""
-        mine = {"b_id": row["id"], "b_owner": self.owner, "b_now": now}
-        return {**mine, "lease_until": now + self.lease_seconds, **values}
-
-    def renew(self, ids: Sequence[int], now: float) -> int:
+    async def renew(self, ids: Sequence[int], now: float) -> int:
         """Renew this outbox's live leases among `ids` (a batch still being performed); how many it holds."""
         if not ids:
             return 0
-        with self.database.write() as connection:
-            held = connection.execute(
-                update(effects_table)
-                .where(
-                    effects_table.c.id.in_(list(ids)),
-                    effects_table.c.lease_owner == self.owner,
-                    effects_table.c.lease_until >= now,
-                )
-                .values(lease_until=now + self.lease_seconds)
-            ).rowcount
-        return int(held)
+        marks = ", ".join("?" * len(ids))
+        live = f"lease_until = ? WHERE id IN ({marks}) AND lease_owner = ? AND lease_until >= ? RETURNING id"
+        parameters = (now + self.lease_seconds, *ids, self.owner, now)
+        return len(await self.database.write_here(_UPDATE + live, parameters))
 
-    def done(self, row: dict[str, Any], result: dict[str, Any] | None, now: float) -> None:
-        """Record a performed write; a surface enqueued again while it was written stays pending."""
-        mine = {"b_id": row["id"], "b_owner": self.owner}
+    async def done(self, row: dict[str, Any], result: dict[str, Any] | None, now: float) -> None:
+        """Record a performed write; a surface enqueued again while it was written (its
+        `updated_at` moved) stays pending, due `MIN_SURFACE_INTERVAL` after this write. One
+        statement: which of the two it is, is decided under the row's lock."""
+        unchanged, again = row["updated_at"], now + MIN_SURFACE_INTERVAL
         # A result of None is stored as JSON null, which reads back as None like SQL NULL.
-        done = {"lease_until": None, "ambiguous": False, "done_at": now, "result": result}
-        # Two statements, each its own transaction on PostgreSQL: the second runs only when
-        # the first changed nothing.
-        with self.database.write_each() as connection:
-            unchanged = {**mine, "b_updated_at": row["updated_at"]}
-            finished = {"status": DONE, "attempts": row["attempts"] + 1, "updated_at": now, **done}
-            if not connection.execute(_DONE_IF_UNCHANGED, {**unchanged, **finished}).rowcount:
-                again = {"status": PENDING, "attempts": 0, "next_attempt_at": now + MIN_SURFACE_INTERVAL}
-                connection.execute(_MINE, {**mine, **again, **done})
+        parameters = (
+            *(unchanged, unchanged, row["attempts"] + 1, unchanged, again, unchanged, now),
+            *(False, now, json.dumps(result), row["id"], self.owner),
+        )
+        await self.database.write_here(_DONE.format(json=self._json), parameters)
 
-    def finish(self, row: dict[str, Any], now: float, **values: Any) -> None:
+    async def finish(self, row: dict[str, Any], now: float, **values: Any) -> None:
         """Release the lease, setting `values` (a retry time, a failure, a cancellation)."""
+        sets, parameters = self._sets({"lease_until": None, "updated_at": now, **values})
+        mine = f"{sets} WHERE id = ? AND lease_owner = ?"
+        await self.database.write_here(_UPDATE + mine, (*parameters, row["id"], self.owner))
+
+    def _sets(self, values: dict[str, Any]) -> tuple[str, tuple[Any, ...]]:
+        """`values` as an UPDATE's SET list (columns only) and its parameters."""
         _columns_only(values)
-        mine = {"b_id": row["id"], "b_owner": self.owner}
-        with self.database.write_each() as connection:
-            connection.execute(_MINE, {**mine, "lease_until": None, "updated_at": now, **values})
+        sets = ", ".join(f"{name} = {self._json if name in _JSON_COLUMNS else '?'}" for name in values)
+        encoded = (json.dumps(v) if name in _JSON_COLUMNS else v for name, v in values.items())
+        return sets, tuple(encoded)
+
+
+_COLUMNS = tuple(effects_table.c.keys())
+_JSON_COLUMNS = frozenset({"payload", "result"})
+_UPDATE = f"UPDATE {effects_table.name} SET "  # noqa: S608 - constants, and columns checked
+_CLAIM_DUE = (
+    f"UPDATE {effects_table.name} SET lease_until = ?, lease_owner = ? WHERE id IN ("  # noqa: S608
+    f"SELECT id FROM {effects_table.name} WHERE status = '{PENDING}' AND next_attempt_at <= ? "
+    "AND (lease_until IS NULL OR lease_until < ?) ORDER BY next_attempt_at, id LIMIT ?{skip}) "
+    f"RETURNING {', '.join(_COLUMNS)}"
+)
+_RENEW_READING_STATUS = (
+    f"UPDATE {effects_table.name} SET lease_until = ? "  # noqa: S608
+    "WHERE id = ? AND lease_owner = ? AND lease_until >= ? "
+    f"RETURNING (SELECT status FROM {installations.name} WHERE id = ?)"
+)
+_DONE = (
+    f"UPDATE {effects_table.name} SET "  # noqa: S608
+    f"status = CASE WHEN updated_at = ? THEN '{DONE}' ELSE '{PENDING}' END, "
+    "attempts = CASE WHEN updated_at = ? THEN ? ELSE 0 END, "
+    "next_attempt_at = CASE WHEN updated_at = ? THEN next_attempt_at ELSE ? END, "
+    "updated_at = CASE WHEN updated_at = ? THEN ? ELSE updated_at END, "
+    "lease_until = NULL, ambiguous = ?, done_at = ?, result = {json} "
+    "WHERE id = ? AND lease_owner = ?"
+)
+
+
+def _decoded(values: Sequence[Any]) -> dict[str, Any]:
+    """An effect's row as the store gives it: JSON decoded (SQLite keeps text), flags as bools."""
+    row = dict(zip(_COLUMNS, values, strict=True))
+    for name in _JSON_COLUMNS:
+        if isinstance(row[name], str):
+            row[name] = json.loads(row[name])
+    row["ambiguous"] = bool(row["ambiguous"])
+    return row
 
 
 def _columns_only(values: dict[str, Any]) -> None:

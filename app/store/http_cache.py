@@ -18,13 +18,17 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from app.contracts.shared_ports import MAX_ENTRY_BYTES, Cached, cache_key
 from app.settings import Settings
-from app.store.database import Database, insert_for
-from app.store.hops import off_loop
+from app.store.database import Database
 from app.store.tables import HttpCacheRow, table
 
 log = structlog.get_logger(__name__)
 http_cache = table(HttpCacheRow)
 _READ = f"SELECT etag, body FROM {http_cache.name} WHERE key = ?"  # noqa: S608 - no input in it
+_WRITE = (  # one upsert, on PostgreSQL on the event loop (`Database.write_here`)
+    f"INSERT INTO {http_cache.name} (key, scope, url, etag, body, size, stored_at) "  # noqa: S608
+    "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (key) DO UPDATE SET etag = excluded.etag, "
+    "body = excluded.body, size = excluded.size, stored_at = excluded.stored_at"
+)
 MAX_ROWS = 20_000
 MAX_BYTES = 64 * 1024 * 1024
 
@@ -49,20 +53,11 @@ class SharedHttpCache:
         """Keep (or replace) the answer for this scope and URL; a failure only loses the entry."""
         if len(body) > MAX_ENTRY_BYTES:
             return
+        row = (cache_key(scope, url), scope, url, etag, body, len(body), self._clock())
         try:
-            await off_loop(self._write, scope, url, etag, body)
+            await self.database.write_here(_WRITE, row)
         except SQLAlchemyError as error:
             log.warning("could not write the HTTP cache", error=type(error).__name__)
-
-    def _write(self, scope: str, url: str, etag: str, body: bytes) -> None:
-        values = {"etag": etag, "body": body, "size": len(body), "stored_at": self._clock()}
-        with self.database.write_each() as connection:  # one upsert
-            insert = insert_for(connection)
-            connection.execute(
-                insert(http_cache)
-                .values(key=cache_key(scope, url), scope=scope, url=url, **values)
-                .on_conflict_do_update(index_elements=["key"], set_=values)
-            )
 
 
 def prune_http_cache(database: Database, max_rows: int = MAX_ROWS, max_bytes: int = MAX_BYTES) -> int:

@@ -22,7 +22,8 @@ from typing import Any, NamedTuple, Protocol
 import structlog
 
 from app.store.checkpoints import WalCheckpointer
-from app.store.database import BUSY_TIMEOUT_MS, Database
+from app.store.connection_setup import BUSY_TIMEOUT_MS
+from app.store.database import Database
 
 log = structlog.get_logger(__name__)
 

@@ -14,14 +14,15 @@ import json
 import os
 import socket
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import bindparam, func, select, update
 
-from app.store.database import Database, commit_sqlite
+from app.store.connection_setup import commit_sqlite
+from app.store.database import Database
 from app.store.queue_statements import (
     CLAIM_IN_WINDOW_POSTGRES,
     CLAIM_POSTGRES,
@@ -43,6 +44,21 @@ from app.store.tables import DeliveryRunRow, WebhookDeliveryRow, table
 deliveries = table(WebhookDeliveryRow)
 Lease = dict[str, Any]
 """A PostgreSQL claim's lease, taken as the rows are read: `until` and `owner`."""
+Steps = Generator[tuple[str, dict[str, Any]], list[Any], list[Any]]
+"""A claim's statements, given one at a time (the statement and its parameters), each sent back
+its rows; what it returns is the claim's rows."""
+
+
+def _run_steps(cursor: Any, steps: Steps) -> list[Any]:
+    """Run a claim's statements on a driver cursor, one after the other; the claim's rows."""
+    try:
+        statement, parameters = next(steps)
+        while True:
+            statement, parameters = steps.send(list(cursor.execute(statement, parameters).fetchall()))
+    except StopIteration as claimed:
+        return list(claimed.value)
+
+
 runs = table(DeliveryRunRow)
 
 PENDING, DONE, IGNORED, FAILED = "pending", "done", "ignored", "failed"
@@ -106,12 +122,25 @@ class DeliveryQueue:
         """Lease up to `limit` claimable deliveries to this worker."""
         if self.database.is_sqlite:
             return self._claim_sqlite(now, limit)
+        with self.database.bookkeeping_postgres() as cursor:
+            rows = _run_steps(cursor, self._claimable(now, limit, self._lease(now)))
+        return [self._claimed(row) for row in rows]
+
+    async def claim_on_loop(self, now: float, limit: int) -> list[ClaimedDelivery]:
+        """`claim` on PostgreSQL, on the event loop (`Database.bookkeep_on_loop`: no thread)."""
+        steps = self._claimable(now, limit, self._lease(now))
+        try:
+            statement, parameters = next(steps)
+            while True:
+                rows = await self.database.bookkeep_on_loop(statement, parameters)
+                statement, parameters = steps.send(rows)
+        except StopIteration as claimed:
+            return [self._claimed(row) for row in claimed.value]
+
+    def _lease(self, now: float) -> Lease:
         # Candidates locked (SKIP LOCKED: another worker's are passed over) and leased by one
         # statement, committed by itself, straight to the driver: this runs for every delivery.
-        lease = {"until": now + self.lease_seconds, "owner": self.owner}
-        with self.database.bookkeeping_postgres() as cursor:
-            rows = self._claimable(cursor, now, limit, lease)
-        return [self._claimed(row) for row in rows]
+        return {"until": now + self.lease_seconds, "owner": self.owner}
 
     def _claim_sqlite(self, now: float, limit: int) -> list[ClaimedDelivery]:
         # Candidates come from a plain read (WAL readers never block the intake writer); the
@@ -120,7 +149,7 @@ class DeliveryQueue:
         # fsync: a row someone else leased meanwhile simply does not match. Straight to the
         # driver: this runs for every delivery, beside a busy intake.
         with _raw(self.database) as cursor:
-            rows = self._claimable(cursor, now, limit)
+            rows = _run_steps(cursor, self._claimable(now, limit))
         if not rows:
             return []
         with self.database.bookkeeping() as cursor:
@@ -132,7 +161,7 @@ class DeliveryQueue:
         (`Database.bookkeeping_here`): the candidates read, then leased in one transaction
         (the UPDATE checks again that each is free, and the leased ones are read back)."""
         with self.database.bookkeeping_here() as cursor:
-            rows = self._claimable(cursor, now, limit)
+            rows = _run_steps(cursor, self._claimable(now, limit))
             if not rows:
                 return []
             cursor.execute("BEGIN IMMEDIATE")
@@ -140,18 +169,19 @@ class DeliveryQueue:
             commit_sqlite(cursor)
         return [self._claimed(row) for row in rows if row[0] in leased]
 
-    def _claimable(self, cursor: Any, now: float, limit: int, lease: Lease | None = None) -> list[Any]:
+    def _claimable(self, now: float, limit: int, lease: Lease | None = None) -> Steps:
         """Up to `limit` claimable deliveries' rows, oldest first: from the window of the oldest
         pending ones (`CLAIM_WINDOW`) when that is enough to know, else from every key's head.
         `lease` (PostgreSQL's claims; None on SQLite): its `until` and `owner`, taken by the
-        statement that reads them."""
+        statement that reads them. The statements are given to the caller to run one by one
+        (`Steps`), on a thread's cursor or on the event loop."""
         walk = self._claimable_sqlite if lease is None else CLAIM_POSTGRES
         if self._window_rests:
             self._window_rests -= 1
-            return list(cursor.execute(walk, {"now": now, "limit": limit, **(lease or {})}).fetchall())
+            return (yield walk, {"now": now, "limit": limit, **(lease or {})})
         size = self._window
         while True:
-            rows, enough = self._from_window(cursor, now, limit, size, lease)
+            rows, enough = yield from self._from_window(now, limit, size, lease)
             if enough:
                 self._window = size
                 return rows
@@ -159,17 +189,17 @@ class DeliveryQueue:
                 break
             size = min(size * 4, MAX_WINDOW)
         self._window, self._window_rests = CLAIM_WINDOW, WINDOW_RESTS
-        return list(cursor.execute(walk, {"now": now, "limit": limit, **(lease or {})}).fetchall())
+        return (yield walk, {"now": now, "limit": limit, **(lease or {})})
 
     @staticmethod
     def _from_window(
-        cursor: Any, now: float, limit: int, size: int, lease: Lease | None
-    ) -> tuple[list[Any], bool]:
+        now: float, limit: int, size: int, lease: Lease | None
+    ) -> Generator[tuple[str, dict[str, Any]], list[Any], tuple[list[Any], bool]]:
         """The claimable heads among the `size` oldest pending deliveries, and whether they are
         the answer (enough of them, or every pending delivery was in the window; with a `lease`
         also any at all: those are leased already)."""
         sqlite = lease is None
-        window = cursor.execute(WINDOW_SQLITE if sqlite else WINDOW_POSTGRES, {"window": size}).fetchall()
+        window = yield (WINDOW_SQLITE if sqlite else WINDOW_POSTGRES), {"window": size}
         seen: set[str] = set()
         heads: list[int] = []
         for seq, key in window:
@@ -184,8 +214,7 @@ class DeliveryQueue:
         if heads:
             statement = IN_WINDOW_SQLITE if sqlite else CLAIM_IN_WINDOW_POSTGRES
             seqs = json.dumps(heads) if sqlite else heads
-            parameters = {"now": now, "limit": limit, "seqs": seqs, **(lease or {})}
-            rows = cursor.execute(statement, parameters).fetchall()
+            rows = yield statement, {"now": now, "limit": limit, "seqs": seqs, **(lease or {})}
         return rows, len(rows) >= limit or not full or (lease is not None and bool(rows))
 
     def _lease_sqlite(self, cursor: Any, rows: Sequence[Sequence[Any]], now: float) -> set[int]:
@@ -239,6 +268,22 @@ class DeliveryQueue:
     def _finish_postgres(
         self, claimed: ClaimedDelivery, values: dict[str, Any], outcome: str, started: float
     ) -> bool:
+        with self.database.bookkeeping_postgres() as cursor:
+            cursor.execute(*self._finishing_postgres(claimed, values, outcome, started))
+            row = cursor.fetchone()
+        return bool(row[0])
+
+    async def _finish_on_loop(
+        self, claimed: ClaimedDelivery, values: dict[str, Any], outcome: str, started: float
+    ) -> bool:
+        rows = await self.database.bookkeep_on_loop(
+            *self._finishing_postgres(claimed, values, outcome, started)
+        )
+        return bool(rows[0][0])
+
+    def _finishing_postgres(
+        self, claimed: ClaimedDelivery, values: dict[str, Any], outcome: str, started: float
+    ) -> tuple[str, dict[str, Any]]:
         """`_finish_on` as one statement, one round trip: the outcome, and the run's record
         saying whether the lease was still held when it was written."""
         assignments = ", ".join(f"{column} = %(new_{column})s" for column in values)
@@ -256,10 +301,7 @@ class DeliveryQueue:
             "started_at": started,
             "finished_at": values.get("processed_at") or started,
         }
-        with self.database.bookkeeping_postgres() as cursor:
-            cursor.execute(change, parameters)
-            row = cursor.fetchone()
-        return bool(row[0])
+        return change, parameters
 
     def _finish_on(
         self,
@@ -304,16 +346,26 @@ class DeliveryQueue:
 
         `here`: on the event loop, SQLite only, all of it or `NotNowError` (`Database.bookkeeping_here`).
         """
-        values = {"status": status, "processed_at": now, "last_error": note}
-        return self._finish(claimed, values, status, started or now, here)
+        return self._finish(claimed, _completed(status, now, note), status, started or now, here)
+
+    async def complete_on_loop(
+        self, claimed: ClaimedDelivery, status: str, now: float, note: str | None = None, started: float = 0.0
+    ) -> bool:
+        """`complete` on PostgreSQL, on the event loop (`Database.bookkeep_on_loop`: no thread)."""
+        return await self._finish_on_loop(claimed, _completed(status, now, note), status, started or now)
 
     def retry(
         self, claimed: ClaimedDelivery, at: float, error: str, started: float = 0.0, *, here: bool = False
     ) -> bool:
         """Put a delivery back, due at `at`; later deliveries for its ticket wait behind it
         (`here` as for `complete`)."""
-        values = {"next_attempt_at": at, "last_error": error}
-        return self._finish(claimed, values, "retry", started or at, here)
+        return self._finish(claimed, _retried(at, error), "retry", started or at, here)
+
+    async def retry_on_loop(
+        self, claimed: ClaimedDelivery, at: float, error: str, started: float = 0.0
+    ) -> bool:
+        """`retry` on PostgreSQL, on the event loop (`Database.bookkeep_on_loop`: no thread)."""
+        return await self._finish_on_loop(claimed, _retried(at, error), "retry", started or at)
 
     def extend(self, claimed: ClaimedDelivery, now: float) -> bool:
         """Renew the lease of a delivery still being processed; False when it is no longer this claim's.
@@ -334,6 +386,14 @@ class DeliveryQueue:
                 .values(lease_until=now + self.lease_seconds)
             )
         return result.rowcount == 1
+
+
+def _completed(status: str, now: float, note: str | None) -> dict[str, Any]:
+    return {"status": status, "processed_at": now, "last_error": note}
+
+
+def _retried(at: float, error: str) -> dict[str, Any]:
+    return {"next_attempt_at": at, "last_error": error}
 
 
 def release_all_leases(database: Database) -> int:

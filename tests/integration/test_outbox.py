@@ -317,10 +317,10 @@ async def test_an_effect_whose_outcome_cannot_be_recorded_does_not_stop_the_othe
     put(database, clock, reaction(7, REPO, 555), reaction(7, REPO, 556))
     done = outbox._leases.done
 
-    def refuse_the_first(row: dict[str, Any], result: dict[str, Any] | None, now: float) -> None:
+    async def refuse_the_first(row: dict[str, Any], result: dict[str, Any] | None, now: float) -> None:
         if row["dedupe_key"].endswith(":555:+1"):
             raise ValueError("the store refused the answer")
-        done(row, result, now)
+        await done(row, result, now)
 
     monkeypatch.setattr(outbox._leases, "done", refuse_the_first)
 
@@ -335,17 +335,17 @@ async def test_an_effect_whose_outcome_cannot_be_recorded_does_not_stop_the_othe
     assert (rows["555"].status, rows["555"].attempts, rows["555"].ambiguous) == ("pending", 1, True)
 
 
-def test_a_lease_change_naming_no_column_is_refused_not_skipped(tmp_path: Path) -> None:
-    """The lease's UPDATEs are built once, and such a statement sets only the parameters that
-    name its columns: a misspelt one would be dropped without a word, so it is refused."""
+async def test_a_lease_change_naming_no_column_is_refused(tmp_path: Path) -> None:
+    """The lease's UPDATEs set the columns their values name: a misspelt one is refused before
+    anything is sent (and its name never reaches the SQL)."""
     database = sqlite_database(tmp_path / "railyard.db")
     leases = EffectLeases(database, "outbox-1", 15.0)
     row = {"id": 1}
     try:
         with pytest.raises(ValueError, match="last_eror"):
-            leases.hold(row, 0.0, last_eror="typo")
+            await leases.hold(row, 0.0, last_eror="typo")
         with pytest.raises(ValueError, match="next_attempt"):
-            leases.finish(row, 0.0, next_attempt=5.0)
-        leases.finish(row, 0.0, next_attempt_at=5.0)  # a column: taken (no such effect: no row)
+            await leases.finish(row, 0.0, next_attempt=5.0)
+        await leases.finish(row, 0.0, next_attempt_at=5.0)  # a column: taken (no such effect: no row)
     finally:
         database.close()

@@ -40,13 +40,20 @@ def test_a_driver_write_commits_and_a_failed_one_changes_nothing(database: Datab
     )
     with database.driver_write() as cursor:
         cursor.execute(insert, (21, 5.0))
-    with pytest.raises(SQLAlchemyError):  # the second insert breaks the primary key: both undone
+    with pytest.raises(SQLAlchemyError):  # the second insert breaks the primary key
         with database.driver_write() as cursor:
             cursor.execute(insert, (22, 5.0))
             cursor.execute(insert, (21, 6.0))
     read = "SELECT paused_until FROM installation_limits WHERE installation_id = ?"
     assert database.point_read(read, (21,)) == (5.0,)
-    assert database.point_read(read, (22,)) is None
+    # SQLite: one transaction, both undone; PostgreSQL: each statement its own commit
+    assert database.point_read(read, (22,)) == (None if database.is_sqlite else (5.0,))
+    with database.driver_write() as cursor:  # the connection went back to the pool as it came
+        cursor.execute(insert, (23, 5.0))
+    with pytest.raises(SQLAlchemyError), database.write() as connection:  # and it does not autocommit
+        connection.execute(text("INSERT INTO installation_limits VALUES (24, 1.0, 0)"))
+        connection.execute(text("INSERT INTO installation_limits VALUES (23, 1.0, 0)"))
+    assert database.point_read(read, (24,)) is None
 
 
 def test_a_write_after_point_reads_on_the_same_connections_is_one_transaction(database: Database) -> None:
@@ -72,7 +79,7 @@ def test_a_write_after_point_reads_on_the_same_connections_is_one_transaction(da
 async def test_loop_reads_survive_a_killed_connection_and_a_new_event_loop(
     postgres_database: Database,
 ) -> None:
-    """PostgreSQL's reads on the event loop (`app.store.loop_reads`): a connection the server
+    """PostgreSQL's reads on the event loop (`app.store.loop_statements`): a connection the server
     dropped fails one read with SQLAlchemy's error, and the next read opens a new one."""
     database = postgres_database
     database.point_read("SELECT 1 WHERE 1 = ?", (1,))  # warm the pool's connections
@@ -95,6 +102,38 @@ def test_loop_reads_belong_to_their_event_loop(postgres_database: Database) -> N
     first = asyncio.run(postgres_database.point_read_here(read, (1,)))
     second = asyncio.run(postgres_database.point_read_here(read, (1,)))  # a new loop: new connections
     assert first is not None and second is not None and first != second
+
+
+@pytest.mark.asyncio
+async def test_a_write_here_commits_by_itself_and_answers_its_rows(database: Database) -> None:
+    """`write_here` (on PostgreSQL on the event loop, on SQLite on a thread): the write is
+    committed when it answers, a failed one changes nothing, and RETURNING comes back."""
+    upsert = (
+        "INSERT INTO installation_limits (installation_id, paused_until, next_content_write_at) "
+        "VALUES (?, ?, 0) ON CONFLICT (installation_id) DO UPDATE SET paused_until = ? "
+        "WHERE installation_limits.paused_until < ? RETURNING paused_until"
+    )
+    assert await database.write_here(upsert, (41, 5.0, 5.0, 5.0)) == [(5.0,)]
+    assert await database.write_here(upsert, (41, 3.0, 3.0, 3.0)) == []  # the condition kept it
+    assert database.point_read(
+        "SELECT paused_until FROM installation_limits WHERE installation_id = ?", (41,)
+    ) == (5.0,)
+    assert await database.write_here("DELETE FROM installation_limits WHERE installation_id = ?", (41,)) == []
+    with pytest.raises(SQLAlchemyError):
+        await database.write_here("INSERT INTO installation_limits (installation_id) VALUES (?)", (None,))
+    assert database.point_read("SELECT count(*) FROM installation_limits", ()) == (0,)
+
+
+@pytest.mark.asyncio
+@pytest.mark.postgres
+async def test_bookkeeping_on_the_loop_skips_the_wal_flush_and_the_rest_does_not(
+    postgres_database: Database,
+) -> None:
+    lazy = await postgres_database.bookkeep_on_loop("SHOW synchronous_commit", {})
+    durable = await postgres_database.write_here(
+        "SELECT current_setting('synchronous_commit') WHERE 1 = ?", (1,)
+    )
+    assert (lazy, durable) == ([("off",)], [("on",)])
 
 
 @pytest.mark.postgres

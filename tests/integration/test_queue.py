@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -104,16 +106,18 @@ def watch_statements(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     ran: list[str] = []
     real_claimable = queue_module.DeliveryQueue._claimable
 
-    def watched(self: DeliveryQueue, cursor: object, now: float, limit: int, lease: object = None) -> list[object]:
-        class Watching:
-            def execute(self, statement: str, parameters: object) -> object:
-                kind = (
+    def watched(self: DeliveryQueue, *arguments: Any) -> Any:
+        steps = real_claimable(self, *arguments)
+        rows = None
+        try:
+            while True:
+                statement, parameters = steps.send(rows)  # type: ignore[arg-type]
+                ran.append(
                     "walk" if "WITH RECURSIVE" in statement else "heads" if "d.seq" in statement else "window"
                 )
-                ran.append(kind)
-                return cursor.execute(statement, parameters)  # type: ignore[attr-defined]
-
-        return real_claimable(self, Watching(), now, limit, lease)  # type: ignore[arg-type]
+                rows = yield statement, parameters
+        except StopIteration as claimed:
+            return claimed.value
 
     monkeypatch.setattr(queue_module.DeliveryQueue, "_claimable", watched)
     return ran
