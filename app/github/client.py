@@ -36,7 +36,7 @@ from githubkit.exception import GitHubException, RequestFailed
 
 from app.contracts.shared_ports import CallMetrics, Limits, MemoryLimits
 from app.contracts.traces import TRACING, Attribute, SpanKind, set_attribute, span
-from app.github.aiohttp_transport import AiohttpTransport
+from app.github.aiohttp_transport import AiohttpTransport, parsed_url
 from app.github.api_errors import (
     ConfigurationError,
     GitHubError,
@@ -170,7 +170,7 @@ class GitHubClient:
     def _absolute(self, url: str, params: Mapping[str, Any] | None) -> str:
         """The URL httpx's client would send for `url` (relative to the API, or absolute)."""
         full = url if url.startswith(("http://", "https://")) else self._base_url + url
-        return str(httpx.URL(full, params=params) if params else httpx.URL(full))
+        return str(httpx.URL(full, params=params)) if params else str(parsed_url(full))
 
     def _auth_for(self, installation_id: int | None) -> httpx.Auth:
         if installation_id not in self._auth:
