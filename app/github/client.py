@@ -49,7 +49,12 @@ from app.github.api_errors import (
 from app.github.app_key import load_private_key, read_private_key
 from app.github.conditional_get import HttpCache, conditional_get, installation_scope
 from app.github.endpoints import ENDPOINTS, Endpoint
-from app.github.installation_routes import InstallationRoutes, forget_installation_token, kept_token_header
+from app.github.installation_routes import (
+    InstallationRoutes,
+    forget_installation_token,
+    kept_token_header,
+    shared_token_header,
+)
 from app.github.paths import EncodedPathAuth, path_segment
 from app.github.rate_limits import SECONDARY_LIMIT_FALLBACK_SECONDS, rate_limit_until
 from app.settings import Settings, railyard_version
@@ -336,7 +341,9 @@ class GitHubClient:
             if direct and self._routes.signed(endpoint.path):
                 assert self._direct is not None
                 auth = self._auth_for(installation_id)
-                header = kept_token_header(auth.inner) if isinstance(auth, EncodedPathAuth) else None
+                header = None
+                if isinstance(auth, EncodedPathAuth):
+                    header = kept_token_header(auth.inner) or await shared_token_header(auth.inner)
                 if header is not None:  # past httpx's client and githubkit's flow: half the CPU
                     sent = {**self._headers, **(headers or {}), "Authorization": header}
                     body = None

@@ -50,6 +50,20 @@ def kept_token_header(flow: httpx.Auth) -> str | None:
     return f"{_SCHEME}{token}" if isinstance(token, str) and token else None
 
 
+async def shared_token_header(flow: httpx.Auth) -> str | None:
+    """`kept_token_header` through githubkit's asynchronous cache, which may look further than
+    this process's memory (`app.store.token_cache`: a token another process stored): the first
+    call of a process for an installation then needs neither the auth flow nor a token of its
+    own. None when no token is kept anywhere (the flow then asks GitHub for one)."""
+    key = installation_token_key(flow)
+    if key is None:
+        return None
+    assert isinstance(flow, AppAuth)
+    storage = await flow.github.config.cache_strategy.get_async_cache_storage()
+    token = await storage.aget(key)
+    return f"{_SCHEME}{token}" if isinstance(token, str) and token else None
+
+
 async def forget_installation_token(flow: httpx.Auth) -> None:
     """Drop the installation token githubkit keeps for `flow` (GitHub refused it): the next call
     asks for a new one. A cache that is shared (`app.store.token_cache`) forgets it for every

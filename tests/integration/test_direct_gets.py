@@ -6,6 +6,7 @@ keeps is never sent."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from typing import Any
 
 import httpx
 import pytest
@@ -14,7 +15,11 @@ from app.github.aiohttp_transport import AiohttpTransport
 from app.github.client import GitHubClient, GitHubUnavailable
 from app.github.conditional_get import MemoryHttpCache
 from app.github.installation_routes import InstallationRoutes
-from github_standin import StandinState
+from app.runtime.metrics import Metrics
+from app.store.database import Database
+from app.store.token_cache import SharedTokens, SharedTokenStrategy, sealing_key
+from github_standin import StandinState, running_standin
+from support.servers import app_settings
 from tests.integration.standin_reads import client_over
 
 REPO = "acme/web"
@@ -118,3 +123,59 @@ async def test_writes_go_past_httpx_too_once_their_route_is_signed(
     assert [c.body for c in state.comments.values()] == ["first", "ünï 😀"]
     posts = [(c.auth, c.status) for c in state.calls if c.method == "POST" and c.path.endswith("/comments")]
     assert posts == [("installation", 201), ("installation", 201)]
+
+
+async def test_a_process_new_to_an_installation_goes_direct_with_the_token_another_stored(
+    database: Database,
+) -> None:
+    """Two processes sharing their tokens through the database: the second, which has signed the
+    route already (for another installation), calls for the first's installation past the flow,
+    with the token the first stored: no token of its own, no auth flow."""
+    state = StandinState()
+    for installation, org in ((7, "acme"), (8, "beta")):
+        state.add_installation(installation, org)
+    state.add_repository(REPO)
+    state.add_repository("beta/api")
+    state.add_issue(REPO, 12)
+    state.add_issue("beta/api", 3)
+    caches: list[SharedTokens] = []
+
+    def shared(key: object) -> SharedTokenStrategy:
+        caches.append(SharedTokens(database, sealing_key(key)))
+        return SharedTokenStrategy(caches[-1])
+
+    async with running_standin(state) as running:
+        settings = app_settings("sqlite://", GITHUB_API_URL=running.url)
+        clients = [
+            GitHubClient(settings, Metrics(), transport=AiohttpTransport(), token_cache=shared)
+            for _ in range(2)
+        ]
+        for client in clients:
+            await client.start()
+        try:
+            first, second = clients
+            await first.call("get_issue", 7, repository=REPO, number=12)
+            await caches[0].settled()
+            await second.call("get_issue", 8, repository="beta/api", number=3)  # the route signed
+            flows = len(state.calls)
+            through_httpx = []
+            real = second._http.request  # type: ignore[union-attr]
+
+            async def counted(*arguments: Any, **options: Any) -> httpx.Response:
+                through_httpx.append(arguments)
+                return await real(*arguments, **options)
+
+            second._http.request = counted  # type: ignore[union-attr,method-assign]
+            await second.call("get_issue", 7, repository=REPO, number=12)
+        finally:
+            for client in clients:
+                await client.close()
+    assert through_httpx == []
+    tokens = [call for call in state.calls if call.path.endswith("/access_tokens")]
+    assert [call.path for call in tokens] == [
+        "/app/installations/7/access_tokens",
+        "/app/installations/8/access_tokens",
+    ]
+    assert [(call.path, call.auth) for call in state.calls[flows:]] == [
+        (f"/repos/{REPO}/issues/12", "installation")
+    ]
