@@ -292,6 +292,9 @@ class Store(Protocol):
     def unit(self) -> AbstractAsyncContextManager[UnitOfWork]:
         """A write transaction, kept only by `commit`."""
 
+    async def repository_at(self, repository_id: int) -> str | None:
+        """`Reads.repository_at` alone, one statement: every delivery's check (`identified`)."""
+
 
 # -- GitHub -----------------------------------------------------------------------------
 

@@ -4,7 +4,7 @@ Records are kept under the repository's name, and a name belongs to one reposito
 (`Reads.repository_at` / `repository_named`). Before any handler runs (`identified`, the
 router's guard):
 
-- the id is known under this name: go on (one read by primary key);
+- the id is known under this name: go on (one read by primary key, a statement of its own);
 - the id is new: if another repository held the name (the name reused), that one's records
   go to its name now, as GitHub says (`GET /repositories/{id}`), or away where no name can
   reach them; then the name is this id's, and the handlers run on a clean slate;
@@ -36,7 +36,9 @@ async def identified(event: WebhookEvent, services: Services) -> WebhookEvent | 
     name = dig_str(event.payload, "repository", "full_name")
     if repository_id is None or name is None:
         return event  # an installation's or the app's own event: no one repository
-    async with services.store.read() as reads:
+    if await services.store.repository_at(repository_id) == name.casefold():
+        return event  # the usual case: one statement, no transaction
+    async with services.store.read() as reads:  # both names read in one snapshot
         current = await reads.repository_at(repository_id)
         holder = None if current == name.casefold() else await reads.repository_named(name)
     if current == name.casefold():

@@ -51,6 +51,7 @@ _NAMED_KEYS = ("status:", "check:", "reaction:")  # outbox keys that spell the n
 
 
 _NAME_OF = select(repositories.c.full_name).where(repositories.c.id == bindparam("b_id"))
+NAME_OF = f"SELECT full_name FROM {repositories.name} WHERE id = ?"  # noqa: S608 - `_NAME_OF` for the driver
 _ID_OF = select(repositories.c.id).where(repositories.c.full_name == bindparam("b_name"))
 
 

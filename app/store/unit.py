@@ -399,6 +399,11 @@ class SqlStore:
         """A write transaction, kept only by `commit()`."""
         return _Open(self, write=True)
 
+    async def repository_at(self, repository_id: int) -> str | None:
+        """`Store.repository_at`: one primary-key read on the event loop (`Database.point_read_here`)."""
+        row = await self.database.point_read_here(repositories.NAME_OF, (repository_id,))
+        return None if row is None else str(row[0])
+
     async def read_once(self, function: Callable[..., T], *args: Any) -> T:
         """`function(connection, *args)` in a read transaction of its own, begun, run and ended in
         one hop to a thread (a `read()` block waits for each statement and for its end)."""

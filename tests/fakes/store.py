@@ -202,6 +202,10 @@ class MemoryStore:
         """A read of the records committed so far."""
         yield MemoryReads(self.records)
 
+    async def repository_at(self, repository_id: int) -> str | None:
+        """`Store.repository_at`: the committed records' name for the id."""
+        return self.records.names.get(repository_id)
+
     @asynccontextmanager
     async def unit(self) -> AsyncIterator[MemoryUnit]:
         """A unit of work, kept only by `commit()`; units queue, one at a time."""
