@@ -19,7 +19,7 @@ import structlog
 from sqlalchemy import Connection, create_engine, event, func, inspect
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Engine
-from sqlalchemy.exc import DBAPIError, OperationalError
+from sqlalchemy.exc import DBAPIError
 
 from app.settings import normalize_database_url
 from app.store.connection_setup import (
@@ -76,6 +76,8 @@ class Database:
             self.engine = create_engine(self.url, pool_size=pool_size, max_overflow=pool_size)
             configure_postgres(self.engine)
         self._here: Engine | None = None  # SQLite: the event loop's own connections, for reads
+        self._point_readers = threading.local()  # SQLite: each thread's connection for point reads
+        self._opened_readers: list[sqlite3.Connection] = []
         self._lazy: Engine | None = None  # PostgreSQL: connections whose commits skip the WAL flush
         self._lazy_opening = threading.Lock()
         self._on_loop: LoopStatements | None = None  # PostgreSQL: the event loop's statements
@@ -369,11 +371,29 @@ class Database:
         if not self.is_sqlite:
             return await self._statements_on_loop().first_row(self.driver_sql(sql), parameters)
         try:
-            with self.read_here() as connection:
-                row = connection.exec_driver_sql(sql, parameters).first()
-        except OperationalError:  # SQLite busy past READ_HERE_BUSY_MS: wait on a thread instead
+            cursor = self._point_reader().execute(sql, parameters)
+            try:
+                row = cursor.fetchone()
+            finally:
+                cursor.close()  # the statement reset: its snapshot of the WAL let go
+        except sqlite3.OperationalError:  # busy past READ_HERE_BUSY_MS: wait on a thread instead
             return await off_loop(self.point_read, sql, parameters)
+        except sqlite3.Error as error:
+            raise DBAPIError.instance(sql, parameters, error, sqlite3.Error) from error
         return None if row is None else tuple(row)
+
+    def _point_reader(self) -> sqlite3.Connection:
+        """SQLite: the calling thread's own connection for `point_read_here`, kept open. It
+        autocommits, so a SELECT is its own read transaction, with no BEGIN, COMMIT or pool
+        checkout around it (those took most of an ignored delivery's read)."""
+        reader: sqlite3.Connection | None = getattr(self._point_readers, "connection", None)
+        if reader is None:
+            timeout = READ_HERE_BUSY_MS / 1000
+            path = sqlite_path(self.url) or ":memory:"
+            reader = sqlite3.connect(path, timeout=timeout, isolation_level=None, check_same_thread=False)
+            self._point_readers.connection = reader
+            self._opened_readers.append(reader)
+        return reader
 
     async def write_here(self, sql: str, parameters: tuple[Any, ...]) -> list[tuple[Any, ...]]:
         """One write (`?` placeholders) committed by itself, durably, and the rows it returns
@@ -442,6 +462,8 @@ class Database:
             if kept is not None:
                 kept.close()
         self._bookkeeper = self._loop_bookkeeper = None
+        while self._opened_readers:
+            self._opened_readers.pop().close()
         for statements in (self._on_loop, self._bookkept_on_loop):
             if statements is not None:
                 statements.close()
