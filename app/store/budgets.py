@@ -39,9 +39,15 @@ _REFUND = (
 # the driver 0.16 ms.
 
 
+def _spending(account_id: int, budget: Budget, now: float) -> tuple[int, str, float, int]:
+    """`_SPEND`'s parameters."""
+    return (account_id, budget.scope, budget.window_start(now), budget.limit)
+
+
 def _spend_in(database: Database, cursor: Any, account_id: int, budget: Budget, now: float) -> bool:
-    row = (account_id, budget.scope, budget.window_start(now), budget.limit)
-    return cursor.execute(database.driver_sql(_SPEND), row).fetchone() is not None
+    return (
+        cursor.execute(database.driver_sql(_SPEND), _spending(account_id, budget, now)).fetchone() is not None
+    )
 
 
 def _spent_in(database: Database, cursor: Any, account_id: int, budget: Budget, now: float) -> int:
@@ -100,9 +106,7 @@ class SqlBudgets:
         now = self._clock()
         if self._database.is_sqlite:
             return await off_loop(spend, self._database, account_id, budget, now)
-        taken = await self._database.write_here(
-            _SPEND, (account_id, budget.scope, budget.window_start(now), budget.limit)
-        )
+        taken = await self._database.write_here(_SPEND, _spending(account_id, budget, now))
         return None if taken else budget.retry_after(now)
 
     async def refund(self, account_id: int, budget: Budget) -> None:
@@ -124,9 +128,11 @@ class SqlBudgets:
     async def spend_and_count(
         self, account_id: int, spending: Budget, counted: Budget
     ) -> tuple[int | None, int]:
+        now = self._clock()  # one window for both, even across an hour's end
         if self._database.is_sqlite:
-            return await off_loop(
-                spend_and_count, self._database, account_id, spending, counted, self._clock()
-            )
-        retry = await self.spend(account_id, spending)
-        return retry, await self.spent(account_id, counted)
+            return await off_loop(spend_and_count, self._database, account_id, spending, counted, now)
+        taken = await self._database.write_here(_SPEND, _spending(account_id, spending, now))
+        counting = (account_id, counted.scope, counted.window_start(now))
+        row = await self._database.point_read_here(_SPENT, counting)
+        used = int(row[0]) if row is not None and row[0] is not None else 0
+        return (None if taken else spending.retry_after(now)), used

@@ -116,24 +116,6 @@ class Database:
                 yield connection
 
     @contextmanager
-    def write_each(self) -> Iterator[Connection]:
-        """Writes each of which stands alone: on PostgreSQL every statement commits by itself
-        (no BEGIN, no COMMIT: one round trip where a transaction of one statement takes three),
-        as durably as any commit; on SQLite, where a round trip costs nothing, a write
-        transaction as `write()`.
-
-        For a block of one statement, or of statements that need no transaction between them
-        (the second runs only when the first changed nothing, say): on PostgreSQL a failure
-        part way leaves the statements before it committed.
-        """
-        if self.is_sqlite:
-            with self.write() as connection:
-                yield connection
-            return
-        with self.engine.connect() as connection:
-            yield connection.execution_options(isolation_level="AUTOCOMMIT")
-
-    @contextmanager
     def bookkeeping(self) -> Iterator[Any]:
         """A driver cursor (SQLite) for queue bookkeeping: leases, outcomes, run records.
 
@@ -290,7 +272,7 @@ class Database:
 
     @contextmanager
     def driver_write(self) -> Iterator[Any]:
-        """`write_each` on a pooled connection of the driver itself (`driver_sql` for its
+        """Writes on a pooled connection of the driver itself (`driver_sql` for its
         statements): on SQLite a write transaction, committed and fsynced when the block ends
         without error; on PostgreSQL each statement commits by itself (one round trip, no
         BEGIN or COMMIT). For the small writes every command makes (the outsider budget),
@@ -391,6 +373,7 @@ class Database:
             timeout = READ_HERE_BUSY_MS / 1000
             path = sqlite_path(self.url) or ":memory:"
             reader = sqlite3.connect(path, timeout=timeout, isolation_level=None, check_same_thread=False)
+            reader.execute("PRAGMA query_only=1")  # it bypasses the write lock: reads only
             self._point_readers.connection = reader
             self._opened_readers.append(reader)
         return reader
@@ -430,7 +413,8 @@ class Database:
                 LoopStatements,
             )  # here: SQLite's processes never load psycopg
 
-            self._on_loop = LoopStatements(self._driver_connect_args)
+            durable = ("SET synchronous_commit = on",)  # as the engine's (`configure_postgres`)
+            self._on_loop = LoopStatements(self._driver_connect_args, setup=durable)
         return self._on_loop
 
     def _driver_connect_args(self) -> tuple[Any, dict[str, Any]]:
@@ -464,6 +448,7 @@ class Database:
         self._bookkeeper = self._loop_bookkeeper = None
         while self._opened_readers:
             self._opened_readers.pop().close()
+        self._point_readers = threading.local()  # opened again if the database is used again
         for statements in (self._on_loop, self._bookkept_on_loop):
             if statements is not None:
                 statements.close()

@@ -141,8 +141,10 @@ class EffectLeases:
     def __init__(self, database: Database, owner: str, lease_seconds: float) -> None:
         self.database, self.owner, self.lease_seconds = database, owner, lease_seconds
         self._json = "?" if database.is_sqlite else "CAST(? AS json)"
-        skip = "" if database.is_sqlite else " FOR UPDATE SKIP LOCKED"  # SQLite has one writer
-        self._claim_due = _CLAIM_DUE.format(skip=skip)
+        # SQLite has one writer. PostgreSQL: ANY(ARRAY(...)) runs the locking subquery once,
+        # where IN (...) may run it again for each row of a semi-join (and lease past `limit`).
+        due = "IN ({due})" if database.is_sqlite else "= ANY(ARRAY({due} FOR UPDATE SKIP LOCKED))"
+        self._claim_due = _CLAIM_DUE.format(due=due.format(due=_DUE))
 
     async def claim_due(self, now: float, limit: int) -> list[dict[str, Any]]:
         """Lease up to `limit` effects due at `now`, oldest first: chosen and leased by one
@@ -203,10 +205,12 @@ class EffectLeases:
 _COLUMNS = tuple(effects_table.c.keys())
 _JSON_COLUMNS = frozenset({"payload", "result"})
 _UPDATE = f"UPDATE {effects_table.name} SET "  # noqa: S608 - constants, and columns checked
+_DUE = (
+    f"SELECT id FROM {effects_table.name} WHERE status = '{PENDING}' AND next_attempt_at <= ? "  # noqa: S608
+    "AND (lease_until IS NULL OR lease_until < ?) ORDER BY next_attempt_at, id LIMIT ?"
+)
 _CLAIM_DUE = (
-    f"UPDATE {effects_table.name} SET lease_until = ?, lease_owner = ? WHERE id IN ("  # noqa: S608
-    f"SELECT id FROM {effects_table.name} WHERE status = '{PENDING}' AND next_attempt_at <= ? "
-    "AND (lease_until IS NULL OR lease_until < ?) ORDER BY next_attempt_at, id LIMIT ?{skip}) "
+    f"UPDATE {effects_table.name} SET lease_until = ?, lease_owner = ? WHERE id {{due}} "  # noqa: S608
     f"RETURNING {', '.join(_COLUMNS)}"
 )
 _RENEW_READING_STATUS = (

@@ -13,10 +13,14 @@ the loop runs everything else meanwhile.
 
 `LoopStatements` keeps up to `size` autocommitting connections (each statement is its own
 transaction: one round trip), opened when first needed on the running loop, each running
-`setup` once when it opens (`SET synchronous_commit = off` for bookkeeping). A connection that
-fails is closed and never reused; the error comes out as SQLAlchemy's, as it would from
-`Database.point_read`. A statement cancelled while it runs closes its connection: PostgreSQL
-then either committed it or rolls it back, as with a process that dies.
+`setup` once when it opens (`SET synchronous_commit = on` for durable writes, whatever the URL
+or the server's default, `off` for bookkeeping). A connection that fails is closed and never
+reused, and one the server dropped takes the idle ones with it (they went with the same server,
+as SQLAlchemy's pool invalidates its own): one statement fails after a restart, not one per
+connection. The error comes out as SQLAlchemy's, as it would from `Database.point_read`. A
+statement cancelled while it runs closes its connection: PostgreSQL then either committed it or
+rolls it back, as with a process that dies.
+
 Connections belong to the loop that opened them: used from another loop (tests run one loop
 each), the old ones are closed and new ones opened. A process uses one loop at a time (the
 server's or the worker's); two loops in two threads sharing one `Database` would keep closing
@@ -88,6 +92,8 @@ class LoopStatements:
                     rows = [] if row is None else [tuple(row)]
             except psycopg.Error as error:
                 _drop(connection)
+                if connection.broken:  # the server went away (a restart, a failover): so did the others
+                    self.close()
                 raise DBAPIError.instance(statement, parameters, error, psycopg.Error) from error
             except BaseException:  # cancelled mid-statement: the connection's state is unknown
                 _drop(connection)

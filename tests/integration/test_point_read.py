@@ -136,6 +136,60 @@ async def test_bookkeeping_on_the_loop_skips_the_wal_flush_and_the_rest_does_not
     assert (lazy, durable) == ([("off",)], [("on",)])
 
 
+@pytest.mark.asyncio
+@pytest.mark.postgres
+async def test_write_here_is_durable_whatever_the_url_says(postgres_database: Database) -> None:
+    """The outbox's in-flight mark and its `done` go through `write_here`: their commits wait for
+    the disk as the engine's do, even where the URL (or the server) says otherwise."""
+    url = postgres_database.engine.url.render_as_string(hide_password=False)
+    separator = "&" if "?" in url else "?"
+    database = Database(f"{url}{separator}options=-c%20synchronous_commit%3Doff")
+    try:
+        with database.read() as connection:
+            assert connection.execute(text("SHOW synchronous_commit")).scalar() == "on"
+        rows = await database.write_here("SELECT current_setting('synchronous_commit') WHERE 1 = ?", (1,))
+        assert rows == [("on",)]
+    finally:
+        database.close()
+
+
+@pytest.mark.asyncio
+@pytest.mark.postgres
+async def test_a_server_restart_fails_one_loop_statement_not_one_per_idle_connection(
+    postgres_database: Database,
+) -> None:
+    """Every backend of the loop's connections terminated (a restart): one statement fails, and
+    the next ones open new connections, as SQLAlchemy's pool does after invalidating itself."""
+    database = postgres_database
+    pids = await asyncio.gather(
+        *(
+            database.write_here("SELECT pg_backend_pid() FROM pg_sleep(0.1) WHERE 1 = ?", (1,))
+            for _ in range(4)
+        )
+    )
+    with database.engine.connect() as admin:
+        for rows in pids:
+            admin.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": rows[0][0]})
+        admin.commit()
+    failures = 0
+    for _ in range(6):
+        try:
+            await database.write_here("SELECT 1 WHERE 1 = ?", (1,))
+        except SQLAlchemyError:
+            failures += 1
+    assert failures == 1
+
+
+@pytest.mark.asyncio
+async def test_point_reads_on_the_loop_open_again_after_close_and_are_read_only(database: Database) -> None:
+    read = "SELECT paused_until FROM installation_limits WHERE installation_id = ?"
+    assert await database.point_read_here(read, (51,)) is None
+    database.close()
+    assert await database.point_read_here(read, (51,)) is None  # reopened, not "closed database"
+    if database.is_sqlite:  # the kept reader bypasses the write lock: it is read-only
+        assert await database.point_read_here("PRAGMA query_only", ()) == (1,)
+
+
 @pytest.mark.postgres
 def test_bookkeeping_connections_keep_the_urls_options_and_skip_the_wal_flush(
     postgres_database: Database,
