@@ -15,8 +15,6 @@ optimistic checks refuse a late one anyway). The loop itself is supervised
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import functools
 import time
 import traceback
 from collections.abc import Callable
@@ -135,14 +133,6 @@ class Worker:
                     self._claims_here_from = time.monotonic() + CLAIM_HERE_PAUSE
         return await off_loop(self.queue.claim, now, limit)
 
-    async def _record(self, finish: Callable[..., bool]) -> bool:
-        """SQLite: a delivery's outcome recorded (`finish`: the queue's `complete` or `retry`, its
-        arguments bound) on the event loop when it can be at once, else on a thread; False when
-        the lease was lost meanwhile. (PostgreSQL's go on the loop: `complete_on_loop`.)"""
-        with contextlib.suppress(NotNowError):
-            return finish(here=True)
-        return await off_loop(finish)
-
     def _settled(self, task: asyncio.Task[None]) -> None:
         """Forget a finished delivery task; one that raised (its outcome unrecorded) is logged.
 
@@ -228,16 +218,8 @@ class Worker:
             now = self.clock()
             if retry_at is not None:
                 status = "retry"
-                if self.database.is_sqlite:
-                    retry = functools.partial(self.queue.retry, delivery, retry_at, note or "", began)
-                    kept = await self._record(retry)
-                else:
-                    kept = await self.queue.retry_on_loop(delivery, retry_at, note or "", began)
+                kept = await self.queue.retry_on_loop(delivery, retry_at, note or "", began)
                 self._polls.due_at(retry_at)
-            elif self.database.is_sqlite:
-                kept = await self._record(
-                    functools.partial(self.queue.complete, delivery, status, now, note, began)
-                )
             else:
                 kept = await self.queue.complete_on_loop(delivery, status, now, note, began)
             if not kept:

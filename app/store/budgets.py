@@ -16,7 +16,6 @@ from typing import Any
 from sqlalchemy import delete
 
 from app.store.database import Database
-from app.store.hops import off_loop
 from app.store.tables import ApiBudgetRow, table
 from policies.budgets import Budget
 
@@ -50,28 +49,11 @@ def _spend_in(database: Database, cursor: Any, account_id: int, budget: Budget, 
     )
 
 
-def _spent_in(database: Database, cursor: Any, account_id: int, budget: Budget, now: float) -> int:
-    found = cursor.execute(database.driver_sql(_SPENT), (account_id, budget.scope, budget.window_start(now)))
-    value = found.fetchone()
-    return int(value[0]) if value is not None and value[0] is not None else 0
-
-
 def spend(database: Database, account_id: int, budget: Budget, now: float) -> int | None:
     """Take one unit: None when taken, else the seconds until the window ends (nothing taken)."""
     with database.driver_write() as cursor:
         taken = _spend_in(database, cursor, account_id, budget, now)
     return None if taken else budget.retry_after(now)
-
-
-def spend_and_count(
-    database: Database, account_id: int, spending: Budget, counted: Budget, now: float
-) -> tuple[int | None, int]:
-    """`spend(spending)`, then how much of `counted` (another budget) the account used: on
-    PostgreSQL each its own commit, as at READ COMMITTED one transaction would see no more."""
-    with database.driver_write() as cursor:
-        taken = _spend_in(database, cursor, account_id, spending, now)
-        used = _spent_in(database, cursor, account_id, counted, now)
-    return (None if taken else spending.retry_after(now)), used
 
 
 def refund(database: Database, account_id: int, budget: Budget, now: float) -> None:
@@ -94,45 +76,38 @@ def prune_budgets(database: Database, now: float) -> int:
 
 
 class SqlBudgets:
-    """The `Budgets` port on the database, at the clock's now.
-
-    On PostgreSQL each statement runs on the event loop (`Database.write_here`: no thread), one
-    round trip each; on SQLite on a thread, as one transaction."""
+    """The `Budgets` port on the database, at the clock's now: each statement committed by itself
+    (`Database.write_here`: on PostgreSQL on the event loop, on SQLite on a thread), each read
+    on the event loop (`Database.point_read_here`)."""
 
     def __init__(self, database: Database, clock: Callable[[], float]) -> None:
         self._database, self._clock = database, clock
 
     async def spend(self, account_id: int, budget: Budget) -> int | None:
-        now = self._clock()
-        if self._database.is_sqlite:
-            return await off_loop(spend, self._database, account_id, budget, now)
-        taken = await self._database.write_here(_SPEND, _spending(account_id, budget, now))
-        return None if taken else budget.retry_after(now)
+        return await self._spend(account_id, budget, self._clock())
 
     async def refund(self, account_id: int, budget: Budget) -> None:
-        now = self._clock()
-        if self._database.is_sqlite:
-            await off_loop(refund, self._database, account_id, budget, now)
-        else:
-            await self._database.write_here(_REFUND, (account_id, budget.scope, budget.window_start(now)))
+        window = (account_id, budget.scope, budget.window_start(self._clock()))
+        await self._database.write_here(_REFUND, window)
 
     async def spent(self, account_id: int, budget: Budget) -> int:
-        now = self._clock()
-        if self._database.is_sqlite:
-            return await off_loop(spent, self._database, account_id, budget, now)
-        row = await self._database.point_read_here(
-            _SPENT, (account_id, budget.scope, budget.window_start(now))
-        )
-        return int(row[0]) if row is not None and row[0] is not None else 0
+        return await self._spent(account_id, budget, self._clock())
 
     async def spend_and_count(
         self, account_id: int, spending: Budget, counted: Budget
     ) -> tuple[int | None, int]:
-        now = self._clock()  # one window for both, even across an hour's end
-        if self._database.is_sqlite:
-            return await off_loop(spend_and_count, self._database, account_id, spending, counted, now)
-        taken = await self._database.write_here(_SPEND, _spending(account_id, spending, now))
-        counting = (account_id, counted.scope, counted.window_start(now))
-        row = await self._database.point_read_here(_SPENT, counting)
-        used = int(row[0]) if row is not None and row[0] is not None else 0
-        return (None if taken else spending.retry_after(now)), used
+        """`spend(spending)`, then how much of `counted` (another budget) the account used, in
+        one window even across an hour's end; two statements, as at READ COMMITTED one
+        transaction would see no more."""
+        now = self._clock()
+        return await self._spend(account_id, spending, now), await self._spent(account_id, counted, now)
+
+    async def _spend(self, account_id: int, budget: Budget, now: float) -> int | None:
+        taken = await self._database.write_here(_SPEND, _spending(account_id, budget, now))
+        return None if taken else budget.retry_after(now)
+
+    async def _spent(self, account_id: int, budget: Budget, now: float) -> int:
+        row = await self._database.point_read_here(
+            _SPENT, (account_id, budget.scope, budget.window_start(now))
+        )
+        return int(row[0]) if row is not None and row[0] is not None else 0

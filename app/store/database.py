@@ -80,8 +80,7 @@ class Database:
         self._opened_readers: list[sqlite3.Connection] = []
         self._lazy: Engine | None = None  # PostgreSQL: connections whose commits skip the WAL flush
         self._lazy_opening = threading.Lock()
-        self._on_loop: LoopStatements | None = None  # PostgreSQL: the event loop's statements
-        self._bookkept_on_loop: LoopStatements | None = None  # the same, commits skipping the flush
+        self._on_loop: dict[bool, LoopStatements] = {}  # PostgreSQL: the event loop's, by durability
         self._bookkeeper: Any = None  # SQLite: one connection that commits without fsync
         self._loop_bookkeeper: Any = None  # SQLite: the same, for the event loop, never waiting
         self.background_checkpoints = False
@@ -199,8 +198,9 @@ class Database:
         commit, which flushes everything before it. Set once per connection rather than with
         `SET LOCAL` in every transaction: one round trip to the server fewer each time.
 
-        The connections autocommit: a single statement is one round trip (no BEGIN, no
-        COMMIT); statements that belong together run in `cursor.connection.transaction()`.
+        The connections autocommit: a statement is one round trip (no BEGIN, no COMMIT), so
+        what belongs together is written as one statement (a claim's lease, an outcome and its
+        run record). The event loop's own are `bookkeep_on_loop`'s.
         """
         assert not self.is_sqlite, "bookkeeping_postgres() is for PostgreSQL"
         if self._lazy is None:
@@ -278,38 +278,46 @@ class Database:
         BEGIN or COMMIT). For the small writes every command makes (the outsider budget),
         where SQLAlchemy's execution cost 2.8 times this path's (0.54 ms of CPU against 0.19
         on PostgreSQL). Errors come out as SQLAlchemy's."""
+        with self.writing(), self._driver_connection() as connection:
+            cursor = connection.cursor()
+            if self.is_sqlite:
+                cursor.execute("BEGIN IMMEDIATE")
+            yield cursor
+            if self.is_sqlite:
+                cursor.execute("COMMIT")
+
+    @contextmanager
+    def _driver_connection(self) -> Iterator[Any]:
+        """A pooled connection of the driver itself, which on PostgreSQL autocommits (no BEGIN,
+        COMMIT or ROLLBACK: one round trip a statement) and is handed back to the pool as it
+        came. On an error SQLite's is rolled back, PostgreSQL's dropped (a fresh one rather
+        than one in doubt); the driver's errors come out as SQLAlchemy's."""
         dbapi_error = self.engine.dialect.loaded_dbapi.Error
-        with self.writing():
+        try:
             connection = self.engine.raw_connection()
-            postgres = not self.is_sqlite
-            try:
-                cursor = connection.cursor()
-                if postgres:
-                    connection.dbapi_connection.autocommit = True  # type: ignore[union-attr]
-                else:
-                    cursor.execute("BEGIN IMMEDIATE")
-                yield cursor
-                if not postgres:
-                    cursor.execute("COMMIT")
-            except dbapi_error as error:
-                if not postgres:
-                    with contextlib.suppress(Exception):
-                        connection.rollback()
-                else:
-                    connection.invalidate(error)  # rare: a fresh connection rather than one in doubt
+        except dbapi_error as error:  # the database cannot be reached: SQLAlchemy's error too
+            raise DBAPIError.instance(None, None, error, dbapi_error) from error
+        postgres = not self.is_sqlite
+        try:
+            if postgres:
+                connection.dbapi_connection.autocommit = True  # type: ignore[union-attr]
+            yield connection
+        except BaseException as error:
+            if postgres and isinstance(error, dbapi_error):
+                connection.invalidate(error)
+            elif not postgres:
+                with contextlib.suppress(Exception):
+                    connection.rollback()
+            if isinstance(error, dbapi_error):
                 raise DBAPIError.instance(None, None, error, dbapi_error) from error
-            except BaseException:
-                if not postgres:
-                    with contextlib.suppress(Exception):
-                        connection.rollback()
-                raise
-            finally:
-                if postgres and connection.dbapi_connection is not None:  # None: invalidated above
-                    try:
-                        connection.dbapi_connection.autocommit = False
-                    except Exception:  # never hand the pool a connection that autocommits
-                        connection.invalidate()
-                connection.close()  # back to the pool
+            raise
+        finally:
+            if postgres and connection.dbapi_connection is not None:  # None: invalidated above
+                try:
+                    connection.dbapi_connection.autocommit = False
+                except Exception:  # never hand the pool a connection that autocommits
+                    connection.invalidate()
+            connection.close()  # back to the pool
 
     def point_read(self, sql: str, parameters: tuple[Any, ...]) -> tuple[Any, ...] | None:
         """The first row of one SELECT (`?` placeholders), on a pooled connection of the driver
@@ -320,30 +328,11 @@ class Database:
         3.6 times this path's on PostgreSQL (0.51 ms of CPU against 0.14, `docs/benchmarks.md`).
         The driver's errors come out as SQLAlchemy's, as they would from `read()`.
         """
-        statement = self.driver_sql(sql)
-        dbapi_error = self.engine.dialect.loaded_dbapi.Error
-        try:
-            connection = self.engine.raw_connection()
-        except dbapi_error as error:  # the database cannot be reached: SQLAlchemy's error too
-            raise DBAPIError.instance(statement, parameters, error, dbapi_error) from error
-        postgres = not self.is_sqlite
-        try:
-            if postgres:  # no BEGIN and ROLLBACK around it: one round trip, not three
-                connection.dbapi_connection.autocommit = True  # type: ignore[union-attr]
+        with self._driver_connection() as connection:
             cursor = connection.cursor()
-            cursor.execute(statement, parameters)
+            cursor.execute(self.driver_sql(sql), parameters)
             row = cursor.fetchone()
             cursor.close()
-        except dbapi_error as error:
-            connection.invalidate(error)  # rare: a fresh connection rather than one in doubt
-            raise DBAPIError.instance(statement, parameters, error, dbapi_error) from error
-        finally:
-            if postgres and connection.dbapi_connection is not None:  # None: invalidated above
-                try:
-                    connection.dbapi_connection.autocommit = False
-                except Exception:  # never hand the pool a connection that autocommits
-                    connection.invalidate()
-            connection.close()  # back to the pool
         return None if row is None else tuple(row)
 
     async def point_read_here(self, sql: str, parameters: tuple[Any, ...]) -> tuple[Any, ...] | None:
@@ -398,24 +387,19 @@ class Database:
         the log to reach the disk (`synchronous_commit=off`), so a crash can take the last few
         of them, which are then redone."""
         assert not self.is_sqlite, "bookkeep_on_loop() is for PostgreSQL"
-        if self._bookkept_on_loop is None:
+        return await self._statements_on_loop(durable=False).all_rows(statement, parameters)
+
+    def _statements_on_loop(self, *, durable: bool = True) -> LoopStatements:
+        """The event loop's connections (PostgreSQL), opened when first needed: durable commits
+        as the engine's (`configure_postgres`), or the bookkeeping's lazy ones."""
+        if durable not in self._on_loop:
             from app.store.loop_statements import (
                 LoopStatements,
             )  # here: SQLite's processes never load psycopg
 
-            lazy = ("SET synchronous_commit = off",)
-            self._bookkept_on_loop = LoopStatements(self._driver_connect_args, setup=lazy)
-        return await self._bookkept_on_loop.all_rows(statement, parameters)
-
-    def _statements_on_loop(self) -> LoopStatements:
-        if self._on_loop is None:
-            from app.store.loop_statements import (
-                LoopStatements,
-            )  # here: SQLite's processes never load psycopg
-
-            durable = ("SET synchronous_commit = on",)  # as the engine's (`configure_postgres`)
-            self._on_loop = LoopStatements(self._driver_connect_args, setup=durable)
-        return self._on_loop
+            setting = ("SET synchronous_commit = on" if durable else "SET synchronous_commit = off",)
+            self._on_loop[durable] = LoopStatements(self._driver_connect_args, setup=setting)
+        return self._on_loop[durable]
 
     def _driver_connect_args(self) -> tuple[Any, dict[str, Any]]:
         """What the engine passes to `psycopg.connect`, without SQLAlchemy's own type adapters."""
@@ -449,9 +433,8 @@ class Database:
         while self._opened_readers:
             self._opened_readers.pop().close()
         self._point_readers = threading.local()  # opened again if the database is used again
-        for statements in (self._on_loop, self._bookkept_on_loop):
-            if statements is not None:
-                statements.close()
+        for statements in self._on_loop.values():
+            statements.close()
         for engine in (self._here, self._lazy):
             if engine is not None:
                 engine.dispose()

@@ -10,6 +10,7 @@ taken up again. On PostgreSQL, `FOR UPDATE SKIP LOCKED` lets any number of worke
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -22,7 +23,8 @@ from typing import Any
 from sqlalchemy import bindparam, func, select, update
 
 from app.store.connection_setup import commit_sqlite
-from app.store.database import Database
+from app.store.database import Database, NotNowError
+from app.store.hops import off_loop
 from app.store.queue_statements import (
     CLAIM_IN_WINDOW_POSTGRES,
     CLAIM_POSTGRES,
@@ -276,9 +278,15 @@ class DeliveryQueue:
     async def _finish_on_loop(
         self, claimed: ClaimedDelivery, values: dict[str, Any], outcome: str, started: float
     ) -> bool:
-        rows = await self.database.bookkeep_on_loop(
-            *self._finishing_postgres(claimed, values, outcome, started)
-        )
+        """`_finish` without blocking the event loop: PostgreSQL's statement on the loop's own
+        connections; SQLite's on the loop when it can be done at once (`bookkeeping_here`),
+        else on a thread."""
+        if self.database.is_sqlite:
+            with contextlib.suppress(NotNowError):
+                return self._finish(claimed, values, outcome, started, here=True)
+            return await off_loop(self._finish, claimed, values, outcome, started, here=False)
+        finishing = self._finishing_postgres(claimed, values, outcome, started)
+        rows = await self.database.bookkeep_on_loop(*finishing)
         return bool(rows[0][0])
 
     def _finishing_postgres(
@@ -351,7 +359,7 @@ class DeliveryQueue:
     async def complete_on_loop(
         self, claimed: ClaimedDelivery, status: str, now: float, note: str | None = None, started: float = 0.0
     ) -> bool:
-        """`complete` on PostgreSQL, on the event loop (`Database.bookkeep_on_loop`: no thread)."""
+        """`complete`, from the event loop without blocking it (`_finish_on_loop`)."""
         return await self._finish_on_loop(claimed, _completed(status, now, note), status, started or now)
 
     def retry(
@@ -364,7 +372,7 @@ class DeliveryQueue:
     async def retry_on_loop(
         self, claimed: ClaimedDelivery, at: float, error: str, started: float = 0.0
     ) -> bool:
-        """`retry` on PostgreSQL, on the event loop (`Database.bookkeep_on_loop`: no thread)."""
+        """`retry`, from the event loop without blocking it (`_finish_on_loop`)."""
         return await self._finish_on_loop(claimed, _retried(at, error), "retry", started or at)
 
     def extend(self, claimed: ClaimedDelivery, now: float) -> bool:

@@ -10,6 +10,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 from sqlalchemy import select
@@ -221,20 +222,20 @@ async def test_a_worker_on_sqlite_claims_and_records_outcomes_on_the_loop(
 ) -> None:
     worker, seen = recording_worker(database)
     done_here = {"claims": 0, "outcomes": 0}
-    real_here, real_complete = worker.queue.claim_here, worker.queue.complete
+    real_here, real_finish = worker.queue.claim_here, worker.queue._finish
 
     def claim_here(now: float, limit: int) -> list[ClaimedDelivery]:
         claimed = real_here(now, limit)
         done_here["claims"] += bool(claimed)
         return claimed
 
-    def complete(*args: object, here: bool = False, **kwargs: object) -> bool:
-        kept = real_complete(*args, here=here, **kwargs)  # type: ignore[arg-type]
+    def finish(*args: Any, here: bool) -> bool:
+        kept = real_finish(*args, here=here)
         done_here["outcomes"] += here
         return kept
 
     monkeypatch.setattr(worker.queue, "claim_here", claim_here)
-    monkeypatch.setattr(worker.queue, "complete", complete)
+    monkeypatch.setattr(worker.queue, "_finish", finish)
     await run_until(worker, seen, 3)
     assert sorted(seen) == ["a1", "a2", "b1"]
     assert done_here == {"claims": 2, "outcomes": 3}, "every claim and outcome on the loop, no thread"
