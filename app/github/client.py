@@ -53,7 +53,6 @@ from app.github.installation_routes import (
     InstallationRoutes,
     forget_installation_token,
     kept_token_header,
-    shared_token_header,
 )
 from app.github.paths import EncodedPathAuth, path_segment
 from app.github.rate_limits import SECONDARY_LIMIT_FALLBACK_SECONDS, rate_limit_until
@@ -343,7 +342,7 @@ class GitHubClient:
                 auth = self._auth_for(installation_id)
                 header = None
                 if isinstance(auth, EncodedPathAuth):
-                    header = kept_token_header(auth.inner) or await shared_token_header(auth.inner)
+                    header = await kept_token_header(auth.inner)
                 if header is not None:  # past httpx's client and githubkit's flow: half the CPU
                     sent = {**self._headers, **(headers or {}), "Authorization": header}
                     body = None

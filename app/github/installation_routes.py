@@ -36,25 +36,15 @@ class InstallationRoutes:
             self._routes.add(template)
 
 
-def kept_token_header(flow: httpx.Auth) -> str | None:
-    """`Authorization` with the installation token githubkit keeps for `flow` now (None when it
-    keeps none: expired, never fetched, or not an installation's flow).
+async def kept_token_header(flow: httpx.Auth) -> str | None:
+    """`Authorization` with the installation token githubkit keeps for `flow` now, read through
+    its asynchronous cache: this process's memory, then (`app.store.token_cache`) a token
+    another process stored, so a process's first call for an installation needs neither the
+    auth flow nor a token of its own. None when none is kept anywhere (expired, never fetched,
+    or not an installation's flow): the flow then asks GitHub for one.
 
     Reads githubkit 0.16's token cache under the key its flow uses (githubkit is pinned).
     """
-    key = installation_token_key(flow)
-    if key is None:
-        return None
-    assert isinstance(flow, AppAuth)
-    token = flow.github.config.cache_strategy.get_cache_storage().get(key)
-    return f"{_SCHEME}{token}" if isinstance(token, str) and token else None
-
-
-async def shared_token_header(flow: httpx.Auth) -> str | None:
-    """`kept_token_header` through githubkit's asynchronous cache, which may look further than
-    this process's memory (`app.store.token_cache`: a token another process stored): the first
-    call of a process for an installation then needs neither the auth flow nor a token of its
-    own. None when no token is kept anywhere (the flow then asks GitHub for one)."""
     key = installation_token_key(flow)
     if key is None:
         return None

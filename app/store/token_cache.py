@@ -71,7 +71,7 @@ def _aad(row_key: str, expires_at: float) -> bytes:
 
 class SharedTokens(MemCache):
     """githubkit's token cache: this process's memory first, then the database (installation
-    tokens only). The synchronous `get` (`kept_token_header`) reads memory alone."""
+    tokens only); the synchronous `get` reads memory alone."""
 
     def __init__(self, database: Database, key: bytes, clock: Any = time.time) -> None:
         super().__init__()  # type: ignore[no-untyped-call]  # githubkit leaves it untyped
