@@ -18,8 +18,6 @@ refused request was never acknowledged, so nothing is lost: GitHub records a fai
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from urllib.parse import parse_qs
 
 from aiohttp import web
@@ -58,43 +56,10 @@ class BodyBudget:
         self.in_flight = 0
         self.large_in_flight = 0  # of which bodies that declared, or reached, `small` bytes or more
 
-    @asynccontextmanager
-    async def body(self, request: web.Request, limit: int) -> AsyncIterator[bytes]:
-        """The body, at most `limit` bytes, counted against the cap until the block ends."""
-        loop = asyncio.get_running_loop()
-        taken, large = 0, False
-        try:
-            chunks: list[bytes] = []
-            declared = request.content_length
-            if (declared or 0) > limit:
-                raise _too_large(limit)
-            expected = limit if declared is None else declared
-            deadline = loop.time() + self.stall + expected / self.rate
-            large = declared is not None and declared >= self.small
-            content = request.content
-            while True:
-                # What has already arrived is taken without a timer (a webhook's body usually
-                # comes with its headers); only a body still on its way is waited for.
-                chunk = content.read_nowait(CHUNK)
-                if not chunk:
-                    if content.at_eof():
-                        break
-                    chunk = await self._next(request, deadline - loop.time())
-                    if not chunk:
-                        break
-                if taken + len(chunk) > limit:
-                    raise _too_large(limit)
-                if not large and taken + len(chunk) >= self.small:  # a chunked body grew large
-                    self._take(taken, large=True, moving=True)
-                    large = True
-                self._take(len(chunk), large=large)
-                taken += len(chunk)
-                chunks.append(chunk)
-            yield b"".join(chunks)
-        finally:
-            self.in_flight -= taken
-            if large:
-                self.large_in_flight -= taken
+    def body(self, request: web.Request, limit: int) -> _BodyRead:
+        """`async with budget.body(request, limit) as body`: the body, at most `limit` bytes,
+        counted against the cap until the block ends."""
+        return _BodyRead(self, request, limit)
 
     async def _next(self, request: web.Request, left: float) -> bytes:
         try:
@@ -115,6 +80,65 @@ class BodyBudget:
             self.in_flight += size
         if large:
             self.large_in_flight += size
+
+
+class _BodyRead:
+    """One body read under a `BodyBudget` (a class rather than `asynccontextmanager`: every
+    webhook goes through it, and a generator costs more to start and close)."""
+
+    __slots__ = ("_budget", "_large", "_limit", "_request", "_taken")
+
+    def __init__(self, budget: BodyBudget, request: web.Request, limit: int) -> None:
+        self._budget, self._request, self._limit = budget, request, limit
+        self._taken, self._large = 0, False
+
+    async def __aenter__(self) -> bytes:
+        try:
+            return await self._read()
+        except BaseException:
+            self._release()
+            raise
+
+    async def __aexit__(self, *_: object) -> None:
+        self._release()
+
+    async def _read(self) -> bytes:
+        budget, request, limit = self._budget, self._request, self._limit
+        loop = asyncio.get_running_loop()
+        chunks: list[bytes] = []
+        declared = request.content_length
+        if (declared or 0) > limit:
+            raise _too_large(limit)
+        expected = limit if declared is None else declared
+        deadline = loop.time() + budget.stall + expected / budget.rate
+        self._large = declared is not None and declared >= budget.small
+        content = request.content
+        while True:
+            # What has already arrived is taken without a timer (a webhook's body usually
+            # comes with its headers); only a body still on its way is waited for.
+            chunk = content.read_nowait(CHUNK)
+            if not chunk:
+                if content.at_eof():
+                    break
+                chunk = await budget._next(request, deadline - loop.time())
+                if not chunk:
+                    break
+            if self._taken + len(chunk) > limit:
+                raise _too_large(limit)
+            if not self._large and self._taken + len(chunk) >= budget.small:  # a chunked body grew large
+                budget._take(self._taken, large=True, moving=True)
+                self._large = True
+            budget._take(len(chunk), large=self._large)
+            self._taken += len(chunk)
+            chunks.append(chunk)
+        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+    def _release(self) -> None:
+        budget, taken = self._budget, self._taken
+        self._taken = 0  # released once
+        budget.in_flight -= taken
+        if self._large:
+            budget.large_in_flight -= taken
 
 
 BODIES: web.AppKey[BodyBudget] = web.AppKey("bodies", BodyBudget)

@@ -24,7 +24,7 @@ from app.store.intake import (
 )
 from app.store.queue import IGNORED, PENDING, REJECTED
 from app.web.bodies import BodyBudget, BodyRefused
-from app.web.payloads import describe, mismatch
+from app.web.payloads import UnreadableBody, WebhookBody, describe, mismatch
 from app.web.responses import answer
 
 SETUP_MODE_MESSAGE = "railyard is in setup mode: set APP_ID, PRIVATE_KEY and WEBHOOK_SECRET, then restart it"
@@ -95,13 +95,11 @@ class WebhookReceiver:
         if not verify_signature(body, signature, self._secrets):
             return self._reject(event, 401, "missing or wrong X-Hub-Signature-256")
         try:
-            payload = orjson.loads(body)
-        except orjson.JSONDecodeError:
-            return self._reject(event, 400, "body is not JSON")
-        if not isinstance(payload, dict):
-            return self._reject(event, 400, "body is not a JSON object")
+            payload = WebhookBody(body)
+        except UnreadableBody as unreadable:
+            return self._reject(event, 400, str(unreadable))
         if not TRACING.on:
-            return await self._store(self._delivery(event, delivery_id, payload, body), started)
+            return await self._store(self._delivery(event, delivery_id, payload), started)
         attributes = {
             "railyard.delivery": delivery_id,
             "github.event": event_label(event),
@@ -109,7 +107,7 @@ class WebhookReceiver:
             "http.route": "/webhooks",
         }
         with span("railyard.intake", attributes, kind=SpanKind.SERVER):
-            delivery = self._delivery(event, delivery_id, payload, body, traceparent())
+            delivery = self._delivery(event, delivery_id, payload, traceparent())
             response = await self._store(delivery, started)
             set_attribute("http.response.status_code", response.status)
             return response
@@ -135,7 +133,7 @@ class WebhookReceiver:
         return web.Response(status=202, body=_STORED, content_type="application/json")
 
     def _delivery(
-        self, event: str, delivery_id: str, payload: dict[str, Any], body: bytes, parent: str | None = None
+        self, event: str, delivery_id: str, payload: WebhookBody, parent: str | None = None
     ) -> IncomingDelivery:
         """The row to store: rejected, and never processed, when the payload is not of its event."""
         facts = describe(event, payload)
@@ -150,8 +148,8 @@ class WebhookReceiver:
             repository=facts.repository,
             ordering_key=facts.ordering_key,
             status=status,
-            payload=body.decode(),
-            payload_bytes=len(body),
+            payload=payload.text,
+            payload_bytes=payload.size,
             received_at=now,
             next_attempt_at=now,
             last_error=wrong,

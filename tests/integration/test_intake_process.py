@@ -32,6 +32,7 @@ from app.store.intake_process import (
     ProcessDeliveryWriter,
     _environment,
     _frames,
+    _Inbox,
     _metadata,
 )
 from app.store.queue import deliveries
@@ -96,6 +97,58 @@ def test_frames_are_read_whole_in_order_and_a_torn_one_is_left_for_the_next_read
     assert used == len(frame(1, "a", '{"zen": "é"}') + frame(2, "b"))
     limited, used = _frames(bytearray(data), limit=1)
     assert [token for token, _ in limited] == [1] and used == len(frame(1, "a", '{"zen": "é"}'))
+
+
+def _read_all(
+    inbox: _Inbox, ours: socket.socket, theirs: socket.socket, data: bytes, chunk: int
+) -> list[int]:
+    """Send `data` in pieces of `chunk` bytes; the tokens of the frames the inbox gave, in order."""
+    tokens: list[int] = []
+    for start in range(0, len(data), chunk):
+        ours.sendall(data[start : start + chunk])
+        while inbox.receive(theirs, wait=False) is not None or inbox.has_whole_frame():
+            tokens += [token for token, _ in inbox.frames(limit=2)]
+    return tokens
+
+
+def test_the_inbox_gives_every_frame_once_in_order_whatever_the_reads_cut() -> None:
+    """Frames torn across reads and across the buffer's end, in a buffer smaller than the stream."""
+    data = b"".join(
+        frame(token, f"d{token}", '{"zen": "%s"}' % ("z" * (token * 37 % 300))) for token in range(1, 60)
+    )
+    for chunk in (7, 100, 333, 4096):
+        ours, theirs = socket.socketpair()
+        with ours, theirs:
+            inbox = _Inbox(capacity=1024)
+            assert _read_all(inbox, ours, theirs, data, chunk) == list(range(1, 60)), chunk
+            assert not inbox.has_whole_frame()
+
+
+def test_the_inbox_grows_for_a_frame_larger_than_it_and_gives_the_room_back() -> None:
+    """A 25 MB webhook fits; the buffer returns to its size once the frame is taken."""
+    big = frame(1, "big", '{"zen": "%s"}' % ("x" * 5000))
+    ours, theirs = socket.socketpair()
+    with ours, theirs:
+        inbox = _Inbox(capacity=512)
+        assert _read_all(inbox, ours, theirs, big + frame(2, "small"), 256) == [1, 2]
+        assert inbox.receive(theirs, wait=False) is None  # nothing there; the room is back to 512 bytes
+        assert len(inbox._buffer) == 512
+
+
+def test_a_full_inbox_of_whole_frames_reads_nothing_until_they_are_taken() -> None:
+    """No byte is read over frames not yet committed."""
+    data = frame(1, "a") + frame(2, "b")
+    ours, theirs = socket.socketpair()
+    with ours, theirs:
+        inbox = _Inbox(capacity=len(data))
+        ours.sendall(data + frame(3, "c"))
+        assert inbox.receive(theirs, wait=False) is True
+        assert inbox.receive(theirs, wait=False) is None  # full: frames 1 and 2 first
+        assert [token for token, _ in inbox.frames()] == [1, 2]
+        assert inbox.receive(theirs, wait=False) is True
+        assert [token for token, _ in inbox.frames()] == [3]
+        ours.close()
+        assert inbox.receive(theirs, wait=True) is False
 
 
 async def test_a_store_is_answered_once_committed_and_a_repeat_as_already_stored(

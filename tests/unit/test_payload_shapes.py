@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from app.web.payloads import SHAPES, SUBSCRIBED_EVENTS, UNLISTED_EVENTS, mismatch
+from app.web.payloads import SHAPES, SUBSCRIBED_EVENTS, UNLISTED_EVENTS, WebhookBody
+from app.web.payloads import mismatch as mismatch_of
 from tests.fakes import FIXTURES
 
 EXAMPLES = sorted(FIXTURES.glob("*/*/*.json"))
@@ -16,6 +17,11 @@ EXAMPLES = sorted(FIXTURES.glob("*/*/*.json"))
 
 def _load(path: Path) -> Any:
     return json.loads(path.read_bytes())
+
+
+def mismatch(event: str, payload: Any) -> str | None:
+    """The intake's verdict on `payload` sent as a body."""
+    return mismatch_of(event, WebhookBody(json.dumps(payload).encode()))
 
 
 def test_every_subscribed_and_unlisted_event_has_a_shape() -> None:
