@@ -144,7 +144,7 @@ def _write(value: Any, escape: bool) -> str:
     return json.dumps(value)
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(members=_objects(2), escape=st.booleans())
 def test_generated_bodies_read_as_their_parsed_dicts_do(members: list[tuple[str, Any]], escape: bool) -> None:
     """Nulls, wrong types, huge integers, nested objects where intake looks, repeated and escaped keys."""
@@ -168,7 +168,7 @@ def _members_of(value: Any, decoys: bool) -> Any:
     return value
 
 
-@settings(max_examples=600, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(
     example=st.sampled_from(EXAMPLES),
     changes=st.lists(st.tuples(st.sampled_from(READ_PATHS), st.one_of(st.just(DELETE), VALUES)), max_size=4),
