@@ -13,7 +13,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from app.web.payloads import SUBSCRIBED_EVENTS, UNLISTED_EVENTS
+from app.contracts.webhook_payloads import SUBSCRIBED_EVENTS, UNLISTED_EVENTS
 
 EVENTS = (*SUBSCRIBED_EVENTS, *UNLISTED_EVENTS)
 ROOT = Path(__file__).resolve().parents[1]

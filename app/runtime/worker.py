@@ -20,11 +20,11 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-import orjson
 import structlog
 from sqlalchemy.exc import OperationalError
 
 from app.contracts.traces import TRACING, Attribute, SpanKind, set_attribute, span
+from app.contracts.webhook_payloads import read_payload
 from app.runtime.idle_polls import IdlePolls
 from app.runtime.metrics import Metrics
 from app.runtime.supervisor import Loop, RetryPolicy
@@ -282,7 +282,7 @@ class Worker:
                 delivery.event,
                 delivery.action,
                 delivery.installation_id,
-                orjson.loads(delivery.payload),
+                read_payload(delivery.payload),
                 delivery.received_at,
             )
             for handler in handlers:

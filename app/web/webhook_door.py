@@ -11,6 +11,7 @@ import orjson
 from aiohttp import web
 
 from app.contracts.traces import TRACING, SpanKind, set_attribute, span, traceparent
+from app.contracts.webhook_payloads import Examined, UnreadableBody, examine
 from app.runtime.metrics import Metrics, event_label
 from app.runtime.worker import Worker
 from app.settings import Settings
@@ -24,7 +25,6 @@ from app.store.intake import (
 )
 from app.store.queue import IGNORED, PENDING, REJECTED
 from app.web.bodies import BodyBudget, BodyRefused
-from app.web.payloads import UnreadableBody, WebhookBody, describe, mismatch
 from app.web.responses import answer
 
 SETUP_MODE_MESSAGE = "railyard is in setup mode: set APP_ID, PRIVATE_KEY and WEBHOOK_SECRET, then restart it"
@@ -95,7 +95,7 @@ class WebhookReceiver:
         if not verify_signature(body, signature, self._secrets):
             return self._reject(event, 401, "missing or wrong X-Hub-Signature-256")
         try:
-            payload = WebhookBody(body)
+            payload = examine(event, body)
         except UnreadableBody as unreadable:
             return self._reject(event, 400, str(unreadable))
         if not TRACING.on:
@@ -133,11 +133,10 @@ class WebhookReceiver:
         return web.Response(status=202, body=_STORED, content_type="application/json")
 
     def _delivery(
-        self, event: str, delivery_id: str, payload: WebhookBody, parent: str | None = None
+        self, event: str, delivery_id: str, payload: Examined, parent: str | None = None
     ) -> IncomingDelivery:
         """The row to store: rejected, and never processed, when the payload is not of its event."""
-        facts = describe(event, payload)
-        wrong = mismatch(event, payload)
+        facts, wrong = payload.facts, payload.mismatch
         now = self._clock()
         status = REJECTED if wrong else PENDING if event in self._routed else IGNORED
         return IncomingDelivery(

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from app.contracts.webhook_payloads import SUBSCRIBED_EVENTS, UNLISTED_EVENTS
 from app.store.database import Database
 from app.store.installations import active_repositories, status_of
 from app.store.queue import list_deliveries
-from app.web.payloads import SUBSCRIBED_EVENTS, UNLISTED_EVENTS
 from github_standin import repository_id
 from support.world import REPO, World
 from tests.fakes import FIXTURES, app_settings, drained, example, running_server, signed_headers
@@ -84,6 +84,8 @@ async def test_any_of_several_secrets_is_accepted_for_rotation(sqlite_url: str) 
         (b"[1, 2, 3]", "not a JSON object"),
         (b"\xff\xfe", "not JSON"),
         (b"", "not JSON"),
+        (b'{"a": ' + b"[" * 5000 + b"]" * 5000 + b"}", "nested too deeply"),
+        (b'{"zen": ' + b"[" * 1100 + b"]" * 1100 + b"}", "nested too deeply"),
     ],
 )
 async def test_a_body_that_is_not_a_json_object_gets_400(sqlite_url: str, body: bytes, message: str) -> None:
@@ -91,6 +93,7 @@ async def test_a_body_that_is_not_a_json_object_gets_400(sqlite_url: str, body: 
     async with running_server(app_settings(sqlite_url)) as server:
         response = await server.deliver("ping", body, "garbage")
         assert response.status == 400
+        assert message in await response.text()
     assert list_deliveries(Database(sqlite_url)) == []
 
 

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from app.contracts.webhook_payloads import SUBSCRIBED_EVENTS, UNLISTED_EVENTS
 from app.github.endpoints import ENDPOINTS
 from app.web.manifest import (
     EVENT_PERMISSIONS,
@@ -16,7 +17,6 @@ from app.web.manifest import (
     registration_url,
     required_permissions,
 )
-from app.web.payloads import SUBSCRIBED_EVENTS, UNLISTED_EVENTS
 from handlers import ROUTER
 
 MANIFEST = load_manifest()

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from app.web.payloads import SHAPES, SUBSCRIBED_EVENTS, UNLISTED_EVENTS, WebhookBody
-from app.web.payloads import mismatch as mismatch_of
+from app.contracts.webhook_payloads import SHAPES, SUBSCRIBED_EVENTS, UNLISTED_EVENTS, WebhookBody
+from app.contracts.webhook_payloads import mismatch as mismatch_of
 from tests.fakes import FIXTURES
 
 EXAMPLES = sorted(FIXTURES.glob("*/*/*.json"))

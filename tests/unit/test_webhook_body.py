@@ -16,7 +16,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.web.payloads import EXAMINED, SHAPES, DeliveryFacts, UnreadableBody, WebhookBody, describe, mismatch
+from app.contracts.webhook_payloads import (
+    EXAMINED,
+    SHAPES,
+    DeliveryFacts,
+    UnreadableBody,
+    WebhookBody,
+    describe,
+    examine,
+    mismatch,
+    read_payload,
+)
 from handlers.payloads import dig
 from tests.fakes import FIXTURES
 
@@ -234,3 +244,36 @@ def test_a_path_no_reader_foresaw_still_reads() -> None:
     assert body.string("sender", "login") == "octocat"
     assert body.integer("repository", "owner", "id") == 7
     assert body.raw("sender", "missing") is None
+
+
+def _from_deep_in_the_stack(levels: int, call: Any) -> Any:
+    """`call()` with `levels` more Python frames beneath it (a door called from deep code)."""
+    return call() if levels == 0 else _from_deep_in_the_stack(levels - 1, call)
+
+
+@pytest.mark.parametrize("depth", [900, 990, 1100, 5000])
+@pytest.mark.parametrize("stack", [0, 150])
+def test_a_body_nested_past_what_msgspec_reads_is_refused_never_a_crash(depth: int, stack: int) -> None:
+    """msgspec's depth limit is the interpreter's stack, so where it falls moves with the caller;
+    wherever it falls the body is read whole or refused (a 400), never a `RecursionError` (a 500)."""
+    body = b'{"issue": {"number": 1}, "comment": {"body": ' + b"[" * depth + b"]" * depth + b"}}"
+    try:
+        examined = _from_deep_in_the_stack(stack, lambda: examine("issue_comment", body))
+    except UnreadableBody as refused:
+        assert str(refused) == "body is not JSON railyard can read: it is nested too deeply"
+        return
+    assert examined.mismatch is None and examined.text == body.decode()
+    assert depth < 1024  # anything accepted, the worker's parser reads (orjson stops at 1,024)
+    assert read_payload(examined.text)["issue"] == {"number": 1}
+
+
+@pytest.mark.parametrize("number", [b"1e400", b"-1e400", b"1.7976931348623159e308", b"9" * 400])
+def test_a_number_no_double_holds_is_accepted_and_the_worker_reads_it(number: bytes) -> None:
+    """orjson refuses what msgspec accepts here: the worker falls back to the standard parser,
+    so nothing acknowledged is left unreadable (before, such a delivery failed for good)."""
+    body = b'{"action": "created", "issue": {"number": 1}, "comment": {"id": ' + number + b"}}"
+    examined = examine("issue_comment", body)
+    assert examined.mismatch is None and examined.facts.action == "created"
+    with pytest.raises(orjson.JSONDecodeError):
+        orjson.loads(examined.text)
+    assert read_payload(examined.text)["comment"]["id"] in (float("inf"), float("-inf"), int(b"9" * 400))

@@ -15,15 +15,23 @@ What it reads agrees with parsing the body whole and reading the dicts (`tests/u
 test_webhook_body.py` holds the two side by side over every real example and generated ones),
 with one deliberate difference: an integer outside 64 signed bits reads as absent, as a
 database column could not hold it.
+
+What intake accepts, the worker can read (`read_payload`): msgspec accepts numbers that no
+double holds (`1e400`, an integer of 400 digits) where orjson refuses them, so the worker reads
+such a body with the standard library's parser instead; and a body nested deeper than msgspec
+reads on this interpreter's stack (some 900 levels; orjson stops at 1,024) is refused with a
+400, never a 500.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import msgspec
+import orjson
 
 from app.contracts.webhook_events import SUBSCRIBED_EVENTS, UNLISTED_EVENTS
 
@@ -33,7 +41,9 @@ __all__ = [
     "UnreadableBody",
     "WebhookBody",
     "describe",
+    "examine",
     "mismatch",
+    "read_payload",
 ]
 
 _Path = tuple[str, ...]
@@ -164,6 +174,15 @@ class WebhookBody:
         """Which of `names` the object has as members at all (null included), in their order."""
         top = self._top
         return [name for name in names if top.member(name) is not None]
+
+
+def read_payload(text: str) -> Any:
+    """A stored payload, parsed whole: orjson, or the standard library's parser for what intake
+    accepted and orjson refuses (numbers past a double's range, read as infinities)."""
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return json.loads(text)
 
 
 @dataclass(frozen=True)
@@ -361,3 +380,23 @@ EXAMINED: tuple[_Path, ...] = (
 """Every path intake reads."""
 _ROOT = _Reader("WebhookBody", _tree(list(EXAMINED)))
 """Their readers, built once."""
+
+
+@dataclass(frozen=True)
+class Examined:
+    """What intake keeps of a signed body: its text, its size, its facts, and why it does not
+    have the shape of its event (None when it does)."""
+
+    text: str
+    size: int
+    facts: DeliveryFacts
+    mismatch: str | None
+
+
+def examine(event: str, body: bytes) -> Examined:
+    """Read a signed body whole or not at all: `UnreadableBody` (a 400), never another error."""
+    try:
+        read = WebhookBody(body)
+        return Examined(read.text, read.size, describe(event, read), mismatch(event, read))
+    except RecursionError:  # msgspec's depth limit is the interpreter's stack
+        raise UnreadableBody("body is not JSON railyard can read: it is nested too deeply") from None
