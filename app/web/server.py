@@ -10,7 +10,7 @@ within `STORE_TIMEOUT` (4 s, inside GitHub's 10 s; GitHub records the failure an
 redelivers it). Bad input never gets a 5xx.
 
 GitHub signs the body, not `X-GitHub-Event`: a signed payload without the shape of its
-event (`app.payloads.SHAPES`) is stored as `rejected`, answered 202 and never processed,
+event (`app.contracts.webhook_payloads.SHAPES`) is stored as `rejected`, answered 202 and never processed,
 so a body replayed under another event's name changes nothing. Nothing an unsigned request
 sends becomes state or a metric label (events are counted under known names or `other`);
 refusals are logged at most once a minute per reason, with the count of those left out.
