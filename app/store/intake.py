@@ -17,13 +17,15 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
-from typing import Any, NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol, TypeVar
 
 import structlog
 
+from app.contracts.webhook_payloads import examine
 from app.store.checkpoints import WalCheckpointer
 from app.store.connection_setup import BUSY_TIMEOUT_MS
 from app.store.database import Database
+from app.store.queue import IGNORED, PENDING, REJECTED
 
 log = structlog.get_logger(__name__)
 
@@ -88,6 +90,43 @@ class IncomingDelivery(NamedTuple):
     traceparent: str | None = None
 
 
+class Received(NamedTuple):
+    """A webhook whose signature was verified, its body not read yet: what the door hands the
+    writer (`IntakeWriter.store_body`), which reads the body (`row_of`) and stores the row."""
+
+    delivery_id: str
+    event: str
+    routed: bool
+    """Whether a handler takes the event: the row is `pending`, else `ignored`."""
+    received_at: float
+    traceparent: str | None = None
+
+
+class Stored(NamedTuple):
+    """What storing a webhook came to."""
+
+    new: bool
+    """False: this delivery id was already stored (nothing was written)."""
+    status: str
+    """The row's: pending, ignored, or rejected (the body is not of its event)."""
+    reason: str | None = None
+    """Why a rejected body is not of its event."""
+
+
+def row_of(received: Received, body: bytes) -> IncomingDelivery:
+    """The row a verified body is stored as; `UnreadableBody` when it is not a JSON object.
+
+    A body without the shape of its event is stored `rejected` and never processed."""
+    examined = examine(received.event, body)
+    facts, wrong, at = examined.facts, examined.mismatch, received.received_at
+    status = REJECTED if wrong else PENDING if received.routed else IGNORED
+    return IncomingDelivery(
+        received.delivery_id, received.event, facts.action, facts.installation_id, facts.repository,
+        facts.ordering_key, status, examined.text, examined.size, at, at, 0, wrong, received.traceparent,
+    )  # fmt: skip
+
+
+_T = TypeVar("_T")
 _COLUMNS = ", ".join(IncomingDelivery._fields)  # webhook_deliveries' columns of the same names
 
 
@@ -199,7 +238,7 @@ class Saturation:
         if self.waiting == 0:
             self._calm_since = self._clock()
 
-    async def answer(self, future: asyncio.Future[bool], timer: asyncio.TimerHandle) -> bool:
+    async def answer(self, future: asyncio.Future[_T], timer: asyncio.TimerHandle) -> _T:
         """A store's answer, counted as waiting until it comes; `timer` (its timeout) cancelled then."""
         self.enter()
         try:
@@ -225,7 +264,9 @@ class IntakeWriter(Protocol):
 
     async def close(self) -> None: ...
 
-    async def store(self, delivery: IncomingDelivery) -> bool: ...
+    async def store_body(self, received: Received, body: bytes) -> Stored:
+        """Read the body and store it durably (`UnreadableBody` when it is not a JSON object)."""
+        ...
 
     def saturated(self) -> bool: ...
 
@@ -295,6 +336,11 @@ class DeliveryWriter:
                 self._ready.notify()
         timer = self._loop.call_later(self._timeout, self._give_up, entry)
         return await self._saturation.answer(future, timer)
+
+    async def store_body(self, received: Received, body: bytes) -> Stored:
+        """Read the body here (`row_of`) and store its row (`store`)."""
+        delivery = row_of(received, body)
+        return Stored(await self.store(delivery), delivery.status, delivery.last_error)
 
     def saturated(self) -> bool:
         """Whether the intake is flooded (`Saturation`)."""
@@ -381,7 +427,7 @@ def _settle(batch: list[_Entry], inserted: list[bool] | None, error: Exception |
             future.set_result(inserted[index])
 
 
-def log_late_commit(delivery_id: str, event: str, future: asyncio.Future[bool]) -> None:
+def log_late_commit(delivery_id: str, event: str, future: asyncio.Future[Any]) -> None:
     """Say that a delivery whose store timed out (answered 503) was committed after all."""
     if isinstance(future.exception(), StoreTimeoutError):
         log.warning(

@@ -11,19 +11,19 @@ import orjson
 from aiohttp import web
 
 from app.contracts.traces import TRACING, SpanKind, set_attribute, span, traceparent
-from app.contracts.webhook_payloads import Examined, UnreadableBody, examine
+from app.contracts.webhook_payloads import UnreadableBody
 from app.runtime.metrics import Metrics, event_label
 from app.runtime.worker import Worker
 from app.settings import Settings
 from app.store.intake import (
     MAX_BODY_BYTES,
-    IncomingDelivery,
     IntakeWriter,
+    Received,
     RejectionLog,
     StoreTimeoutError,
     verify_signature,
 )
-from app.store.queue import IGNORED, PENDING, REJECTED
+from app.store.queue import PENDING, REJECTED
 from app.web.bodies import BodyBudget, BodyRefused
 from app.web.responses import answer
 
@@ -94,12 +94,10 @@ class WebhookReceiver:
         """Verify the body read whole, store it durably and acknowledge it."""
         if not verify_signature(body, signature, self._secrets):
             return self._reject(event, 401, "missing or wrong X-Hub-Signature-256")
-        try:
-            payload = examine(event, body)
-        except UnreadableBody as unreadable:
-            return self._reject(event, 400, str(unreadable))
         if not TRACING.on:
-            return await self._store(self._delivery(event, delivery_id, payload), started)
+            return await self._store(
+                Received(delivery_id, event, event in self._routed, self._clock()), body, started
+            )
         attributes = {
             "railyard.delivery": delivery_id,
             "github.event": event_label(event),
@@ -107,55 +105,36 @@ class WebhookReceiver:
             "http.route": "/webhooks",
         }
         with span("railyard.intake", attributes, kind=SpanKind.SERVER):
-            delivery = self._delivery(event, delivery_id, payload, traceparent())
-            response = await self._store(delivery, started)
+            received = Received(delivery_id, event, event in self._routed, self._clock(), traceparent())
+            response = await self._store(received, body, started)
             set_attribute("http.response.status_code", response.status)
             return response
 
-    async def _store(self, delivery: IncomingDelivery, started: float) -> web.Response:
-        """Store a verified delivery durably and acknowledge it."""
-        event, delivery_id = delivery.event, delivery.delivery_id
+    async def _store(self, received: Received, body: bytes, started: float) -> web.Response:
+        """Have the writer read the body and store it durably, and acknowledge it (400 when the
+        body is not a JSON object; a body without the shape of its event is stored `rejected`,
+        answered 202 and never processed)."""
+        event, delivery_id = received.event, received.delivery_id
         try:
-            stored = await self._writer.store(delivery)
+            stored = await self._writer.store_body(received, body)
+        except UnreadableBody as unreadable:
+            return self._reject(event, 400, str(unreadable))
         except Exception as error:
-            return self._unavailable(delivery, error)
+            return self._unavailable(received, error)
         self._metrics.ack_seconds.observe(time.perf_counter() - started)
-        if not stored:
+        if not stored.new:
             self._metrics.count_received(event, "duplicate")
             return web.Response(status=200, body=_ALREADY_STORED, content_type="application/json")
-        if delivery.status == REJECTED:
+        if stored.status == REJECTED:
             self._metrics.count_received(event, "mismatched")
-            self._refusals.refused(delivery.last_error or "", 202, delivery_id=delivery_id)
-            return answer(202, _MISMATCH, reason=delivery.last_error)
+            self._refusals.refused(stored.reason or "", 202, delivery_id=delivery_id)
+            return answer(202, _MISMATCH, reason=stored.reason)
         self._metrics.count_received(event, "stored")
-        if delivery.status == PENDING and self._worker is not None:
+        if stored.status == PENDING and self._worker is not None:
             self._worker.notify()
         return web.Response(status=202, body=_STORED, content_type="application/json")
 
-    def _delivery(
-        self, event: str, delivery_id: str, payload: Examined, parent: str | None = None
-    ) -> IncomingDelivery:
-        """The row to store: rejected, and never processed, when the payload is not of its event."""
-        facts, wrong = payload.facts, payload.mismatch
-        now = self._clock()
-        status = REJECTED if wrong else PENDING if event in self._routed else IGNORED
-        return IncomingDelivery(
-            delivery_id=delivery_id,
-            event=event,
-            action=facts.action,
-            installation_id=facts.installation_id,
-            repository=facts.repository,
-            ordering_key=facts.ordering_key,
-            status=status,
-            payload=payload.text,
-            payload_bytes=payload.size,
-            received_at=now,
-            next_attempt_at=now,
-            last_error=wrong,
-            traceparent=parent,
-        )
-
-    def _unavailable(self, delivery: IncomingDelivery, error: Exception) -> web.Response:
+    def _unavailable(self, delivery: Received, error: Exception) -> web.Response:
         """503: not stored (the database is locked or down); GitHub records the failure."""
         reason = f"could not store a delivery: {type(error).__name__}"
         fields: dict[str, Any] = {"delivery_id": delivery.delivery_id, "error": str(error)[:200]}

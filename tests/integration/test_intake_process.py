@@ -23,21 +23,14 @@ from structlog.testing import capture_logs
 
 from app.store import intake_process
 from app.store.database import Database, NotNowError, WriteLock
-from app.store.intake import STORE_TIMEOUT, StoreTimeoutError, writer_connection
-from app.store.intake_process import (
-    ANSWER,
-    FRAME,
-    READY,
-    IntakeWriteError,
-    ProcessDeliveryWriter,
-    _environment,
-    _frames,
-    _Inbox,
-    _metadata,
-)
+from app.store.intake import STORE_TIMEOUT, Received, StoreTimeoutError, writer_connection
+from app.store.intake_child import ANSWER, FRAME, READY
+from app.store.intake_process import IntakeWriteError, ProcessDeliveryWriter, _environment, _metadata
 from app.store.queue import deliveries
 from tests.conftest import sqlite_database
-from tests.integration.test_intake import incoming
+from tests.integration.test_intake import NOW
+
+COMMENT = '{"action": "created", "issue": {"number": 1}, "comment": {"body": "/claim"}}'
 
 
 def stored(database: Database) -> dict[str, str]:
@@ -46,11 +39,30 @@ def stored(database: Database) -> dict[str, str]:
         return dict(connection.execute(select(deliveries.c.delivery_id, deliveries.c.payload)).all())
 
 
-def frame(token: int, delivery_id: str, payload: str = "{}") -> bytes:
+def received(delivery_id: str, event: str = "issue_comment", routed: bool = True) -> Received:
+    """A delivery whose signature the server verified."""
+    return Received(delivery_id, event, routed, NOW)
+
+
+async def store(writer: ProcessDeliveryWriter, delivery_id: str, payload: str = COMMENT) -> bool:
+    """Whether the writer stored the delivery for the first time."""
+    return (await writer.store_body(received(delivery_id), payload.encode())).new
+
+
+def frame(token: int, delivery_id: str, payload: str = COMMENT) -> bytes:
     """One delivery as the server sends it to the writer process."""
-    delivery = incoming(delivery_id, payload)
-    metadata, body = _metadata(delivery), delivery.payload.encode()
+    metadata, body = _metadata(received(delivery_id)), payload.encode()
     return FRAME.pack(FRAME.size + len(metadata) + len(body), len(metadata), token) + metadata + body
+
+
+def answers_of(data: bytes) -> list[tuple[int, int]]:
+    """(token, outcome) of each answer the child sent."""
+    found, position = [], 0
+    while position < len(data):
+        token, outcome, _, length = ANSWER.unpack_from(data, position)
+        found.append((token, outcome))
+        position += ANSWER.size + length
+    return found
 
 
 def started_by_hand(database: Database) -> tuple[socket.socket, subprocess.Popen[bytes]]:
@@ -58,7 +70,7 @@ def started_by_hand(database: Database) -> tuple[socket.socket, subprocess.Popen
     database.migrate()
     ours, theirs = socket.socketpair()
     child = subprocess.Popen(
-        [sys.executable, "-m", "app.store.intake_process", str(theirs.fileno())],
+        [sys.executable, "-m", "app.store.intake_child", str(theirs.fileno())],
         pass_fds=(theirs.fileno(),),
         env={**os.environ, "RAILYARD_INTAKE_DATABASE": database.url},
     )
@@ -87,85 +99,21 @@ async def writer(tmp_path: Path) -> AsyncIterator[ProcessDeliveryWriter]:
     database.close()
 
 
-def test_frames_are_read_whole_in_order_and_a_torn_one_is_left_for_the_next_read() -> None:
-    """The child takes only whole frames (at most `limit`), with every field as sent."""
-    data = frame(1, "a", '{"zen": "é"}') + frame(2, "b") + frame(3, "c")
-    buffer = bytearray(data[:-5])
-    frames, used = _frames(buffer)
-    assert [(token, delivery.delivery_id) for token, delivery in frames] == [(1, "a"), (2, "b")]
-    assert frames[0][1] == incoming("a", '{"zen": "é"}')
-    assert used == len(frame(1, "a", '{"zen": "é"}') + frame(2, "b"))
-    limited, used = _frames(bytearray(data), limit=1)
-    assert [token for token, _ in limited] == [1] and used == len(frame(1, "a", '{"zen": "é"}'))
-
-
-def _read_all(
-    inbox: _Inbox, ours: socket.socket, theirs: socket.socket, data: bytes, chunk: int
-) -> list[int]:
-    """Send `data` in pieces of `chunk` bytes; the tokens of the frames the inbox gave, in order."""
-    tokens: list[int] = []
-    for start in range(0, len(data), chunk):
-        ours.sendall(data[start : start + chunk])
-        while inbox.receive(theirs, wait=False) is not None or inbox.has_whole_frame():
-            tokens += [token for token, _ in inbox.frames(limit=2)]
-    return tokens
-
-
-def test_the_inbox_gives_every_frame_once_in_order_whatever_the_reads_cut() -> None:
-    """Frames torn across reads and across the buffer's end, in a buffer smaller than the stream."""
-    data = b"".join(
-        frame(token, f"d{token}", '{"zen": "%s"}' % ("z" * (token * 37 % 300))) for token in range(1, 60)
-    )
-    for chunk in (7, 100, 333, 4096):
-        ours, theirs = socket.socketpair()
-        with ours, theirs:
-            inbox = _Inbox(capacity=1024)
-            assert _read_all(inbox, ours, theirs, data, chunk) == list(range(1, 60)), chunk
-            assert not inbox.has_whole_frame()
-
-
-def test_the_inbox_grows_for_a_frame_larger_than_it_and_gives_the_room_back() -> None:
-    """A 25 MB webhook fits; the buffer returns to its size once the frame is taken."""
-    big = frame(1, "big", '{"zen": "%s"}' % ("x" * 5000))
-    ours, theirs = socket.socketpair()
-    with ours, theirs:
-        inbox = _Inbox(capacity=512)
-        assert _read_all(inbox, ours, theirs, big + frame(2, "small"), 256) == [1, 2]
-        assert inbox.receive(theirs, wait=False) is None  # nothing there; the room is back to 512 bytes
-        assert len(inbox._buffer) == 512
-
-
-def test_a_full_inbox_of_whole_frames_reads_nothing_until_they_are_taken() -> None:
-    """No byte is read over frames not yet committed."""
-    data = frame(1, "a") + frame(2, "b")
-    ours, theirs = socket.socketpair()
-    with ours, theirs:
-        inbox = _Inbox(capacity=len(data))
-        ours.sendall(data + frame(3, "c"))
-        assert inbox.receive(theirs, wait=False) is True
-        assert inbox.receive(theirs, wait=False) is None  # full: frames 1 and 2 first
-        assert [token for token, _ in inbox.frames()] == [1, 2]
-        assert inbox.receive(theirs, wait=False) is True
-        assert [token for token, _ in inbox.frames()] == [3]
-        ours.close()
-        assert inbox.receive(theirs, wait=True) is False
-
-
 async def test_a_store_is_answered_once_committed_and_a_repeat_as_already_stored(
     writer: ProcessDeliveryWriter,
 ) -> None:
     """202 means on disk: the row is there for any other connection when `store` returns."""
     assert writer.describe() == "process"
-    assert await writer.store(incoming("a", '{"n": 1}')) is True
+    assert await store(writer, "a", '{"n": 1}') is True
     assert stored(writer._database) == {"a": '{"n": 1}'}
-    assert await writer.store(incoming("a", '{"n": 2}')) is False
+    assert await store(writer, "a", '{"n": 2}') is False
     assert stored(writer._database) == {"a": '{"n": 1}'}
 
 
 async def test_concurrent_stores_each_get_their_own_answer(writer: ProcessDeliveryWriter) -> None:
     """Stores sent together are committed in batches; every caller gets its delivery's answer."""
     ids = [f"d{i}" for i in range(300)] + ["d0", "d1"]
-    answers = await asyncio.gather(*(writer.store(incoming(i, f'{{"i": "{i}"}}')) for i in ids))
+    answers = await asyncio.gather(*(store(writer, i, f'{{"i": "{i}"}}') for i in ids))
     assert answers.count(True) == 300 and answers[-2:] == [False, False]
     assert len(stored(writer._database)) == 300
 
@@ -177,7 +125,7 @@ async def test_close_commits_what_was_sent_and_the_child_exits(tmp_path: Path) -
     await writer.start()
     child = writer._child
     assert child is not None
-    pending = [asyncio.ensure_future(writer.store(incoming(f"d{i}"))) for i in range(50)]
+    pending = [asyncio.ensure_future(store(writer, f"d{i}")) for i in range(50)]
     await asyncio.sleep(0)  # every store sent
     await writer.close()
     assert child.returncode == 0
@@ -191,11 +139,11 @@ async def test_a_child_that_dies_fails_its_unanswered_stores_and_the_thread_take
 ) -> None:
     """Killed mid-run: what it had not answered fails (the server answers 503, GitHub may send
     it again); later stores are written by the writer thread, and /healthz says so."""
-    assert await writer.store(incoming("before")) is True
+    assert await store(writer, "before") is True
     child = writer._child
     assert child is not None
     child.send_signal(signal.SIGSTOP)
-    waiting = asyncio.ensure_future(writer.store(incoming("unanswered")))
+    waiting = asyncio.ensure_future(store(writer, "unanswered"))
     await asyncio.sleep(0.05)
     with capture_logs() as logs:
         child.kill()
@@ -207,8 +155,8 @@ async def test_a_child_that_dies_fails_its_unanswered_stores_and_the_thread_take
             await asyncio.sleep(0.02)
     assert writer.in_process and writer.describe().startswith("thread")
     assert any("went away" in line["event"] for line in logs)
-    assert await writer.store(incoming("after")) is True
-    assert await writer.store(incoming("before")) is False
+    assert await store(writer, "after") is True
+    assert await store(writer, "before") is False
     assert {"before", "after"} <= set(stored(writer._database))
 
 
@@ -226,8 +174,8 @@ async def test_a_child_that_cannot_start_leaves_the_stores_to_the_thread(
     await writer.start()
     try:
         assert writer.in_process
-        assert await writer.store(incoming("a")) is True
-        assert stored(database) == {"a": '{"zen": "Keep it logically awesome."}'}
+        assert await store(writer, "a") is True
+        assert stored(database) == {"a": COMMENT}
     finally:
         await writer.close()
         database.close()
@@ -239,7 +187,7 @@ async def test_a_store_not_answered_in_time_fails_and_its_late_commit_is_logged(
     database, writer, child = await stopped_child(tmp_path)
     try:
         with pytest.raises(StoreTimeoutError) as timed_out:
-            await writer.store(incoming("slow"))
+            await store(writer, "slow")
         assert not timed_out.value.withdrawn
         with capture_logs() as logs:
             child.send_signal(signal.SIGCONT)
@@ -249,7 +197,7 @@ async def test_a_store_not_answered_in_time_fails_and_its_late_commit_is_logged(
                 await asyncio.sleep(0.02)
         assert any("stored after all" in line["event"] for line in logs)
         writer._timeout = STORE_TIMEOUT  # a real commit now: no need to race a short timeout
-        assert await writer.store(incoming("slow")) is False
+        assert await store(writer, "slow") is False
     finally:
         child.send_signal(signal.SIGCONT)
         await writer.close()
@@ -267,7 +215,7 @@ async def test_the_child_reports_ready_first_and_stops_at_the_end_of_its_input(t
         answers = b""
         while chunk := await asyncio.to_thread(ours.recv, 4096):
             answers += chunk
-        assert list(ANSWER.iter_unpack(answers)) == [(0, READY), (7, 1), (8, 0), (9, 1)]
+        assert answers_of(answers) == [(0, READY), (7, 1), (8, 0), (9, 1)]
         assert await asyncio.to_thread(child.wait, 10) == 0
         assert set(stored(database)) == {"x", "y"}
     finally:
@@ -380,8 +328,8 @@ async def test_a_batch_the_child_cannot_commit_fails_its_stores_and_the_next_one
     """A commit that fails (here a NOT NULL column left empty) answers FAILED to each of its
     deliveries (the server answers 503); the child opens a new connection and goes on."""
     with pytest.raises(IntakeWriteError):
-        await writer.store(incoming("broken")._replace(event=None))  # type: ignore[arg-type]
-    assert await writer.store(incoming("fine")) is True
+        await writer.store_body(received("broken")._replace(event=None), b"{}")  # type: ignore[arg-type]
+    assert await store(writer, "fine") is True
     assert set(stored(writer._database)) == {"fine"}
     assert writer.describe() == "process"
 
@@ -396,7 +344,7 @@ async def test_a_child_that_answers_nothing_for_too_long_is_replaced_by_the_thre
         with capture_logs() as logs:
             for n in range(4):
                 with pytest.raises((StoreTimeoutError, IntakeWriteError)):
-                    await writer.store(incoming(f"stuck-{n}"))
+                    await store(writer, f"stuck-{n}")
             for _ in range(100):
                 if writer.in_process:
                     break
@@ -404,7 +352,7 @@ async def test_a_child_that_answers_nothing_for_too_long_is_replaced_by_the_thre
         assert writer.in_process
         assert any("answered nothing" in line["event"] for line in logs)
         assert child.poll() is not None  # killed and reaped
-        assert await writer.store(incoming("after")) is True
+        assert await store(writer, "after") is True
     finally:
         with contextlib.suppress(ProcessLookupError):
             child.send_signal(signal.SIGCONT)
@@ -422,7 +370,7 @@ async def test_a_child_not_ready_in_time_is_stopped_and_the_thread_writes(
     await writer.start()
     try:
         assert writer.in_process and writer._child is None
-        assert await writer.store(incoming("a")) is True
+        assert await store(writer, "a") is True
     finally:
         await writer.close()
         database.close()
@@ -440,7 +388,7 @@ async def test_the_child_commits_the_whole_frames_of_a_torn_end_and_exits(tmp_pa
         answers = b""
         while chunk := await asyncio.to_thread(ours.recv, 4096):
             answers += chunk
-        assert list(ANSWER.iter_unpack(answers)) == [(0, READY), (1, 1)]
+        assert answers_of(answers) == [(0, READY), (1, 1)]
         assert await asyncio.to_thread(child.wait, 10) == 0
         assert set(stored(database)) == {"whole"}
     finally:
