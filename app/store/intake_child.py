@@ -56,11 +56,12 @@ MAX_REASON = 1024
 
 def answer(token: int, outcome: int, status: int = 0, reason: str | None = None) -> bytes:
     """One answer on the wire."""
-    said = reason.encode()[:MAX_REASON] if reason else b""
+    said = reason.encode()[:MAX_REASON].decode("utf-8", "ignore").encode() if reason else b""
     return ANSWER.pack(token, outcome, status, len(said)) + said
 
 
 _Frames = list[tuple[int, Received, bytes]]
+_Rows = list[tuple[int, IncomingDelivery]]
 
 
 def _frames(
@@ -144,10 +145,10 @@ class _Inbox:
         return frames
 
 
-def _rows(frames: _Frames) -> tuple[list[tuple[int, IncomingDelivery]], list[bytes]]:
+def _rows(frames: _Frames) -> tuple[_Rows, list[bytes]]:
     """Each frame's row, and the answers of those that have none: unreadable bodies (a 400),
     and a body whose reading failed some other way (logged; it answers 503, the rest go on)."""
-    rows: list[tuple[int, IncomingDelivery]] = []
+    rows: _Rows = []
     answers: list[bytes] = []
     for token, received, body in frames:
         try:
@@ -162,12 +163,11 @@ def _rows(frames: _Frames) -> tuple[list[tuple[int, IncomingDelivery]], list[byt
     return rows, answers
 
 
-def _commit(database: Database, connection: Any, frames: _Frames) -> tuple[bytes, Any]:
-    """Read and commit a batch; the answers to send, and the connection to use next (None
-    after a failure, opened again for the next batch)."""
-    rows, answers = _rows(frames)
+def _commit(database: Database, connection: Any, rows: _Rows) -> tuple[bytes, Any]:
+    """Commit the rows read; their answers, and the connection to use next (None after a
+    failure, opened again for the next batch)."""
     if not rows:
-        return b"".join(answers), connection
+        return b"", connection
     try:
         if connection is None:
             connection = writer_connection(database)
@@ -176,7 +176,8 @@ def _commit(database: Database, connection: Any, frames: _Frames) -> tuple[bytes
         log.error("the intake could not commit a batch", error=type(error).__name__, detail=str(error)[:200])
         if connection is not None:
             discard(connection)
-        return b"".join([*answers, *(answer(token, FAILED) for token, _ in rows)]), None
+        return b"".join(answer(token, FAILED) for token, _ in rows), None
+    answers = []
     for (token, row), new in zip(rows, stored, strict=True):
         status = STATUSES.index(row.status)
         answers.append(answer(token, STORED if new else ALREADY_STORED, status, row.last_error))
@@ -206,8 +207,12 @@ def serve(channel: socket.socket, database: Database) -> None:
                 if not open_:
                     break  # a torn frame at the end: the server stopped mid-send, nothing to answer
                 continue
-            answers, connection = _commit(database, connection, frames)
+            rows, refused = _rows(frames)
             with contextlib.suppress(OSError):  # the server went away: its stores are failed there
+                if refused:  # a 400 (or a body that could not be read) waits for no commit
+                    channel.sendall(b"".join(refused))
+            answers, connection = _commit(database, connection, rows)
+            with contextlib.suppress(OSError):
                 channel.sendall(answers)
     finally:
         if connection is not None:

@@ -121,7 +121,7 @@ class _Answers(asyncio.Protocol):
             after = position + ANSWER.size + length
             if after > end:
                 break
-            reason = buffer[position + ANSWER.size : after].decode() if length else None
+            reason = buffer[position + ANSWER.size : after].decode(errors="replace") if length else None
             position = after
             self._settle(token, outcome, status, reason)
         del buffer[:position]

@@ -11,7 +11,7 @@ import orjson
 from aiohttp import web
 
 from app.contracts.traces import TRACING, SpanKind, set_attribute, span, traceparent
-from app.contracts.webhook_payloads import UnreadableBody
+from app.contracts.webhook_payloads import UnreadableBody, examine
 from app.runtime.metrics import Metrics, event_label
 from app.runtime.worker import Worker
 from app.settings import Settings
@@ -120,6 +120,12 @@ class WebhookReceiver:
         except UnreadableBody as unreadable:
             return self._reject(event, 400, str(unreadable))
         except Exception as error:
+            # The writer read nothing (timed out, flooded, gone): a body that is not JSON is
+            # still a 400, never a 503 that GitHub would be asked to send again.
+            try:
+                examine(event, body)
+            except UnreadableBody as unreadable:
+                return self._reject(event, 400, str(unreadable))
             return self._unavailable(received, error)
         self._metrics.ack_seconds.observe(time.perf_counter() - started)
         if not stored.new:

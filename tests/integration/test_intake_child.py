@@ -13,7 +13,18 @@ from sqlalchemy import select
 from app.contracts.webhook_payloads import UnreadableBody
 from app.store import intake_child
 from app.store.intake import Received, Stored
-from app.store.intake_child import ANSWER, FAILED, UNREADABLE, _commit, _frames, _Inbox
+from app.store.intake_child import (
+    ANSWER,
+    FAILED,
+    MAX_REASON,
+    STATUSES,
+    UNREADABLE,
+    _commit,
+    _frames,
+    _Inbox,
+    _rows,
+    answer,
+)
 from app.store.intake_process import ProcessDeliveryWriter
 from app.store.queue import deliveries
 from tests.conftest import sqlite_database
@@ -134,22 +145,35 @@ def test_a_body_whose_reading_fails_unexpectedly_fails_alone(
 
     monkeypatch.setattr(intake_child, "row_of", row_of)
     frames = [(1, received("ok"), COMMENT.encode()), (2, received("bad"), COMMENT.encode())]
-    answers, connection = _commit(database, None, frames)
-    assert sorted(answers_of(answers)) == [(1, 1), (2, FAILED)]
+    rows, refused = _rows(frames)
+    answers, connection = _commit(database, None, rows)
+    assert answers_of(b"".join(refused)) == [(2, FAILED)] and answers_of(answers) == [(1, 1)]
     assert set(stored(database)) == {"ok"}
     connection.close()
     database.close()
 
 
 def test_a_reason_is_sent_whole_and_an_unreadable_body_answers_unreadable(tmp_path: Path) -> None:
-    """The answers carry the reasons on the wire: parsed back whole, each after its header."""
+    """The answers carry the reasons on the wire: parsed back whole, each after its header; an
+    unreadable body's answer does not wait for the batch's commit."""
     database = sqlite_database(tmp_path / "railyard.db")
     database.migrate()
     frames = [(5, received("x"), b"[1]"), (6, received("y", event="installation"), COMMENT.encode())]
-    answers, connection = _commit(database, None, frames)
-    token, outcome, _, length = ANSWER.unpack_from(answers)
-    assert (token, outcome) == (5, UNREADABLE)
-    assert answers[ANSWER.size : ANSWER.size + length] == b"body is not a JSON object"
-    assert answers_of(answers) == [(5, UNREADABLE), (6, 1)]
+    rows, refused = _rows(frames)
+    token, outcome, _, length = ANSWER.unpack_from(refused[0])
+    assert (token, outcome) == (5, UNREADABLE) and len(refused) == 1
+    assert refused[0][ANSWER.size : ANSWER.size + length] == b"body is not a JSON object"
+    answers, connection = _commit(database, None, rows)
+    token, outcome, status, length = ANSWER.unpack_from(answers)
+    reason = answers[ANSWER.size : ANSWER.size + length].decode()
+    assert (token, outcome, STATUSES[status]) == (6, 1, "rejected")
+    assert reason == "installation payload lacks installation.account"
     connection.close()
     database.close()
+
+
+def test_a_reason_past_the_limit_is_cut_between_characters() -> None:
+    """Cut at `MAX_REASON` bytes, never inside a character: the server decodes every answer."""
+    said = answer(1, UNREADABLE, reason="é" * MAX_REASON)
+    length = ANSWER.unpack_from(said)[3]
+    assert length <= MAX_REASON and said[ANSWER.size :].decode() == "é" * (length // 2)
