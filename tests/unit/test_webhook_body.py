@@ -94,18 +94,19 @@ def oracle_mismatch(event: str, payload: dict[str, Any]) -> str | None:
     return None
 
 
-def assert_agrees(body: bytes) -> None:
+def assert_agrees(body: bytes, label: str = "") -> None:
     payload = orjson.loads(body)
     read = WebhookBody(body)
     assert read.text == body.decode() and read.size == len(body)
     for event in EVENTS:
-        assert describe(event, read) == oracle_describe(event, payload), event
-        assert mismatch(event, read) == oracle_mismatch(event, payload), event
+        assert describe(event, read) == oracle_describe(event, payload), (label, event)
+        assert mismatch(event, read) == oracle_mismatch(event, payload), (label, event)
 
 
-@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: f"{p.parent.parent.name}/{p.parent.name}/{p.name}")
-def test_every_real_example_reads_as_its_parsed_dicts_do_under_every_event(path: Path) -> None:
-    assert_agrees(path.read_bytes())
+def test_every_real_example_reads_as_its_parsed_dicts_do_under_every_event() -> None:
+    """All 245 of them (one test: each takes a millisecond, a test of its own costs more)."""
+    for path in EXAMPLES:
+        assert_agrees(path.read_bytes(), str(path.relative_to(FIXTURES)))
 
 
 SCALARS = st.one_of(
@@ -154,7 +155,7 @@ def _write(value: Any, escape: bool) -> str:
     return json.dumps(value)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=120, deadline=None)
 @given(members=_objects(2), escape=st.booleans())
 def test_generated_bodies_read_as_their_parsed_dicts_do(members: list[tuple[str, Any]], escape: bool) -> None:
     """Nulls, wrong types, huge integers, nested objects where intake looks, repeated and escaped keys."""
@@ -178,7 +179,7 @@ def _members_of(value: Any, decoys: bool) -> Any:
     return value
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(
     example=st.sampled_from(EXAMPLES),
     changes=st.lists(st.tuples(st.sampled_from(READ_PATHS), st.one_of(st.just(DELETE), VALUES)), max_size=4),
