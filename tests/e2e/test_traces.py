@@ -75,8 +75,13 @@ async def test_a_commands_webhook_is_one_trace_from_intake_to_its_effects(
     await world.say(
         "cody", f"/deliver commit={FIX} model=m1 tokens_in=1200 tokens_out=300 cost=0.42\n{SECRET_WORDS}."
     )
-    trace = _trace_of(spans, _last_delivery_id(world.database))
-    names = {s.name for s in trace}
+    delivery_id = _last_delivery_id(world.database)
+    for _ in range(200):  # the outbox marks an effect done just before its span ends
+        trace = _trace_of(spans, delivery_id)
+        names = {s.name for s in trace}
+        if "railyard.effect" in names:
+            break
+        await asyncio.sleep(0.01)
     assert {"railyard.intake", "railyard.delivery", "railyard.command", "railyard.effect"} <= names
     [command] = [s for s in trace if s.name == "railyard.command"]
     assert _attrs(command) == {
