@@ -95,9 +95,7 @@ class WebhookReceiver:
         if not verify_signature(body, signature, self._secrets):
             return self._reject(event, 401, "missing or wrong X-Hub-Signature-256")
         if not TRACING.on:
-            return await self._store(
-                Received(delivery_id, event, event in self._routed, self._clock()), body, started
-            )
+            return await self._store(self._received(event, delivery_id), body, started)
         attributes = {
             "railyard.delivery": delivery_id,
             "github.event": event_label(event),
@@ -105,10 +103,13 @@ class WebhookReceiver:
             "http.route": "/webhooks",
         }
         with span("railyard.intake", attributes, kind=SpanKind.SERVER):
-            received = Received(delivery_id, event, event in self._routed, self._clock(), traceparent())
-            response = await self._store(received, body, started)
+            response = await self._store(self._received(event, delivery_id, traceparent()), body, started)
             set_attribute("http.response.status_code", response.status)
             return response
+
+    def _received(self, event: str, delivery_id: str, parent: str | None = None) -> Received:
+        """A verified delivery, as the writer takes it: routed when a handler takes its event."""
+        return Received(delivery_id, event, event in self._routed, self._clock(), parent)
 
     async def _store(self, received: Received, body: bytes, started: float) -> web.Response:
         """Have the writer read the body and store it durably, and acknowledge it (400 when the
