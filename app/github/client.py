@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
+from datetime import datetime
 from json import dumps as json_dumps
 from json import loads as json_loads
 from typing import Any
@@ -158,6 +159,8 @@ class GitHubClient:
     async def start(self) -> None:
         """Open the connection pool, and import what the first installation token needs."""
         _warm_token_models()
+        if self._direct is not None:
+            self._direct.open()
         self._http = httpx.AsyncClient(
             base_url=self._base_url, timeout=self._timeout, transport=self._transport, headers=self._headers
         )
@@ -449,12 +452,24 @@ class GitHubClient:
         raise GitHubError(status, message)
 
 
+_EXPIRES_AT = "%Y-%m-%dT%H:%M:%SZ"
+"""How githubkit reads an installation token's `expires_at` (`githubkit.auth.app`)."""
+
+
 def _warm_token_models() -> None:
-    """githubkit imports its schema models and builds their validators when it parses the
-    first installation token: about a second of CPU in a command's path, per process. Done at
-    start instead, once, before any delivery waits on it."""
-    from githubkit_schemas.latest.models import BasicError, InstallationToken, ValidationError
+    """githubkit imports its schema models and builds their validators when it asks for and
+    parses the first installation token, and the standard library compiles the pattern of the
+    token's expiry on its first `strptime`: about a second of CPU in a command's path, per
+    process. Done at start instead, once, before any delivery waits on it."""
+    from githubkit_schemas.latest.models import (
+        AppInstallationsInstallationIdAccessTokensPostBody,
+        BasicError,
+        InstallationToken,
+        ValidationError,
+    )
     from pydantic import TypeAdapter
 
-    for model in (BasicError, InstallationToken, ValidationError):
+    asked = AppInstallationsInstallationIdAccessTokensPostBody
+    for model in (asked, BasicError, InstallationToken, ValidationError):
         TypeAdapter(model)
+    datetime.strptime("2026-01-01T00:00:00Z", _EXPIRES_AT)

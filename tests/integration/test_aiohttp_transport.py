@@ -120,6 +120,20 @@ async def test_an_answer_slower_than_the_read_timeout_is_a_read_timeout(server: 
             await client.get("/slow")
 
 
+async def test_opened_at_start_it_connects_nowhere_and_the_first_request_uses_that_session() -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    transport = AiohttpTransport()
+    transport.open()  # nothing listens there: opening connects to nothing, so it cannot fail
+    opened = transport._session
+    assert opened is not None
+    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", transport=transport) as client:
+        with pytest.raises(httpx.ConnectError):  # the connection is tried by the request only
+            await client.get("/echo")
+        assert transport._session is opened
+
+
 async def test_closing_the_client_closes_the_session(server: str) -> None:
     transport = AiohttpTransport()
     async with httpx.AsyncClient(base_url=server, transport=transport) as client:
