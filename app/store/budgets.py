@@ -29,6 +29,13 @@ _SPEND = (
     f"DO UPDATE SET spent = {budgets.name}.spent + 1 WHERE {budgets.name}.spent < ? RETURNING spent"
 )
 _SPENT = f"SELECT spent FROM {budgets.name} WHERE account_id = ? AND scope = ? AND window_start = ?"  # noqa: S608
+_SPEND_AND_COUNT = (
+    f"WITH taken AS ({_SPEND}) "  # noqa: S608
+    f"SELECT (SELECT count(*) FROM taken), ({_SPENT})"
+)
+"""PostgreSQL: `_SPEND` and `_SPENT` (of another budget's row) in one round trip. The read sees
+the statement's snapshot, as the second of two statements would at READ COMMITTED, less what
+commits between them; the spend is the upsert's own, under its row's lock either way."""
 _REFUND = (
     f"UPDATE {budgets.name} SET spent = spent - 1 "  # noqa: S608
     "WHERE account_id = ? AND scope = ? AND window_start = ? AND spent > 0"
@@ -97,10 +104,15 @@ class SqlBudgets:
         self, account_id: int, spending: Budget, counted: Budget
     ) -> tuple[int | None, int]:
         """`spend(spending)`, then how much of `counted` (another budget) the account used, in
-        one window even across an hour's end; two statements, as at READ COMMITTED one
-        transaction would see no more."""
+        one window even across an hour's end: on PostgreSQL one statement, on SQLite two."""
         now = self._clock()
-        return await self._spend(account_id, spending, now), await self._spent(account_id, counted, now)
+        if self._database.is_sqlite:  # no INSERT in a WITH there
+            return await self._spend(account_id, spending, now), await self._spent(account_id, counted, now)
+        window = (account_id, counted.scope, counted.window_start(now))
+        [(taken, marked)] = await self._database.write_here(
+            _SPEND_AND_COUNT, (*_spending(account_id, spending, now), *window)
+        )
+        return (None if taken else spending.retry_after(now)), int(marked or 0)
 
     async def _spend(self, account_id: int, budget: Budget, now: float) -> int | None:
         taken = await self._database.write_here(_SPEND, _spending(account_id, budget, now))

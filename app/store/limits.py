@@ -26,6 +26,11 @@ _TAKE_SLOT = (
     "RETURNING installation_id"
 )
 _NEXT_SLOT = f"SELECT next_content_write_at FROM {limits_table.name} WHERE installation_id = ?"  # noqa: S608
+_TAKE_OR_SAY = f"WITH taken AS ({_TAKE_SLOT}) SELECT (SELECT count(*) FROM taken), ({_NEXT_SLOT})"  # noqa: S608
+"""PostgreSQL: `_TAKE_SLOT`, and the slot that stood in its way, in one round trip. The read sees
+the statement's snapshot, taken before the upsert waited on the row's lock: a slot another
+process took meanwhile reads as free (or the row as missing), and is then at most `spacing`
+away (`claim_write`)."""
 _MOVE_PAUSE = (
     f"INSERT INTO {limits_table.name} (installation_id, paused_until, next_content_write_at) "  # noqa: S608
     "VALUES (?, ?, 0) ON CONFLICT (installation_id) DO UPDATE SET paused_until = "
@@ -59,6 +64,12 @@ class SharedLimits:
         lock, is false, and nothing comes back.
         """
         row_id = _row_id(installation_id)
+        if not self.database.is_sqlite:  # no INSERT in a WITH there
+            slot = (row_id, now + spacing, now, row_id)
+            [(taken, allowed)] = await self.database.write_here(_TAKE_OR_SAY, slot)
+            if taken:
+                return None
+            return float(allowed) if allowed is not None and allowed > now else now + spacing
         if await self.database.write_here(_TAKE_SLOT, (row_id, now + spacing, now)):
             return None
         allowed = await self.database.point_read_here(_NEXT_SLOT, (row_id,))

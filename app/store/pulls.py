@@ -15,9 +15,10 @@ from typing import Any
 
 from sqlalchemy import Connection, func, select, union
 
+from app.store.attempt_rows import attempts, delivery_records
 from app.store.database import insert_for
 from app.store.tables import PullRequestRow, table
-from app.store.tickets import attempts, delivery_records, tickets
+from app.store.tickets import tickets
 from handlers.ports import PullRequest
 from policies.clocks import end_of_second
 from policies.links import same_repository

@@ -12,10 +12,11 @@ from typing import Any
 
 from sqlalchemy import Connection, bindparam, select, update
 
+from app.store.attempt_rows import attempts
 from app.store.codec import ticket_from_data
 from app.store.database import Database, dialect_insert
 from app.store.tables import SignOfLifeRow, table
-from app.store.tickets import attempts, history, load, tickets
+from app.store.tickets import history, load, tickets
 from handlers.ports import Heard, RecordedEvent
 from policies.door import normalize_key
 from policies.model import Ticket, TicketKey

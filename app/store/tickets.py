@@ -22,12 +22,13 @@ from sqlalchemy import Connection, bindparam, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from app.contracts.effect_types import LimitedReply
+from app.store.attempt_rows import attempt_id_of, open_attempt, record_delivery
 from app.store.codec import audit_event, event_from_row, ticket_from_data, ticket_to_data
 from app.store.database import Database
 from app.store.effects import Effect, enqueue
 from app.store.replies import enqueue_reply
 from app.store.repositories import repository_named
-from app.store.tables import AttemptRow, DeliveryRecordRow, OperationRow, TicketEventRow, TicketRow, table
+from app.store.tables import OperationRow, TicketEventRow, TicketRow, table
 from handlers.ports import Change, ChangeContext, MergedTicket, Outcome, RecordedEvent
 from policies import audit
 from policies.commands import Context
@@ -45,8 +46,6 @@ MAX_CONFLICT_RETRIES = 20
 
 tickets = table(TicketRow)
 events_table = table(TicketEventRow)
-attempts = table(AttemptRow)
-delivery_records = table(DeliveryRecordRow)
 operations = table(OperationRow)
 
 # Statements are built once: building them per call costs more than the fsync.
@@ -78,9 +77,6 @@ _COMMANDS_SINCE = (
         operations.c.at >= bindparam("b_since"),
         operations.c.change.like("/%"),
     )
-)
-_SELECT_ATTEMPT = select(attempts.c.id).where(
-    attempts.c.ticket_id == bindparam("b_ticket"), attempts.c.number == bindparam("b_number")
 )
 # The door's read also takes the digest of the ticket's latest event (the next one chains from
 # it) in the same statement: no extra round trip, and the same snapshot as the revision.
@@ -118,9 +114,12 @@ def execute_in(
         try:
             # A savepoint: a conflict or a duplicate undoes this try only, not the caller's unit.
             with connection.begin_nested():
-                outcome = _execute_once(connection, key, change, context, expected_revision)
+                outcome = _execute_once(connection, key, change, context, expected_revision, installation_id)
                 if outcome.shown is not None:
-                    _show(connection, outcome.shown, installation_id, context.at.timestamp(), surfaces)
+                    # An applied change wrote the installation with the ticket's row.
+                    remembered = installation_id is not None and outcome.applied
+                    at = context.at.timestamp()
+                    _show(connection, outcome.shown, installation_id, at, surfaces, remembered=remembered)
                 return outcome
         except _ConflictError:
             # Read again: with an expected revision the next try finds the ticket moved and
@@ -251,11 +250,15 @@ def _show(
     installation_id: int | None,
     now: float,
     surfaces: SurfacesFor | None,
+    *,
+    remembered: bool = False,
 ) -> None:
-    """Remember the installation; enqueue the writes that show the ticket's new state."""
+    """Remember the installation (unless the ticket's write just did); enqueue the writes that
+    show the ticket's new state."""
     where = _key_params(ticket.key)
     if installation_id is not None:
-        connection.execute(_TICKET_HEARD_FROM, {**where, "installation_id": installation_id})
+        if not remembered:
+            connection.execute(_TICKET_HEARD_FROM, {**where, "installation_id": installation_id})
     else:
         installation_id = connection.execute(_TICKET_INSTALLATION, where).scalar()
     if surfaces is not None and installation_id is not None:
@@ -268,6 +271,7 @@ def _execute_once(
     change: Change,
     context: ChangeContext,
     expected_revision: int | None,
+    installation_id: int | None = None,
 ) -> Outcome:
     stored = _stored_outcome(connection, context.operation_id)
     if stored is not None:
@@ -293,7 +297,7 @@ def _execute_once(
     if not decision:
         return Outcome(context.operation_id, key, ticket.revision)
     after = apply_all(ticket, decision)
-    ticket_id = _save_ticket(connection, row.id if row else None, ticket, after, context)
+    ticket_id = _save_ticket(connection, row.id if row else None, ticket, after, context, installation_id)
     _append(connection, ticket_id, ticket, decision, row.digest if row else None)
     _record_operation(connection, key, ticket_id, change, context, after.revision, ticket.revision + 1)
     return Outcome(context.operation_id, key, after.revision, events=decision, shown=after)
@@ -330,9 +334,16 @@ def _stored_outcome(connection: Connection, operation_id: str) -> Outcome | None
 
 
 def _save_ticket(
-    connection: Connection, ticket_id: int | None, before: Ticket, after: Ticket, context: ChangeContext
+    connection: Connection,
+    ticket_id: int | None,
+    before: Ticket,
+    after: Ticket,
+    context: ChangeContext,
+    installation_id: int | None = None,
 ) -> int:
-    values = {
+    """Write the ticket's row at its new revision, with the installation that brought the news
+    when known (`_show` then need not write it again)."""
+    values: dict[str, Any] = {
         "revision": after.revision,
         "work": after.work.value if after.work else None,
         "integration": after.rails.integration.value,
@@ -340,6 +351,8 @@ def _save_ticket(
         "snapshot": ticket_to_data(after),
         "updated_at": context.at,
     }
+    if installation_id is not None:
+        values["installation_id"] = installation_id
     if ticket_id is None:
         created = connection.execute(
             insert(tickets),
@@ -390,69 +403,12 @@ def _append(
         connection.execute(insert(events_table), {**row, "digest": previous})
         if event.type in OPENS_ATTEMPT and event.data["attempt"] > attempt:
             attempt = event.data["attempt"]
-            attempt_ids[attempt] = _open_attempt(connection, ticket_id, before, event)
+            attempt_ids[attempt] = open_attempt(connection, ticket_id, before, event)
         if event.type is EventType.DELIVERED:
-            attempt_id = attempt_ids.get(event.data["attempt"]) or _attempt_id(
+            attempt_id = attempt_ids.get(event.data["attempt"]) or attempt_id_of(
                 connection, ticket_id, event.data["attempt"]
             )
-            _record_delivery(connection, ticket_id, attempt_id, event)
-
-
-def _open_attempt(connection: Connection, ticket_id: int, before: Ticket, event: Event) -> int:
-    if event.type is EventType.SENT_BACK:
-        runner, runner_id = event.data["runner"], event.data.get("runner_id")
-    else:
-        runner, runner_id = event.actor, event.actor_id
-    result = connection.execute(
-        insert(attempts),
-        {
-            "ticket_id": ticket_id,
-            "number": event.data["attempt"],
-            "runner": runner,
-            "runner_id": runner_id,
-            "opened_by": event.type.value,
-            "check_in_minutes": event.data.get("check_in_minutes", before.check_in_minutes),
-            "branch": event.data.get("branch", before.attempt_branch),
-            "operation_id": event.operation_id,
-            "opened_at": event.at,
-        },
-    )
-    key = result.inserted_primary_key
-    assert key is not None
-    return int(key[0])
-
-
-def _attempt_id(connection: Connection, ticket_id: int, number: int) -> int:
-    return int(connection.execute(_SELECT_ATTEMPT, {"b_ticket": ticket_id, "b_number": number}).scalar_one())
-
-
-def _record_delivery(connection: Connection, ticket_id: int, attempt_id: int, event: Event) -> None:
-    data = event.data
-    comment_at = data["comment_at"]
-    connection.execute(
-        insert(delivery_records),
-        {
-            "ticket_id": ticket_id,
-            "attempt_id": attempt_id,
-            "attempt": data["attempt"],
-            "runner": event.actor,
-            "runner_id": event.actor_id,
-            "summary": data["summary"],
-            "branch": data["branch"],
-            "commit_sha": data["commit"],
-            "pull_request": data["pull_request"],
-            "artifacts": list(data["artifacts"]),
-            "comment_id": data["comment_id"],
-            "comment_at": _parse(comment_at),
-            "operation_id": event.operation_id,
-            "policy_version": event.policy_version,
-            "created_at": event.at,
-        },
-    )
-
-
-def _parse(text: str | None) -> datetime | None:
-    return datetime.fromisoformat(text) if text else None
+            record_delivery(connection, ticket_id, attempt_id, event)
 
 
 def _actor(context: ChangeContext) -> tuple[str, int | None]:

@@ -3,11 +3,12 @@ call, never past the limit, shared by every process, forgotten once the window i
 
 from __future__ import annotations
 
+import asyncio
 from concurrent.futures import ThreadPoolExecutor
 
 from sqlalchemy import func, select
 
-from app.store.budgets import budgets, prune_budgets, refund, spend, spent
+from app.store.budgets import SqlBudgets, budgets, prune_budgets, refund, spend, spent
 from app.store.database import Database
 from policies.budgets import Budget
 
@@ -55,3 +56,27 @@ def test_a_refunded_reservation_can_be_taken_again_and_the_count_never_goes_belo
     for _ in range(5):
         refund(database, 42, HOUR, T0)
     assert spent(database, 42, HOUR, T0) == 0 and spent(database, 43, HOUR, T0) == 0
+
+
+MARK = Budget("roleless:acme/web", 1, 3600.0)
+
+
+async def test_spending_one_budget_reads_another_as_two_statements_would(database: Database) -> None:
+    """`spend_and_count` (one statement on PostgreSQL, two on SQLite): the spend is refused past
+    the limit with the seconds left, and the other budget's count is read as it stands."""
+    clock = iter([T0, T0 + 1, T0 + 2, T0 + 3, T0 + 4])
+    sql = SqlBudgets(database, lambda: next(clock))
+    assert await sql.spend_and_count(42, HOUR, MARK) == (None, 0)
+    spend(database, 42, MARK, T0)
+    assert await sql.spend_and_count(42, HOUR, MARK) == (None, 1)
+    assert await sql.spend_and_count(42, HOUR, MARK) == (None, 1)
+    assert await sql.spend_and_count(42, HOUR, MARK) == (3597, 1)  # the fourth: refused, counted on
+    assert await sql.spend_and_count(43, HOUR, MARK) == (None, 0)  # another account's are its own
+    assert spent(database, 42, HOUR, T0) == 3 and spent(database, 43, HOUR, T0) == 1
+
+
+async def test_racing_spends_and_counts_never_take_more_than_the_limit(database: Database) -> None:
+    """Twenty at once by one account, through the event loop's statements: exactly three taken."""
+    sql = SqlBudgets(database, lambda: T0)
+    answers = await asyncio.gather(*(sql.spend_and_count(42, HOUR, MARK) for _ in range(20)))
+    assert [retry for retry, _ in answers].count(None) == 3 and spent(database, 42, HOUR, T0) == 3

@@ -26,6 +26,23 @@ async def test_a_pause_written_is_read_back_and_a_missing_row_is_none(database: 
     )
 
 
+@pytest.mark.asyncio
+async def test_a_content_write_slot_goes_to_one_claimer_and_the_others_are_told_when_it_frees(
+    database: Database,
+) -> None:
+    """One slot per spacing for an installation, whoever races for it (one statement on
+    PostgreSQL, two on SQLite); a refused claimer gets the slot's time; a pause is kept apart."""
+    limits = SharedLimits(database)
+    answers = await asyncio.gather(*(limits.claim_write(7, 100.0, 1.0) for _ in range(6)))
+    assert answers.count(None) == 1 and sorted(answers, key=str)[:5] == [101.0] * 5
+    assert await limits.claim_write(8, 100.0, 1.0) is None  # another installation's own slot
+    assert await limits.claim_write(7, 100.5, 1.0) == 101.0
+    assert await limits.claim_write(7, 101.0, 1.0) is None  # freed: taken again
+    await limits.pause(7, until=160.0)
+    assert await limits.claim_write(7, 101.5, 1.0) == 102.0
+    assert await limits.paused_until(7, now=101.5) == 160.0  # the slot's upsert leaves the pause
+
+
 def test_a_driver_error_is_sqlalchemys_and_the_pool_stays_usable(database: Database) -> None:
     with pytest.raises(SQLAlchemyError):
         database.point_read("SELECT nothing FROM no_such_table WHERE id = ?", (1,))

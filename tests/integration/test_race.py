@@ -8,8 +8,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 from sqlalchemy import func, select
 
+from app.store.attempt_rows import attempts
 from app.store.database import Database
-from app.store.tickets import TicketService, attempts, events_table, operations
+from app.store.tickets import TicketService, events_table, operations
 from handlers.ports import Outcome
 from policies.commands import Accept, Claim, Command, Context, Deliver, Publish, SendBack
 from policies.model import Actor, TicketKey

@@ -8,10 +8,11 @@ from alembic.migration import MigrationContext
 from sqlalchemy import func, select, text
 from sqlalchemy.exc import DBAPIError
 
+from app.store.attempt_rows import attempts, delivery_records
 from app.store.codec import ticket_to_data
 from app.store.database import Database
 from app.store.tables import SQLModel
-from app.store.tickets import TicketService, attempts, delivery_records, events_table, operations
+from app.store.tickets import TicketService, events_table, operations
 from policies.commands import Accept, Claim, Deliver, Publish, Reopen, SendBack
 from policies.engine import apply
 from policies.model import Ticket, TicketKey
@@ -180,3 +181,29 @@ def test_repository_names_are_case_insensitive(database: Database) -> None:
     service, comments = TicketService(database), Comments()
     service.execute(TicketKey("Acme/Web", 12), Publish("Describe"), comments.context(REQUESTER))
     assert service.load(TicketKey("ACME/web", 12)) is not None
+
+
+def test_the_installation_that_brought_the_news_is_kept_with_the_ticket(database: Database) -> None:
+    """The ticket's writes are shown through the installation of its latest news: given with a
+    change (stored with the ticket's row when the change applies, or alone when it does not),
+    and found again for a change that names none (the watchdog's)."""
+    shown: list[tuple[int, int]] = []
+    service = TicketService(
+        database, surfaces=lambda installation, ticket: shown.append((installation, ticket.revision)) or []
+    )
+    comments = Comments()
+    assert service.execute(
+        KEY, Publish("Fix the flaky upload"), comments.context(REQUESTER), installation_id=7
+    ).applied
+    assert service.execute(
+        KEY, Claim(branch="agent/12-upload"), comments.context(RUNNER), installation_id=9
+    ).applied
+    assert (
+        service.execute(KEY, SendBack("Nothing to send back"), comments.context(REVIEWER)).refusal is not None
+    )
+    deliver = Deliver("Retries added", branch="agent/12-upload", commit="a" * 40)
+    assert service.execute(KEY, deliver, comments.context(RUNNER)).applied  # names no installation
+    with database.read() as connection:
+        kept = connection.execute(text("SELECT installation_id FROM tickets")).scalar_one()
+    assert kept == 9
+    assert shown == [(7, 2), (9, 3), (9, 4)]
