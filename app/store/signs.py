@@ -10,7 +10,7 @@ import functools
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, select, update
+from sqlalchemy import Connection, bindparam, case, select
 
 from app.store.attempt_rows import attempts
 from app.store.codec import ticket_from_data
@@ -40,36 +40,33 @@ def record_sign_of_life(connection: Connection, heard: Heard) -> bool:
     return True
 
 
-# Built once (a command records a sign, and building these cost more CPU than running them:
-# `docs/benchmarks.md`); each runs with the columns it sets and the `b_` values of its WHERE
-# (the ticket's id is read with `_TICKET_ID`, below).
-_ATTEMPT = (
-    signs_of_life.c.ticket_id == bindparam("b_ticket"),
-    signs_of_life.c.attempt == bindparam("b_attempt"),
-)
-# Only forward in time: the condition is evaluated under the row lock, so racing writers leave
-# the latest sign, whatever order they commit in.
-_LATER = update(signs_of_life).where(*_ATTEMPT, signs_of_life.c.at < bindparam("b_at"))
-_CONFIGURE = update(signs_of_life).where(*_ATTEMPT)
+# One statement a sign, built once per dialect and kind (a command records a sign, and
+# building it costs more CPU than running it: `docs/benchmarks.md`). The sign moves only
+# forward in time: the condition is evaluated under the row's lock (SET reads the stored row),
+# so racing writers leave the latest sign, whatever order they commit in. The configuration,
+# when the sign carries one, replaces the stored one whatever the sign's time.
+_CONFIGURATION = ("max_silence_minutes", "policy_version", "max_attempt_hours", "max_review_wait_hours")
 
 
 @functools.cache
-def _insert_sign(dialect: str) -> Any:
-    """The sign's INSERT, kept when the attempt already has one (the dialect's own ON CONFLICT)."""
-    return dialect_insert(dialect)(signs_of_life).on_conflict_do_nothing(
-        index_elements=["ticket_id", "attempt"]
-    )
+def _upsert_sign(dialect: str, configured: bool) -> Any:
+    """The sign's INSERT, or, when the attempt has one, its move forward (the dialect's own
+    ON CONFLICT): one round trip where an insert, an update and another took three."""
+    insert = dialect_insert(dialect)(signs_of_life)
+    later = signs_of_life.c.at < insert.excluded.at
+    moved: dict[str, Any] = {
+        name: case((later, insert.excluded[name]), else_=signs_of_life.c[name])
+        for name in ("at", "kind", "source")
+    }
+    if configured:
+        moved.update({name: insert.excluded[name] for name in _CONFIGURATION})
+    return insert.on_conflict_do_update(index_elements=["ticket_id", "attempt"], set_=moved)
 
 
 def _upsert(connection: Connection, ticket_id: int, heard: Heard) -> None:
-    configuration = _configuration(heard)
-    sign = {"at": heard.at, "kind": heard.kind, "source": heard.source}
-    first = {"ticket_id": ticket_id, "attempt": heard.attempt, **sign, **configuration}
-    connection.execute(_insert_sign(connection.dialect.name), first)
-    attempt = {"b_ticket": ticket_id, "b_attempt": heard.attempt}
-    connection.execute(_LATER, {**attempt, "b_at": heard.at, **sign})
-    if heard.max_silence_minutes is not None:
-        connection.execute(_CONFIGURE, {**attempt, **configuration})
+    sign = {"ticket_id": ticket_id, "attempt": heard.attempt, "at": heard.at, "kind": heard.kind}
+    row = {**sign, "source": heard.source, **_configuration(heard)}
+    connection.execute(_upsert_sign(connection.dialect.name, heard.max_silence_minutes is not None), row)
 
 
 def _configuration(heard: Heard) -> dict[str, Any]:
