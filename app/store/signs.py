@@ -32,41 +32,46 @@ def record_sign_of_life(connection: Connection, heard: Heard) -> bool:
     The configuration (limit, policy version), when given, replaces the stored one.
     """
     key = normalize_key(heard.key)
+    values = {"attempt": heard.attempt, "at": heard.at, "kind": heard.kind, "source": heard.source}
+    configuration = _configuration(heard)
+    statement = _upsert_sign(connection.dialect.name, tuple(configuration))
     where = {"b_repository": key.repository, "b_number": key.number}
-    ticket_id = connection.execute(_TICKET_ID, where).scalar_one_or_none()
-    if ticket_id is None:
-        return False
-    _upsert(connection, int(ticket_id), heard)
-    return True
+    stored = connection.execute(
+        statement, {**where, **{f"b_{k}": v for k, v in {**values, **configuration}.items()}}
+    )
+    return bool(stored.rowcount)
 
 
 # One statement a sign, built once per dialect and kind (a command records a sign, and
-# building it costs more CPU than running it: `docs/benchmarks.md`). The sign moves only
-# forward in time: the condition is evaluated under the row's lock (SET reads the stored row),
-# so racing writers leave the latest sign, whatever order they commit in. The configuration,
-# when the sign carries one, replaces the stored one whatever the sign's time.
-_CONFIGURATION = ("max_silence_minutes", "policy_version", "max_attempt_hours", "max_review_wait_hours")
+# building it costs more CPU than running it: `docs/benchmarks.md`): the ticket's id read, and
+# the sign inserted, or moved forward when the attempt has one (the dialect's own ON CONFLICT).
+# The sign moves only forward in time: the condition is evaluated under the row's lock (SET
+# reads the stored row), so racing writers leave the latest sign, whatever order they commit
+# in. The configuration, when the sign carries one, replaces the stored one whatever its time.
+_MOVES = ("at", "kind", "source")
+_CONFIGURED = ("max_silence_minutes", "policy_version", "max_attempt_hours", "max_review_wait_hours")
 
 
 @functools.cache
-def _upsert_sign(dialect: str, configured: bool) -> Any:
-    """The sign's INSERT, or, when the attempt has one, its move forward (the dialect's own
-    ON CONFLICT): one round trip where an insert, an update and another took three."""
-    insert = dialect_insert(dialect)(signs_of_life)
+def _upsert_sign(dialect: str, configuration: tuple[str, ...]) -> Any:
+    """INSERT ... SELECT the ticket's id ... ON CONFLICT: one round trip where a read, an insert
+    and one or two updates took four; no row when the issue is no ticket."""
+    given = ("attempt", *_MOVES, *configuration)
+    ticket = select(
+        tickets.c.id, *(bindparam(f"b_{name}", type_=signs_of_life.c[name].type) for name in given)
+    )
+    ticket = ticket.where(
+        tickets.c.repository == bindparam("b_repository"), tickets.c.number == bindparam("b_number")
+    )
+    insert = dialect_insert(dialect)(signs_of_life).from_select(["ticket_id", *given], ticket)
     later = signs_of_life.c.at < insert.excluded.at
     moved: dict[str, Any] = {
-        name: case((later, insert.excluded[name]), else_=signs_of_life.c[name])
-        for name in ("at", "kind", "source")
+        name: case((later, insert.excluded[name]), else_=signs_of_life.c[name]) for name in _MOVES
     }
-    if configured:
-        moved.update({name: insert.excluded[name] for name in _CONFIGURATION})
-    return insert.on_conflict_do_update(index_elements=["ticket_id", "attempt"], set_=moved)
-
-
-def _upsert(connection: Connection, ticket_id: int, heard: Heard) -> None:
-    sign = {"ticket_id": ticket_id, "attempt": heard.attempt, "at": heard.at, "kind": heard.kind}
-    row = {**sign, "source": heard.source, **_configuration(heard)}
-    connection.execute(_upsert_sign(connection.dialect.name, heard.max_silence_minutes is not None), row)
+    if configuration == _CONFIGURED:
+        moved.update({name: insert.excluded[name] for name in _CONFIGURED})
+    upsert = insert.on_conflict_do_update(index_elements=["ticket_id", "attempt"], set_=moved)
+    return upsert.execution_options(preserve_rowcount=True)  # SQLAlchemy counts INSERTs' rows only when asked
 
 
 def _configuration(heard: Heard) -> dict[str, Any]:
