@@ -19,8 +19,10 @@ a lost answer to a comment look safe to send again; hence this module.)
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import functools
+import ssl
 from collections.abc import Mapping
 from typing import Any
 
@@ -43,21 +45,28 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
         self._keepalive = keepalive_seconds
         self._trust_env = trust_env  # proxies and CA bundles from the environment, as httpx does
         self._session: aiohttp.ClientSession | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None  # the session's: a session serves one loop
+        self._tls: ssl.SSLContext | None = None  # made once: it serves any loop
         self._proxies: dict[tuple[str, str, int | None], tuple[URL | None, aiohttp.BasicAuth | None]] = {}
 
     def open(self) -> None:
         """Open the session now, in the running loop, rather than on the first request: its TLS
         context loads the CA bundle, 40 to 150 ms of CPU once per process, which a first command
-        would otherwise wait on (`GitHubClient.start`). Nothing connects until a request."""
+        would otherwise wait on (`GitHubClient.start`). Nothing connects until a request; a
+        request in another loop gets a session of its own (the TLS context is kept)."""
         self._open()
 
     def _open(self) -> aiohttp.ClientSession:
-        if self._session is None or self._session.closed:
+        loop = asyncio.get_running_loop()
+        if self._session is None or self._session.closed or self._loop is not loop:
+            if self._session is not None and self._loop is not None and self._loop.is_closed():
+                self._session.detach()  # its loop is gone, and with it anything to close
+            if self._tls is None:
+                self._tls = httpx.create_ssl_context(trust_env=self._trust_env)
             connector = aiohttp.TCPConnector(
-                limit=self._connections,
-                keepalive_timeout=self._keepalive,
-                ssl=httpx.create_ssl_context(trust_env=self._trust_env),
+                limit=self._connections, keepalive_timeout=self._keepalive, ssl=self._tls
             )
+            self._loop = loop
             self._session = aiohttp.ClientSession(
                 connector=connector,
                 cookie_jar=aiohttp.DummyCookieJar(),  # GitHub's API needs none; keep no state
