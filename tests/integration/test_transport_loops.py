@@ -9,6 +9,7 @@ import warnings
 
 import httpx
 from aiohttp import web
+from aiohttp.test_utils import TestServer
 
 from app.github.aiohttp_transport import AiohttpTransport
 
@@ -25,14 +26,9 @@ def test_opened_in_one_loop_it_still_answers_in_the_next() -> None:
     async def serve_and_ask(transport: AiohttpTransport) -> None:
         app = web.Application()
         app.router.add_get("/echo", _ok)
-        runner = web.AppRunner(app)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", transport=transport) as client:
-            answered.append((await client.get("/echo")).status_code)
-        await runner.cleanup()
+        async with TestServer(app, host="127.0.0.1") as server:
+            async with httpx.AsyncClient(transport=transport) as client:
+                answered.append((await client.get(str(server.make_url("/echo")))).status_code)
 
     async def start(transport: AiohttpTransport) -> None:
         transport.open()
