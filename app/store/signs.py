@@ -55,7 +55,7 @@ _CONFIGURED = ("max_silence_minutes", "policy_version", "max_attempt_hours", "ma
 @functools.cache
 def _upsert_sign(dialect: str, configuration: tuple[str, ...]) -> Any:
     """INSERT ... SELECT the ticket's id ... ON CONFLICT: one round trip where a read, an insert
-    and one or two updates took four; no row when the issue is no ticket."""
+    and one or two updates took three or four; no row when the issue is no ticket."""
     given = ("attempt", *_MOVES, *configuration)
     ticket = select(
         tickets.c.id, *(bindparam(f"b_{name}", type_=signs_of_life.c[name].type) for name in given)
