@@ -115,11 +115,9 @@ def execute_in(
             # A savepoint: a conflict or a duplicate undoes this try only, not the caller's unit.
             with connection.begin_nested():
                 outcome = _execute_once(connection, key, change, context, expected_revision, installation_id)
-                if outcome.shown is not None:
-                    # An applied change wrote the installation with the ticket's row.
-                    remembered = installation_id is not None and outcome.applied
-                    at = context.at.timestamp()
-                    _show(connection, outcome.shown, installation_id, at, surfaces, remembered=remembered)
+                if outcome.shown is not None:  # an applied change wrote the installation with its row
+                    at, applied = context.at.timestamp(), outcome.applied
+                    _show(connection, outcome.shown, installation_id, at, surfaces, remembered=applied)
                 return outcome
         except _ConflictError:
             # Read again: with an expected revision the next try finds the ticket moved and
@@ -256,11 +254,10 @@ def _show(
     """Remember the installation (unless the ticket's write just did); enqueue the writes that
     show the ticket's new state."""
     where = _key_params(ticket.key)
-    if installation_id is not None:
-        if not remembered:
-            connection.execute(_TICKET_HEARD_FROM, {**where, "installation_id": installation_id})
-    else:
+    if installation_id is None:
         installation_id = connection.execute(_TICKET_INSTALLATION, where).scalar()
+    elif not remembered:
+        connection.execute(_TICKET_HEARD_FROM, {**where, "installation_id": installation_id})
     if surfaces is not None and installation_id is not None:
         enqueue(connection, surfaces(installation_id, ticket), now)
 
