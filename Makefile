@@ -25,7 +25,7 @@ lock: setup
 	$(BIN)/uv pip compile pyproject.toml --extra dev $(LOCK) --output-file requirements-dev.lock
 
 # railyard's sdist and wheel in dist/ (the wheel built from the unpacked sdist, so no stale
-# build/ files get in), as tests/e2e/test_wheel_install.py and scripts/wheel-smoke build them.
+# build/ files get in), as tests/e2e/test_wheel_install.py builds it.
 wheel: setup
 	$(BIN)/python -m build --outdir dist .
 
@@ -48,12 +48,14 @@ lint: setup
 # Two passes: everything but `serial` on $(WORKERS) pytest-xdist workers (each its own PostgreSQL
 # database, ports and temporary files), then the timing-sensitive `serial` tests alone.
 # The 25 slowest tests of each pass are listed at its end. Markers and lanes: docs/testing.md.
-# Four workers on two cores too: the end-to-end tests mostly wait (docs/testing.md).
-WORKERS ?= 4
+# Eight workers on two cores: the end-to-end tests mostly wait (docs/testing.md). Each worker
+# holds at most two tests ahead (--maxschedchunk 2), so the `slow` tests, collected first,
+# start first on every worker rather than queueing behind each other on one.
+WORKERS ?= 8
 pytest: setup
 	command -v chromium >/dev/null || { apt-get update -qq && apt-get install -y -qq chromium; }
 	url="$$(./scripts/postgres-for-tests)" && \
-	RAILYARD_TEST_POSTGRES_URL="$$url" $(BIN)/pytest -n $(WORKERS) -m "not serial" --durations=25 && \
+	RAILYARD_TEST_POSTGRES_URL="$$url" $(BIN)/pytest -n $(WORKERS) --maxschedchunk 2 -m "not serial" --durations=25 && \
 	RAILYARD_TEST_POSTGRES_URL="$$url" $(BIN)/pytest -m serial --durations=25
 
 # The lint runs beside the tests (mypy takes most of a minute on a fresh clone, and the tests

@@ -39,6 +39,7 @@ from app.runtime.worker import Worker
 from app.settings import Settings
 from app.store.budgets import SqlBudgets
 from app.store.database import Database
+from app.store.effects import MIN_SURFACE_INTERVAL
 from app.store.http_cache import http_cache_bounds, shared_http_cache
 from app.store.intake import DeliveryWriter, IntakeWriter
 from app.store.intake_process import ProcessDeliveryWriter
@@ -242,6 +243,7 @@ def server(
     clock: Clock = time.time,
     run_worker: bool = True,
     outbox_spacing: float = 1.0,
+    surface_interval: float = MIN_SURFACE_INTERVAL,
     setup: SetupFlow | None = None,
 ) -> web.Application:
     """`railyard serve`'s application: everything it runs, built here; nothing connects until it
@@ -256,7 +258,8 @@ def server(
         served.setup = setup or start_setup(settings)
     if run_worker and settings.configured:
         served.worker = shell.worker(router, metrics, intake_busy=writer.saturated)
-        served.outbox = shell.outbox(metrics, clock=clock, spacing=outbox_spacing)
+        paced = {"spacing": outbox_spacing, "surface_interval": surface_interval}
+        served.outbox = shell.outbox(metrics, clock=clock, **paced)
         if served.outbox is not None:
             served.worker.processed = served.outbox.notify
         served.maintenance = _maintenance(settings, database, github, clock)

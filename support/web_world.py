@@ -85,7 +85,7 @@ async def web_world(tmp_path: Path, **overrides: str) -> AsyncIterator[WebWorld]
     async with running_standin(web_state()) as standin:
         url = f"sqlite:///{tmp_path}/railyard.db"
         settings = app_settings(url, **web_settings(tmp_path, standin.url, **overrides))
-        async with running_server(settings, outbox_spacing=0.0) as server:
+        async with running_server(settings) as server:
             yield WebWorld(server, standin, Database(url))
 
 

@@ -120,16 +120,30 @@ PROCESS_FILES = frozenset(
     }
 )
 
-# The slowest tests of a serial run (`pytest --durations=25`): 8 s or more each (a whole file, or
-# one test of it). `-m "not slow"` leaves them out.
+# The slowest tests (`--durations=30`): 8 s or more each alone, or 12 s in `make test`'s parallel
+# pass (a whole file, or one test of it). `-m "not slow"` leaves them out; the parallel pass
+# starts them first, so none of them is left running alone at its end.
 SLOW = frozenset(
     {
         "e2e/test_chaos.py",
         "e2e/test_crash.py",
         "e2e/test_kill_effects.py",
+        "e2e/test_postgres_takeover.py",
         "e2e/test_scale_bench.py",
+        "e2e/test_wheel_install.py",
+        "integration/test_lifecycle_properties.py",
         "integration/test_postgres_workers.py",
         "integration/test_rail_order.py::test_every_order_and_every_duplicate_ends_the_same",
+        "integration/test_intake.py::test_any_sequence_of_batches_matches_a_set_of_ids",
+        "integration/test_queue.py::test_claims_follow_per_ticket_order_whatever_happens",
+        "integration/test_cli.py::test_the_installed_console_script_migrates_and_reports",
+        "integration/test_lanes.py::test_a_worker_gets_a_database_of_its_own_created_on_first_use",
+        "integration/test_supervisor.py::test_a_failing_loop_goes_on_and_healthz_is_503_past_its_limit_then_200",
+        "unit/test_audit_chain.py::test_the_chain_breaks_at_exactly_the_edited_deleted_or_inserted_row",
+        "unit/test_validate_cli.py::test_the_installed_command_exits_with_the_verdict",
+        "unit/test_webhook_body.py::test_generated_bodies_read_as_their_parsed_dicts_do",
+        "e2e/test_errors.py::test_a_bad_setting_is_explained_in_a_few_lines",
+        "e2e/test_stalled_bodies.py::test_stalled_uploads_are_dropped_and_cannot_hold_more_than_the_cap",
         "e2e/test_rails_events.py::test_the_whole_repository_and_deployment_scenario_for_two_tickets",
         "e2e/test_rails_events.py::test_one_deployment_moves_every_merged_ticket_it_contains",
         "e2e/test_surfaces.py::test_ambiguous_failures_never_make_a_second_status_comment",
@@ -148,7 +162,8 @@ SERIAL = frozenset(
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Sets the lane markers from where each test lives and which fixtures it uses."""
+    """Sets the lane markers from where each test lives and which fixtures it uses, and puts
+    the `slow` tests first (in their order), so a parallel run starts them before the rest."""
     del config
     for item in items:
         try:
@@ -170,3 +185,4 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         serial = where in SERIAL or f"{where}::{function}" in SERIAL
         if serial or item.get_closest_marker("bench") is not None:
             item.add_marker(pytest.mark.serial)
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)

@@ -12,7 +12,7 @@
   out within `LEASE_SECONDS`, and another outbox takes its effects over.
 - Coalescing: a `coalesce` effect enqueued again while pending is not duplicated; renderers
   registered for its kind compute the payload from the latest state when it is performed,
-  so a burst of changes becomes one write, at most one per `min_interval` per surface.
+  so a burst of changes becomes one write, at most one per `surface_interval` per surface.
 - Rate limits: `RateLimited` reschedules at GitHub's time for the whole installation;
   content-creating writes are spaced `spacing` seconds apart per installation. Both live in
   the database (`app.store.limits`), shared by every process.
@@ -68,6 +68,7 @@ class Outbox:
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     lease_seconds: float = LEASE_SECONDS
     spacing: float = 1.0
+    surface_interval: float = MIN_SURFACE_INTERVAL
     poll_seconds: float = 0.5
     idle_poll_max_seconds: float = 2.0
     name: str = field(default_factory=worker_name)
@@ -75,7 +76,7 @@ class Outbox:
     stuck_after: float = 180.0
 
     def __post_init__(self) -> None:
-        self._leases = EffectLeases(self.database, self.name, self.lease_seconds)
+        self._leases = EffectLeases(self.database, self.name, self.lease_seconds, self.surface_interval)
         self._slots: Limits = self.limits or SharedLimits(self.database)
         self._wakeup = asyncio.Event()
         self._loop: Loop | None = None
@@ -206,7 +207,7 @@ class Outbox:
             else:
                 await self._done(row, result)
                 # A surface changed since (or meanwhile) is due again one interval after this write.
-                self._polls.due_at(self.clock() + MIN_SURFACE_INTERVAL)
+                self._polls.due_at(self.clock() + self.surface_interval)
                 self.metrics.outbox_done.labels(row["kind"]).inc()
 
     async def _failed_attempt(self, row: dict[str, Any], error: str, *, ambiguous: bool) -> None:
@@ -239,7 +240,7 @@ class Outbox:
         A change that lands while its status comment or check-run is being written re-enqueues
         the surface (its `updated_at` moves); marking that done would lose the change, so the
         effect keeps what GitHub answered (the comment or check-run id) and runs again, at most
-        one write per `MIN_SURFACE_INTERVAL`.
+        one write per `surface_interval`.
         """
         await self._leases.done(row, result, self.clock())
         set_attribute("railyard.outcome", "done")

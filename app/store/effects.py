@@ -37,18 +37,17 @@ def watch_enqueued() -> list[bool]:
 
 
 MIN_SURFACE_INTERVAL = 1.0
-"""Seconds between two writes of one surface (a status comment, a check-run)."""
+"""Seconds between two writes of one surface (a status comment, a check-run), by default: the
+outbox that writes one records when it may be written again (`EffectLeases`)."""
 
 
-def enqueue(
-    connection: Connection, effects: Sequence[Effect], now: float, min_interval: float = MIN_SURFACE_INTERVAL
-) -> None:
+def enqueue(connection: Connection, effects: Sequence[Effect], now: float) -> None:
     """Record effects in the caller's transaction (so they commit, or not, with the change)."""
     if not effects:
         return
     if (enqueued := _ENQUEUED.get()) is not None:
         enqueued[0] = True
-    keep, replace = _enqueue_statements(connection.dialect.name, min_interval)
+    keep, replace = _enqueue_statements(connection.dialect.name)
     parent = traceparent()
     for effect in effects:
         row = {
@@ -69,11 +68,12 @@ def enqueue(
 
 
 @functools.cache
-def _enqueue_statements(dialect: str, min_interval: float) -> tuple[Any, Any]:
+def _enqueue_statements(dialect: str) -> tuple[Any, Any]:
     """The two INSERTs `enqueue` runs, built once per dialect: building one for every effect
     cost more CPU than running it (`docs/benchmarks.md`). The first keeps an effect already
     recorded; the second, for a surface (`coalesce`), replaces its payload, and re-arms it
-    no sooner than `min_interval` after its last write."""
+    no sooner than its last write allows (a done effect's `next_attempt_at`, which
+    `EffectLeases.done` sets to the write's time plus the outbox's surface interval)."""
     statement = dialect_insert(dialect)(effects_table)
     later = dialect_later(dialect)
     current = effects_table.c
@@ -88,10 +88,8 @@ def _enqueue_statements(dialect: str, min_interval: float) -> tuple[Any, Any]:
             "attempts": case((was_pending, current.attempts), else_=0),
             "next_attempt_at": case(
                 (was_pending, current.next_attempt_at),
-                else_=later(
-                    statement.excluded.next_attempt_at,
-                    func.coalesce(current.done_at, 0) + min_interval,
-                ),
+                (current.status == DONE, later(statement.excluded.next_attempt_at, current.next_attempt_at)),
+                else_=statement.excluded.next_attempt_at,
             ),
         },
     )
@@ -138,8 +136,15 @@ class EffectLeases:
     read, JSON cast for PostgreSQL.
     """
 
-    def __init__(self, database: Database, owner: str, lease_seconds: float) -> None:
-        self.database, self.owner, self.lease_seconds = database, owner, lease_seconds
+    def __init__(
+        self,
+        database: Database,
+        owner: str,
+        lease_seconds: float,
+        surface_interval: float = MIN_SURFACE_INTERVAL,
+    ) -> None:
+        self.database, self.owner = database, owner
+        self.lease_seconds, self.surface_interval = lease_seconds, surface_interval
         self._json = "?" if database.is_sqlite else "CAST(? AS json)"
         # SQLite has one writer. PostgreSQL: ANY(ARRAY(...)) runs the locking subquery once,
         # where IN (...) may run it again for each row of a semi-join (and lease past `limit`).
@@ -178,12 +183,14 @@ class EffectLeases:
 
     async def done(self, row: dict[str, Any], result: dict[str, Any] | None, now: float) -> None:
         """Record a performed write; a surface enqueued again while it was written (its
-        `updated_at` moved) stays pending, due `MIN_SURFACE_INTERVAL` after this write. One
-        statement: which of the two it is, is decided under the row's lock."""
-        unchanged, again = row["updated_at"], now + MIN_SURFACE_INTERVAL
+        `updated_at` moved) stays pending. Either way the row's `next_attempt_at` becomes the
+        earliest time the surface may be written again (`surface_interval` after this write),
+        which `enqueue` keeps to when it re-arms a done surface. One statement: which of the
+        two it is, is decided under the row's lock."""
+        unchanged, again = row["updated_at"], now + self.surface_interval
         # A result of None is stored as JSON null, which reads back as None like SQL NULL.
         parameters = (
-            *(unchanged, unchanged, row["attempts"] + 1, unchanged, again, unchanged, now),
+            *(unchanged, unchanged, row["attempts"] + 1, again, unchanged, now),
             *(False, now, json.dumps(result), row["id"], self.owner),
         )
         await self.database.write_here(_DONE.format(json=self._json), parameters)
@@ -222,7 +229,7 @@ _DONE = (
     f"UPDATE {effects_table.name} SET "  # noqa: S608
     f"status = CASE WHEN updated_at = ? THEN '{DONE}' ELSE '{PENDING}' END, "
     "attempts = CASE WHEN updated_at = ? THEN ? ELSE 0 END, "
-    "next_attempt_at = CASE WHEN updated_at = ? THEN next_attempt_at ELSE ? END, "
+    "next_attempt_at = ?, "
     "updated_at = CASE WHEN updated_at = ? THEN ? ELSE updated_at END, "
     "lease_until = NULL, ambiguous = ?, done_at = ?, result = {json} "
     "WHERE id = ? AND lease_owner = ?"

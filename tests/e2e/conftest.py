@@ -23,7 +23,7 @@ async def world(tmp_path: Path) -> AsyncIterator[World]:
     async with running_standin(state) as standin:
         url = f"sqlite:///{tmp_path}/railyard.db"
         settings = app_settings(url, GITHUB_API_URL=standin.url, APP_ID="1")
-        async with running_server(settings, outbox_spacing=0.0) as server:
+        async with running_server(settings) as server:
             yield World(server, state, Database(url))
 
 

@@ -61,7 +61,7 @@ async def _world(tmp_path: Path, config: str) -> AsyncIterator[Setup]:
         settings = app_settings(
             url, GITHUB_API_URL=standin.url, APP_ID="1", ACCEPTANCE_RECHECK_SECONDS="0.05"
         )
-        async with running_server(settings, outbox_spacing=0.0, clock=wall) as server:
+        async with running_server(settings, clock=wall) as server:
             yield World(server, state, Database(url)), wall
 
 

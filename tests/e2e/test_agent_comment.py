@@ -91,7 +91,7 @@ async def agents(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterat
     async with running_standin(state) as standin:
         url = f"sqlite:///{tmp_path}/railyard.db"
         settings = app_settings(url, GITHUB_API_URL=standin.url, APP_ID="1")
-        async with running_server(settings, outbox_spacing=0.0) as server:
+        async with running_server(settings) as server:
             yield AgentWorld(World(server, state, Database(url)), standin.url, tmp_path)
 
 

@@ -426,7 +426,7 @@ async def test_reads_are_limited_per_account(tmp_path: Path) -> None:
     async with running_standin(standin_state()) as standin:
         url = f"sqlite:///{tmp_path}/railyard.db"
         settings = app_settings(url, GITHUB_API_URL=standin.url, APP_ID="1", API_READS_PER_MINUTE="5")
-        async with running_server(settings, outbox_spacing=0.0) as server:
+        async with running_server(settings) as server:
             await reads_limited(World(server, standin.state, Database(url)))
 
 
@@ -449,7 +449,7 @@ async def test_naming_one_public_repository_after_another_cannot_spend_the_apps_
     async with running_standin(standin_state()) as standin:
         url = f"sqlite:///{tmp_path}/railyard.db"
         settings = app_settings(url, GITHUB_API_URL=standin.url, APP_ID="1")
-        async with running_server(settings, outbox_spacing=0.0) as server:
+        async with running_server(settings) as server:
             world = World(server, standin.state, Database(url))
             for n in range(6):
                 world.github.add_repository(f"octo/public-{n}")

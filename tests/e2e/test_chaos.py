@@ -66,7 +66,7 @@ async def test_a_restarted_sqlite_server_takes_over_the_writes_a_killed_one_had_
         connection.execute(update(effects_table).values(lease_until=time.time() + 3600, lease_owner="dead"))
     async with running_standin(state) as standin:
         settings = app_settings(url, GITHUB_API_URL=standin.url, APP_ID="1")
-        async with running_server(settings, outbox_spacing=0.0) as server:
+        async with running_server(settings) as server:
             await World(server, state, database).outbox_settled(timeout=30.0)
 
     assert [r.content for r in state.reactions if r.comment_id == comment.id] == ["+1"]

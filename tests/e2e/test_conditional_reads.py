@@ -46,7 +46,7 @@ async def test_with_the_cache_off_every_read_is_counted(tmp_path: Path) -> None:
     async with running_standin(standin_state()) as standin:
         url = f"sqlite:///{tmp_path}/railyard.db"
         settings = app_settings(url, GITHUB_API_URL=standin.url, APP_ID="1", HTTP_CACHE_MAX_ROWS="0")
-        async with running_server(settings, outbox_spacing=0.0) as server:
+        async with running_server(settings) as server:
             world = World(server, standin.state, Database(url))
             await world.say("rachel", "/publish")
             world.github.calls.clear()

@@ -41,7 +41,7 @@ async def gated(database: Database) -> AsyncIterator[tuple[World, Webhooks, Sett
     state.history.add_line(REPO, BASE, M12, M14, HEAD)
     async with running_standin(state) as standin:
         settings = app_settings(database.url, GITHUB_API_URL=standin.url, APP_ID="1")
-        async with running_server(settings, outbox_spacing=0.0) as server:
+        async with running_server(settings) as server:
             yield World(server, state, database), Webhooks(state, standin.url), settings
 
 

@@ -31,7 +31,7 @@ async def views_world(database: Database, tmp_path: Path) -> AsyncIterator[World
     )  # fmt: skip
     async with running_standin(state) as standin:
         settings = app_settings(database.url, GITHUB_API_URL=standin.url, APP_ID="1")
-        async with running_server(settings, outbox_spacing=0.0) as server:
+        async with running_server(settings) as server:
             yield World(server, state, database)
 
 

@@ -25,7 +25,7 @@ async def org_world(database: Database) -> AsyncIterator[World]:
     del state.repositories[REPO].files[CONFIG_PATH]
     async with running_standin(state) as standin:
         settings = app_settings(database.url, GITHUB_API_URL=standin.url, APP_ID="1")
-        async with running_server(settings, outbox_spacing=0.0) as server:
+        async with running_server(settings) as server:
             yield World(server, state, database)
 
 

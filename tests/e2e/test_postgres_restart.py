@@ -82,7 +82,7 @@ async def world_on(cluster: PrivateCluster) -> AsyncIterator[World]:
     state = standin_state()
     async with running_standin(state) as standin:
         settings = app_settings(cluster.url, GITHUB_API_URL=standin.url, APP_ID="1")
-        async with running_server(settings, outbox_spacing=0.0) as server:
+        async with running_server(settings) as server:
             yield World(server, state, Database(cluster.url))
 
 

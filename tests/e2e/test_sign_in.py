@@ -178,7 +178,7 @@ async def test_signing_out_on_one_server_ends_the_session_on_the_other_at_once(
     await say_in(web, PRIVATE_REPO, "olivia", "/publish --no-code", 7)
     url = f"sqlite:///{tmp_path}/railyard.db"
     settings = app_settings(url, **web_settings(tmp_path, web.standin.url))
-    async with running_server(settings, outbox_spacing=0.0, run_worker=False) as other:
+    async with running_server(settings, run_worker=False) as other:
         async with web.browser_session() as client:
             page = await web.sign_in(client, "olivia")
             csrf = page.split('name="csrf" value="')[1].split('"')[0]

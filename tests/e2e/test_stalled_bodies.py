@@ -16,7 +16,7 @@ from app.web.bodies import IN_FLIGHT_BYTES
 from app.web.server import BODIES
 from github_standin import running_standin
 from support.world import REPO, World, standin_state
-from tests.fakes import app_settings, running_server
+from tests.fakes import process_intake_settings, running_server
 
 NEAR_24_MB = 24 * 1024 * 1024
 
@@ -52,8 +52,8 @@ async def test_stalled_uploads_are_dropped_and_cannot_hold_more_than_the_cap(tmp
     delivery sent afterwards is stored."""
     async with running_standin(standin_state()) as standin:
         url = f"sqlite:///{tmp_path}/railyard.db"
-        settings = app_settings(url, GITHUB_API_URL=standin.url, APP_ID="1")
-        async with running_server(settings, outbox_spacing=0.0) as server:
+        settings = process_intake_settings(url, GITHUB_API_URL=standin.url, APP_ID="1")
+        async with running_server(settings) as server:
             world = World(server, standin.state, Database(url))
             bodies = server.app[BODIES]
             most = 0
@@ -127,8 +127,8 @@ async def test_trickled_bodies_are_dropped_and_never_keep_a_webhook_out(tmp_path
     mb = 1024 * 1024
     async with running_standin(standin_state()) as standin:
         url = f"sqlite:///{tmp_path}/railyard.db"
-        settings = app_settings(url, GITHUB_API_URL=standin.url, APP_ID="1")
-        async with running_server(settings, outbox_spacing=0.0) as server:
+        settings = process_intake_settings(url, GITHUB_API_URL=standin.url, APP_ID="1")
+        async with running_server(settings) as server:
             bodies = server.app[BODIES]  # the same bounds, scaled down: 3 MB, 1 MB kept for small bodies
             bodies.capacity, bodies.stall, bodies.rate, bodies.reserve = 3 * mb, 1.0, 10 * mb, mb
             attack = [asyncio.create_task(trickled(server.url, 20 * mb, mb - 100, 0.5)) for _ in range(3)]

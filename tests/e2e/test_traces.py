@@ -193,7 +193,7 @@ async def test_otel_exporter_otlp_endpoint_sends_a_commands_trace_to_a_local_rec
     async with running_standin(state) as standin:
         url = f"sqlite:///{tmp_path}/railyard.db"
         settings = app_settings(url, GITHUB_API_URL=standin.url, APP_ID="1")
-        async with running_server(settings, outbox_spacing=0.0) as server:
+        async with running_server(settings) as server:
             assert TRACING.on
             world = World(server, state, Database(url))
             await world.say("rachel", f"/publish\n{SECRET_WORDS}")

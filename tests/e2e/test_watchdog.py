@@ -46,7 +46,7 @@ async def watched(tmp_path: Path) -> AsyncIterator[tuple[World, Wall]]:
     async with running_standin(standin_state()) as standin:
         url = f"sqlite:///{tmp_path}/railyard.db"
         settings = app_settings(url, GITHUB_API_URL=standin.url, APP_ID="1", WATCHDOG_INTERVAL_SECONDS="0.05")
-        async with running_server(settings, outbox_spacing=0.0, clock=wall) as server:
+        async with running_server(settings, clock=wall) as server:
             yield World(server, standin.state, Database(url)), wall
 
 

@@ -24,7 +24,7 @@ from app.store.database import Database
 from app.store.installations import status_of
 from app.store.queue import list_deliveries, requeue
 from app.web.server import WORKER
-from tests.fakes import app_settings, drained, example, running_server, signed_headers
+from tests.fakes import drained, example, process_intake_settings, running_server, signed_headers
 
 PING = example("api.github.com", "ping", "01-none.json")
 
@@ -48,7 +48,7 @@ async def test_a_comment_payload_sent_as_an_installation_event_changes_nothing(s
     assert comment["action"] == "deleted"
     replayed = json.dumps(comment).encode()
     database = Database(sqlite_url)
-    async with running_server(app_settings(sqlite_url)) as server:
+    async with running_server(process_intake_settings(sqlite_url)) as server:
         assert (await server.deliver("installation", created, "installed")).status == 202
         await drained(database)
         response = await server.deliver("installation", replayed, "replayed-as-installation")
@@ -70,7 +70,7 @@ async def test_an_installation_payload_sent_as_a_comment_is_rejected(sqlite_url:
     """The reverse replay: an `installation.deleted` body under `issue_comment` is stored rejected."""
     deleted = example("api.github.com", "installation", "01-deleted.json")
     database = Database(sqlite_url)
-    async with running_server(app_settings(sqlite_url)) as server:
+    async with running_server(process_intake_settings(sqlite_url)) as server:
         assert (await server.deliver("issue_comment", deleted, "deleted-as-comment")).status == 202
         assert (await server.deliver("issue_comment", deleted, "deleted-as-comment")).status == 200
         await drained(database)
@@ -91,7 +91,7 @@ def _metrics_text(server: Any) -> Any:
 
 async def test_unsigned_requests_with_made_up_events_do_not_grow_the_metrics(sqlite_url: str) -> None:
     """Rejections are counted under known event names or `other`, never the header's text."""
-    async with running_server(app_settings(sqlite_url)) as server:
+    async with running_server(process_intake_settings(sqlite_url)) as server:
         async with _metrics_text(server) as response:
             before = await response.text()
         for n in range(60):
@@ -110,7 +110,7 @@ async def test_unsigned_requests_with_made_up_events_do_not_grow_the_metrics(sql
 
 async def test_a_signed_delivery_of_an_unknown_event_is_counted_as_other(sqlite_url: str) -> None:
     """The event header is not signed: a stored unknown event counts as `other` too."""
-    async with running_server(app_settings(sqlite_url)) as server:
+    async with running_server(process_intake_settings(sqlite_url)) as server:
         for n in range(5):
             assert (await server.deliver(f"invented-{n}", b'{"action": "x"}', f"i{n}")).status == 202
         assert (await server.deliver("invented-0", b'{"action": "x"}', "i0")).status == 200
@@ -159,7 +159,7 @@ async def test_a_compressed_body_is_refused_with_415_and_never_inflated(
     """A signed gzip bomb (260 KB that inflates to 256 MB) gets 415, and no decompressor ever runs."""
     bomb = _bomb()
     headers = {**signed_headers(bomb, "ping", "bomb"), "Content-Encoding": encoding}
-    async with running_server(app_settings(sqlite_url)) as server:
+    async with running_server(process_intake_settings(sqlite_url)) as server:
         async with server.client.post("/webhooks", data=bomb, headers=headers) as response:
             assert response.status == 415
             assert "Content-Encoding" in (await response.json())["message"]
@@ -170,7 +170,7 @@ async def test_a_compressed_body_is_refused_with_415_and_never_inflated(
 async def test_content_encoding_identity_is_accepted(sqlite_url: str) -> None:
     """`Content-Encoding: identity` is plain JSON and is stored like any other delivery."""
     headers = {**signed_headers(PING, "ping", "plain"), "Content-Encoding": "identity"}
-    async with running_server(app_settings(sqlite_url)) as server:
+    async with running_server(process_intake_settings(sqlite_url)) as server:
         async with server.client.post("/webhooks", data=PING, headers=headers) as response:
             assert response.status == 202
 
@@ -240,7 +240,7 @@ async def test_a_locked_database_answers_503_while_the_lock_is_held_then_stores_
         take = _sqlite_exclusive(database.url.removeprefix("sqlite:///"))
     else:
         take = _postgres_table_lock(database)
-    async with running_server(app_settings(database.url)) as server:
+    async with running_server(process_intake_settings(database.url)) as server:
         async with _HeldLock(take) as lock:
             response = await server.deliver("ping", PING, "while-locked")
             answered_while_held = lock.held
@@ -254,7 +254,7 @@ async def test_a_locked_database_answers_503_while_the_lock_is_held_then_stores_
 
 async def test_a_wrong_secret_is_logged_once_a_window_not_once_a_request(sqlite_url: str) -> None:
     """Refusals are visible in the log with their reason, and a flood of them is one line."""
-    async with running_server(app_settings(sqlite_url)) as server:
+    async with running_server(process_intake_settings(sqlite_url)) as server:
         with capture_logs() as logs:
             for n in range(20):
                 assert (await server.deliver("ping", PING, f"guess-{n}", secret="guess")).status == 401
@@ -268,7 +268,7 @@ async def test_a_wrong_secret_is_logged_once_a_window_not_once_a_request(sqlite_
 async def test_a_redelivered_unknown_event_is_processed_under_the_label_other(sqlite_url: str) -> None:
     """`railyard redeliver` of a stored unknown event runs it, and the worker's metrics say `other`."""
     database = Database(sqlite_url)
-    async with running_server(app_settings(sqlite_url)) as server:
+    async with running_server(process_intake_settings(sqlite_url)) as server:
         assert (await server.deliver("invented-event", b'{"action": "x"}', "odd")).status == 202
         assert requeue(database, ["odd"], time.time()) == ["odd"]
         server.app[WORKER].notify()
@@ -285,7 +285,7 @@ async def test_a_delivery_id_that_is_not_printable_ascii_is_refused_with_400(
 ) -> None:
     """GitHub's delivery ids are UUIDs: anything else in that header is refused before it could
     reach the database or a log, and nothing is stored."""
-    async with running_server(app_settings(sqlite_url)) as server:
+    async with running_server(process_intake_settings(sqlite_url)) as server:
         headers = signed_headers(PING, "ping", delivery_id)
         async with server.client.post("/webhooks", data=PING, headers=headers) as response:
             assert response.status == 400

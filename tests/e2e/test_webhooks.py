@@ -13,7 +13,7 @@ from app.store.installations import active_repositories, status_of
 from app.store.queue import list_deliveries
 from github_standin import repository_id
 from support.world import REPO, World
-from tests.fakes import FIXTURES, app_settings, drained, example, running_server, signed_headers
+from tests.fakes import FIXTURES, drained, example, process_intake_settings, running_server, signed_headers
 
 PING = example("api.github.com", "ping", "01-none.json")
 SUBSCRIBED = (*SUBSCRIBED_EVENTS, *UNLISTED_EVENTS)
@@ -27,7 +27,7 @@ def sqlite_url(tmp_path: Path) -> str:
 
 async def test_a_signed_delivery_is_stored_and_acknowledged_with_202(sqlite_url: str) -> None:
     """202 once stored; the worker then processes it."""
-    async with running_server(app_settings(sqlite_url)) as server:
+    async with running_server(process_intake_settings(sqlite_url)) as server:
         response = await server.deliver("ping", PING, "delivery-1")
         assert response.status == 202
         await drained(Database(sqlite_url))
@@ -37,7 +37,7 @@ async def test_a_signed_delivery_is_stored_and_acknowledged_with_202(sqlite_url:
 
 async def test_the_same_delivery_id_twice_answers_200_and_stores_one_row(sqlite_url: str) -> None:
     """GitHub's redelivery of a stored delivery changes nothing."""
-    async with running_server(app_settings(sqlite_url)) as server:
+    async with running_server(process_intake_settings(sqlite_url)) as server:
         assert (await server.deliver("ping", PING, "same")).status == 202
         assert (await server.deliver("ping", PING, "same")).status == 200
     assert len(list_deliveries(Database(sqlite_url))) == 1
@@ -61,7 +61,7 @@ async def test_a_missing_or_wrong_signature_is_refused_with_401(
         headers["X-Hub-Signature-256"] = headers["X-Hub-Signature-256"].replace("sha256=", "sha1=")
     else:
         body = PING.replace(b"Anything", b"Everything")
-    async with running_server(app_settings(sqlite_url)) as server:
+    async with running_server(process_intake_settings(sqlite_url)) as server:
         async with server.client.post("/webhooks", data=body, headers=headers) as response:
             assert response.status == status
             assert "signature" in (await response.json())["message"].lower()
@@ -70,7 +70,7 @@ async def test_a_missing_or_wrong_signature_is_refused_with_401(
 
 async def test_any_of_several_secrets_is_accepted_for_rotation(sqlite_url: str) -> None:
     """WEBHOOK_SECRET may list the old and the new secret while they rotate."""
-    settings = app_settings(sqlite_url, WEBHOOK_SECRET="old-secret, new-secret")
+    settings = process_intake_settings(sqlite_url, WEBHOOK_SECRET="old-secret, new-secret")
     async with running_server(settings) as server:
         assert (await server.deliver("ping", PING, "old", secret="old-secret")).status == 202
         assert (await server.deliver("ping", PING, "new", secret="new-secret")).status == 202
@@ -90,7 +90,7 @@ async def test_any_of_several_secrets_is_accepted_for_rotation(sqlite_url: str) 
 )
 async def test_a_body_that_is_not_a_json_object_gets_400(sqlite_url: str, body: bytes, message: str) -> None:
     """Correctly signed garbage is a client error, never a 5xx, and is not stored."""
-    async with running_server(app_settings(sqlite_url)) as server:
+    async with running_server(process_intake_settings(sqlite_url)) as server:
         response = await server.deliver("ping", body, "garbage")
         assert response.status == 400
         assert message in await response.text()
@@ -102,7 +102,7 @@ async def test_missing_github_headers_get_400(sqlite_url: str, missing: str) -> 
     """A request without GitHub's headers is not a webhook delivery."""
     headers = signed_headers(PING, "ping", "no-headers")
     del headers[missing]
-    async with running_server(app_settings(sqlite_url)) as server:
+    async with running_server(process_intake_settings(sqlite_url)) as server:
         async with server.client.post("/webhooks", data=PING, headers=headers) as response:
             assert response.status == 400
 
@@ -110,7 +110,7 @@ async def test_missing_github_headers_get_400(sqlite_url: str, missing: str) -> 
 async def test_a_body_over_25_mb_gets_413(sqlite_url: str) -> None:
     """GitHub caps payloads at 25 MB; anything larger is refused before it is read whole."""
     body = json.dumps({"zen": "x" * (25 * 1024 * 1024 + 10)}).encode()
-    async with running_server(app_settings(sqlite_url)) as server:
+    async with running_server(process_intake_settings(sqlite_url)) as server:
         response = await server.deliver("ping", body, "huge")
         assert response.status == 413
 
@@ -118,14 +118,14 @@ async def test_a_body_over_25_mb_gets_413(sqlite_url: str) -> None:
 async def test_a_body_just_under_the_limit_is_stored(sqlite_url: str) -> None:
     """A 20 MB payload (aiohttp's default limit is 1 MiB) is accepted."""
     body = json.dumps({"zen": "x" * (20 * 1024 * 1024)}).encode()
-    async with running_server(app_settings(sqlite_url)) as server:
+    async with running_server(process_intake_settings(sqlite_url)) as server:
         assert (await server.deliver("ping", body, "big")).status == 202
 
 
 async def test_an_event_the_app_does_not_handle_is_stored_as_ignored(sqlite_url: str) -> None:
     """202, and the row says `ignored`: nothing acknowledged is ever lost."""
     body = json.dumps({"action": "created", "starred_at": None}).encode()
-    async with running_server(app_settings(sqlite_url)) as server:
+    async with running_server(process_intake_settings(sqlite_url)) as server:
         assert (await server.deliver("star", body, "a-star")).status == 202
     [stored] = list_deliveries(Database(sqlite_url))
     assert (stored["event"], stored["status"]) == ("star", "ignored")
@@ -133,7 +133,7 @@ async def test_an_event_the_app_does_not_handle_is_stored_as_ignored(sqlite_url:
 
 async def test_setup_mode_answers_503_and_stores_nothing(sqlite_url: str) -> None:
     """Without app credentials the server runs but refuses webhooks."""
-    async with running_server(app_settings(sqlite_url, APP_ID="")) as server:
+    async with running_server(process_intake_settings(sqlite_url, APP_ID="")) as server:
         response = await server.deliver("ping", PING, "too-early")
         assert response.status == 503
         async with server.client.get("/healthz") as health:
@@ -143,7 +143,7 @@ async def test_setup_mode_answers_503_and_stores_nothing(sqlite_url: str) -> Non
 
 async def test_healthz_reports_database_loops_and_queue(sqlite_url: str) -> None:
     """The health check says what an operator needs to know: the database, every loop, the queue."""
-    async with running_server(app_settings(sqlite_url)) as server:
+    async with running_server(process_intake_settings(sqlite_url)) as server:
         async with server.client.get("/healthz") as response:
             report = await response.json()
     assert response.status == 200
@@ -155,7 +155,7 @@ async def test_healthz_reports_database_loops_and_queue(sqlite_url: str) -> None
 
 async def test_metrics_are_prometheus_text_behind_the_token(sqlite_url: str) -> None:
     """/metrics counts deliveries by event and outcome, and needs METRICS_TOKEN when set."""
-    async with running_server(app_settings(sqlite_url, METRICS_TOKEN="let-me-see")) as server:
+    async with running_server(process_intake_settings(sqlite_url, METRICS_TOKEN="let-me-see")) as server:
         await server.deliver("ping", PING, "counted")
         await server.deliver("ping", PING, "counted")
         async with server.client.get("/metrics") as refused:
@@ -206,7 +206,7 @@ async def test_uninstalling_stops_all_actions_and_keeps_the_records(sqlite_url: 
     deleted = {**created, "action": "deleted"}
     later = json.loads(example("api.github.com", "ping", "01-none.json"))
     later["installation"] = {"id": installation_id}
-    async with running_server(app_settings(sqlite_url)) as server:
+    async with running_server(process_intake_settings(sqlite_url)) as server:
         database = Database(sqlite_url)
         await server.deliver("installation", json.dumps(created).encode(), "installed")
         await drained(database)

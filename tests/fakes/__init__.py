@@ -48,6 +48,7 @@ from support.servers import app_settings as app_settings
 from support.servers import drained as drained
 from support.servers import free_port as free_port
 from support.servers import private_key_pem as private_key_pem
+from support.servers import process_intake_settings as process_intake_settings
 from support.servers import running_server as running_server
 from support.servers import server_env as server_env
 from support.servers import signed_headers as signed_headers

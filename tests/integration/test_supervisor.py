@@ -20,7 +20,7 @@ from app.bootstrap import server
 from app.runtime.supervisor import Loop, Supervisor
 from app.store.intake_process import ProcessDeliveryWriter
 from app.web.server import SUPERVISOR, WRITER
-from tests.fakes import app_settings
+from tests.fakes import process_intake_settings
 
 
 @dataclass
@@ -57,7 +57,7 @@ async def server_with(extra: Loop, clock: Callable[[], float]) -> AsyncIterator[
     """The real server on SQLite, its own loops plus `extra`, reported on by `clock`."""
 
     async def start(tmp: Path) -> tuple[web.AppRunner, web.Application, str]:
-        app = server(app_settings(f"sqlite:///{tmp}/railyard.db"))
+        app = server(process_intake_settings(f"sqlite:///{tmp}/railyard.db"))
         app[SUPERVISOR] = Supervisor([*app[SUPERVISOR].loops, extra], clock=clock)
         runner = web.AppRunner(app, access_log=None)
         await runner.setup()

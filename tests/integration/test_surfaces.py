@@ -125,3 +125,30 @@ async def test_a_hundred_changes_within_a_second_make_at_most_three_writes_per_s
     assert 1 <= burst["status comment"] <= 3 and 1 <= burst["check-run"] <= 3, burst
     [status] = [c.body for c in rig.github.comments.values() if c.app_id]
     assert status.startswith("**Work: claimed · Repository: PR open (#34)")
+
+
+@pytest.mark.parametrize("interval", [1.0, 5.0])
+async def test_a_written_surface_is_written_again_no_sooner_than_the_outbox_interval(
+    rig: Rig, interval: float
+) -> None:
+    """A change right after a status comment's write waits `surface_interval` for the next."""
+    outbox = Outbox(
+        rig.services.database, rig.outbox.github, Metrics(), app_id=1, clock=rig.clock,
+        spacing=0.0, surface_interval=interval, renderers=rig.services.surfaces().renderers(),
+    )  # fmt: skip
+    command(rig, Draft(), "rachel", Role.REQUESTER, 1)
+    command(rig, Publish(description="Resumable uploads"), "rachel", Role.REQUESTER, 2)
+    while await outbox.run_once():
+        pass
+    assert not effect_counts(rig.services.database).get("pending")
+    before = writes(rig)["status comment"]
+    command(rig, Claim(), "cody", Role.RUNNER, 3)  # at the write's own instant
+    rig.clock.now += interval - 0.01
+    while await outbox.run_once():
+        pass
+    assert writes(rig)["status comment"] == before, "written again within the interval"
+    rig.clock.now += 0.01
+    while await outbox.run_once():
+        pass
+    assert writes(rig)["status comment"] == before + 1
+    assert not effect_counts(rig.services.database).get("pending")
