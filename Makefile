@@ -48,14 +48,15 @@ lint: setup
 # Two passes: everything but `serial` on $(WORKERS) pytest-xdist workers (each its own PostgreSQL
 # database, ports and temporary files), then the timing-sensitive `serial` tests alone.
 # The 25 slowest tests of each pass are listed at its end. Markers and lanes: docs/testing.md.
-# Eight workers on two cores: the end-to-end tests mostly wait (docs/testing.md). Each worker
-# holds at most two tests ahead (--maxschedchunk 2), so the `slow` tests, collected first,
-# start first on every worker rather than queueing behind each other on one.
+# Eight workers on two cores: the end-to-end tests mostly wait (docs/testing.md). Tests are
+# handed out one at a time, in their collected order (the `slow` ones first), a file marked
+# `xdist_group` all to one worker (--dist loadgroup --no-loadscope-reorder).
 WORKERS ?= 8
+DIST := -n $(WORKERS) --dist loadgroup --no-loadscope-reorder
 pytest: setup
 	command -v chromium >/dev/null || { apt-get update -qq && apt-get install -y -qq chromium; }
 	url="$$(./scripts/postgres-for-tests)" && \
-	RAILYARD_TEST_POSTGRES_URL="$$url" $(BIN)/pytest -n $(WORKERS) --maxschedchunk 2 -m "not serial" --durations=25 && \
+	RAILYARD_TEST_POSTGRES_URL="$$url" $(BIN)/pytest $(DIST) -m "not serial" --durations=25 && \
 	RAILYARD_TEST_POSTGRES_URL="$$url" $(BIN)/pytest -m serial --durations=25
 
 # The lint runs beside the tests (mypy takes most of a minute on a fresh clone, and the tests

@@ -50,15 +50,10 @@ def server_env(database_url: str, github_url: str, **extra: str) -> dict[str, st
 
 
 def app_settings(database_url: str, **overrides: str) -> Settings:
-    """Settings of a configured app (setup mode when APP_ID is overridden to '').
-
-    The intake is written on a thread (`INTAKE_WRITER=thread`) unless a test asks for the
-    writer process, railyard's default on SQLite (`process_intake_settings`): that process
-    costs about 1.2 s of CPU to start (its imports), and most tests start a server for what
-    happens after the intake. The door's tests, the writer's own and every test that runs
-    `railyard serve` as a process use the writer process."""
+    """Settings of a configured app (setup mode when APP_ID is overridden to ''), with
+    railyard's defaults otherwise: the benches measure those. Tests take theirs from
+    `tests.fakes` (`TEST_SETTINGS`)."""
     values = {
-        "INTAKE_WRITER": "thread",
         "APP_ID": "12345",
         "PRIVATE_KEY": private_key_pem(),
         "WEBHOOK_SECRET": WEBHOOK_SECRET,
@@ -69,23 +64,24 @@ def app_settings(database_url: str, **overrides: str) -> Settings:
     return Settings(_env_file=None, **{k: v for k, v in values.items() if v != ""})  # type: ignore[arg-type]
 
 
-def process_intake_settings(database_url: str, **overrides: str) -> Settings:
-    """`app_settings` with railyard's default intake on SQLite: the writer process."""
-    return app_settings(database_url, INTAKE_WRITER="process", **overrides)
-
+TEST_SETTINGS = {"INTAKE_WRITER": "thread"}
+"""What the tests' servers change in `app_settings` (docs/testing.md): the intake written on a
+thread, not by the writer process (railyard's default on SQLite), which costs about 1.2 s of CPU
+to start (its imports) in every server a test starts. The door's tests, the writer's own and every
+test that runs `railyard serve` as a process keep the writer process."""
 
 UNPACED = {"outbox_spacing": 0.0, "surface_interval": 0.0}
-"""The outbox's pacing of GitHub writes, off unless a test asks for it: the second between an
-installation's content writes and the second between two edits of one surface would make every
-command wait a second in tests that are not about them (tests/integration/test_outbox.py and
-test_surfaces.py are)."""
+"""The outbox's pacing of GitHub writes, off in the tests' servers unless a test asks for it: the
+second between an installation's content writes and the second between two edits of one surface
+would make every command wait a second in tests that are not about them
+(tests/integration/test_outbox.py and test_surfaces.py are)."""
 
 
 @asynccontextmanager
 async def running_server(settings: Settings, **create_options: Any) -> AsyncIterator[ServerHandle]:
     """The real aiohttp server, started on 127.0.0.1 with a free port, and a client for it;
-    `create_options` go to `app.bootstrap.server` (unpaced unless they say otherwise)."""
-    app = server(settings, **{**UNPACED, **create_options})
+    `create_options` go to `app.bootstrap.server`."""
+    app = server(settings, **create_options)
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)

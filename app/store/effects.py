@@ -72,8 +72,9 @@ def _enqueue_statements(dialect: str) -> tuple[Any, Any]:
     """The two INSERTs `enqueue` runs, built once per dialect: building one for every effect
     cost more CPU than running it (`docs/benchmarks.md`). The first keeps an effect already
     recorded; the second, for a surface (`coalesce`), replaces its payload, and re-arms it
-    no sooner than its last write allows (a done effect's `next_attempt_at`, which
-    `EffectLeases.done` sets to the write's time plus the outbox's surface interval)."""
+    no sooner than its row's `next_attempt_at`: after a write, the write's time plus the
+    outbox's surface interval (`EffectLeases.done`); a surface cancelled while it waited keeps
+    its wait; a failed one's last attempt is past."""
     statement = dialect_insert(dialect)(effects_table)
     later = dialect_later(dialect)
     current = effects_table.c
@@ -88,8 +89,7 @@ def _enqueue_statements(dialect: str) -> tuple[Any, Any]:
             "attempts": case((was_pending, current.attempts), else_=0),
             "next_attempt_at": case(
                 (was_pending, current.next_attempt_at),
-                (current.status == DONE, later(statement.excluded.next_attempt_at, current.next_attempt_at)),
-                else_=statement.excluded.next_attempt_at,
+                else_=later(statement.excluded.next_attempt_at, current.next_attempt_at),
             ),
         },
     )

@@ -17,12 +17,15 @@ from tests.fakes import app_settings, running_server
 
 
 @pytest.fixture
-async def world(tmp_path: Path) -> AsyncIterator[World]:
-    """A configured server talking to the stand-in."""
+async def world(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[World]:
+    """A configured server talking to the stand-in. Its intake is written on a thread, or by the
+    writer process (railyard's default on SQLite) when a test parametrizes `world` indirectly
+    with "process"."""
     state = standin_state()
     async with running_standin(state) as standin:
         url = f"sqlite:///{tmp_path}/railyard.db"
-        settings = app_settings(url, GITHUB_API_URL=standin.url, APP_ID="1")
+        writer = getattr(request, "param", "thread")
+        settings = app_settings(url, GITHUB_API_URL=standin.url, APP_ID="1", INTAKE_WRITER=writer)
         async with running_server(settings) as server:
             yield World(server, state, Database(url))
 

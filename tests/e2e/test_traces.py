@@ -25,6 +25,9 @@ from github_standin import running_standin
 from support.world import FIX, World, standin_state
 from tests.fakes import app_settings, running_server
 
+THROUGH_THE_WRITER_PROCESS = pytest.mark.parametrize("world", ["process"], indirect=True)
+"""SQLite's default intake: the trace context crosses the writer process with each delivery."""
+
 SECRET_WORDS = "Uploads now resume after a dropped connection"
 
 
@@ -65,6 +68,7 @@ def _last_delivery_id(database: Database) -> str:
         )  # type: ignore[index]
 
 
+@THROUGH_THE_WRITER_PROCESS
 async def test_a_commands_webhook_is_one_trace_from_intake_to_its_effects(
     world: World, spans: InMemorySpanExporter
 ) -> None:
@@ -115,6 +119,7 @@ async def test_a_refused_command_names_its_refusal_code_on_the_command_span(
     assert attributes["railyard.refusal"] and " " not in str(attributes["railyard.refusal"])
 
 
+@THROUGH_THE_WRITER_PROCESS
 async def test_a_retried_delivery_and_its_effects_continue_the_trace_stored_with_them(
     world: World, spans: InMemorySpanExporter
 ) -> None:
@@ -139,6 +144,7 @@ async def test_a_retried_delivery_and_its_effects_continue_the_trace_stored_with
     assert again and all(s.context is not None and f"{s.context.trace_id:032x}" == trace_id for s in again)
 
 
+@THROUGH_THE_WRITER_PROCESS
 async def test_with_tracing_off_nothing_is_stored_for_a_trace(world: World) -> None:
     """No OTEL_* variable: no traceparent on the delivery nor on its effects."""
     await world.say("rachel", "/publish")

@@ -28,6 +28,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+# The wheel and its venv are built once per pytest-xdist worker: `make test` (--dist loadgroup)
+# runs every test of this file on one.
+pytestmark = pytest.mark.xdist_group("wheel")
+
 ROOT = Path(__file__).resolve().parents[2]
 TOKEN = re.compile(r"\?token=([A-Za-z0-9_-]+)")
 CREDENTIALS = ("APP_ID", "PRIVATE_KEY", "PRIVATE_KEY_PATH", "WEBHOOK_SECRET")

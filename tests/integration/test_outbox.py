@@ -349,3 +349,23 @@ async def test_a_lease_change_naming_no_column_is_refused(tmp_path: Path) -> Non
         await leases.finish(row, 0.0, next_attempt_at=5.0)  # a column: taken (no such effect: no row)
     finally:
         database.close()
+
+
+@pytest.mark.parametrize("between", ["nothing", "cancelled"])
+async def test_a_surface_enqueued_after_its_write_waits_the_interval(
+    database: Database, between: str
+) -> None:
+    """Re-armed after a write, a surface is due the interval after that write, and still is when it
+    was cancelled while it waited (as a repository's move cancels) and enqueued again."""
+    leases = EffectLeases(database, "outbox-a", lease_seconds=30, surface_interval=5.0)
+    surface = Effect(EffectKind.STATUS_COMMENT, 7, REPO, "status:acme/web#12", {}, coalesce=True)
+    put(database, StillClock(100.0), surface)
+    [row] = await leases.claim_due(100.0, limit=5)
+    await leases.done(row, {"comment_id": 1}, 100.0)
+    put(database, StillClock(101.0), surface)
+    if between != "nothing":
+        with database.write() as connection:  # as app.store.repositories leaves it
+            connection.execute(effects_table.update().values(status=between))
+        put(database, StillClock(102.0), surface)
+    assert await leases.claim_due(104.99, limit=5) == []
+    assert [r["id"] for r in await leases.claim_due(105.0, limit=5)] == [row["id"]]
