@@ -49,10 +49,10 @@ lint: setup
 # database, ports and temporary files), then the timing-sensitive `serial` tests alone.
 # The 25 slowest tests of each pass are listed at its end. Markers and lanes: docs/testing.md.
 # Eight workers on two cores: the end-to-end tests mostly wait (docs/testing.md). Tests are
-# handed out one at a time, in their collected order (the `slow` ones first), a file marked
-# `xdist_group` all to one worker (--dist loadgroup --no-loadscope-reorder).
+# handed out two at a time in their collected order, so the `slow` ones, collected first,
+# start at once on every worker (--maxschedchunk 2).
 WORKERS ?= 8
-DIST := -n $(WORKERS) --dist loadgroup --no-loadscope-reorder
+DIST := -n $(WORKERS) --maxschedchunk 2
 pytest: setup
 	command -v chromium >/dev/null || { apt-get update -qq && apt-get install -y -qq chromium; }
 	url="$$(./scripts/postgres-for-tests)" && \

@@ -19,10 +19,6 @@ from pathlib import Path
 import httpx
 import pytest
 
-# The demo is started once per pytest-xdist worker (a module fixture): `make test`
-# (--dist loadgroup) runs every test of this file on one.
-pytestmark = pytest.mark.xdist_group("demo")
-
 ROOT = Path(__file__).resolve().parents[2]
 WORK_STATES = ("draft", "open", "claimed", "delivered", "accepted")
 

@@ -10,6 +10,7 @@ setuptools, as any build does). Every command runs in a temporary folder, never 
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
@@ -27,10 +28,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
-# The wheel and its venv are built once per pytest-xdist worker: `make test` (--dist loadgroup)
-# runs every test of this file on one.
-pytestmark = pytest.mark.xdist_group("wheel")
 
 ROOT = Path(__file__).resolve().parents[2]
 TOKEN = re.compile(r"\?token=([A-Za-z0-9_-]+)")
@@ -82,17 +79,20 @@ class Installed:
 
 @pytest.fixture(scope="session")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """railyard's wheel, built once for the session into a temporary folder."""
-    out = tmp_path_factory.mktemp("dist")
-    subprocess.run(
-        [sys.executable, "-m", "build", "--outdir", str(out), str(ROOT)],
-        cwd=out,
-        capture_output=True,
-        check=True,
-        timeout=600,
-    )
-    [built] = out.glob("railyard-*.whl")
-    return built
+    """railyard's wheel, built once for the run into a temporary folder. pytest-xdist's workers
+    share it: one builds while the others wait on its lock (two builds of one source tree at
+    once collide in its build/ folder)."""
+    run = os.environ.get("PYTEST_XDIST_TESTRUNUID")  # the same in every worker of one run
+    out = tmp_path_factory.getbasetemp().parent / f"wheel-{run}" if run else tmp_path_factory.mktemp("dist")
+    out.mkdir(exist_ok=True)
+    with (out / "lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not any(out.glob("railyard-*.whl")):
+            build = [sys.executable, "-m", "build", "--outdir", str(out), str(ROOT)]
+            built = subprocess.run(build, cwd=out, capture_output=True, text=True, timeout=600)
+            assert built.returncode == 0, f"the build failed:\n{built.stdout[-3000:]}\n{built.stderr[-3000:]}"
+    [wheel] = out.glob("railyard-*.whl")
+    return wheel
 
 
 @pytest.fixture(scope="session")
