@@ -12,7 +12,7 @@ import subprocess
 import sys
 import uuid
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -51,8 +51,8 @@ def server_env(database_url: str, github_url: str, **extra: str) -> dict[str, st
 
 def app_settings(database_url: str, **overrides: str) -> Settings:
     """Settings of a configured app (setup mode when APP_ID is overridden to ''), with
-    railyard's defaults otherwise: the benches measure those. Tests take theirs from
-    `tests.fakes` (`TEST_SETTINGS`)."""
+    railyard's defaults otherwise: the benches measure those. The tests' servers take
+    `settings_for_tests` (re-exported by `tests.fakes` as `app_settings`)."""
     values = {
         "APP_ID": "12345",
         "PRIVATE_KEY": private_key_pem(),
@@ -75,6 +75,21 @@ UNPACED = {"outbox_spacing": 0.0, "surface_interval": 0.0}
 second between an installation's content writes and the second between two edits of one surface
 would make every command wait a second in tests that are not about them
 (tests/integration/test_outbox.py and test_surfaces.py are)."""
+
+
+def settings_for_tests(database_url: str, **overrides: str) -> Settings:
+    """`app_settings` as the tests' servers run (`TEST_SETTINGS`) unless `overrides` say otherwise."""
+    return app_settings(database_url, **{**TEST_SETTINGS, **overrides})
+
+
+def process_intake_settings(database_url: str, **overrides: str) -> Settings:
+    """`settings_for_tests` with railyard's default intake on SQLite: the writer process."""
+    return settings_for_tests(database_url, INTAKE_WRITER="process", **overrides)
+
+
+def server_for_tests(settings: Settings, **create_options: Any) -> AbstractAsyncContextManager[ServerHandle]:
+    """`running_server`, unpaced (`UNPACED`) unless `create_options` say otherwise."""
+    return running_server(settings, **{**UNPACED, **create_options})
 
 
 @asynccontextmanager

@@ -15,7 +15,7 @@ import aiohttp
 
 from app.store.database import Database
 from github_standin import RunningStandin, StandinState, running_standin
-from support.servers import TEST_SETTINGS, UNPACED, ServerHandle, app_settings, running_server
+from support.servers import ServerHandle, server_for_tests, settings_for_tests
 from support.world import World, comment_payload, standin_state
 
 PRIVATE_REPO = "acme/vault"
@@ -84,8 +84,8 @@ async def web_world(tmp_path: Path, **overrides: str) -> AsyncIterator[WebWorld]
     """The server with sign-in, its stand-in and database, for the block's duration."""
     async with running_standin(web_state()) as standin:
         url = f"sqlite:///{tmp_path}/railyard.db"
-        settings = app_settings(url, **{**TEST_SETTINGS, **web_settings(tmp_path, standin.url, **overrides)})
-        async with running_server(settings, **UNPACED) as server:
+        settings = settings_for_tests(url, **web_settings(tmp_path, standin.url, **overrides))
+        async with server_for_tests(settings) as server:
             yield WebWorld(server, standin, Database(url))
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -21,7 +21,6 @@ import respx
 
 from app.github.client import GitHubClient
 from app.runtime.metrics import Metrics
-from app.settings import Settings
 from policies.commands import Accept, Claim, Command, Context, Deliver, Draft, Publish
 from policies.engine import apply_all, decide, observe
 from policies.events import Event
@@ -43,34 +42,21 @@ from support.comments import Comments as Comments
 from support.databases import reset_schema as reset_schema
 from support.payloads import FIXTURES as FIXTURES
 from support.payloads import example as example
-from support.servers import TEST_SETTINGS, UNPACED
 from support.servers import WEBHOOK_SECRET as WEBHOOK_SECRET
 from support.servers import ServerHandle as ServerHandle
 from support.servers import ServerProcess as ServerProcess
 from support.servers import drained as drained
 from support.servers import free_port as free_port
 from support.servers import private_key_pem as private_key_pem
+from support.servers import process_intake_settings as process_intake_settings
 from support.servers import server_env as server_env
 from support.servers import signed_headers as signed_headers
 from tests.fakes.clock import StillClock as StillClock  # re-exported: `from tests.fakes import StillClock`
 
 GITHUB_API = "http://127.0.0.1:9/api/v3"
 
-
-def app_settings(database_url: str, **overrides: str) -> Settings:
-    """`support.servers.app_settings` as the tests' servers run (`TEST_SETTINGS`: the intake on a
-    thread) unless `overrides` say otherwise."""
-    return servers.app_settings(database_url, **{**TEST_SETTINGS, **overrides})
-
-
-def process_intake_settings(database_url: str, **overrides: str) -> Settings:
-    """`app_settings` with railyard's default intake on SQLite: the writer process."""
-    return app_settings(database_url, INTAKE_WRITER="process", **overrides)
-
-
-def running_server(settings: Settings, **create_options: Any) -> AbstractAsyncContextManager[ServerHandle]:
-    """`support.servers.running_server`, unpaced (`UNPACED`) unless `create_options` say otherwise."""
-    return servers.running_server(settings, **{**UNPACED, **create_options})
+app_settings = servers.settings_for_tests  # the tests' servers: the intake on a thread (docs/testing.md)
+running_server = servers.server_for_tests  # and unpaced
 
 
 def token_response(token: str = "ghs_test_token", minutes: int = 60) -> dict[str, Any]:

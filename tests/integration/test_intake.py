@@ -312,6 +312,11 @@ NOT_STORED = (StoreTimeoutError, LockNotAvailable, sqlite3.OperationalError)
 """How a store waiting on a lock held elsewhere ends: its own timeout, or the lock's."""
 
 
+def _lock_or_store_timeout(error: BaseException) -> bool:
+    """The store's timeout or the lock's, not any other SQLite error."""
+    return not isinstance(error, sqlite3.OperationalError) or "locked" in str(error)
+
+
 async def test_the_writer_gives_up_on_a_lock_held_elsewhere_and_takes_the_next_batch(
     database: Database,
 ) -> None:
@@ -329,6 +334,7 @@ async def test_the_writer_gives_up_on_a_lock_held_elsewhere_and_takes_the_next_b
         await _until_taken(writer)
         with pytest.raises(NOT_STORED) as timed_out:
             await second
+        assert all(_lock_or_store_timeout(error.value) for error in (first, timed_out))
         withdrawn = [getattr(error.value, "withdrawn", False) for error in (first, timed_out)]
         assert withdrawn == [False, False], (
             "the writer came back from the first batch while the lock was still held"
