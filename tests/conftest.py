@@ -152,11 +152,13 @@ SLOW = frozenset(
 )
 
 # Timing-sensitive tests (a file, or one test of it), run alone after the parallel pass (`make test`:
-# `-m serial`): the chaos campaign's settle time is not met next to another worker's tests.
+# `-m serial`): the chaos campaign's settle time is not met next to another worker's tests, nor
+# the demo's time to start.
 SERIAL = frozenset(
     {
         "e2e/test_scale_bench.py",
         "e2e/test_chaos.py::test_a_short_chaos_campaign_finds_no_violation",
+        "e2e/test_demo.py::test_the_demo_is_ready_within_30_seconds",
     }
 )
 

@@ -138,6 +138,7 @@ async def _work(settings: Settings, database: Database, concurrency: int) -> int
     # Rate-limit pauses, write slots and kept GET answers are shared with every other process.
     loops = worker_loops(settings, database, concurrency)
     github, supervisor = loops.shell.github, loops.supervisor
+    await database.open_connections(concurrency)  # now, not in the middle of its first commands
     if github is not None:
         await github.start()
     loop = asyncio.get_running_loop()

@@ -62,6 +62,7 @@ class Database:
 
     def __init__(self, url: str, *, pool_size: int = 10) -> None:
         self.url = normalize_database_url(url)
+        self._pool_size = pool_size
         if self.is_sqlite:
             self.engine = create_engine(
                 self.url,
@@ -214,6 +215,33 @@ class Database:
             yield connection.cursor()
         finally:
             connection.close()  # back to the pool (rolled back if left open)
+
+    async def open_connections(self, concurrency: int) -> None:
+        """PostgreSQL: open, before any work comes, the connections that `concurrency` deliveries
+        in flight use at once: as many in the engine's pool (their units) and in each of the
+        event loop's two sets (reads before GitHub calls and one-statement writes; claims and
+        outcomes), never more than each holds (`docs/operating.md`, "PostgreSQL connections"),
+        as a pool with a minimum size would. SQLite: nothing (a file opens in microseconds).
+
+        Opened on first need instead, each cost its process about 5 ms of CPU in the middle of
+        its first commands (`psycopg.connect`, its first round trip, the session's setting),
+        eleven to thirteen of them a process in the scale bench (`docs/benchmarks.md`). The
+        pools keep what they opened, so this is CPU paid once, at start; and a database that
+        refuses connections (its `max_connections` reached) is said at start, not at the first
+        delivery."""
+        if self.is_sqlite or concurrency < 1:
+            return
+        await off_loop(self._check_out_at_once, min(concurrency, self._pool_size))
+        for durable in (True, False):
+            await self._statements_on_loop(durable=durable).open(concurrency)
+
+    def _check_out_at_once(self, count: int) -> None:
+        """Have `count` connections open in the engine's pool: taken out together (each one
+        opened if the pool has no idle one; the driver's errors as SQLAlchemy's), then handed
+        back, where the pool keeps them."""
+        with contextlib.ExitStack() as taken:
+            for _ in range(count):
+                taken.enter_context(self._driver_connection())
 
     def _open_bookkeeper(self, *pragmas: str) -> Any:
         """A pooled connection kept for bookkeeping: commits not waiting for the disk, and `pragmas`."""

@@ -62,6 +62,13 @@ class LoopStatements:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._slots = asyncio.Semaphore(size)
 
+    async def open(self, count: int) -> None:
+        """Have up to `count` connections (never more than `size`) open and idle, on the running
+        loop: opened now, before any statement needs one."""
+        self._on_running_loop()
+        while len(self._idle) < min(count, self._size):
+            self._idle.append(await self._connect())
+
     async def first_row(self, statement: str, parameters: Parameters) -> tuple[Any, ...] | None:
         """The first row `statement` (psycopg placeholders) answers, or None."""
         rows = await self._run(statement, parameters, everything=False)
@@ -74,10 +81,7 @@ class LoopStatements:
     async def _run(
         self, statement: str, parameters: Parameters, *, everything: bool
     ) -> list[tuple[Any, ...]]:
-        loop = asyncio.get_running_loop()
-        if self._loop is not loop:  # connections and the semaphore belong to one loop
-            self.close()
-            self._loop, self._slots = loop, asyncio.Semaphore(self._size)
+        self._on_running_loop()
         idle, slots = self._idle, self._slots
         async with slots:  # at most `size` statements at once, each on a connection of its own
             connection = idle.pop() if idle else await self._connect()
@@ -103,6 +107,13 @@ class LoopStatements:
             else:  # closed, or moved to another loop, while this statement ran
                 _drop(connection)
         return rows
+
+    def _on_running_loop(self) -> None:
+        """Connections and the semaphore belong to one loop: another's are closed first."""
+        loop = asyncio.get_running_loop()
+        if self._loop is not loop:
+            self.close()
+            self._loop, self._slots = loop, asyncio.Semaphore(self._size)
 
     def close(self) -> None:
         """Close every idle connection (from any thread: no loop is needed to drop a socket).

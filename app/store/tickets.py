@@ -14,7 +14,8 @@ one a process uses). Handlers never see it: they go through the unit of work (`u
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
 
@@ -43,6 +44,7 @@ EffectsFor = Callable[[Outcome], Sequence[Effect | LimitedReply]]
 SurfacesFor = Callable[[int, Ticket], Sequence[Effect]]
 """The writes that show a ticket (status comment, check-runs), given its installation and state."""
 MAX_CONFLICT_RETRIES = 20
+_SAVEPOINT = "railyard_door"
 
 tickets = table(TicketRow)
 events_table = table(TicketEventRow)
@@ -113,7 +115,7 @@ def execute_in(
     for _ in range(MAX_CONFLICT_RETRIES):
         try:
             # A savepoint: a conflict or a duplicate undoes this try only, not the caller's unit.
-            with connection.begin_nested():
+            with _undone_if_it_fails(connection):
                 outcome = _execute_once(connection, key, change, context, expected_revision, installation_id)
                 if outcome.shown is not None:  # an applied change wrote the installation with its row
                     at, applied = context.at.timestamp(), outcome.applied
@@ -128,6 +130,22 @@ def execute_in(
             # read again; the stored operation (if any) is then replayed.
             continue
     raise RuntimeError(f"{key}: gave up after {MAX_CONFLICT_RETRIES} write conflicts")
+
+
+@contextmanager
+def _undone_if_it_fails(connection: Connection) -> Iterator[None]:
+    """A savepoint around the block: what it wrote is undone if it raises, and the caller's
+    transaction goes on. Written out rather than `connection.begin_nested()`, which compiles its
+    savepoint's statement on every use (the name is numbered, so SQLAlchemy caches none): 0.19
+    to 0.24 ms of CPU a command against 0.09 to 0.11 for the same two statements as text
+    (`docs/benchmarks.md`). The name may repeat: a nested one hides the outer until released."""
+    connection.exec_driver_sql(f"SAVEPOINT {_SAVEPOINT}")
+    try:
+        yield
+    except BaseException:
+        connection.exec_driver_sql(f"ROLLBACK TO SAVEPOINT {_SAVEPOINT}")
+        raise
+    connection.exec_driver_sql(f"RELEASE SAVEPOINT {_SAVEPOINT}")
 
 
 def load(connection: Connection, key: TicketKey) -> Ticket | None:

@@ -12,7 +12,7 @@ from aiohttp import web
 from app.runtime.supervisor import close_all
 from app.store.effects import release_effect_leases
 from app.store.queue import release_all_leases
-from app.web.app_keys import DATABASE, GITHUB, SETTINGS, SHELL, SUPERVISOR, WRITER
+from app.web.app_keys import DATABASE, GITHUB, SETTINGS, SHELL, SUPERVISOR, WORKER, WRITER
 
 log = structlog.get_logger("app.web.server")  # the name the lines had before the split
 
@@ -24,6 +24,9 @@ async def lifecycle(app: web.Application) -> AsyncIterator[None]:
     """
     database = app[DATABASE]
     await asyncio.to_thread(database.migrate)
+    worker = app.get(WORKER)
+    if worker is not None:  # its connections opened now, not in the middle of its first commands
+        await database.open_connections(worker.concurrency)
     if database.is_sqlite:
         # One server process owns a SQLite file: leases still held are a dead process's.
         released = await asyncio.to_thread(release_all_leases, database)
