@@ -2,7 +2,8 @@
 
 Each ticket goes publish -> claim -> deliver -> send-back -> deliver -> accept: six
 transitions (seven events), each one durable (SQLite WAL + synchronous=FULL, PostgreSQL
-synchronous_commit=on) before `execute` returns.
+synchronous_commit=on) before `execute` returns. Also prints this process's CPU per transition
+(the door's own cost: its statements and the core's decision; the database server's not counted).
 
     python bench/core.py                                  # SQLite file in a temp dir
     python bench/core.py --postgres postgresql+psycopg://railyard:railyard@127.0.0.1:5432/railyard_test
@@ -58,16 +59,16 @@ def measure(database: Database, tickets: int, threads: int, label: str) -> None:
     repository = f"bench/{label}-{threads}-{time.time_ns()}"
     per_thread = tickets // threads
     chunks = [range(i * per_thread + 1, (i + 1) * per_thread + 1) for i in range(threads)]
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     with ThreadPoolExecutor(max_workers=threads) as pool:
         applied = sum(pool.map(lambda chunk: run_tickets(service, repository, chunk), chunks))
-    elapsed = time.perf_counter() - started
+    elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
     expected = per_thread * threads * TRANSITIONS_PER_TICKET
     assert applied == expected, f"only {applied} of {expected} transitions applied"
     print(
         f"{label:<10} threads={threads}  transitions={applied:>6}  "
         f"seconds={elapsed:6.2f}  transitions/s={applied / elapsed:8.0f}  "
-        f"ms/transition={1000 * elapsed / applied:5.2f}"
+        f"ms/transition={1000 * elapsed / applied:5.2f}  CPU ms/transition={1000 * cpu / applied:5.2f}"
     )
 
 
