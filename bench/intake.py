@@ -15,9 +15,13 @@ Drives a real `railyard serve` (a subprocess, the worker running inside it) over
    and `node` is on PATH); and the ratios railyard/reference of the full-load rate (railyard
    with its worker, and its intake alone) and of the p99 at the fixed rate: figures that mean
    something on any machine;
-5. drain: 5,000 stored `installation_repositories` deliveries processed by the worker.
+5. with `--rounds N`, N rounds of full load on railyard (a fresh database, its worker running),
+   the bot and Probot one right after the other, and each reference's ratio round by round
+   with its median: what the figures of steps 1 and 4, taken a minute apart, cannot say on a
+   machine whose speed drifts by half within that minute;
+6. drain: 5,000 stored `installation_repositories` deliveries processed by the worker.
 
-    python bench/intake.py [--postgres URL|private] [--seconds 10] [--rate 1000]
+    python bench/intake.py [--postgres URL|private] [--seconds 10] [--rate 1000] [--rounds 5]
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ import json
 import os
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -201,7 +206,9 @@ class Load:
     rate: int  # deliveries per second in the fixed-rate part
 
 
-async def bench(label: str, database_url: str, workdir: Path, seconds: int, rate: int) -> None:
+async def bench(
+    label: str, database_url: str, workdir: Path, seconds: int, rate: int, rounds: int = 0
+) -> None:
     """One database: full load, fixed rate, intake alone, the gidgethub bot and Probot, drain."""
     env = {
         "DATABASE_URL": database_url,
@@ -245,6 +252,8 @@ async def bench(label: str, database_url: str, workdir: Path, seconds: int, rate
         alone.stop()
     railyard = Figures(full_load["rate"], full["rate"], latencies)
     await side_by_side(label, railyard, env, workdir, load)
+    if rounds:
+        await pairs(label, database_url, workdir, env, load, rounds)
     await drain(label, database_url, workdir, env)
 
 
@@ -310,6 +319,48 @@ async def against(
         )
 
 
+async def pairs(
+    label: str, database_url: str, workdir: Path, env: dict[str, str], load: Load, rounds: int
+) -> None:
+    """`rounds` rounds of full load, each on railyard (a fresh database, its worker running), then
+    the gidgethub bot, then Probot (when installed), one right after the other: each round's
+    ratios compare servers measured within seconds of each other, and their median is what a
+    machine whose speed drifts over a minute cannot move much."""
+    references = {"gidgethub bot": [sys.executable, str(ROOT / "bench" / "stateless_bot.py")]}
+    if shutil.which("node") is not None and (PROBOT / "node_modules").is_dir():
+        references["Probot"] = ["node", str(PROBOT / "index.js")]
+    ratios: dict[str, list[float]] = {name: [] for name in references}
+    for number in range(1, rounds + 1):
+        fresh = f"{database_url}-round-{number}" if database_url.startswith("sqlite") else database_url
+        if not database_url.startswith("sqlite"):
+            database = Database(database_url)
+            reset_schema(database)
+            database.close()
+        rates = {"railyard": await full_rate({**env, "DATABASE_URL": fresh}, workdir, load, None)}
+        for name, command in references.items():
+            rates[name] = await full_rate(env, workdir, load, command)
+            ratios[name].append(rates["railyard"] / rates[name])
+        line = ", ".join(f"{name} {rate:.0f}/s" for name, rate in rates.items())
+        print(f"{label:<10} round {number}: {line}", flush=True)
+    for name, values in ratios.items():
+        listed = " ".join(f"{v:.2f}" for v in values)
+        print(
+            f"{label:<10} railyard/{name}, round by round: {listed}; median {statistics.median(values):.2f}x",
+            flush=True,
+        )
+
+
+async def full_rate(env: dict[str, str], workdir: Path, load: Load, command: list[str] | None) -> float:
+    """Acknowledged deliveries per second under full load from one server (railyard with its
+    worker when `command` is None), started for it and stopped after."""
+    server = ServerProcess(env=env, cwd=workdir, command=command)
+    await server.start()
+    try:
+        return run_wrk(server.url, load.body_file, load.signature, load.seconds, 16)["rate"]
+    finally:
+        server.stop()
+
+
 async def drain(label: str, database_url: str, workdir: Path, env: dict[str, str]) -> None:
     """The worker's drain rate on a fresh database: 5,000 deliveries over 50 ordering keys."""
     database = Database(database_url)
@@ -354,15 +405,19 @@ def main() -> None:
     )
     parser.add_argument("--seconds", type=int, default=10)
     parser.add_argument("--rate", type=int, default=1000, help="deliveries per second in the fixed-rate part")
+    parser.add_argument(
+        "--rounds", type=int, default=0, help="then this many rounds of railyard and each reference in turn"
+    )
     args = parser.parse_args()
     if shutil.which("wrk") is None:
         sys.exit("bench/intake.py needs wrk: apt-get install wrk")
     print(f"cores={os.cpu_count()}  python={sys.version.split()[0]}", flush=True)
     with tempfile.TemporaryDirectory() as folder:
-        asyncio.run(bench("sqlite", f"sqlite:///{folder}/intake.db", Path(folder), args.seconds, args.rate))
+        sqlite = f"sqlite:///{folder}/intake.db"
+        asyncio.run(bench("sqlite", sqlite, Path(folder), args.seconds, args.rate, args.rounds))
     if args.postgres:
         with postgres(args.postgres) as url, tempfile.TemporaryDirectory() as folder:
-            asyncio.run(bench("postgresql", url, Path(folder), args.seconds, args.rate))
+            asyncio.run(bench("postgresql", url, Path(folder), args.seconds, args.rate, args.rounds))
 
 
 @contextlib.contextmanager
