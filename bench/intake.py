@@ -409,6 +409,8 @@ def main() -> None:
         "--rounds", type=int, default=0, help="then this many rounds of railyard and each reference in turn"
     )
     args = parser.parse_args()
+    if args.rounds < 0:
+        parser.error("--rounds must be 0 or more")
     if shutil.which("wrk") is None:
         sys.exit("bench/intake.py needs wrk: apt-get install wrk")
     print(f"cores={os.cpu_count()}  python={sys.version.split()[0]}", flush=True)

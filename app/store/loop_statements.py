@@ -67,7 +67,8 @@ class LoopStatements:
         loop: opened now, before any statement needs one."""
         self._on_running_loop()
         while len(self._idle) < min(count, self._size):
-            self._idle.append(await self._connect())
+            connection = await self._connect()
+            self._idle.append(connection)  # the list of now: `close` may have replaced it meanwhile
 
     async def first_row(self, statement: str, parameters: Parameters) -> tuple[Any, ...] | None:
         """The first row `statement` (psycopg placeholders) answers, or None."""

@@ -143,7 +143,11 @@ def _undone_if_it_fails(connection: Connection) -> Iterator[None]:
     try:
         yield
     except BaseException:
-        connection.exec_driver_sql(f"ROLLBACK TO SAVEPOINT {_SAVEPOINT}")
+        # A connection SQLAlchemy let go (the server gone, or a statement interrupted) has no
+        # savepoint left to go back to: the error that ended it is the one to raise, as
+        # `begin_nested` would (the worker retries a lost connection; Ctrl-C stays Ctrl-C).
+        if not connection.invalidated:
+            connection.exec_driver_sql(f"ROLLBACK TO SAVEPOINT {_SAVEPOINT}")
         raise
     connection.exec_driver_sql(f"RELEASE SAVEPOINT {_SAVEPOINT}")
 

@@ -101,6 +101,11 @@ async def until(condition: Callable[[], Awaitable[bool]], timeout: float = 60.0)
         await asyncio.sleep(0.1)
 
 
+def failing_loops(report: dict[str, Any]) -> set[str]:
+    """The loops a /healthz report says are failing now."""
+    return {name for name, loop in report.get("loops", {}).items() if loop["consecutive_failures"]}
+
+
 async def deliver_until_stored(world: World, event: str, payload: dict[str, Any]) -> None:
     """Send like GitHub redelivering: the same delivery id until the server stores it."""
     body, delivery_id = json.dumps(payload).encode(), str(uuid.uuid4())
@@ -127,8 +132,12 @@ async def test_deliveries_and_effects_resume_after_postgres_restarts(
         return (await health(world.server))[0] == 503
 
     await until(database_gone)
-    await asyncio.sleep(1.0)  # every loop meets the outage (the worker looks every 0.2 s)
-    _, during = await health(world.server)
+
+    async def loops_failing() -> bool:  # every loop meets the outage and says so
+        _, report = await health(world.server)
+        return {"worker", "outbox"} <= failing_loops(report)
+
+    await until(loops_failing, timeout=30.0)  # a TimeoutError fails the test if they never do
     cluster.start()
     world.database.engine.dispose()  # the test's own connections died with the server
     await deliver_until_stored(world, "issue_comment", world.write("nora", "/claim"))
@@ -143,5 +152,3 @@ async def test_deliveries_and_effects_resume_after_postgres_restarts(
         return status == 200 and all(loop["healthy"] for loop in report["loops"].values())
 
     await until(healthy_again)
-    failing = {name for name, loop in during.get("loops", {}).items() if loop["consecutive_failures"]}
-    assert {"worker", "outbox"} <= failing, during

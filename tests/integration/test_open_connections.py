@@ -17,6 +17,7 @@ from sqlalchemy.exc import DBAPIError
 
 from app.store.database import Database
 from app.store.limits import SharedLimits
+from support.servers import server_for_tests, settings_for_tests
 from tests.conftest import postgres_url, sqlite_database, worker_postgres_url
 
 
@@ -28,6 +29,7 @@ class Tagged:
     database: Database
     name: str
     server: str  # the URL the count is asked on
+    url: str  # the Database's, with its application name
 
     def opened(self) -> int:
         """How many connections the Database holds on the server now."""
@@ -51,8 +53,9 @@ def tagged() -> Iterator[Tagged]:
     server = worker_postgres_url(url, os.environ.get("PYTEST_XDIST_WORKER"))
     name = f"open-{uuid.uuid4().hex[:12]}"
     url_named = make_url(server).update_query_dict({"application_name": name})
-    database = Database(url_named.render_as_string(hide_password=False), pool_size=10)
-    yield Tagged(database, name, server)
+    named = url_named.render_as_string(hide_password=False)
+    database = Database(named, pool_size=10)
+    yield Tagged(database, name, server, named)
     database.close()
 
 
@@ -105,3 +108,12 @@ async def test_a_database_that_cannot_be_reached_is_said_at_start_as_sqlalchemys
         assert "127.0.0.1" in str(raised.value.orig)
     finally:
         database.close()
+
+
+@pytest.mark.postgres
+@pytest.mark.asyncio
+async def test_a_server_with_a_worker_has_its_connections_open_once_it_started(tagged: Tagged) -> None:
+    """`railyard serve`'s start (app.web.lifecycle): its worker's four deliveries' worth, in the
+    engine's pool and the loop's two sets, before its first request."""
+    async with server_for_tests(settings_for_tests(tagged.url)):
+        assert tagged.opened() >= 12
