@@ -16,12 +16,13 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import TYPE_CHECKING, Any
 
 import structlog
-from sqlalchemy import Connection, create_engine, event, func, inspect
+from sqlalchemy import Connection, Select, create_engine, event, func, inspect
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DBAPIError
 
 from app.settings import normalize_database_url
+from app.store.compiled import compiled_for
 from app.store.connection_setup import (
     BUSY_TIMEOUT_MS,
     HERE_BUDGET_SECONDS,
@@ -224,11 +225,9 @@ class Database:
         as a pool with a minimum size would. SQLite: nothing (a file opens in microseconds).
 
         Opened on first need instead, each cost its process about 5 ms of CPU in the middle of
-        its first commands (`psycopg.connect`, its first round trip, the session's setting),
-        eleven to thirteen of them a process in the scale bench (`docs/benchmarks.md`). The
-        pools keep what they opened, so this is CPU paid once, at start; and a database that
-        refuses connections (its `max_connections` reached) is said at start, not at the first
-        delivery."""
+        its first commands, eleven to thirteen of them a process in the scale bench
+        (`docs/benchmarks.md`). The pools keep what they opened: CPU paid once, at start; and a
+        database that refuses connections is said at start, not at the first delivery."""
         if self.is_sqlite or concurrency < 1:
             return
         await off_loop(self._check_out_at_once, min(concurrency, self._pool_size))
@@ -394,6 +393,11 @@ class Database:
             self._point_readers.connection = reader
             self._opened_readers.append(reader)
         return reader
+
+    async def select_here(self, statement: Select[Any], parameters: dict[str, Any]) -> tuple[Any, ...] | None:
+        """PostgreSQL: a SELECT's first row (or None) on `point_read_here`'s connections."""
+        sql, defaults = compiled_for(statement, self.engine.dialect)
+        return await self._statements_on_loop().first_row(sql, {**defaults, **parameters})
 
     async def write_here(self, sql: str, parameters: tuple[Any, ...]) -> list[tuple[Any, ...]]:
         """One write (`?` placeholders) committed by itself, durably, and the rows it returns

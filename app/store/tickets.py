@@ -159,6 +159,13 @@ def load(connection: Connection, key: TicketKey) -> Ticket | None:
     return ticket_from_data(key, row.revision, row.snapshot) if row else None
 
 
+async def load_here(database: Database, key: TicketKey) -> Ticket | None:
+    """`load` outside a transaction, on PostgreSQL's event-loop connections (`select_here`)."""
+    key = normalize_key(key)
+    row = await database.select_here(_SELECT_TICKET, _key_params(key))
+    return ticket_from_data(key, row[1], row[2]) if row else None
+
+
 def history(connection: Connection, key: TicketKey) -> list[RecordedEvent]:
     """The ticket's event log, oldest first."""
     key = normalize_key(key)
@@ -170,6 +177,13 @@ def commands_since(connection: Connection, repository: str, actor_id: int, since
     """How many commands the account `actor_id` ran in `repository` since `since`."""
     parameters = {"b_repository": repository.casefold(), "b_actor": actor_id, "b_since": since}
     return int(connection.execute(_COMMANDS_SINCE, parameters).scalar_one())
+
+
+async def commands_since_here(database: Database, repository: str, actor_id: int, since: datetime) -> int:
+    """`commands_since` outside a transaction, on PostgreSQL's event-loop connections."""
+    parameters = {"b_repository": repository.casefold(), "b_actor": actor_id, "b_since": since}
+    row = await database.select_here(_COMMANDS_SINCE, parameters)
+    return int(row[0]) if row else 0
 
 
 def delivery_cost_since(connection: Connection, repository: str, actor_id: int, since: datetime) -> str:

@@ -23,9 +23,10 @@ from app.store.unit import SqlStore
 from handlers.answers import StatusComment
 from handlers.ports import Heard
 from policies.commands import Claim, Publish
-from policies.model import TicketKey
+from policies.model import Actor, TicketKey
 from policies.states import WorkState
 from support.databases import sqlite_database
+from tests.conftest import _empty as empty
 from tests.fakes import REQUESTER, RUNNER, START, Comments
 
 KEY = TicketKey("acme/web", 12)
@@ -266,3 +267,31 @@ async def test_a_unit_open_while_the_store_closes_still_ends_and_its_thread_stop
     assert not lanes[0].is_alive()
     async with store.read() as reads:
         assert await reads.ticket(KEY) is not None
+
+
+@pytest.mark.postgres
+async def test_on_postgres_a_reads_ticket_and_command_count_come_from_the_loops_connections(
+    postgres_database: Database,
+) -> None:
+    """Outside a unit, the reads every command makes (its ticket, its author's commands in the
+    last hour) run on the event loop's own connections, not through SQLAlchemy on a thread, and
+    answer what the unit's own reads answer."""
+    database = postgres_database
+    empty(database)
+    store, author = wire(database).store, Actor("rachel", REQUESTER.roles, id=4242)
+    async with store.unit() as uow:
+        await uow.execute(KEY, Publish("Resumable uploads"), Comments().context(author))
+        await uow.commit()
+    since = datetime(2000, 1, 1, tzinfo=UTC)
+    with statement_threads(database) as seen:
+        async with store.read() as reads:
+            ticket = await reads.ticket(KEY)
+            missing = await reads.ticket(TicketKey("acme/web", 999))
+            recent = await reads.commands_since(KEY.repository.upper(), 4242, since)
+            nobody = await reads.commands_since(KEY.repository, 4243, since)
+    assert seen == []  # nothing through the engine
+    async with store.unit() as uow:  # the same reads inside a transaction, through SQLAlchemy
+        assert ticket == await uow.ticket(KEY)
+        assert recent == await uow.commands_since(KEY.repository, 4242, since) == 1
+    assert ticket is not None and ticket.work == WorkState.OPEN
+    assert missing is None and nobody == 0
