@@ -22,7 +22,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DBAPIError
 
 from app.settings import normalize_database_url
-from app.store.compiled import compiled_for
+from app.store.compiled import as_stored, compiled_for
 from app.store.connection_setup import (
     BUSY_TIMEOUT_MS,
     HERE_BUDGET_SECONDS,
@@ -219,10 +219,9 @@ class Database:
 
     async def open_connections(self, concurrency: int) -> None:
         """PostgreSQL: open, before any work comes, the connections that `concurrency` deliveries
-        in flight use at once: as many in the engine's pool (their units) and in each of the
-        event loop's two sets (reads before GitHub calls and one-statement writes; claims and
-        outcomes), never more than each holds (`docs/operating.md`, "PostgreSQL connections"),
-        as a pool with a minimum size would. SQLite: nothing (a file opens in microseconds).
+        in flight use at once: as many in the engine's pool and in each of the event loop's two
+        sets, never more than each holds (`docs/operating.md`, "PostgreSQL connections"), as a
+        pool with a minimum size would. SQLite: nothing (a file opens in microseconds).
 
         Opened on first need instead, each cost its process about 5 ms of CPU in the middle of
         its first commands, eleven to thirteen of them a process in the scale bench
@@ -394,10 +393,11 @@ class Database:
             self._opened_readers.append(reader)
         return reader
 
-    async def select_here(self, statement: Select[Any], parameters: dict[str, Any]) -> tuple[Any, ...] | None:
-        """PostgreSQL: a SELECT's first row (or None) on `point_read_here`'s connections."""
-        sql, defaults = compiled_for(statement, self.engine.dialect)
-        return await self._statements_on_loop().first_row(sql, {**defaults, **parameters})
+    async def select_here(self, statement: Select[Any], parameters: dict[str, Any]) -> list[tuple[Any, ...]]:
+        """PostgreSQL: a SELECT's rows on `point_read_here`'s connections (`app.store.compiled`)."""
+        found = compiled_for(statement, self.engine.dialect)
+        rows = await self._statements_on_loop().all_rows(found.sql, {**found.defaults, **parameters})
+        return [found.row(*as_stored(row)) for row in rows]
 
     async def write_here(self, sql: str, parameters: tuple[Any, ...]) -> list[tuple[Any, ...]]:
         """One write (`?` placeholders) committed by itself, durably, and the rows it returns

@@ -7,16 +7,17 @@ the configuration read for the attempt: its silence limit, deadline and review w
 from __future__ import annotations
 
 import functools
+from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, case, select
+from sqlalchemy import Connection, Select, bindparam, case, select
 
 from app.store.attempt_rows import attempts
 from app.store.codec import ticket_from_data
 from app.store.database import Database, dialect_insert
 from app.store.tables import SignOfLifeRow, table
-from app.store.tickets import history, load, tickets
+from app.store.tickets import history, history_here, load, load_here, tickets
 from handlers.ports import Heard, RecordedEvent
 from policies.door import normalize_key
 from policies.model import Ticket, TicketKey
@@ -226,24 +227,49 @@ _OPENED_AT = select(attempts.c.opened_at).where(
 )
 
 
-def clocks(connection: Connection, key: TicketKey, ticket: Ticket) -> Clocks:
-    """The ticket's clocks as the watchdog would judge them now (empty when it is not watched)."""
+ClockSteps = Generator[tuple[Select[Any], dict[str, Any]], Sequence[Any], Clocks]
+"""The reads `clocks` makes, one statement at a time, each answered with its rows by the caller:
+through a transaction's connection (`clocks`) or the event loop's (`clocks_here`)."""
+
+
+def _clock_steps(key: TicketKey, ticket: Ticket) -> ClockSteps:
     if ticket.attempt == 0 or ticket.closed or ticket.work not in (WorkState.CLAIMED, WorkState.DELIVERED):
         return Clocks()
     key = normalize_key(key)
-    ticket_id = connection.execute(
-        _TICKET_ID, {"b_repository": key.repository, "b_number": key.number}
-    ).scalar_one_or_none()
-    if ticket_id is None:
+    found = yield _TICKET_ID, {"b_repository": key.repository, "b_number": key.number}
+    if not found:
         return Clocks()
-    at = {"b_ticket": ticket_id, "b_attempt": ticket.attempt}
-    sign = connection.execute(_SIGN, at).first()
+    at = {"b_ticket": found[0].id, "b_attempt": ticket.attempt}
+    signs = yield _SIGN, at
+    sign = signs[0] if signs else None
     if ticket.work is WorkState.DELIVERED:
         return Clocks(review=_review_wait(ticket, sign))
-    opened_at = connection.execute(_OPENED_AT, at).scalar_one_or_none()
-    if opened_at is None or ticket.claimant is None:
+    opened = yield _OPENED_AT, at
+    if not opened or ticket.claimant is None:
         return Clocks()
-    return Clocks(watch=_watch(ticket, ticket.claimant, opened_at, sign))
+    return Clocks(watch=_watch(ticket, ticket.claimant, opened[0].opened_at, sign))
+
+
+def clocks(connection: Connection, key: TicketKey, ticket: Ticket) -> Clocks:
+    """The ticket's clocks as the watchdog would judge them now (empty when it is not watched)."""
+    steps = _clock_steps(key, ticket)
+    try:
+        statement, parameters = next(steps)
+        while True:
+            statement, parameters = steps.send(connection.execute(statement, parameters).all())
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]
+
+
+async def clocks_here(database: Database, key: TicketKey, ticket: Ticket) -> Clocks:
+    """`clocks` outside a transaction, on PostgreSQL's event-loop connections."""
+    steps = _clock_steps(key, ticket)
+    try:
+        statement, parameters = next(steps)
+        while True:
+            statement, parameters = steps.send(await database.select_here(statement, parameters))
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]
 
 
 @dataclass(frozen=True)
@@ -277,6 +303,17 @@ def read_shown(database: Database, key: TicketKey) -> tuple[Ticket | None, list[
         if ticket is None or not ticket.exists:
             return ticket, [], Clocks()
         return ticket, history(connection, key), clocks(connection, key, ticket)
+
+
+async def read_shown_here(
+    database: Database, key: TicketKey
+) -> tuple[Ticket | None, list[RecordedEvent], Clocks]:
+    """`read_shown` on PostgreSQL's event-loop connections: no thread, and the driver's own
+    execution. Each statement is its own snapshot, as `read()` takes them there anyway."""
+    ticket = await load_here(database, key)
+    if ticket is None or not ticket.exists:
+        return ticket, [], Clocks()
+    return ticket, await history_here(database, key), await clocks_here(database, key, ticket)
 
 
 def read_clocks(database: Database, ticket: Ticket) -> Clocks:

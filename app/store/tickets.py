@@ -162,8 +162,8 @@ def load(connection: Connection, key: TicketKey) -> Ticket | None:
 async def load_here(database: Database, key: TicketKey) -> Ticket | None:
     """`load` outside a transaction, on PostgreSQL's event-loop connections (`select_here`)."""
     key = normalize_key(key)
-    row = await database.select_here(_SELECT_TICKET, _key_params(key))
-    return ticket_from_data(key, row[1], row[2]) if row else None
+    rows = await database.select_here(_SELECT_TICKET, _key_params(key))
+    return ticket_from_data(key, rows[0][1], rows[0][2]) if rows else None
 
 
 def history(connection: Connection, key: TicketKey) -> list[RecordedEvent]:
@@ -171,6 +171,12 @@ def history(connection: Connection, key: TicketKey) -> list[RecordedEvent]:
     key = normalize_key(key)
     rows = connection.execute(_HISTORY, _key_params(key)).mappings()
     return [RecordedEvent(row["revision"], event_from_row(dict(row))) for row in rows]
+
+
+async def history_here(database: Database, key: TicketKey) -> list[RecordedEvent]:
+    """`history` outside a transaction, on PostgreSQL's event-loop connections."""
+    rows = await database.select_here(_HISTORY, _key_params(normalize_key(key)))
+    return [RecordedEvent(row.revision, event_from_row(row._asdict())) for row in rows]  # type: ignore[attr-defined]
 
 
 def commands_since(connection: Connection, repository: str, actor_id: int, since: datetime) -> int:
@@ -182,8 +188,8 @@ def commands_since(connection: Connection, repository: str, actor_id: int, since
 async def commands_since_here(database: Database, repository: str, actor_id: int, since: datetime) -> int:
     """`commands_since` outside a transaction, on PostgreSQL's event-loop connections."""
     parameters = {"b_repository": repository.casefold(), "b_actor": actor_id, "b_since": since}
-    row = await database.select_here(_COMMANDS_SINCE, parameters)
-    return int(row[0]) if row else 0
+    [(count,)] = await database.select_here(_COMMANDS_SINCE, parameters)
+    return int(count)
 
 
 def delivery_cost_since(connection: Connection, repository: str, actor_id: int, since: datetime) -> str:
