@@ -22,7 +22,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DBAPIError
 
 from app.settings import normalize_database_url
-from app.store.compiled import as_stored, compiled_for
+from app.store.compiled import MANY_ROWS, compiled_for
 from app.store.connection_setup import (
     BUSY_TIMEOUT_MS,
     HERE_BUDGET_SECONDS,
@@ -223,10 +223,9 @@ class Database:
         sets, never more than each holds (`docs/operating.md`, "PostgreSQL connections"), as a
         pool with a minimum size would. SQLite: nothing (a file opens in microseconds).
 
-        Opened on first need instead, each cost its process about 5 ms of CPU in the middle of
-        its first commands, eleven to thirteen of them a process in the scale bench
-        (`docs/benchmarks.md`). The pools keep what they opened: CPU paid once, at start; and a
-        database that refuses connections is said at start, not at the first delivery."""
+        Opened on first need instead, each cost its process about 5 ms of CPU in the middle of its
+        first commands (`docs/benchmarks.md`). The pools keep what they opened: CPU paid once, at
+        start; and a database that refuses connections is said at start, not at the first delivery."""
         if self.is_sqlite or concurrency < 1:
             return
         await off_loop(self._check_out_at_once, min(concurrency, self._pool_size))
@@ -395,9 +394,10 @@ class Database:
 
     async def select_here(self, statement: Select[Any], parameters: dict[str, Any]) -> list[tuple[Any, ...]]:
         """PostgreSQL: a SELECT's rows on `point_read_here`'s connections (`app.store.compiled`)."""
+        assert not self.is_sqlite, "select_here() is for PostgreSQL"
         found = compiled_for(statement, self.engine.dialect)
-        rows = await self._statements_on_loop().all_rows(found.sql, {**found.defaults, **parameters})
-        return [found.row(*as_stored(row)) for row in rows]
+        rows = await self._statements_on_loop().all_rows(found.sql, found.bound(parameters))
+        return found.rows(rows) if len(rows) <= MANY_ROWS else await off_loop(found.rows, rows)
 
     async def write_here(self, sql: str, parameters: tuple[Any, ...]) -> list[tuple[Any, ...]]:
         """One write (`?` placeholders) committed by itself, durably, and the rows it returns

@@ -25,8 +25,10 @@ from sqlalchemy.exc import IntegrityError
 from app.contracts.effect_types import LimitedReply
 from app.store.attempt_rows import attempt_id_of, open_attempt, record_delivery
 from app.store.codec import audit_event, event_from_row, ticket_from_data, ticket_to_data
+from app.store.compiled import MANY_ROWS
 from app.store.database import Database
 from app.store.effects import Effect, enqueue
+from app.store.hops import off_loop
 from app.store.replies import enqueue_reply
 from app.store.repositories import repository_named
 from app.store.tables import OperationRow, TicketEventRow, TicketRow, table
@@ -176,7 +178,11 @@ def history(connection: Connection, key: TicketKey) -> list[RecordedEvent]:
 async def history_here(database: Database, key: TicketKey) -> list[RecordedEvent]:
     """`history` outside a transaction, on PostgreSQL's event-loop connections."""
     rows = await database.select_here(_HISTORY, _key_params(normalize_key(key)))
-    return [RecordedEvent(row.revision, event_from_row(row._asdict())) for row in rows]  # type: ignore[attr-defined]
+    return _recorded(rows) if len(rows) <= MANY_ROWS else await off_loop(_recorded, rows)
+
+
+def _recorded(rows: list[Any]) -> list[RecordedEvent]:
+    return [RecordedEvent(row.revision, event_from_row(row._asdict())) for row in rows]
 
 
 def commands_since(connection: Connection, repository: str, actor_id: int, since: datetime) -> int:

@@ -9,17 +9,19 @@ from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
+from sqlalchemy.engine import make_url
 
 from app.bootstrap import wire
+from app.store.compiled import MANY_ROWS
 from app.store.database import Database
 from app.store.signs import read_shown, read_shown_here
 from handlers.ports import Heard, RecordedEvent
-from policies.commands import Claim, Deliver, Publish
+from policies.commands import Claim, Deliver, Publish, SendBack
 from policies.model import Ticket, TicketKey
 from policies.states import WorkState
 from policies.watchdog import Clocks
 from tests.conftest import _empty as empty
-from tests.fakes import REQUESTER, RUNNER, START, Comments
+from tests.fakes import REQUESTER, REVIEWER, RUNNER, START, Comments
 
 pytestmark = pytest.mark.postgres
 KEY = TicketKey("acme/web", 77)
@@ -27,8 +29,13 @@ KEY = TicketKey("acme/web", 77)
 
 @pytest.fixture
 def database(postgres_database: Database) -> Iterator[Database]:
+    """The PostgreSQL test database, emptied, through sessions whose time zone is New York's: the
+    driver then answers times in that zone, which the store must still give in UTC."""
     empty(postgres_database)
-    yield postgres_database
+    url = make_url(postgres_database.url).update_query_dict({"options": "-c timezone=America/New_York"})
+    database = Database(url.render_as_string(hide_password=False))
+    yield database
+    database.close()
 
 
 Shown = tuple[Ticket | None, list[RecordedEvent], Clocks]
@@ -70,3 +77,22 @@ async def test_every_state_reads_the_same_on_the_loop_as_in_a_transaction(databa
     here, there = await both(database)
     assert here == there
     assert here[2].review is not None and here[2].review.hours == 2
+
+
+async def test_a_long_log_reads_the_same_and_in_order(database: Database) -> None:
+    """Past `MANY_ROWS` events the rows are turned into events on a thread, not on the loop."""
+    store, comments = wire(database).store, Comments()
+    async with store.unit() as uow:
+        await uow.execute(KEY, Publish("Resumable uploads"), comments.context(REQUESTER))
+        await uow.execute(KEY, Claim(branch="agent/77"), comments.context(RUNNER))
+        for n in range(MANY_ROWS // 2 + 1):  # a delivery and a send-back: two events each
+            deliver = Deliver(f"Try {n}", branch="agent/77", commit=f"{n:040x}")
+            unlimited = {"attempts_per_ticket": 1000}
+            assert (await uow.execute(KEY, deliver, comments.context(RUNNER, **unlimited))).applied
+            assert (
+                await uow.execute(KEY, SendBack("Again"), comments.context(REVIEWER, **unlimited))
+            ).applied
+        await uow.commit()
+    here, there = await both(database)
+    assert here == there and len(here[1]) > MANY_ROWS
+    assert [recorded.revision for recorded in here[1]] == list(range(1, len(here[1]) + 1))
