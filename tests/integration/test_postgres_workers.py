@@ -8,11 +8,13 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from collections import defaultdict
 from pathlib import Path
 
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import func, select, text
+from sqlalchemy.engine import make_url
 
 from app.store.database import Database
 from app.store.installations import installation_repositories
@@ -97,3 +99,32 @@ def test_three_worker_processes_drain_2000_deliveries_each_exactly_once(
     for key, started in by_key.items():
         in_seq_order = [seq for seq, _ in sorted(started, key=lambda item: item[1])]
         assert in_seq_order == sorted(in_seq_order), f"{key} ran out of order"
+
+
+@pytest.mark.postgres
+def test_a_worker_has_its_connections_open_once_it_says_it_started(
+    postgres_database: Database, tmp_path: Path
+) -> None:
+    """`railyard worker --concurrency 2` opens its connections before it takes work: two in the
+    engine's pool and two in each of the event loop's sets (`Database.open_connections`)."""
+    name = f"worker-{uuid.uuid4().hex[:10]}"
+    named = make_url(postgres_database.url).update_query_dict({"application_name": name})
+    env = {**os.environ, "DATABASE_URL": named.render_as_string(hide_password=False)}
+    railyard, log = str(Path(sys.executable).parent / "railyard"), tmp_path / "worker.log"
+    with log.open("wb") as out:
+        worker = subprocess.Popen(
+            [railyard, "worker", "--concurrency", "2"], env=env, cwd=tmp_path, stdout=out, stderr=out
+        )
+    try:
+        deadline = time.time() + 60
+        while "worker started" not in log.read_text():
+            assert worker.poll() is None and time.time() < deadline, log.read_text()[-2000:]
+            time.sleep(0.1)
+        with postgres_database.read() as connection:
+            opened = connection.execute(
+                text("SELECT count(*) FROM pg_stat_activity WHERE application_name = :name"), {"name": name}
+            ).scalar_one()
+        assert opened >= 6
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        assert worker.wait(timeout=30) == 0, log.read_text()[-2000:]
