@@ -258,8 +258,9 @@ def server(
         served.setup = setup or start_setup(settings)
     if run_worker and settings.configured:
         served.worker = shell.worker(router, metrics, intake_busy=writer.saturated)
-        paced = {"spacing": outbox_spacing, "surface_interval": surface_interval}
-        served.outbox = shell.outbox(metrics, clock=clock, **paced)
+        served.outbox = shell.outbox(
+            metrics, clock=clock, spacing=outbox_spacing, surface_interval=surface_interval
+        )
         if served.outbox is not None:
             served.worker.processed = served.outbox.notify
         served.maintenance = _maintenance(settings, database, github, clock)

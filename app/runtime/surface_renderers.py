@@ -27,7 +27,7 @@ from app.store.database import Database
 from app.store.effects import effect_result
 from app.store.hops import off_loop
 from app.store.pulls import stored_pull
-from app.store.signs import read_shown, read_shown_here
+from app.store.signs import read_shown_now
 from app.store.tickets import TicketService
 from app.views.project_text import project_options
 from app.views.render import StatusView, render_check_summary, render_status_comment
@@ -154,11 +154,8 @@ class Surfaces:
         return link or "", render_status_comment(view) if view else None
 
     async def _view(self, installation: int, repository: str, number: int) -> StatusView | None:
-        key, database = TicketKey(repository, number), self.tickets.database
-        if database.is_sqlite:
-            ticket, history, clocks = await off_loop(read_shown, database, key)
-        else:  # on the event loop's connections: no thread, and the driver's own execution
-            ticket, history, clocks = await read_shown_here(database, key)
+        key = TicketKey(repository, number)
+        ticket, history, clocks = await read_shown_now(self.tickets.database, key)
         if ticket is None or not ticket.exists:
             return None
         loaded = await self._config(installation, repository)

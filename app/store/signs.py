@@ -16,6 +16,7 @@ from sqlalchemy import Connection, Select, bindparam, case, select
 from app.store.attempt_rows import attempts
 from app.store.codec import ticket_from_data
 from app.store.database import Database, dialect_insert
+from app.store.hops import off_loop
 from app.store.tables import SignOfLifeRow, table
 from app.store.tickets import history, history_here, load, load_here, tickets
 from handlers.ports import Heard, RecordedEvent
@@ -303,6 +304,16 @@ def read_shown(database: Database, key: TicketKey) -> tuple[Ticket | None, list[
         if ticket is None or not ticket.exists:
             return ticket, [], Clocks()
         return ticket, history(connection, key), clocks(connection, key, ticket)
+
+
+async def read_shown_now(
+    database: Database, key: TicketKey
+) -> tuple[Ticket | None, list[RecordedEvent], Clocks]:
+    """`read_shown` for the event loop: on SQLite on a thread (`read_shown`), on PostgreSQL on
+    the loop's own connections (`read_shown_here`)."""
+    if database.is_sqlite:
+        return await off_loop(read_shown, database, key)
+    return await read_shown_here(database, key)
 
 
 async def read_shown_here(

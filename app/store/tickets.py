@@ -165,7 +165,7 @@ async def load_here(database: Database, key: TicketKey) -> Ticket | None:
     """`load` outside a transaction, on PostgreSQL's event-loop connections (`select_here`)."""
     key = normalize_key(key)
     rows = await database.select_here(_SELECT_TICKET, _key_params(key))
-    return ticket_from_data(key, rows[0][1], rows[0][2]) if rows else None
+    return ticket_from_data(key, rows[0].revision, rows[0].snapshot) if rows else None  # type: ignore[attr-defined]
 
 
 def history(connection: Connection, key: TicketKey) -> list[RecordedEvent]:
