@@ -18,7 +18,7 @@ from pathlib import Path
 
 import psycopg
 
-from support.servers import free_port
+from support.ports import free_port
 
 BIN = Path(os.environ.get("PG_BIN", "/usr/lib/postgresql/15/bin"))
 

@@ -7,7 +7,6 @@ import asyncio
 import functools
 import os
 import signal
-import socket
 import subprocess
 import sys
 import uuid
@@ -27,6 +26,7 @@ from app.settings import Settings
 from app.store.database import Database
 from app.store.queue import queue_depth
 from github_standin import signed_headers as standin_headers
+from support.ports import free_port
 
 WEBHOOK_SECRET = "it's a secret to everybody"
 
@@ -136,13 +136,6 @@ async def drained(database: Database, timeout: float = 30.0) -> None:
         if asyncio.get_running_loop().time() > deadline:
             raise TimeoutError("the worker did not drain the queue in time")
         await asyncio.sleep(0.05)
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 @dataclass

@@ -14,7 +14,6 @@ import fcntl
 import json
 import os
 import re
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -28,6 +27,8 @@ from pathlib import Path
 
 import pytest
 import yaml
+
+from support.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 TOKEN = re.compile(r"\?token=([A-Za-z0-9_-]+)")
@@ -185,14 +186,6 @@ def test_migrate_creates_the_schema_and_the_read_commands_answer(
         answer = installed.run(*command, DATABASE_URL=url)
         assert answer.returncode == 0, (command, answer.stderr)
         json.loads(answer.stdout)
-
-
-def free_port() -> int:
-    """A loopback port nothing listens on right now."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 def get(url: str) -> tuple[int, str]:
