@@ -6,10 +6,14 @@ reader here tolerates missing, extra and new fields: a wrong type reads as "abse
 Intake reads a handful of values from each body (the installation, the repository, what orders
 it, the keys that tell its event) and stores the body as GitHub sent it; the worker parses it
 whole later. So intake does not build the body's objects: `WebhookBody` checks the whole body
-is JSON (msgspec validates every byte it skips) and keeps each member it looks at as raw bytes
-(`msgspec.Raw`), decoding an object below only when a path goes into it, and only the members
-asked for. A 13 KB comment took 40 us to parse whole and is read here in 20 us, and the server
-frees no dict of its strings afterwards (issue 28: the intake's rate is its CPU per request).
+is JSON (msgspec validates every byte it skips) and reads it in one pass into Structs of only
+the members it looks at, leaves kept as raw bytes (`msgspec.Raw`). A body with another type
+where intake looks below (`"issue": 5`) fails that pass and is read again level by level: each
+member raw, an object below decoded only when a path goes into it. A 13 KB comment took 40 us
+to parse whole and is read here in 20 us, and nothing frees a dict of its strings afterwards
+(issue 28: the intake's rate is its CPU per request). The one pass, against reading level by
+level (which scans each object below again): 32 against 44 us for a 25 KB `pull_request`, 24
+against 28 for a 12 KB comment (`docs/benchmarks.md`, twelfth round).
 
 What it reads agrees with parsing the body whole and reading the dicts (`tests/unit/
 test_webhook_body.py` holds the two side by side over every real example and generated ones),
@@ -58,7 +62,12 @@ class UnreadableBody(ValueError):  # noqa: N818 - it is the answer, not a failur
 
 class _Reader:
     """How one level of the body is read: a Struct of the members railyard looks at, each kept
-    raw (absent reads as None, JSON null as the raw `null`), and the readers of the objects below."""
+    raw (absent reads as None, JSON null as the raw `null`), and the readers of the objects below.
+
+    `whole` reads the level and every level below it in one pass: each member with members of
+    its own read below decodes straight into that level's Struct (absent is `UNSET`, null is
+    None). A member of another type (`"issue": 5`) fails that pass, and the body is then read
+    level by level (`decoder`), which reads any value."""
 
     def __init__(self, name: str, tree: dict[str, Any]) -> None:
         members = sorted(member for member in tree if member.isidentifier())
@@ -68,6 +77,15 @@ class _Reader:
         self.below = {
             member: _Reader(f"{name}_{member}", subtree) for member, subtree in tree.items() if subtree
         }
+        self.whole_type: Any = msgspec.defstruct(
+            f"{name}_whole",
+            [
+                (member, self.below[member].whole_type | None | msgspec.UnsetType, msgspec.UNSET)
+                if member in self.below
+                else (member, msgspec.Raw, None)
+                for member in members
+            ],
+        )
 
 
 _EVERY_MEMBER = msgspec.json.Decoder(dict[str, msgspec.Raw])
@@ -76,12 +94,13 @@ _SCALAR = msgspec.json.Decoder()
 
 class _Level:
     """One JSON object on a path: its members as its reader read them (or all of them, raw, for
-    a member no reader foresaw), and the objects below it read so far."""
+    a member no reader foresaw), and the objects below it read so far. A level read `whole`
+    holds the objects below as their Structs, and no raw bytes of its own."""
 
-    __slots__ = ("_below", "_every", "_members", "_raw", "_reader")
+    __slots__ = ("_below", "_every", "_members", "_raw", "_reader", "_whole")
 
-    def __init__(self, raw: Any, reader: _Reader | None, members: Any = None) -> None:
-        self._raw, self._reader = raw, reader
+    def __init__(self, raw: Any, reader: _Reader | None, members: Any = None, whole: bool = False) -> None:
+        self._raw, self._reader, self._whole = raw, reader, whole
         self._members = members if members is not None or reader is None else reader.decoder.decode(raw)
         self._every: dict[str, msgspec.Raw] | None = None
         self._below: dict[str, _Level | None] = {}
@@ -89,8 +108,13 @@ class _Level:
     def member(self, name: str) -> msgspec.Raw | None:
         reader = self._reader
         if reader is not None and name in reader.members:
-            raw: msgspec.Raw | None = getattr(self._members, name)
-            return raw
+            value = getattr(self._members, name)
+            if not self._whole or name not in reader.below:
+                raw: msgspec.Raw | None = value
+                return raw
+            return None if value is msgspec.UNSET else _NULL_RAW if value is None else _OBJECT_RAW
+        if self._whole:
+            raise _NotForeseenError
         if self._every is None:
             self._every = _EVERY_MEMBER.decode(self._raw)
         return self._every.get(name)
@@ -98,46 +122,74 @@ class _Level:
     def below(self, name: str) -> _Level | None:
         if name in self._below:
             return self._below[name]
-        raw = self.member(name)
         level = None
-        if raw is not None and memoryview(raw)[0] == _OBJECT:
-            level = _Level(raw, self._reader.below.get(name) if self._reader is not None else None)
+        reader = self._reader
+        if self._whole and reader is not None and name in reader.below and name in reader.members:
+            value = getattr(self._members, name)
+            if value is not None and value is not msgspec.UNSET:
+                level = _Level(None, reader.below[name], value, whole=True)
+        else:
+            raw = self.member(name)
+            if raw is not None and memoryview(raw)[0] == _OBJECT:
+                level = _Level(raw, reader.below.get(name) if reader is not None else None)
         self._below[name] = level
         return level
+
+
+class _NotForeseenError(Exception):
+    """A path no reader foresaw, asked of a level read whole (which keeps no raw bytes)."""
+
+
+_OBJECT_RAW = msgspec.Raw(b"{}")
+_NULL_RAW = msgspec.Raw(b"null")
 
 
 class WebhookBody:
     """A webhook's JSON object, read only as deep as the paths asked for (see the module)."""
 
-    __slots__ = ("_top", "size", "text")
+    __slots__ = ("_body", "_top", "size", "text")
 
     def __init__(self, body: bytes) -> None:
         """Raises `UnreadableBody` when `body` is not a JSON object in UTF-8."""
         try:
-            members = _ROOT.decoder.decode(body)
-        except msgspec.ValidationError:
-            raise UnreadableBody("body is not a JSON object") from None
+            self._top = _Level(body, _ROOT, _WHOLE.decode(body), whole=True)
+        except msgspec.ValidationError:  # not an object, or a member of another type: level by level
+            self._top = self._by_level(body)
         except msgspec.DecodeError:
             raise UnreadableBody("body is not JSON") from None
         try:
             self.text = body.decode()  # msgspec skips strings without checking their UTF-8
         except UnicodeDecodeError:
             raise UnreadableBody("body is not JSON: it is not UTF-8") from None
+        self._body = body
         self.size = len(body)
-        self._top = _Level(body, _ROOT, members)
 
-    def raw(self, *path: str) -> msgspec.Raw | None:
-        """The raw value at `path` (JSON null included), or None when a step is missing or not an object."""
-        level = self._top
-        for step in path[:-1]:
-            below = level.below(step)
-            if below is None:
-                return None
-            level = below
-        return level.member(path[-1])
+    @staticmethod
+    def _by_level(body: bytes) -> _Level:
+        try:
+            return _Level(body, _ROOT, _ROOT.decoder.decode(body))
+        except msgspec.ValidationError:
+            raise UnreadableBody("body is not a JSON object") from None
+        except msgspec.DecodeError:
+            raise UnreadableBody("body is not JSON") from None
+
+    def _value(self, *path: str) -> msgspec.Raw | None:
+        """The raw value at `path` (JSON null included; an object read whole is `{}`, its members
+        read through its path), or None when a step is missing or not an object."""
+        try:
+            level = self._top
+            for step in path[:-1]:
+                below = level.below(step)
+                if below is None:
+                    return None
+                level = below
+            return level.member(path[-1])
+        except _NotForeseenError:  # read whole, this path cannot be answered: read it level by level
+            self._top = self._by_level(self._body)
+            return self._value(*path)
 
     def _first(self, path: tuple[str, ...]) -> tuple[msgspec.Raw | None, int]:
-        raw = self.raw(*path)
+        raw = self._value(*path)
         return raw, memoryview(raw)[0] if raw is not None else 0
 
     def has(self, *path: str) -> bool:
@@ -172,8 +224,11 @@ class WebhookBody:
 
     def top_level(self, names: tuple[str, ...]) -> list[str]:
         """Which of `names` the object has as members at all (null included), in their order."""
-        top = self._top
-        return [name for name in names if top.member(name) is not None]
+        try:
+            top = self._top
+            return [name for name in names if top.member(name) is not None]
+        except _NotForeseenError:
+            return [name for name in names if self._value(name) is not None]
 
 
 def read_payload(text: str) -> Any:
@@ -380,6 +435,7 @@ EXAMINED: tuple[_Path, ...] = (
 """Every path intake reads."""
 _ROOT = _Reader("WebhookBody", _tree(list(EXAMINED)))
 """Their readers, built once."""
+_WHOLE = msgspec.json.Decoder(_ROOT.whole_type)
 
 
 @dataclass(frozen=True)

@@ -42,11 +42,11 @@ from support.comments import Comments as Comments
 from support.databases import reset_schema as reset_schema
 from support.payloads import FIXTURES as FIXTURES
 from support.payloads import example as example
+from support.ports import free_port as free_port
 from support.servers import WEBHOOK_SECRET as WEBHOOK_SECRET
 from support.servers import ServerHandle as ServerHandle
 from support.servers import ServerProcess as ServerProcess
 from support.servers import drained as drained
-from support.servers import free_port as free_port
 from support.servers import private_key_pem as private_key_pem
 from support.servers import process_intake_settings as process_intake_settings
 from support.servers import server_env as server_env
