@@ -3,7 +3,8 @@
 Drives a real `railyard serve` (a subprocess, the worker running inside it) over loopback:
 
 1. full load: `wrk` (Debian's package) posting signed 13 KB `issue_comment` deliveries, each
-   with its own delivery id, from 16 connections; prints acknowledged deliveries per second;
+   with its own delivery id, from 16 connections (`--connections`); prints acknowledged
+   deliveries per second;
 2. fixed rate: 1,000 deliveries per second (`--rate`) for 10 s from an asyncio client, latency measured
    from each request's scheduled send time (no coordinated omission); prints p50/p99;
 3. for reference, full load again against the intake alone (`bench/intake_alone.py`: the same
@@ -22,6 +23,11 @@ Drives a real `railyard serve` (a subprocess, the worker running inside it) over
 6. drain: 5,000 stored `installation_repositories` deliveries processed by the worker.
 
     python bench/intake.py [--postgres URL|private] [--seconds 10] [--rate 1000] [--rounds 5]
+                           [--connections 16]
+
+At 16 connections railyard's rate is bounded by each delivery's round trip (its commit's fsync
+and the writer process's turn), where the bot's is bounded by its one core: `--connections 64`
+shows what more deliveries in flight do to each.
 """
 
 from __future__ import annotations
@@ -204,10 +210,17 @@ class Load:
     signature: str
     seconds: int
     rate: int  # deliveries per second in the fixed-rate part
+    connections: int = 16  # wrk's, under full load
 
 
 async def bench(
-    label: str, database_url: str, workdir: Path, seconds: int, rate: int, rounds: int = 0
+    label: str,
+    database_url: str,
+    workdir: Path,
+    seconds: int,
+    rate: int,
+    rounds: int = 0,
+    connections: int = 16,
 ) -> None:
     """One database: full load, fixed rate, intake alone, the gidgethub bot and Probot, drain."""
     env = {
@@ -218,13 +231,16 @@ async def bench(
         "GITHUB_API_URL": "http://127.0.0.1:9",
     }
     body = comment_payload()
-    load = Load(workdir / "comment.json", sign(body, WEBHOOK_SECRET.encode()), seconds, rate)
+    load = Load(workdir / "comment.json", sign(body, WEBHOOK_SECRET.encode()), seconds, rate, connections)
     load.body_file.write_bytes(body)
     server = ServerProcess(env=env, cwd=workdir)
     await server.start()
     try:
-        full_load = run_wrk(server.url, load.body_file, load.signature, seconds, 16)
-        print(f"{label:<10} full load (wrk -t2 -c16, {len(body)} B): {wrk_figures(full_load)}", flush=True)
+        full_load = run_wrk(server.url, load.body_file, load.signature, seconds, connections)
+        print(
+            f"{label:<10} full load (wrk -t2 -c{connections}, {len(body)} B): {wrk_figures(full_load)}",
+            flush=True,
+        )
         pending, processed = queue_counts(database_url)
         print(
             f"{label:<10} meanwhile the worker processed {processed} ({processed / seconds:.0f}/s; "
@@ -246,7 +262,7 @@ async def bench(
     )
     await alone.start()
     try:
-        full = run_wrk(alone.url, load.body_file, load.signature, seconds, 16)
+        full = run_wrk(alone.url, load.body_file, load.signature, seconds, connections)
         print(f"{label:<10} for reference, intake alone (no worker): {wrk_figures(full)}", flush=True)
     finally:
         alone.stop()
@@ -293,7 +309,7 @@ async def against(
     reference = ServerProcess(env=env, cwd=workdir, command=command)
     await reference.start()
     try:
-        full = run_wrk(reference.url, load.body_file, load.signature, load.seconds, 16)
+        full = run_wrk(reference.url, load.body_file, load.signature, load.seconds, load.connections)
         print(f"{label:<10} {name}, full load: {wrk_figures(full)}", flush=True)
         if full["non_2xx"]:
             print(f"{label:<10} {name} refused deliveries: the ratios below mean nothing", flush=True)
@@ -356,7 +372,7 @@ async def full_rate(env: dict[str, str], workdir: Path, load: Load, command: lis
     server = ServerProcess(env=env, cwd=workdir, command=command)
     await server.start()
     try:
-        return run_wrk(server.url, load.body_file, load.signature, load.seconds, 16)["rate"]
+        return run_wrk(server.url, load.body_file, load.signature, load.seconds, load.connections)["rate"]
     finally:
         server.stop()
 
@@ -408,18 +424,25 @@ def main() -> None:
     parser.add_argument(
         "--rounds", type=int, default=0, help="then this many rounds of railyard and each reference in turn"
     )
+    parser.add_argument("--connections", type=int, default=16, help="wrk's connections under full load")
     args = parser.parse_args()
     if args.rounds < 0:
         parser.error("--rounds must be 0 or more")
+    if args.connections < 2:
+        parser.error("--connections must be 2 or more (wrk's two threads each need one)")
     if shutil.which("wrk") is None:
         sys.exit("bench/intake.py needs wrk: apt-get install wrk")
     print(f"cores={os.cpu_count()}  python={sys.version.split()[0]}", flush=True)
     with tempfile.TemporaryDirectory() as folder:
         sqlite = f"sqlite:///{folder}/intake.db"
-        asyncio.run(bench("sqlite", sqlite, Path(folder), args.seconds, args.rate, args.rounds))
+        asyncio.run(
+            bench("sqlite", sqlite, Path(folder), args.seconds, args.rate, args.rounds, args.connections)
+        )
     if args.postgres:
         with postgres(args.postgres) as url, tempfile.TemporaryDirectory() as folder:
-            asyncio.run(bench("postgresql", url, Path(folder), args.seconds, args.rate, args.rounds))
+            asyncio.run(
+                bench("postgresql", url, Path(folder), args.seconds, args.rate, args.rounds, args.connections)
+            )
 
 
 @contextlib.contextmanager
