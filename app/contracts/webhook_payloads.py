@@ -64,8 +64,8 @@ class _Reader:
     """How one level of the body is read: a Struct of the members railyard looks at, each kept
     raw (absent reads as None, JSON null as the raw `null`), and the readers of the objects below.
 
-    `whole` reads the level and every level below it in one pass: each member with members of
-    its own read below decodes straight into that level's Struct (absent is `UNSET`, null is
+    `whole_type` reads the level and every level below it in one pass: each member with members
+    of its own read below decodes straight into that level's Struct (absent is `UNSET`, null is
     None). A member of another type (`"issue": 5`) fails that pass, and the body is then read
     level by level (`decoder`), which reads any value."""
 
@@ -74,9 +74,7 @@ class _Reader:
         struct = msgspec.defstruct(name, [(member, msgspec.Raw, None) for member in members])
         self.decoder = msgspec.json.Decoder(struct)
         self.members = frozenset(members)
-        self.below = {
-            member: _Reader(f"{name}_{member}", subtree) for member, subtree in tree.items() if subtree
-        }
+        self.below = {member: _Reader(f"{name}_{member}", tree[member]) for member in members if tree[member]}
         self.whole_type: Any = msgspec.defstruct(
             f"{name}_whole",
             [
@@ -97,10 +95,10 @@ class _Level:
     a member no reader foresaw), and the objects below it read so far. A level read `whole`
     holds the objects below as their Structs, and no raw bytes of its own."""
 
-    __slots__ = ("_below", "_every", "_members", "_raw", "_reader", "_whole")
+    __slots__ = ("_below", "_every", "_members", "_raw", "_reader", "whole")
 
     def __init__(self, raw: Any, reader: _Reader | None, members: Any = None, whole: bool = False) -> None:
-        self._raw, self._reader, self._whole = raw, reader, whole
+        self._raw, self._reader, self.whole = raw, reader, whole
         self._members = members if members is not None or reader is None else reader.decoder.decode(raw)
         self._every: dict[str, msgspec.Raw] | None = None
         self._below: dict[str, _Level | None] = {}
@@ -109,11 +107,11 @@ class _Level:
         reader = self._reader
         if reader is not None and name in reader.members:
             value = getattr(self._members, name)
-            if not self._whole or name not in reader.below:
+            if not self.whole or name not in reader.below:
                 raw: msgspec.Raw | None = value
                 return raw
             return None if value is msgspec.UNSET else _NULL_RAW if value is None else _OBJECT_RAW
-        if self._whole:
+        if self.whole:
             raise _NotForeseenError
         if self._every is None:
             self._every = _EVERY_MEMBER.decode(self._raw)
@@ -124,7 +122,7 @@ class _Level:
             return self._below[name]
         level = None
         reader = self._reader
-        if self._whole and reader is not None and name in reader.below and name in reader.members:
+        if self.whole and reader is not None and name in reader.below:
             value = getattr(self._members, name)
             if value is not None and value is not msgspec.UNSET:
                 level = _Level(None, reader.below[name], value, whole=True)
@@ -152,9 +150,14 @@ class WebhookBody:
     def __init__(self, body: bytes) -> None:
         """Raises `UnreadableBody` when `body` is not a JSON object in UTF-8."""
         try:
-            self._top = _Level(body, _ROOT, _WHOLE.decode(body), whole=True)
-        except msgspec.ValidationError:  # not an object, or a member of another type: level by level
-            self._top = self._by_level(body)
+            try:
+                self._top = _Level(body, _ROOT, _WHOLE.decode(body), whole=True)
+            except msgspec.ValidationError:  # not an object, or another type where intake looks below
+                # Read again here, not a frame deeper: how deep a body may nest (the stack's
+                # depth) is then the same for both readings.
+                self._top = _Level(body, _ROOT, _ROOT.decoder.decode(body))
+        except msgspec.ValidationError:
+            raise UnreadableBody("body is not a JSON object") from None
         except msgspec.DecodeError:
             raise UnreadableBody("body is not JSON") from None
         try:
@@ -164,14 +167,10 @@ class WebhookBody:
         self._body = body
         self.size = len(body)
 
-    @staticmethod
-    def _by_level(body: bytes) -> _Level:
-        try:
-            return _Level(body, _ROOT, _ROOT.decoder.decode(body))
-        except msgspec.ValidationError:
-            raise UnreadableBody("body is not a JSON object") from None
-        except msgspec.DecodeError:
-            raise UnreadableBody("body is not JSON") from None
+    @property
+    def one_pass(self) -> bool:
+        """Whether the body was read in one pass (what intake's CPU for it depends on)."""
+        return self._top.whole
 
     def _value(self, *path: str) -> msgspec.Raw | None:
         """The raw value at `path` (JSON null included; an object read whole is `{}`, its members
@@ -185,7 +184,7 @@ class WebhookBody:
                 level = below
             return level.member(path[-1])
         except _NotForeseenError:  # read whole, this path cannot be answered: read it level by level
-            self._top = self._by_level(self._body)
+            self._top = _Level(self._body, _ROOT, _ROOT.decoder.decode(self._body))
             return self._value(*path)
 
     def _first(self, path: tuple[str, ...]) -> tuple[msgspec.Raw | None, int]:

@@ -243,7 +243,7 @@ def test_an_integer_past_64_bits_reads_as_absent_so_no_row_fails_its_batch() -> 
 def test_every_real_example_is_read_in_one_pass() -> None:
     """Real payloads hold an object wherever intake looks below, so none is read level by level
     (the slower reading, kept for bodies of other types there)."""
-    assert all(WebhookBody(path.read_bytes())._top._whole for path in EXAMPLES)
+    assert all(WebhookBody(path.read_bytes()).one_pass for path in EXAMPLES)
 
 
 def test_a_member_of_another_type_where_intake_looks_below_is_read_level_by_level() -> None:
@@ -251,7 +251,7 @@ def test_a_member_of_another_type_where_intake_looks_below_is_read_level_by_leve
     its parsed dicts do (the generated bodies check this for every such case)."""
     body = b'{"action": "created", "issue": 5, "repository": {"full_name": "Octo/Hello"}}'
     read = WebhookBody(body)
-    assert not read._top._whole
+    assert not read.one_pass
     assert describe("issue_comment", read) == oracle_describe("issue_comment", orjson.loads(body))
     assert describe("issue_comment", read).repository == "octo/hello"
     assert mismatch("issue_comment", read) == "issue_comment payload lacks issue"
