@@ -19,6 +19,7 @@ from sqlalchemy.exc import OperationalError
 
 from app.bootstrap import wire
 from app.store.database import Database
+from app.store.hops import Lane
 from app.store.unit import SqlStore
 from handlers.answers import StatusComment
 from handlers.ports import Heard
@@ -271,7 +272,7 @@ async def test_a_unit_open_while_the_store_closes_still_ends_and_its_thread_stop
 
 @pytest.mark.postgres
 async def test_on_postgres_a_reads_ticket_and_command_count_come_from_the_loops_connections(
-    postgres_database: Database,
+    postgres_database: Database, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Outside a unit, the reads every command makes (its ticket, its author's commands in the
     last hour) run on the event loop's own connections, not through SQLAlchemy on a thread, and
@@ -283,6 +284,7 @@ async def test_on_postgres_a_reads_ticket_and_command_count_come_from_the_loops_
         await uow.execute(KEY, Publish("Resumable uploads"), Comments().context(author))
         await uow.commit()
     since = datetime(2000, 1, 1, tzinfo=UTC)
+    jobs = count_lane_jobs(monkeypatch)
     with statement_threads(database) as seen:
         async with store.read() as reads:
             ticket = await reads.ticket(KEY)
@@ -290,8 +292,27 @@ async def test_on_postgres_a_reads_ticket_and_command_count_come_from_the_loops_
             recent = await reads.commands_since(KEY.repository.upper(), 4242, since)
             nobody = await reads.commands_since(KEY.repository, 4243, since)
     assert seen == []  # nothing through the engine
+    assert jobs == []  # and the read's thread was given nothing, not even its end
     async with store.unit() as uow:  # the same reads inside a transaction, through SQLAlchemy
         assert ticket == await uow.ticket(KEY)
         assert recent == await uow.commands_since(KEY.repository, 4242, since) == 1
     assert ticket is not None and ticket.work == WorkState.OPEN
     assert missing is None and nobody == 0
+
+
+def count_lane_jobs(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The names of the jobs given to any unit's thread (`Lane.post` and `Lane.call`) from now on."""
+    given: list[str] = []
+    post, call = Lane.post, Lane.call
+
+    def counted_post(lane: Lane, function: Any, *args: Any) -> None:
+        given.append(f"post {getattr(function, '__qualname__', function)}")
+        post(lane, function, *args)
+
+    def counted_call(lane: Lane, function: Any, *args: Any) -> Any:
+        given.append(f"call {getattr(function, '__qualname__', function)}")
+        return call(lane, function, *args)
+
+    monkeypatch.setattr(Lane, "post", counted_post)
+    monkeypatch.setattr(Lane, "call", counted_call)
+    return given
