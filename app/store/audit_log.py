@@ -48,9 +48,13 @@ def verify(database: Database, repository: str | None = None) -> Verified:
     if repository is not None:
         query = query.where(tickets.c.repository == repository.casefold())
     checked = seen = 0
-    with database.read(streamed=True) as connection:
-        rows = connection.execute(query.execution_options(yield_per=PAGE)).mappings()
-        for ticket_id, group in groupby(rows, key=lambda row: row["ticket_id"]):
+    # The result is closed however the loop ends: a break found early leaves no server-side
+    # cursor for the garbage collector (psycopg warns of one it has to close).
+    with (
+        database.read(streamed=True) as connection,
+        connection.execute(query.execution_options(yield_per=PAGE)) as result,
+    ):
+        for ticket_id, group in groupby(result.mappings(), key=lambda row: row["ticket_id"]):
             seen += 1
             first = next(group)
             events = (audit_event(row) for row in _with_first(first, group) if row["revision"] is not None)
@@ -76,8 +80,11 @@ def export(
         query = query.where(tickets.c.repository == repository.casefold())
     if since is not None:
         query = query.where(events_table.c.at >= since)
-    with database.read(streamed=True) as connection:
-        for row in connection.execute(query.execution_options(yield_per=PAGE)).mappings():
+    with (
+        database.read(streamed=True) as connection,
+        connection.execute(query.execution_options(yield_per=PAGE)) as result,
+    ):
+        for row in result.mappings():
             data = row["data"]
             yield {
                 "ticket": str(TicketKey(row["repository"], row["number"])),

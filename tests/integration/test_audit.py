@@ -5,11 +5,13 @@ the events written before it, and `railyard audit verify` / `export` answer from
 from __future__ import annotations
 
 import csv
+import gc
 import hashlib
 import importlib.util
 import io
 import json
 import threading
+import warnings
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -130,6 +132,26 @@ def test_a_deleted_event_breaks_the_chain_at_its_revision(database: Database) ->
         )
     found = audit_store.verify(database)
     assert (found.broken_ticket, found.broken_revision) == (KEY, 3)
+
+
+def test_a_break_found_early_and_an_export_left_early_leave_no_cursor_open(database: Database) -> None:
+    """verify stops at the first break, and an export's reader may stop at any row: the query's
+    result is closed either way (on PostgreSQL a server-side cursor psycopg would otherwise
+    close, and warn of, whenever the garbage collector came to it)."""
+    two_tickets(database)
+    with tampering(database) as connection:
+        connection.execute(
+            text("DELETE FROM ticket_events WHERE ticket_id = :id AND revision = 3"),
+            {"id": ticket_id(database, KEY)},
+        )
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert audit_store.verify(database).broken_ticket == KEY
+        rows = audit_store.export(database)
+        next(rows)
+        rows.close()
+        gc.collect()
+    assert [str(warning.message) for warning in caught if warning.category is ResourceWarning] == []
 
 
 def test_an_inserted_event_breaks_the_chain_at_its_revision(database: Database) -> None:
