@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import re
 from typing import Any, TextIO
@@ -79,16 +80,17 @@ async def _judge(
     settings: Settings, database: Database, repository: str, environment: str, sha: str
 ) -> tuple[GateFindings, bool]:
     """The decision, and whether the environment is gated at all."""
-    github = github_client(settings, database, Metrics())
-    await github.start()
-    try:
-        ports = wire(database, github=github, app_id=settings.app_id).ports
+    async with contextlib.AsyncExitStack() as closing:  # the store first, then the client
+        github = github_client(settings, database, Metrics())
+        await github.start()
+        closing.push_async_callback(github.close)
+        shell = wire(database, github=github, app_id=settings.app_id)
+        closing.push_async_callback(asyncio.to_thread, shell.store.close)  # reads end before the database
+        ports = shell.ports
         installation = await ports.github.installation_of(repository)
         rules = await ports.configs.load(installation, repository, fresh=True)
         findings = await judge_gate(ports, installation, repository, environment, sha, rules, record=False)
         return findings, gated(environment, rules)
-    finally:
-        await github.close()
 
 
 def _as_json(findings: GateFindings, environment: str, sha: str) -> dict[str, Any]:

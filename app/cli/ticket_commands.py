@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 from typing import Any, TextIO
 
@@ -124,12 +125,13 @@ def cmd_resync(args: argparse.Namespace, database: Database, out: TextIO, err: T
 
 async def _resync(settings: Settings, database: Database, key: TicketKey) -> list[str]:
     # The shared limits and HTTP cache: a rate-limit pause another process stored holds here too.
-    github = github_client(settings, database, Metrics())
-    await github.start()
-    try:
-        return await resync(wire(database, github=github, app_id=settings.app_id).ports, key)
-    finally:
-        await github.close()
+    async with contextlib.AsyncExitStack() as closing:  # the store first, then the client
+        github = github_client(settings, database, Metrics())
+        await github.start()
+        closing.push_async_callback(github.close)
+        shell = wire(database, github=github, app_id=settings.app_id)
+        closing.push_async_callback(asyncio.to_thread, shell.store.close)  # reads end before the database
+        return await resync(shell.ports, key)
 
 
 def register(commands: Any) -> None:

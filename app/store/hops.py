@@ -83,11 +83,15 @@ class Lane:
         self._jobs.put((future, contextvars.copy_context(), function, args))
         return future
 
-    def close(self) -> None:
-        """Let the thread end once the jobs before this are done; the lane takes no more."""
+    def close(self, wait: float = 0.0) -> None:
+        """Let the thread end once the jobs before this are done; the lane takes no more. With
+        `wait`, wait that many seconds at most for them (a read's end is posted, not awaited:
+        its connection goes back to the pool only when it runs)."""
         self._closed = True
         if self._thread is not None:
             self._jobs.put(_STOP)
+            if wait > 0 and self._thread is not threading.current_thread():
+                self._thread.join(wait)
 
     def _start(self) -> None:
         if self._closed:

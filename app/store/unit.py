@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import queue
+import time
 from collections.abc import Callable, Collection, Iterable
 from contextlib import AbstractContextManager
 from datetime import datetime
@@ -48,6 +49,8 @@ from policies.rails import Observation
 from policies.span_attributes import change_span, outcome_attributes
 
 T = TypeVar("T")
+CLOSE_WAIT = 5.0
+"""Seconds `SqlStore.close` waits at most for its threads' last jobs."""
 Render = Callable[[Answer], Effect | LimitedReply]
 """Turns an answer (an intent) into the effect or limited reply that writes it (`app.views.replies_text`)."""
 
@@ -71,11 +74,13 @@ class _Threads:
         else:
             self._idle.put(lane)
 
-    def close(self) -> None:
+    def close(self, wait: float = 0.0) -> None:
+        """Close the idle lanes, waiting up to `wait` seconds in all for the jobs they hold."""
         self._closed = True
+        until = time.monotonic() + wait
         while True:
             try:
-                self._idle.get_nowait().close()
+                self._idle.get_nowait().close(max(0.0, until - time.monotonic()))
             except queue.Empty:
                 return
 
@@ -430,8 +435,10 @@ class SqlStore:
         return await off_loop(_read_once, self.database, function, args)
 
     def close(self) -> None:
-        """Stop the idle threads."""
-        self._threads.close()
+        """Stop the idle threads, once what they were given has run (a read's end gives its
+        connection back to the pool then: closed before `Database.close`, none is left out of
+        it), waiting `CLOSE_WAIT` seconds at most."""
+        self._threads.close(CLOSE_WAIT)
 
 
 U = TypeVar("U", bound=SqlReads)

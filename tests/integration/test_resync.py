@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import io
 import time
 from datetime import UTC, datetime
@@ -38,6 +39,19 @@ def no_config_files() -> None:
     for repository in (REPO, "acme/.github"):
         respx.get(f"{GITHUB_API}/repos/{repository}/contents/.github/railyard.yml").mock(
             return_value=httpx.Response(404, json={"message": "Not Found"})
+        )
+
+
+def backends(database: Database) -> int:
+    """PostgreSQL's sessions on this database other than the one asking (0 on SQLite)."""
+    if database.is_sqlite:
+        return 0
+    with database.read() as connection:
+        return int(
+            connection.exec_driver_sql(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                "AND pid <> pg_backend_pid()"
+            ).scalar_one()
         )
 
 
@@ -87,7 +101,18 @@ def test_resync_records_what_happened_while_webhooks_were_lost(database: Databas
         return_value=httpx.Response(200, json={"status": "identical"})
     )
 
-    status, out, err = run(database, "resync", "acme/web#12")
+    gc.disable()  # a connection left out of the closed pool would stay open until a collection
+    try:
+        before = backends(database)
+        status, out, err = run(database, "resync", "acme/web#12")
+        # The CLI's database closed every connection it opened (a backend leaves PostgreSQL's
+        # list a moment after its client closed it; one left open would stay).
+        deadline = time.monotonic() + 3
+        while backends(database) != before and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert backends(database) == before
+    finally:
+        gc.enable()
     assert status == 0, err
     ticket = service.load(key)
     assert (ticket.work.value, ticket.rails.integration.value, ticket.rails.deployment.value) == (

@@ -106,3 +106,28 @@ def test_a_closed_lane_takes_no_more_jobs() -> None:
 
     with pytest.raises(RuntimeError, match="closed"):
         lane.post(len, "y")
+
+
+def test_closing_a_lane_with_a_wait_returns_once_its_posted_jobs_have_run() -> None:
+    """A read's end is posted, not awaited; a store closing before its database waits for it,
+    so no connection goes back to a pool that was already disposed."""
+    lane, ran = Lane("railyard-unit"), threading.Event()
+    started = threading.Event()
+
+    def slow_end() -> None:
+        started.set()
+        threading.Event().wait(0.3)
+        ran.set()
+
+    lane.post(slow_end)
+    assert started.wait(5)
+    lane.close(wait=5.0)
+    assert ran.is_set()
+
+
+def test_closing_a_lane_without_a_wait_returns_at_once() -> None:
+    lane, release = Lane("railyard-unit"), threading.Event()
+    lane.post(release.wait, 5)
+    lane.close()  # returns while the job still waits
+    assert not release.is_set()
+    release.set()
