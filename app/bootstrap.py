@@ -7,9 +7,10 @@ a cache, a store or a loop (`tests/unit/test_layers.py` holds the client's part 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -225,6 +226,23 @@ def github_client(
         transport=transport,
         token_cache=tokens,
     )
+
+
+@contextlib.asynccontextmanager
+async def command_shell(settings: Settings, database: Database) -> AsyncIterator[Shell]:
+    """The shell one CLI command works through, its GitHub client started. On the way out its
+    store closes first (a read's end runs on its thread before the database closes: no
+    connection goes back to a disposed pool), then the client."""
+    github = github_client(settings, database, Metrics())
+    await github.start()
+    try:
+        shell = wire(database, github=github, app_id=settings.app_id)
+        try:
+            yield shell
+        finally:
+            await asyncio.to_thread(shell.store.close)
+    finally:
+        await github.close()
 
 
 def intake_writer(settings: Settings, database: Database) -> IntakeWriter:

@@ -11,14 +11,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
 import re
 from typing import Any, TextIO
 
-from app.bootstrap import github_client, wire
+from app.bootstrap import command_shell
 from app.cli.common import EXIT_NOT_FOUND, EXIT_USAGE, ready, repository_option
-from app.runtime.metrics import Metrics
 from app.settings import Settings
 from app.store.database import Database
 from app.views.gate_text import gate_comment, gate_lines
@@ -80,12 +78,7 @@ async def _judge(
     settings: Settings, database: Database, repository: str, environment: str, sha: str
 ) -> tuple[GateFindings, bool]:
     """The decision, and whether the environment is gated at all."""
-    async with contextlib.AsyncExitStack() as closing:  # the store first, then the client
-        github = github_client(settings, database, Metrics())
-        await github.start()
-        closing.push_async_callback(github.close)
-        shell = wire(database, github=github, app_id=settings.app_id)
-        closing.push_async_callback(asyncio.to_thread, shell.store.close)  # reads end before the database
+    async with command_shell(settings, database) as shell:
         ports = shell.ports
         installation = await ports.github.installation_of(repository)
         rules = await ports.configs.load(installation, repository, fresh=True)

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
 from typing import Any, TextIO
 
-from app.bootstrap import github_client, wire
+from app.bootstrap import command_shell, wire
 from app.cli.common import EXIT_NOT_FOUND, EXIT_USAGE, ready, table, ticket_key
-from app.runtime.metrics import Metrics
 from app.settings import Settings
 from app.store.database import Database
 from app.store.signs import read_clocks
@@ -125,12 +123,7 @@ def cmd_resync(args: argparse.Namespace, database: Database, out: TextIO, err: T
 
 async def _resync(settings: Settings, database: Database, key: TicketKey) -> list[str]:
     # The shared limits and HTTP cache: a rate-limit pause another process stored holds here too.
-    async with contextlib.AsyncExitStack() as closing:  # the store first, then the client
-        github = github_client(settings, database, Metrics())
-        await github.start()
-        closing.push_async_callback(github.close)
-        shell = wire(database, github=github, app_id=settings.app_id)
-        closing.push_async_callback(asyncio.to_thread, shell.store.close)  # reads end before the database
+    async with command_shell(settings, database) as shell:
         return await resync(shell.ports, key)
 
 
