@@ -184,7 +184,7 @@ class WebhookBody:
                 level = below
             return level.member(path[-1])
         except _NotForeseenError:  # read whole, this path cannot be answered: read it level by level
-            self._top = _Level(self._body, _ROOT, _ROOT.decoder.decode(self._body))
+            self._top = _Level(self._body, _ROOT)  # its reader decodes the top level
             return self._value(*path)
 
     def _first(self, path: tuple[str, ...]) -> tuple[msgspec.Raw | None, int]:

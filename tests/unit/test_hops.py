@@ -125,9 +125,17 @@ def test_closing_a_lane_with_a_wait_returns_once_its_posted_jobs_have_run() -> N
     assert ran.is_set()
 
 
-def test_closing_a_lane_without_a_wait_returns_at_once() -> None:
-    lane, release = Lane("railyard-unit"), threading.Event()
-    lane.post(release.wait, 5)
-    lane.close()  # returns while the job still waits
-    assert not release.is_set()
+def test_closing_a_lane_without_a_wait_returns_while_its_job_still_runs() -> None:
+    lane = Lane("railyard-unit")
+    started, release, finished = threading.Event(), threading.Event(), threading.Event()
+
+    def job() -> None:
+        started.set()
+        release.wait(5)
+        finished.set()
+
+    lane.post(job)
+    assert started.wait(5)
+    lane.close()  # a close that waited would return only once the job had finished
+    assert not finished.is_set()
     release.set()
