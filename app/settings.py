@@ -5,7 +5,6 @@ Names follow Probot's where they exist. Secrets are `SecretStr`, so they never p
 
 from __future__ import annotations
 
-from importlib import metadata
 from pathlib import Path
 from typing import Literal
 
@@ -14,16 +13,6 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 DEFAULT_DATABASE_URL = "sqlite:///railyard.db"
 LogLevel = Literal["debug", "info", "warning", "error"]
-# What a source checkout that was never installed calls itself (PEP 440's local-version form).
-UNKNOWN_VERSION = "0+unknown"
-
-
-def railyard_version() -> str:
-    """The installed package's version (from its metadata), or `0+unknown` when not installed."""
-    try:
-        return metadata.version("railyard")
-    except metadata.PackageNotFoundError:
-        return UNKNOWN_VERSION
 
 
 def normalize_database_url(url: str) -> str:

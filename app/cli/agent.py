@@ -48,7 +48,7 @@ class UsageError(ValueError):
 
 def register(commands: Any) -> None:
     """Add `agent claim` and `agent deliver` to the `railyard` command line."""
-    agent = commands.add_parser("agent", help="claim or deliver a ticket, as an agent's workflow does")
+    agent = commands.add_parser("agent")
     actions = agent.add_subparsers(dest="agent_action", required=True)
     claim = actions.add_parser("claim", help="claim an open ticket")
     _common(claim)

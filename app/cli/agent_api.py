@@ -11,7 +11,7 @@ from urllib.parse import quote
 import httpx
 
 from app.cli.agent_core import Options, Result, backoff, claim_held, command_text, from_api, unknown
-from app.settings import railyard_version
+from app.version import railyard_version
 
 Sleep = Callable[[float], None]
 Clock = Callable[[], float]

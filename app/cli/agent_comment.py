@@ -37,9 +37,8 @@ from app.cli.agent_core import (
     unknown,
     usage,
 )
-from app.contracts.effect_types import status_key
-from app.settings import railyard_version
-from app.store.effects import marker
+from app.contracts.effect_types import marker, status_key
+from app.version import railyard_version
 from app.views.status_json import ANSWER_MARKER, MARKER, own_hidden_line
 
 Sleep = Callable[[float], None]

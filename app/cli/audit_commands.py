@@ -87,7 +87,7 @@ def _ready(database: Database, err: TextIO) -> bool:
 
 def register(commands: Any) -> None:
     """Add `audit verify` and `audit export`."""
-    audit = commands.add_parser("audit", help="verify or export the hash-chained event log")
+    audit = commands.add_parser("audit")
     actions = audit.add_subparsers(dest="audit_command", required=True, metavar="ACTION")
     verify = actions.add_parser("verify", help="recompute every ticket's chain (exit 1 at the first break)")
     verify.add_argument("--repo", metavar="OWNER/REPO", help="only this repository's tickets")

@@ -139,7 +139,6 @@ def register(commands: Any) -> None:
     """Add `check`."""
     check = commands.add_parser(
         "check",
-        help="find claims and reviews past their limits (exit 3 when one is)",
         description="Check every claimed ticket whose issue is open for silence past its limit and for "
         "its deadline (claims.max_attempt_hours), and every delivered one for a wait for review past "
         "reviews.max_wait_hours; record claim_overdue (once per silence period, once per attempt for "

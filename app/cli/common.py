@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
-from typing import TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-from app.store.database import Database
 from policies.model import TicketKey
+
+if TYPE_CHECKING:
+    from app.store.database import Database
 
 EXIT_NOT_FOUND = 1
 EXIT_USAGE = 2
 EXIT_OVERDUE = 3
-CommandHandler = Callable[[argparse.Namespace, Database, TextIO, TextIO], int]
+CommandHandler = Callable[[argparse.Namespace, "Database", TextIO, TextIO], int]
 
 
 def table(rows: list[list[str]], out: TextIO) -> None:
@@ -35,6 +37,11 @@ def ticket_key(text: str, err: TextIO) -> TicketKey | None:
     except ValueError as error:
         err.write(f"railyard: {error}\n")
         return None
+
+
+def register(commands: Any) -> None:
+    """Add `migrate`."""
+    commands.add_parser("migrate").set_defaults(handler=cmd_migrate)
 
 
 def cmd_migrate(args: argparse.Namespace, database: Database, out: TextIO, err: TextIO) -> int:

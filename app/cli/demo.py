@@ -298,7 +298,6 @@ def register(commands: Any) -> None:
     """Add `demo` (and `demo say`) to the `railyard` command line."""
     demo = commands.add_parser(
         "demo",
-        help="the server against a built-in GitHub stand-in, with a story played: open the board",
         description="Run railyard on SQLite against the GitHub stand-in, play a scripted story "
         "through signed webhooks, and serve the board until Ctrl-C.",
     )

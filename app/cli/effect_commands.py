@@ -91,12 +91,12 @@ def cmd_retry(args: argparse.Namespace, database: Database, out: TextIO, err: Te
 
 def register(commands: Any) -> None:
     """Add `effects` and `retry`."""
-    effects = commands.add_parser("effects", help="list the outbox's intended GitHub writes")
+    effects = commands.add_parser("effects")
     effects.add_argument("--status", choices=[PENDING, DONE, FAILED, CANCELLED])
     effects.add_argument("--limit", type=int, default=100)
     effects.add_argument("--json", action="store_true", help="print JSON")
     effects.set_defaults(handler=cmd_effects)
-    retry = commands.add_parser("retry", help="try failed or cancelled effects again, now")
+    retry = commands.add_parser("retry")
     retry.add_argument("ids", nargs="*", type=int, metavar="EFFECT_ID", help="an id from `railyard effects`")
     retry.add_argument(
         "--waiting",

@@ -31,7 +31,6 @@ def register(commands: Any) -> None:
     """Add `gate`."""
     gate = commands.add_parser(
         "gate",
-        help="would the deployment gate approve deploying SHA to ENV? (dry run; exit 3 when it would reject)",
         description="Answer the deployment gate's question without writing anything: the tickets whose "
         "merge commit SHA contains and ENV's last successful deployment does not, each acceptance judged "
         "now. Exit 0 when it would approve, 3 when it would reject, 2 for bad input, 1 when the database "

@@ -17,8 +17,9 @@ from app.bootstrap import open_database, server, worker_loops
 from app.cli.errors import USAGE, Stop
 from app.logs import ACCESS_LOGGER
 from app.runtime.supervisor import close_all
-from app.settings import Settings, railyard_version
+from app.settings import Settings
 from app.store.database import Database
+from app.version import railyard_version
 from app.web.server import SETUP
 from app.web.setup import SetupFlow, setup_url
 

@@ -65,12 +65,12 @@ def cmd_redeliver(args: argparse.Namespace, database: Database, out: TextIO, err
 
 def register(commands: Any) -> None:
     """Add `deliveries` and `redeliver`."""
-    deliveries = commands.add_parser("deliveries", help="list stored webhook deliveries")
+    deliveries = commands.add_parser("deliveries")
     deliveries.add_argument("--status", choices=["pending", "done", "ignored", "failed", "rejected"])
     deliveries.add_argument("--limit", type=int, default=100)
     deliveries.add_argument("--json", action="store_true", help="print JSON")
     deliveries.set_defaults(handler=cmd_deliveries)
-    redeliver = commands.add_parser("redeliver", help="process stored webhook deliveries again")
+    redeliver = commands.add_parser("redeliver")
     redeliver.add_argument("ids", nargs="*", metavar="ID", help="X-GitHub-Delivery id")
     redeliver.add_argument(
         "--waiting",

@@ -191,9 +191,7 @@ def cmd_report(args: argparse.Namespace, database: Database, out: TextIO, err: T
 
 def register(commands: Any) -> None:
     """Add `tickets` and `report`."""
-    tickets = commands.add_parser(
-        "tickets", help="list tickets with their three rails and what needs attention"
-    )
+    tickets = commands.add_parser("tickets")
     tickets.add_argument("--repo", metavar="OWNER/REPO", help="only this repository")
     tickets.add_argument(
         "--work", metavar="STATE", help=f"only these work states, comma-separated: {_STATES}"
@@ -203,9 +201,7 @@ def register(commands: Any) -> None:
         "--json", action="store_true", help="print JSON: status --json objects with attention"
     )
     tickets.set_defaults(handler=cmd_tickets)
-    report = commands.add_parser(
-        "report", help="per runner, reviewer, model, requester and label figures from the event log"
-    )
+    report = commands.add_parser("report")
     report.add_argument("--repo", metavar="OWNER/REPO", help="only this repository")
     report.add_argument(
         "--since", metavar="DATE", help="from this date (UTC midnight) or ISO-8601 time with a timezone"

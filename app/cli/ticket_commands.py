@@ -129,16 +129,11 @@ async def _resync(settings: Settings, database: Database, key: TicketKey) -> lis
 
 def register(commands: Any) -> None:
     """Add `status`, `events` and `resync`."""
-    for name, handler, help_text in (
-        ("status", cmd_status, "show a ticket's work, repository and deployment rails"),
-        ("events", cmd_events, "show a ticket's event log"),
-    ):
-        sub = commands.add_parser(name, help=help_text)
+    for name, handler in (("status", cmd_status), ("events", cmd_events)):
+        sub = commands.add_parser(name)
         sub.add_argument("ticket", metavar="OWNER/REPO#N")
         sub.add_argument("--json", action="store_true", help="print JSON")
         sub.set_defaults(handler=handler)
-    resync = commands.add_parser(
-        "resync", help="re-read a ticket's PRs, branches and deployments from GitHub"
-    )
+    resync = commands.add_parser("resync")
     resync.add_argument("ticket", metavar="OWNER/REPO#N")
     resync.set_defaults(handler=cmd_resync)

@@ -31,7 +31,7 @@ def _hours(what: str, hours: int | None) -> str:
 
 def register(commands: Any) -> None:
     """Add `validate` to the `railyard` command line."""
-    parser = commands.add_parser("validate", help="check a .github/railyard.yml as the server reads it")
+    parser = commands.add_parser("validate")
     parser.add_argument("path", nargs="?", default=CONFIG_PATH, help=f"the file (default {CONFIG_PATH})")
     parser.add_argument(
         "--extends",

@@ -57,7 +57,8 @@ from app.github.installation_routes import (
 )
 from app.github.paths import EncodedPathAuth, path_segment
 from app.github.rate_limits import SECONDARY_LIMIT_FALLBACK_SECONDS, rate_limit_until
-from app.settings import Settings, railyard_version
+from app.settings import Settings
+from app.version import railyard_version
 
 __all__ = [
     "SECONDARY_LIMIT_FALLBACK_SECONDS",

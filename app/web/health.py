@@ -10,9 +10,9 @@ import orjson
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from app.settings import railyard_version
 from app.store.database import Database
 from app.store.effects import effect_counts
+from app.version import railyard_version
 from app.web.app_keys import DATABASE, DOMAIN_GAUGES, METRICS, SETTINGS, SUPERVISOR, WORKER, WRITER
 from app.web.responses import answer
 

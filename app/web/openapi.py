@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.settings import railyard_version
+from app.version import railyard_version
 
 _REF = "#/components/schemas/"
 

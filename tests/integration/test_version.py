@@ -8,10 +8,10 @@ import httpx
 import pytest
 import respx
 
-from app import settings as settings_module
+from app import version as version_module
 from app.github.client import GitHubClient
 from app.runtime.metrics import Metrics
-from app.settings import UNKNOWN_VERSION, railyard_version
+from app.version import UNKNOWN_VERSION, railyard_version
 from tests.fakes import GITHUB_API, StillClock, app_settings, running_server, token_response
 
 
@@ -28,7 +28,7 @@ def test_a_checkout_that_is_not_installed_says_its_version_is_unknown(
     def missing(name: str) -> str:
         raise metadata.PackageNotFoundError(name)
 
-    monkeypatch.setattr(settings_module.metadata, "version", missing)
+    monkeypatch.setattr(version_module.metadata, "version", missing)
     assert railyard_version() == "0+unknown"
 
 

@@ -5,8 +5,8 @@
 - `handlers/` imports only the standard library, `policies/`, itself and structlog: nothing
   from `app/`, no database driver, no HTTP client;
 - no import circles among railyard's modules (imports under `TYPE_CHECKING` excepted);
-- `app/` is a ranked shell, its packages the nodes: `app.settings`, `app.logs` and
-  `app.contracts` at the bottom; `app.store`, `app.github` and `app.views`, peers that never
+- `app/` is a ranked shell, its packages the nodes: `app.settings`, `app.version`, `app.logs`
+  and `app.contracts` at the bottom; `app.store`, `app.github` and `app.views`, peers that never
   import each other; `app.runtime`; `app.web`; `app.bootstrap`; `app.cli` on top. No package
   imports one ranked above it, and no two packages import each other in a circle. Here every
   import statement counts, in a function or under `TYPE_CHECKING` too: a type-only import up
@@ -212,6 +212,7 @@ def test_sql_lives_in_the_store(path: Path) -> None:
 
 RANKS: dict[str, int] = {
     "app.settings": 0,
+    "app.version": 0,
     "app.logs": 0,
     "app.contracts": 0,
     "app.store": 1,
