@@ -11,16 +11,10 @@ from typing import Literal
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from app.contracts.database_url import normalize_database_url
+
 DEFAULT_DATABASE_URL = "sqlite:///railyard.db"
 LogLevel = Literal["debug", "info", "warning", "error"]
-
-
-def normalize_database_url(url: str) -> str:
-    """Accept the URLs people paste (`postgres://`, `postgresql://`) and pick the psycopg driver."""
-    for prefix in ("postgres://", "postgresql://"):
-        if url.startswith(prefix):
-            return "postgresql+psycopg://" + url[len(prefix) :]
-    return url
 
 
 class Settings(BaseSettings):

@@ -64,7 +64,7 @@ import psycopg
 import structlog
 from sqlalchemy import make_url
 
-from app.settings import normalize_database_url
+from app.contracts.database_url import normalize_database_url
 from app.store.database import Database
 from app.store.effects import retry_waiting_effects
 from app.store.queue import retry_waiting

@@ -29,13 +29,11 @@ from app.runtime.idle_polls import IdlePolls
 from app.runtime.metrics import Metrics
 from app.runtime.supervisor import Loop, RetryPolicy
 from app.store.database import Database, NotNowError
+from app.store.delivery_status import DONE, FAILED, IGNORED
 from app.store.effects import watch_enqueued
 from app.store.hops import off_loop
 from app.store.installations import DELETED, SUSPENDED
 from app.store.queue import (
-    DONE,
-    FAILED,
-    IGNORED,
     LEASE_SECONDS,
     ClaimedDelivery,
     DeliveryQueue,

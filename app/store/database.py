@@ -21,7 +21,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DBAPIError
 
-from app.settings import normalize_database_url
+from app.contracts.database_url import normalize_database_url
 from app.store.compiled import MANY_ROWS, compiled_for
 from app.store.connection_setup import (
     BUSY_TIMEOUT_MS,

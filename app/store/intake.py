@@ -25,7 +25,7 @@ from app.contracts.webhook_payloads import examine
 from app.store.checkpoints import WalCheckpointer
 from app.store.connection_setup import BUSY_TIMEOUT_MS
 from app.store.database import Database
-from app.store.queue import IGNORED, PENDING, REJECTED
+from app.store.delivery_status import IGNORED, PENDING, REJECTED
 
 log = structlog.get_logger(__name__)
 

@@ -37,8 +37,8 @@ import structlog
 from app.contracts.webhook_payloads import UnreadableBody
 from app.store.checkpoints import WalCheckpointer
 from app.store.database import Database
+from app.store.delivery_status import IGNORED, PENDING, REJECTED
 from app.store.intake import IncomingDelivery, Received, discard, row_of, write_batch, writer_connection
-from app.store.queue import IGNORED, PENDING, REJECTED
 
 log = structlog.get_logger(__name__)
 

@@ -24,6 +24,7 @@ from sqlalchemy import bindparam, func, select, update
 
 from app.store.connection_setup import commit_sqlite
 from app.store.database import Database, NotNowError
+from app.store.delivery_status import PENDING, REJECTED
 from app.store.hops import off_loop
 from app.store.queue_statements import (
     CLAIM_IN_WINDOW_POSTGRES,
@@ -62,11 +63,6 @@ def _run_steps(cursor: Any, steps: Steps) -> list[Any]:
 
 
 runs = table(DeliveryRunRow)
-
-PENDING, DONE, IGNORED, FAILED = "pending", "done", "ignored", "failed"
-REJECTED = "rejected"
-"""Signed, but its payload does not have the shape of its event: kept for the audit, never processed."""
-FINAL_STATUSES = (DONE, IGNORED, FAILED, REJECTED)
 
 
 @contextmanager

@@ -13,9 +13,10 @@ from sqlalchemy import delete, select, update
 
 from app.store.api_answers import api_answers
 from app.store.database import Database
+from app.store.delivery_status import FINAL_STATUSES
 from app.store.effects import effects_table
 from app.store.held import held
-from app.store.queue import FINAL_STATUSES, deliveries, runs
+from app.store.queue import deliveries, runs
 
 DAY = 86_400.0
 

@@ -15,6 +15,7 @@ from app.contracts.webhook_payloads import UnreadableBody, examine
 from app.runtime.metrics import Metrics, event_label
 from app.runtime.worker import Worker
 from app.settings import Settings
+from app.store.delivery_status import PENDING, REJECTED
 from app.store.intake import (
     MAX_BODY_BYTES,
     IntakeWriter,
@@ -23,7 +24,6 @@ from app.store.intake import (
     StoreTimeoutError,
     verify_signature,
 )
-from app.store.queue import PENDING, REJECTED
 from app.web.bodies import BodyBudget, BodyRefused
 from app.web.responses import answer
 

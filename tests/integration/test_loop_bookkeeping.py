@@ -21,8 +21,9 @@ from app.runtime.metrics import Metrics
 from app.runtime.worker import Worker
 from app.store import database as database_module
 from app.store.database import Database, NotNowError
+from app.store.delivery_status import DONE
 from app.store.intake import write_batch
-from app.store.queue import DONE, ClaimedDelivery, DeliveryQueue, deliveries, runs
+from app.store.queue import ClaimedDelivery, DeliveryQueue, deliveries, runs
 from tests.conftest import sqlite_database
 from tests.integration.test_queue import ids
 from tests.integration.test_worker import NOW, edited, recording_router

@@ -11,10 +11,9 @@ from sqlalchemy import select
 
 from app.store import queue as queue_module
 from app.store.database import Database
+from app.store.delivery_status import DONE, REJECTED
 from app.store.intake import IncomingDelivery, write_batch
 from app.store.queue import (
-    DONE,
-    REJECTED,
     ClaimedDelivery,
     DeliveryQueue,
     deliveries,

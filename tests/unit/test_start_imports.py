@@ -1,0 +1,62 @@
+"""What a process imports before it does its job: `railyard --help`, an agent's workflow step
+and a config check load no database, server or GitHub client; the intake's writer process, started
+with every `railyard serve` on SQLite, loads neither the tables' models nor the settings."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+HEAVY = ("sqlalchemy", "sqlmodel", "aiohttp", "githubkit", "pydantic_settings", "app.bootstrap", "app.store")
+
+
+def _loaded(script: str, names: tuple[str, ...] = HEAVY) -> set[str]:
+    """Which of `names` (packages, modules) a fresh interpreter has imported once `script` ran."""
+    wanted = f"{{m for m in sys.modules for h in {names!r} if m == h or m.startswith(h + '.')}}"
+    script += f"\nimport sys\nprint(sorted({wanted}))\n"
+    result = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=60, check=True
+    )
+    return set(eval(result.stdout.strip().splitlines()[-1]))  # noqa: S307 - our own list of names
+
+
+def _imported(*argv: str) -> set[str]:
+    """The heavy packages loaded once `railyard ARGV` has run."""
+    return _loaded(f"from app.cli import main\ntry:\n    main({list(argv)!r})\nexcept SystemExit:\n    pass")
+
+
+@pytest.mark.process
+def test_help_and_version_import_nothing_heavy() -> None:
+    assert _imported("--help") == set()
+    assert _imported("--version") == set()
+
+
+@pytest.mark.process
+def test_an_agents_step_imports_neither_the_server_nor_the_database() -> None:
+    assert _imported("agent", "claim", "--help") == set()
+    # A real run that fails on its inputs goes through the command itself.
+    assert _imported("agent", "claim", "--issue", "1", "--repo", "not a repo") == set()
+
+
+@pytest.mark.process
+def test_validate_imports_neither_the_server_nor_the_database(tmp_path: Path) -> None:
+    config = tmp_path / "railyard.yml"
+    config.write_text("checks:\n  required: []\n")
+    assert _imported("validate", str(config)) == set()
+
+
+@pytest.mark.process
+def test_a_database_command_still_loads_what_it_needs() -> None:
+    assert {"sqlalchemy", "app.store"} <= _imported("status", "--help")
+
+
+@pytest.mark.process
+def test_the_intake_writer_process_loads_no_models_and_no_settings() -> None:
+    loaded = _loaded(
+        "import app.store.intake_child", ("sqlmodel", "pydantic", "app.settings", "aiohttp", "githubkit")
+    )
+    assert loaded == set()
