@@ -36,8 +36,13 @@ COMMANDS: tuple[tuple[str, ...], ...] = (
 def _timed(argv: list[str], cwd: Path | None = None) -> float:
     """Seconds one process took, from its start to its exit."""
     started = time.perf_counter()
-    subprocess.run(argv, cwd=cwd, capture_output=True, check=False, timeout=60)
-    return time.perf_counter() - started
+    done = subprocess.run(argv, cwd=cwd, capture_output=True, check=False, timeout=60)
+    elapsed = time.perf_counter() - started
+    if done.returncode != 0:  # a command that failed would be timed as a fast start
+        raise SystemExit(
+            f"{' '.join(argv)} (in {cwd or '.'}) exited {done.returncode}: {done.stderr[-500:]!r}"
+        )
+    return elapsed
 
 
 @contextlib.contextmanager

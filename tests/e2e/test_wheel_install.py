@@ -135,7 +135,7 @@ def test_the_wheel_ships_the_manifest_the_repository_shows(installed: Installed)
     assert json.loads(installed.python(code)) == yaml.safe_load((ROOT / "app.yml").read_text())
 
 
-# Every sub-command's --help in one process (each start imports githubkit, which is slow);
+# Every sub-command's --help in one process (a start that loads a database command is slow);
 # serve's and worker's code is imported on use, so it is imported here.
 SUB_HELPS = """
 import contextlib, io, sys

@@ -40,3 +40,17 @@ def test_an_unknown_command_is_still_a_usage_error(capsys: pytest.CaptureFixture
         build_parser(["bogus"]).parse_args(["bogus"])
     assert exited.value.code == 2
     assert "invalid choice: 'bogus'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--debug", "agent", "claim", "--issue", "3", "--repo", "o/r"],
+        ["agent", "deliver", "--issue", "3", "--summary", "done"],
+        ["audit", "export", "--repo", "o/r"],
+        ["worker", "--concurrency", "2"],
+        ["events", "o/r#3", "--json"],
+    ],
+)
+def test_a_command_line_of_several_words_parses_as_in_full(argv: list[str]) -> None:
+    assert vars(build_parser(argv).parse_args(argv)) == vars(build_parser().parse_args(argv))

@@ -14,19 +14,33 @@ ROOT = Path(__file__).resolve().parents[2]
 HEAVY = ("sqlalchemy", "sqlmodel", "aiohttp", "githubkit", "pydantic_settings", "app.bootstrap", "app.store")
 
 
-def _loaded(script: str, names: tuple[str, ...] = HEAVY) -> set[str]:
-    """Which of `names` (packages, modules) a fresh interpreter has imported once `script` ran."""
+def _run(script: str, names: tuple[str, ...]) -> tuple[set[str], list[str]]:
+    """Which of `names` (packages, modules) a fresh interpreter has imported once `script` ran,
+    and the lines it printed before."""
     wanted = f"{{m for m in sys.modules for h in {names!r} if m == h or m.startswith(h + '.')}}"
     script += f"\nimport sys\nprint(sorted({wanted}))\n"
     result = subprocess.run(
         [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=60, check=True
     )
-    return set(eval(result.stdout.strip().splitlines()[-1]))  # noqa: S307 - our own list of names
+    *printed, loaded = result.stdout.strip().splitlines()
+    return set(eval(loaded)), printed  # noqa: S307 - our own list of names
 
 
-def _imported(*argv: str) -> set[str]:
-    """The heavy packages loaded once `railyard ARGV` has run."""
-    return _loaded(f"from app.cli import main\ntry:\n    main({list(argv)!r})\nexcept SystemExit:\n    pass")
+def _loaded(script: str, names: tuple[str, ...]) -> set[str]:
+    return _run(script, names)[0]
+
+
+def _imported(*argv: str, status: int = 0) -> set[str]:
+    """The heavy packages loaded once `railyard ARGV` has run, having exited with `status` (a
+    usage error would exit before the command's own code ran)."""
+    script = (
+        "from app.cli import main\n"
+        f"try:\n    status = main({list(argv)!r})\nexcept SystemExit as exited:\n    status = exited.code\n"
+        "print('exit status', status)"
+    )
+    loaded, printed = _run(script, HEAVY)
+    assert printed[-1] == f"exit status {status}", printed
+    return loaded
 
 
 @pytest.mark.process
@@ -39,7 +53,7 @@ def test_help_and_version_import_nothing_heavy() -> None:
 def test_an_agents_step_imports_neither_the_server_nor_the_database() -> None:
     assert _imported("agent", "claim", "--help") == set()
     # A real run that fails on its inputs goes through the command itself.
-    assert _imported("agent", "claim", "--issue", "1", "--repo", "not a repo") == set()
+    assert _imported("agent", "claim", "--issue", "1", "--repo", "not a repo", status=2) == set()
 
 
 @pytest.mark.process
