@@ -36,7 +36,7 @@ from handlers.payloads import dig, dig_int, dig_str
 from handlers.ports import Outcome, Rules, Services, UnitOfWork
 from handlers.signs import signs_from_events
 from policies.budgets import status_recheck_budget
-from policies.commands import Accept, Claim, Command, Context, Deliver, Draft, Publish
+from policies.commands import Accept, Claim, Command, Context, Deliver, Draft, Publish, Reopen, SendBack
 from policies.evidence import month_start
 from policies.links import linked_issues
 from policies.model import Actor, TicketKey
@@ -72,6 +72,9 @@ class CommandRun:
     def __init__(self, facts: CommandFacts, parsed: ParsedComment, services: Services) -> None:
         self.facts, self.parsed, self.services = facts, parsed, services
         self.roles: frozenset[Role] | None = None  # the author's roles, once resolved
+        self.logins_now: dict[int, str | None] = {}
+        """Accounts' logins as GitHub says them now (None: no such account any more), for answers
+        that unassign or mention a claimant recorded earlier (`_login_now`)."""
 
     # -- what a channel decides ---------------------------------------------------------
 
@@ -162,6 +165,8 @@ class CommandRun:
             reviewer_roles=accepting.reviewer_roles,
             actor_is_agent=accepting.actor_is_agent,
         )
+        if isinstance(completed, Reopen | SendBack):
+            await self._ask_claimant_login(key)
         outcome = await self._execute(key, completed, context, rules)
         if not outcome.replayed:  # a replay was counted when it first ran
             services.counts.count_command(command.name, outcome)
@@ -223,7 +228,7 @@ class CommandRun:
                 Assign(f.installation_id, f.repository, number, (last.actor,), f"claim:{f.operation_id}")
             )
         if last is not None and last.type.value == "sent_back":
-            runner = last.data.get("runner")
+            runner = self._login_now(last.data.get("runner_id"), last.data.get("runner"))
             answers.append(
                 SentBackNotice(
                     f.installation_id,
@@ -246,7 +251,13 @@ class CommandRun:
         then by the login they have now, the author's, in case they were renamed since the claim)."""
         f = self.facts
         released = bool(data.get("released_by_claimant"))
-        claimant = f.author if released else str(data["previous_claimant"])
+        claimant = (
+            f.author
+            if released
+            else self._login_now(data.get("previous_claimant_id"), data["previous_claimant"])
+        )
+        if claimant is None:  # the account is gone: its old login may be someone else's now
+            return []
         return [
             Unassign(f.installation_id, f.repository, number, (claimant,), f"reopen:{f.operation_id}"),
             ReopenedNotice(
@@ -260,6 +271,30 @@ class CommandRun:
                 f"reopened:{f.operation_id}",
             ),
         ]
+
+    async def _ask_claimant_login(self, key: TicketKey) -> None:
+        """Before a command that unassigns or mentions the claimant: the login their account has
+        now. The one recorded at the claim may have been renamed away and registered by someone
+        else since (SPEC *Identity*)."""
+        async with self.services.store.read() as reads:
+            ticket = await reads.ticket(key)
+        account = ticket.claimant_id if ticket is not None else None
+        if account is None:
+            return
+        try:
+            self.logins_now[account] = await self.services.github.login_of(
+                self.facts.installation_id, account
+            )
+        except Missing:
+            self.logins_now[account] = None
+        except CannotVerify as error:  # the recorded login then, as before
+            log.warning("claimant_login_unverified", ticket=str(key), error=str(error))
+
+    def _login_now(self, account: object, recorded: object) -> str | None:
+        """The account's login as asked before the door (None: gone), else the recorded one."""
+        if isinstance(account, int) and account in self.logins_now:
+            return self.logins_now[account]
+        return str(recorded) if recorded else None
 
     # -- finding the ticket ------------------------------------------------------------
 

@@ -33,6 +33,7 @@ def world(rules: Rules | None = None) -> FakePorts:
     if rules is not None:
         ports.configs = FakeConfigs(default=rules)
     ports.github.add_issue(REPOSITORY, issue_answer(12, assignees=(RACHEL,)))
+    ports.github.logins.update({account: login for login, account in (RACHEL, CAROL, RITA, NORA)})
     return ports
 
 
