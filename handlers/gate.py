@@ -7,6 +7,13 @@ deployments) to the deployment's sha: one compare. The tickets it brings are tho
 commit is in that range; each acceptance is judged now (roles asked again, as the hourly
 re-check does). The decision is recorded on each ticket (`deployment_gated`) and answered to
 GitHub through the outbox, once. An environment that is not gated gets no answer at all.
+Without a range (no earlier success known), each recorded merge the sha contains is asked one
+by one, the pull requests that belong to no ticket included when `deployments.unticketed` is
+`reject`.
+
+Gate requests have no ordering key, so one can run before a `pull_request.closed` delivery of
+the repository is processed: while one is stored and pending, the request waits (a
+`TransientError`, retried later) rather than be judged without the merge it may bring.
 
 The answer goes to the run named by the payload's `deployment_callback_url`, on the API the app
 is configured with: only the run id is read from that URL (and only when it names this same
@@ -24,9 +31,9 @@ import structlog
 
 from handlers.acceptance import RECHECK_ACTOR, recheck, validity_now
 from handlers.answers import DeploymentReview
-from handlers.errors import CannotVerify, Missing
+from handlers.errors import CannotVerify, Missing, TransientError
 from handlers.payloads import dig_int, dig_str
-from handlers.ports import MergedTicket, Rules, Services
+from handlers.ports import MergedTicket, PullAndTickets, PullRequest, Reads, Rules, Services
 from handlers.routing import Router, WebhookEvent
 from policies.acceptance import holds_at
 from policies.gate import GateDecision, TicketInRange, Unticketed, decide_gate, gated_operation_id
@@ -195,6 +202,38 @@ async def merged_as_accepted(
     return True
 
 
+async def sort_merges(
+    reads: Reads, repository: str, pulls: list[PullAndTickets]
+) -> tuple[set[int], list[PullRequest]]:
+    """The tickets merged pull requests bring, and the pull requests that belong to no ticket."""
+    numbers: set[int] = set()
+    loose: list[PullRequest] = []
+    for pull, linked in pulls:
+        # A PR of a ticket brings it (a later PR of an accepted ticket too); one that names only
+        # issues that are no tickets belongs to no ticket.
+        found = [await reads.ticket(TicketKey(repository, number)) for number in sorted(linked)]
+        real = {ticket.key.number for ticket in found if ticket is not None and ticket.exists}
+        numbers |= real
+        if not real:
+            loose.append(pull)
+    return numbers, loose
+
+
+async def contained_unticketed(
+    services: Services, installation_id: int, repository: str, sha: str
+) -> list[int]:
+    """Without a range: the recorded merged pull requests that belong to no ticket and whose
+    merge commit `sha` contains (asked one by one, as the tickets are)."""
+    async with services.store.read() as reads:
+        _, loose = await sort_merges(reads, repository, await reads.pulls_merged_as(repository, None))
+    return [
+        pull.number
+        for pull in loose
+        if pull.merge_commit is not None
+        and await services.ancestry.contains(installation_id, repository, pull.merge_commit, sha)
+    ]
+
+
 async def judge_gate(
     services: Services,
     installation_id: int,
@@ -219,14 +258,13 @@ async def judge_gate(
     unticketed: list[int] = []
     if commits:
         async with services.store.read() as reads:
-            for pull, linked in await reads.pulls_merged_as(repository, commits):
-                # A PR of a ticket brings it (a later PR of an accepted ticket too); one that
-                # names only issues that are no tickets belongs to no ticket.
-                found = [await reads.ticket(TicketKey(repository, number)) for number in sorted(linked)]
-                real = {ticket.key.number for ticket in found if ticket is not None and ticket.exists}
-                numbers |= real
-                if not real:
-                    unticketed.append(pull.number)
+            real, loose = await sort_merges(
+                reads, repository, await reads.pulls_merged_as(repository, commits)
+            )
+        numbers |= real
+        unticketed = [pull.number for pull in loose]
+    elif commits is None and Unticketed(rules.unticketed) is Unticketed.REJECT:
+        unticketed = await contained_unticketed(services, installation_id, repository, sha)
     judged: list[TicketInRange] = []
     for number in sorted(numbers):
         key = TicketKey(repository, number)
@@ -259,7 +297,8 @@ def gated(environment: str, rules: Rules) -> bool:
 @router.register("deployment_protection_rule", "requested")
 async def on_protection_rule(event: WebhookEvent, services: Services) -> None:
     """Judge a deployment to a gated environment; record the decision on each ticket it brings
-    and answer GitHub once, through the outbox. An ungated environment: nothing at all."""
+    and answer GitHub once, through the outbox. An ungated environment: nothing at all. While a
+    pull request's closing waits to be processed, nothing is judged: the request is retried."""
     request = request_from(event)
     if request is None or event.installation_id is None:
         return
@@ -271,6 +310,11 @@ async def on_protection_rule(event: WebhookEvent, services: Services) -> None:
     rules = await services.configs.load(installation, repository, fresh=True)
     if not gated(request.environment, rules):
         return
+    async with services.store.read() as reads:
+        if await reads.merges_pending(repository):
+            # What the deployment brings is read from the merges recorded; one stored but not yet
+            # processed may be in it (gate requests have no order): judge once it is recorded.
+            raise TransientError(f"a pull request of {repository} closed and is not processed yet")
     findings = await judge_gate(
         services, installation, repository, request.environment, request.sha, rules,
         deployment_id=request.deployment_id,

@@ -8,9 +8,8 @@ makes its change in one unit of work that it shows:
         await uow.send(Reaction(...))
         await uow.commit()
 
-Nothing is written unless `commit` is reached. A handler that must let another writer see
-what it wrote before it reads (a held check before looking up the PRs it concerns) shows two
-units, in that order.
+Nothing is written unless `commit` is reached. A handler that must let another writer see what it
+wrote before it reads (a held check before looking up the PRs it concerns) shows two units, in order.
 """
 
 from __future__ import annotations
@@ -108,8 +107,7 @@ class PullRequest:
         """This PR as an observation about one ticket it links (or no longer links).
 
         `linked_at_merge`: the caller knows the PR linked the ticket when it merged;
-        `mention`: the PR names the ticket but its links do not count (`links_move_rail`).
-        """
+        `mention`: the PR names the ticket but its links do not count (`links_move_rail`)."""
         return PullRequestObserved(
             number=self.number,
             url=self.url,
@@ -203,8 +201,11 @@ class Reads(Protocol):
     ) -> set[int]:
         """Tickets whose claim or delivery reported `branch` (by `reported_by`, when given)."""
 
-    async def pulls_merged_as(self, repository: str, merge_commits: Collection[str]) -> list[PullAndTickets]:
-        """Stored merged PRs whose merge commit is one of `merge_commits`, with their links."""
+    async def pulls_merged_as(self, repository: str, commits: Collection[str] | None) -> list[PullAndTickets]:
+        """Stored merged PRs whose merge commit is one of `commits` (None: all), with their links."""
+
+    async def merges_pending(self, repository: str) -> bool:
+        """Whether a `pull_request.closed` of the repository is stored and not yet processed."""
 
     async def attempt_opened_by(self, repository: str, number: int, when: datetime) -> bool:
         """Whether the ticket had an attempt opened by `when`."""
@@ -239,8 +240,7 @@ class UnitOfWork(Reads, Protocol):
     ) -> Outcome:
         """The one door: apply a command, an observation or a notice, at most once per operation id.
 
-        The surfaces that show a changed ticket are enqueued with the change.
-        """
+        The surfaces that show a changed ticket are enqueued with the change."""
 
     async def remember(self, pull: PullRequest, linked: set[int]) -> set[int]:
         """Store the PR (unless a newer state is stored); return the tickets it linked before."""

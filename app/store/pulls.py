@@ -98,10 +98,16 @@ def pulls_where(
 
 
 def pulls_merged_as(
-    connection: Connection, repository: str, merge_commits: Collection[str]
+    connection: Connection, repository: str, merge_commits: Collection[str] | None
 ) -> list[tuple[PullRequest, set[int]]]:
     """Stored merged PRs whose merge commit is one of `merge_commits`, with their links (asked
-    500 shas at a time: a long deployment range stays inside every driver's parameter limit)."""
+    500 shas at a time: a long deployment range stays inside every driver's parameter limit);
+    None: every merged PR of the repository (the gate without a range)."""
+    if merge_commits is None:
+        statement = select(pull_requests).where(
+            pull_requests.c.repository == repository.casefold(), pull_requests.c.merged.is_(True)
+        )
+        return [(_pull(row), set(row.linked)) for row in connection.execute(statement)]
     wanted, found = sorted(set(merge_commits)), []
     for start in range(0, len(wanted), 500):
         statement = select(pull_requests).where(

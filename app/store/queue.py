@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import bindparam, func, select, update
+from sqlalchemy import Connection, bindparam, func, select, update
 
 from app.store.connection_setup import commit_sqlite
 from app.store.database import Database, NotNowError
@@ -418,6 +418,22 @@ def queue_depth(database: Database) -> tuple[int, float | None]:
             select(func.count(), func.min(deliveries.c.received_at)).where(deliveries.c.status == PENDING)
         ).one()
     return int(row[0]), row[1]
+
+
+def merges_pending(connection: Connection, repository: str) -> bool:
+    """Whether a `pull_request.closed` delivery of the repository is stored and not yet processed
+    (leased, waiting or in backoff): a merge the pull-request records may not hold yet."""
+    statement = (
+        select(deliveries.c.seq)
+        .where(
+            deliveries.c.status == PENDING,
+            deliveries.c.repository == repository.casefold(),
+            deliveries.c.event == "pull_request",
+            deliveries.c.action == "closed",
+        )
+        .limit(1)
+    )
+    return connection.execute(statement).first() is not None
 
 
 def list_deliveries(database: Database, status: str | None = None, limit: int = 100) -> list[dict[str, Any]]:

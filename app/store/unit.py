@@ -29,6 +29,7 @@ from app.store import api_answers, held, installations, pulls, repositories, sig
 from app.store.database import Database
 from app.store.effects import Effect, enqueue, rerun
 from app.store.hops import Lane, off_loop
+from app.store.queue import merges_pending
 from app.store.replies import enqueue_reply
 from app.store.tickets import SurfacesFor
 from handlers.answers import Answer, CheckRun
@@ -204,9 +205,9 @@ class _HereSession(_Ends):
 
 
 _SCANS: frozenset[Callable[..., Any]] = frozenset(
-    {tickets.merged_tickets, tickets.history, tickets.delivery_cost_since}
+    {tickets.merged_tickets, pulls.pulls_merged_as, tickets.history, tickets.delivery_cost_since}
 )
-"""Reads whose rows grow with the repository (every merged ticket, a ticket's whole log, a
+"""Reads whose rows grow with the repository (every merged ticket or PR, a ticket's whole log, a
 budget's deliveries): run off the event loop even on SQLite."""
 
 
@@ -272,9 +273,13 @@ class SqlReads:
             reported_by=reported_by,
         )
 
-    async def pulls_merged_as(self, repository: str, merge_commits: Collection[str]) -> list[PullAndTickets]:
-        """Stored merged PRs with one of these merge commits."""
-        return await self._run(pulls.pulls_merged_as, repository, merge_commits)
+    async def pulls_merged_as(self, repository: str, commits: Collection[str] | None) -> list[PullAndTickets]:
+        """Stored merged PRs with one of these merge commits (None: every one)."""
+        return await self._run(pulls.pulls_merged_as, repository, commits)
+
+    async def merges_pending(self, repository: str) -> bool:
+        """Whether a `pull_request.closed` delivery of the repository waits to be processed."""
+        return await self._run(merges_pending, repository)
 
     async def attempt_opened_by(self, repository: str, number: int, when: datetime) -> bool:
         """Whether the ticket had an attempt opened by `when`."""

@@ -71,14 +71,20 @@ class MemoryReads:
         """Tickets whose claim or delivery reported `branch`."""
         return self.records.tickets_on_branch(repository, branch, head_repository, reported_by)
 
-    async def pulls_merged_as(self, repository: str, merge_commits: Collection[str]) -> list[PullAndTickets]:
-        """Stored merged PRs with one of these merge commits."""
-        wanted = set(merge_commits)
+    async def pulls_merged_as(self, repository: str, commits: Collection[str] | None) -> list[PullAndTickets]:
+        """Stored merged PRs with one of these merge commits (None: every one)."""
+        wanted = None if commits is None else set(commits)
         return [
             (pull, set(linked))
             for (repo, _), (pull, linked) in self.records.pulls.items()
-            if repo == repository.casefold() and pull.merged and pull.merge_commit in wanted
+            if repo == repository.casefold()
+            and pull.merged
+            and (wanted is None or pull.merge_commit in wanted)
         ]
+
+    async def merges_pending(self, repository: str) -> bool:
+        """`queue.merges_pending`: a `pull_request.closed` delivery of the repository waits."""
+        return repository.casefold() in self.records.pending_closes.values()
 
     async def attempt_opened_by(self, repository: str, number: int, when: datetime) -> bool:
         """Whether the ticket had an attempt opened by `when`."""
@@ -220,6 +226,14 @@ class MemoryStore:
             finally:
                 unit.ended = True  # without `commit()` its copy is simply dropped
                 self._writer_task = None
+
+    def close_waits(self, delivery_id: str, repository: str) -> None:
+        """A `pull_request.closed` delivery of `repository` stored and not processed yet."""
+        self.records.pending_closes[delivery_id] = repository.casefold()
+
+    def processed(self, delivery_id: str) -> None:
+        """The stored delivery processed (its status no longer pending)."""
+        self.records.pending_closes.pop(delivery_id, None)
 
     # -- what tests look at ------------------------------------------------------------
 

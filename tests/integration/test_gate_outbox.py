@@ -142,6 +142,11 @@ def test_merged_pull_requests_are_found_by_their_merge_commits(database: Databas
     with database.read() as connection:
         found = pulls_merged_as(connection, REPO.upper(), {"1" * 40, "2" * 40, "3" * 40})
     assert sorted((p.number, linked) for p, linked in found) == [(40, {12}), (41, set())]
+    with database.read() as connection:
+        every = pulls_merged_as(connection, REPO.upper(), None)
+    assert sorted((p.number, linked) for p, linked in every) == [(40, {12}), (41, set())], (
+        "without a range: every merged PR of the repository, none of another's, no open one"
+    )
 
 
 async def test_a_comparison_that_lists_fewer_commits_than_it_counts_is_not_taken_as_the_range(

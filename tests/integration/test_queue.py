@@ -18,6 +18,7 @@ from app.store.queue import (
     DeliveryQueue,
     deliveries,
     list_deliveries,
+    merges_pending,
     requeue,
     retry_waiting,
     runs,
@@ -32,6 +33,49 @@ def pending(delivery_id: str, key: str | None, received_at: float = NOW) -> Inco
     return IncomingDelivery(
         delivery_id, "issues", "edited", 1, "acme/web", key, "pending", "{}", 2, received_at, received_at
     )
+
+
+def test_a_merge_is_pending_while_a_closed_pull_request_delivery_of_the_repository_waits(
+    database: Database,
+) -> None:
+    """`merges_pending`: only a pending `pull_request.closed` of that repository counts (the gate
+    waits for it), leased or not; once processed, or another event, action or repository, not."""
+
+    def delivery(delivery_id: str, event: str, action: str, repository: str = "acme/web") -> IncomingDelivery:
+        return IncomingDelivery(
+            delivery_id,
+            event,
+            action,
+            1,
+            repository,
+            f"{repository}!{delivery_id}",
+            "pending",
+            "{}",
+            2,
+            NOW,
+            NOW,
+        )
+
+    def pending_here() -> bool:
+        with database.read() as connection:
+            return merges_pending(connection, "Acme/Web")
+
+    write_batch(
+        database,
+        [
+            delivery("opened", "pull_request", "opened"),
+            delivery("elsewhere", "pull_request", "closed", "acme/other"),
+            delivery("issue", "issues", "closed"),
+        ],
+    )
+    assert not pending_here()
+    write_batch(database, [delivery("closed", "pull_request", "closed")])
+    assert pending_here()
+    queue = DeliveryQueue(database, owner="w1")
+    [closed] = [claimed for claimed in queue.claim(NOW, 10) if claimed.delivery_id == "closed"]
+    assert pending_here(), "a leased delivery is not processed yet"
+    assert queue.complete(closed, DONE, NOW)
+    assert not pending_here()
 
 
 def ids(claimed: list[ClaimedDelivery]) -> list[str]:

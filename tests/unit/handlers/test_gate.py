@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import pytest
+
 from handlers.answers import DeploymentReview
+from handlers.errors import TransientError
 from handlers.ports import Rules
 from policies.events import EventType
 from policies.gate import Blocker, GateState
@@ -256,3 +259,54 @@ async def test_a_merge_that_names_only_an_issue_that_is_no_ticket_is_unticketed(
         [review] = reviews(ports)
         assert (review.decision.state, review.decision.unticketed) == (state, (46,)), policy
         assert [v.number for v in review.decision.tickets] == [12]
+
+
+async def test_a_gate_request_waits_while_a_merge_of_the_repository_is_not_processed() -> None:
+    """#13 (unaccepted) merged as M13 by PR #41, whose `pull_request.closed` is stored but not yet
+    processed when the protection-rule request for HEAD (BASE..HEAD holds M13) runs: the request
+    is retried later, nothing recorded or answered, rather than approved without #13. Once the
+    merge is processed, the request is judged and rejected, naming #13."""
+    ports = await accepted_and_merged(GATED)
+    ports.github.add_issue(REPOSITORY, issue_answer(13, assignees=(RACHEL,)))
+    await say(ports, "/publish", number=13)
+    ports.github.add_history(REPOSITORY, BASE, M12, M13, HEAD)
+    await ports.dispatch("deployment_status", deployment_status(7, BASE, "success"))
+    ports.store.close_waits("merge-41", REPOSITORY.upper())
+    with pytest.raises(TransientError):
+        await ports.dispatch("deployment_protection_rule", deployment_protection_rule(HEAD))
+    assert reviews(ports) == [] and gated(ports, 12) == []
+    await merge(ports, 41, "Fixes #13", M13, head="3" * 40)
+    ports.store.processed("merge-41")
+    await ports.dispatch("deployment_protection_rule", deployment_protection_rule(HEAD))
+    [review] = reviews(ports)
+    assert review.decision.state is GateState.REJECTED
+    assert [(v.number, v.blocker) for v in review.decision.tickets] == [
+        (12, None),
+        (13, Blocker.NOT_ACCEPTED),
+    ]
+
+
+async def test_a_pending_merge_of_another_repository_does_not_hold_the_gate() -> None:
+    """A `pull_request.closed` waiting in another repository says nothing about this deployment."""
+    ports = await gated_world()
+    ports.store.close_waits("merge-elsewhere", "acme/other")
+    await ports.dispatch("deployment_protection_rule", deployment_protection_rule(HEAD))
+    [review] = reviews(ports)
+    assert review.decision.state is GateState.REJECTED
+
+
+async def test_unticketed_reject_holds_a_deployment_without_an_earlier_success() -> None:
+    """`deployments.unticketed: reject` and no successful deployment known (the environment's
+    first): PR #42 merged as M14 links no ticket and the deployed sha contains it, so the
+    deployment is rejected, naming #42; with `allow` it goes."""
+    for policy, state in (("reject", GateState.REJECTED), ("allow", GateState.APPROVED)):
+        ports = world(Rules(policy_version="v1", gate=("production",), unticketed=policy))
+        ports.clock.now = ACCEPTED_AT + 3600
+        await merge(ports, 42, "Tidy the README", M14, head="5" * 40)
+        await merge(ports, 43, "Tidy the docs", M13, head="6" * 40)  # not in the deployed sha
+        ports.ancestry.pairs.add((M14, HEAD))
+        ports.github.add_commit(REPOSITORY, HEAD)
+        await ports.dispatch("deployment_protection_rule", deployment_protection_rule(HEAD))
+        [review] = reviews(ports)
+        assert review.decision.state is state, policy
+        assert review.decision.unticketed == ((42,) if policy == "reject" else ()), policy
