@@ -194,6 +194,10 @@ async def recheck(
     )
     async with services.store.unit() as uow:
         await uow.execute(key, lapse, context, installation_id=installation_id)
+        after = await uow.ticket(key)
         await uow.commit()
-    log.info("acceptance_invalidated", reason=validity.reason.value)
-    return Validity(False, validity.reason, validity.expires_at, recorded=True)
+    # Recorded only if the ticket's own record says so now (not a refusal, not another's outcome).
+    lapsed = after.review if after is not None else None
+    recorded = lapsed is not None and lapsed.revision == review.revision and lapsed.invalidated is not None
+    log.info("acceptance_invalidated", reason=validity.reason.value, recorded=recorded)
+    return Validity(False, validity.reason, validity.expires_at, recorded=recorded)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -29,6 +30,7 @@ from app.store.compiled import MANY_ROWS
 from app.store.database import Database
 from app.store.effects import Effect, enqueue
 from app.store.hops import off_loop
+from app.store.operation_rows import own_operation_id, stored_outcome
 from app.store.replies import enqueue_reply
 from app.store.repositories import repository_named
 from app.store.tables import OperationRow, TicketEventRow, TicketRow, table
@@ -90,7 +92,11 @@ _LATEST_DIGEST = (
     .scalar_subquery()
 )
 _SELECT_TICKET_TO_WRITE = select(
-    tickets.c.id, tickets.c.revision, tickets.c.snapshot, _LATEST_DIGEST.label("digest")
+    tickets.c.id,
+    tickets.c.revision,
+    tickets.c.snapshot,
+    tickets.c.repository_id,
+    _LATEST_DIGEST.label("digest"),
 ).where(tickets.c.repository == bindparam("b_repository"), tickets.c.number == bindparam("b_number"))
 
 
@@ -318,10 +324,17 @@ def _execute_once(
     expected_revision: int | None,
     installation_id: int | None = None,
 ) -> Outcome:
-    stored = _stored_outcome(connection, context.operation_id)
-    if stored is not None:
-        return stored
+    stored = connection.execute(_SELECT_OPERATION, {"b_operation": context.operation_id}).first()
     row = connection.execute(_SELECT_TICKET_TO_WRITE, _key_params(key)).first()
+    if stored is not None:
+        own_id = own_operation_id(connection, key, row, stored)
+        if own_id is None:
+            return stored_outcome(connection, stored)
+        # Another ticket's: this ticket's operation is kept under an id of its own.
+        context = replace(context, operation_id=own_id)
+        stored = connection.execute(_SELECT_OPERATION, {"b_operation": own_id}).first()
+        if stored is not None:
+            return stored_outcome(connection, stored)
     ticket = ticket_from_data(key, row.revision, row.snapshot) if row else Ticket(key)
     if expected_revision is not None and ticket.revision != expected_revision:
         final = isinstance(context, Context)
@@ -359,23 +372,6 @@ def _enqueue_answers(connection: Connection, answers: Sequence[Effect | LimitedR
 
 def _key_params(key: TicketKey) -> dict[str, Any]:
     return {"b_repository": key.repository, "b_number": key.number}
-
-
-def _stored_outcome(connection: Connection, operation_id: str) -> Outcome | None:
-    op = connection.execute(_SELECT_OPERATION, {"b_operation": operation_id}).first()
-    if op is None:
-        return None
-    stored_key = TicketKey(op.repository, op.number)
-    if op.outcome == "refused":
-        refusal = Refusal(RefusalCode(op.refusal_code), op.refusal_reason or "", op.refusal_hint or "")
-        return Outcome(operation_id, stored_key, op.revision, refusal=refusal, replayed=True)
-    rows = connection.execute(
-        select(events_table)
-        .where(events_table.c.ticket_id == op.ticket_id, events_table.c.operation_id == operation_id)
-        .order_by(events_table.c.revision)
-    ).mappings()
-    events = tuple(event_from_row(dict(row)) for row in rows)
-    return Outcome(operation_id, stored_key, op.revision, events=events, replayed=True)
 
 
 def _save_ticket(

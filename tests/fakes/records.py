@@ -57,6 +57,7 @@ class Operation:
     revision: int
     events: tuple[Event, ...] = ()
     refusal: Refusal | None = None
+    ticket_id: int | None = None  # the ticket's row; None for a refusal before it existed
 
     def replayed(self, operation_id: str) -> Outcome:
         """`tickets._stored_outcome`: the stored outcome again, marked as a replay (nothing is shown)."""
@@ -125,6 +126,7 @@ class Records:
     """Every table the handlers' ports touch, as plain containers of immutable rows."""
 
     tickets: dict[TicketKey, tuple[int, dict[str, Any]]] = field(default_factory=dict)
+    ticket_ids: dict[TicketKey, int] = field(default_factory=dict)  # `tickets.id`: moves with the ticket
     log: dict[TicketKey, tuple[RecordedEvent, ...]] = field(default_factory=dict)
     operations: dict[str, Operation] = field(default_factory=dict)
     attempts: list[Attempt] = field(default_factory=list)
@@ -194,7 +196,13 @@ class Records:
         key = normalize(key)
         stored = self.operations.get(context.operation_id)
         if stored is not None:
-            return stored.replayed(context.operation_id)
+            own_id = self._own_operation_id(key, context.operation_id, stored)
+            if own_id is None:
+                return stored.replayed(context.operation_id)
+            context = replace(context, operation_id=own_id)
+            stored = self.operations.get(own_id)
+            if stored is not None:
+                return stored.replayed(own_id)
         ticket = self.ticket(key) or Ticket(key)
         if expected_revision is not None and ticket.revision != expected_revision:
             refused = stale(key, context, expected_revision, ticket.revision)
@@ -213,9 +221,18 @@ class Records:
             return Outcome(context.operation_id, key, ticket.revision)
         after = apply_all(ticket, decision)
         self.tickets[key] = (after.revision, ticket_to_data(after))
+        self.ticket_ids.setdefault(key, max(self.ticket_ids.values(), default=0) + 1)
         self._append(ticket, decision)
         self._record_operation(key, change, context, after.revision, events=decision)
         return Outcome(context.operation_id, key, after.revision, events=decision, shown=after)
+
+    def _own_operation_id(self, key: TicketKey, operation_id: str, op: Operation) -> str | None:
+        """`tickets._own_operation_id`: None when the stored operation is this ticket's (a replay);
+        else the id this ticket's operation is kept under, qualified with the repository's id."""
+        if op.ticket_id is None or op.ticket_id == self.ticket_ids.get(key):
+            return None
+        repository_id = repository_named(self, key.repository)
+        return None if repository_id is None else f"{operation_id}@{repository_id}"
 
     def show(self, ticket: Ticket, installation_id: int | None) -> None:
         """`tickets._show`: remember the installation; enqueue the surfaces of the new state."""
@@ -259,7 +276,14 @@ class Records:
     ) -> None:
         actor_id = context.actor.id if isinstance(context, Context) else context.actor_id
         self.operations[context.operation_id] = Operation(
-            key, change_name(change), actor_id, context.at, revision, events, refusal
+            key,
+            change_name(change),
+            actor_id,
+            context.at,
+            revision,
+            events,
+            refusal,
+            self.ticket_ids.get(key),
         )
 
     # -- pull requests (app/store/pulls.py) ---------------------------------------------
@@ -411,6 +435,7 @@ def move(records: Records, old: str, new: str) -> None:
         return new if repository.casefold() == old else repository
 
     records.tickets = {key(k): v for k, v in records.tickets.items()}
+    records.ticket_ids = {key(k): v for k, v in records.ticket_ids.items()}
     records.log = {key(k): v for k, v in records.log.items()}
     records.attempts = [replace(a, key=key(a.key)) for a in records.attempts]
     records.deliveries = [replace(d, key=key(d.key)) for d in records.deliveries]

@@ -1,0 +1,52 @@
+"""The operations' rows as the one door reads them (`tickets.execute_in`): whose a stored
+operation is, and its outcome replayed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import Connection, select
+
+from app.store.codec import event_from_row
+from app.store.repositories import repository_named
+from app.store.tables import TicketEventRow, table
+from handlers.ports import Outcome
+from policies.model import TicketKey
+from policies.refusals import Refusal, RefusalCode
+
+events_table = table(TicketEventRow)
+
+
+def own_operation_id(connection: Connection, key: TicketKey, row: Any, op: Any) -> str | None:
+    """None when the stored operation `op` is the ticket at `key`'s (a replay); else the id this
+    ticket's operation of the same id is kept under: the id qualified with the repository's GitHub id.
+
+    Some operation ids spell the repository's name (`ticket-label:acme/app#12`), and a name can
+    be renamed away and reused by another repository: its #12 is another ticket (another row),
+    whose operation must neither replay the first one's outcome nor collide with its row. No
+    GitHub name holds an `@` (`repositories.retired_name`), so the qualified id is no name's.
+    A refusal stored before the ticket existed (no ticket id) is taken as this ticket's; so is
+    an operation on a name whose repository railyard never identified (no rename can have moved
+    its tickets)."""
+    if op.ticket_id is None or (row is not None and op.ticket_id == row.id):
+        return None
+    repository_id = row.repository_id if row is not None else None
+    if repository_id is None:
+        repository_id = repository_named(connection, key.repository)
+    return None if repository_id is None else f"{op.operation_id}@{repository_id}"
+
+
+def stored_outcome(connection: Connection, op: Any) -> Outcome:
+    """The outcome stored for the operation `op` (a row of `operations`), replayed."""
+    operation_id = op.operation_id
+    stored_key = TicketKey(op.repository, op.number)
+    if op.outcome == "refused":
+        refusal = Refusal(RefusalCode(op.refusal_code), op.refusal_reason or "", op.refusal_hint or "")
+        return Outcome(operation_id, stored_key, op.revision, refusal=refusal, replayed=True)
+    rows = connection.execute(
+        select(events_table)
+        .where(events_table.c.ticket_id == op.ticket_id, events_table.c.operation_id == operation_id)
+        .order_by(events_table.c.revision)
+    ).mappings()
+    events = tuple(event_from_row(dict(row)) for row in rows)
+    return Outcome(operation_id, stored_key, op.revision, events=events, replayed=True)
