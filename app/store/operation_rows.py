@@ -27,8 +27,11 @@ def own_operation_id(connection: Connection, key: TicketKey, row: Any, op: Any) 
     GitHub name holds an `@` (`repositories.retired_name`), so the qualified id is no name's.
     A refusal stored before the ticket existed (no ticket id) is taken as this ticket's; so is
     an operation on a name whose repository railyard never identified (no rename can have moved
-    its tickets)."""
+    its tickets). An operation stored for another key (an API key raced onto another ticket)
+    replays as it always did: only the same key on another ticket is a reused name."""
     if op.ticket_id is None or (row is not None and op.ticket_id == row.id):
+        return None
+    if op.repository.casefold() != key.repository.casefold() or op.number != key.number:
         return None
     repository_id = row.repository_id if row is not None else None
     if repository_id is None:

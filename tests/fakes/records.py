@@ -231,6 +231,8 @@ class Records:
         else the id this ticket's operation is kept under, qualified with the repository's id."""
         if op.ticket_id is None or op.ticket_id == self.ticket_ids.get(key):
             return None
+        if normalize(op.key) != key:  # another key's (an API key raced onto another ticket): a replay
+            return None
         repository_id = repository_named(self, key.repository)
         return None if repository_id is None else f"{operation_id}@{repository_id}"
 
