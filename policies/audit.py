@@ -19,6 +19,10 @@ An event's **digest** is the lowercase hex sha256 of the previous event's digest
 ticket), a newline, and the event's canonical JSON. The first event of a ticket starts from the
 ticket's **seed** `ticket:<id>`, `<id>` being the ticket's row id (`ticket_id` in the export):
 the one name of a ticket that never changes (a repository's name can be renamed or reused).
+
+railyard decides from the ticket's stored row (its snapshot and revision), not from its events.
+So verify also replays each ticket's events (`policies.fold`, as the one door does) and names
+the fields where the stored ticket differs from the replayed one (`ticket_differences`).
 """
 
 from __future__ import annotations
@@ -26,9 +30,11 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 from typing import Any
+
+from policies.model import Ticket
 
 
 @dataclass(frozen=True)
@@ -108,6 +114,24 @@ def first_break(ticket_id: int, events: Iterable[AuditedEvent], last_revision: i
             return expected
         previous, expected = event.digest, expected + 1
     return expected if expected <= last_revision else None
+
+
+def ticket_differences(stored: Ticket, replayed: Ticket) -> tuple[str, ...]:
+    """The fields (a rail's as `rails.NAME`) where the stored ticket differs from the one its
+    events replay to, in declaration order; empty when they agree. The key is not compared: no
+    event names it."""
+    differing: list[str] = []
+    for name in (f.name for f in fields(Ticket) if f.name != "key"):
+        mine, theirs = getattr(stored, name), getattr(replayed, name)
+        if name == "rails":
+            differing.extend(f"rails.{rail}" for rail in _differing_fields(mine, theirs))
+        elif mine != theirs:
+            differing.append(name)
+    return tuple(differing)
+
+
+def _differing_fields(mine: Any, theirs: Any) -> list[str]:
+    return [f.name for f in fields(mine) if getattr(mine, f.name) != getattr(theirs, f.name)]
 
 
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")

@@ -21,11 +21,19 @@ CSV_COLUMNS = (
 
 
 def cmd_verify(args: argparse.Namespace, database: Database, out: TextIO, err: TextIO) -> int:
-    """Recompute every ticket's chain: 0 when all hold, 1 naming the first break."""
+    """Recompute every ticket's chain and replay its events against its stored row: 0 when all
+    hold, 1 naming the first break (a chain's revision, or what of a ticket's row differs)."""
     valid, repository = repository_option(args.repo, err)
     if not valid or not _ready(database, err):
         return EXIT_USAGE
     found = audit_store.verify(database, repository)
+    if found.broken_ticket is not None and found.differs:
+        out.write(
+            f"railyard: {found.broken_ticket}: the stored ticket (revision {found.broken_revision}) is not "
+            f"what its events replay to; it differs in {', '.join(found.differs)} "
+            "(the ticket's row edited, or its last events deleted).\n"
+        )
+        return EXIT_BROKEN
     if found.broken_ticket is not None:
         out.write(
             f"railyard: {found.broken_ticket}: the audit chain breaks at revision {found.broken_revision} "
@@ -89,7 +97,9 @@ def register(commands: Any) -> None:
     """Add `audit verify` and `audit export`."""
     audit = commands.add_parser("audit")
     actions = audit.add_subparsers(dest="audit_command", required=True, metavar="ACTION")
-    verify = actions.add_parser("verify", help="recompute every ticket's chain (exit 1 at the first break)")
+    verify = actions.add_parser(
+        "verify", help="recompute every ticket's chain and replay its events (exit 1 at the first break)"
+    )
     verify.add_argument("--repo", metavar="OWNER/REPO", help="only this repository's tickets")
     verify.set_defaults(handler=cmd_verify)
     export = actions.add_parser("export", help="write every event with its digest (JSON lines or CSV)")

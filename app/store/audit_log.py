@@ -1,45 +1,63 @@
-"""The audit chain's reads (SPEC *Audit log*): recompute every ticket's chain, and stream the log.
+"""The audit chain's reads (SPEC *Audit log*): recompute every ticket's chain and replay its
+events against its stored row, and stream the log.
 
 Both read one query's rows as they come (`yield_per`: a server-side cursor on PostgreSQL), so
-a log of any size is checked or exported without holding it in memory. The digests are
-written by the one door (`tickets._append`) and, for events from before, by migration 0016.
+a log of any size is checked or exported without holding it in memory: verify keeps one
+ticket's replay at a time. The digests are written by the one door (`tickets._append`) and,
+for events from before, by migration 0016.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from itertools import groupby
 from typing import Any
 
-from sqlalchemy import Select, select
+from sqlalchemy import Select, case, or_, select
 
-from app.store.codec import audit_event
+from app.store.codec import audit_event, event_from_row, ticket_from_data, ticket_to_data
 from app.store.database import Database
 from app.store.tickets import events_table, tickets
 from policies import audit
-from policies.model import TicketKey
+from policies.fold import apply
+from policies.model import Ticket, TicketKey
 
 PAGE = 500
 
 
 @dataclass(frozen=True)
 class Verified:
-    """What `verify` found: how many events it checked, and the first break (None: every chain holds)."""
+    """What `verify` found: how many events it checked, and the first break (None: every chain
+    holds and every ticket's row is what its events replay to).
+
+    A chain's break names its revision; a row's break names the ticket's revision and what
+    differs (`differs`: the snapshot's fields, `rails.NAME` for a rail's, and the `work`,
+    `integration` or `deployment` column as `column work`).
+    """
 
     events: int
     tickets: int
     broken_ticket: TicketKey | None = None
     broken_revision: int | None = None
+    differs: tuple[str, ...] = ()
 
 
 def verify(database: Database, repository: str | None = None) -> Verified:
-    """Recompute every ticket's chain (of `repository` only, when given), ticket by ticket."""
+    """Recompute every ticket's chain (of `repository` only, when given), ticket by ticket, and
+    replay its events against the row railyard decides from (snapshot, revision, state columns)."""
+    # The snapshot comes on the ticket's last event's row only (or its one row without events):
+    # a long log does not carry, nor decode, the same snapshot once per event.
+    last = or_(events_table.c.revision == tickets.c.revision, events_table.c.revision.is_(None))
     query = (
         select(
             tickets.c.id.label("ticket_id"), tickets.c.repository.label("repository"),
             tickets.c.number.label("number"), tickets.c.revision.label("ticket_revision"),
+            tickets.c.work.label("ticket_work"), tickets.c.integration.label("ticket_integration"),
+            tickets.c.deployment.label("ticket_deployment"),
+            case((last, tickets.c.snapshot), else_=None).label("ticket_snapshot"),
             *_event_columns(),
         )
         .select_from(tickets.outerjoin(events_table, events_table.c.ticket_id == tickets.c.id))
@@ -56,14 +74,16 @@ def verify(database: Database, repository: str | None = None) -> Verified:
     ):
         for ticket_id, group in groupby(result.mappings(), key=lambda row: row["ticket_id"]):
             seen += 1
-            first = next(group)
-            events = (audit_event(row) for row in _with_first(first, group) if row["revision"] is not None)
-            counted = _Counted(events)
-            broken = audit.first_break(ticket_id, counted, first["ticket_revision"])
-            checked += counted.count
+            first, rows = _peeked(group)
+            key = TicketKey(first["repository"], first["number"])
+            replay = _Replay(key, rows)
+            broken = audit.first_break(ticket_id, replay, first["ticket_revision"])
+            checked += replay.count
             if broken is not None:
-                key = TicketKey(first["repository"], first["number"])
                 return Verified(checked, seen, key, broken)
+            differs = replay.differences()
+            if differs:
+                return Verified(checked, seen, key, first["ticket_revision"], differs)
     return Verified(checked, seen)
 
 
@@ -111,18 +131,63 @@ def _event_columns() -> list[Any]:
     ]  # fmt: skip
 
 
+def _peeked(rows: Iterator[Any]) -> tuple[Any, Iterator[Any]]:
+    """The first of `rows`, and every row, the first included."""
+    first = next(rows)
+    return first, _with_first(first, rows)
+
+
 def _with_first(first: Any, rest: Iterator[Any]) -> Iterator[Any]:
     yield first
     yield from rest
 
 
-class _Counted:
-    """An iterator that counts what it hands out."""
+class _Replay:
+    """A ticket's rows as the chain's events, each folded into the ticket as it is handed out
+    (`policies.fold.apply`, as the one door does), counted; the row's snapshot kept when it comes."""
 
-    def __init__(self, items: Iterator[audit.AuditedEvent]) -> None:
-        self.items, self.count = items, 0
+    def __init__(self, key: TicketKey, rows: Iterator[Any]) -> None:
+        self.rows, self.count = rows, 0
+        self.ticket = Ticket(key)
+        self.row: Any = None
+        self.unreadable: int | None = None
 
     def __iter__(self) -> Iterator[audit.AuditedEvent]:
-        for item in self.items:
+        for row in self.rows:
+            if row["ticket_snapshot"] is not None:
+                self.row = row
+            if row["revision"] is None:
+                continue
             self.count += 1
-            yield item
+            if self.unreadable is None:
+                self._fold(row)
+            yield audit_event(row)
+
+    def _fold(self, row: Any) -> None:
+        try:
+            self.ticket = apply(self.ticket, event_from_row(row))
+        except (KeyError, TypeError, ValueError):
+            # Data the fold cannot read (a type or a field it does not know): no stored ticket
+            # can be what the events replay to, and the chain may still hold.
+            self.unreadable = row["revision"]
+
+    def differences(self) -> tuple[str, ...]:
+        """What of the stored row differs from the ticket its events replay to (once the chain
+        held: the replay then stands at the row's revision)."""
+        row, replayed = self.row, self.ticket
+        if self.unreadable is not None:
+            return (f"event {self.unreadable}, which does not replay",)
+        if row is None:
+            return ("snapshot",)
+        key, revision = replayed.key, row["ticket_revision"]
+        # Both through the codec and JSON: a snapshot written before a field existed reads as
+        # its default, and a time or a tuple compares as a value, not as the text it was stored as.
+        stored = ticket_from_data(key, revision, row["ticket_snapshot"])
+        rebuilt = ticket_from_data(key, revision, json.loads(json.dumps(ticket_to_data(replayed))))
+        columns = {
+            "work": replayed.work.value if replayed.work else None,
+            "integration": replayed.rails.integration.value,
+            "deployment": replayed.rails.deployment.value,
+        }
+        drifted = tuple(f"column {name}" for name, value in columns.items() if row[f"ticket_{name}"] != value)
+        return audit.ticket_differences(stored, rebuilt) + drifted

@@ -26,13 +26,16 @@ from sqlalchemy import insert, select, text
 from app.cli import main
 from app.settings import Settings
 from app.store import audit_log as audit_store
+from app.store.codec import ticket_to_data
 from app.store.database import Database, alembic_config
 from app.store.tables import TicketRow, table
 from app.store.tickets import TicketService, events_table
 from policies.audit import AuditedEvent, canonical_json
 from policies.commands import Accept, Claim, Deliver, Publish
-from policies.model import Actor, TicketKey
-from policies.states import Role
+from policies.events import Event, EventType
+from policies.fold import apply_all
+from policies.model import Actor, Ticket, TicketKey
+from policies.states import Role, WorkState
 from tests.fakes import REQUESTER, REVIEWER, RUNNER, Comments
 
 KEY, OTHER = TicketKey("acme/web", 12), TicketKey("acme/api", 3)
@@ -132,6 +135,87 @@ def test_a_deleted_event_breaks_the_chain_at_its_revision(database: Database) ->
         )
     found = audit_store.verify(database)
     assert (found.broken_ticket, found.broken_revision) == (KEY, 3)
+
+
+def test_a_snapshot_copied_from_an_accepted_ticket_breaks_at_the_ticket_its_events_never_accepted(
+    database: Database,
+) -> None:
+    """acme/web#13 only delivered; its row given #12's accepted snapshot and `work`: railyard would
+    decide from an acceptance the log never recorded, and verify names #13 and what differs."""
+    service, comments = TicketService(database), Comments()
+    lifecycle(service, comments, KEY)
+    delivered = TicketKey("acme/web", 13)
+    assert service.execute(delivered, Publish("Other work"), comments.context(REQUESTER)).applied
+    assert service.execute(delivered, Claim(branch="agent/13"), comments.context(RUNNER)).applied
+    deliver = Deliver("Done", branch="agent/13", commit="b" * 40)
+    assert service.execute(delivered, deliver, comments.context(RUNNER)).applied
+    assert audit_store.verify(database) == audit_store.Verified(events=9, tickets=2)
+    with database.write() as connection:  # `tickets` has no trigger: a plain UPDATE
+        connection.execute(
+            text(
+                "UPDATE tickets SET snapshot = (SELECT snapshot FROM tickets WHERE number = 12), "
+                "work = 'accepted' WHERE number = 13"
+            )
+        )
+    loaded = service.load(delivered)
+    assert loaded is not None and loaded.work is WorkState.ACCEPTED
+    found = audit_store.verify(database)
+    assert (found.broken_ticket, found.broken_revision) == (delivered, 4)
+    assert {"work", "review", "last_delivery", "column work"} <= set(found.differs)
+
+
+def test_a_deleted_last_event_with_the_revision_lowered_breaks_where_the_snapshot_outruns_the_log(
+    database: Database,
+) -> None:
+    """The acceptance (revision 5) deleted and `tickets.revision` lowered to 4: every chain holds up
+    to 4, but the snapshot still says accepted, so verify names acme/web#12 at 4."""
+    two_tickets(database)
+    with tampering(database) as connection:
+        connection.execute(
+            text("DELETE FROM ticket_events WHERE ticket_id = :id AND revision = 5"),
+            {"id": ticket_id(database, KEY)},
+        )
+        connection.execute(text("UPDATE tickets SET revision = 4 WHERE number = 12"))
+    found = audit_store.verify(database)
+    assert (found.broken_ticket, found.broken_revision) == (KEY, 4)
+    assert {"work", "review", "column work"} <= set(found.differs)
+    assert audit_store.verify(database, "acme/api") == audit_store.Verified(events=5, tickets=1)
+
+
+def test_a_state_column_edited_alone_breaks_and_is_named(database: Database) -> None:
+    """The board's `integration` column set to merged while the events say nothing of a merge."""
+    two_tickets(database)
+    with database.write() as connection:
+        connection.execute(text("UPDATE tickets SET integration = 'merged' WHERE number = 3"))
+    found = audit_store.verify(database)
+    assert (found.broken_ticket, found.differs) == (OTHER, ("column integration",))
+
+
+def test_what_the_events_do_not_determine_may_change_without_a_break(database: Database) -> None:
+    """The installation, the repository's id and the times are the row's own, not the events':
+    changing them breaks nothing."""
+    two_tickets(database)
+    with database.write() as connection:
+        connection.execute(
+            text(
+                "UPDATE tickets SET installation_id = 99, repository_id = 4242, "
+                "updated_at = created_at, created_at = updated_at"
+            )
+        )
+    assert audit_store.verify(database) == audit_store.Verified(events=10, tickets=2)
+
+
+def test_an_event_the_fold_cannot_read_breaks_at_its_ticket(database: Database) -> None:
+    """A chained event of a type railyard does not know: the chain holds, the replay does not."""
+    two_tickets(database)
+    with tampering(database) as connection:
+        connection.execute(
+            text("UPDATE ticket_events SET type = 'no_such_type' WHERE ticket_id = :id AND revision = 2"),
+            {"id": ticket_id(database, KEY)},
+        )
+        _migration().backfill(connection)  # the digests recomputed: only the replay can tell
+    found = audit_store.verify(database)
+    assert (found.broken_ticket, found.differs) == (KEY, ("event 2, which does not replay",))
 
 
 def test_a_break_found_early_and_an_export_left_early_leave_no_cursor_open(database: Database) -> None:
@@ -237,12 +321,21 @@ def test_the_migration_chains_the_rows_stored_before_it_and_keeps_the_log_append
     """Rows stored at 0015 (no digest column; a float and non-ASCII in the data) get chained;
     `ticket_events` still refuses updates afterwards."""
     at = datetime(2026, 11, 1, 9, 0, tzinfo=UTC)
+    data = {"via": "comment", "n": 1.0, "é": "ü", "no_code": False, "owner": "rachel", "new_digest": "d"}
+    kinds = ((1, "created"), (2, "published"), (3, "description_changed"))
     with before_0016.write() as connection:
         for number in (1, 2):
+            # The row the door would have written for these events (verify replays them against it).
+            events = [
+                Event(EventType(kind), "rachel", None, at, f"op-{number}-{r}", "cfg:1", data, 7)
+                for r, kind in kinds
+            ]
+            replayed = apply_all(Ticket(TicketKey("acme/web", number)), events)
             created = connection.execute(
                 insert(tickets).values(
-                    repository="acme/web", number=number, revision=3, work="open", integration="unreported",
-                    deployment="not_deployed", snapshot={}, created_at=at, updated_at=at,
+                    repository="acme/web", number=number, revision=3, work="open",
+                    integration="unreported", deployment="not_applicable",
+                    snapshot=ticket_to_data(replayed), created_at=at, updated_at=at,
                 )
             ).inserted_primary_key  # fmt: skip
             assert created is not None
@@ -254,8 +347,8 @@ def test_the_migration_chains_the_rows_stored_before_it_and_keeps_the_log_append
                 ),
                 [
                     {"t": created[0], "r": r, "type": kind, "at": at, "op": f"op-{number}-{r}",
-                     "data": json.dumps({"via": "comment", "n": 1.0, "é": "ü"})}
-                    for r, kind in ((1, "created"), (2, "published"), (3, "title_changed"))
+                     "data": json.dumps(data)}
+                    for r, kind in kinds
                 ],
             )  # fmt: skip
     command.upgrade(alembic_config(before_0016.url), "head")
@@ -316,6 +409,28 @@ def test_audit_verify_exits_0_with_a_count_then_1_naming_the_broken_ticket(datab
     status, out, _ = run(database, "audit", "verify")
     assert status == 1 and out.startswith("railyard: acme/web#12: the audit chain breaks at revision 4 ")
     assert run(database, "audit", "verify", "--repo", "acme/api")[0] == 0
+
+
+def test_audit_verify_exits_1_naming_what_of_a_ticket_row_its_events_do_not_replay_to(
+    database: Database,
+) -> None:
+    """acme/api#3's row lowered to revision 4 with its acceptance deleted: 1, the ticket, its
+    revision and the fields that differ; acme/web alone still holds."""
+    two_tickets(database)
+    with tampering(database) as connection:
+        connection.execute(
+            text("DELETE FROM ticket_events WHERE ticket_id = :id AND revision = 5"),
+            {"id": ticket_id(database, OTHER)},
+        )
+        connection.execute(text("UPDATE tickets SET revision = 4 WHERE number = 3"))
+    status, out, _ = run(database, "audit", "verify")
+    assert status == 1
+    assert out.startswith(
+        "railyard: acme/api#3: the stored ticket (revision 4) is not what its events replay to; "
+        "it differs in work, "
+    )
+    assert out.endswith("column work (the ticket's row edited, or its last events deleted).\n")
+    assert run(database, "audit", "verify", "--repo", "acme/web")[0] == 0
 
 
 @pytest.mark.parametrize(

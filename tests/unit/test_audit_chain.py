@@ -14,7 +14,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from policies.audit import AuditedEvent, canonical_json, chain, first_break, seed, spreadsheet_safe, utc_text
+from policies.audit import (
+    AuditedEvent,
+    canonical_json,
+    chain,
+    first_break,
+    seed,
+    spreadsheet_safe,
+    ticket_differences,
+    utc_text,
+)
+from policies.model import Ticket, TicketKey
+from policies.states import IntegrationState, WorkState
 
 AT = datetime(2026, 12, 1, 9, 30, 0, 120000, tzinfo=UTC)
 
@@ -208,3 +219,17 @@ def test_an_ordinary_cell_is_unchanged() -> None:
     assert [spreadsheet_safe(c) for c in ("cody", "claimed", "comment:5", "", "a=b")] == [
         "cody", "claimed", "comment:5", "", "a=b",
     ]  # fmt: skip
+
+
+def test_ticket_differences_names_each_field_and_rail_that_differs_and_ignores_the_key() -> None:
+    """A stored ticket against its replay: the differing fields, a rail's as `rails.NAME`, in
+    declaration order; the key (no event names it) never counts."""
+    replayed = Ticket(TicketKey("acme/web", 12), revision=4, work=WorkState.DELIVERED, attempt=1)
+    assert ticket_differences(replace(replayed, key=TicketKey("acme/web", 13)), replayed) == ()
+    stored = replace(
+        replayed,
+        work=WorkState.ACCEPTED,
+        revision=5,
+        rails=replace(replayed.rails, integration=IntegrationState.MERGED),
+    )
+    assert ticket_differences(stored, replayed) == ("revision", "work", "rails.integration")
