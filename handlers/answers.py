@@ -34,9 +34,6 @@ class CheckRun:
     pull: int
     head_sha: str
     merge_group: bool = False
-    pull_head: str | None = None
-    """On a merge-queue commit: the PR head commit the queue entry names, the one judged (None:
-    it names none, and the check cannot pass)."""
     rerun: bool = False
     """Someone pressed Re-run: write the check even if GitHub already shows exactly this."""
 

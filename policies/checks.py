@@ -100,19 +100,6 @@ def accepted_line(ticket: Ticket | None, head_sha: str | None) -> str:
     return "accepted at this commit"
 
 
-UNNAMED_QUEUE_HEAD = Verdict(
-    Conclusion.ACTION_REQUIRED, "cannot verify: the merge queue entry names no PR head commit"
-)
-"""The check on a merge-queue commit whose queue branch names no PR head commit to judge."""
-
-
-def judged_commit(head_sha: str, *, merge_group: bool, pull_head: str | None) -> str | None:
-    """The commit whose acceptance the check on `head_sha` stands for: a PR head, itself; a
-    merge-queue commit, the PR head its queue entry names (`pull_head`), never the head railyard
-    has stored for the PR, which may be another (None: the entry names none, nothing can pass)."""
-    return pull_head if merge_group else head_sha
-
-
 def verdict(
     head_sha: str | None,
     linked: Sequence[Linked],

@@ -122,20 +122,11 @@ def status_comment(installation_id: int, repository: str, number: int) -> Effect
 
 
 def check_run(
-    installation_id: int,
-    repository: str,
-    pull: int,
-    head_sha: str,
-    *,
-    merge_group: bool = False,
-    pull_head: str | None = None,
+    installation_id: int, repository: str, pull: int, head_sha: str, *, merge_group: bool = False
 ) -> Effect:
-    """Write the `railyard` check on one commit of a PR (its head, or a merge-queue commit, judged
-    at `pull_head`, the PR head commit its queue entry names)."""
+    """Write the `railyard` check on one commit of a PR (its head, or a merge-queue commit)."""
     key = f"check:{repository.casefold()}:{pull}:{head_sha}"
-    payload: dict[str, Any] = {"pull_request": pull, "head_sha": head_sha, "merge_group": merge_group}
-    if merge_group:
-        payload["pull_head"] = pull_head
+    payload = {"pull_request": pull, "head_sha": head_sha, "merge_group": merge_group}
     return Effect(EffectKind.CHECK_RUN, installation_id, repository, key, payload, coalesce=True)
 
 

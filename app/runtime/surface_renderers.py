@@ -36,15 +36,7 @@ from handlers.acceptance import recheck
 from handlers.errors import Missing
 from handlers.payloads import dig_str
 from handlers.ports import PullRequest, Services
-from policies.checks import (
-    CHECK_NAME,
-    UNNAMED_QUEUE_HEAD,
-    Conclusion,
-    Linked,
-    Verdict,
-    judged_commit,
-    verdict,
-)
+from policies.checks import CHECK_NAME, Conclusion, Linked, Verdict, verdict
 from policies.model import Ticket, TicketKey
 from policies.projects import Problem, ProjectRail
 from policies.states import Role, WorkState
@@ -114,30 +106,9 @@ class Surfaces:
         pull, head_sha = int(row["payload"]["pull_request"]), str(row["payload"]["head_sha"])
         stored = await off_loop(self._stored_pull, repository, pull)
         numbers = sorted(stored[1]) if stored else []
-        # A merge-queue commit carries the PR head its queue entry names: judged at that commit,
-        # by the same rules as a PR head (accepted there, or at a commit of the same tree).
-        queued = bool(row["payload"].get("merge_group"))
-        judged_at = judged_commit(head_sha, merge_group=queued, pull_head=row["payload"].get("pull_head"))
-        problems: tuple[str, ...] = ()
-        if judged_at is None:
-            result = UNNAMED_QUEUE_HEAD
-        else:
-            result, problems = await self._judged(installation, repository, pull, judged_at, stored)
-        bodies = [await self._linked_body(installation, repository, n) for n in numbers]
-        link = next((link for link, _ in bodies if link), None)
-        return _check_payload(head_sha, result, bodies, link, problems)
-
-    async def _judged(
-        self,
-        installation: int,
-        repository: str,
-        pull: int,
-        judged_at: str,
-        stored: tuple[PullRequest, set[int]] | None,
-    ) -> tuple[Verdict, tuple[str, ...]]:
-        """The check's verdict for the PR's tickets at `judged_at`, and its proposed file's problems."""
-        numbers = sorted(stored[1]) if stored else []
         loaded = await self._config(installation, repository)
+        # A merge-queue commit carries the PR's work: judge it by what was accepted at the PR's head.
+        judged_at = stored[0].head_sha if row["payload"].get("merge_group") and stored else head_sha
         tickets = [await self._linked(installation, repository, n, judged_at) for n in numbers]
         result = verdict(
             judged_at,
@@ -145,10 +116,12 @@ class Surfaces:
             unlinked_passes=loaded.config.checks.unlinked is UnlinkedConclusion.SUCCESS,
             author_only_runner=await self._only_runner(installation, repository, stored, loaded),
         )
-        problems = await self._proposed(installation, repository, pull, judged_at)
+        problems = await self._proposed(installation, repository, pull, judged_at or head_sha)
         if problems:
             result = blocked_by_config(result, problems)
-        return result, problems
+        bodies = [await self._linked_body(installation, repository, n) for n in numbers]
+        link = next((link for link, _ in bodies if link), None)
+        return _check_payload(head_sha, result, bodies, link, problems)
 
     async def _linked(self, installation: int, repository: str, number: int, head_sha: str | None) -> Linked:
         """One linked ticket as the check judges it: an accepted one's acceptance judged again now

@@ -74,7 +74,6 @@ def render(answer: Answer) -> Effect | LimitedReply:
             answer.pull,
             answer.head_sha,
             merge_group=answer.merge_group,
-            pull_head=answer.pull_head,
         )
     if isinstance(answer, DeploymentReview):
         state, body = answer.decision.state.value, gate_comment(answer.decision)

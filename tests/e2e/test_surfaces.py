@@ -115,54 +115,6 @@ async def test_merge_queue_commits_get_the_same_check_as_the_pull_request(world:
     assert check_on(world, "c" * 40).conclusion == "success"
 
 
-def merge_group_of(queue_commit: str, pull_head: str) -> dict[str, Any]:
-    """`merge_group` `checks_requested` for PR #34 queued at `pull_head`, built as `queue_commit`."""
-    group = event_payload("merge_group", "01-checks_requested.json")
-    ref = f"refs/heads/gh-readonly-queue/main/pr-34-{pull_head}"
-    group["merge_group"].update({"head_sha": queue_commit, "head_ref": ref})
-    return group
-
-
-async def test_a_merge_group_is_judged_at_the_head_it_queued_not_the_stored_one(world: World) -> None:
-    """#12 accepted at FIX; PR #34 pushed to PUSHED and queued before railyard processed the
-    `synchronize`: the queue commit is judged at PUSHED (never accepted), not at the stored FIX."""
-    pushed, queued = "e" * 40, "f" * 40
-    world.github.repositories[REPO].commits.add(pushed)
-    await delivered_on_pull_request(world)
-    await world.say("rita", "/accept")
-    await world.send("merge_group", merge_group_of(queued, pushed))
-    assert verdict(world, queued) == ("action_required", "#12: accepted commit differs from head")
-    late = pull_request_payload("synchronize", 34, "Fixes #12", head=pushed, updated="2026-11-30T11:00:00Z")
-    await world.send("pull_request", late)
-    assert check_on(world, pushed).conclusion == "action_required"
-    await world.send("merge_group", merge_group_of("c" * 40, FIX))
-    assert verdict(world, "c" * 40) == ("success", "the linked ticket is accepted at this commit")
-
-
-async def test_a_merge_group_of_a_head_with_the_accepted_tree_passes_as_same_content(world: World) -> None:
-    """The queued head differs from the accepted commit but has its tree: it passes, as a PR head would."""
-    amended, tree = "e" * 40, "7" * 40
-    repository = world.github.repositories[REPO]
-    repository.trees.update({FIX: tree, amended: tree})
-    repository.commits.add(amended)
-    await delivered_on_pull_request(world)
-    await world.say("rita", "/accept")
-    await world.send("merge_group", merge_group_of("f" * 40, amended))
-    run = check_on(world, "f" * 40)
-    assert run.conclusion == "success"
-    assert "same content (tree)" in run.output["summary"]
-
-
-async def test_a_merge_group_naming_no_head_commit_cannot_pass(world: World) -> None:
-    """A queue branch whose suffix is no full commit sha: `action_required`, never the verdict of
-    the head railyard stored."""
-    await delivered_on_pull_request(world)
-    await world.say("rita", "/accept")
-    await world.send("merge_group", merge_group_of("f" * 40, FIX[:12]))
-    conclusion, title = verdict(world, "f" * 40)
-    assert conclusion == "action_required" and title.startswith("cannot verify")
-
-
 async def test_ambiguous_failures_never_make_a_second_status_comment(world: World) -> None:
     """A 500, and a 502 after GitHub created the comment: still exactly one status comment, current."""
     comments = rf"^/repos/{REPO}/issues/12/comments$"

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from policies.checks import UNNAMED_QUEUE_HEAD, Conclusion, Linked, blocking_reason, judged_commit, verdict
+from policies.checks import Conclusion, Linked, blocking_reason, verdict
 from policies.commands import SendBack
 from policies.model import Ticket
 from policies.states import WorkState
@@ -99,20 +99,3 @@ def test_an_accepted_ticket_does_not_pass_a_head_it_was_not_accepted_at() -> Non
     assert blocking_reason(accepted, HEAD) is None
     assert blocking_reason(accepted, OTHER) == "accepted commit differs from head"
     assert blocking_reason(accepted, None) == "accepted commit differs from head"
-
-
-def test_a_merge_queue_commit_is_judged_at_the_pull_request_head_its_entry_names() -> None:
-    """A PR head is judged at itself; a merge-queue commit at the PR head its queue entry names, and
-    at no commit when it names none (the check then cannot pass)."""
-    assert judged_commit(HEAD, merge_group=False, pull_head=None) == HEAD
-    assert judged_commit("9" * 12, merge_group=True, pull_head=OTHER) == OTHER
-    assert judged_commit("9" * 12, merge_group=True, pull_head=None) is None
-    assert UNNAMED_QUEUE_HEAD.conclusion is ACT
-
-
-def test_a_queued_head_other_than_the_accepted_commit_does_not_pass() -> None:
-    """Judged at the head the queue names (OTHER), a ticket accepted at HEAD blocks; at HEAD it passes."""
-    linked = [Linked(12, ticket("accepted", HEAD))]
-    queued = judged_commit("9" * 12, merge_group=True, pull_head=OTHER)
-    assert verdict(queued, linked).title == f"#12: {DIFFERS}"
-    assert verdict(judged_commit("9" * 12, merge_group=True, pull_head=HEAD), linked).conclusion is OK

@@ -13,18 +13,7 @@ async def test_the_merge_queue_commit_gets_the_check_of_the_pull_request_it_name
     """A merge-queue commit gets railyard's check, judged by the PR its queue branch names."""
     ports = world()
     await ports.dispatch("merge_group", merge_group(QUEUED, f"gh-readonly-queue/main/pr-34-{'a' * 40}"))
-    assert ports.store.answers == [
-        CheckRun(INSTALLATION, REPOSITORY, 34, QUEUED, merge_group=True, pull_head="a" * 40)
-    ]
-
-
-async def test_a_queue_branch_naming_no_full_head_sha_gets_a_check_judged_at_no_head() -> None:
-    """A queue branch whose suffix is not a full commit sha still gets the check, with no PR head
-    to judge at (so it cannot pass), never the head railyard stored."""
-    ports = world()
-    for suffix in ("a1b2c3d", "z" * 40):
-        await ports.dispatch("merge_group", merge_group(QUEUED, f"gh-readonly-queue/main/pr-34-{suffix}"))
-    assert ports.store.answers == [CheckRun(INSTALLATION, REPOSITORY, 34, QUEUED, merge_group=True)] * 2
+    assert ports.store.answers == [CheckRun(INSTALLATION, REPOSITORY, 34, QUEUED, merge_group=True)]
 
 
 async def test_a_queue_branch_that_names_no_pull_request_gets_nothing() -> None:
