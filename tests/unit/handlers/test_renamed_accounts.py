@@ -5,9 +5,12 @@ carol claims #12, then renames her account to carol2; someone else may register 
 
 from __future__ import annotations
 
+import pytest
+
 from handlers.answers import ReopenedNotice, SentBackNotice, Unassign
 from tests.unit.handlers.steps import (
     CAROL,
+    NORA,
     RACHEL,
     REPOSITORY,
     RITA,
@@ -55,3 +58,16 @@ async def test_a_send_back_tells_the_runner_under_the_login_they_have_now() -> N
     await say(ports, "/send-back Cover the retry path too.", by=RITA)
     told = [a for a in answers_after(ports, before) if isinstance(a, SentBackNotice)]
     assert [notice.runner for notice in told] == ["carol2"]
+
+
+@pytest.mark.parametrize("words", ["/reopen Mine now.", "/send-back Nope."])
+async def test_a_role_less_reopen_or_send_back_asks_github_for_no_login(words: str) -> None:
+    """An outsider costs no reads (found in review): the claimant's login is asked only for an
+    author holding a role."""
+    ports = world()
+    await claimed(ports)
+    before = len(ports.github.calls)
+    for _ in range(3):
+        await say(ports, words, by=NORA)
+    assert ticket(ports).claimant is not None  # refused
+    assert "login_of" not in [call.method for call in ports.github.calls[before:]]
