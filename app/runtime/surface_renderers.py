@@ -108,7 +108,11 @@ class Surfaces:
         numbers = sorted(stored[1]) if stored else []
         loaded = await self._config(installation, repository)
         # A merge-queue commit carries the PR's work: judge it by what was accepted at the PR's head.
-        judged_at = stored[0].head_sha if row["payload"].get("merge_group") and stored else head_sha
+        judged_at = (
+            await self._queued_head(installation, repository, pull, stored)
+            if row["payload"].get("merge_group")
+            else head_sha
+        )
         tickets = [await self._linked(installation, repository, n, judged_at) for n in numbers]
         result = verdict(
             judged_at,
@@ -122,6 +126,21 @@ class Surfaces:
         bodies = [await self._linked_body(installation, repository, n) for n in numbers]
         link = next((link for link, _ in bodies if link), None)
         return _check_payload(head_sha, result, bodies, link, problems)
+
+    async def _queued_head(
+        self, installation: int, repository: str, pull: int, stored: tuple[PullRequest, set[int]] | None
+    ) -> str | None:
+        """The PR head a merge-queue commit carries: the PR's head as GitHub says it now (a PR
+        pushed to while queued leaves the queue), not the one railyard stored, whose
+        `synchronize` may not be processed yet; railyard's only without GitHub (None: the PR is
+        gone, and no acceptance can be judged)."""
+        if self.ports is None:
+            return stored[0].head_sha if stored else None
+        try:
+            found = await self.ports.github.pull(installation, repository, pull)
+        except Missing:
+            return None
+        return dig_str(found, "head", "sha")
 
     async def _linked(self, installation: int, repository: str, number: int, head_sha: str | None) -> Linked:
         """One linked ticket as the check judges it: an accepted one's acceptance judged again now

@@ -115,6 +115,24 @@ async def test_merge_queue_commits_get_the_same_check_as_the_pull_request(world:
     assert check_on(world, "c" * 40).conclusion == "success"
 
 
+async def test_a_queued_commit_is_judged_at_the_pr_head_github_has_not_the_one_railyard_stored(
+    world: World,
+) -> None:
+    """#12 accepted at FIX; new commits pushed to #34 and the PR queued before railyard processed
+    the `synchronize` (found in review): the queue commit is judged at GitHub's head, which nobody
+    accepted, not at the stored FIX."""
+    await delivered_on_pull_request(world)
+    await world.say("rita", "/accept")
+    pushed = "a" * 40
+    world.github.repositories[REPO].pulls[34].head_sha = pushed  # on GitHub; its webhook not yet processed
+    group = event_payload("merge_group", "01-checks_requested.json")
+    group["merge_group"].update(
+        {"head_sha": "d" * 40, "head_ref": "refs/heads/gh-readonly-queue/main/pr-34-" + "9" * 40}
+    )
+    await world.send("merge_group", group)
+    assert check_on(world, "d" * 40).conclusion == "action_required"
+
+
 async def test_ambiguous_failures_never_make_a_second_status_comment(world: World) -> None:
     """A 500, and a 502 after GitHub created the comment: still exactly one status comment, current."""
     comments = rf"^/repos/{REPO}/issues/12/comments$"
