@@ -164,18 +164,25 @@ def test_a_snapshot_copied_from_an_accepted_ticket_breaks_at_the_ticket_its_even
     assert {"work", "review", "last_delivery", "column work"} <= set(found.differs)
 
 
+def unaccept(database: Database, key: TicketKey) -> None:
+    """The ticket's acceptance (revision 5) deleted and its row lowered to revision 4."""
+    with tampering(database) as connection:
+        connection.execute(
+            text("DELETE FROM ticket_events WHERE ticket_id = :id AND revision = 5"),
+            {"id": ticket_id(database, key)},
+        )
+        connection.execute(
+            text("UPDATE tickets SET revision = 4 WHERE number = :number"), {"number": key.number}
+        )
+
+
 def test_a_deleted_last_event_with_the_revision_lowered_breaks_where_the_snapshot_outruns_the_log(
     database: Database,
 ) -> None:
     """The acceptance (revision 5) deleted and `tickets.revision` lowered to 4: every chain holds up
     to 4, but the snapshot still says accepted, so verify names acme/web#12 at 4."""
     two_tickets(database)
-    with tampering(database) as connection:
-        connection.execute(
-            text("DELETE FROM ticket_events WHERE ticket_id = :id AND revision = 5"),
-            {"id": ticket_id(database, KEY)},
-        )
-        connection.execute(text("UPDATE tickets SET revision = 4 WHERE number = 12"))
+    unaccept(database, KEY)
     found = audit_store.verify(database)
     assert (found.broken_ticket, found.broken_revision) == (KEY, 4)
     assert {"work", "review", "column work"} <= set(found.differs)
@@ -417,12 +424,7 @@ def test_audit_verify_exits_1_naming_what_of_a_ticket_row_its_events_do_not_repl
     """acme/api#3's row lowered to revision 4 with its acceptance deleted: 1, the ticket, its
     revision and the fields that differ; acme/web alone still holds."""
     two_tickets(database)
-    with tampering(database) as connection:
-        connection.execute(
-            text("DELETE FROM ticket_events WHERE ticket_id = :id AND revision = 5"),
-            {"id": ticket_id(database, OTHER)},
-        )
-        connection.execute(text("UPDATE tickets SET revision = 4 WHERE number = 3"))
+    unaccept(database, OTHER)
     status, out, _ = run(database, "audit", "verify")
     assert status == 1
     assert out.startswith(

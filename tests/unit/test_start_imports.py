@@ -4,6 +4,7 @@ with every `railyard serve` on SQLite, loads neither the tables' models nor the 
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -18,12 +19,12 @@ def _run(script: str, names: tuple[str, ...]) -> tuple[set[str], list[str]]:
     """Which of `names` (packages, modules) a fresh interpreter has imported once `script` ran,
     and the lines it printed before."""
     wanted = f"{{m for m in sys.modules for h in {names!r} if m == h or m.startswith(h + '.')}}"
-    script += f"\nimport sys\nprint(sorted({wanted}))\n"
+    script += f"\nimport json, sys\nprint(json.dumps(sorted({wanted})))\n"
     result = subprocess.run(
         [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=60, check=True
     )
     *printed, loaded = result.stdout.strip().splitlines()
-    return set(eval(loaded)), printed  # noqa: S307 - our own list of names
+    return set(json.loads(loaded)), printed
 
 
 def _loaded(script: str, names: tuple[str, ...]) -> set[str]:
