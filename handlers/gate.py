@@ -13,7 +13,10 @@ by one, the pull requests that belong to no ticket included when `deployments.un
 
 Gate requests have no ordering key, so one can run before a `pull_request.closed` delivery of
 the repository is processed: while one is stored and pending, the request waits (a
-`TransientError`, retried later) rather than be judged without the merge it may bring.
+`TransientError`, retried later) rather than be judged without the merge it may bring. Not
+for ever: a request still waiting `MERGE_WAIT_SECONDS` after it was received is rejected, saying
+why (nothing judged, nothing recorded on a ticket), where the worker's retries would otherwise
+run out and leave GitHub with no answer.
 
 The answer goes to the run named by the payload's `deployment_callback_url`, on the API the app
 is configured with: only the run id is read from that URL (and only when it names this same
@@ -48,6 +51,9 @@ router = Router()
 CALLBACK_PATH = re.compile(r"/repos/([^/]+)/([^/]+)/actions/runs/([0-9]{1,19})/deployment_protection_rule/?$")
 RECENT_DEPLOYMENTS = 30
 """How many of the environment's newest deployments are asked of GitHub for its last success."""
+MERGE_WAIT_SECONDS = 15 * 60
+"""How long a gate request waits for a repository's pending `pull_request.closed` before it is
+rejected unjudged (the worker's retries last at least half an hour)."""
 
 
 @dataclass(frozen=True)
@@ -289,6 +295,11 @@ async def judge_gate(
     return GateFindings(decision, base)
 
 
+def _waited(event: WebhookEvent, services: Services) -> float:
+    """Seconds since railyard received the delivery (0 when it is not known)."""
+    return 0.0 if event.received_at is None else max(0.0, services.clock() - event.received_at)
+
+
 def gated(environment: str, rules: Rules) -> bool:
     """Whether `deployments.gate` names the environment (GitHub's names ignore case)."""
     return environment.casefold() in {name.casefold() for name in rules.gate}
@@ -311,14 +322,22 @@ async def on_protection_rule(event: WebhookEvent, services: Services) -> None:
     if not gated(request.environment, rules):
         return
     async with services.store.read() as reads:
-        if await reads.merges_pending(repository):
-            # What the deployment brings is read from the merges recorded; one stored but not yet
-            # processed may be in it (gate requests have no order): judge once it is recorded.
-            raise TransientError(f"a pull request of {repository} closed and is not processed yet")
-    findings = await judge_gate(
-        services, installation, repository, request.environment, request.sha, rules,
-        deployment_id=request.deployment_id,
-    )  # fmt: skip
+        pending = await reads.merges_pending(repository)
+    if pending and _waited(event, services) < MERGE_WAIT_SECONDS:
+        # What the deployment brings is read from the merges recorded; one stored but not yet
+        # processed may be in it (gate requests have no order): judge once it is recorded.
+        raise TransientError(f"a pull request of {repository} closed and is not processed yet")
+    if pending:
+        log.warning(
+            "gate request rejected: a merge stayed unprocessed", waited_seconds=int(_waited(event, services))
+        )
+        decision = decide_gate([], [], Unticketed(rules.unticketed), merges_unrecorded=True)
+        findings = GateFindings(decision, None)
+    else:
+        findings = await judge_gate(
+            services, installation, repository, request.environment, request.sha, rules,
+            deployment_id=request.deployment_id,
+        )  # fmt: skip
     decision, now = findings.decision, datetime.fromtimestamp(services.clock(), UTC)
     async with services.store.unit() as uow:
         for verdict in decision.tickets:

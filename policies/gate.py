@@ -76,6 +76,9 @@ class GateDecision:
     unticketed: tuple[int, ...] = ()  # pull requests merged in the range that link no ticket
     unticketed_policy: Unticketed = Unticketed.ALLOW
     commit_known: bool = True  # False: GitHub knows no such commit, so nothing can be judged
+    merges_unrecorded: bool = False
+    """True: a merge of the repository stayed unprocessed past the gate's wait, so what the
+    deployment brings is not known and nothing was judged."""
 
     @property
     def approved(self) -> bool:
@@ -118,12 +121,16 @@ def decide_gate(
     policy: Unticketed,
     *,
     commit_known: bool = True,
+    merges_unrecorded: bool = False,
 ) -> GateDecision:
     """Approve when every ticket in the range lets the deployment go and no unticketed merge is
-    refused by `policy`; reject otherwise, and always for a commit GitHub does not know (what it
-    brings cannot be shown). Tickets and merges are listed once each, by number."""
+    refused by `policy`; reject otherwise, and always when what the deployment brings cannot
+    be known: a commit GitHub does not know, or a merge railyard has not recorded in time.
+    Tickets and merges are listed once each, by number."""
     if not commit_known:
         return GateDecision(GateState.REJECTED, (), (), policy, commit_known=False)
+    if merges_unrecorded:
+        return GateDecision(GateState.REJECTED, (), (), policy, merges_unrecorded=True)
     by_number = {ticket.number: ticket for ticket in tickets}
     verdicts = tuple(verdict_of(by_number[number]) for number in sorted(by_number))
     merges = tuple(sorted(set(unticketed)))

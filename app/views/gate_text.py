@@ -52,6 +52,12 @@ def gate_comment(decision: GateDecision) -> str:
     the tickets that let it go."""
     if not decision.commit_known:
         return "railyard rejected: GitHub does not know the commit this deployment names."
+    if decision.merges_unrecorded:
+        return (
+            "railyard rejected: a pull request of this repository was closed and railyard has not "
+            "recorded it yet, so what this deployment brings is not known. Deploy again once "
+            "railyard has caught up (`railyard deliveries --status pending` shows what waits)."
+        )
     parts: list[str] = []
     if decision.approved:
         accepted = [f"#{v.number}" for v in decision.tickets]

@@ -62,14 +62,16 @@ class FakePorts:
         delivery_id: str = "delivery-1",
         router: Router = ROUTER,
         services: Services | None = None,
+        received_at: float | None = None,
     ) -> None:
         """Run a delivery through the router's handlers, as the worker does (an error propagates).
 
-        `services`: other ports than these (the SQL store, to compare it with the fake)."""
+        `services`: other ports than these (the SQL store, to compare it with the fake);
+        `received_at`: when railyard stored it (epoch seconds; None: unknown)."""
         action = action if action is not None else payload.get("action")
         if installation_id is None:
             found = payload.get("installation", {}).get("id")
             installation_id = found if isinstance(found, int) else None
-        delivered = WebhookEvent(delivery_id, event, action, installation_id, payload)
+        delivered = WebhookEvent(delivery_id, event, action, installation_id, payload, received_at)
         for handler in router.handlers_for(event, action):
             await handler(delivered, services or self.services)
