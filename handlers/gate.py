@@ -14,9 +14,10 @@ by one, the pull requests that belong to no ticket included when `deployments.un
 Gate requests have no ordering key, so one can run before a `pull_request.closed` delivery of
 the repository is processed: while one is stored and pending, the request waits (a
 `TransientError`, retried later) rather than be judged without the merge it may bring. Not
-for ever: a request still waiting `MERGE_WAIT_SECONDS` after it was received is rejected, saying
-why (nothing judged, nothing recorded on a ticket), where the worker's retries would otherwise
-run out and leave GitHub with no answer.
+for ever: a request still waiting `MERGE_WAIT_SECONDS` after it was received, and after
+`MERGE_WAIT_TRIES` runs (a request received long ago, during an outage, gives the backlog
+behind it those runs' time), is rejected, saying why (nothing judged, nothing recorded on a
+ticket), where the worker's retries would otherwise run out and leave GitHub with no answer.
 
 The answer goes to the run named by the payload's `deployment_callback_url`, on the API the app
 is configured with: only the run id is read from that URL (and only when it names this same
@@ -54,6 +55,8 @@ RECENT_DEPLOYMENTS = 30
 MERGE_WAIT_SECONDS = 15 * 60
 """How long a gate request waits for a repository's pending `pull_request.closed` before it is
 rejected unjudged (the worker's retries last at least half an hour)."""
+MERGE_WAIT_TRIES = 8
+"""And how many runs it has waited at least (the worker's backoff: about four minutes)."""
 
 
 @dataclass(frozen=True)
@@ -323,7 +326,7 @@ async def on_protection_rule(event: WebhookEvent, services: Services) -> None:
         return
     async with services.store.read() as reads:
         pending = await reads.merges_pending(repository)
-    if pending and _waited(event, services) < MERGE_WAIT_SECONDS:
+    if pending and (event.attempt <= MERGE_WAIT_TRIES or _waited(event, services) < MERGE_WAIT_SECONDS):
         # What the deployment brings is read from the merges recorded; one stored but not yet
         # processed may be in it (gate requests have no order): judge once it is recorded.
         raise TransientError(f"a pull request of {repository} closed and is not processed yet")

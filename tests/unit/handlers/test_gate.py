@@ -10,7 +10,7 @@ import pytest
 from app.views.gate_text import gate_comment
 from handlers.answers import DeploymentReview
 from handlers.errors import TransientError
-from handlers.gate import MERGE_WAIT_SECONDS
+from handlers.gate import MERGE_WAIT_SECONDS, MERGE_WAIT_TRIES
 from handlers.ports import Rules
 from policies.events import EventType
 from policies.gate import Blocker, GateState
@@ -289,21 +289,28 @@ async def test_a_gate_request_waits_while_a_merge_of_the_repository_is_not_proce
 
 
 async def test_a_gate_request_that_waited_too_long_for_a_merge_is_rejected_unjudged() -> None:
-    """The same pending merge, but the request was received `MERGE_WAIT_SECONDS` ago: rather than
-    wait until the worker's retries run out and GitHub gets no answer, it is rejected, saying
-    that a merge is not recorded yet; no ticket is judged or gated. A second earlier it waits."""
+    """The same pending merge, but the request was received `MERGE_WAIT_SECONDS` ago and has run
+    more than `MERGE_WAIT_TRIES` times: rather than wait until the worker's retries run out and
+    GitHub gets no answer, it is rejected, saying that a merge is not recorded yet; no ticket is
+    judged or gated. A second younger, or one run fewer (a request received long ago, during an
+    outage, and the merge's delivery behind it in the backlog), and it still waits."""
     ports = await accepted_and_merged(GATED)
     ports.github.add_history(REPOSITORY, BASE, M12, M13, HEAD)
     await ports.dispatch("deployment_status", deployment_status(7, BASE, "success"))
     ports.store.close_waits("merge-41", REPOSITORY)
-    almost = ports.clock.now - MERGE_WAIT_SECONDS + 1
-    with pytest.raises(TransientError):
-        await ports.dispatch(
-            "deployment_protection_rule", deployment_protection_rule(HEAD), received_at=almost
-        )
+    old, tries = ports.clock.now - MERGE_WAIT_SECONDS, MERGE_WAIT_TRIES + 1
+    for received, attempt in ((old + 1, tries), (old, MERGE_WAIT_TRIES), (old - 86_400, 1)):
+        with pytest.raises(TransientError):
+            await ports.dispatch(
+                "deployment_protection_rule",
+                deployment_protection_rule(HEAD),
+                received_at=received,
+                attempt=attempt,
+            )
     assert reviews(ports) == []
-    received = ports.clock.now - MERGE_WAIT_SECONDS
-    await ports.dispatch("deployment_protection_rule", deployment_protection_rule(HEAD), received_at=received)
+    await ports.dispatch(
+        "deployment_protection_rule", deployment_protection_rule(HEAD), received_at=old, attempt=tries
+    )
     [review] = reviews(ports)
     assert review.decision.state is GateState.REJECTED
     assert review.decision.tickets == () and review.decision.merges_unrecorded
