@@ -41,7 +41,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from app.store.intake import sign
-from bench.intake import PROBOT, comment_payload, run_wrk
+from bench.intake import PROBOT, comment_payload, post_comment, run_wrk
 from bench.scale_backlog import cpu_seconds
 from support.servers import WEBHOOK_SECRET, ServerProcess, private_key_pem
 
@@ -76,16 +76,7 @@ async def python_load(url: str, body: bytes, signature: str, seconds: float, con
             sent = 0
             while time.perf_counter() < stop:
                 sent += 1
-                headers = {
-                    "Content-Type": "application/json",
-                    "X-GitHub-Event": "issue_comment",
-                    "X-GitHub-Delivery": f"python-{time.time_ns()}-{number}-{sent}",
-                    "X-Hub-Signature-256": signature,
-                }
-                async with client.post(f"{url}/webhooks", data=body, headers=headers) as response:
-                    await response.read()
-                    if not 200 <= response.status < 300:  # Probot answers 200
-                        raise RuntimeError(f"the server answered {response.status}")
+                await post_comment(client, url, body, signature, f"python-{time.time_ns()}-{number}-{sent}")
                 done += 1
 
         await asyncio.gather(*(sender(number) for number in range(connections)))
