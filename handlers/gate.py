@@ -14,10 +14,11 @@ by one, the pull requests that belong to no ticket included when `deployments.un
 Gate requests have no ordering key, so one can run before a `pull_request.closed` delivery of
 the repository is processed: while one is stored and pending, the request waits (a
 `TransientError`, retried later) rather than be judged without the merge it may bring. Not
-for ever: a request still waiting `MERGE_WAIT_SECONDS` after it was received, and after
-`MERGE_WAIT_TRIES` runs (a request received long ago, during an outage, gives the backlog
-behind it those runs' time), is rejected, saying why (nothing judged, nothing recorded on a
+for ever: once every such delivery has run `MERGE_WAIT_TRIES` times without being processed
+(it keeps failing), the request is rejected unjudged, saying why (nothing recorded on a
 ticket), where the worker's retries would otherwise run out and leave GitHub with no answer.
+A request answered already (its answer in the outbox: run again after a crash, or redelivered
+by hand) is not judged again: what the tickets record stays what GitHub was told.
 
 The answer goes to the run named by the payload's `deployment_callback_url`, on the API the app
 is configured with: only the run id is read from that URL (and only when it names this same
@@ -52,11 +53,9 @@ router = Router()
 CALLBACK_PATH = re.compile(r"/repos/([^/]+)/([^/]+)/actions/runs/([0-9]{1,19})/deployment_protection_rule/?$")
 RECENT_DEPLOYMENTS = 30
 """How many of the environment's newest deployments are asked of GitHub for its last success."""
-MERGE_WAIT_SECONDS = 15 * 60
-"""How long a gate request waits for a repository's pending `pull_request.closed` before it is
-rejected unjudged (the worker's retries last at least half an hour)."""
 MERGE_WAIT_TRIES = 8
-"""And how many runs it has waited at least (the worker's backoff: about four minutes)."""
+"""Runs of a pending `pull_request.closed` that failed, past which a gate request stops waiting
+for it (the worker's backoff: about four minutes on average, at least 32 runs in all)."""
 
 
 @dataclass(frozen=True)
@@ -69,10 +68,20 @@ class ProtectionRequest:
     run_id: int
     deployment_id: int | None = None
 
+    delivery_id: str = ""
+
     @property
     def request(self) -> str:
-        """What names this request among the run's (a re-run asks again with a new deployment)."""
-        return str(self.deployment_id) if self.deployment_id is not None else f"run-{self.run_id}@{self.sha}"
+        """What names this request among the run's: its deployment (a re-run asks again with a
+        new one); without one, the run, the sha and the webhook delivery (a re-run of the job in
+        the same run is a new delivery; GitHub's redelivery of this one is the same)."""
+        if self.deployment_id is not None:
+            return str(self.deployment_id)
+        return f"run-{self.run_id}@{self.sha}#{self.delivery_id}"
+
+    def answer_key(self) -> str:
+        """The key of GitHub's one answer to this request (`DeploymentReview`)."""
+        return f"{self.repository.casefold()}:{self.run_id}:{self.environment}:{self.request}"
 
 
 @dataclass(frozen=True)
@@ -105,7 +114,8 @@ def request_from(event: WebhookEvent) -> ProtectionRequest | None:
     if run_id is None:
         log.warning("deployment_protection_rule_without_a_callback_of_this_repository")
         return None
-    return ProtectionRequest(repository, environment, sha, run_id, dig_int(payload, "deployment", "id"))
+    deployment_id = dig_int(payload, "deployment", "id")
+    return ProtectionRequest(repository, environment, sha, run_id, deployment_id, event.delivery_id)
 
 
 async def last_success(
@@ -298,11 +308,6 @@ async def judge_gate(
     return GateFindings(decision, base)
 
 
-def _waited(event: WebhookEvent, services: Services) -> float:
-    """Seconds since railyard received the delivery (0 when it is not known)."""
-    return 0.0 if event.received_at is None else max(0.0, services.clock() - event.received_at)
-
-
 def gated(environment: str, rules: Rules) -> bool:
     """Whether `deployments.gate` names the environment (GitHub's names ignore case)."""
     return environment.casefold() in {name.casefold() for name in rules.gate}
@@ -325,17 +330,18 @@ async def on_protection_rule(event: WebhookEvent, services: Services) -> None:
     if not gated(request.environment, rules):
         return
     async with services.store.read() as reads:
-        pending = await reads.merges_pending(repository)
-    if pending and (event.attempt <= MERGE_WAIT_TRIES or _waited(event, services) < MERGE_WAIT_SECONDS):
+        answered, merge_runs = await reads.gate_backlog(repository, request.answer_key())
+    if answered:
+        return  # run again (a crash after its commit, a redelivery by hand): GitHub has its answer
+    if merge_runs is not None and merge_runs < MERGE_WAIT_TRIES:
         # What the deployment brings is read from the merges recorded; one stored but not yet
         # processed may be in it (gate requests have no order): judge once it is recorded.
         raise TransientError(f"a pull request of {repository} closed and is not processed yet")
-    if pending:
-        log.warning(
-            "gate request rejected: a merge stayed unprocessed", waited_seconds=int(_waited(event, services))
+    if merge_runs is not None:
+        log.warning("gate request rejected: a merge is not processed", merge_runs=merge_runs)
+        findings = GateFindings(
+            decide_gate([], [], Unticketed(rules.unticketed), merges_unrecorded=True), None
         )
-        decision = decide_gate([], [], Unticketed(rules.unticketed), merges_unrecorded=True)
-        findings = GateFindings(decision, None)
     else:
         findings = await judge_gate(
             services, installation, repository, request.environment, request.sha, rules,
@@ -353,7 +359,7 @@ async def on_protection_rule(event: WebhookEvent, services: Services) -> None:
             await uow.execute(
                 TicketKey(repository, verdict.number), notice, context, installation_id=installation
             )
-        key = f"{repository.casefold()}:{request.run_id}:{request.environment}:{request.request}"
+        key = request.answer_key()
         await uow.send(
             DeploymentReview(installation, repository, request.run_id, request.environment, decision, key)
         )

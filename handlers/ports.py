@@ -204,8 +204,8 @@ class Reads(Protocol):
     async def pulls_merged_as(self, repository: str, commits: Collection[str] | None) -> list[PullAndTickets]:
         """Stored merged PRs whose merge commit is one of `commits` (None: all), with their links."""
 
-    async def merges_pending(self, repository: str) -> bool:
-        """Whether a `pull_request.closed` of the repository is stored and not yet processed."""
+    async def gate_backlog(self, repository: str, answer: str) -> tuple[bool, int | None]:
+        """Whether gate request `answer` was answered; fewest runs of a pending close (None: none)."""
 
     async def attempt_opened_by(self, repository: str, number: int, when: datetime) -> bool:
         """Whether the ticket had an attempt opened by `when`."""

@@ -19,7 +19,6 @@ class WebhookEvent:
     installation_id: int | None
     payload: dict[str, Any]
     received_at: float | None = None  # when railyard received it, on its own clock (epoch seconds)
-    attempt: int = 1  # this run's number: 2 and up after a `TransientError`
 
 
 Handler = Callable[[WebhookEvent, Services], Awaitable[None]]

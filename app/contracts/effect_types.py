@@ -95,7 +95,12 @@ def deployment_review(
 ) -> Effect:
     """Answer a custom deployment protection rule for one run and environment, once per `key`."""
     payload = {"run_id": run_id, "environment_name": environment, "state": state, "comment": comment}
-    return Effect(EffectKind.DEPLOYMENT_REVIEW, installation_id, repository, f"gate:{key}", payload)
+    return Effect(EffectKind.DEPLOYMENT_REVIEW, installation_id, repository, review_dedupe_key(key), payload)
+
+
+def review_dedupe_key(key: str) -> str:
+    """The outbox's key of the answer to the protection-rule request `key`."""
+    return f"gate:{key}"
 
 
 def rerun(effect: Effect) -> Effect:

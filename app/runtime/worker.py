@@ -282,7 +282,6 @@ class Worker:
                 delivery.installation_id,
                 read_payload(delivery.payload),
                 delivery.received_at,
-                delivery.attempt,
             )
             for handler in handlers:
                 await handler(event, self.services)

@@ -420,20 +420,18 @@ def queue_depth(database: Database) -> tuple[int, float | None]:
     return int(row[0]), row[1]
 
 
-def merges_pending(connection: Connection, repository: str) -> bool:
-    """Whether a `pull_request.closed` delivery of the repository is stored and not yet processed
-    (leased, waiting or in backoff): a merge the pull-request records may not hold yet."""
-    statement = (
-        select(deliveries.c.seq)
-        .where(
-            deliveries.c.status == PENDING,
-            deliveries.c.repository == repository.casefold(),
-            deliveries.c.event == "pull_request",
-            deliveries.c.action == "closed",
-        )
-        .limit(1)
+def merge_runs(connection: Connection, repository: str) -> int | None:
+    """The fewest runs any `pull_request.closed` delivery of the repository stored and not yet
+    processed has had (0: none yet; None: no such delivery): a merge the pull-request records
+    may not hold yet, and one whose every run failed so far is stuck."""
+    statement = select(func.min(deliveries.c.attempts)).where(
+        deliveries.c.status == PENDING,
+        deliveries.c.repository == repository.casefold(),
+        deliveries.c.event == "pull_request",
+        deliveries.c.action == "closed",
     )
-    return connection.execute(statement).first() is not None
+    runs = connection.execute(statement).scalar()
+    return None if runs is None else int(runs)
 
 
 def list_deliveries(database: Database, status: str | None = None, limit: int = 100) -> list[dict[str, Any]]:

@@ -27,9 +27,8 @@ from app.contracts.effect_types import LimitedReply
 from app.contracts.traces import TRACING, set_attributes, span
 from app.store import api_answers, held, installations, pulls, repositories, signs, tickets
 from app.store.database import Database
-from app.store.effects import Effect, enqueue, rerun
+from app.store.effects import Effect, enqueue, gate_backlog, rerun
 from app.store.hops import Lane, off_loop
-from app.store.queue import merges_pending
 from app.store.replies import enqueue_reply
 from app.store.tickets import SurfacesFor
 from handlers.answers import Answer, CheckRun
@@ -277,9 +276,9 @@ class SqlReads:
         """Stored merged PRs with one of these merge commits (None: every one)."""
         return await self._run(pulls.pulls_merged_as, repository, commits)
 
-    async def merges_pending(self, repository: str) -> bool:
-        """Whether a `pull_request.closed` delivery of the repository waits to be processed."""
-        return await self._run(merges_pending, repository)
+    async def gate_backlog(self, repository: str, answer: str) -> tuple[bool, int | None]:
+        """Whether the gate request `answer` was answered; the fewest runs of a pending close."""
+        return await self._run(gate_backlog, repository, answer)
 
     async def attempt_opened_by(self, repository: str, number: int, when: datetime) -> bool:
         """Whether the ticket had an attempt opened by `when`."""

@@ -55,8 +55,8 @@ def gate_comment(decision: GateDecision) -> str:
     if decision.merges_unrecorded:
         return (
             "railyard rejected: a pull request of this repository was closed and railyard has not "
-            "recorded it yet, so what this deployment brings is not known. Deploy again once "
-            "railyard has caught up (`railyard deliveries --status pending` shows what waits)."
+            "recorded it yet, so what this deployment brings is not known. Run the deployment again "
+            "once railyard has processed it."
         )
     parts: list[str] = []
     if decision.approved:

@@ -63,17 +63,15 @@ class FakePorts:
         router: Router = ROUTER,
         services: Services | None = None,
         received_at: float | None = None,
-        attempt: int = 1,
     ) -> None:
         """Run a delivery through the router's handlers, as the worker does (an error propagates).
 
         `services`: other ports than these (the SQL store, to compare it with the fake);
-        `received_at`: when railyard stored it (epoch seconds; None: unknown); `attempt`: the
-        worker's run of it (2 and up after a `TransientError`)."""
+        `received_at`: when railyard stored it (epoch seconds; None: unknown)."""
         action = action if action is not None else payload.get("action")
         if installation_id is None:
             found = payload.get("installation", {}).get("id")
             installation_id = found if isinstance(found, int) else None
-        delivered = WebhookEvent(delivery_id, event, action, installation_id, payload, received_at, attempt)
+        delivered = WebhookEvent(delivery_id, event, action, installation_id, payload, received_at)
         for handler in router.handlers_for(event, action):
             await handler(delivered, services or self.services)

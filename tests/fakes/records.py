@@ -142,7 +142,7 @@ class Records:
     api_answers: dict[tuple[int, str], KeptAnswer] = field(default_factory=dict)
     names: dict[int, str] = field(default_factory=dict)  # `repositories`: id -> the records' name
     # `webhook_deliveries`: pending `pull_request.closed` deliveries, id -> repository (casefolded)
-    pending_closes: dict[str, str] = field(default_factory=dict)
+    pending_closes: dict[str, tuple[str, int]] = field(default_factory=dict)  # id: (repository, runs)
 
     def copy(self) -> Records:
         """A copy a unit of work can change without touching these (the rows are immutable)."""

@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Collection, Iterable
 from contextlib import asynccontextmanager
 from datetime import datetime
 
-from handlers.answers import Answer
+from handlers.answers import Answer, DeploymentReview
 from handlers.ports import (
     Change,
     ChangeContext,
@@ -82,9 +82,13 @@ class MemoryReads:
             and (wanted is None or pull.merge_commit in wanted)
         ]
 
-    async def merges_pending(self, repository: str) -> bool:
-        """`queue.merges_pending`: a `pull_request.closed` delivery of the repository waits."""
-        return repository.casefold() in self.records.pending_closes.values()
+    async def gate_backlog(self, repository: str, answer: str) -> tuple[bool, int | None]:
+        """`effects.gate_backlog`: the answer sent already; the fewest runs of a pending close."""
+        sent = any(isinstance(item, DeploymentReview) and item.key == answer for item in self.records.answers)
+        runs = [
+            count for (name, count) in self.records.pending_closes.values() if name == repository.casefold()
+        ]
+        return sent, min(runs) if runs else None
 
     async def attempt_opened_by(self, repository: str, number: int, when: datetime) -> bool:
         """Whether the ticket had an attempt opened by `when`."""
@@ -227,9 +231,10 @@ class MemoryStore:
                 unit.ended = True  # without `commit()` its copy is simply dropped
                 self._writer_task = None
 
-    def close_waits(self, delivery_id: str, repository: str) -> None:
-        """A `pull_request.closed` delivery of `repository` stored and not processed yet."""
-        self.records.pending_closes[delivery_id] = repository.casefold()
+    def close_waits(self, delivery_id: str, repository: str, runs: int = 0) -> None:
+        """A `pull_request.closed` delivery of `repository` stored and not processed yet, run
+        `runs` times so far."""
+        self.records.pending_closes[delivery_id] = (repository.casefold(), runs)
 
     def processed(self, delivery_id: str) -> None:
         """The stored delivery processed (its status no longer pending)."""

@@ -18,7 +18,7 @@ from app.store.queue import (
     DeliveryQueue,
     deliveries,
     list_deliveries,
-    merges_pending,
+    merge_runs,
     requeue,
     retry_waiting,
     runs,
@@ -38,8 +38,9 @@ def pending(delivery_id: str, key: str | None, received_at: float = NOW) -> Inco
 def test_a_merge_is_pending_while_a_closed_pull_request_delivery_of_the_repository_waits(
     database: Database,
 ) -> None:
-    """`merges_pending`: only a pending `pull_request.closed` of that repository counts (the gate
-    waits for it), leased or not; once processed, or another event, action or repository, not."""
+    """`merge_runs`: only a pending `pull_request.closed` of that repository counts (the gate
+    waits for it), leased or not, with the runs it has had; once processed, or another event,
+    action or repository, not."""
 
     def delivery(delivery_id: str, event: str, action: str, repository: str = "acme/web") -> IncomingDelivery:
         return IncomingDelivery(
@@ -56,9 +57,9 @@ def test_a_merge_is_pending_while_a_closed_pull_request_delivery_of_the_reposito
             NOW,
         )
 
-    def pending_here() -> bool:
+    def runs_here() -> int | None:
         with database.read() as connection:
-            return merges_pending(connection, "Acme/Web")
+            return merge_runs(connection, "Acme/Web")
 
     write_batch(
         database,
@@ -68,14 +69,17 @@ def test_a_merge_is_pending_while_a_closed_pull_request_delivery_of_the_reposito
             delivery("issue", "issues", "closed"),
         ],
     )
-    assert not pending_here()
+    assert runs_here() is None
     write_batch(database, [delivery("closed", "pull_request", "closed")])
-    assert pending_here()
+    assert runs_here() == 0
     queue = DeliveryQueue(database, owner="w1")
     [closed] = [claimed for claimed in queue.claim(NOW, 10) if claimed.delivery_id == "closed"]
-    assert pending_here(), "a leased delivery is not processed yet"
-    assert queue.complete(closed, DONE, NOW)
-    assert not pending_here()
+    assert runs_here() == 1, "a leased delivery is not processed yet"
+    assert queue.retry(closed, NOW, "TransientError: GitHub is unreachable")
+    [again] = [claimed for claimed in queue.claim(NOW + 1, 10) if claimed.delivery_id == "closed"]
+    assert runs_here() == 2
+    assert queue.complete(again, DONE, NOW + 1)
+    assert runs_here() is None
 
 
 def ids(claimed: list[ClaimedDelivery]) -> list[str]:

@@ -10,7 +10,7 @@ import pytest
 from app.views.gate_text import gate_comment
 from handlers.answers import DeploymentReview
 from handlers.errors import TransientError
-from handlers.gate import MERGE_WAIT_SECONDS, MERGE_WAIT_TRIES
+from handlers.gate import MERGE_WAIT_TRIES
 from handlers.ports import Rules
 from policies.events import EventType
 from policies.gate import Blocker, GateState
@@ -189,12 +189,13 @@ async def test_a_ticket_merged_with_other_content_than_accepted_holds_the_deploy
 
 
 async def test_a_job_that_creates_no_deployment_is_judged_by_the_payloads_sha() -> None:
-    """`deployment: null`: the payload's sha is judged, and the request is named by run and sha."""
+    """`deployment: null`: the payload's sha is judged, and the request is named by run, sha and
+    webhook delivery."""
     ports = await gated_world()
     await ports.dispatch("deployment_protection_rule", deployment_protection_rule(HEAD, deployment_id=None))
     [review] = reviews(ports)
     assert review.decision.state is GateState.REJECTED
-    assert review.key.endswith(f":4242:production:run-4242@{HEAD}")
+    assert review.key.endswith(f":4242:production:run-4242@{HEAD}#delivery-1")
     assert [(e["sha"], e["deployment_id"], e["run_id"]) for e in gated(ports, 13)] == [(HEAD, None, 4242)]
 
 
@@ -288,34 +289,59 @@ async def test_a_gate_request_waits_while_a_merge_of_the_repository_is_not_proce
     ]
 
 
-async def test_a_gate_request_that_waited_too_long_for_a_merge_is_rejected_unjudged() -> None:
-    """The same pending merge, but the request was received `MERGE_WAIT_SECONDS` ago and has run
-    more than `MERGE_WAIT_TRIES` times: rather than wait until the worker's retries run out and
-    GitHub gets no answer, it is rejected, saying that a merge is not recorded yet; no ticket is
-    judged or gated. A second younger, or one run fewer (a request received long ago, during an
-    outage, and the merge's delivery behind it in the backlog), and it still waits."""
+async def test_a_gate_request_stops_waiting_for_a_merge_that_keeps_failing() -> None:
+    """The same pending merge: while its delivery has run fewer than `MERGE_WAIT_TRIES` times
+    (not yet, or its runs failed), the request waits, however long ago it was received (after an
+    outage, the merge's delivery gets its runs). Once every run of it so far failed that often,
+    the request is rejected unjudged rather than wait until the worker's retries run out and
+    GitHub gets no answer: the comment says a merge is not recorded yet; no ticket records it."""
     ports = await accepted_and_merged(GATED)
     ports.github.add_history(REPOSITORY, BASE, M12, M13, HEAD)
     await ports.dispatch("deployment_status", deployment_status(7, BASE, "success"))
-    ports.store.close_waits("merge-41", REPOSITORY)
-    old, tries = ports.clock.now - MERGE_WAIT_SECONDS, MERGE_WAIT_TRIES + 1
-    for received, attempt in ((old + 1, tries), (old, MERGE_WAIT_TRIES), (old - 86_400, 1)):
+    request = deployment_protection_rule(HEAD)
+    for runs in (0, 1, MERGE_WAIT_TRIES - 1):
+        ports.store.close_waits("merge-41", REPOSITORY, runs=runs)
         with pytest.raises(TransientError):
-            await ports.dispatch(
-                "deployment_protection_rule",
-                deployment_protection_rule(HEAD),
-                received_at=received,
-                attempt=attempt,
-            )
+            await ports.dispatch("deployment_protection_rule", request, received_at=ports.clock.now - 86_400)
     assert reviews(ports) == []
-    await ports.dispatch(
-        "deployment_protection_rule", deployment_protection_rule(HEAD), received_at=old, attempt=tries
-    )
+    ports.store.close_waits("merge-41", REPOSITORY, runs=MERGE_WAIT_TRIES)
+    await ports.dispatch("deployment_protection_rule", request)
     [review] = reviews(ports)
     assert review.decision.state is GateState.REJECTED
     assert review.decision.tickets == () and review.decision.merges_unrecorded
     assert "has not recorded it yet" in gate_comment(review.decision)
     assert gated(ports, 12) == []
+
+
+async def test_a_request_answered_already_is_not_judged_again() -> None:
+    """Rejected unjudged, then run again once the merge is processed (a crash after its commit,
+    a redelivery by hand): GitHub keeps its one answer, and no ticket records a decision GitHub
+    was never told (the run would have approved #12)."""
+    ports = await accepted_and_merged(GATED)
+    ports.github.add_history(REPOSITORY, BASE, M12, HEAD)
+    await ports.dispatch("deployment_status", deployment_status(7, BASE, "success"))
+    ports.store.close_waits("merge-41", REPOSITORY, runs=MERGE_WAIT_TRIES)
+    await ports.dispatch("deployment_protection_rule", deployment_protection_rule(HEAD))
+    ports.store.processed("merge-41")
+    await ports.dispatch("deployment_protection_rule", deployment_protection_rule(HEAD))
+    [review] = reviews(ports)
+    assert review.decision.merges_unrecorded
+    assert gated(ports, 12) == []
+
+
+async def test_a_deploymentless_job_run_again_gets_its_own_answer() -> None:
+    """A job that creates no deployment, rejected, then run again in the same workflow run (the
+    same run id and sha, a new webhook delivery): judged again and answered again; GitHub's
+    redelivery of the first delivery is not."""
+    ports = await gated_world()
+    request = deployment_protection_rule(HEAD, deployment_id=None)
+    await ports.dispatch("deployment_protection_rule", request, delivery_id="first")
+    await ports.dispatch("deployment_protection_rule", request, delivery_id="first")
+    assert len(reviews(ports)) == 1
+    await ports.dispatch("deployment_protection_rule", request, delivery_id="re-run")
+    first, again = reviews(ports)
+    assert first.key != again.key
+    assert first.decision.state is again.decision.state is GateState.REJECTED
 
 
 async def test_a_pending_merge_of_another_repository_does_not_hold_the_gate() -> None:
