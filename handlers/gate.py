@@ -14,9 +14,11 @@ by one, the pull requests that belong to no ticket included when `deployments.un
 Gate requests have no ordering key, so one can run before a `pull_request.closed` delivery of
 the repository is processed: while one is stored and pending, the request waits (a
 `TransientError`, retried later) rather than be judged without the merge it may bring. Not
-for ever: once every such delivery has run `MERGE_WAIT_TRIES` times without being processed
-(it keeps failing), the request is rejected unjudged, saying why (nothing recorded on a
-ticket), where the worker's retries would otherwise run out and leave GitHub with no answer.
+for ever: once every such delivery has failed `MERGE_WAIT_TRIES` runs (its own, or those of the
+delivery of its pull request it waits behind), or gave up while its pull request is recorded
+open, the request is rejected unjudged, saying why (nothing recorded on a ticket), where the
+worker's retries would otherwise run out and leave GitHub with no answer
+(`app.store.gate_reads.merge_runs`).
 A request answered already (its answer in the outbox: run again after a crash, or redelivered
 by hand) is not judged again: what the tickets record stays what GitHub was told.
 
@@ -54,8 +56,9 @@ CALLBACK_PATH = re.compile(r"/repos/([^/]+)/([^/]+)/actions/runs/([0-9]{1,19})/d
 RECENT_DEPLOYMENTS = 30
 """How many of the environment's newest deployments are asked of GitHub for its last success."""
 MERGE_WAIT_TRIES = 8
-"""Runs of a pending `pull_request.closed` that failed, past which a gate request stops waiting
-for it (the worker's backoff: about four minutes on average, at least 32 runs in all)."""
+"""Failed runs of a `pull_request.closed` (or of the delivery of its pull request it waits
+behind) after which a gate request stops waiting for it: with the worker's backoff, the ninth
+run starts about four minutes after the first on average (two at the fifth percentile)."""
 
 
 @dataclass(frozen=True)
@@ -332,8 +335,8 @@ async def on_protection_rule(event: WebhookEvent, services: Services) -> None:
     async with services.store.read() as reads:
         answered, merge_runs = await reads.gate_backlog(repository, request.answer_key())
     if answered:
-        return  # run again (a crash after its commit, a redelivery by hand): GitHub has its answer
-    if merge_runs is not None and merge_runs < MERGE_WAIT_TRIES:
+        return  # run again (a crash after its commit, a redelivery by hand): its answer is recorded
+    if merge_runs is not None and merge_runs <= MERGE_WAIT_TRIES:
         # What the deployment brings is read from the merges recorded; one stored but not yet
         # processed may be in it (gate requests have no order): judge once it is recorded.
         raise TransientError(f"a pull request of {repository} closed and is not processed yet")

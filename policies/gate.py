@@ -141,5 +141,6 @@ def decide_gate(
 
 def gated_operation_id(repository: str, number: int, environment: str, request: str) -> str:
     """One `deployment_gated` per ticket and protection-rule request (`request`: the deployment's
-    id, or the run and sha when GitHub created no deployment): a redelivery records nothing new."""
+    id, or the run, sha and webhook delivery when GitHub created no deployment): a redelivery
+    records nothing new."""
     return f"gated:{repository.casefold()}#{number}:{environment}:{request}"

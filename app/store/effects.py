@@ -13,20 +13,10 @@ from typing import Any
 
 from sqlalchemy import Connection, case, func, select, update
 
-from app.contracts.effect_types import (
-    Effect,
-    EffectKind,
-    assign,
-    comment,
-    marker,
-    reaction,
-    rerun,
-    review_dedupe_key,
-)
+from app.contracts.effect_types import Effect, EffectKind, assign, comment, marker, reaction, rerun
 from app.contracts.traces import traceparent
 from app.store.database import Database, dialect_insert, dialect_later
 from app.store.installations import installations
-from app.store.queue import merge_runs
 from app.store.tables import OutboxEffectRow, table
 
 effects_table = table(OutboxEffectRow)
@@ -104,15 +94,6 @@ def _enqueue_statements(dialect: str) -> tuple[Any, Any]:
         },
     )
     return statement.on_conflict_do_nothing(index_elements=["dedupe_key"]), replace
-
-
-def gate_backlog(connection: Connection, repository: str, answer: str) -> tuple[bool, int | None]:
-    """Whether the answer to the protection-rule request `answer` is in the outbox already, and
-    the fewest runs of the repository's pending `pull_request.closed` deliveries (`merge_runs`)."""
-    sent = connection.execute(
-        select(effects_table.c.id).where(effects_table.c.dedupe_key == review_dedupe_key(answer)).limit(1)
-    ).first()
-    return sent is not None, merge_runs(connection, repository)
 
 
 def effect_counts(database: Database) -> dict[str, int]:

@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, func, select, update
+from sqlalchemy import bindparam, func, select, update
 
 from app.store.connection_setup import commit_sqlite
 from app.store.database import Database, NotNowError
@@ -418,20 +418,6 @@ def queue_depth(database: Database) -> tuple[int, float | None]:
             select(func.count(), func.min(deliveries.c.received_at)).where(deliveries.c.status == PENDING)
         ).one()
     return int(row[0]), row[1]
-
-
-def merge_runs(connection: Connection, repository: str) -> int | None:
-    """The fewest runs any `pull_request.closed` delivery of the repository stored and not yet
-    processed has had (0: none yet; None: no such delivery): a merge the pull-request records
-    may not hold yet, and one whose every run failed so far is stuck."""
-    statement = select(func.min(deliveries.c.attempts)).where(
-        deliveries.c.status == PENDING,
-        deliveries.c.repository == repository.casefold(),
-        deliveries.c.event == "pull_request",
-        deliveries.c.action == "closed",
-    )
-    runs = connection.execute(statement).scalar()
-    return None if runs is None else int(runs)
 
 
 def list_deliveries(database: Database, status: str | None = None, limit: int = 100) -> list[dict[str, Any]]:

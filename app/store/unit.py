@@ -27,7 +27,8 @@ from app.contracts.effect_types import LimitedReply
 from app.contracts.traces import TRACING, set_attributes, span
 from app.store import api_answers, held, installations, pulls, repositories, signs, tickets
 from app.store.database import Database
-from app.store.effects import Effect, enqueue, gate_backlog, rerun
+from app.store.effects import Effect, enqueue, rerun
+from app.store.gate_reads import gate_backlog
 from app.store.hops import Lane, off_loop
 from app.store.replies import enqueue_reply
 from app.store.tickets import SurfacesFor

@@ -18,7 +18,6 @@ from app.store.queue import (
     DeliveryQueue,
     deliveries,
     list_deliveries,
-    merge_runs,
     requeue,
     retry_waiting,
     runs,
@@ -33,53 +32,6 @@ def pending(delivery_id: str, key: str | None, received_at: float = NOW) -> Inco
     return IncomingDelivery(
         delivery_id, "issues", "edited", 1, "acme/web", key, "pending", "{}", 2, received_at, received_at
     )
-
-
-def test_a_merge_is_pending_while_a_closed_pull_request_delivery_of_the_repository_waits(
-    database: Database,
-) -> None:
-    """`merge_runs`: only a pending `pull_request.closed` of that repository counts (the gate
-    waits for it), leased or not, with the runs it has had; once processed, or another event,
-    action or repository, not."""
-
-    def delivery(delivery_id: str, event: str, action: str, repository: str = "acme/web") -> IncomingDelivery:
-        return IncomingDelivery(
-            delivery_id,
-            event,
-            action,
-            1,
-            repository,
-            f"{repository}!{delivery_id}",
-            "pending",
-            "{}",
-            2,
-            NOW,
-            NOW,
-        )
-
-    def runs_here() -> int | None:
-        with database.read() as connection:
-            return merge_runs(connection, "Acme/Web")
-
-    write_batch(
-        database,
-        [
-            delivery("opened", "pull_request", "opened"),
-            delivery("elsewhere", "pull_request", "closed", "acme/other"),
-            delivery("issue", "issues", "closed"),
-        ],
-    )
-    assert runs_here() is None
-    write_batch(database, [delivery("closed", "pull_request", "closed")])
-    assert runs_here() == 0
-    queue = DeliveryQueue(database, owner="w1")
-    [closed] = [claimed for claimed in queue.claim(NOW, 10) if claimed.delivery_id == "closed"]
-    assert runs_here() == 1, "a leased delivery is not processed yet"
-    assert queue.retry(closed, NOW, "TransientError: GitHub is unreachable")
-    [again] = [claimed for claimed in queue.claim(NOW + 1, 10) if claimed.delivery_id == "closed"]
-    assert runs_here() == 2
-    assert queue.complete(again, DONE, NOW + 1)
-    assert runs_here() is None
 
 
 def ids(claimed: list[ClaimedDelivery]) -> list[str]:

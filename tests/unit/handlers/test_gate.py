@@ -290,21 +290,21 @@ async def test_a_gate_request_waits_while_a_merge_of_the_repository_is_not_proce
 
 
 async def test_a_gate_request_stops_waiting_for_a_merge_that_keeps_failing() -> None:
-    """The same pending merge: while its delivery has run fewer than `MERGE_WAIT_TRIES` times
-    (not yet, or its runs failed), the request waits, however long ago it was received (after an
-    outage, the merge's delivery gets its runs). Once every run of it so far failed that often,
-    the request is rejected unjudged rather than wait until the worker's retries run out and
-    GitHub gets no answer: the comment says a merge is not recorded yet; no ticket records it."""
+    """The same pending merge: until its delivery has failed `MERGE_WAIT_TRIES` runs (not run yet,
+    running, or failed fewer), the request waits, however long ago it was received (after an
+    outage, the merge's delivery gets its runs). Once its ninth run has started, the request is
+    rejected unjudged rather than wait until the worker's retries run out and GitHub gets no
+    answer: the comment says a merge is not recorded yet; no ticket records it."""
     ports = await accepted_and_merged(GATED)
     ports.github.add_history(REPOSITORY, BASE, M12, M13, HEAD)
     await ports.dispatch("deployment_status", deployment_status(7, BASE, "success"))
     request = deployment_protection_rule(HEAD)
-    for runs in (0, 1, MERGE_WAIT_TRIES - 1):
+    for runs in (0, 1, MERGE_WAIT_TRIES):
         ports.store.close_waits("merge-41", REPOSITORY, runs=runs)
         with pytest.raises(TransientError):
             await ports.dispatch("deployment_protection_rule", request, received_at=ports.clock.now - 86_400)
     assert reviews(ports) == []
-    ports.store.close_waits("merge-41", REPOSITORY, runs=MERGE_WAIT_TRIES)
+    ports.store.close_waits("merge-41", REPOSITORY, runs=MERGE_WAIT_TRIES + 1)
     await ports.dispatch("deployment_protection_rule", request)
     [review] = reviews(ports)
     assert review.decision.state is GateState.REJECTED
@@ -320,7 +320,7 @@ async def test_a_request_answered_already_is_not_judged_again() -> None:
     ports = await accepted_and_merged(GATED)
     ports.github.add_history(REPOSITORY, BASE, M12, HEAD)
     await ports.dispatch("deployment_status", deployment_status(7, BASE, "success"))
-    ports.store.close_waits("merge-41", REPOSITORY, runs=MERGE_WAIT_TRIES)
+    ports.store.close_waits("merge-41", REPOSITORY, runs=MERGE_WAIT_TRIES + 1)
     await ports.dispatch("deployment_protection_rule", deployment_protection_rule(HEAD))
     ports.store.processed("merge-41")
     await ports.dispatch("deployment_protection_rule", deployment_protection_rule(HEAD))

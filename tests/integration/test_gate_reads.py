@@ -1,0 +1,114 @@
+"""What the deployment gate reads before it judges (`app.store.gate_reads`), on both databases:
+how far the repository's merges are from being recorded, and whether a request was answered."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from sqlalchemy import update
+
+from app.contracts.effect_types import deployment_review
+from app.store.database import Database
+from app.store.delivery_status import DONE, FAILED
+from app.store.effects import enqueue
+from app.store.gate_reads import gate_backlog, merge_runs
+from app.store.intake import IncomingDelivery, write_batch
+from app.store.pulls import remember
+from app.store.queue import DeliveryQueue, deliveries
+from handlers.ports import PullRequest
+
+NOW = 1_800_000_000.0
+
+
+def delivery(
+    delivery_id: str, event: str, action: str, repository: str = "acme/web", number: int = 41
+) -> IncomingDelivery:
+    """A stored delivery of pull request `number` (or another event), waiting for the worker."""
+    key = f"{repository}!{number}"
+    return IncomingDelivery(delivery_id, event, action, 1, repository, key, "pending", "{}", 2, NOW, NOW)
+
+
+def runs_here(database: Database) -> int | None:
+    with database.read() as connection:
+        return merge_runs(connection, "Acme/Web")
+
+
+def claim(queue: DeliveryQueue, delivery_id: str, at: float) -> object:
+    [claimed] = [found for found in queue.claim(at, 10) if found.delivery_id == delivery_id]
+    return claimed
+
+
+def test_a_pending_close_counts_its_runs_until_processed(database: Database) -> None:
+    """Only a pending `pull_request.closed` of that repository counts, leased or not, with the
+    runs it has had; once processed, or another event, action or repository, not."""
+    write_batch(
+        database,
+        [
+            delivery("opened", "pull_request", "opened", number=40),
+            delivery("elsewhere", "pull_request", "closed", "acme/other"),
+            delivery("issue", "issues", "closed", number=7),
+        ],
+    )
+    assert runs_here(database) is None
+    write_batch(database, [delivery("closed", "pull_request", "closed")])
+    assert runs_here(database) == 0
+    queue = DeliveryQueue(database, owner="w1")
+    closed = claim(queue, "closed", NOW)
+    assert runs_here(database) == 1, "a leased delivery is not processed yet"
+    assert queue.retry(closed, NOW, "TransientError: GitHub is unreachable")  # type: ignore[arg-type]
+    again = claim(queue, "closed", NOW + 1)
+    assert runs_here(database) == 2
+    assert queue.complete(again, DONE, NOW + 1)  # type: ignore[arg-type]
+    assert runs_here(database) is None
+
+
+def test_a_close_behind_a_failing_delivery_of_its_pull_request_counts_that_ones_runs(
+    database: Database,
+) -> None:
+    """The close waits behind an earlier delivery of the same pull request that keeps failing: it
+    never runs itself, but the runs of the one it waits behind count, so the gate stops waiting."""
+    write_batch(database, [delivery("edited", "pull_request", "edited")])
+    write_batch(database, [delivery("closed", "pull_request", "closed")])
+    queue = DeliveryQueue(database, owner="w1")
+    for run in range(9):
+        blocker = claim(queue, "edited", NOW + run)
+        assert queue.retry(blocker, NOW + run, "TransientError: GitHub is unreachable")  # type: ignore[arg-type]
+    assert runs_here(database) == 9
+
+
+def test_a_close_that_gave_up_counts_until_its_pull_request_is_recorded_closed(database: Database) -> None:
+    """A close marked failed (its retries ran out) while railyard records the pull request as open,
+    or not at all, counts with every run it had: the gate must not judge without that merge. Once
+    the pull request is recorded closed (a redelivery processed it), it no longer counts."""
+    write_batch(database, [delivery("closed", "pull_request", "closed")])
+    with database.write() as connection:
+        connection.execute(update(deliveries).values(status=FAILED, attempts=32))
+    assert runs_here(database) == 32
+    pull = PullRequest(
+        "acme/web", 41, "https://github.com/acme/web/pull/41", open=True, merged=False,
+        head_ref="fix", head_sha="a" * 40, merge_commit=None, updated_at=datetime.fromtimestamp(NOW, UTC),
+    )  # fmt: skip
+    with database.write() as connection:
+        remember(connection, pull, set())
+    assert runs_here(database) == 32, "recorded, but still open"
+    closed = PullRequest(
+        "acme/web", 41, pull.url, open=False, merged=True, head_ref="fix", head_sha="a" * 40,
+        merge_commit="b" * 40, updated_at=datetime.fromtimestamp(NOW + 60, UTC),
+    )  # fmt: skip
+    with database.write() as connection:
+        remember(connection, closed, set())
+    assert runs_here(database) is None
+
+
+def test_an_answered_request_is_known_by_its_key(database: Database) -> None:
+    """`gate_backlog` says whether the outbox holds the answer to a request (by its key only)."""
+    with database.read() as connection:
+        assert gate_backlog(connection, "acme/web", "acme/web:4242:production:900") == (False, None)
+    effect = deployment_review(
+        1, "acme/web", 4242, "production", "rejected", "no", "acme/web:4242:production:900"
+    )
+    with database.write() as connection:
+        enqueue(connection, [effect], NOW)
+    with database.read() as connection:
+        assert gate_backlog(connection, "acme/web", "acme/web:4242:production:900") == (True, None)
+        assert gate_backlog(connection, "acme/web", "acme/web:4242:production:901") == (False, None)
