@@ -15,10 +15,10 @@ Gate requests have no ordering key, so one can run before a `pull_request.closed
 the repository is processed: while one is stored and pending, the request waits (a
 `TransientError`, retried later) rather than be judged without the merge it may bring. Not
 for ever: once every such delivery has failed `MERGE_WAIT_TRIES` runs (its own, or those of the
-delivery of its pull request it waits behind), or gave up while its pull request is recorded
-open, the request is rejected unjudged, saying why (nothing recorded on a ticket), where the
-worker's retries would otherwise run out and leave GitHub with no answer
-(`app.store.gate_reads.merge_runs`).
+delivery of its pull request it waits behind), the request is rejected unjudged, saying why
+(nothing recorded on a ticket), where the worker's retries would otherwise run out and leave
+GitHub with no answer (`app.store.gate_reads.merge_runs`). A close that gave up (`failed`) is
+no longer waited for: the merge it would have recorded is not judged.
 A request answered already (its answer in the outbox: run again after a crash, or redelivered
 by hand) is not judged again: what the tickets record stays what GitHub was told.
 

@@ -3,15 +3,12 @@ answer is recorded already, and how far the repository's merges are from being r
 
 from __future__ import annotations
 
-from sqlalchemy import Connection, String, and_, case, cast, func, or_, select
+from sqlalchemy import Connection, select, text
 
 from app.contracts.effect_types import review_dedupe_key
-from app.store.delivery_status import FAILED, PENDING
+from app.store.delivery_status import PENDING
 from app.store.effects import effects_table
 from app.store.queue import deliveries
-from app.store.tables import PullRequestRow, table
-
-pulls_table = table(PullRequestRow)
 
 
 def gate_backlog(connection: Connection, repository: str, answer: str) -> tuple[bool, int | None]:
@@ -24,32 +21,45 @@ def gate_backlog(connection: Connection, repository: str, answer: str) -> tuple[
 
 
 def merge_runs(connection: Connection, repository: str) -> int | None:
-    """How far the repository's unsettled `pull_request.closed` deliveries are from being
-    processed, as the fewest runs among them (None: none unsettled). A pending close counts the
-    runs of its pull request's oldest pending delivery (its own, or one it waits behind that keeps
-    failing); a close that gave up (`failed`) while railyard records its pull request as still
-    open counts every run it had. The gate waits on a few runs and stops waiting past them."""
-    close, other = deliveries.alias("close"), deliveries.alias("other")
-    behind = (
-        select(func.max(other.c.attempts))
-        .where(other.c.status == PENDING, other.c.ordering_key == close.c.ordering_key)
-        .scalar_subquery()
-    )
-    recorded_closed = (
-        select(pulls_table.c.id)
+    """How far the repository's pending `pull_request.closed` deliveries are from being processed:
+    the fewest runs among them (None: none pending). Each counts the runs of the first pending
+    delivery of its pull request, the one the worker takes next: its own, or those of an earlier
+    delivery it waits behind (that one failing again and again holds it too). The gate waits on
+    a few runs and stops waiting past them (`handlers.gate`)."""
+    closes = connection.execute(
+        select(deliveries.c.ordering_key, deliveries.c.attempts)
         .where(
-            pulls_table.c.repository == close.c.repository,
-            close.c.ordering_key == pulls_table.c.repository + "!" + cast(pulls_table.c.number, String),
-            pulls_table.c.open.is_(False),
+            deliveries.c.status == PENDING,
+            deliveries.c.repository == repository.casefold(),
+            deliveries.c.event == "pull_request",
+            deliveries.c.action == "closed",
         )
-        .exists()
-    )
-    runs = case((close.c.status == PENDING, func.coalesce(behind, close.c.attempts)), else_=close.c.attempts)
-    statement = select(func.min(runs)).where(
-        close.c.repository == repository.casefold(),
-        close.c.event == "pull_request",
-        close.c.action == "closed",
-        or_(close.c.status == PENDING, and_(close.c.status == FAILED, ~recorded_closed)),
-    )
-    found = connection.execute(statement).scalar()
-    return None if found is None else int(found)
+        .limit(MAX_CLOSES)
+    ).all()
+    fewest: int | None = None
+    for key, attempts in closes:
+        runs = int(attempts) if key is None else _first_pending_runs(connection, key)
+        fewest = runs if fewest is None else min(fewest, runs)
+    return fewest
+
+
+MAX_CLOSES = 50
+"""Pending closes of one repository looked at, at most (a gate request waits while any of them
+has few runs: past fifty, the first fifty say as much)."""
+
+_FIRST_PENDING = (
+    "SELECT attempts FROM webhook_deliveries{index} WHERE status = 'pending' AND ordering_key = :key "
+    "ORDER BY seq LIMIT 1"
+)
+"""The runs of a pull request's first pending delivery: the partial index of pending rows by
+ordering key answers it ('pending' written out, not bound, so that it may; SQLite is told to use
+it, its planner otherwise walks every pending row by status)."""
+_FIRST_PENDING_BY = {
+    "sqlite": text(_FIRST_PENDING.format(index=" INDEXED BY ix_webhook_deliveries_pending")),
+    "postgresql": text(_FIRST_PENDING.format(index="")),
+}
+
+
+def _first_pending_runs(connection: Connection, key: str) -> int:
+    found = connection.execute(_FIRST_PENDING_BY[connection.dialect.name], {"key": key}).scalar()
+    return 0 if found is None else int(found)

@@ -83,7 +83,7 @@ class MemoryReads:
         ]
 
     async def gate_backlog(self, repository: str, answer: str) -> tuple[bool, int | None]:
-        """`effects.gate_backlog`: the answer sent already; the fewest runs of a pending close."""
+        """`gate_reads.gate_backlog`: the answer sent already; the fewest runs of a pending close."""
         sent = any(isinstance(item, DeploymentReview) and item.key == answer for item in self.records.answers)
         runs = [
             count for (name, count) in self.records.pending_closes.values() if name == repository.casefold()

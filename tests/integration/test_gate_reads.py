@@ -3,19 +3,13 @@ how far the repository's merges are from being recorded, and whether a request w
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
-from sqlalchemy import update
-
 from app.contracts.effect_types import deployment_review
 from app.store.database import Database
-from app.store.delivery_status import DONE, FAILED
+from app.store.delivery_status import DONE
 from app.store.effects import enqueue
 from app.store.gate_reads import gate_backlog, merge_runs
 from app.store.intake import IncomingDelivery, write_batch
-from app.store.pulls import remember
-from app.store.queue import DeliveryQueue, deliveries
-from handlers.ports import PullRequest
+from app.store.queue import DeliveryQueue
 
 NOW = 1_800_000_000.0
 
@@ -74,30 +68,6 @@ def test_a_close_behind_a_failing_delivery_of_its_pull_request_counts_that_ones_
         blocker = claim(queue, "edited", NOW + run)
         assert queue.retry(blocker, NOW + run, "TransientError: GitHub is unreachable")  # type: ignore[arg-type]
     assert runs_here(database) == 9
-
-
-def test_a_close_that_gave_up_counts_until_its_pull_request_is_recorded_closed(database: Database) -> None:
-    """A close marked failed (its retries ran out) while railyard records the pull request as open,
-    or not at all, counts with every run it had: the gate must not judge without that merge. Once
-    the pull request is recorded closed (a redelivery processed it), it no longer counts."""
-    write_batch(database, [delivery("closed", "pull_request", "closed")])
-    with database.write() as connection:
-        connection.execute(update(deliveries).values(status=FAILED, attempts=32))
-    assert runs_here(database) == 32
-    pull = PullRequest(
-        "acme/web", 41, "https://github.com/acme/web/pull/41", open=True, merged=False,
-        head_ref="fix", head_sha="a" * 40, merge_commit=None, updated_at=datetime.fromtimestamp(NOW, UTC),
-    )  # fmt: skip
-    with database.write() as connection:
-        remember(connection, pull, set())
-    assert runs_here(database) == 32, "recorded, but still open"
-    closed = PullRequest(
-        "acme/web", 41, pull.url, open=False, merged=True, head_ref="fix", head_sha="a" * 40,
-        merge_commit="b" * 40, updated_at=datetime.fromtimestamp(NOW + 60, UTC),
-    )  # fmt: skip
-    with database.write() as connection:
-        remember(connection, closed, set())
-    assert runs_here(database) is None
 
 
 def test_an_answered_request_is_known_by_its_key(database: Database) -> None:
