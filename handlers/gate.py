@@ -18,7 +18,7 @@ for ever: once every such delivery has failed `MERGE_WAIT_TRIES` runs (its own, 
 delivery of its pull request it waits behind), the request is rejected unjudged, saying why
 (nothing recorded on a ticket), where the worker's retries would otherwise run out and leave
 GitHub with no answer (`app.store.gate_reads.merge_runs`). A close that gave up (`failed`) is
-no longer waited for: the merge it would have recorded is not judged.
+not waited for: the merge it would have recorded is not judged until it is redelivered.
 A request answered already (its answer in the outbox: run again after a crash, or redelivered
 by hand) is not judged again: what the tickets record stays what GitHub was told.
 
@@ -328,14 +328,14 @@ async def on_protection_rule(event: WebhookEvent, services: Services) -> None:
     rules = await services.configs.load(installation, repository)
     if not gated(request.environment, rules):
         return
-    # A decision relies on the file (roles, expiry, the gate itself): read it now, as a command does.
-    rules = await services.configs.load(installation, repository, fresh=True)
-    if not gated(request.environment, rules):
-        return
     async with services.store.read() as reads:
         answered, merge_runs = await reads.gate_backlog(repository, request.answer_key())
     if answered:
         return  # run again (a crash after its commit, a redelivery by hand): its answer is recorded
+    # A decision relies on the file (roles, expiry, the gate itself): read it now, as a command does.
+    rules = await services.configs.load(installation, repository, fresh=True)
+    if not gated(request.environment, rules):
+        return
     if merge_runs is not None and merge_runs <= MERGE_WAIT_TRIES:
         # What the deployment brings is read from the merges recorded; one stored but not yet
         # processed may be in it (gate requests have no order): judge once it is recorded.

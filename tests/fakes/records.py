@@ -141,7 +141,7 @@ class Records:
     shown: list[Shown] = field(default_factory=list)
     api_answers: dict[tuple[int, str], KeptAnswer] = field(default_factory=dict)
     names: dict[int, str] = field(default_factory=dict)  # `repositories`: id -> the records' name
-    # `webhook_deliveries`: pending `pull_request.closed` deliveries, id -> repository (casefolded)
+    # `webhook_deliveries`: the pending `pull_request.closed` deliveries
     pending_closes: dict[str, tuple[str, int]] = field(default_factory=dict)  # id: (repository, runs)
 
     def copy(self) -> Records:
@@ -227,7 +227,7 @@ class Records:
         return Outcome(context.operation_id, key, after.revision, events=decision, shown=after)
 
     def _own_operation_id(self, key: TicketKey, operation_id: str, op: Operation) -> str | None:
-        """`tickets._own_operation_id`: None when the stored operation is this ticket's (a replay);
+        """`operation_rows.own_operation_id`: None when the stored operation is this ticket's (a replay);
         else the id this ticket's operation is kept under, qualified with the repository's id."""
         if op.ticket_id is None or op.ticket_id == self.ticket_ids.get(key):
             return None

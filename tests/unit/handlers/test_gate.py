@@ -316,17 +316,19 @@ async def test_a_gate_request_stops_waiting_for_a_merge_that_keeps_failing() -> 
 async def test_a_request_answered_already_is_not_judged_again() -> None:
     """Rejected unjudged, then run again once the merge is processed (a crash after its commit,
     a redelivery by hand): GitHub keeps its one answer, and no ticket records a decision GitHub
-    was never told (the run would have approved #12)."""
+    was never told (the run would have approved #12); nothing is asked of GitHub for it."""
     ports = await accepted_and_merged(GATED)
     ports.github.add_history(REPOSITORY, BASE, M12, HEAD)
     await ports.dispatch("deployment_status", deployment_status(7, BASE, "success"))
     ports.store.close_waits("merge-41", REPOSITORY, runs=MERGE_WAIT_TRIES + 1)
     await ports.dispatch("deployment_protection_rule", deployment_protection_rule(HEAD))
     ports.store.processed("merge-41")
+    loads = len(ports.configs.loads)
     await ports.dispatch("deployment_protection_rule", deployment_protection_rule(HEAD))
     [review] = reviews(ports)
     assert review.decision.merges_unrecorded
     assert gated(ports, 12) == []
+    assert not any(load.fresh for load in ports.configs.loads[loads:]), "no fresh read of the file"
 
 
 async def test_a_deploymentless_job_run_again_gets_its_own_answer() -> None:
