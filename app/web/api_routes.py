@@ -218,7 +218,8 @@ class AgentApi:
         number, key = _number(request), _idempotency_key(request)
         text, expected = await _command_body(request, self._bodies)
         repository, installation_id, served = await self._served(request, token, account, number, key)
-        digest = _digest(repository, number, text, expected)
+        assert served.holder is not None  # `_served` answers only for the repository the name holds now
+        digest = _digest(served.holder, number, text, expected)
         if served.kept is not None:
             return _replay(served.kept, digest, served.ticket)
         rules = await self.costs.known_rules(installation_id, repository)
@@ -377,9 +378,11 @@ async def _command_body(request: web.Request, bodies: BodyBudget) -> tuple[str, 
     return command, expected
 
 
-def _digest(repository: str, number: int, text: str, expected: int | None) -> str:
-    """What a key was used for: the ticket, the command text and the expected revision."""
-    request = {"ticket": f"{repository.casefold()}#{number}", "command": text, "expected_revision": expected}
+def _digest(repository_id: int, number: int, text: str, expected: int | None) -> str:
+    """What a key was used for: the ticket (by its repository's GitHub id, so a key used on a
+    repository whose name was later reused answers the new one's request 422, never with the
+    old repository's answer), the command text and the expected revision."""
+    request = {"ticket": f"{repository_id}#{number}", "command": text, "expected_revision": expected}
     return hashlib.sha256(orjson.dumps(request, option=orjson.OPT_SORT_KEYS)).hexdigest()
 
 

@@ -101,3 +101,30 @@ async def test_the_old_name_of_a_renamed_repository_answers_301_to_its_id(web: W
     assert target.endswith(f"/repositories/{moved.id}")
     web.github.add_repository(PRIVATE_REPO, files={}, private=False)
     assert web.github.repositories[PRIVATE_REPO].id != moved.id
+
+
+async def test_an_idempotency_key_used_on_the_old_repository_answers_nothing_of_it_on_the_new_one(
+    web: WebWorld,
+) -> None:
+    """olivia's `/claim` under a key on the private acme/vault, then the same key and body on
+    the new public acme/vault's #7: refused 422 (the key answered a request about another
+    repository), never the old ticket's answer replayed as applied; the new #7 stays open."""
+    path = f"/api/v1/repos/{PRIVATE_REPO}/tickets/7/commands"
+    token = web.github.oauth.issue_token("olivia", web.github.now()).token
+    headers = {"Authorization": f"Bearer {token}", "Idempotency-Key": "claim-7"}
+    async with web.server.client.post(path, json={"command": "/claim"}, headers=headers) as response:
+        first = await response.json()
+        assert response.status == 200 and first["applied"] is True, first
+    reuse_the_name(web)
+    moved = web.github.repositories[ARCHIVE]
+    guid, payload = repository_moved(web.github, web.standin.url, moved, PRIVATE_REPO, 7, "olivia")
+    assert (await web.server.deliver("repository", json.dumps(payload).encode(), guid)).status == 202
+    await web.world().settle()
+    await say_in(web, PRIVATE_REPO, "mallory", "/publish --no-code", 7)  # the new repository's #7
+    async with web.server.client.post(path, json={"command": "/claim"}, headers=headers) as response:
+        again = await response.json()
+        assert response.status == 422, again
+        assert response.headers.get("Idempotent-Replayed") is None
+    assert again["error"]["code"] == "idempotency_key_reused" and "claimed" not in json.dumps(again)
+    new = TicketService(web.database).load(TicketKey(PRIVATE_REPO, 7))
+    assert new is not None and new.work is not None and new.work.value == "open"
