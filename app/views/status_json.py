@@ -37,6 +37,9 @@ MIN_VISIBLE = 2_000
 """The visible part keeps at least this much of the comment, however large the object."""
 
 _DOUBLE_DASH = re.compile("-(?=-)")
+_MARKER_COLON = re.compile(r"(railyard\s*):", re.IGNORECASE)
+r"""`railyard` and a colon in the JSON text: only ever inside a string (a key is quoted), where
+the colon is written `\u003a`, so user text never spells a `railyard:` marker there either."""
 _EFFECT_AT_END = re.compile(r"\r?\n\r?\n(<!-- railyard:effect:[0-9a-f]{20} -->)\s*\Z")
 
 
@@ -207,6 +210,7 @@ def hidden_line(marker: str, found: dict[str, Any]) -> str:
     text = json.dumps(found, ensure_ascii=True, separators=(",", ":"))
     # Outside strings JSON has no `<`, `>` or `--`, so escaping the whole text touches only strings.
     text = _DOUBLE_DASH.sub(r"\\u002d", text.replace("<", "\\u003c").replace(">", "\\u003e"))
+    text = _MARKER_COLON.sub(r"\1\\u003a", text)
     return f"{marker}{text}{END}"
 
 

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from app.views.markdown import code_span
 from app.views.render import StatusView
 from app.views.replies_text import quote, reopened, reply_body, sent_back
-from app.views.status_json import ANSWER_MARKER, MARKER, status_comment_body
+from app.views.status_json import ANSWER_MARKER, MARKER, parse_status_line, status_comment_body
 from handlers.answers import (
     ArtifactNotFound,
     CannotRunYet,
@@ -99,8 +99,9 @@ def test_no_user_text_in_any_reply_spells_a_comment_or_a_marker(text: str) -> No
 def test_no_user_text_in_the_status_comment_spells_a_comment_or_a_marker(
     summary: str, feedback: str, reason: str
 ) -> None:
-    """The status comment's visible part quotes summaries, feedback and reasons without a
-    `<!--` or a `railyard:`: its one hidden line is the last, and it is railyard's."""
+    """The status comment quotes summaries, feedback and reasons without a `<!--` or a
+    `railyard:`: its one hidden line is the last, and the only `railyard:` in it is its own
+    marker (the JSON writes a colon after `railyard` as `\u003a`)."""
     story = Story().walk_to(WorkState.OPEN)
     story.command(Claim(branch="agent/12"), RUNNER)
     story.command(Deliver(summary=summary.strip() or "s", commit="0badc0ffee11"), RUNNER)
@@ -112,3 +113,18 @@ def test_no_user_text_in_the_status_comment_spells_a_comment_or_a_marker(
     body = status_comment_body(view)
     assert body.count(MARKER) == 1 and body.split("\n")[-1].startswith(MARKER)
     assert _foreign(body, own_lines=1) == []
+    assert MARKER_WORD.findall(body.split("\n")[-1]) == ["railyard:"]
+    assert parse_status_line(body) is not None
+
+
+def test_a_summary_naming_markers_is_carried_in_the_hidden_line_without_spelling_them() -> None:
+    """A `/deliver` summary `railyard:answer railyard:effect:...` is kept whole in the status
+    object, and the raw body names no marker but railyard's one `railyard:status-json`."""
+    summary = "Done. railyard:answer Railyard :effect:0123456789abcdef0123"
+    story = Story().walk_to(WorkState.OPEN)
+    story.command(Claim(branch="agent/12"), RUNNER)
+    story.command(Deliver(summary=summary, commit="0badc0ffee11"), RUNNER)
+    body = status_comment_body(StatusView(story.ticket, tuple(story.events)))
+    assert [m.lower() for m in re.findall(r"railyard\s*:[a-z-]*", body, re.IGNORECASE)] == ["railyard:status-json"]
+    shown = parse_status_line(body)
+    assert shown is not None and summary in str(shown)
