@@ -24,8 +24,9 @@ from policies.model import Ticket
 from policies.parser import ParsedComment
 from policies.refusals import Refusal, RefusalCode
 
-Worded = Callable[[Outcome, Ticket | None], tuple[int, Mapping[str, Any]]]
-"""The HTTP status and JSON body that answer an outcome (given the ticket as it is after it)."""
+Worded = Callable[[Outcome, Ticket | None, datetime], tuple[int, Mapping[str, Any]]]
+"""The HTTP status and JSON body that answer an outcome (given the ticket as it is after it,
+and the time of the answer: an acceptance is judged valid or expired at it)."""
 
 BOT_NOT_NAMED = Refusal(
     RefusalCode.NOT_ALLOWED,
@@ -107,8 +108,8 @@ class ApiCommandRun(CommandRun):
         if outcome.refusal is not None and outcome.refusal.transient:
             return
         ticket = outcome.shown or await uow.ticket(outcome.ticket)
-        status, body = self.worded(outcome, ticket)
         at = datetime.fromtimestamp(self.services.clock(), UTC)
+        status, body = self.worded(outcome, ticket, at)
         r = self.request
         self.kept = await uow.keep_answer(KeptAnswer(r.account_id, r.key, r.digest, status, body, at))
 

@@ -148,6 +148,11 @@ class CommandRun:
                 completed = await self._complete(command, issue, rules)
                 if isinstance(command, Accept):
                     accepting = await self._accepting(key, issue, rules, roles)
+            elif isinstance(command, Accept):  # an agent is told so, not that it lacks a role
+                agent = await is_agent(
+                    services, f.installation_id, f.repository, f.author, f.author_is_bot, rules
+                )
+                accepting = AcceptFacts(actor_is_agent=agent)
         except CannotVerify as error:
             await self.say(CannotRunYet(str(error)))
             raise

@@ -21,18 +21,24 @@ from policies.transitions import Transition
 Decision = tuple[Event, ...] | Refusal
 
 
+def agent_refusal(command: Accept, ctx: Context) -> Refusal | None:
+    """`agents_cannot_accept` for a Bot account or one `agents:` names, whatever its roles and
+    the ticket's state (unless `acceptance.by: anyone`): an agent never accepts in any form."""
+    if not ctx.actor_is_agent or ctx.agents_may_accept:
+        return None
+    return Refusal(
+        RefusalCode.AGENTS_CANNOT_ACCEPT,
+        f"{_name(command)}: @{ctx.actor.login} is an agent (a bot, or listed under agents:) "
+        "and agents never accept work, their own or another's.",
+        "Ask a person who is a reviewer to /accept.",
+    )
+
+
 def accept_guard(
     ticket: Ticket, command: Accept, ctx: Context, row: Transition, used: Qualification
 ) -> Decision:
     delivery = ticket.current_delivery
     assert delivery is not None  # a delivered or accepted ticket always has its delivery
-    if ctx.actor_is_agent and not ctx.agents_may_accept:
-        return Refusal(
-            RefusalCode.AGENTS_CANNOT_ACCEPT,
-            f"{_name(command)}: @{ctx.actor.login} is an agent (a bot, or listed under agents:) "
-            "and agents never accept work, their own or another's.",
-            "Ask a person who is a reviewer to /accept.",
-        )
     renewing = standing_of(ticket, ctx) if ticket.work is WorkState.ACCEPTED else None
     stale = stale_decision(ticket, command, ctx)
     if stale is not None:

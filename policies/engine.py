@@ -12,7 +12,7 @@ from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
-from policies.accepting import accept_guard, is_runner, standing_of
+from policies.accepting import accept_guard, agent_refusal, is_runner, standing_of
 from policies.commands import (
     MAX_CHECK_IN_MINUTES,
     Accept,
@@ -91,6 +91,8 @@ def decide(ticket: Ticket, command: Command, ctx: Context) -> Decision:
             f"{_name(command)}: this issue is not a ticket.",
             "A requester or task owner can make it one with /draft or /publish.",
         )
+    if isinstance(command, Accept) and (refusal := agent_refusal(command, ctx)) is not None:
+        return refusal  # before the state and the roles: an agent never accepts, in any form
     row = next((r for r in rows if ticket.work in r.sources), None)
     if row is None:
         return _wrong_state(ticket, command, rows)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+from datetime import UTC, datetime
 from typing import Any, TextIO
 
 from app.bootstrap import command_shell, wire
@@ -71,7 +72,7 @@ def cmd_status(args: argparse.Namespace, database: Database, out: TextIO, err: T
     if ticket is None:
         err.write(f"railyard: {args.ticket} is not a ticket (nothing recorded for it).\n")
         return EXIT_NOT_FOUND
-    summary = status_object(ticket, clocks=read_clocks(database, ticket))
+    summary = status_object(ticket, datetime.now(UTC), read_clocks(database, ticket))
     if args.json:
         out.write(json.dumps(summary, indent=2) + "\n")
     else:

@@ -9,6 +9,7 @@ could not answer (nothing recorded: retry with the same key). Refusals carry
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any
 
 from app.views.event_log import event_item
@@ -47,9 +48,9 @@ def error_body(code: str, message: str, **more: Any) -> dict[str, Any]:
     return {"error": {"code": code, "message": message, **more}}
 
 
-def outcome_answer(outcome: Outcome, ticket: Ticket | None) -> tuple[int, Mapping[str, Any]]:
-    """The status and body answering what the one door did, with the ticket as it is now."""
-    status = status_object(ticket) if ticket is not None and ticket.exists else None
+def outcome_answer(outcome: Outcome, ticket: Ticket | None, now: datetime) -> tuple[int, Mapping[str, Any]]:
+    """The status and body answering what the one door did, with the ticket as it is `now`."""
+    status = status_object(ticket, now) if ticket is not None and ticket.exists else None
     if outcome.refusal is None:
         first = outcome.revision - len(outcome.events) + 1
         events = [event_item(first + i, event) for i, event in enumerate(outcome.events)]
@@ -61,16 +62,18 @@ def outcome_answer(outcome: Outcome, ticket: Ticket | None) -> tuple[int, Mappin
     return REFUSAL_STATUS.get(refusal.code, 409), {"applied": False, "refusal": said, "status": status}
 
 
-def earlier_attempt_answer(kept: Mapping[str, Any], ticket: Ticket) -> tuple[int, Mapping[str, Any]]:
+def earlier_attempt_answer(
+    kept: Mapping[str, Any], ticket: Ticket, now: datetime
+) -> tuple[int, Mapping[str, Any]]:
     """409: the key's command applied to an earlier attempt, not to the ticket as it is now; the
     current status, and the earlier answer kept under `earlier_answer`."""
     status = kept.get("status")
     then = status.get("attempt") if isinstance(status, Mapping) else None
-    now = status_object(ticket)
+    current = status_object(ticket, now)
     message = (
         f"this Idempotency-Key's command applied to attempt {then}; the ticket is now at attempt "
-        f"{ticket.attempt} ({now['work']}, revision {ticket.revision}), which it did not change"
+        f"{ticket.attempt} ({current['work']}, revision {ticket.revision}), which it did not change"
     )
     hint = "Send the command again with a new Idempotency-Key (a workflow re-run gets one by default)."
     said = {"code": "earlier_attempt", "message": message, "hint": hint}
-    return 409, {"applied": False, "refusal": said, "status": now, "earlier_answer": dict(kept)}
+    return 409, {"applied": False, "refusal": said, "status": current, "earlier_answer": dict(kept)}

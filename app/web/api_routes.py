@@ -25,6 +25,7 @@ import re
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import replace
+from datetime import UTC, datetime
 from typing import Any
 
 import orjson
@@ -160,14 +161,15 @@ class AgentApi:
             query = {k: v for k, v in request.query.items() if k != "after"} | {"after": following}
             # Relative, never from the Host header: a forged Host cannot point a client elsewhere.
             headers["Link"] = f'<{request.rel_url.with_query(query)}>; rel="next"'
-        tickets = [status_object(listed.ticket) for listed in page.items]
+        now = self._now()
+        tickets = [status_object(listed.ticket, now) for listed in page.items]
         return _json(200, {"tickets": tickets, "next": following}, headers)
 
     async def get_ticket(self, request: web.Request) -> web.Response:
         """The ticket's status object; 404 when the issue is not a ticket."""
         served = await self._readable_ticket(request)
         assert served.ticket is not None
-        return _json(200, status_object(served.ticket, clocks=served.clocks))
+        return _json(200, status_object(served.ticket, self._now(), served.clocks))
 
     async def get_events(self, request: web.Request) -> web.Response:
         """`{"ticket", "events"}`: the log as `railyard events --json` prints it; 404 when not a ticket."""
@@ -221,7 +223,7 @@ class AgentApi:
         assert served.holder is not None  # `_served` answers only for the repository the name holds now
         digest = _digest(served.holder, number, text, expected)
         if served.kept is not None:
-            return _replay(served.kept, digest, served.ticket)
+            return _replay(served.kept, digest, served.ticket, self._now())
         rules = await self.costs.known_rules(installation_id, repository)
         await self.costs.command(account.id, repository, rules)  # refusals included
         parsed = _parsed(text, expected)
@@ -257,6 +259,10 @@ class AgentApi:
         return _json(run.kept.status, run.kept.body, headers)
 
     # -- who and where ----------------------------------------------------------------
+
+    def _now(self) -> datetime:
+        """The time an answer judges at (an acceptance past its expiry is answered expired)."""
+        return datetime.fromtimestamp(self._clock(), UTC)
 
     async def _caller(self, request: web.Request) -> tuple[str, Account]:
         """The token and its account, as GitHub says now."""
@@ -386,15 +392,17 @@ def _digest(repository_id: int, number: int, text: str, expected: int | None) ->
     return hashlib.sha256(orjson.dumps(request, option=orjson.OPT_SORT_KEYS)).hexdigest()
 
 
-def _replay(kept: KeptAnswer, digest: str, now: Ticket | None = None) -> web.Response:
+def _replay(
+    kept: KeptAnswer, digest: str, ticket: Ticket | None = None, now: datetime | None = None
+) -> web.Response:
     """The kept answer again, or 422 when the key answered another request, or 409 when it
     applied to an attempt older than the ticket's current one (never "applied" for a change
     the current attempt did not get)."""
     if kept.digest != digest:
         message = "this Idempotency-Key was used for another request; use a new key for a new request"
         raise Refused(422, "idempotency_key_reused", message)
-    if now is not None and replays_an_earlier_attempt(kept, now):
-        status, body = earlier_attempt_answer(kept.body, now)
+    if ticket is not None and now is not None and replays_an_earlier_attempt(kept, ticket):
+        status, body = earlier_attempt_answer(kept.body, ticket, now)
         return _json(status, body, {"Idempotent-Replayed": "true"})
     return _json(kept.status, kept.body, {"Idempotent-Replayed": "true"})
 

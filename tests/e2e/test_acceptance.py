@@ -317,3 +317,41 @@ async def test_the_check_is_still_written_when_a_linked_tickets_issue_is_gone(pl
     await world.send("pull_request", pull_request_payload("synchronize", 34, "Fixes #12", head=AMENDED))
     await until(lambda: any(r.head_sha == AMENDED for r in world.github.check_runs.values()), timeout=20)
     assert check(world, AMENDED) == ("success", "the linked ticket is accepted at this commit")
+
+
+async def test_the_api_judges_an_expired_acceptance_expired_with_nothing_recorded(accepting: Setup) -> None:
+    """PR #34 merged (the hourly re-check looks only at open PRs), then two days past the one-day
+    expiry with no `acceptance_invalidated` recorded: the API's ticket and its listing say the
+    acceptance is not valid, `expired`, and offer the renewing `/accept`."""
+    from tests.e2e.test_api import TICKETS, call
+
+    world, wall = accepting
+    await delivered(world)
+    await world.say("rita", "/accept")
+    pull = world.github.repositories[REPO].pulls[34]
+    pull.merged, pull.state = True, "closed"
+    merged = pull_request_payload(
+        "closed", 34, "Fixes #12", merged=True, state="closed", updated="2026-11-30T12:00:00Z"
+    )
+    await world.send("pull_request", merged)
+    wall.ahead = timedelta(days=2)
+    await world.settle()
+    _, ticket, _ = await call(world, "rita", "GET", f"{TICKETS}/12")
+    _, listing, _ = await call(world, "rita", "GET", f"{TICKETS}?work=accepted")
+    assert ticket["integration"] == "merged" and events(world, EventType.ACCEPTANCE_INVALIDATED) == []
+    for shown in (ticket, listing["tickets"][0]):
+        assert (shown["acceptance"]["valid"], shown["acceptance"]["reason"]) == (False, "expired")
+        assert "/accept" in str(shown["next"]), shown["next"]
+
+
+async def test_an_agent_holding_only_runner_is_refused_as_an_agent(tmp_path: Path) -> None:
+    """coder-bot[bot] (a Bot named as a runner) and nick (runner through @acme/agents, which
+    `agents:` lists) send `/accept`: each is refused `agents_cannot_accept`, not `not_allowed`."""
+    async for world, _ in _world(tmp_path, CONFIG + "agents: ['@acme/agents']\n"):
+        world.github.team_memberships[("acme", "agents", "nick")] = "active"
+        await delivered(world)
+        await world.say("coder-bot[bot]", "/accept")
+        await world.say("coder-bot[bot]", "/accept --override Shipping it.")
+        await world.say("nick", "/accept")
+        refused = [r["refusal_code"] for r in TicketService(world.database).refusals(KEY)]
+        assert refused == ["agents_cannot_accept"] * 3, refused

@@ -104,6 +104,17 @@ def test_an_agent_never_accepts_in_any_form(mode: AcceptMode) -> None:
     )
 
 
+@pytest.mark.parametrize("roles", [frozenset(), frozenset({Role.RUNNER})])
+@pytest.mark.parametrize("state", [WorkState.DELIVERED, WorkState.CLAIMED, WorkState.ACCEPTED])
+def test_an_agent_is_refused_as_an_agent_whatever_its_roles_and_the_state(
+    roles: frozenset[Role], state: WorkState
+) -> None:
+    """An agent holding only runner (or no role) that sends `/accept` is told it is an agent
+    (`agents_cannot_accept`), not `not_allowed` or `wrong_state`: it can never accept."""
+    ctx = accepting(Actor("coder-bot[bot]", roles, id=99), actor_is_agent=True)
+    assert refusal_code(ticket_in(state), Accept(), ctx) is RefusalCode.AGENTS_CANNOT_ACCEPT
+
+
 def test_acceptance_by_anyone_lets_a_listed_agent_accept() -> None:
     """`acceptance.by: anyone` turns the agent rule off; the other rules still hold."""
     ctx = accepting(replace(RITA, login="review-bot"), actor_is_agent=True, agents_may_accept=True)

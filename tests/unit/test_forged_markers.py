@@ -125,6 +125,8 @@ def test_a_summary_naming_markers_is_carried_in_the_hidden_line_without_spelling
     story.command(Claim(branch="agent/12"), RUNNER)
     story.command(Deliver(summary=summary, commit="0badc0ffee11"), RUNNER)
     body = status_comment_body(StatusView(story.ticket, tuple(story.events)))
-    assert [m.lower() for m in re.findall(r"railyard\s*:[a-z-]*", body, re.IGNORECASE)] == ["railyard:status-json"]
+    assert [m.lower() for m in re.findall(r"railyard\s*:[a-z-]*", body, re.IGNORECASE)] == [
+        "railyard:status-json"
+    ]
     shown = parse_status_line(body)
     assert shown is not None and summary in str(shown)

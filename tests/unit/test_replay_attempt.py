@@ -29,7 +29,7 @@ def test_an_applied_answer_of_an_older_attempt_is_an_earlier_attempts_answer() -
     assert replays_an_earlier_attempt(_kept(True, 1), story.ticket)
     assert not replays_an_earlier_attempt(_kept(False, 1), story.ticket)  # a refusal stays as it was
     assert not replays_an_earlier_attempt(_kept(True, 2), story.ticket)
-    status, body = earlier_attempt_answer(_kept(True, 1).body, story.ticket)
+    status, body = earlier_attempt_answer(_kept(True, 1).body, story.ticket, datetime.now(UTC))
     assert status == 409 and body["applied"] is False and body["refusal"]["code"] == "earlier_attempt"
     assert body["status"]["attempt"] == 2 and body["earlier_answer"]["applied"] is True
     assert "attempt 1" in body["refusal"]["message"] and "now at attempt 2" in body["refusal"]["message"]
