@@ -148,7 +148,10 @@ class CommandRun:
                 completed = await self._complete(command, issue, rules)
                 if isinstance(command, Accept):
                     accepting = await self._accepting(key, issue, rules, roles)
-            elif isinstance(command, Accept):  # an agent is told so, not that it lacks a role
+            elif isinstance(command, Accept):
+                # An agent is told it is one, not that it lacks a role: a Bot or a listed login
+                # costs nothing to know; a listed team, one membership read (the outsider's
+                # budget, spent before its roles were asked, bounds it).
                 agent = await is_agent(
                     services, f.installation_id, f.repository, f.author, f.author_is_bot, rules
                 )
