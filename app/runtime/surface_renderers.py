@@ -9,7 +9,9 @@ latest state when the outbox writes, so a burst of changes becomes one write per
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 import structlog
@@ -57,6 +59,7 @@ class Surfaces:
     ) -> None:
         self.database, self.tickets, self.loader, self.github = database, tickets, loader, github
         self.ports = ports  # the handlers' ports: an acceptance is judged as a handler judges it
+        self._clock = ports.clock if ports is not None else time.time
         self.proposed = ProposedConfigs(github, loader) if github is not None and loader is not None else None
 
     def renderers(self) -> dict[str, Renderer]:
@@ -186,6 +189,7 @@ class Surfaces:
             issue_closed=ticket.closed,
             clocks=clocks,
             project_problems=lacking,
+            now=datetime.fromtimestamp(self._clock(), UTC),  # an expiry passed shows, recorded or not
         )
 
     async def _load(self, repository: str, number: int) -> Ticket | None:

@@ -321,8 +321,8 @@ async def test_the_check_is_still_written_when_a_linked_tickets_issue_is_gone(pl
 
 async def test_the_api_judges_an_expired_acceptance_expired_with_nothing_recorded(accepting: Setup) -> None:
     """PR #34 merged (the hourly re-check looks only at open PRs), then two days past the one-day
-    expiry with no `acceptance_invalidated` recorded: the API's ticket and its listing say the
-    acceptance is not valid, `expired`, and offer the renewing `/accept`."""
+    expiry with no `acceptance_invalidated` recorded: the API's ticket, its listing and the status
+    comment written since say the acceptance is not valid, `expired`, and offer the renewing `/accept`."""
     from tests.e2e.test_api import TICKETS, call
 
     world, wall = accepting
@@ -339,7 +339,14 @@ async def test_the_api_judges_an_expired_acceptance_expired_with_nothing_recorde
     _, ticket, _ = await call(world, "rita", "GET", f"{TICKETS}/12")
     _, listing, _ = await call(world, "rita", "GET", f"{TICKETS}?work=accepted")
     assert ticket["integration"] == "merged" and events(world, EventType.ACCEPTANCE_INVALIDATED) == []
-    for shown in (ticket, listing["tickets"][0]):
+    # The status comment written after the expiry (the description edited) says so too.
+    edited = event_payload("issues", "01-edited.json", action="edited")
+    edited["issue"].update({"number": 12, "body": "Make uploads resumable, and cap retries at 5"})
+    edited["changes"] = {"body": {"from": "Make uploads resumable"}}
+    await world.send("issues", edited)
+    await world.settle()
+    assert events(world, EventType.DESCRIPTION_CHANGED) != []
+    for shown in (ticket, listing["tickets"][0], status_object(world)):
         assert (shown["acceptance"]["valid"], shown["acceptance"]["reason"]) == (False, "expired")
         assert "/accept" in str(shown["next"]), shown["next"]
 
