@@ -103,7 +103,8 @@ async def on_pull_request(event: WebhookEvent, services: Services) -> None:
         )
         mentions = set() if counts else linked
         linked = linked if counts else set()
-        before = await uow.remember(pull, linked)
+        # A merged PR is stored with what it linked when it merged (kept from then on).
+        before = await uow.remember(pull, (at_merge if pull.merged else linked) if counts else set())
         same_check = _edit_changes_no_check(event.action, pull, stored, linked, before)
         if pull.open and pull.head_sha and not same_check:
             # Every open PR gets the check on its head, linked or not (`checks.unlinked`).

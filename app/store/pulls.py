@@ -27,16 +27,22 @@ pull_requests = table(PullRequestRow)
 
 
 def remember(connection: Connection, pull: PullRequest, linked: set[int]) -> set[int]:
-    """Store the PR (unless a newer state is stored) and return the tickets it linked before."""
+    """Store the PR (unless a newer state is stored) and return the tickets it linked before.
+
+    A PR already stored merged keeps the links it had then: what a merge brought is fixed when
+    it merges (SPEC: edits after the merge never make a ticket merged), so a body edited or a
+    branch reported afterwards changes nothing the deployment gate reads."""
     repository = pull.repository.casefold()
     row = connection.execute(
-        select(pull_requests.c.linked, pull_requests.c.updated_at).where(
+        select(pull_requests.c.linked, pull_requests.c.updated_at, pull_requests.c.merged).where(
             pull_requests.c.repository == repository, pull_requests.c.number == pull.number
         )
     ).first()
     before = set(row.linked) if row else set()
     if row is not None and row.updated_at > pull.updated_at.timestamp():
         return before  # an older event arrived late: keep the newer state
+    if row is not None and row.merged and pull.merged:
+        linked = before
     values = {
         "repository": repository,
         "number": pull.number,

@@ -157,3 +157,40 @@ async def test_a_deployment_is_rejected_naming_the_unaccepted_ticket_then_approv
         == "railyard approved: every ticket this deployment brings is accepted: #12; #14."
     )
     assert len(world.github.calls_to("POST", f"/repos/{REPO}/actions/runs/77/")) == 2
+
+
+async def test_a_pr_body_edited_after_the_merge_does_not_bring_another_ticket(
+    gated: tuple[World, Webhooks, Settings],
+) -> None:
+    """#12 accepted and merged as M12 by PR #34; #14 delivered, not accepted, not merged. After
+    the merge PR #34's body is edited to add `Refs #14`. Deploying M12 (BASE was production's
+    last success) brings #12 only: approved. (SPEC: the tickets a deployment brings are those
+    whose merge commit it contains; edits after the merge never make a ticket merged.)"""
+    world, hooks, _ = gated
+    repository = world.github.repositories[REPO]
+    await burst(
+        world,
+        *delivered(world, 12, 34, "agent/12-fix"),
+        said(world, "rita", "/accept", 12),
+        *delivered(world, 14, 36, "agent/14-limit"),
+        merged(world, 34, 12, "agent/12-fix", M12),
+        ("deployment_status", hooks.deployment_status(repository, Deployment(900, BASE), "success")),
+    )
+    assert world.ticket(12).rails.integration.value == "merged"
+    body = "Fixes #12\n\nSee also Refs #14"
+    repository.pulls[34].body = body
+    edited = pull_request_payload(
+        "edited", 34, body, ref="agent/12-fix", head=repository.branches["agent/12-fix"], merged=True,
+        state="closed", updated="2026-11-30T12:00:00Z", merged_at="2026-11-30T11:00:00Z",
+    )  # fmt: skip
+    edited["pull_request"]["merge_commit_sha"] = M12
+    await burst(world, ("pull_request", edited))
+    assert world.ticket(14).rails.integration.value != "merged"
+
+    request = hooks.deployment_protection_rule(repository, Deployment(901, M12), 77)
+    await burst(world, ("deployment_protection_rule", request))
+    [answer] = world.github.history.answers(REPO, 77)
+    assert (answer["state"], answer["comment"]) == (
+        "approved",
+        "railyard approved: every ticket this deployment brings is accepted: #12.",
+    )

@@ -297,6 +297,8 @@ class Records:
         before = set(row[1]) if row else set()
         if row is not None and row[0].updated_at > pull.updated_at:
             return before  # an older event arrived late: keep the newer state
+        if row is not None and row[0].merged and pull.merged:
+            linked = before  # a merged PR keeps the links it had when it merged
         stored = replace(
             pull,
             repository=pull.repository.casefold(),
