@@ -7,11 +7,13 @@ the configuration read for the attempt: its silence limit, deadline and review w
 from __future__ import annotations
 
 import functools
-from collections.abc import Generator, Sequence
+from collections.abc import Callable, Generator, Iterable, Sequence
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any
 
-from sqlalchemy import Connection, Select, bindparam, case, select
+from sqlalchemy import Column, Connection, Select, bindparam, case, select, type_coerce
+from sqlalchemy.types import NullType
 
 from app.store.attempt_rows import attempts
 from app.store.codec import ticket_from_data
@@ -110,47 +112,81 @@ class Unwatchable:
 def watched_claims(connection: Connection, repository: str | None = None) -> list[Watched | Unwatchable]:
     """Every claimed ticket whose issue is open, with its current attempt's watch.
 
-    A ticket whose rows cannot be read (a snapshot no longer decodes, a value out of range)
-    comes back as `Unwatchable`, so one bad row never hides the others from the watchdog.
+    A ticket whose rows cannot be read (a snapshot no longer decodes, a time that is not one)
+    comes back as `Unwatchable`, so one bad row never hides the others from the watchdog: each
+    ticket's values are converted on their own (`_Lenient`), not by the reads of every ticket.
     """
     # A repository that lost its name (`owner/name@ID`, app.store.repositories) is watched by nobody:
     # its notices would have no repository to go to.
-    rows = _rows(connection, WorkState.CLAIMED, repository)
+    rows, snapshot = _rows(connection, WorkState.CLAIMED, repository)
     ids = [row.id for row in rows]
+    when = _Lenient(connection, [attempts.c.opened_at])
     opened = {
-        (r.ticket_id, r.number): r.opened_at
+        (r.ticket_id, r.number): r
         for r in connection.execute(
-            select(attempts.c.ticket_id, attempts.c.number, attempts.c.opened_at).where(
+            select(attempts.c.ticket_id, attempts.c.number, *when.selected).where(
                 attempts.c.ticket_id.in_(ids)
             )
         )
     }
-    signs = {
-        (r.ticket_id, r.attempt): r
-        for r in connection.execute(select(signs_of_life).where(signs_of_life.c.ticket_id.in_(ids)))
-    }
+    signs = _Signs(connection, ids)
     watched: list[Watched | Unwatchable] = []
     for row in rows:
         try:
-            item = _watched(row, opened, signs)
+            ticket = ticket_from_data(TicketKey(row.repository, row.number), row.revision, snapshot(row))
+            found = opened.get((row.id, ticket.attempt))
+            opened_at = when.row(found).opened_at if found is not None else None
+            if ticket.closed or ticket.claimant is None or opened_at is None:
+                continue
+            sign = signs.of(row.id, ticket.attempt)
+            item = Watched(
+                ticket, _watch(ticket, ticket.claimant, opened_at, sign), _version(sign), int(row.id)
+            )
         except Exception as error:  # one ticket's bad row: named, and the others still watched
             watched.append(Unwatchable(TicketKey(row.repository, row.number), int(row.id), error))
             continue
-        if item is not None:
-            watched.append(item)
+        watched.append(item)
     return watched
 
 
-Rows = dict[tuple[int, int], Any]
+class _Lenient:
+    """Columns read as the driver gives them and converted one row at a time (`row`), so a value
+    that no longer converts (a hand-edited row) fails the ticket it belongs to, not the read of
+    every ticket."""
+
+    def __init__(self, connection: Connection, columns: Iterable[Column[Any]]) -> None:
+        columns = list(columns)
+        self.selected = [type_coerce(column, NullType()).label(column.name) for column in columns]
+        self._convert: list[tuple[str, Callable[[Any], Any] | None]] = [
+            (
+                column.name,
+                column.type.dialect_impl(connection.dialect).result_processor(connection.dialect, None),
+            )
+            for column in columns
+        ]
+
+    def row(self, raw: Sequence[Any]) -> SimpleNamespace:
+        """The row's values converted as the columns' types convert them (raises for a bad one)."""
+        offset = len(raw) - len(self._convert)  # the plain columns selected before these
+        return SimpleNamespace(
+            **{name: convert(raw[offset + i]) if convert else raw[offset + i]
+               for i, (name, convert) in enumerate(self._convert)}
+        )  # fmt: skip
 
 
-def _watched(row: Any, opened: Rows, signs: Rows) -> Watched | None:
-    ticket = ticket_from_data(TicketKey(row.repository, row.number), row.revision, row.snapshot)
-    opened_at = opened.get((row.id, ticket.attempt))
-    if ticket.closed or ticket.claimant is None or opened_at is None:
-        return None
-    sign = signs.get((row.id, ticket.attempt))
-    return Watched(ticket, _watch(ticket, ticket.claimant, opened_at, sign), _version(sign), int(row.id))
+class _Signs:
+    """The signs of life of the tickets `ids`, each converted when its ticket asks for it."""
+
+    def __init__(self, connection: Connection, ids: list[int]) -> None:
+        self._columns = _Lenient(connection, signs_of_life.c)
+        statement = select(signs_of_life.c.ticket_id, signs_of_life.c.attempt, *self._columns.selected)
+        self._raw = {
+            (r[0], r[1]): r for r in connection.execute(statement.where(signs_of_life.c.ticket_id.in_(ids)))
+        }
+
+    def of(self, ticket_id: int, attempt: int) -> SimpleNamespace | None:
+        raw = self._raw.get((ticket_id, attempt))
+        return self._columns.row(raw) if raw is not None else None
 
 
 def _watch(ticket: Ticket, claimant: str, opened_at: Any, sign: Any) -> Watch:
@@ -189,17 +225,13 @@ def watched_deliveries(connection: Connection, repository: str | None = None) ->
 
     As `watched_claims`, a ticket whose rows cannot be read comes back as `Unwatchable`.
     """
-    rows = _rows(connection, WorkState.DELIVERED, repository)
-    ids = [row.id for row in rows]
-    signs = {
-        (r.ticket_id, r.attempt): r
-        for r in connection.execute(select(signs_of_life).where(signs_of_life.c.ticket_id.in_(ids)))
-    }
+    rows, snapshot = _rows(connection, WorkState.DELIVERED, repository)
+    signs = _Signs(connection, [row.id for row in rows])
     found: list[Waiting | Unwatchable] = []
     for row in rows:
         try:
-            ticket = ticket_from_data(TicketKey(row.repository, row.number), row.revision, row.snapshot)
-            sign = signs.get((row.id, ticket.attempt))
+            ticket = ticket_from_data(TicketKey(row.repository, row.number), row.revision, snapshot(row))
+            sign = signs.of(row.id, ticket.attempt)
             wait = _review_wait(ticket, sign)
             if wait is not None:
                 found.append(Waiting(ticket, wait, _version(sign), int(row.id)))
@@ -208,13 +240,18 @@ def watched_deliveries(connection: Connection, repository: str | None = None) ->
     return found
 
 
-def _rows(connection: Connection, work: WorkState, repository: str | None) -> list[Any]:
+def _rows(
+    connection: Connection, work: WorkState, repository: str | None
+) -> tuple[list[Any], Callable[[Any], Any]]:
+    """The tickets in `work` (their snapshots unread) and how to read one's snapshot."""
+    snapshot = _Lenient(connection, [tickets.c.snapshot])
     statement = select(
-        tickets.c.id, tickets.c.repository, tickets.c.number, tickets.c.revision, tickets.c.snapshot
+        tickets.c.id, tickets.c.repository, tickets.c.number, tickets.c.revision, *snapshot.selected
     ).where(tickets.c.work == work.value, ~tickets.c.repository.contains("@"))
     if repository is not None:
         statement = statement.where(tickets.c.repository == repository.casefold())
-    return list(connection.execute(statement.order_by(tickets.c.repository, tickets.c.number)).all())
+    rows = list(connection.execute(statement.order_by(tickets.c.repository, tickets.c.number)).all())
+    return rows, lambda row: snapshot.row(row).snapshot
 
 
 _TICKET_ID = select(tickets.c.id).where(

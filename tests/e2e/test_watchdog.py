@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import select, update
+from sqlalchemy import select, text, update
 
 from app.store.database import Database
 from app.store.signs import signs_of_life
@@ -257,3 +257,31 @@ async def test_an_absurd_attempt_deadline_is_refused_with_its_line_and_the_watch
     assert "claims.max\\_attempt\\_hours: must be at most 8760, got 1000000000" in reply
     status, report = await health(world)
     assert status == 200 and report["loops"]["watchdog"]["healthy"]
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "UPDATE signs_of_life SET at = 'not a time' WHERE ticket_id = :id",
+        "UPDATE tickets SET snapshot = 'not json' WHERE id = :id",
+    ],
+)
+async def test_a_value_that_does_not_read_at_all_stops_only_its_own_ticket(
+    watched: tuple[World, Wall], statement: str
+) -> None:
+    """#14's row holds a value that no longer reads (a time that is not one, a snapshot that is
+    not JSON, written by hand into SQLite): #12's silence is still recorded and `/healthz` names
+    #14's row (the rows are read in bulk and converted ticket by ticket)."""
+    world, wall = watched
+    world.github.add_issue("acme/web", 14, body="Retry the webhooks")
+    for number in (12, 14):
+        await world.say("rachel", "/publish", number)
+    await world.say("cody", "/claim --check-in 60")
+    await world.say("cody", "/claim", 14)
+    broken = corrupt(world, 14)
+    with world.database.write() as connection:
+        connection.execute(text(statement), {"id": broken})
+    wall.ahead = timedelta(minutes=61)
+    await eventually(world, 1, timeout=3.0)
+    _, report = await health(world)
+    assert [t["ticket_id"] for t in report["loops"]["watchdog"]["failed_tickets"]] == [broken]
