@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, and_, func, or_, select
+from sqlalchemy import ColumnElement, Connection, and_, case, func, or_, select
 
 from app.store.codec import ticket_from_data
 from app.store.database import Database
@@ -92,10 +92,17 @@ def _filters(repository: str | None, work: Sequence[WorkState] | None) -> list[C
 
 
 def _page_statement(where: list[ColumnElement[bool]], limit: int, offset: int, after: Cursor | None) -> Any:
+    # The latest attempt's `claim_overdue`, its passed deadline before any later silence: a
+    # deadline stays overdue whatever signs of life follow (`policies.attention.claim_overdue`).
+    data = events_table.c.data
     overdue = (
         select(events_table.c.revision)
         .where(events_table.c.ticket_id == tickets.c.id, events_table.c.type == EventType.CLAIM_OVERDUE.value)
-        .order_by(events_table.c.revision.desc())
+        .order_by(
+            func.coalesce(data["attempt"].as_integer(), 0).desc(),
+            case((data["reason"].as_string() == "deadline", 1), else_=0).desc(),
+            events_table.c.revision.desc(),
+        )
         .limit(1)
         .correlate(tickets)
         .scalar_subquery()

@@ -285,3 +285,34 @@ async def test_a_value_that_does_not_read_at_all_stops_only_its_own_ticket(
     await eventually(world, 1, timeout=3.0)
     _, report = await health(world)
     assert [t["ticket_id"] for t in report["loops"]["watchdog"]["failed_tickets"]] == [broken]
+
+
+async def test_a_passed_deadline_stays_claim_overdue_after_a_later_silence_and_a_sign_of_life(
+    watched: tuple[World, Wall],
+) -> None:
+    """`claims.max_attempt_hours: 2` and `/claim --check-in 150`: the deadline passes (2 h), then
+    the silence too (150 min), then the claimant comments. The listing's attention (the board,
+    `railyard tickets`, the gauges) keeps `claim_overdue`: a passed deadline holds whatever signs
+    of life follow, even behind a later silence record that the comment ended."""
+    from app.store.listing import Listing
+    from policies.attention import attention
+
+    def codes() -> list[str]:
+        [item] = [i for i in Listing(world.database).every() if i.ticket.key.number == 12]
+        return attention(item.ticket, item.facts, wall.now())
+
+    world, wall = watched
+    files = world.github.repositories["acme/web"].files
+    files[".github/railyard.yml"] += "claims:\n  max_attempt_hours: 2\n"
+    await world.say("rachel", "/publish")
+    await world.say("cody", "/claim --check-in 150")
+    wall.ahead = timedelta(minutes=121)
+    await until(lambda: len(recorded(world, EventType.CLAIM_OVERDUE)) == 1)
+    assert "claim_overdue" in codes()
+    wall.ahead = timedelta(minutes=152)
+    await until(lambda: len(recorded(world, EventType.CLAIM_OVERDUE)) == 2)
+    assert [e["reason"] for e in recorded(world, EventType.CLAIM_OVERDUE)] == ["deadline", "silence"]
+    await world.say("cody", "Still on it.", created_at=wall.now().strftime("%Y-%m-%dT%H:%M:%SZ"))
+    await asyncio.sleep(0.2)
+    assert world.ticket().work is not None and world.ticket().work.value == "claimed"
+    assert "claim_overdue" in codes()
