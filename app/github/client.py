@@ -308,13 +308,14 @@ class GitHubClient:
         headers: Mapping[str, str] | None = None,
     ) -> httpx.Response:
         """One request; traced, in an HTTP client span (the semantic conventions' attributes;
-        the address without its query, whatever it holds)."""
+        the address as its template, without any value or query)."""
         if not TRACING.on:
             return await self._request(endpoint, name, url, installation_id, params, json, headers)
-        full = url if url.startswith(("http://", "https://")) else self._base_url + url
         attributes: dict[str, Attribute] = {
             "http.request.method": endpoint.method,
-            "url.full": full.partition("?")[0],
+            # The address with its path's parameters as placeholders (`{branch}`, `{username}`):
+            # a branch a runner typed or an account's login is nobody's to send to a trace backend.
+            "url.full": self._base_url + endpoint.path.lstrip("/"),
             "url.template": endpoint.path,
             "server.address": self._server[0],
             "server.port": self._server[1],

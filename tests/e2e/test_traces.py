@@ -233,3 +233,20 @@ def _value(span: Any, key: str) -> Any:
             kind = attribute.value.WhichOneof("value")
             return getattr(attribute.value, kind) if kind else None
     return None
+
+
+async def test_a_branch_name_the_runner_wrote_never_lands_in_a_span(
+    world: World, spans: InMemorySpanExporter
+) -> None:
+    """The runner's `/deliver branch=NAME` is text from a comment: the GitHub call that resolves it
+    carries only the endpoint's template in `url.full`, so no span holds the branch's words."""
+    words = "agent/12-acquisition-of-globex-confidential"
+    world.github.repositories["acme/web"].branches[words] = "f" * 40
+    await world.say("rachel", "/publish")
+    await world.say("cody", "/claim")
+    await world.say("cody", f"/deliver branch={words}\nDone.")
+    assert world.ticket().work.value == "delivered", world.replies()
+    leaked = [
+        (s.name, k) for s in spans.get_finished_spans() for k, v in _attrs(s).items() if "globex" in str(v)
+    ]
+    assert leaked == []
