@@ -225,12 +225,14 @@ def _claim(ticket: Ticket, command: Claim, ctx: Context, row: Transition, used: 
 def _attempt_limit(ticket: Ticket, command: Command, ctx: Context) -> Refusal | None:
     """A `/claim` or `/send-back` that would open an attempt past `limits.attempts_per_ticket`."""
     limit = ctx.attempts_per_ticket
-    if limit is None or ticket.attempt + 1 <= limit:
+    since = ticket.reopened_at_attempt or 0  # a reopen by someone other than the claimant
+    if limit is None or ticket.attempt + 1 - since <= limit:
         return None
+    counted = f"{limit} since it was last reopened" if since else f"{limit}"
     return Refusal(
         RefusalCode.ATTEMPT_LIMIT,
         f"{_name(command)} would open attempt {ticket.attempt + 1}; this ticket may have at most "
-        f"{limit} (limits.attempts_per_ticket).",
+        f"{counted} (limits.attempts_per_ticket).",
         "A maintainer can /reopen it with a rethink of the work, or raise limits.attempts_per_ticket.",
     )
 

@@ -224,6 +224,11 @@ def _reopened(ticket: Ticket, event: Event) -> Ticket:
         attempt_branch=None,
         review=None,
         sent_back=False,
+        # A reopen by a reviewer, the owner or a maintainer is a rethink: the loop limit counts
+        # afresh; the claimant giving the work up is not (else a runner could reset its own).
+        reopened_at_attempt=(
+            ticket.reopened_at_attempt if event.data.get("released_by_claimant") else ticket.attempt
+        ),
     )
 
 

@@ -182,6 +182,9 @@ class Ticket:
     description_digest: str | None = None  # of the issue's title and body, as last recorded
     description_changed: str | None = None  # "claim" or "acceptance": edited since that, unseen
     sent_back: bool = False  # the current attempt was opened by `/send-back`
+    # The attempt at which someone other than the claimant last reopened the work: the loop
+    # limit (`limits.attempts_per_ticket`) counts attempts from it (None: never reopened so).
+    reopened_at_attempt: int | None = None
     closed: bool = False  # the issue is closed on GitHub: shown, not watched; WorkState is untouched
     reverts: tuple[tuple[int, int], ...] = ()  # (merged PR, the merged PR that reverted it), sorted
     rails: Rails = field(default_factory=Rails)

@@ -117,6 +117,7 @@ def ticket_to_data(ticket: Ticket) -> dict[str, Any]:
         "description_digest": ticket.description_digest,
         "description_changed": ticket.description_changed,
         "sent_back": ticket.sent_back,
+        "reopened_at_attempt": ticket.reopened_at_attempt,
         "closed": ticket.closed,
         "reverts": [list(pair) for pair in ticket.reverts],
         "rails": rails_to_data(ticket.rails),
@@ -152,6 +153,7 @@ def ticket_from_data(key: TicketKey, revision: int, data: Mapping[str, Any]) -> 
         description_digest=data.get("description_digest"),
         description_changed=data.get("description_changed"),
         sent_back=data.get("sent_back", False),  # absent from snapshots written before it existed
+        reopened_at_attempt=data.get("reopened_at_attempt"),  # the same
         closed=data.get("closed", False),  # absent from snapshots written before it existed
         reverts=tuple((int(a), int(b)) for a, b in data.get("reverts") or ()),
         rails=rails_from_data(data["rails"]),

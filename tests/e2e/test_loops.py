@@ -45,6 +45,12 @@ async def budgeted(tmp_path: Path) -> AsyncIterator[World]:
         yield world
 
 
+@pytest.fixture
+async def two_attempts(tmp_path: Path) -> AsyncIterator[World]:
+    async for world in _world(tmp_path, CONFIG + "limits:\n  attempts_per_ticket: 2\n"):
+        yield world
+
+
 def status(world: World, number: int = 12) -> dict[str, Any]:
     [body] = world.status_comments(number)
     found = parse_status_line(body)
@@ -117,3 +123,29 @@ async def test_the_api_evidence_object_is_recorded_and_a_bad_one_is_a_clear_400(
     assert code == 200, answer
     assert answer["status"]["delivery"]["evidence"] == {**evidence, "reported_by_runner": True}
     assert answer["status"]["evidence"]["cost_usd"] == 0.42
+
+
+async def test_a_reopen_by_a_reviewer_lets_the_work_be_claimed_again_past_the_attempt_limit(
+    two_attempts: World,
+) -> None:
+    """`attempts_per_ticket: 2`: the send-back that would open attempt 3 is `attempt_limit`; its
+    hint, a `/reopen` with a rethink, works: the next `/claim` opens attempt 3, and the limit
+    counts two attempts from the reopen. The claimant giving the work up resets nothing."""
+    world = two_attempts
+    await world.say("rachel", "/publish")
+    await world.say("cody", "/claim")
+    await world.say("cody", f"/deliver commit={A} Try 1.")
+    await world.say("rita", "/send-back Not yet.")
+    await world.say("cody", f"/deliver commit={B} Try 2.")
+    await world.say("rita", "/send-back Still not.")
+    assert any('"code":"attempt_limit"' in reply for reply in world.replies())
+    await world.say("rita", "/reopen Rethought the work: split into smaller steps.")
+    await world.say("cody", "/claim")
+    assert (status(world)["work"], status(world)["attempt"]) == ("claimed", 3)
+    await world.say("cody", "/reopen Giving it up.")  # the claimant's own: no fresh allowance
+    await world.say("cody", "/claim")
+    assert (status(world)["work"], status(world)["attempt"]) == ("claimed", 4)
+    await world.say("cody", "/reopen Giving it up again.")
+    await world.say("cody", "/claim")
+    assert status(world)["work"] == "open"
+    assert world.replies()[-1].count('"code":"attempt_limit"') == 1

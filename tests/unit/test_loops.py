@@ -65,17 +65,22 @@ def test_the_attempt_limit_refuses_the_claim_or_send_back_that_would_open_attemp
     assert not isinstance(decide(ticket, SendBack("Once more."), raised), Refusal)
 
 
-def test_a_claim_past_the_attempt_limit_is_refused() -> None:
-    """Reopened after attempt 3 with a limit of 3: the next `/claim` would open attempt 4."""
+def test_a_claim_past_the_attempt_limit_is_refused_unless_someone_else_reopened_it() -> None:
+    """Attempt 3 of at most 3, given up by its claimant (`/reopen`): the next `/claim` would
+    open attempt 4 and is refused. Reopened by a reviewer instead (the hint's rethink), the
+    limit counts from there and the claim opens attempt 4."""
     from policies.commands import Reopen
 
     ticket = ticket_in(WorkState.CLAIMED)
     ticket = sent_back(delivered(A, 10, ticket), 11)
     ticket = sent_back(delivered(B, 12, ticket), 13)
-    ticket = run(ticket, Reopen("Rethink."), context(RITA, 14))
     limited = replace(context(CODY, 15), attempts_per_ticket=3)
-    decision = decide(ticket, Claim(), limited)
+    given_up = run(ticket, Reopen("Giving up."), context(CODY, 14))
+    decision = decide(given_up, Claim(), limited)
     assert isinstance(decision, Refusal) and decision.code is RefusalCode.ATTEMPT_LIMIT
+    rethought = run(ticket, Reopen("Rethink."), context(RITA, 14))
+    assert rethought.reopened_at_attempt == 3
+    assert run(rethought, Claim(), limited).attempt == 4
 
 
 # -- evidence --------------------------------------------------------------------------------------
