@@ -149,3 +149,20 @@ async def test_a_reopen_by_a_reviewer_lets_the_work_be_claimed_again_past_the_at
     await world.say("cody", "/claim")
     assert status(world)["work"] == "open"
     assert world.replies()[-1].count('"code":"attempt_limit"') == 1
+
+
+async def test_an_api_commands_answer_carries_the_watchdogs_due_times(plain: World) -> None:
+    """The status object in a `POST .../commands` answer carries `watch` after a `/claim` (its
+    silence limit as claimed) and `review_due_at` after a `/deliver`, as `GET` does; the same
+    request replayed under its key carries them too while the ticket has not moved on."""
+    from tests.e2e.test_api import command
+
+    assert (await command(plain, "rachel", "/publish"))[0] == 200
+    code, claimed, _ = await command(plain, "cody", "/claim --check-in 60", key="claim-12")
+    assert code == 200 and claimed["status"]["work"] == "claimed", claimed
+    assert claimed["status"]["watch"] is not None and claimed["status"]["watch"]["limit_minutes"] == 60
+    code, again, headers = await command(plain, "cody", "/claim --check-in 60", key="claim-12")
+    assert (code, headers.get("Idempotent-Replayed")) == (200, "true")
+    assert again["status"]["watch"] == claimed["status"]["watch"]
+    code, delivered, _ = await command(plain, "cody", f"/deliver commit={A}\nDone.")
+    assert code == 200 and delivered["status"]["review_due_at"] is not None, delivered
