@@ -56,7 +56,7 @@ from app.github.installation_routes import (
     kept_token_header,
 )
 from app.github.paths import EncodedPathAuth, path_segment
-from app.github.rate_limits import SECONDARY_LIMIT_FALLBACK_SECONDS, rate_limit_until
+from app.github.rate_limits import SECONDARY_LIMIT_FALLBACK_SECONDS, limited_until, rate_limit_until
 from app.settings import Settings
 from app.version import railyard_version
 
@@ -247,22 +247,24 @@ class GitHubClient:
     async def graphql(
         self, installation_id: int, query: str, variables: Mapping[str, Any], *, endpoint: str = "graphql"
     ) -> Any:
-        """A GraphQL query's `data`, through `call` (token, metrics, rate limits); `endpoint` names
-        the table's entry (its permission) the query needs.
+        """A GraphQL query's `data`, sent as `call` sends a POST (token, metrics, rate limits);
+        `endpoint` names the table's entry (its permission) the query needs.
 
         GitHub answers 200 with `errors` for what it cannot resolve: NOT_FOUND becomes
-        `NotFound`, FORBIDDEN `PermissionDenied`, RATE_LIMITED a pause of the installation, any
-        other a `GitHubError`.
+        `NotFound`, FORBIDDEN `PermissionDenied`, RATE_LIMITED a pause of the installation (until
+        the answer's Retry-After or its reset, `limited_until`), any other a `GitHubError`.
         """
-        answer = await self.call(
-            endpoint, installation_id, json={"query": query, "variables": dict(variables)}
-        )
+        # As `call` does for a POST, keeping the answer's headers: a RATE_LIMITED says when in them.
+        found, installation, url = await self._prepare(endpoint, installation_id, {})
+        sent = {"query": query, "variables": dict(variables)}
+        response = await self._send_following(found, endpoint, url, installation, None, sent)
+        answer = await self._decode(endpoint, installation, response)
         errors = answer.get("errors") if isinstance(answer, dict) else None
         if errors:
             kinds = {str(e.get("type")) for e in errors if isinstance(e, dict)}
             message = "; ".join(str(e.get("message", ""))[:200] for e in errors if isinstance(e, dict))
             if "RATE_LIMITED" in kinds:
-                until = self._clock() + SECONDARY_LIMIT_FALLBACK_SECONDS
+                until = limited_until(response, self._clock())
                 await self.limits.pause(installation_id, until)
                 raise RateLimited(f"graphql: rate-limited until {until:.0f}", retry_at=until)
             if kinds == {"NOT_FOUND"}:

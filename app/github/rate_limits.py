@@ -36,3 +36,15 @@ def rate_limit_until(response: httpx.Response, now: float) -> float | None:
     if response.status_code == 429 or "rate limit" in response.text.lower():
         return now + SECONDARY_LIMIT_FALLBACK_SECONDS
     return None
+
+
+def limited_until(response: httpx.Response, now: float) -> float:
+    """Until when a GraphQL answer that says RATE_LIMITED (a 200) holds the installation back:
+    its Retry-After, else its reset once none remains, else a minute (a secondary limit)."""
+    retry_at = _retry_after(response, now)
+    if retry_at is not None:
+        return retry_at
+    reset = response.headers.get("x-ratelimit-reset", "")
+    if response.headers.get("x-ratelimit-remaining") == "0" and reset.isdigit():
+        return max(float(reset), now)
+    return now + SECONDARY_LIMIT_FALLBACK_SECONDS

@@ -78,6 +78,22 @@ async def test_a_rate_limited_graphql_answer_pauses_the_installation(client: Git
 
 
 @respx.mock
+async def test_a_rate_limited_graphql_answer_waits_until_githubs_reset(client: GitHubClient) -> None:
+    """GitHub's GraphQL budget spent: a 200 with RATE_LIMITED, `x-ratelimit-remaining: 0` and
+    `x-ratelimit-reset` 50 minutes away: the installation waits until that reset, not a minute."""
+    token_route()
+    reset = int(StillClock()()) + 3000
+    errors = [{"type": "RATE_LIMITED", "message": "API rate limit exceeded for installation ID 7."}]
+    headers = {"x-ratelimit-remaining": "0", "x-ratelimit-reset": str(reset)}
+    respx.post(f"{GITHUB_API}/graphql").mock(
+        return_value=httpx.Response(200, json={"data": None, "errors": errors}, headers=headers)
+    )
+    with pytest.raises(RateLimited) as raised:
+        await client.graphql(7, CLOSING_ISSUES, {"owner": "acme", "name": "web", "number": 1})
+    assert raised.value.retry_at == reset
+
+
+@respx.mock
 async def test_another_graphql_error_loses_only_the_sidebar_links(client: GitHubClient) -> None:
     """FORBIDDEN is a `GitHubError` from the client, and no sidebar links (not a failure) from the read."""
     token_route()
