@@ -148,6 +148,11 @@ class CommandRun:
                 completed = await self._complete(command, issue, rules)
                 if isinstance(command, Accept):
                     accepting = await self._accepting(key, issue, rules, roles)
+                elif isinstance(command, Reopen):  # an agent's reopen never counts attempts afresh
+                    agent = await is_agent(
+                        services, f.installation_id, f.repository, f.author, f.author_is_bot, rules
+                    )
+                    accepting = AcceptFacts(actor_is_agent=agent)
             elif isinstance(command, Accept):
                 # An agent is told it is one, not that it lacks a role: a Bot or a listed login
                 # costs nothing to know; a listed team, one membership read (the outsider's

@@ -157,6 +157,20 @@ async def pull_links(
     return linked, at_merge
 
 
+def links_kept(
+    pull: PullRequest, linked: set[int], at_merge: set[int], body_as_of_merge: bool, stored: set[int] | None
+) -> set[int]:
+    """What the PR's row keeps as its links (what the deployment gate reads). Open: what it links
+    now. Merged: what it linked when it merged, from an event whose body is the merge's; else
+    the links stored before (an edit processed before its `closed`, a resync after an outage),
+    else, for a PR never seen open, the links now. Once stored merged, `remember` keeps them."""
+    if not pull.merged:
+        return linked
+    if body_as_of_merge:
+        return at_merge
+    return stored if stored is not None else linked
+
+
 def named_tickets(body: str | None, repository: str, sidebar: set[int] | None, number: int) -> set[int]:
     """The tickets PR `number` names by its body's keywords and its Development sidebar, at most
     `MAX_NAMED_TICKETS` of them (the lowest numbers); the ignored rest is logged."""

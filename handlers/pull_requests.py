@@ -18,6 +18,7 @@ from handlers.observe import (
     Source,
     Told,
     as_of_merge,
+    links_kept,
     mergeability,
     named_tickets,
     pull_links,
@@ -92,19 +93,14 @@ async def on_pull_request(event: WebhookEvent, services: Services) -> None:
         stored = await uow.stored_pull(repository, pull.number)
         if sidebar is None:  # not read for this action: the links stand as last stored
             sidebar = set(stored[1]) if stored else set()
+        of_merge = as_of_merge(pull, event.action)
         linked, at_merge = await pull_links(
-            uow,
-            repository,
-            pull,
-            body,
-            rules,
-            body_as_of_merge=as_of_merge(pull, event.action),
-            sidebar=sidebar,
+            uow, repository, pull, body, rules, body_as_of_merge=of_merge, sidebar=sidebar
         )
         mentions = set() if counts else linked
         linked = linked if counts else set()
-        # A merged PR is stored with what it linked when it merged (kept from then on).
-        before = await uow.remember(pull, (at_merge if pull.merged else linked) if counts else set())
+        kept = links_kept(pull, linked, at_merge, of_merge, set(stored[1]) if stored else None)
+        before = await uow.remember(pull, kept if counts else set())
         same_check = _edit_changes_no_check(event.action, pull, stored, linked, before)
         if pull.open and pull.head_sha and not same_check:
             # Every open PR gets the check on its head, linked or not (`checks.unlinked`).

@@ -11,7 +11,16 @@ from dataclasses import replace
 from datetime import UTC, datetime
 
 from handlers.errors import Missing
-from handlers.observe import Source, Told, as_of_merge, branch_head, pull_links, pull_request_from, record
+from handlers.observe import (
+    Source,
+    Told,
+    as_of_merge,
+    branch_head,
+    links_kept,
+    pull_links,
+    pull_request_from,
+    record,
+)
 from handlers.payloads import dig_int, dig_str
 from handlers.ports import Rules, Services
 from handlers.pull_requests import sidebar_links
@@ -36,6 +45,7 @@ async def resync(services: Services, key: TicketKey) -> list[str]:
         ticket.rails.pull_requests
     )
     now = services.clock()
+    links_of = {pull.number: linked for pull, linked in stored}
     for number in sorted(numbers):
         answer = await services.github.pull(installation, key.repository, number)
         pull = pull_request_from(answer, key.repository, now)
@@ -43,11 +53,12 @@ async def resync(services: Services, key: TicketKey) -> list[str]:
             continue
         sidebar = await sidebar_links(services, installation, key.repository, number)
         async with services.store.unit() as uow:
+            of_merge = as_of_merge(pull)
             linked, at_merge = await pull_links(
-                uow, key.repository, pull, dig_str(answer, "body"), rules, body_as_of_merge=as_of_merge(pull),
+                uow, key.repository, pull, dig_str(answer, "body"), rules, body_as_of_merge=of_merge,
                 sidebar=sidebar,
             )  # fmt: skip
-            await uow.remember(pull, linked)
+            await uow.remember(pull, links_kept(pull, linked, at_merge, of_merge, links_of.get(number)))
             await uow.commit()
         told.append((key.number, pull.observed(key.number in linked, linked_at_merge=key.number in at_merge)))
     async with services.store.unit() as uow:

@@ -123,8 +123,6 @@ def ticket_differences(stored: Ticket, replayed: Ticket) -> tuple[str, ...]:
     differing: list[str] = []
     for name in (f.name for f in fields(Ticket) if f.name != "key"):
         mine, theirs = getattr(stored, name), getattr(replayed, name)
-        if name == "reopened_at_attempt" and mine is None:
-            continue  # a snapshot written before it was kept: nothing recorded to compare
         if name == "rails":
             differing.extend(f"rails.{rail}" for rail in _differing_fields(mine, theirs))
         elif mine != theirs:

@@ -233,7 +233,8 @@ def _attempt_limit(ticket: Ticket, command: Command, ctx: Context) -> Refusal | 
         RefusalCode.ATTEMPT_LIMIT,
         f"{_name(command)} would open attempt {ticket.attempt + 1}; this ticket may have at most "
         f"{counted} (limits.attempts_per_ticket).",
-        "A maintainer can /reopen it with a rethink of the work, or raise limits.attempts_per_ticket.",
+        "A reviewer or the ticket's owner can /reopen it with a rethink of the work (the count then "
+        "starts afresh), or a maintainer can raise limits.attempts_per_ticket.",
     )
 
 
@@ -341,6 +342,8 @@ def _reopen(ticket: Ticket, command: Reopen, ctx: Context, row: Transition, used
         "reason": command.reason.strip(),
         "from": ticket.work.value if ticket.work else None,
         "released_by_claimant": used is Relation.CLAIMANT,
+        # A person's rethink (not the claimant giving up, not an agent): attempt_limit counts afresh.
+        "counts_afresh": used is not Relation.CLAIMANT and not ctx.actor_is_agent,
         "previous_claimant": ticket.claimant,
         "previous_claimant_id": ticket.claimant_id,
     }

@@ -224,11 +224,9 @@ def _reopened(ticket: Ticket, event: Event) -> Ticket:
         attempt_branch=None,
         review=None,
         sent_back=False,
-        # A reopen by a reviewer, the owner or a maintainer is a rethink: the loop limit counts
-        # afresh; the claimant giving the work up is not (else a runner could reset its own).
-        reopened_at_attempt=(
-            ticket.reopened_at_attempt if event.data.get("released_by_claimant") else ticket.attempt
-        ),
+        # A person's rethink (a reviewer, the owner, a maintainer) counts the loop limit afresh;
+        # the claimant giving the work up or an agent does not (else an agent could reset it).
+        reopened_at_attempt=ticket.attempt if event.data.get("counts_afresh") else ticket.reopened_at_attempt,
     )
 
 

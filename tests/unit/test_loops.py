@@ -81,6 +81,9 @@ def test_a_claim_past_the_attempt_limit_is_refused_unless_someone_else_reopened_
     rethought = run(ticket, Reopen("Rethink."), context(RITA, 14))
     assert rethought.reopened_at_attempt == 3
     assert run(rethought, Claim(), limited).attempt == 4
+    by_an_agent = run(ticket, Reopen("Rethink."), replace(context(RITA, 14), actor_is_agent=True))
+    assert by_an_agent.reopened_at_attempt is None
+    assert isinstance(decide(by_an_agent, Claim(), limited), Refusal)
 
 
 # -- evidence --------------------------------------------------------------------------------------
