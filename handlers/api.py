@@ -23,10 +23,11 @@ from policies.commands import Command
 from policies.model import Ticket
 from policies.parser import ParsedComment
 from policies.refusals import Refusal, RefusalCode
+from policies.watchdog import Clocks
 
-Worded = Callable[[Outcome, Ticket | None, datetime], tuple[int, Mapping[str, Any]]]
+Worded = Callable[[Outcome, Ticket | None, datetime, Clocks], tuple[int, Mapping[str, Any]]]
 """The HTTP status and JSON body that answer an outcome (given the ticket as it is after it,
-and the time of the answer: an acceptance is judged valid or expired at it)."""
+the time of the answer, when an acceptance is judged valid or expired, and its clocks)."""
 
 BOT_NOT_NAMED = Refusal(
     RefusalCode.NOT_ALLOWED,
@@ -109,7 +110,8 @@ class ApiCommandRun(CommandRun):
             return
         ticket = outcome.shown or await uow.ticket(outcome.ticket)
         at = datetime.fromtimestamp(self.services.clock(), UTC)
-        status, body = self.worded(outcome, ticket, at)
+        clocks = await uow.clocks(ticket.key, ticket) if ticket is not None and ticket.exists else Clocks()
+        status, body = self.worded(outcome, ticket, at, clocks)
         r = self.request
         self.kept = await uow.keep_answer(KeptAnswer(r.account_id, r.key, r.digest, status, body, at))
 

@@ -23,14 +23,14 @@ from typing import Any, Protocol
 from handlers.answers import Answer
 from policies.budgets import Budget
 from policies.commands import CommandName
-from policies.door import Change as Change
-from policies.door import ChangeContext as ChangeContext
+from policies.door import Change, ChangeContext
 from policies.events import Event
 from policies.links import same_repository
 from policies.model import Ticket, TicketKey
 from policies.rails import Observation, PullRequestObserved, RailPolicy
 from policies.refusals import Refusal
 from policies.states import Role, SelfVerification
+from policies.watchdog import Clocks
 
 Clock = Callable[[], float]
 """Epoch seconds now."""
@@ -134,8 +134,7 @@ class Heard:
     source: str
     max_silence_minutes: int | None = None
     policy_version: str | None = None
-    # With `max_silence_minutes` (the configuration read for the attempt): its deadline and review wait.
-    max_attempt_hours: int | None = None  # None: no deadline
+    max_attempt_hours: int | None = None  # the attempt's deadline, read with its silence (None: none)
     max_review_wait_hours: int | None = None  # None: a delivery's wait is not watched
 
 
@@ -262,8 +261,7 @@ class UnitOfWork(Reads, Protocol):
     async def place_repository(
         self, repository_id: int, name: str, created_at: float | None, now: float
     ) -> None:
-        """Make `name` the name of the repository's records: a name reused by another repository
-        sends the old one's records away first; a renamed repository's records move to it."""
+        """Make `name` the name of the repository's records (a reused name's old records move away)."""
 
     async def set_installation(self, installation_id: int, account: str, status: str, now: float) -> None:
         """Record an installation's status."""
@@ -278,6 +276,9 @@ class UnitOfWork(Reads, Protocol):
 
     async def keep_answer(self, answer: KeptAnswer) -> KeptAnswer:
         """Keep an API answer with this transaction, unless one is kept under its key; the one kept."""
+
+    async def clocks(self, key: TicketKey, ticket: Ticket) -> Clocks:
+        """The ticket's watchdog clocks as of this transaction (its writes included)."""
 
     async def commit(self) -> None:
         """Make every write of the unit durable; without it, nothing is kept."""
@@ -343,8 +344,7 @@ class GitHubReads(Protocol):
         """Every check run on a commit, every app's (`GET .../commits/{sha}/check-runs`, all pages)."""
 
     async def compare_commits(self, installation_id: int, repository: str, base: str, head: str) -> list[str]:
-        """The shas of the commits `head` has and `base` does not (the compare API, every page);
-        `Missing` when GitHub knows either commit no longer."""
+        """The shas `head` has and `base` has not (compare, all pages); `Missing`: a commit unknown."""
 
     async def check_suites(self, installation_id: int, repository: str, sha: str) -> list[Json]:
         """Every check suite on a commit (`GET .../commits/{sha}/check-suites`, all pages): a
@@ -448,9 +448,9 @@ class Roles(Protocol):
     ) -> frozenset[Role]:
         """The roles `login` holds now (of `among`); `CannotVerify` when GitHub will not say.
 
-        `first_only`: only the first of `among`, in its order, that `login` holds (nothing more
-        is asked of GitHub once it is found). `outsider`: the account was lately found holding no
-        role here; the answer is the same, asked of GitHub with fewer calls when it holds none.
+        `first_only`: only the first of `among`, in its order, that `login` holds (no more is asked
+        once found). `outsider`: lately found holding no role here; the same answer, asked with
+        fewer calls when it holds none.
         """
 
     async def listed(

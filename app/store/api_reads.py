@@ -46,10 +46,8 @@ def served_ticket(
     if holder != repository_id:
         return ServedTicket(holder, repository_at(connection, repository_id) if holder is None else None)
     ticket = load(connection, key)
-    if command is not None:  # the clocks only for an answer replayed (`app.web.api_routes`)
-        kept = kept_answer(connection, *command)
-        found = clocks(connection, key, ticket) if kept and ticket and ticket.exists else Clocks()
-        return ServedTicket(holder, None, ticket, found, kept)
+    if command is not None:
+        return ServedTicket(holder, None, ticket, kept=kept_answer(connection, *command))
     if ticket is None or not ticket.exists:
         return ServedTicket(holder, None, ticket)
     return ServedTicket(holder, None, ticket, clocks(connection, key, ticket))

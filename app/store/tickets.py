@@ -34,10 +34,10 @@ from app.store.operation_rows import own_operation_id, stored_outcome
 from app.store.replies import enqueue_reply
 from app.store.repositories import repository_named
 from app.store.tables import OperationRow, TicketEventRow, TicketRow, table
-from handlers.ports import Change, ChangeContext, MergedTicket, Outcome, RecordedEvent
+from handlers.ports import MergedTicket, Outcome, RecordedEvent
 from policies import audit
 from policies.commands import Context
-from policies.door import OPENS_ATTEMPT, change_name, decide_change, normalize_key
+from policies.door import OPENS_ATTEMPT, Change, ChangeContext, change_name, decide_change, normalize_key
 from policies.engine import apply_all
 from policies.events import Event, EventType
 from policies.evidence import total_cost

@@ -34,8 +34,6 @@ from app.store.replies import enqueue_reply
 from app.store.tickets import SurfacesFor
 from handlers.answers import Answer, CheckRun
 from handlers.ports import (
-    Change,
-    ChangeContext,
     Clock,
     Heard,
     KeptAnswer,
@@ -45,9 +43,11 @@ from handlers.ports import (
     PullRequest,
     RecordedEvent,
 )
+from policies.door import Change, ChangeContext
 from policies.model import Ticket, TicketKey
 from policies.rails import Observation
 from policies.span_attributes import change_span, outcome_attributes
+from policies.watchdog import Clocks
 
 T = TypeVar("T")
 CLOSE_WAIT = 5.0
@@ -380,6 +380,10 @@ class SqlUnit(SqlReads):
     async def keep_answer(self, answer: KeptAnswer) -> KeptAnswer:
         """Keep the API answer with this transaction (or find the one a racing request kept)."""
         return await self._run(api_answers.keep_answer, answer)
+
+    async def clocks(self, key: TicketKey, ticket: Ticket) -> Clocks:
+        """The ticket's watchdog clocks as this transaction sees them."""
+        return await self._run(signs.clocks, key, ticket)
 
     def _rendered(self, answer: Answer) -> Effect | LimitedReply:
         item = self._render(answer)

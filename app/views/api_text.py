@@ -17,6 +17,7 @@ from app.views.status_json import status_object
 from handlers.ports import Outcome
 from policies.model import Ticket
 from policies.refusals import RefusalCode
+from policies.watchdog import Clocks
 
 REFUSAL_STATUS: dict[RefusalCode, int] = {
     RefusalCode.NOT_ALLOWED: 403,
@@ -48,9 +49,11 @@ def error_body(code: str, message: str, **more: Any) -> dict[str, Any]:
     return {"error": {"code": code, "message": message, **more}}
 
 
-def outcome_answer(outcome: Outcome, ticket: Ticket | None, now: datetime) -> tuple[int, Mapping[str, Any]]:
+def outcome_answer(
+    outcome: Outcome, ticket: Ticket | None, now: datetime, clocks: Clocks | None = None
+) -> tuple[int, Mapping[str, Any]]:
     """The status and body answering what the one door did, with the ticket as it is `now`."""
-    status = status_object(ticket, now) if ticket is not None and ticket.exists else None
+    status = status_object(ticket, now, clocks) if ticket is not None and ticket.exists else None
     if outcome.refusal is None:
         first = outcome.revision - len(outcome.events) + 1
         events = [event_item(first + i, event) for i, event in enumerate(outcome.events)]

@@ -58,7 +58,6 @@ from policies.model import Ticket, TicketKey
 from policies.parser import ParsedComment, parse_comment
 from policies.refusals import Refusal
 from policies.states import WorkState
-from policies.watchdog import Clocks
 
 log = structlog.get_logger(__name__)
 
@@ -224,7 +223,7 @@ class AgentApi:
         assert served.holder is not None  # `_served` answers only for the repository the name holds now
         digest = _digest(served.holder, number, text, expected)
         if served.kept is not None:
-            return _replay(served.kept, digest, served.ticket, self._now(), served.clocks)
+            return _replay(served.kept, digest, served.ticket, self._now())
         rules = await self.costs.known_rules(installation_id, repository)
         await self.costs.command(account.id, repository, rules)  # refusals included
         parsed = _parsed(text, expected)
@@ -257,10 +256,7 @@ class AgentApi:
         if run.kept.digest != digest:  # a request racing this one used the key for another command
             return _replay(run.kept, digest)
         headers = {"Idempotent-Replayed": "true" if outcome.replayed else "false"}
-        asked = (TicketKey(repository, number), served.holder)
-        after = await self._shell.store.read_once(served_ticket, *asked)
-        body = _with_clocks(run.kept.body, after.ticket, after.clocks, self._now())
-        return _json(run.kept.status, body, headers)
+        return _json(run.kept.status, run.kept.body, headers)
 
     # -- who and where ----------------------------------------------------------------
 
@@ -396,25 +392,8 @@ def _digest(repository_id: int, number: int, text: str, expected: int | None) ->
     return hashlib.sha256(orjson.dumps(request, option=orjson.OPT_SORT_KEYS)).hexdigest()
 
 
-def _with_clocks(
-    body: Mapping[str, Any], ticket: Ticket | None, clocks: Clocks, now: datetime
-) -> Mapping[str, Any]:
-    """The answer with the watchdog's due times (`watch`, `review_due_at`) as of `now`, while
-    the ticket is still at the revision the answer shows (the kept answer is written inside
-    the change's transaction, before the watchdog's rows can be read back)."""
-    status = body.get("status")
-    if not isinstance(status, Mapping) or ticket is None or status.get("revision") != ticket.revision:
-        return body
-    shown = status_object(ticket, now, clocks)
-    return {**body, "status": {**status, "watch": shown["watch"], "review_due_at": shown["review_due_at"]}}
-
-
 def _replay(
-    kept: KeptAnswer,
-    digest: str,
-    ticket: Ticket | None = None,
-    now: datetime | None = None,
-    clocks: Clocks | None = None,
+    kept: KeptAnswer, digest: str, ticket: Ticket | None = None, now: datetime | None = None
 ) -> web.Response:
     """The kept answer again, or 422 when the key answered another request, or 409 when it
     applied to an attempt older than the ticket's current one (never "applied" for a change
@@ -425,10 +404,7 @@ def _replay(
     if ticket is not None and now is not None and replays_an_earlier_attempt(kept, ticket):
         status, body = earlier_attempt_answer(kept.body, ticket, now)
         return _json(status, body, {"Idempotent-Replayed": "true"})
-    body = (
-        _with_clocks(kept.body, ticket, clocks, now) if clocks is not None and now is not None else kept.body
-    )
-    return _json(kept.status, body, {"Idempotent-Replayed": "true"})
+    return _json(kept.status, kept.body, {"Idempotent-Replayed": "true"})
 
 
 def _parsed(text: str, expected: int | None) -> ParsedComment:

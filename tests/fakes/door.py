@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from handlers.ports import ChangeContext, Outcome
+from handlers.ports import Outcome
 from policies.commands import Context
-from policies.door import OPENS_ATTEMPT, change_name, decide_change
+from policies.door import OPENS_ATTEMPT, ChangeContext, change_name, decide_change
 from policies.door import normalize_key as normalize
 from policies.model import TicketKey
 from policies.refusals import stale_revision

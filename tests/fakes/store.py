@@ -28,6 +28,7 @@ from handlers.ports import (
 )
 from policies.model import Ticket, TicketKey
 from policies.rails import Observation
+from policies.watchdog import Clocks
 from tests.fakes.door import normalize
 from tests.fakes.records import Records, SignOfLife, place, repository_named
 
@@ -189,6 +190,10 @@ class MemoryUnit(MemoryReads):
     async def keep_answer(self, answer: KeptAnswer) -> KeptAnswer:
         """Keep the API answer unless one is kept under its key; the one kept."""
         return self._writing().api_answers.setdefault((answer.account_id, answer.key), answer)
+
+    async def clocks(self, key: TicketKey, ticket: Ticket) -> Clocks:
+        """No watchdog rows are kept here: no clocks."""
+        return Clocks()
 
     async def commit(self) -> None:
         """Make every write of the unit the store's; the unit ends here."""

@@ -21,7 +21,9 @@ from tests.fakes.webhooks import INSTALLATION, REPOSITORY
 from tests.unit.handlers.steps import CAROL, NORA, RITA, claimed, published, ticket, world
 
 
-def worded(outcome: Outcome, after: Ticket | None, now: datetime) -> tuple[int, Mapping[str, Any]]:
+def worded(
+    outcome: Outcome, after: Ticket | None, now: datetime, clocks: object
+) -> tuple[int, Mapping[str, Any]]:
     """A stand-in for the API's wording: enough to tell answers apart."""
     code = outcome.refusal.code.value if outcome.refusal else None
     return (200 if code is None else 409), {"code": code, "revision": after.revision if after else None}

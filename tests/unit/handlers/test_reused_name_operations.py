@@ -11,7 +11,8 @@ from datetime import UTC, datetime
 from pytest import MonkeyPatch
 
 from handlers.acceptance import recheck
-from handlers.ports import Change, ChangeContext, Outcome, Rules
+from handlers.ports import Outcome, Rules
+from policies.door import Change, ChangeContext
 from policies.events import EventType
 from policies.model import TicketKey
 from policies.notices import AcceptanceLapsed, NoticeContext, invalidated_operation_id
