@@ -14,7 +14,7 @@ from __future__ import annotations
 import base64
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import ColumnElement, Connection, and_, case, func, or_, select
@@ -54,11 +54,12 @@ class Cursor:
             moment = datetime.fromisoformat(when)
             if moment.tzinfo is None:
                 raise ValueError("naive time")
+            moment = moment.astimezone(UTC)  # a time at the calendar's edge overflows here, not in a query
             row_id = int(ident)
             if not 0 < row_id < 2**63:  # a row id fits a 64-bit integer, on SQLite and PostgreSQL
                 raise ValueError("row id out of range")
             return cls(moment, row_id)
-        except (ValueError, UnicodeDecodeError) as error:
+        except (ValueError, UnicodeDecodeError, OverflowError) as error:
             raise ValueError(f"not a page cursor: {token!r}") from error
 
 

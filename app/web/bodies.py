@@ -31,7 +31,7 @@ SMALL_RESERVE = 16 * 1024 * 1024  # of IN_FLIGHT_BYTES, kept for bodies under SM
 
 
 class BodyRefused(Exception):  # noqa: N818 - it is the answer, not a failure
-    """The body was not read: `status` (408, 413 or 503) and a sentence saying why."""
+    """The body was not read (or a form not taken): `status` (400, 408, 413 or 503) and why."""
 
     def __init__(self, status: int, message: str, retry_after: int | None = None) -> None:
         super().__init__(message)
@@ -149,7 +149,10 @@ async def small_form(request: web.Request) -> dict[str, str]:
     """A page's form, read under the app's body budget and at most FORM_BYTES (`BodyRefused`)."""
     bodies = request.app.get(BODIES) or BodyBudget()
     async with bodies.body(request, FORM_BYTES) as raw:
-        fields = parse_qs(raw.decode("utf-8", errors="replace"), max_num_fields=20)
+        try:
+            fields = parse_qs(raw.decode("utf-8", errors="replace"), max_num_fields=20)
+        except ValueError:  # more fields than any of railyard's forms has
+            raise BodyRefused(400, "the form has more fields than this page sends") from None
     return {name: values[0] for name, values in fields.items()}
 
 

@@ -44,11 +44,10 @@ def signed_in(page: Page) -> Callable[[web.Request], Awaitable[web.Response]]:
         session = await sign_in.session(request)
         if session is None:
             return to_login(request)
-        try:
-            readable = await sign_in.access.readable(session.token)
+        try:  # the page's own asks of GitHub (one repository alone) fail as the list's do
+            return await page(request, session, await sign_in.access.readable(session.token))
         except AccessError as error:
             return _access_failed(sign_in, request, error)
-        return await page(request, session, readable)
 
     return handler
 
