@@ -39,6 +39,7 @@ from handlers.errors import Missing
 from handlers.payloads import dig_str
 from handlers.ports import PullRequest, Services
 from policies.checks import CHECK_NAME, Conclusion, Linked, Verdict, verdict
+from policies.links import capped, linked_issues, links_move_rail
 from policies.model import Ticket, TicketKey
 from policies.projects import Problem, ProjectRail
 from policies.states import Role, WorkState
@@ -109,6 +110,8 @@ class Surfaces:
         pull, head_sha = int(row["payload"]["pull_request"]), str(row["payload"]["head_sha"])
         stored = await off_loop(self._stored_pull, repository, pull)
         numbers = sorted(stored[1]) if stored else []
+        if stored and not numbers:
+            numbers = await self._mentioned(installation, repository, pull, stored[0])
         loaded = await self._config(installation, repository)
         # A merge-queue commit carries the PR's work: judge it by what was accepted at the PR's head.
         judged_at = (
@@ -129,6 +132,29 @@ class Surfaces:
         bodies = [await self._linked_body(installation, repository, n) for n in numbers]
         link = next((link for link, _ in bodies if link), None)
         return _check_payload(head_sha, result, bodies, link, problems)
+
+    async def _mentioned(
+        self, installation: int, repository: str, number: int, pull: PullRequest | None
+    ) -> list[int]:
+        """The tickets an outsider's fork PR names (its links only mention them, and move no
+        rail): its merge would count for them, so the check judges them as it judges links, and
+        never passes such a PR as linking no ticket. Nothing for any other PR."""
+        if pull is None or self.ports is None:
+            return []
+        moves = links_move_rail(
+            head_in_repository=pull.head_in_repository,
+            author_has_role=bool(pull.author_has_role),
+            merged=pull.merged,
+        )
+        if moves:
+            return []
+        try:
+            found = await self.ports.github.pull(installation, repository, number)
+        except Missing:
+            return []
+        named, _ = capped(linked_issues(dig_str(found, "body"), repository))
+        tickets = [await self._load(repository, n) for n in sorted(named)]
+        return [ticket.key.number for ticket in tickets if ticket is not None and ticket.exists]
 
     async def _queued_head(
         self, installation: int, repository: str, pull: int, stored: tuple[PullRequest, set[int]] | None
