@@ -157,10 +157,12 @@ class CannotRunYet:
 
 @dataclass(frozen=True)
 class PullTarget:
-    """A command on a PR that names no ticket it links (or one it does not link)."""
+    """A command on a PR that names no ticket it links (or one it does not link); or, with
+    `issue`, a command on that issue that names another ticket (`#N`), which it never runs on."""
 
     target: int | None
     linked: tuple[int, ...]
+    issue: int | None = None
 
 
 @dataclass(frozen=True)

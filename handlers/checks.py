@@ -16,13 +16,19 @@ from policies.rails import CheckObserved
 router = Router()
 
 
-def check_from(event: WebhookEvent, fallback: float) -> CheckObserved | None:
-    """The check a `check_run` or `check_suite` payload reports (None without its head, id or name)."""
+def check_from(event: WebhookEvent, fallback: float, app_id: int | None = None) -> CheckObserved | None:
+    """The check a `check_run` or `check_suite` payload reports (None without its head, id or name).
+
+    A suite is named by its app's slug; this app's own suite (`app_id`, whatever slug the app
+    was registered under: `railyard-acme`) is named as its check is, `railyard`, so it never
+    counts as another app's check (it completes `action_required` until acceptance)."""
     kind = event.event
     item = dig(event.payload, kind)
     head_sha, check_id = dig_str(item, "head_sha"), dig_int(item, "id")
     if kind == "check_run":
         name = dig_str(item, "name")
+    elif app_id is not None and dig_int(item, "app", "id") == app_id:
+        name = CHECK_NAME
     else:
         name = dig_str(item, "app", "slug") or dig_str(item, "app", "name")
     if head_sha is None or check_id is None or name is None:
@@ -51,7 +57,7 @@ async def on_check(event: WebhookEvent, services: Services) -> None:
     if repository is None or event.installation_id is None:
         return
     rules = await services.configs.load(event.installation_id, repository)
-    observation = check_from(event, services.clock())
+    observation = check_from(event, services.clock(), services.app_id)
     if observation is None:
         return
     async with services.store.unit() as uow:

@@ -315,18 +315,22 @@ class CommandRun:
     async def _ticket_number(self) -> int | None:
         """The issue itself; on a PR, the ticket it links (or the one named with #N)."""
         f = self.facts
+        target = self.parsed.target
         if not f.on_pull_request:
+            if target is not None and target != f.number:  # meant for another ticket: never this one
+                await self.say(PullTarget(target, (), issue=f.number))
+                return None
             return f.number
         pull = await self.services.github.pull(f.installation_id, f.repository, f.number)
         from_body = linked_issues(dig_str(pull, "body"), f.repository)
         head = dig_str(pull, "head", "ref")
         head_repository = dig_str(pull, "head", "repo", "full_name")  # a fork's branch links nothing
         delivered: set[int] = set()
-        if head:
-            async with self.services.store.read() as reads:
+        async with self.services.store.read() as reads:
+            if head:
                 delivered = await reads.tickets_on_branch(f.repository, head, head_repository=head_repository)
-        linked = sorted(from_body | delivered)
-        target = self.parsed.target
+            stored = await reads.stored_pull(f.repository, f.number)  # the sidebar's and patterns' too
+        linked = sorted(from_body | delivered | (stored[1] if stored else set()))
         if target is not None and target in linked:
             return target
         if target is None and len(linked) == 1:

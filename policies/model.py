@@ -50,6 +50,10 @@ class TicketKey:
         owner, slash, name = repository.partition("/")
         if not sep or not slash or not owner or not name or "/" in name or not number.isdigit():
             raise ValueError(f"expected OWNER/REPO#NUMBER, got {text!r}")
+        if len(number) > 10 or int(number) >= 2**31:  # GitHub's issue numbers are 32-bit integers
+            raise ValueError(
+                f"{repository}#{number} is not a ticket (GitHub's issue numbers are below 2**31)"
+            )
         return cls(repository=repository, number=int(number))
 
 

@@ -202,7 +202,12 @@ def _(item: CannotRunYet) -> str:
 @message.register
 def _(item: PullTarget) -> str:
     linked = list(item.linked)
-    if item.target is not None:
+    if item.issue is not None:
+        problem = (
+            f"this command names #{item.target}, and a command on an issue applies to that issue "
+            f"(#{item.issue}); write it on #{item.target}, or leave out #{item.target}."
+        )
+    elif item.target is not None:
         problem = f"this pull request does not link #{item.target}; it links {_numbers(linked)}."
     elif linked:
         problem = (

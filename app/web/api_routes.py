@@ -48,7 +48,7 @@ from app.web.api_repositories import ApiRepositories, no_repository
 from app.web.bodies import BodyBudget, BodyRefused
 from app.web.openapi import openapi_document
 from app.web.responses import guarded
-from handlers.answers import ArtifactNotFound, CannotRunYet, Malformed, NearMiss
+from handlers.answers import ArtifactNotFound, CannotRunYet, Malformed, NearMiss, PullTarget
 from handlers.api import ApiCommand, ApiCommandRun, replays_an_earlier_attempt
 from handlers.errors import Missing, TransientError
 from handlers.payloads import dig_int
@@ -439,6 +439,9 @@ def _before_door(early: object, refusal: Refusal | None) -> Refused:
         return Refused(422, "artifact_not_found", f"no {early.kind} {early.name} in {early.repository}")
     if isinstance(early, Refusal):
         return Refused(403, early.code.value, early.reason)
+    if isinstance(early, PullTarget) and early.issue is not None:
+        message = f"the command names #{early.target}; send it to that ticket's path, not #{early.issue}'s"
+        return Refused(422, "another_ticket", message)
     if isinstance(early, CannotRunYet) or refusal is not None:
         reason = early.reason if isinstance(early, CannotRunYet) else refusal.reason if refusal else ""
         return Refused(503, "cannot_verify", f"{reason} Nothing was recorded: retry with the same key.")
