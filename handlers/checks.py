@@ -21,16 +21,21 @@ def check_from(event: WebhookEvent, fallback: float, app_id: int | None = None) 
 
     A suite is named by its app's slug; this app's own suite (`app_id`, whatever slug the app
     was registered under: `railyard-acme`) is named as its check is, `railyard`, so it never
-    counts as another app's check (it completes `action_required` until acceptance)."""
+    counts as another app's check (it completes `action_required` until acceptance). Another
+    app's check or suite named `railyard` is named with its app's id, so it is never taken for
+    railyard's own (a failing Actions job named `railyard` blocks like any other)."""
     kind = event.event
     item = dig(event.payload, kind)
     head_sha, check_id = dig_str(item, "head_sha"), dig_int(item, "id")
+    owner = dig_int(item, "app", "id")
     if kind == "check_run":
         name = dig_str(item, "name")
-    elif app_id is not None and dig_int(item, "app", "id") == app_id:
+    elif app_id is not None and owner == app_id:
         name = CHECK_NAME
     else:
         name = dig_str(item, "app", "slug") or dig_str(item, "app", "name")
+    if name == CHECK_NAME and app_id is not None and owner is not None and owner != app_id:
+        name = f"{CHECK_NAME} (app {owner})"  # another app's check of that name is not railyard's own
     if head_sha is None or check_id is None or name is None:
         return None
     completed = dig_str(item, "status") == "completed"

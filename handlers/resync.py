@@ -24,6 +24,7 @@ from handlers.observe import (
 from handlers.payloads import dig_int, dig_str
 from handlers.ports import Rules, Services
 from handlers.pull_requests import sidebar_links
+from policies.links import links_move_rail
 from policies.model import Ticket, TicketKey
 from policies.rails import BranchObserved, DeploymentObserved
 
@@ -46,11 +47,19 @@ async def resync(services: Services, key: TicketKey) -> list[str]:
     )
     now = services.clock()
     links_of = {pull.number: linked for pull, linked in stored}
+    seen = {pull.number: pull for pull, _ in stored}
     for number in sorted(numbers):
         answer = await services.github.pull(installation, key.repository, number)
         pull = pull_request_from(answer, key.repository, now)
         if pull is None:
             continue
+        if number in seen:  # the author's roles as asked when the PR was seen (resync asks none)
+            pull = replace(pull, author_has_role=seen[number].author_has_role)
+        counts = links_move_rail(
+            head_in_repository=pull.head_in_repository,
+            author_has_role=bool(pull.author_has_role),
+            merged=pull.merged,
+        )
         sidebar = await sidebar_links(services, installation, key.repository, number)
         async with services.store.unit() as uow:
             of_merge = as_of_merge(pull)
@@ -58,9 +67,14 @@ async def resync(services: Services, key: TicketKey) -> list[str]:
                 uow, key.repository, pull, dig_str(answer, "body"), rules, body_as_of_merge=of_merge,
                 sidebar=sidebar,
             )  # fmt: skip
-            await uow.remember(pull, links_kept(pull, linked, at_merge, of_merge, links_of.get(number)))
+            kept = links_kept(pull, linked, at_merge, of_merge, links_of.get(number)) if counts else set()
+            await uow.remember(pull, kept)
             await uow.commit()
-        told.append((key.number, pull.observed(key.number in linked, linked_at_merge=key.number in at_merge)))
+        if counts:
+            observed = pull.observed(key.number in linked, linked_at_merge=key.number in at_merge)
+        else:  # an outsider's fork PR only mentions, as on its webhooks (`links_move_rail`)
+            observed = pull.observed(False, mention=key.number in linked)
+        told.append((key.number, observed))
     async with services.store.unit() as uow:
         await record(uow, services, key.repository, rules, told, source)
         await uow.commit()
