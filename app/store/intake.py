@@ -120,10 +120,22 @@ def row_of(received: Received, body: bytes) -> IncomingDelivery:
     examined = examine(received.event, body)
     facts, wrong, at = examined.facts, examined.mismatch, received.received_at
     status = REJECTED if wrong else PENDING if received.routed else IGNORED
+    action, repository = _column(facts.action, 100), _column(facts.repository, 300)
     return IncomingDelivery(
-        received.delivery_id, received.event, facts.action, facts.installation_id, facts.repository,
-        facts.ordering_key, status, examined.text, examined.size, at, at, 0, wrong, received.traceparent,
+        received.delivery_id, received.event, action, facts.installation_id, repository,
+        _column(facts.ordering_key, 600), status, examined.text, examined.size, at, at, 0, wrong,
+        received.traceparent,
     )  # fmt: skip
+
+
+def _column(fact: str | None, limit: int) -> str | None:
+    """A fact read from the body as its column can hold it, whatever a signed body says: no NUL
+    (PostgreSQL's text refuses one, and the batch with it) and at most `limit` characters (an
+    index row has a size limit). Real names are far shorter; a ref that long keeps its order."""
+    if fact is None:
+        return None
+    fact = fact.replace("\x00", "\ufffd") if "\x00" in fact else fact
+    return fact[:limit]
 
 
 _T = TypeVar("_T")

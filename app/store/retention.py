@@ -11,6 +11,7 @@ from typing import Any
 
 from sqlalchemy import delete, select, update
 
+from app.contracts.effect_types import EffectKind
 from app.store.api_answers import api_answers
 from app.store.database import Database
 from app.store.delivery_status import FINAL_STATUSES
@@ -35,10 +36,18 @@ class Retention:
     api_answer_hours: float = 24.0
 
 
+KEPT_EFFECTS = (EffectKind.STATUS_COMMENT, EffectKind.CHECK_RUN, EffectKind.PROJECT_FIELDS)
+"""Effects written again in place for as long as their ticket or head lives: never pruned."""
+
+
 def apply_retention(database: Database, now: float, retention: Retention = Retention()) -> tuple[int, int]:
     """Forget expired delivery ids, then drop expired payloads; return (payloads dropped, ids forgotten).
 
-    Pending deliveries are never touched; the event log and delivery records are kept.
+    Pending deliveries are never touched; the event log and delivery records are kept, and so are
+    the outbox rows of what railyard updates in place (`KEPT_EFFECTS`: a status comment's, a
+    check-run's, a project item's): their results hold the GitHub ids the next write edits, so
+    a ticket quiet for longer than the retention still gets its one status comment edited, never
+    a second one posted.
     """
     payload_cutoff = now - retention.payload_days * DAY
     id_cutoff = now - retention.delivery_id_days * DAY
@@ -56,7 +65,9 @@ def apply_retention(database: Database, now: float, retention: Retention = Reten
         ).rowcount
         connection.execute(
             delete(effects_table).where(
-                effects_table.c.status == "done", effects_table.c.updated_at < id_cutoff
+                effects_table.c.status == "done",
+                effects_table.c.updated_at < id_cutoff,
+                effects_table.c.kind.not_in([kind.value for kind in KEPT_EFFECTS]),
             )
         )
     return int(dropped), int(forgotten)
