@@ -74,3 +74,14 @@ async def test_a_fork_pr_edited_to_fix_the_ticket_gets_its_check_judged_again(wo
     await world.outbox_settled()
     assert "#99 mentions this ticket" in world.status_comments()[0]
     assert railyard_on(world, FORK_HEAD) == ["action_required"]
+
+
+async def test_an_outsiders_fork_pr_that_fixes_the_ticket_does_not_pass_the_railyard_check(
+    world: World,
+) -> None:
+    """mallory (no role) opens a fork PR saying `Fixes #12`: its links only mention #12 and move
+    no rail, but its merge would count for #12, so its `railyard` check judges #12 (not accepted:
+    action_required), never success as a PR that links no ticket."""
+    await world.say("rachel", "/publish")
+    await fork_pr(world)
+    assert railyard_on(world, FORK_HEAD) == ["action_required"]

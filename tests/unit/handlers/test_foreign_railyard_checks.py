@@ -3,6 +3,8 @@ railyard's own: failing, it blocks the PR like any other failing check."""
 
 from __future__ import annotations
 
+import pytest
+
 from policies.states import IntegrationState
 from tests.fakes.github import pull_answer
 from tests.fakes.ports import APP_ID
@@ -22,9 +24,11 @@ async def _linked_pr():
     return ports
 
 
-async def test_a_ci_job_named_railyard_that_fails_blocks_the_pr() -> None:
+@pytest.mark.parametrize("name", ["railyard", "tests"])
+async def test_a_failing_ci_job_blocks_the_pr_whatever_its_name(name: str) -> None:
+    """A failing GitHub Actions job named `railyard` blocks like one named `tests`."""
     ports = await _linked_pr()
-    payload = check_run(HEAD, name="railyard", conclusion="failure")
+    payload = check_run(HEAD, name=name, conclusion="failure")
     payload["check_run"]["app"] = {"id": CI_APP, "slug": "github-actions", "name": "GitHub Actions"}
     await ports.dispatch("check_run", payload)
     assert ticket(ports).rails.integration is IntegrationState.BLOCKED
@@ -39,12 +43,4 @@ async def test_another_apps_suite_with_the_slug_railyard_that_fails_blocks_the_p
         "app": {"id": 777, "slug": "railyard", "name": "railyard"},
     }  # fmt: skip
     await ports.dispatch("check_suite", {**check_run(HEAD), "check_suite": suite, "action": "completed"})
-    assert ticket(ports).rails.integration is IntegrationState.BLOCKED
-
-
-async def test_a_ci_job_named_tests_that_fails_blocks_the_pr() -> None:
-    ports = await _linked_pr()
-    payload = check_run(HEAD, name="tests", conclusion="failure")
-    payload["check_run"]["app"] = {"id": CI_APP, "slug": "github-actions", "name": "GitHub Actions"}
-    await ports.dispatch("check_run", payload)
     assert ticket(ports).rails.integration is IntegrationState.BLOCKED

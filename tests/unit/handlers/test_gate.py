@@ -36,8 +36,8 @@ async def merge(ports: FakePorts, pull: int, body: str, merge_commit: str, head:
     await ports.dispatch("pull_request", pull_request("closed", answer), delivery_id=f"merge-{pull}")
 
 
-async def accepted_and_merged(rules: Rules) -> FakePorts:
-    """#12 delivered by carol from agent/12, accepted by rita an hour ago and merged as M12 (PR #40)."""
+async def accepted(rules: Rules) -> FakePorts:
+    """#12 delivered by carol from agent/12 and accepted by rita an hour ago."""
     ports = world(rules)
     ports.clock.now = ACCEPTED_AT + 3600
     ports.github.add_branch(REPOSITORY, "agent/12", DELIVERED)
@@ -45,6 +45,12 @@ async def accepted_and_merged(rules: Rules) -> FakePorts:
     await claimed(ports)
     await say(ports, "/deliver branch=agent/12 The fix.", by=CAROL)
     await say(ports, "/accept", by=RITA)
+    return ports
+
+
+async def accepted_and_merged(rules: Rules) -> FakePorts:
+    """`accepted`, then merged as M12 (PR #40)."""
+    ports = await accepted(rules)
     await merge(ports, 40, "Fixes #12", M12)
     return ports
 

@@ -18,13 +18,13 @@ from tests.fakes.webhooks import (
     deployment_status,
     pull_request,
 )
-from tests.unit.handlers.steps import CAROL, KEY, RACHEL, RITA, claimed, published, say, ticket, world
+from tests.unit.handlers.steps import KEY, RACHEL, published, say, ticket, world
 from tests.unit.handlers.test_gate import (
-    ACCEPTED_AT,
     BASE,
     DELIVERED,
     GATED,
     M12,
+    accepted,
     accepted_and_merged,
     reviews,
 )
@@ -83,13 +83,7 @@ async def test_an_edit_processed_before_the_closed_keeps_the_merge_with_its_tick
     """#12 accepted; PR #40 "Fixes #12" merged as M12. A title edit after the merge is processed
     before the merge's `closed` (webhooks have no order): the PR still linked #12 when it merged,
     so deploying M12 brings #12 and no merge without a ticket."""
-    ports = world(REJECT)
-    ports.clock.now = ACCEPTED_AT + 3600
-    ports.github.add_branch(REPOSITORY, "agent/12", DELIVERED)
-    ports.github.logins[RITA[1]] = "rita"
-    await claimed(ports)
-    await say(ports, "/deliver branch=agent/12 The fix.", by=CAROL)
-    await say(ports, "/accept", by=RITA)
+    ports = await accepted(REJECT)
     edited = pull_request("edited", merged_40("2026-11-30T12:00:00Z"))
     await ports.dispatch("pull_request", edited, delivery_id="edit-40")
     closed = pull_request("closed", merged_40("2026-11-30T10:30:00Z"))
