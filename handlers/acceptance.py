@@ -88,7 +88,9 @@ async def accept_facts(
     if tree is None:
         found = await github.commit(installation_id, repository, delivery.commit)
         tree = dig_str(found, "commit", "tree", "sha")
-    ci = await ci_of(github, installation_id, repository, delivery.commit, rules.required_checks)
+    ci = await ci_of(
+        github, installation_id, repository, delivery.commit, rules.required_checks, services.app_id
+    )
     reviewer_roles = None
     if ticket.work is WorkState.ACCEPTED and ticket.review is not None:
         reviewer_roles = await _roles_now(services, installation_id, ticket, rules, actor_id, actor_roles)

@@ -7,6 +7,7 @@ from typing import Any
 
 from handlers.ports import GitHubReads, Json
 from policies.ci import CheckSeen, CiResult, ci_state
+from policies.rails import OWN_CHECK_NAME
 
 
 def _text(value: Any) -> str | None:
@@ -23,10 +24,16 @@ def _id(item: Json) -> int:
     return found if isinstance(found, int) and not isinstance(found, bool) else 0
 
 
-def seen_run(run: Json) -> CheckSeen:
-    """A check run as the CI judgement sees it: its name, status, conclusion, app and id."""
+def seen_run(run: Json, app_id: int | None = None) -> CheckSeen:
+    """A check run as the CI judgement sees it: its name, status, conclusion, app and id. Another
+    app's run named `railyard` is named with its app's id: it is CI, not railyard's own check."""
+    name = str(run.get("name") or "")
+    app = run.get("app")
+    owner = app.get("id") if isinstance(app, dict) else None
+    if name == OWN_CHECK_NAME and app_id is not None and isinstance(owner, int) and owner != app_id:
+        name = f"{OWN_CHECK_NAME} (app {owner})"
     return CheckSeen(
-        name=str(run.get("name") or ""),
+        name=name,
         status=str(run.get("status") or ""),
         conclusion=_text(run.get("conclusion")),
         app_slug=_app_slug(run),
@@ -50,9 +57,15 @@ def seen_suite(suite: Json) -> CheckSeen | None:
 
 
 async def ci_of(
-    github: GitHubReads, installation_id: int, repository: str, sha: str, required: tuple[str, ...]
+    github: GitHubReads,
+    installation_id: int,
+    repository: str,
+    sha: str,
+    required: tuple[str, ...],
+    app_id: int | None = None,
 ) -> CiResult:
-    """The CI state of commit `sha` (over `required` when it names any, else every check but railyard's)."""
-    runs = [seen_run(r) for r in await github.check_runs(installation_id, repository, sha)]
+    """The CI state of commit `sha` (over `required` when it names any, else every check but
+    railyard's own: this app's, `app_id`)."""
+    runs = [seen_run(r, app_id) for r in await github.check_runs(installation_id, repository, sha)]
     suites = [seen_suite(s) for s in await github.check_suites(installation_id, repository, sha)]
     return ci_state([*runs, *(s for s in suites if s is not None)], required)

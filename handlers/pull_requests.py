@@ -119,6 +119,9 @@ async def on_pull_request(event: WebhookEvent, services: Services) -> None:
     async with services.store.unit() as uow:
         told = await news(uow, repository, told, edit=event.action == "edited")
         merged = await record(uow, services, repository, rules, told, source)
+        named = [o for _, o in told if isinstance(o, PullRequestObserved) and o.mention]
+        if named and pull.open and pull.head_sha:  # a ticket first named by an outsider's PR
+            await uow.send(CheckRun(event.installation_id, repository, pull.number, pull.head_sha))
         await uow.commit()
     # SPEC: when a ticket becomes merged, each environment's latest deployment is checked again.
     await recheck_merged(services, repository, rules, merged, source)

@@ -59,7 +59,7 @@ async def resync(services: Services, key: TicketKey) -> list[str]:
             head_in_repository=pull.head_in_repository,
             author_has_role=bool(pull.author_has_role),
             merged=pull.merged,
-        )
+        ) or (pull.author_has_role is None and bool(links_of.get(number)))  # stored before roles were
         sidebar = await sidebar_links(services, installation, key.repository, number)
         async with services.store.unit() as uow:
             of_merge = as_of_merge(pull)

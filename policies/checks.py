@@ -130,3 +130,17 @@ def verdict(
     number, reason = blocking[0]
     more = f" (and {len(blocking) - 1} more)" if len(blocking) > 1 else ""
     return Verdict(Conclusion.ACTION_REQUIRED, f"#{number}: {reason}{more}", lines)
+
+
+def outsiders_pull(judged: Verdict, named: Sequence[int]) -> Verdict:
+    """The check of a fork's PR whose author holds no role here and whose body names tickets: its
+    merge would count for them, yet no runner delivered it, so it never passes, whatever the
+    tickets' states (a check that could pass would go stale when they change: it is written
+    again only when the PR itself changes). The tickets' own lines stay in the summary."""
+    numbers = ", ".join(f"#{n}" for n in named)
+    return Verdict(
+        Conclusion.ACTION_REQUIRED,
+        f"{numbers}: named by a pull request from a fork whose author holds no role here; "
+        "its merge would count for them. Have the ticket's runner deliver the work, or drop the link.",
+        judged.lines,
+    )

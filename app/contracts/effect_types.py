@@ -153,23 +153,13 @@ def project_fields(installation_id: int, repository: str, number: int) -> Effect
     )
 
 
-MENTION_CHECKS = 10
-"""Open PRs that only mention the ticket (an outsider's fork PR: its merge would count) whose
-check is written again when the ticket changes, the newest first: enough for real forks, and a
-bound on what an outsider's PRs make every change of the ticket cost."""
-
-
 def surfaces_for(installation_id: int, ticket: Ticket, *, projects: bool = True) -> list[Effect]:
-    """The status comment, the check on the head of every PR that links the ticket (and of the
-    newest `MENTION_CHECKS` open PRs that mention it), and (unless the repository is known to
-    name no project) the ticket's project items."""
+    """The status comment, the check on the head of every PR that links the ticket, and (unless
+    the repository is known to name no project) the ticket's project items."""
     repository = ticket.key.repository
     effects = [status_comment(installation_id, repository, ticket.key.number)]
-    pulls = sorted(ticket.rails.pull_requests.values(), key=lambda p: p.number)
-    mentions = sorted((p for p in pulls if p.mention and p.open), key=lambda p: p.updated_at, reverse=True)
-    again = {p.number for p in mentions[:MENTION_CHECKS]}
-    for pr in pulls:
-        if pr.head_sha and (pr.merged_while_linked or (pr.linked and pr.open) or pr.number in again):
+    for pr in sorted(ticket.rails.pull_requests.values(), key=lambda p: p.number):
+        if pr.head_sha and (pr.merged_while_linked or (pr.linked and pr.open)):
             effects.append(check_run(installation_id, repository, pr.number, pr.head_sha))
     if projects:
         effects.append(project_fields(installation_id, repository, ticket.key.number))

@@ -38,7 +38,7 @@ from handlers.acceptance import recheck
 from handlers.errors import Missing
 from handlers.payloads import dig_str
 from handlers.ports import PullRequest, Services
-from policies.checks import CHECK_NAME, Conclusion, Linked, Verdict, verdict
+from policies.checks import CHECK_NAME, Conclusion, Linked, Verdict, outsiders_pull, verdict
 from policies.links import capped, linked_issues, links_move_rail
 from policies.model import Ticket, TicketKey
 from policies.projects import Problem, ProjectRail
@@ -110,8 +110,10 @@ class Surfaces:
         pull, head_sha = int(row["payload"]["pull_request"]), str(row["payload"]["head_sha"])
         stored = await off_loop(self._stored_pull, repository, pull)
         numbers = sorted(stored[1]) if stored else []
-        if stored and not numbers:
-            numbers = await self._mentioned(installation, repository, pull, stored[0])
+        mentioned = (
+            await self._mentioned(installation, repository, pull, stored[0]) if stored and not numbers else []
+        )
+        numbers = numbers or mentioned
         loaded = await self._config(installation, repository)
         # A merge-queue commit carries the PR's work: judge it by what was accepted at the PR's head.
         judged_at = (
@@ -126,6 +128,8 @@ class Surfaces:
             unlinked_passes=loaded.config.checks.unlinked is UnlinkedConclusion.SUCCESS,
             author_only_runner=await self._only_runner(installation, repository, stored, loaded),
         )
+        if mentioned:
+            result = outsiders_pull(result, mentioned)
         problems = await self._proposed(installation, repository, pull, judged_at or head_sha)
         if problems:
             result = blocked_by_config(result, problems)
@@ -137,8 +141,8 @@ class Surfaces:
         self, installation: int, repository: str, number: int, pull: PullRequest | None
     ) -> list[int]:
         """The tickets an outsider's fork PR names (its links only mention them, and move no
-        rail): its merge would count for them, so the check judges them as it judges links, and
-        never passes such a PR as linking no ticket. Nothing for any other PR."""
+        rail): its merge would count for them, so its check never passes (`outsiders_pull`).
+        Nothing for any other PR."""
         if pull is None or self.ports is None:
             return []
         moves = links_move_rail(

@@ -17,6 +17,7 @@ from app.store.database import Database
 from app.store.delivery_status import FINAL_STATUSES
 from app.store.effects import effects_table
 from app.store.held import held
+from app.store.pulls import pull_requests
 from app.store.queue import deliveries, runs
 
 DAY = 86_400.0
@@ -36,8 +37,9 @@ class Retention:
     api_answer_hours: float = 24.0
 
 
-KEPT_EFFECTS = (EffectKind.STATUS_COMMENT, EffectKind.CHECK_RUN, EffectKind.PROJECT_FIELDS)
-"""Effects written again in place for as long as their ticket or head lives: never pruned."""
+KEPT_EFFECTS = (EffectKind.STATUS_COMMENT, EffectKind.PROJECT_FIELDS)
+"""Effects written again in place for as long as their ticket lives: never pruned. A check-run's
+row is kept while its head is an open PR's current head (`_stale_checks`)."""
 
 
 def apply_retention(database: Database, now: float, retention: Retention = Retention()) -> tuple[int, int]:
@@ -45,9 +47,9 @@ def apply_retention(database: Database, now: float, retention: Retention = Reten
 
     Pending deliveries are never touched; the event log and delivery records are kept, and so are
     the outbox rows of what railyard updates in place (`KEPT_EFFECTS`: a status comment's, a
-    check-run's, a project item's): their results hold the GitHub ids the next write edits, so
-    a ticket quiet for longer than the retention still gets its one status comment edited, never
-    a second one posted.
+    project item's; a check-run's while its head is an open PR's): their results hold the GitHub
+    ids the next write edits, so a ticket quiet for longer than the retention still gets its one
+    status comment edited, never a second one posted.
     """
     payload_cutoff = now - retention.payload_days * DAY
     id_cutoff = now - retention.delivery_id_days * DAY
@@ -67,9 +69,14 @@ def apply_retention(database: Database, now: float, retention: Retention = Reten
             delete(effects_table).where(
                 effects_table.c.status == "done",
                 effects_table.c.updated_at < id_cutoff,
-                effects_table.c.kind.not_in([kind.value for kind in KEPT_EFFECTS]),
+                effects_table.c.kind.not_in([kind.value for kind in (*KEPT_EFFECTS, EffectKind.CHECK_RUN)]),
             )
         )
+        stale = _stale_checks(connection, id_cutoff)
+        for start in range(0, len(stale), 500):
+            connection.execute(
+                delete(effects_table).where(effects_table.c.id.in_(stale[start : start + 500]))
+            )
     return int(dropped), int(forgotten)
 
 
@@ -128,3 +135,33 @@ def stored_delivery_ids(database: Database, guids: list[str]) -> set[str]:
     with database.read() as connection:
         rows = connection.execute(select(deliveries.c.delivery_id).where(deliveries.c.delivery_id.in_(guids)))
         return {row[0] for row in rows}
+
+
+def _stale_checks(connection: Any, cutoff: float) -> list[int]:
+    """Performed check-run rows not written since `cutoff` whose head is no open PR's current
+    head (pushed over, or the PR closed): no later write edits them."""
+    current = {
+        (str(row.repository).casefold(), int(row.number), row.head_sha)
+        for row in connection.execute(
+            select(pull_requests.c.repository, pull_requests.c.number, pull_requests.c.head_sha).where(
+                pull_requests.c.open
+            )
+        )
+    }
+    old = connection.execute(
+        select(effects_table.c.id, effects_table.c.repository, effects_table.c.payload).where(
+            effects_table.c.status == "done",
+            effects_table.c.kind == EffectKind.CHECK_RUN.value,
+            effects_table.c.updated_at < cutoff,
+        )
+    )
+    return [
+        int(row.id)
+        for row in old
+        if (
+            str(row.repository).casefold(),
+            int(row.payload.get("pull_request", 0)),
+            row.payload.get("head_sha"),
+        )
+        not in current
+    ]

@@ -362,3 +362,14 @@ async def test_an_agent_holding_only_runner_is_refused_as_an_agent(tmp_path: Pat
         await world.say("nick", "/accept")
         refused = [r["refusal_code"] for r in TicketService(world.database).refusals(KEY)]
         assert refused == ["agents_cannot_accept"] * 3, refused
+
+
+async def test_a_failing_actions_job_named_railyard_counts_for_ci_require(strict: Setup) -> None:
+    """An Actions job named `railyard` fails on the delivered commit: it is CI, not railyard's own
+    check, so `/accept` under `ci: require` is refused as for any failing check."""
+    world, _ = strict
+    world.github.add_check_run(REPO, "railyard", FIX, status="completed", conclusion="failure", app_id=15368)
+    world.github.add_check_run(REPO, "tests", FIX, status="completed", conclusion="success", app_id=15368)
+    await delivered(world)
+    await world.say("rita", "/accept")
+    assert status_object(world)["work"] == "delivered", "accepted with a failing `railyard` job: ci passed"

@@ -52,6 +52,8 @@ async def test_a_failing_check_on_the_head_blocks_and_a_passing_rerun_unblocks(w
                 "completed_at": at,
             }
         )
+        if name == "railyard":  # railyard's own check: this app's (APP_ID 1 in the e2e world)
+            payload["check_run"]["app"] = {**payload["check_run"]["app"], "id": 1}
         return payload
 
     await world.send("check_run", check("railyard", "action_required", 1, "2026-11-30T10:01:00Z"))

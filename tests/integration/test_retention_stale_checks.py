@@ -1,0 +1,25 @@
+"""Retention drops a performed check-run's row once its head is no open PR's current head
+(pushed over, the PR closed) and it is older than the retention; a current head's row stays."""
+
+from __future__ import annotations
+
+from sqlalchemy import func, select, update
+
+from app.contracts.effect_types import check_run
+from app.store.database import Database
+from app.store.effects import effects_table, enqueue
+from app.store.retention import DAY, apply_retention
+
+
+def test_check_rows_of_heads_pushed_over_long_ago_are_pruned(database: Database) -> None:
+    now = 1_800_000_000.0
+    # An outsider's fork PR (#77, linking nothing) pushed 200 times a year ago: 200 heads, each
+    # written once, none shown by any PR now.
+    effects = [check_run(7, "acme/web", 77, f"{i:040x}") for i in range(200)]
+    with database.write() as connection:
+        enqueue(connection, effects, now - 365 * DAY)
+        connection.execute(update(effects_table).values(status="done", updated_at=now - 365 * DAY))
+    apply_retention(database, now)
+    with database.read() as connection:
+        left = connection.execute(select(func.count()).select_from(effects_table)).scalar()
+    assert left <= 1, f"{left} check rows of year-old heads survive retention"
