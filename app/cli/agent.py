@@ -179,7 +179,8 @@ def _check(repo: str | None, token: str | None, url: str | None, given: Mapping[
         _check_url(url)
     if given["rev"] is not None and given["rev"] < 0:
         raise UsageError("--rev must be a revision number (0 or more)")
-    if (given["timeout"] or 0) < 0 or (given["poll_interval"] or 1) <= 0:
+    timeout, poll = given["timeout"] or 0, given["poll_interval"] or 1
+    if not (0 <= timeout < 1e9) or not (0 < poll < 1e9):  # NaN fails both, and never ends a wait
         raise UsageError("--timeout must be 0 or more seconds and --poll-interval more than 0")
     branch = given.get("branch")
     if branch is not None and not _NO_SPACE.fullmatch(branch):

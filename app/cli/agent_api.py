@@ -59,7 +59,8 @@ def run_api(
     while True:
         remaining = deadline - clock()
         try:
-            response = client.post(url, json=body, headers=sent, timeout=min(MAX_REQUEST_SECONDS, remaining))
+            wait = min(MAX_REQUEST_SECONDS, max(remaining, 0.001))  # `--timeout 0`: one try, at once
+            response = client.post(url, json=body, headers=sent, timeout=wait)
         except httpx.TransportError as error:
             reason, retry_after = f"railyard did not answer ({type(error).__name__})", None
         else:

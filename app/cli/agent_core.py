@@ -20,7 +20,12 @@ EXIT_APPLIED, EXIT_REFUSED, EXIT_USAGE, EXIT_UNKNOWN = 0, 1, 2, 3
 MAX_KEY = 255
 MAX_BACKOFF = 30.0
 MAX_RETRY_AFTER = 300.0
-_COMMAND_LINE = re.compile(r"^(\s*)/", re.MULTILINE)
+_COMMAND_LINE = re.compile(r"(^|\r)([^\S\r\n]*)/", re.MULTILINE)
+"""A `/` that starts a line: after a newline, or a bare carriage return (railyard's parser ends
+a line at either)."""
+_REFUSED_STATUSES = (403, 429)
+"""Answered before the door with an `error` body (a bot no role names, a spent command budget):
+refusals, final whatever is retried (exit 1), not an unknown outcome."""
 _ERROR_STATUSES = {400: "bad_request", 401: "bad_token", 404: "not_found", 422: "invalid_command"}
 
 MISSING_APP_ID = (
@@ -114,7 +119,7 @@ def deliver_text(
     parts += [f"artifact={url}" for url in artifacts]
     parts += list(evidence)
     parts += [f"rev={rev}"] if rev is not None else []
-    return " ".join([*parts, "--", _COMMAND_LINE.sub(r"\1\\/", summary.strip())])
+    return " ".join([*parts, "--", _COMMAND_LINE.sub(r"\1\2\\/", summary.strip())])
 
 
 def command_text(options: Options, *, rev_in_text: bool = True) -> str:
@@ -165,6 +170,10 @@ def from_api(status: int, body: Any, replayed: bool = False) -> Result:
     error: dict[str, Any] = found if isinstance(found, dict) else {}
     code = str(error.get("code") or _ERROR_STATUSES.get(status, f"http_{status}"))
     message = str(error.get("message") or f"railyard answered HTTP {status}")
+    if status in _REFUSED_STATUSES:
+        return Result(
+            EXIT_REFUSED, f"refused ({code}, HTTP {status}): {message}", False, code, message, answer=answer
+        )
     exit_status = EXIT_USAGE if status in _ERROR_STATUSES else EXIT_UNKNOWN
     return Result(
         exit_status, f"not sent ({code}, HTTP {status}): {message}", None, code, message, answer=answer

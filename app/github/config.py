@@ -329,6 +329,8 @@ def _load_yaml(text: str) -> tuple[object, yaml.Node | None]:
         loader = _LOADER(text)  # checks every character: it can raise too
         try:
             node = loader.get_single_node()
+            if node is not None and (twice := _keys_given_twice(node)):
+                raise ConfigError(twice)
             return (loader.construct_document(node) if node is not None else None), node
         finally:
             loader.dispose()
@@ -336,6 +338,28 @@ def _load_yaml(text: str) -> tuple[object, yaml.Node | None]:
         raise ConfigError([yaml_problem(error, text)]) from None
     except RecursionError:
         raise ConfigError(["could not parse YAML: it is nested too deeply"]) from None
+
+
+def _keys_given_twice(root: yaml.Node) -> list[str]:
+    """A problem for each key a mapping gives twice: YAML requires them unique, and the loader
+    would silently keep the last (a second `roles:` dropping the first, which a reader sees)."""
+    problems: list[str] = []
+    stack, seen_nodes = [root], 0
+    while stack and seen_nodes < 100_000:
+        node = stack.pop()
+        seen_nodes += 1
+        if isinstance(node, yaml.MappingNode):
+            keys: set[object] = set()
+            for key, value in node.value:
+                if isinstance(key, yaml.ScalarNode):
+                    if key.value in keys:
+                        line = key.start_mark.line + 1
+                        problems.append(f"line {line}: `{key.value[:100]}` is given twice in one mapping")
+                    keys.add(key.value)
+                stack.append(value)
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend(node.value)
+    return problems
 
 
 def known_keys(loc: Loc) -> tuple[str, ...]:

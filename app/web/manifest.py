@@ -84,13 +84,15 @@ def required_permissions(needs: Iterable[tuple[str, str]], events: Iterable[str]
 
 
 def manifest_for(public_url: str, manifest: Mapping[str, Any]) -> dict[str, Any]:
-    """The manifest to post: `manifest` with its URLs pointing at `public_url`."""
+    """The manifest to post: `manifest` with its URLs pointing at `public_url`; the sign-in's
+    callback among `callback_urls`, since GitHub sends a person back only to one of those."""
     base = public_url.rstrip("/")
     return {
         **manifest,
         "url": base,
         "hook_attributes": {"url": f"{base}/webhooks", "active": True},
         "redirect_url": f"{base}/setup/callback",
+        "callback_urls": [f"{base}/login/callback"],
     }
 
 

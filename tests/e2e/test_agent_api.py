@@ -17,7 +17,7 @@ from app.store.database import Database
 from app.store.tickets import TicketService
 from github_standin import Fault, running_standin
 from policies.model import TicketKey
-from support.world import REPO, World, standin_state
+from support.world import CONFIG, REPO, World, standin_state
 from tests.fakes import app_settings, running_server
 
 
@@ -154,3 +154,27 @@ async def test_a_workflow_rerun_after_a_send_back_delivers_again(
     assert "replayed" not in out
     ticket = agents.world.ticket()
     assert ticket.work.value == "delivered" and ticket.last_delivery.attempt == 2
+
+
+async def test_a_bot_no_role_names_is_refused_exit_1(agents: ApiAgents) -> None:
+    """SPEC: 403 role or relation refused; docs/agents.md: exit 1 refused. The API's 403 for a bot
+    no role names is a final refusal, never "outcome unknown" (exit 3: retry with the same key)."""
+    world = agents.world
+    await world.say("rachel", "/publish")
+    status, out, err = await agents.run("other-bot[bot]", "claim")
+    assert "403" in out, out
+    assert status == 1, (status, out, err)
+
+
+async def test_over_budget_429_is_a_refusal_exit_1(agents: ApiAgents) -> None:
+    """SPEC: 429 budget; docs/agents.md: `429 over_budget` is an answer (wait, then a new key),
+    exit 1 refused with its message on stderr; exit 3 means no answer before the timeout."""
+    world = agents.world
+    world.github.repositories[REPO].files[".github/railyard.yml"] = (
+        CONFIG + "limits:\n  commands_per_hour: 1\n"
+    )
+    await world.say("rachel", "/publish")
+    assert (await agents.run("cody", "claim"))[0] == 0
+    status, out, err = await agents.run("cody", "deliver", "--branch", "agent/12-fix", "--summary", "Done.")
+    assert "429" in out, out
+    assert status == 1, (status, out, err)
