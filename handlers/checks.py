@@ -9,7 +9,7 @@ from handlers.payloads import dig, dig_int, dig_str, time_or
 from handlers.ports import Services
 from handlers.pull_requests import source_of
 from handlers.routing import Router, WebhookEvent
-from policies.checks import CHECK_NAME
+from policies.checks import CHECK_NAME, check_name
 from policies.ci import awaits_approval
 from policies.rails import CheckObserved
 
@@ -27,15 +27,11 @@ def check_from(event: WebhookEvent, fallback: float, app_id: int | None = None) 
     kind = event.event
     item = dig(event.payload, kind)
     head_sha, check_id = dig_str(item, "head_sha"), dig_int(item, "id")
-    owner = dig_int(item, "app", "id")
     if kind == "check_run":
         name = dig_str(item, "name")
-    elif app_id is not None and owner == app_id:
-        name = CHECK_NAME
     else:
         name = dig_str(item, "app", "slug") or dig_str(item, "app", "name")
-    if name == CHECK_NAME and app_id is not None and owner is not None and owner != app_id:
-        name = f"{CHECK_NAME} (app {owner})"  # another app's check of that name is not railyard's own
+    name = check_name(name, dig_int(item, "app", "id"), app_id)
     if head_sha is None or check_id is None or name is None:
         return None
     completed = dig_str(item, "status") == "completed"

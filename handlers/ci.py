@@ -6,8 +6,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from handlers.ports import GitHubReads, Json
+from policies.checks import check_name
 from policies.ci import CheckSeen, CiResult, ci_state
-from policies.rails import OWN_CHECK_NAME
 
 
 def _text(value: Any) -> str | None:
@@ -27,13 +27,10 @@ def _id(item: Json) -> int:
 def seen_run(run: Json, app_id: int | None = None) -> CheckSeen:
     """A check run as the CI judgement sees it: its name, status, conclusion, app and id. Another
     app's run named `railyard` is named with its app's id: it is CI, not railyard's own check."""
-    name = str(run.get("name") or "")
     app = run.get("app")
     owner = app.get("id") if isinstance(app, dict) else None
-    if name == OWN_CHECK_NAME and app_id is not None and isinstance(owner, int) and owner != app_id:
-        name = f"{OWN_CHECK_NAME} (app {owner})"
     return CheckSeen(
-        name=name,
+        name=check_name(str(run.get("name") or ""), owner if isinstance(owner, int) else None, app_id) or "",
         status=str(run.get("status") or ""),
         conclusion=_text(run.get("conclusion")),
         app_slug=_app_slug(run),

@@ -149,18 +149,9 @@ class CommandRun:
                 if isinstance(command, Accept):
                     accepting = await self._accepting(key, issue, rules, roles)
                 elif isinstance(command, Reopen):  # an agent's reopen never counts attempts afresh
-                    agent = await is_agent(
-                        services, f.installation_id, f.repository, f.author, f.author_is_bot, rules
-                    )
-                    accepting = AcceptFacts(actor_is_agent=agent)
-            elif isinstance(command, Accept):
-                # An agent is told it is one, not that it lacks a role: a Bot or a listed login
-                # costs nothing to know; a listed team, one membership read (the outsider's
-                # budget, spent before its roles were asked, bounds it).
-                agent = await is_agent(
-                    services, f.installation_id, f.repository, f.author, f.author_is_bot, rules
-                )
-                accepting = AcceptFacts(actor_is_agent=agent)
+                    accepting = await self._agent(rules)
+            elif isinstance(command, Accept):  # an agent is told it is one, not that it lacks a role
+                accepting = await self._agent(rules)
         except CannotVerify as error:
             await self.say(CannotRunYet(str(error)))
             raise
@@ -392,6 +383,16 @@ class CommandRun:
         ticket, so a flood of `/status` by anyone costs the installation one re-check a minute."""
         budget = status_recheck_budget(key.repository, key.number)
         return await self.services.budgets.spend(0, budget) is None
+
+    async def _agent(self, rules: Rules) -> AcceptFacts:
+        """Whether the author is an agent: a Bot or a listed login costs nothing to know; a listed
+        team, one membership read (for an author without a role, after the outsider's budget was
+        spent, as its role checks are)."""
+        f = self.facts
+        agent = await is_agent(
+            self.services, f.installation_id, f.repository, f.author, f.author_is_bot, rules
+        )
+        return AcceptFacts(actor_is_agent=agent)
 
     async def _accepting(
         self, key: TicketKey, issue: Any, rules: Rules, roles: frozenset[Role]

@@ -119,7 +119,7 @@ async def on_pull_request(event: WebhookEvent, services: Services) -> None:
     async with services.store.unit() as uow:
         told = await news(uow, repository, told, edit=event.action == "edited")
         merged = await record(uow, services, repository, rules, told, source)
-        named = [o for _, o in told if isinstance(o, PullRequestObserved) and o.mention]
+        named = any(isinstance(o, PullRequestObserved) and o.mention for _, o in told)
         if named and pull.open and pull.head_sha:  # a ticket first named by an outsider's PR
             await uow.send(CheckRun(event.installation_id, repository, pull.number, pull.head_sha))
         await uow.commit()

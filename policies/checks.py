@@ -144,3 +144,14 @@ def outsiders_pull(judged: Verdict, named: Sequence[int]) -> Verdict:
         "its merge would count for them. Have the ticket's runner deliver the work, or drop the link.",
         judged.lines,
     )
+
+
+def check_name(name: str | None, owner: int | None, app_id: int | None) -> str | None:
+    """The name a check is judged by: this app's own (`app_id`) is `railyard`, whatever it is
+    called; another app's called `railyard` is named with its app's id, so it is never taken for
+    railyard's own (a failing CI job named `railyard` counts like any other)."""
+    if app_id is None or owner is None:
+        return name
+    if owner == app_id:
+        return CHECK_NAME
+    return f"{CHECK_NAME} (app {owner})" if name == CHECK_NAME else name

@@ -11,21 +11,17 @@ import respx
 from sqlalchemy import select
 
 from app.contracts.effect_types import EffectKind, status_comment
-from app.github.client import GitHubClient
 from app.runtime.metrics import Metrics
 from app.runtime.outbox import Outbox
 from app.store.database import Database
 from app.store.effects import effects_table
 from app.store.retention import DAY, apply_retention
-from tests.fakes import GITHUB_API, StillClock, app_settings, private_key_pem, token_route
+from tests.fakes import GITHUB_API, StillClock, started_client, token_route
 from tests.integration.test_outbox import APP_ID, COMMENTS, REPO, FakeIssue, drive, put
 
 
 async def test_a_ticket_quiet_for_a_month_keeps_its_one_status_comment(database: Database) -> None:
     clock = StillClock()
-    settings = app_settings("sqlite://", GITHUB_API_URL=GITHUB_API, PRIVATE_KEY=private_key_pem())
-    github = GitHubClient(settings, Metrics(), clock=clock)
-    await github.start()
     issue = FakeIssue(clock)
     state = {"text": "claimed"}
 
@@ -45,7 +41,7 @@ async def test_a_ticket_quiet_for_a_month_keeps_its_one_status_comment(database:
             statuses = connection.execute(select(effects_table.c.status)).scalars().all()
         return bool(statuses) and all(s == "done" for s in statuses)
 
-    try:
+    async with started_client(clock=clock) as github:
         with respx.mock:
             token_route()
             respx.post(COMMENTS).mock(side_effect=issue.post)
@@ -67,8 +63,6 @@ async def test_a_ticket_quiet_for_a_month_keeps_its_one_status_comment(database:
             state["text"] = "delivered"
             put(database, clock, status_comment(7, REPO, 12))
             await drive(outbox, clock, done)
-    finally:
-        await github.close()
 
     bodies = [c["body"].split("\n")[0] for c in issue.comments]
     assert len(issue.comments) == 1, f"the ticket now has {len(issue.comments)} status comments: {bodies}"
