@@ -319,6 +319,33 @@ async def test_the_check_is_still_written_when_a_linked_tickets_issue_is_gone(pl
     assert check(world, AMENDED) == ("success", "the linked ticket is accepted at this commit")
 
 
+async def test_a_status_comment_rendered_after_the_expiry_says_expired_with_no_check_to_record_it(
+    accepting: Setup,
+) -> None:
+    """PR #34 closed unmerged (no check is written for it again, and the hourly re-check looks
+    only at open PRs): two days past the one-day expiry, the status comment written for an edit
+    of the description judges the expiry itself, with nothing recorded."""
+    world, wall = accepting
+    await delivered(world)
+    await world.say("rita", "/accept")
+    pull = world.github.repositories[REPO].pulls[34]
+    pull.state = "closed"
+    closed = pull_request_payload("closed", 34, "Fixes #12", state="closed", updated="2026-11-30T12:00:00Z")
+    await world.send("pull_request", closed)
+    wall.ahead = timedelta(days=2)
+    await world.settle()
+    edited = event_payload("issues", "01-edited.json", action="edited")
+    edited["issue"].update({"number": 12, "body": "Make uploads resumable, and cap retries at 5"})
+    edited["changes"] = {"body": {"from": "Make uploads resumable"}}
+    await world.send("issues", edited)
+    await world.settle()
+    assert events(world, EventType.DESCRIPTION_CHANGED) != []
+    assert events(world, EventType.ACCEPTANCE_INVALIDATED) == []
+    shown = status_object(world)
+    assert (shown["acceptance"]["valid"], shown["acceptance"]["reason"]) == (False, "expired")
+    assert "/accept" in str(shown["next"]), shown["next"]
+
+
 async def test_the_api_judges_an_expired_acceptance_expired_with_nothing_recorded(accepting: Setup) -> None:
     """PR #34 merged (the hourly re-check looks only at open PRs), then two days past the one-day
     expiry with no `acceptance_invalidated` recorded: the API's ticket, its listing and the status
