@@ -4,6 +4,7 @@ reported on `/deliver`, A, B, A refused, the attempt limit, and a runner's month
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -155,14 +156,21 @@ async def test_an_api_commands_answer_carries_the_watchdogs_due_times(plain: Wor
     """The status object in a `POST .../commands` answer carries `watch` after a `/claim` (its
     silence limit as claimed) and `review_due_at` after a `/deliver`, as `GET` does; the same
     request replayed under its key carries them too while the ticket has not moved on."""
-    from tests.e2e.test_api import command
+    from tests.e2e.test_api import TICKETS, call, command
 
     assert (await command(plain, "rachel", "/publish"))[0] == 200
     code, claimed, _ = await command(plain, "cody", "/claim --check-in 60", key="claim-12")
     assert code == 200 and claimed["status"]["work"] == "claimed", claimed
     assert claimed["status"]["watch"] is not None and claimed["status"]["watch"]["limit_minutes"] == 60
+    # The claimant speaks: a new silence starts, the ticket's revision stays. A replay is the
+    # answer kept when the claim applied, byte for byte, not one rewritten with today's clocks.
+    spoke = (datetime.now(UTC) + timedelta(minutes=5)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    await plain.say("cody", "Still on it.", created_at=spoke)
     code, again, headers = await command(plain, "cody", "/claim --check-in 60", key="claim-12")
     assert (code, headers.get("Idempotent-Replayed")) == (200, "true")
-    assert again["status"]["watch"] == claimed["status"]["watch"]
+    assert again == claimed
+    _, now_shown, _ = await call(plain, "cody", "GET", f"{TICKETS}/12")
+    assert now_shown["revision"] == claimed["status"]["revision"]
+    assert now_shown["watch"]["silent_since"] != claimed["status"]["watch"]["silent_since"]
     code, delivered, _ = await command(plain, "cody", f"/deliver commit={A}\nDone.")
     assert code == 200 and delivered["status"]["review_due_at"] is not None, delivered
