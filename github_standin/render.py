@@ -152,6 +152,11 @@ _PULL = """{
     "assignees": [], "requested_reviewers": [], "requested_teams": [], "auto_merge": null, "draft": false,
     "merged_by": null, "comments": 0, "review_comments": 0, "maintainer_can_modify": false, "commits": 1,
     "additions": 1, "deletions": 0, "changed_files": 1}"""
+
+CONTENT_LIMIT = 1024 * 1024
+"""Bytes past which the contents API answers a file with `"encoding": "none"` and no content
+(GitHub changelog, 2022-05-03: larger files need the raw media type)."""
+
 _CONTENT_FILE = """{
     "type": "file", "encoding": "base64", "size": $size, "name": "$name", "path": "$path", "sha": "$sha",
     "url": "$api/repos/$repo/contents/$path?ref=$ref", "git_url": "$api/repos/$repo/git/blobs/$sha",
@@ -412,6 +417,8 @@ class Render:
         sha, encoded = git_blob_sha(data), base64.b64encode(data).decode()
         name, size = path.rsplit("/", 1)[-1], len(data)
         shape = self.fill(_CONTENT_FILE, repo=r.full_name, path=path, ref=ref, sha=sha, name=name, size=size)
+        if size > CONTENT_LIMIT:  # past 1 MB only the raw media type carries the text
+            return shape | {"encoding": "none", "content": ""}
         # GitHub wraps the base64 every 60 characters and ends it with a newline.
         return shape | {"content": "".join(encoded[i : i + 60] + "\n" for i in range(0, len(encoded), 60))}
 

@@ -14,6 +14,7 @@ a push to any of them forgets it.
 
 from __future__ import annotations
 
+import base64
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
@@ -43,6 +44,26 @@ class RepoFile:
 
     sha: str
     text: str
+    unreadable: str | None = None
+    """Why GitHub gave the file without its text (None: it did): the file's problem, never
+    an empty file, which would put the defaults in force unannounced."""
+
+
+TOO_LARGE = (
+    "the file is larger than 1 MB: GitHub's contents API does not give its text, so railyard "
+    "cannot read it (a configuration is a few kilobytes; move long lists into teams)"
+)
+
+
+def repo_file(found: object) -> RepoFile | None:
+    """The file a contents API answer describes (None: not a file). Past 1 MB GitHub answers
+    `"encoding": "none"` and no content: that file is `unreadable`, not empty."""
+    if not isinstance(found, dict) or found.get("type") != "file":
+        return None
+    sha = str(found.get("sha"))
+    if found.get("encoding", "base64") != "base64":
+        return RepoFile(sha, "", TOO_LARGE)
+    return RepoFile(sha, base64.b64decode(found.get("content") or "").decode("utf-8", errors="replace"))
 
 
 @dataclass(frozen=True)
@@ -66,9 +87,16 @@ def read_config(file: RepoFile | None, parse: Parse = parse_file) -> LoadedConfi
     """The configuration one file puts in force by itself; a broken file gives defaults and its error."""
     if file is None:
         return LoadedConfig(RepositoryConfig.default(), DEFAULT_POLICY_VERSION)
-    parsed = parse(file.text)
+    parsed = _unreadable(file) or parse(file.text)
     error = parsed.error.message if parsed.error is not None else None
     return LoadedConfig(parsed.config, file.sha, error)
+
+
+def _unreadable(file: RepoFile) -> ParsedFile | None:
+    """A file GitHub gave without its text, as a file with that one problem."""
+    if file.unreadable is None:
+        return None
+    return ParsedFile({}, RepositoryConfig.default(), ConfigError([file.unreadable]))
 
 
 def _in(name: str, problems: Sequence[str]) -> list[str]:
@@ -243,6 +271,9 @@ class ConfigLoader:
 
     def _parsed(self, file: RepoFile) -> ParsedFile:
         """The file read on its own, parsed once per blob sha."""
+        unreadable = _unreadable(file)
+        if unreadable is not None:
+            return unreadable
         parsed = self._by_sha.get(file.sha)
         if parsed is None:
             parsed = self._by_sha[file.sha] = self._parse(file.text)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
@@ -11,7 +10,7 @@ import structlog
 
 from app.github.client import GitHubClient, GitHubError
 from app.github.config import CONFIG_PATH
-from app.github.config_loader import ConfigLoader, RepoFile
+from app.github.config_loader import ConfigLoader, repo_file
 
 log = structlog.get_logger(__name__)
 
@@ -63,13 +62,11 @@ class ProposedConfigs:
                     status=error.status,
                 )
             return ()
-        if not isinstance(found, dict) or found.get("type") != "file":
+        proposed = repo_file(found)
+        if proposed is None:
             return ()
-        text = base64.b64decode(found.get("content") or "").decode("utf-8", errors="replace")
         # What it extends is read like the file in force is: a transient failure is raised.
-        loaded = await self._loader.layered_on(
-            installation, repository, RepoFile(str(found.get("sha")), text)
-        )
+        loaded = await self._loader.layered_on(installation, repository, proposed)
         return own_problems(loaded.error.splitlines()) if loaded.error else ()
 
     async def _changes_config(self, installation: int, repository: str, pull: int) -> bool:

@@ -6,7 +6,6 @@ GitHub's "there is no such thing" (404, and 422 for an unknown commit) becomes
 
 from __future__ import annotations
 
-import base64
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from decimal import Decimal
 from typing import Any
@@ -15,7 +14,7 @@ import structlog
 
 from app.github.client import GitHubClient, GitHubError, NotFound
 from app.github.config import CONFIG_PATH
-from app.github.config_loader import ConfigLoader, LoadedConfig, RepoFile
+from app.github.config_loader import ConfigLoader, LoadedConfig, RepoFile, repo_file
 from app.github.roles import RoleResolver
 from handlers.errors import Missing
 from handlers.ports import Json, RoleEntry, Rules
@@ -208,10 +207,7 @@ def config_fetcher(github: GitHubClient) -> Callable[[int, str], Awaitable[RepoF
             if error.status == 404:
                 return None
             raise
-        if not isinstance(found, dict) or found.get("type") != "file":
-            return None
-        text = base64.b64decode(found.get("content") or "").decode("utf-8", errors="replace")
-        return RepoFile(sha=str(found.get("sha")), text=text)
+        return repo_file(found)
 
     return fetch
 

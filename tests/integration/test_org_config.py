@@ -69,3 +69,29 @@ async def test_a_dot_github_repository_without_the_file_means_the_defaults(
     state.add_repository("acme/.github", files={"profile/README.md": "Hello\n"})
 
     assert (await configs.load(7, REPO, fresh=True)).policy_version == "default"
+
+
+BIG = "roles:\n  reviewer: ['@acme/reviewers']\n" + "# a long comment line to pad the file\n" * 30_000
+"""A file past 1 MB: the contents API answers it with `"encoding": "none"` and no content."""
+
+
+@pytest.mark.parametrize("where", ["own", "organization", "extended"])
+async def test_a_file_past_one_megabyte_is_a_problem_never_an_empty_file(
+    loader: tuple[ConfigLoader, StandinState], where: str
+) -> None:
+    """GitHub gives a file over 1 MB without its text. Read as empty, it would put the defaults
+    in force unannounced (every writer a reviewer); it is the configuration's problem instead,
+    wherever the file is: the repository's own, its organization's, or the one it extends."""
+    configs, state = loader
+    assert len(BIG.encode()) > 1024 * 1024
+    if where == "own":
+        state.repositories[REPO].files[CONFIG_PATH] = BIG
+    elif where == "organization":
+        state.add_repository("acme/.github", files={CONFIG_PATH: BIG})
+    else:
+        state.repositories[REPO].files[CONFIG_PATH] = "_extends: .github\n"
+        state.add_repository("acme/.github", files={CONFIG_PATH: BIG})
+
+    loaded = await configs.load(7, REPO, fresh=True)
+
+    assert loaded.error is not None and "larger than 1 MB" in loaded.error, loaded
