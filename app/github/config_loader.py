@@ -15,6 +15,7 @@ a push to any of them forgets it.
 from __future__ import annotations
 
 import base64
+import re
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
@@ -90,6 +91,32 @@ def read_config(file: RepoFile | None, parse: Parse = parse_file) -> LoadedConfi
     parsed = _unreadable(file) or parse(file.text)
     error = parsed.error.message if parsed.error is not None else None
     return LoadedConfig(parsed.config, file.sha, error)
+
+
+_OTHER_FILE = re.compile(r"(?:merged with )?([A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+): ")
+"""How a problem of another repository's file begins (`_in`): its name."""
+
+
+def unquoted(problems: Sequence[str], where: str) -> list[str]:
+    """The problems a reader of this repository is shown (`where`: on a pull request, in a
+    ticket's replies and status comment): its own file's as they are; those of the file it
+    starts from (its organization's, or the one `_extends` names), or of the two merged, are
+    another repository's words, perhaps a private one's: one line names that repository and
+    counts them instead of quoting them."""
+    own = [problem for problem in problems if not _OTHER_FILE.match(problem)]
+    others = [match for problem in problems if (match := _OTHER_FILE.match(problem))]
+    if others:
+        own.append(
+            f"the file of {others[0].group(1)}, which this one extends, cannot be used with it "
+            f"({len(others)} problem(s) there, not quoted {where}; `railyard validate` or the "
+            "status comment of a ticket there shows them)"
+        )
+    return own
+
+
+def shown_error(error: str | None) -> str | None:
+    """A configuration's error as a ticket's replies and status comment show it (`unquoted`)."""
+    return "\n".join(unquoted(error.splitlines(), "here")) if error is not None else None
 
 
 def _unreadable(file: RepoFile) -> ParsedFile | None:

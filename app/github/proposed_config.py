@@ -10,7 +10,7 @@ import structlog
 
 from app.github.client import GitHubClient, GitHubError
 from app.github.config import CONFIG_PATH
-from app.github.config_loader import ConfigLoader, repo_file
+from app.github.config_loader import ConfigLoader, repo_file, unquoted
 
 log = structlog.get_logger(__name__)
 
@@ -90,17 +90,5 @@ class ProposedConfigs:
 
 
 def own_problems(problems: list[str]) -> tuple[str, ...]:
-    """What a PR's check quotes: the problems of the PR's own file as they are (each on one of
-    its lines, `line N: ...`); those of the file it extends, or of the two merged, are another
-    repository's words (perhaps a private one's, and anyone may open a PR) and are not quoted:
-    one line names that repository instead."""
-    own = [problem for problem in problems if problem.startswith(("line ", "... and "))]
-    others = [problem for problem in problems if problem not in own]
-    if others:
-        base = others[0].removeprefix("merged with ").partition(":")[0]
-        own.append(
-            f"the file of {base}, which this one extends, cannot be used with it "
-            f"({len(others)} problem(s) there, not quoted on a pull request; `railyard validate` "
-            "or the status comment of a ticket there shows them)"
-        )
-    return tuple(own)
+    """What a PR's check quotes (`unquoted`: anyone may open a PR)."""
+    return tuple(unquoted(problems, "on a pull request"))

@@ -14,7 +14,7 @@ import structlog
 
 from app.github.client import GitHubClient, GitHubError, NotFound
 from app.github.config import CONFIG_PATH
-from app.github.config_loader import ConfigLoader, LoadedConfig, RepoFile, repo_file
+from app.github.config_loader import ConfigLoader, LoadedConfig, RepoFile, repo_file, shown_error
 from app.github.roles import RoleResolver
 from handlers.errors import Missing
 from handlers.ports import Json, RoleEntry, Rules
@@ -217,7 +217,7 @@ def rules_from(loaded: LoadedConfig) -> Rules:
     config = loaded.config
     return Rules(
         policy_version=loaded.policy_version,
-        error=loaded.error,
+        error=shown_error(loaded.error),  # replies quote no other repository's file
         ticket_label=config.tickets.label,
         no_code_label=config.tickets.no_code_label,
         branch_pattern=config.tickets.branch_pattern,

@@ -19,7 +19,7 @@ import structlog
 from app.contracts.effect_types import EffectKind, project_key, status_key
 from app.github.client import GitHubClient
 from app.github.config import CONFIG_PATH, UnlinkedConclusion
-from app.github.config_loader import ConfigLoader, LoadedConfig
+from app.github.config_loader import ConfigLoader, LoadedConfig, shown_error
 from app.github.config_projects import ProjectConfig
 from app.github.proposed_config import ProposedConfigs
 from app.github.roles import CannotVerify, RoleResolver
@@ -215,7 +215,7 @@ class Surfaces:
         return StatusView(
             ticket,
             tuple(recorded.event for recorded in history),
-            config_error=loaded.error,
+            config_error=shown_error(loaded.error),  # no other repository's file quoted
             issue_closed=ticket.closed,
             clocks=clocks,
             project_problems=lacking,

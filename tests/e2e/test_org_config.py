@@ -65,3 +65,23 @@ async def test_a_file_that_extends_the_organizations_overrides_one_key(org_world
     assert org_world.ticket().work.value == "open"  # rachel is a requester by acme/.github's roles
     assert "limit is 2" in org_world.replies(13)[-1]
     assert versions(org_world) == {f"{git_blob_sha(own)}+.github@{git_blob_sha(CONFIG)}"}
+
+
+@pytest.mark.parametrize("own", ["_extends: payroll\n", None])
+async def test_a_refusal_never_quotes_another_repositorys_file(
+    org_world: World, own: str | None
+) -> None:
+    """acme/web (public) starts from a private repository's file (acme/payroll by `_extends`, or
+    acme/.github as its organization's) whose problem quotes its own words. Anyone may comment on
+    acme/web: the refusal names that repository and counts its problems, never quotes them."""
+    secret = "ceo salary is 412000"
+    base = "acme/payroll" if own else "acme/.github"
+    org_world.github.add_repository(base, files={CONFIG_PATH: f"roles:\n  reviewer: ['{secret}']\n"}, private=True)
+    if own:
+        org_world.github.repositories[REPO].files[CONFIG_PATH] = own
+
+    await org_world.say("rachel", "/draft")
+
+    [refusal] = org_world.replies()
+    assert "412000" not in refusal and f"the file of {base}" in refusal and "1 problem(s) there" in refusal
+    assert org_world.ticket() is None

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from app.github.config import ParsedFile, RepositoryConfig, RoleEntry, parse_file
-from app.github.config_loader import ConfigLoader, LoadedConfig, RepoFile
+from app.github.config_loader import ConfigLoader, LoadedConfig, RepoFile, shown_error
 from policies.states import Role
 from tests.fakes import StillClock
 from tests.unit.spec_config import SPEC_EXAMPLE
@@ -154,3 +154,28 @@ def test_a_push_to_the_default_branch_and_commands_read_the_file_again() -> None
     repository.file = RepoFile("sha-3", "limits:\n  commands_per_hour: 7\n")
     loader.forget("ACME/app")
     assert load_times(loader, 1, fresh=False)[0].config.limits.commands_per_hour == 7
+
+
+def test_what_a_ticket_shows_of_a_configuration_quotes_only_the_repositorys_own_file() -> None:
+    """The replies and the status comment (`shown_error`) quote the repository's own problems;
+    another repository's file (the organization's, `_extends`'s, or the two merged) is named with
+    a count, its words never shown: it may be a private repository's."""
+    error = "\n".join(
+        [
+            "line 3: unknown key: tickets.lable (did you mean label?)",
+            "acme/payroll: line 2: roles.reviewer[0]: 'ceo salary is 412000' is not a login",
+            "merged with acme/payroll: claims.max_silence_minutes: must be positive",
+            "... and 4 more problems",
+        ]
+    )
+
+    shown = shown_error(error)
+
+    assert shown is not None and "412000" not in shown and "max_silence" not in shown
+    assert shown.splitlines() == [
+        "line 3: unknown key: tickets.lable (did you mean label?)",
+        "... and 4 more problems",
+        "the file of acme/payroll, which this one extends, cannot be used with it (2 problem(s) there, "
+        "not quoted here; `railyard validate` or the status comment of a ticket there shows them)",
+    ]
+    assert shown_error(None) is None
