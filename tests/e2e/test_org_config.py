@@ -68,15 +68,14 @@ async def test_a_file_that_extends_the_organizations_overrides_one_key(org_world
 
 
 @pytest.mark.parametrize("own", ["_extends: payroll\n", None])
-async def test_a_refusal_never_quotes_another_repositorys_file(
-    org_world: World, own: str | None
-) -> None:
+async def test_a_refusal_never_quotes_another_repositorys_file(org_world: World, own: str | None) -> None:
     """acme/web (public) starts from a private repository's file (acme/payroll by `_extends`, or
     acme/.github as its organization's) whose problem quotes its own words. Anyone may comment on
     acme/web: the refusal names that repository and counts its problems, never quotes them."""
     secret = "ceo salary is 412000"
     base = "acme/payroll" if own else "acme/.github"
-    org_world.github.add_repository(base, files={CONFIG_PATH: f"roles:\n  reviewer: ['{secret}']\n"}, private=True)
+    broken = f"roles:\n  reviewer: ['{secret}']\n"
+    org_world.github.add_repository(base, files={CONFIG_PATH: broken}, private=True)
     if own:
         org_world.github.repositories[REPO].files[CONFIG_PATH] = own
 
