@@ -219,6 +219,7 @@ class Surfaces:
             issue_closed=ticket.closed,
             clocks=clocks,
             project_problems=lacking,
+            policy=loaded.config.to_rail_policy(),  # the rails' own: blocks named as they judged
             now=datetime.fromtimestamp(self._clock(), UTC),  # an expiry passed shows, recorded or not
         )
 

@@ -35,6 +35,7 @@ from policies.checks import Verdict
 from policies.events import Event, EventType
 from policies.model import Ticket
 from policies.projects import Problem
+from policies.rails import RailPolicy
 from policies.states import DeploymentState, IntegrationState, ReviewKind, WorkState
 from policies.transitions import next_steps
 from policies.watchdog import Clocks
@@ -67,6 +68,8 @@ class StatusView:
     clocks: Clocks | None = None  # the watchdog's stored facts: the status object's due times
     # What each configured project (`acme/5`) lacks to show the rails, as its last sync found.
     project_problems: tuple[tuple[str, tuple[Problem, ...]], ...] = ()
+    # The configuration the rails are decided under: what blocks is named as the rail judged it.
+    policy: RailPolicy | None = None
 
 
 # -- the headline ------------------------------------------------------------------------
@@ -85,13 +88,13 @@ def _pulls(ticket: Ticket, *, merged: bool) -> str:
     return f" ({', '.join(f'#{n}' for n in numbers)})" if numbers else ""
 
 
-def repository_words(ticket: Ticket) -> str:
-    """The repository rail in plain words, e.g. `PR open (#34)`."""
+def repository_words(ticket: Ticket, policy: RailPolicy | None = None) -> str:
+    """The repository rail in plain words, e.g. `PR open (#34)`; a block under `policy`."""
     state = ticket.rails.integration
     if state is IntegrationState.PULL_REQUEST_OPEN:
         return "PR open" + _pulls(ticket, merged=False)
     if state is IntegrationState.BLOCKED:
-        return blocked_words(ticket)
+        return blocked_words(ticket, policy)
     if state is IntegrationState.MERGED:
         return merged_words(ticket)
     if state is IntegrationState.BRANCH_REPORTED:
@@ -102,11 +105,12 @@ def repository_words(ticket: Ticket) -> str:
     return "not applicable"
 
 
-def headline(ticket: Ticket) -> str:
-    """The three rails in plain words: `Work: accepted · Repository: PR open (#34) · Deployment: ...`."""
+def headline(ticket: Ticket, policy: RailPolicy | None = None) -> str:
+    """The three rails in plain words: `Work: accepted · Repository: PR open (#34) · Deployment: ...`
+    (what blocks named under the repository's `policy`, when given)."""
     work = ticket.work.value if ticket.work else "not a ticket"
     deployment = _words(ticket.rails.deployment.value)
-    return f"Work: {work} · Repository: {repository_words(ticket)} · Deployment: {deployment}"
+    return f"Work: {work} · Repository: {repository_words(ticket, policy)} · Deployment: {deployment}"
 
 
 # -- small pieces ----------------------------------------------------------------------
@@ -370,7 +374,7 @@ def render_status_comment(view: StatusView, limit: int = STATUS_BUDGET) -> str:
     """
     ticket = view.ticket
     head = [
-        f"**{headline(ticket)}**",
+        f"**{headline(ticket, view.policy)}**",
         *_environments(ticket),
         *_pull_requests(ticket),
         *_notices(view),

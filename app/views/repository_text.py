@@ -10,6 +10,7 @@ from typing import Any
 from app.views.markdown import escape_inline
 from policies.blocking import Block, BlockReason, blocks
 from policies.model import Ticket
+from policies.rails import RailPolicy
 
 BLOCK_WORDS = {
     BlockReason.CHECK_FAILED: "failed",
@@ -27,9 +28,10 @@ def _block_text(block: Block) -> str:
     return f"#{block.number}: {BLOCK_WORDS[block.reason]}"
 
 
-def blocked_words(ticket: Ticket) -> str:
-    """`blocked (#34: CI awaiting approval to run)`: the rail and what holds each PR back."""
-    found = blocks(ticket.rails)
+def blocked_words(ticket: Ticket, policy: RailPolicy | None = None) -> str:
+    """`blocked (#34: CI awaiting approval to run)`: the rail and what holds each PR back, under
+    the repository's `policy` (a check `checks.required` leaves out is never named)."""
+    found = blocks(ticket.rails, policy)
     if not found:
         numbers = sorted(p.number for p in ticket.rails.pull_requests.values() if p.linked and p.open)
         return "blocked" + (f" ({', '.join(f'#{n}' for n in numbers)})" if numbers else "")

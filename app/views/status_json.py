@@ -26,6 +26,7 @@ from policies.attention import RecordFacts, attention
 from policies.blocking import Block, blocks
 from policies.evidence import evidence_to_data
 from policies.model import Evidence, Ticket
+from policies.rails import RailPolicy
 from policies.states import WorkState
 from policies.transitions import next_steps
 from policies.watchdog import Clocks, current_silence, deadline
@@ -44,12 +45,16 @@ _EFFECT_AT_END = re.compile(r"\r?\n\r?\n(<!-- railyard:effect:[0-9a-f]{20} -->)\
 
 
 def status_object(
-    ticket: Ticket, now: datetime | None = None, clocks: Clocks | None = None
+    ticket: Ticket,
+    now: datetime | None = None,
+    clocks: Clocks | None = None,
+    policy: RailPolicy | None = None,
 ) -> dict[str, Any]:
     """The `status --json` shape: the three rails, the people, the last delivery, the acceptance
     and whether it holds (at `now`: its expiry; without `now` only what the record says),
     the feedback for the next attempt, `next`, and the watchdog's due times from `clocks`
-    (`watch` for a claimed ticket, `review_due_at` for a delivered one; None without them)."""
+    (`watch` for a claimed ticket, `review_due_at` for a delivered one; None without them).
+    `blocked_by` is judged under `policy` when given (else every check but railyard's counts)."""
     validity = recorded_validity(ticket, now)
     delivery = ticket.last_delivery
     runner = ticket.claimant or (delivery.runner if delivery else None)
@@ -78,7 +83,7 @@ def status_object(
         "acceptance": _acceptance(ticket, validity),
         "feedback": _feedback(ticket),
         "description_changed": ticket.description_changed,
-        "blocked_by": [_block(b) for b in blocks(ticket.rails)],
+        "blocked_by": [_block(b) for b in blocks(ticket.rails, policy)],
         "reverted": [{"pull_request": a, "reverted_by": b} for a, b in ticket.reverts],
         "next": next_commands(ticket, renewable=validity is not None and not validity.valid),
         "watch": _watch(ticket, clocks),
@@ -265,7 +270,7 @@ def status_comment_body(view: StatusView, limit: int = STATUS_BUDGET) -> str:
     its delivery summary shortened in the line and `summary_truncated` set; `status --json`
     keeps it whole.
     """
-    line = _fitting_line(status_object(view.ticket, view.now, view.clocks), limit - MIN_VISIBLE)
+    line = _fitting_line(status_object(view.ticket, view.now, view.clocks, view.policy), limit - MIN_VISIBLE)
     visible = render_status_comment(view, limit=limit - len(line) - 2)
     return f"{visible}\n\n{line}"
 

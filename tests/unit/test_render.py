@@ -25,11 +25,18 @@ from app.views.render import (
     render_check_summary,
     render_status_comment,
 )
+from app.views.status_json import parse_status_line, status_comment_body
 from policies.checks import Linked, verdict
 from policies.commands import Accept, AcceptMode, Claim, Deliver, Reopen, SendBack
 from policies.model import Actor
 from policies.notices import DeploymentGated, IssueStateObserved, OverdueObserved
-from policies.rails import CheckObserved, DeploymentObserved, PullRequestObserved
+from policies.rails import (
+    CheckObserved,
+    DeploymentObserved,
+    MergeabilityObserved,
+    PullRequestObserved,
+    RailPolicy,
+)
 from policies.reverts import RevertObserved
 from policies.states import Role, WorkState
 from tests.fakes import MAINTAINER, REVIEWER, RUNNER, START, Story
@@ -215,6 +222,20 @@ def test_status_comment_matches_its_golden_file(name: str) -> None:
 def test_first_line_names_the_three_rails_in_plain_words(name: str, first_line: str) -> None:
     """The headline keeps the three facts apart, as SPEC's example line does."""
     assert render_status_comment(SCENARIOS[name]()).splitlines()[0] == first_line
+
+
+def test_the_status_comment_does_not_blame_a_check_the_config_does_not_require() -> None:
+    """`checks.required: [tests]`: PR #34 conflicts with its base and a `lint` check failed. The
+    headline and the hidden status line name the conflict, not `lint`, which cannot block."""
+    story = (
+        delivered_with_pr()
+        .observe(MergeabilityObserved(34, HEAD, False, START + timedelta(minutes=45)))
+        .observe(CheckObserved(HEAD, "lint", "failure", 99, START + timedelta(minutes=50)))
+    )
+    body = status_comment_body(_view(story, policy=RailPolicy(required_checks=("tests",))))
+    headline = body.splitlines()[0]
+    assert "#34: conflicts with its base branch" in headline and "lint" not in headline, headline
+    assert [b["reason"] for b in parse_status_line(body)["blocked_by"]] == ["conflict"]
 
 
 def test_acceptance_kind_is_spelled_out() -> None:
