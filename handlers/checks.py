@@ -42,7 +42,8 @@ def check_from(event: WebhookEvent, fallback: float, app_id: int | None = None) 
         dig_str(item, "app", "slug"),
         suite_without_runs=kind == "check_suite" and dig(item, "latest_check_runs_count") == 0,
     )
-    return CheckObserved(head_sha, name, conclusion, check_id, time_or(at, fallback), held)
+    app = dig_int(item, "app", "id")  # names are kept per app: another's `build` hides none of this one's
+    return CheckObserved(head_sha, name, conclusion, check_id, time_or(at, fallback), held, app)
 
 
 @router.register("check_run")

@@ -12,7 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from policies.rails import FAILING_CONCLUSIONS, PullRequestFact, RailPolicy, Rails
+from policies.check_facts import holding_back
+from policies.rails import PullRequestFact, RailPolicy, Rails
 
 
 class BlockReason(StrEnum):
@@ -32,21 +33,11 @@ class Block:
     checks: tuple[str, ...] = ()
 
 
-def _considered(name: str, policy: RailPolicy) -> bool:
-    if name == policy.own_check_name:
-        return False
-    return not policy.required_checks or name in policy.required_checks
-
-
 def pull_blocks(rails: Rails, pr: PullRequestFact, policy: RailPolicy) -> list[Block]:
     """What holds back one PR at its current head: failed checks, held CI, a conflict."""
-    failing: set[str] = set()
-    held: set[str] = set()
-    for check in rails.checks.values():
-        if check.head_sha != pr.head_sha or not _considered(check.name, policy):
-            continue
-        if check.conclusion in FAILING_CONCLUSIONS:
-            (held if check.awaiting_approval else failing).add(check.name)
+    failing, held = holding_back(
+        rails.checks.values(), pr.head_sha, policy.required_checks, policy.own_check_name
+    )
     blocks = []
     if failing:
         blocks.append(Block(pr.number, BlockReason.CHECK_FAILED, tuple(sorted(failing))))

@@ -16,11 +16,12 @@ from dataclasses import dataclass, field, fields, replace
 from datetime import datetime
 from typing import Any, TypeVar
 
+from policies.check_facts import FAILING_CONCLUSIONS as FAILING_CONCLUSIONS
+from policies.check_facts import CheckFact, CheckKey, holding_back, join_check
 from policies.events import EventType, RailEvent
 from policies.states import DeploymentState, IntegrationState
 
 OWN_CHECK_NAME = "railyard"
-FAILING_CONCLUSIONS = frozenset({"failure", "timed_out", "action_required", "startup_failure"})
 DEPLOYING_STATUSES = frozenset({"in_progress", "queued", "pending"})
 FAILED_STATUSES = frozenset({"failure", "error"})
 
@@ -71,6 +72,7 @@ class CheckObserved:
     check_id: int
     completed_at: datetime
     awaiting_approval: bool = False  # `action_required` while GitHub waits to be let run it (policies.ci)
+    app_id: int | None = None  # the app that ran it: names are kept per app (policies.check_facts)
 
 
 @dataclass(frozen=True)
@@ -123,13 +125,13 @@ def observation_to_data(observation: Observation) -> dict[str, Any]:
     data: dict[str, Any] = {"kind": _KIND_OF[type(observation)]}
     for f in fields(observation):
         value = getattr(observation, f.name)
-        if f.name in _OMITTED_WHEN_FALSE and value is False:
+        if f.name in _OMITTED_WHEN_DEFAULT and value is _OMITTED_WHEN_DEFAULT[f.name]:
             continue  # absent as before it existed: the same fact keeps its fingerprint
         data[f.name] = value.isoformat() if isinstance(value, datetime) else value
     return data
 
 
-_OMITTED_WHEN_FALSE = frozenset({"mention", "awaiting_approval"})
+_OMITTED_WHEN_DEFAULT: dict[str, Any] = {"mention": False, "awaiting_approval": False, "app_id": None}
 
 
 def _legacy(data: Mapping[str, Any], name: str) -> Any:
@@ -137,8 +139,8 @@ def _legacy(data: Mapping[str, Any], name: str) -> Any:
     (a merged PR linking the ticket merged it), and the log is never rewritten."""
     if name == "linked_at_merge":
         return bool(data.get("merged") and data.get("linked"))
-    if name in _OMITTED_WHEN_FALSE:
-        return False
+    if name in _OMITTED_WHEN_DEFAULT:
+        return _OMITTED_WHEN_DEFAULT[name]
     raise KeyError(name)
 
 
@@ -188,18 +190,6 @@ class PullRequestFact:
 
 
 @dataclass(frozen=True)
-class CheckFact:
-    """The newest result of one check name on one commit."""
-
-    head_sha: str
-    name: str
-    conclusion: str | None
-    check_id: int
-    completed_at: datetime
-    awaiting_approval: bool = False
-
-
-@dataclass(frozen=True)
 class MergeabilityFact:
     """The newest mergeability answer for one pull-request head."""
 
@@ -231,7 +221,7 @@ class Rails:
     deployments: Mapping[str, DeploymentState] = field(default_factory=dict)
     branches: Mapping[str, BranchFact] = field(default_factory=dict)
     pull_requests: Mapping[int, PullRequestFact] = field(default_factory=dict)
-    checks: Mapping[tuple[str, str], CheckFact] = field(default_factory=dict)
+    checks: Mapping[CheckKey, CheckFact] = field(default_factory=dict)
     mergeability: Mapping[tuple[int, str], MergeabilityFact] = field(default_factory=dict)
     deployment_facts: Mapping[int, DeploymentFact] = field(default_factory=dict)
     seen: frozenset[str] = frozenset()
@@ -327,15 +317,9 @@ def join(rails: Rails, observation: Observation) -> Rails:
         case PullRequestObserved(number=number):
             pr = _join_pull_request(rails.pull_requests.get(number), pull_request_fact(observation))
             return replace(rails, seen=seen, pull_requests={**rails.pull_requests, number: pr})
-        case CheckObserved(head_sha=sha, name=name):
-            o = observation
-            check = CheckFact(sha, name, o.conclusion, o.check_id, o.completed_at, o.awaiting_approval)
-
-            def check_rank(c: CheckFact) -> tuple[Any, ...]:
-                return (c.completed_at, c.check_id, c.conclusion or "", c.awaiting_approval)
-
-            winner_check = _newer(rails.checks.get((sha, name)), check, check_rank)
-            return replace(rails, seen=seen, checks={**rails.checks, (sha, name): winner_check})
+        case CheckObserved():
+            check = CheckFact(**{f.name: getattr(observation, f.name) for f in fields(CheckFact)})
+            return replace(rails, seen=seen, checks=join_check(rails.checks, check))
         case MergeabilityObserved(number=number, head_sha=sha):
             answer = MergeabilityFact(number, sha, observation.mergeable, observation.observed_at)
             winner_answer = _newer(
@@ -388,13 +372,11 @@ def _deployment_fact(o: DeploymentObserved) -> DeploymentFact:
 
 
 def _is_blocked(rails: Rails, pr: PullRequestFact, policy: RailPolicy) -> bool:
-    for check in rails.checks.values():
-        if check.head_sha != pr.head_sha or check.name == policy.own_check_name:
-            continue
-        if policy.required_checks and check.name not in policy.required_checks:
-            continue
-        if check.conclusion in FAILING_CONCLUSIONS:
-            return True
+    failing, held = holding_back(
+        rails.checks.values(), pr.head_sha, policy.required_checks, policy.own_check_name
+    )
+    if failing or held:
+        return True
     answer = rails.mergeability.get((pr.number, pr.head_sha or ""))
     return answer is not None and answer.mergeable is False
 

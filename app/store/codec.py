@@ -8,12 +8,12 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from policies.audit import AuditedEvent
+from policies.check_facts import CheckFact, check_key
 from policies.events import RAIL_EVENT_TYPES, Event, EventType, RailEvent
 from policies.evidence import evidence_from_data, evidence_to_data
 from policies.model import Delivery, Evidence, Feedback, Review, Ticket, TicketKey
 from policies.rails import (
     BranchFact,
-    CheckFact,
     DeploymentFact,
     MergeabilityFact,
     PullRequestFact,
@@ -84,7 +84,7 @@ def rails_from_data(data: Mapping[str, Any]) -> Rails:
         deployments={env: DeploymentState(s) for env, s in data["deployments"].items()},
         branches={name: _unflat(BranchFact, b) for name, b in data["branches"].items()},
         pull_requests={pr.number: pr for pr in prs},
-        checks={(c.head_sha, c.name): c for c in checks},
+        checks={check_key(c): c for c in checks},
         mergeability={(m.number, m.head_sha): m for m in answers},
         deployment_facts={d.deployment_id: d for d in deployments},
         seen=frozenset(data["seen"]),

@@ -73,9 +73,15 @@ def pull_request(
 
 
 def check(
-    conclusion: str | None, *, name: str = "ci", head: str = "h1", check_id: int = 1, at: int = 2
+    conclusion: str | None,
+    *,
+    name: str = "ci",
+    head: str = "h1",
+    check_id: int = 1,
+    at: int = 2,
+    app_id: int | None = None,
 ) -> CheckObserved:
-    return CheckObserved(head, name, conclusion, check_id, minute(at))
+    return CheckObserved(head, name, conclusion, check_id, minute(at), app_id=app_id)
 
 
 def mergeability(

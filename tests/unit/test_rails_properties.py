@@ -33,6 +33,7 @@ from tests.unit.rail_builders import BRANCH, DS, IS, POLICY, context, fold, minu
 SHAS = ("h1", "h2", "h3")
 REFS = (BRANCH, "agent/13-other")
 CHECK_NAMES = ("ci", "lint", "railyard")
+CHECK_APPS = (None, 15368, 18001)
 CONCLUSIONS = (None, "success", "neutral", "failure", "timed_out", "action_required")
 DEPLOY_STATUSES = ("success", "failure", "error", "in_progress", "queued", "pending", "inactive")
 ENVIRONMENTS = ("production", "staging")
@@ -84,6 +85,7 @@ def observation_lists(draw: st.DrawFn) -> list[Observation]:
         st.sampled_from(CONCLUSIONS),
         st.integers(min_value=1, max_value=3),
         times,
+        app_id=st.sampled_from(CHECK_APPS),  # None: a check logged before apps were kept
     )
     answers = st.builds(
         MergeabilityObserved,

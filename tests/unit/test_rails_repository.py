@@ -110,6 +110,37 @@ def test_earlier_failure_arriving_after_the_successful_rerun_does_not_block() ->
     assert result.rails.integration is IS.PULL_REQUEST_OPEN
 
 
+ACTIONS, CIRCLECI = 15368, 18001
+
+
+def test_another_apps_passing_check_of_the_same_name_does_not_hide_a_failure() -> None:
+    """GitHub Actions' `build` failed; another app's `build` passed later. Both stand on the head
+    (GitHub shows both), so the rail stays blocked in either order of arrival."""
+    failed = check("failure", name="build", check_id=501, at=2, app_id=ACTIONS)
+    passed = check("success", name="build", check_id=777, at=3, app_id=CIRCLECI)
+    for order in ([failed, passed], [passed, failed]):
+        assert integration_of(pull_request(), *order) is IS.BLOCKED
+    rerun = check("success", name="build", check_id=502, at=4, app_id=ACTIONS)
+    assert integration_of(pull_request(), failed, passed, rerun) is IS.PULL_REQUEST_OPEN
+
+
+def test_a_check_recorded_before_apps_were_kept_still_folds_and_gives_way_to_a_newer_run() -> None:
+    """A check event logged before `app_id` existed reads back as it was (same fingerprint, no
+    app); its failure stands against an older run of a known app, and a newer rerun clears it."""
+    data = observation_to_data(check("failure", check_id=1, at=2, app_id=ACTIONS))
+    del data["app_id"]
+    old = observation_from_data(data)
+    assert old == check("failure", check_id=1, at=2) and observation_to_data(old) == data
+    older = check("success", check_id=0, at=1, app_id=ACTIONS)
+    newer = check("success", check_id=2, at=4, app_id=ACTIONS)
+    for order in ([old, older], [older, old]):
+        assert integration_of(pull_request(), *order) is IS.BLOCKED
+    for order in ([old, newer], [newer, old]):
+        result = fold([pull_request(), *order])
+        assert result.rails.integration is IS.PULL_REQUEST_OPEN
+        assert [c.app_id for c in result.rails.checks.values()] == [ACTIONS]
+
+
 def test_unmergeable_pull_request_at_current_head_blocks() -> None:
     """The PR API reporting the current head unmergeable blocks the PR."""
     assert integration_of(pull_request(head="h1"), mergeability(False, head="h1")) is IS.BLOCKED

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from app.store.codec import ticket_from_data, ticket_to_data
 from policies.commands import Reopen, SendBack
-from policies.states import WorkState
+from policies.rails import CheckObserved
+from policies.states import IntegrationState, WorkState
+from tests.fakes import START
 from tests.unit.test_acceptance import accepted
+from tests.unit.test_render import HEAD, delivered_with_pr
 from tests.unit.work_walk import RITA, context, run, ticket_in
 
 
@@ -16,3 +21,16 @@ def test_a_ticket_with_feedback_and_an_acceptance_reads_back_equal() -> None:
     for ticket in (sent_back, reopened, accepted()):
         data = ticket_to_data(ticket)
         assert ticket_from_data(ticket.key, ticket.revision, data) == ticket
+
+
+def test_a_snapshot_written_before_check_apps_were_kept_reads_back() -> None:
+    """A stored snapshot's check facts without `app_id` read as checks of no known app."""
+    story = delivered_with_pr().observe(
+        CheckObserved(HEAD, "ci", "failure", 99, START + timedelta(minutes=50))
+    )
+    data = ticket_to_data(story.ticket)
+    for fact in data["rails"]["checks"]:
+        del fact["app_id"]
+    restored = ticket_from_data(story.ticket.key, story.ticket.revision, data)
+    assert restored == story.ticket
+    assert restored.rails.integration is IntegrationState.BLOCKED

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from handlers.answers import CheckRun
 from handlers.ports import Rules
+from policies.rails import CheckFact, Rails
 from policies.states import IntegrationState
 from tests.fakes.github import pull_answer
 from tests.fakes.ports import APP_ID
@@ -14,6 +15,12 @@ HEAD = "a" * 40
 REQUIRED = Rules("blob-sha-1", required_checks=("tests",))
 
 
+def named(rails: Rails, name: str) -> CheckFact:
+    """The one check fact of `name` on HEAD (whichever app ran it)."""
+    [found] = [check for check in rails.checks.values() if (check.head_sha, check.name) == (HEAD, name)]
+    return found
+
+
 async def test_a_failing_check_on_a_linked_head_blocks_the_ticket() -> None:
     """A required check failing on the head of a PR linking the ticket blocks its repository rail."""
     ports = world(REQUIRED)
@@ -22,8 +29,34 @@ async def test_a_failing_check_on_a_linked_head_blocks_the_ticket() -> None:
     await ports.dispatch("pull_request", pull_request("opened", pull))
     await ports.dispatch("check_run", check_run(HEAD, conclusion="failure"))
     rails = ticket(ports).rails
-    assert rails.checks[(HEAD, "tests")].conclusion == "failure"
+    assert named(rails, "tests").conclusion == "failure"
     assert rails.integration is IntegrationState.BLOCKED
+
+
+def _run_of(app_id: int, slug: str, check_id: int, conclusion: str, at: str) -> dict:
+    """A `build` check run on HEAD created by the app `app_id`."""
+    payload = check_run(HEAD, name="build", conclusion=conclusion, check_id=check_id, completed_at=at)
+    payload["check_run"]["app"] = {"id": app_id, "slug": slug}
+    return payload
+
+
+async def test_another_apps_passing_check_of_the_same_name_does_not_hide_a_failure() -> None:
+    """GitHub Actions' `build` failed on the head; later another app's (CircleCI's) `build` passed.
+    GitHub shows the failing check on the PR: the rail stays blocked."""
+    ports = world()
+    await published(ports)
+    pull = pull_answer(REPOSITORY, 40, body="Fixes #12", head_sha=HEAD)
+    await ports.dispatch("pull_request", pull_request("opened", pull))
+    failed = _run_of(15368, "github-actions", 501, "failure", "2026-11-30T10:05:00Z")
+    await ports.dispatch("check_run", failed, delivery_id="a")
+    passed = _run_of(18001, "circleci-checks", 777, "success", "2026-11-30T10:06:00Z")
+    await ports.dispatch("check_run", passed, delivery_id="b")
+    rails = ticket(ports).rails
+    assert rails.integration is IntegrationState.BLOCKED
+    assert sorted((c.app_id, c.conclusion) for c in rails.checks.values()) == [
+        (15368, "failure"),
+        (18001, "success"),
+    ]
 
 
 async def test_a_check_that_completes_before_the_pull_request_is_held_for_it() -> None:
@@ -35,7 +68,7 @@ async def test_a_check_that_completes_before_the_pull_request_is_held_for_it() -
     pull = pull_answer(REPOSITORY, 40, body="Fixes #12", head_sha=HEAD)
     await ports.dispatch("pull_request", pull_request("opened", pull))
     rails = ticket(ports).rails
-    assert rails.checks[(HEAD, "tests")].conclusion == "failure"
+    assert named(rails, "tests").conclusion == "failure"
     assert rails.integration is IntegrationState.BLOCKED
 
 
@@ -52,7 +85,7 @@ async def test_a_check_suite_is_named_by_its_app() -> None:
     }  # fmt: skip
     payload = {**check_run(HEAD), "check_suite": suite, "action": "completed"}
     await ports.dispatch("check_suite", payload)
-    assert ticket(ports).rails.checks[(HEAD, "ci")].conclusion == "success"
+    assert named(ticket(ports).rails, "ci").conclusion == "success"
 
 
 def rerequested(
@@ -119,8 +152,8 @@ async def test_a_workflow_awaiting_approval_blocks_with_that_reason_not_as_a_fai
     await ports.dispatch("check_run", held, delivery_id="held")
     await ports.dispatch("check_run", other, delivery_id="other")
     rails = ticket(ports).rails
-    assert rails.checks[(HEAD, "build")].awaiting_approval
-    assert not rails.checks[(HEAD, "license")].awaiting_approval
+    assert named(rails, "build").awaiting_approval
+    assert not named(rails, "license").awaiting_approval
     assert rails.integration is IntegrationState.BLOCKED
 
 
@@ -136,5 +169,5 @@ async def test_a_check_suite_held_without_runs_awaits_approval() -> None:
         "latest_check_runs_count": 0, "updated_at": "2026-11-30T10:05:00Z", "app": {"slug": "ci"},
     }  # fmt: skip
     await ports.dispatch("check_suite", {**check_run(HEAD), "check_suite": suite, "action": "completed"})
-    assert ticket(ports).rails.checks[(HEAD, "ci")].awaiting_approval
+    assert named(ticket(ports).rails, "ci").awaiting_approval
     assert ticket(ports).rails.integration is IntegrationState.BLOCKED

@@ -1,0 +1,83 @@
+"""Checks on the repository rail: what each check on a commit last said, and which of them hold a
+pull request back.
+
+A check's name is not its identity. Any app with `checks: write` can create a run of any name, so a
+run is kept per commit, name and app (`check_key`): another app's passing `build` never replaces
+GitHub Actions' failing `build` (`policies.ci` counts names per app the same way; GitHub shows
+both).
+
+A fact recorded before the app was kept (`app_id` None, from an older event or snapshot) was the
+newest of its name then: it stands until a newer fact of that name on that commit comes from a
+known app. The join stays commutative: such a fact is kept only when it ranks above every known
+app's fact of its name, whatever arrived first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+FAILING_CONCLUSIONS = frozenset({"failure", "timed_out", "action_required", "startup_failure"})
+
+CheckKey = tuple[str, str, int | None]
+"""(head sha, name, app id): one check of one app on one commit."""
+
+
+@dataclass(frozen=True)
+class CheckFact:
+    """The newest result of one check (a name of one app) on one commit."""
+
+    head_sha: str
+    name: str
+    conclusion: str | None
+    check_id: int
+    completed_at: datetime
+    awaiting_approval: bool = False
+    app_id: int | None = None  # None: recorded before the app was kept
+
+
+def check_key(fact: CheckFact) -> CheckKey:
+    """Where a check fact is kept among a ticket's checks."""
+    return (fact.head_sha, fact.name, fact.app_id)
+
+
+def _rank(fact: CheckFact) -> tuple[Any, ...]:
+    return (fact.completed_at, fact.check_id, fact.conclusion or "", fact.awaiting_approval)
+
+
+def _same_check(a: CheckFact, b: CheckFact) -> bool:
+    return (a.head_sha, a.name) == (b.head_sha, b.name)
+
+
+def join_check(checks: Mapping[CheckKey, CheckFact], new: CheckFact) -> dict[CheckKey, CheckFact]:
+    """The checks with `new` joined: per key the higher rank wins (ranks are total, so the order
+    facts arrive in never matters), and a fact without an app gives way to a newer one with."""
+    known = [c for c in checks.values() if _same_check(c, new) and c.app_id is not None]
+    if new.app_id is None and any(_rank(c) > _rank(new) for c in known):
+        return dict(checks)  # an older event without the app, outranked already
+    key = check_key(new)
+    old = checks.get(key)
+    joined = {**checks, key: new if old is None or _rank(new) > _rank(old) else old}
+    legacy = (new.head_sha, new.name, None)
+    if new.app_id is not None and legacy in joined and _rank(new) > _rank(joined[legacy]):
+        del joined[legacy]
+    return joined
+
+
+def holding_back(
+    checks: Iterable[CheckFact], head_sha: str | None, required: tuple[str, ...], own_name: str
+) -> tuple[set[str], set[str]]:
+    """(the names that failed, the names whose CI waits for approval to run) among the checks on
+    `head_sha` that count: `required` when it names any, else every check but railyard's own."""
+    failing: set[str] = set()
+    held: set[str] = set()
+    for check in checks:
+        if check.head_sha != head_sha or check.name == own_name:
+            continue
+        if required and check.name not in required:
+            continue
+        if check.conclusion in FAILING_CONCLUSIONS:
+            (held if check.awaiting_approval else failing).add(check.name)
+    return failing, held
