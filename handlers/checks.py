@@ -23,7 +23,11 @@ def check_from(event: WebhookEvent, fallback: float, app_id: int | None = None) 
     was registered under: `railyard-acme`) is named as its check is, `railyard`, so it never
     counts as another app's check (it completes `action_required` until acceptance). Another
     app's check or suite named `railyard` is named with its app's id, so it is never taken for
-    railyard's own (a failing Actions job named `railyard` blocks like any other)."""
+    railyard's own (a failing Actions job named `railyard` blocks like any other).
+
+    The app's id goes with it, and a suite is marked as one: a ticket keeps a run per name and
+    app, and a suite by its id (`policies.check_facts`), since another app's `build`, or another
+    workflow's suite (every Actions suite is `github-actions`), hides nothing of this one."""
     kind = event.event
     item = dig(event.payload, kind)
     head_sha, check_id = dig_str(item, "head_sha"), dig_int(item, "id")
@@ -42,8 +46,8 @@ def check_from(event: WebhookEvent, fallback: float, app_id: int | None = None) 
         dig_str(item, "app", "slug"),
         suite_without_runs=kind == "check_suite" and dig(item, "latest_check_runs_count") == 0,
     )
-    app = dig_int(item, "app", "id")  # names are kept per app: another's `build` hides none of this one's
-    return CheckObserved(head_sha, name, conclusion, check_id, time_or(at, fallback), held, app)
+    at_time, app = time_or(at, fallback), dig_int(item, "app", "id")
+    return CheckObserved(head_sha, name, conclusion, check_id, at_time, held, app, kind == "check_suite")
 
 
 @router.register("check_run")

@@ -73,6 +73,7 @@ class CheckObserved:
     completed_at: datetime
     awaiting_approval: bool = False  # `action_required` while GitHub waits to be let run it (policies.ci)
     app_id: int | None = None  # the app that ran it: names are kept per app (policies.check_facts)
+    suite: bool = False  # a check suite (named by its app's slug, kept by its id)
 
 
 @dataclass(frozen=True)
@@ -131,7 +132,12 @@ def observation_to_data(observation: Observation) -> dict[str, Any]:
     return data
 
 
-_OMITTED_WHEN_DEFAULT: dict[str, Any] = {"mention": False, "awaiting_approval": False, "app_id": None}
+_OMITTED_WHEN_DEFAULT: dict[str, Any] = {
+    "mention": False,
+    "awaiting_approval": False,
+    "app_id": None,
+    "suite": False,
+}
 
 
 def _legacy(data: Mapping[str, Any], name: str) -> Any:

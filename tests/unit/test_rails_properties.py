@@ -86,6 +86,7 @@ def observation_lists(draw: st.DrawFn) -> list[Observation]:
         st.integers(min_value=1, max_value=3),
         times,
         app_id=st.sampled_from(CHECK_APPS),  # None: a check logged before apps were kept
+        suite=st.booleans(),
     )
     answers = st.builds(
         MergeabilityObserved,

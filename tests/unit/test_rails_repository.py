@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from policies.events import EventType
@@ -21,6 +23,7 @@ from tests.unit.rail_builders import (
     fold,
     integration_of,
     mergeability,
+    minute,
     pull_request,
     types,
 )
@@ -122,6 +125,20 @@ def test_another_apps_passing_check_of_the_same_name_does_not_hide_a_failure() -
         assert integration_of(pull_request(), *order) is IS.BLOCKED
     rerun = check("success", name="build", check_id=502, at=4, app_id=ACTIONS)
     assert integration_of(pull_request(), failed, passed, rerun) is IS.PULL_REQUEST_OPEN
+
+
+def test_a_workflow_that_failed_to_start_is_not_hidden_by_another_workflows_suite() -> None:
+    """Every GitHub Actions workflow run is a suite named `github-actions`: `ci.yml` could not
+    start (suite 9, `startup_failure`), `lint.yml` passed a minute later (suite 10). The startup
+    failure still stands on the head, in either order; a rerun of suite 9 that passes clears it."""
+    failed = replace(
+        check("startup_failure", name="github-actions", check_id=9, at=2, app_id=ACTIONS), suite=True
+    )
+    other = replace(failed, conclusion="success", check_id=10, completed_at=minute(3))
+    for order in ([failed, other], [other, failed]):
+        assert integration_of(pull_request(), *order) is IS.BLOCKED
+    rerun = replace(failed, conclusion="success", completed_at=minute(4))
+    assert integration_of(pull_request(), failed, other, rerun) is IS.PULL_REQUEST_OPEN
 
 
 def test_a_check_recorded_before_apps_were_kept_still_folds_and_gives_way_to_a_newer_run() -> None:

@@ -59,6 +59,33 @@ async def test_another_apps_passing_check_of_the_same_name_does_not_hide_a_failu
     ]
 
 
+def _actions_suite(suite_id: int, conclusion: str, runs: int, at: str) -> dict:
+    """A `check_suite` `completed` of GitHub Actions on HEAD: one workflow run."""
+    suite = {
+        "id": suite_id, "head_sha": HEAD, "status": "completed", "conclusion": conclusion,
+        "latest_check_runs_count": runs, "updated_at": at, "app": {"id": 15368, "slug": "github-actions"},
+    }  # fmt: skip
+    return {**check_run(HEAD), "check_suite": suite, "action": "completed"}
+
+
+async def test_a_workflow_that_failed_to_start_is_not_hidden_by_another_workflows_suite() -> None:
+    """Two workflows run on the head: `ci.yml` cannot start (its suite ends `startup_failure` with
+    no runs), `lint.yml` passes a minute later. Both are suites of github-actions: the startup
+    failure still stands on the head, so the rail stays blocked."""
+    ports = world()
+    await published(ports)
+    pull = pull_answer(REPOSITORY, 40, body="Fixes #12", head_sha=HEAD)
+    await ports.dispatch("pull_request", pull_request("opened", pull))
+    await ports.dispatch("check_suite", _actions_suite(9, "startup_failure", 0, "2026-11-30T10:05:00Z"))
+    await ports.dispatch("check_suite", _actions_suite(10, "success", 1, "2026-11-30T10:06:00Z"))
+    rails = ticket(ports).rails
+    assert rails.integration is IntegrationState.BLOCKED
+    assert sorted((c.check_id, c.conclusion) for c in rails.checks.values()) == [
+        (9, "startup_failure"),
+        (10, "success"),
+    ]
+
+
 async def test_a_check_that_completes_before_the_pull_request_is_held_for_it() -> None:
     """A check on a commit no PR shows yet is recorded on the ticket once a linked PR shows that head."""
     ports = world(REQUIRED)
