@@ -77,14 +77,26 @@ def holding_back(
     checks: Iterable[CheckFact], head_sha: str | None, required: tuple[str, ...], own_name: str
 ) -> tuple[set[str], set[str]]:
     """(the names that failed, the names whose CI waits for approval to run) among the checks on
-    `head_sha` that count: `required` when it names any, else every check but railyard's own."""
+    `head_sha` that count: `required` when it names any, else every check but railyard's own.
+
+    A workflow GitHub holds until someone approves it to run (a fork's PR) is a suite with no runs,
+    named by its app: with `required` set it holds back every required name that has no run yet,
+    as `policies.ci` judges it for acceptance (SPEC: the rail is `blocked`, "CI awaiting approval
+    to run")."""
+    on_head = [c for c in checks if c.head_sha == head_sha and c.name != own_name]
     failing: set[str] = set()
     held: set[str] = set()
-    for check in checks:
-        if check.head_sha != head_sha or check.name == own_name:
-            continue
+    for check in on_head:
         if required and check.name not in required:
             continue
         if check.conclusion in FAILING_CONCLUSIONS:
             (held if check.awaiting_approval else failing).add(check.name)
+    if required and any(_held_workflow(c) for c in on_head):
+        ran = {c.name for c in on_head if not c.suite}
+        held |= {name for name in required if name not in ran}
     return failing, held
+
+
+def _held_workflow(fact: CheckFact) -> bool:
+    """A suite waiting for approval to run; a fact recorded before suites were marked may be one."""
+    return fact.awaiting_approval and (fact.suite or _recorded_before_apps(fact))

@@ -6,7 +6,13 @@ from datetime import timedelta
 
 from policies.blocking import Block, BlockReason, blocks
 from policies.ci import CheckSeen, CiState, awaits_approval, ci_state
-from policies.rails import CheckObserved, MergeabilityObserved, PullRequestObserved, RailPolicy
+from policies.rails import (
+    CheckObserved,
+    MergeabilityObserved,
+    PullRequestObserved,
+    RailPolicy,
+    integration_state,
+)
 from policies.states import IntegrationState, WorkState
 from tests.fakes import START, Story
 
@@ -65,3 +71,33 @@ def test_only_required_checks_are_reasons_when_some_are_required() -> None:
     """With `checks.required`, a failing check outside it is no reason."""
     story = with_open_pr().observe(check("lint", "failure"))
     assert blocks(story.ticket.rails, RailPolicy(required_checks=("tests",))) == []
+
+
+def held_suite(*, recorded_before_suites: bool = False) -> CheckObserved:
+    """A fork's workflow held for approval: a github-actions suite, `action_required`, no runs."""
+    at = START + timedelta(minutes=40)
+    if recorded_before_suites:  # as logged before apps and suites were kept
+        return CheckObserved(HEAD, "github-actions", "action_required", 99, at, True)
+    return CheckObserved(HEAD, "github-actions", "action_required", 99, at, True, app_id=15368, suite=True)
+
+
+def test_a_held_workflow_blocks_with_its_reason_when_checks_required_names_its_job() -> None:
+    """`checks.required: [build]` and a fork's workflow held for approval: `build` has not run
+    and will not until someone approves it, so the rail is blocked with "CI awaiting approval to
+    run" for `build`, as the acceptance's CI judgement (`policies.ci`) says, also for a held
+    suite logged before suites were marked."""
+    policy = RailPolicy(required_checks=("build",))
+    seen = CheckSeen("github-actions", "completed", "action_required", "github-actions", 99, suite=True)
+    assert ci_state([seen], ("build",)).state is CiState.AWAITING_APPROVAL
+    for suite in (held_suite(), held_suite(recorded_before_suites=True)):
+        rails = with_open_pr().observe(suite).ticket.rails
+        assert integration_state(rails, policy) is IntegrationState.BLOCKED
+        assert blocks(rails, policy) == [Block(34, BlockReason.CI_AWAITING_APPROVAL, ("build",))]
+
+
+def test_a_held_workflow_holds_back_no_required_check_that_already_ran() -> None:
+    """A held workflow does not hold back a required `build` that another workflow already ran."""
+    policy = RailPolicy(required_checks=("build",))
+    rails = with_open_pr().observe(check("build", "success", check_id=5)).observe(held_suite()).ticket.rails
+    assert integration_state(rails, policy) is IntegrationState.PULL_REQUEST_OPEN
+    assert blocks(rails, policy) == []

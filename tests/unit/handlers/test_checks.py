@@ -198,3 +198,22 @@ async def test_a_check_suite_held_without_runs_awaits_approval() -> None:
     await ports.dispatch("check_suite", {**check_run(HEAD), "check_suite": suite, "action": "completed"})
     assert named(ticket(ports).rails, "ci").awaiting_approval
     assert ticket(ports).rails.integration is IntegrationState.BLOCKED
+
+
+async def test_a_fork_workflow_held_for_approval_blocks_a_required_check_until_it_runs() -> None:
+    """`checks.required: [tests]`: the PR's workflow is held for approval (its suite completes
+    `action_required` with no runs), so `tests` cannot run: blocked, CI awaiting approval to run.
+    Once approved, the same suite runs and `tests` passes: the PR is open again."""
+    from policies.blocking import BlockReason, blocks
+
+    ports = world(REQUIRED)
+    await published(ports)
+    pull = pull_answer(REPOSITORY, 40, body="Fixes #12", head_sha=HEAD)
+    await ports.dispatch("pull_request", pull_request("opened", pull))
+    await ports.dispatch("check_suite", _actions_suite(9, "action_required", 0, "2026-11-30T10:05:00Z"))
+    rails = ticket(ports).rails
+    assert rails.integration is IntegrationState.BLOCKED
+    assert [b.reason for b in blocks(rails, REQUIRED.rail_policy)] == [BlockReason.CI_AWAITING_APPROVAL]
+    await ports.dispatch("check_run", check_run(HEAD, check_id=601, completed_at="2026-11-30T10:09:00Z"))
+    await ports.dispatch("check_suite", _actions_suite(9, "success", 1, "2026-11-30T10:10:00Z"))
+    assert ticket(ports).rails.integration is IntegrationState.PULL_REQUEST_OPEN
