@@ -21,6 +21,7 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from handlers.answers import Answer
+from handlers.kept_answers import KeptAnswer as KeptAnswer
 from policies.budgets import Budget
 from policies.commands import CommandName
 from policies.door import Change, ChangeContext
@@ -147,22 +148,6 @@ class MergedTicket:
     anchor: str | None
 
 
-@dataclass(frozen=True)
-class KeptAnswer:
-    """The answer an API command got, kept under the account's Idempotency-Key.
-
-    `digest` names the request it answered (its route and body): the same key sent with
-    another request is refused, never answered with this.
-    """
-
-    account_id: int
-    key: str
-    digest: str
-    status: int
-    body: Mapping[str, Any]
-    at: datetime
-
-
 PullAndTickets = tuple[PullRequest, set[int]]
 """A stored PR and the ticket numbers it links."""
 
@@ -199,6 +184,9 @@ class Reads(Protocol):
         reported_by: datetime | None = None,
     ) -> set[int]:
         """Tickets whose claim or delivery reported `branch` (by `reported_by`, when given)."""
+
+    async def tickets_showing_pull(self, repository: str, number: int, before: datetime) -> set[int]:
+        """Tickets whose rails show PR `number` linked and open as of a time before `before`."""
 
     async def pulls_merged_as(self, repository: str, commits: Collection[str] | None) -> list[PullAndTickets]:
         """Stored merged PRs whose merge commit is one of `commits` (None: all), with their links."""

@@ -34,9 +34,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
+from datetime import datetime
 
 from policies.markdown_blocks import LineKind, scan_markdown
 from policies.rails import PullRequestObserved, Rails, pull_request_fact
+from policies.states import IntegrationState
 
 CLOSING_KEYWORDS: tuple[str, ...] = (
     "close",
@@ -145,3 +147,18 @@ def tells_nothing_new(rails: Rails, observation: PullRequestObserved, *, edit: b
         merge_commit=known.merge_commit or fact.merge_commit,
     )
     return same_time == known
+
+
+SHOWING_OPEN_PULLS = (IntegrationState.PULL_REQUEST_OPEN, IntegrationState.BLOCKED)
+"""The repository rail's states while a linked PR is open: only such tickets can show one."""
+
+
+def shows_pull_open(rails: Rails, number: int, before: datetime) -> bool:
+    """Whether the rails hold PR `number` linked and open as of a time before `before`.
+
+    A PR's stored links are those of the event processed last, while the rails keep a link at a
+    tie (`updated_at` has whole seconds): a ticket edited out of the body in the second the PR
+    opened still shows it open, though the PR no longer names it. The PR's close (a later time)
+    tells such a ticket too, so it ends as if the events had come in any other order."""
+    fact = rails.pull_requests.get(number)
+    return fact is not None and fact.linked and fact.open and fact.updated_at < before

@@ -9,19 +9,20 @@ the PR's time and the delivery that brought it, which is the link history.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import Connection, func, select, union
 
 from app.store.attempt_rows import attempts, delivery_records
+from app.store.codec import rails_from_data
 from app.store.database import insert_for
 from app.store.tables import PullRequestRow, table
 from app.store.tickets import tickets
 from handlers.ports import PullRequest
 from policies.clocks import end_of_second
-from policies.links import same_repository
+from policies.links import SHOWING_OPEN_PULLS, same_repository, shows_pull_open
 
 pull_requests = table(PullRequestRow)
 
@@ -185,3 +186,23 @@ def attempt_opened_by(connection: Connection, repository: str, number: int, when
         .limit(1)
     )
     return connection.execute(statement).first() is not None
+
+
+def tickets_showing_pull(connection: Connection, repository: str, number: int, before: datetime) -> set[int]:
+    """Tickets whose rails show PR `number` linked and open as of a time before `before`
+    (`policies.links.shows_pull_open`); only tickets whose rail shows an open PR are read."""
+    rows = connection.execute(
+        select(tickets.c.number, tickets.c.snapshot).where(
+            tickets.c.repository == repository.casefold(),
+            tickets.c.integration.in_([state.value for state in SHOWING_OPEN_PULLS]),
+        )
+    )
+    return {
+        int(row.number)
+        for row in rows
+        if shows_pull_open(rails_from_data(row.snapshot["rails"]), number, before)
+    }
+
+
+SCANS: tuple[Callable[..., Any], ...] = (pulls_merged_as, tickets_showing_pull)
+"""The reads here whose rows grow with the repository (`app.store.unit` runs them off the loop)."""

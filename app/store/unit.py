@@ -205,10 +205,10 @@ class _HereSession(_Ends):
 
 
 _SCANS: frozenset[Callable[..., Any]] = frozenset(
-    {tickets.merged_tickets, pulls.pulls_merged_as, tickets.history, tickets.delivery_cost_since}
+    {tickets.merged_tickets, tickets.history, tickets.delivery_cost_since, *pulls.SCANS}
 )
-"""Reads whose rows grow with the repository (every merged ticket or PR, a ticket's whole log, a
-budget's deliveries): run off the event loop even on SQLite."""
+"""Reads whose rows grow with the repository (every merged ticket or PR, every ticket showing an
+open PR, a ticket's whole log, a budget's deliveries): run off the event loop even on SQLite."""
 
 
 class SqlReads:
@@ -292,6 +292,10 @@ class SqlReads:
     async def merged_tickets(self, repository: str) -> list[MergedTicket]:
         """Every merged ticket with its anchor."""
         return await self._run(tickets.merged_tickets, repository)
+
+    async def tickets_showing_pull(self, repository: str, number: int, before: datetime) -> set[int]:
+        """Tickets whose rails show the PR linked and open as of before `before`."""
+        return await self._run(pulls.tickets_showing_pull, repository, number, before)
 
     async def kept_answer(self, account_id: int, key: str) -> KeptAnswer | None:
         """The API answer kept under the account's key."""

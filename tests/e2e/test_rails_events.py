@@ -98,6 +98,29 @@ async def test_editing_the_body_to_remove_the_link_unlinks_the_ticket(world: Wor
     assert world.ticket().rails.pull_requests[50].linked is False
 
 
+async def test_a_ticket_edited_out_in_the_second_the_pr_opened_does_not_show_it_open_after_the_merge(
+    world: World,
+) -> None:
+    """`Fixes #12` corrected to `Fixes #13` in the second the PR opened, then merged: the merge
+    tells #12 too (the stored PR no longer names it), so #12 is unreported and #13 merged."""
+    await world.say("rachel", "/publish")
+    world.github.repositories[REPO].issues[13].body = "Thirteen"
+    await world.say("rachel", "/publish", 13)
+    await world.send("pull_request", pull_request_payload("opened", 50, "Fixes #12", ref="feature/x"))
+    await world.send("pull_request", pull_request_payload("edited", 50, "Fixes #13", ref="feature/x"))
+    merged = pull_request_payload(
+        "closed",
+        50,
+        "Fixes #13",
+        ref="feature/x",
+        merged=True,
+        state="closed",
+        updated="2026-11-30T10:30:00Z",
+    )
+    await world.send("pull_request", merged)
+    assert (rails(world, 12)[1], rails(world, 13)[1]) == ("unreported", "merged")
+
+
 async def test_a_delivery_and_a_push_report_the_branch_after_verifying_it(world: World) -> None:
     """/deliver branch=... verifies and records the branch; a push to it is verified again."""
     await claimed(world)

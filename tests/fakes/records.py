@@ -28,7 +28,7 @@ from policies.clocks import end_of_second
 from policies.commands import Context
 from policies.engine import apply_all
 from policies.events import Event, EventType
-from policies.links import same_repository
+from policies.links import SHOWING_OPEN_PULLS, same_repository, shows_pull_open
 from policies.model import Ticket, TicketKey
 from policies.rails import (
     Observation,
@@ -186,6 +186,18 @@ class Records:
                 containing = [d for d in rails.deployment_facts.values() if d.contains_merge]
                 newest = max(containing, key=lambda d: d.deployment_id).sha if containing else None
                 found.append(MergedTicket(key.number, rails.merge_commit, newest))
+        return found
+
+    def tickets_showing_pull(self, repository: str, number: int, before: datetime) -> set[int]:
+        """`pulls.tickets_showing_pull`: tickets whose rails show the PR linked and open before `before`."""
+        found = set()
+        for key in self.tickets:
+            ticket = self.ticket(key)
+            assert ticket is not None
+            if key.repository != repository.casefold() or ticket.rails.integration not in SHOWING_OPEN_PULLS:
+                continue
+            if shows_pull_open(ticket.rails, number, before):
+                found.add(key.number)
         return found
 
     def execute(

@@ -103,6 +103,10 @@ class MemoryReads:
         """Every merged ticket with its anchor."""
         return self.records.merged_tickets(repository)
 
+    async def tickets_showing_pull(self, repository: str, number: int, before: datetime) -> set[int]:
+        """Tickets whose rails show the PR linked and open as of before `before`."""
+        return self.records.tickets_showing_pull(repository, number, before)
+
     async def repository_at(self, repository_id: int) -> str | None:
         """`repositories.repository_at`."""
         return self.records.names.get(repository_id)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 from handlers.answers import CheckRun
 from policies.states import DeploymentState, IntegrationState
 from tests.fakes.github import issue_answer, pull_answer
@@ -70,6 +72,26 @@ async def test_an_older_pull_request_event_arriving_late_does_not_undo_the_newer
     await ports.dispatch("pull_request", pull_request("closed", newer), delivery_id="d-new")
     await ports.dispatch("pull_request", pull_request("edited", older), delivery_id="d-old")
     assert not ticket(ports).rails.pull_requests[40].open
+
+
+async def test_a_ticket_edited_out_in_the_second_the_pr_opened_is_not_left_showing_it_open() -> None:
+    """PR #40 opens with `Fixes #12`, its body is corrected to `Fixes #13` within the same second
+    (GitHub's `updated_at` has whole seconds), then it merges. In every order of arrival #13 is
+    merged and #12, linked by nothing, does not show the PR open."""
+    opened = pull_answer(REPOSITORY, 40, body="Fixes #12", head_sha=HEAD, updated_at="2026-11-30T10:00:00Z")
+    edited = {**opened, "body": "Fixes #13"}  # the same second
+    closed = {**edited, "state": "closed", "merged": True, "merged_at": "2026-11-30T10:30:00Z",
+              "merge_commit_sha": MERGE, "updated_at": "2026-11-30T10:30:00Z"}  # fmt: skip
+    events = [("opened", opened), ("edited", edited), ("closed", closed)]
+    for order in itertools.permutations(events):
+        ports = world()
+        await published(ports)
+        ports.github.add_issue(REPOSITORY, issue_answer(13, assignees=(RACHEL,)))
+        await say(ports, "/publish", number=13)
+        for action, pull in order:
+            await ports.dispatch("pull_request", pull_request(action, pull), delivery_id=action)
+        shown = (ticket(ports, 12).rails.integration, ticket(ports, 13).rails.integration)
+        assert shown == (IntegrationState.UNREPORTED, IntegrationState.MERGED), [a for a, _ in order]
 
 
 FORK = "mallory/app"
