@@ -22,6 +22,7 @@ from github_standin.common import (
     DEFAULT_PERMISSIONS,
     SEEDED_AT,
     Json,
+    ManualClock,
     RateBucket,
     fake_sha,
     parse_time,
@@ -196,17 +197,6 @@ class Token:
     expires_at: datetime
 
 
-@dataclass
-class ManualClock:
-    """A settable clock; it moves `step` on each time something is created or edited."""
-
-    at: datetime
-    step: timedelta = timedelta(0)
-
-    def __call__(self) -> datetime:
-        return self.at
-
-
 def repository_id(full_name: str, generation: int = 0) -> int:
     """A stable id for the `generation`-th repository ever created under a name (0: the first),
     so payloads built anywhere in the tests agree with the stand-in; a reused name gets another."""
@@ -370,16 +360,21 @@ class StandinState:
         return repository
 
     def rename_repository(self, old: str, new: str) -> Repository:
-        """Rename (or, with another owner, transfer) a repository: the id stays, and the old
-        name answers 301 to `/repositories/{id}` until a new repository takes it."""
+        """Rename (or, with another owner, transfer) a repository: the id stays, its issues'
+        comments, its check runs and suites go with it, a PR from it names it anew as its head,
+        and the old name answers 301 to `/repositories/{id}` until a new repository takes it."""
         repository = self.repositories.pop(old)
         repository.full_name = new
         self.repositories[new] = repository
         self.moved[old.casefold()] = repository.id
         self._names_used[new.casefold()] = self._names_used.get(new.casefold(), 0) + 1
-        for repo, login in list(self.permissions):
-            if repo == old:
-                self.permissions[(new, login)] = self.permissions.pop((repo, login))
+        for repo, login in [key for key in self.permissions if key[0] == old]:
+            self.permissions[(new, login)] = self.permissions.pop((repo, login))
+        kept: list[Comment | CheckRun | CheckSuite] = [*self.comments.values(), *self.check_runs.values()]
+        for record in (*kept, *self.check_suites.values()):
+            record.repo = new if record.repo == old else record.repo
+        for pull in (p for r in self.repositories.values() for p in r.pulls.values() if p.head_repo == old):
+            pull.head_repo = new
         return repository
 
     def repository_by_id(self, wanted: int) -> Repository | None:

@@ -472,20 +472,3 @@ def test_the_subprocess_watches_its_retry_afters_and_the_calls_made_through_them
         watched = standin.limits()
         assert [installation for installation, _, _ in watched["limits"]] == [None]
         assert [(method, path) for _, method, path, _, _ in watched["ignored"]] == [("GET", "/app")]
-
-
-@pytest.mark.asyncio
-async def test_a_renamed_repository_keeps_its_id_and_its_old_name_answers_301_until_reused() -> None:
-    """As on GitHub: the old name redirects to /repositories/{id} (which answers the repository),
-    its issues' paths too; a new repository that takes the name has another id and answers itself."""
-    async with serving() as (standin, client):
-        old = standin.state.repositories["acme/widgets"]
-        standin.state.rename_repository("acme/widgets", "acme/gadgets")
-        moved = await client.get("/repos/acme/widgets/issues/1")
-        assert moved.status_code == 301
-        assert moved.headers["Location"].endswith(f"/repositories/{old.id}/issues/1")
-        by_id = await client.get(f"/repositories/{old.id}")
-        assert by_id.status_code == 200 and by_id.json()["full_name"] == "acme/gadgets"
-        reused = standin.state.add_repository("acme/widgets")
-        answer = await client.get("/repos/acme/widgets")
-        assert answer.status_code == 200 and answer.json()["id"] == reused.id != old.id
