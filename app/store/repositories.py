@@ -6,7 +6,10 @@ belongs to GitHub's repository id kept here. `place(id, name)` makes `name` the 
 - the name held by another id (reused by a new repository) first sends that id's records to
   a name no GitHub repository can have, `owner/name@ID`, and cancels their pending writes, so
   nothing of the old repository is ever shown under the name or written into the new one;
-- the id known under another name (renamed, transferred) moves every record to `name`;
+- the id known under another name (renamed, transferred) moves every record to `name`; what
+  was kept under `name` while no id held it (an installation's listing of a repository renamed
+  away unseen, tickets from before ids) is retired first, row by row, so the move never meets
+  a unique key;
 - an id and a name seen for the first time adopt the tickets stored under the name before
   ids were kept (0014), except those created before the repository was (another repository's).
 
@@ -15,7 +18,7 @@ Tickets created later take the id from here (`tickets._save_ticket`).
 
 from __future__ import annotations
 
-from sqlalchemy import Connection, String, bindparam, cast, func, literal, select, update
+from sqlalchemy import Connection, Row, String, bindparam, cast, func, literal, select, update
 
 from app.store.database import Database, insert_for
 from app.store.effects import CANCELLED
@@ -47,7 +50,9 @@ _KEYED_BY_NAME = tuple(
         OutboxEffectRow,
     )
 )
-_NAMED_KEYS = ("status:", "check:", "reaction:")  # outbox keys that spell the name after the kind
+# Outbox keys that spell the name after the kind (a ticket's status comment, its project items,
+# a PR's check, a reaction).
+_NAMED_KEYS = ("status:", "projects:", "check:", "reaction:")
 
 
 _NAME_OF = select(repositories.c.full_name).where(repositories.c.id == bindparam("b_id"))
@@ -130,6 +135,7 @@ def _adopt(connection: Connection, repository_id: int, name: str, created_at: fl
 def _move(connection: Connection, from_name: str, to_name: str, *, cancel: bool) -> None:
     """Every record kept under `from_name` now under `to_name`; `cancel`: its pending writes
     are never sent (the name now belongs to another repository)."""
+    _retire_unheld(connection, to_name)
     for keyed in _KEYED_BY_NAME:
         column = keyed.c.repository
         connection.execute(update(keyed).where(func.lower(column) == from_name).values(repository=to_name))
@@ -137,13 +143,33 @@ def _move(connection: Connection, from_name: str, to_name: str, *, cancel: bool)
         select(_outbox.c.id, _outbox.c.dedupe_key, _outbox.c.status).where(_outbox.c.repository == to_name)
     ).all()
     for row in moved:
-        values: dict[str, object] = {"dedupe_key": _renamed_key(row.dedupe_key, from_name, to_name)}
-        if cancel and row.status == "pending":
-            values |= {
-                "status": CANCELLED,
-                "last_error": "the repository's name now names another repository",
-            }
-        connection.execute(update(_outbox).where(_outbox.c.id == row.id).values(**values))
+        _rekey(connection, row, from_name, to_name, cancel=cancel)
+
+
+def _retire_unheld(connection: Connection, name: str) -> None:
+    """Records move into `name` only while no repository id holds it, so what is kept under it
+    then is no known repository's: a name listed by an installation before it was renamed away,
+    tickets from before ids. Each row goes to a name of its own, `owner/name@unheld-ROW`, shown to
+    nobody, and its pending writes are cancelled: no unique key (a ticket's or a PR's number, an
+    observation's fingerprint, an installation's listing, an outbox key) can meet the moving rows."""
+    effects = select(_outbox.c.id, _outbox.c.dedupe_key, _outbox.c.status)
+    unheld = connection.execute(effects.where(func.lower(_outbox.c.repository) == name)).all()
+    for keyed in _KEYED_BY_NAME:
+        column = keyed.c.repository
+        retired = literal(f"{name}@unheld-") + cast(keyed.c.id, String)
+        connection.execute(update(keyed).where(func.lower(column) == name).values(repository=retired))
+    for row in unheld:
+        _rekey(connection, row, name, f"{name}@unheld-{row.id}", cancel=True)
+
+
+def _rekey(
+    connection: Connection, row: Row[int, str, str], from_name: str, to_name: str, *, cancel: bool
+) -> None:
+    """The moved effect `row`'s key spelled with `to_name`; `cancel`: never sent if pending."""
+    values: dict[str, object] = {"dedupe_key": _renamed_key(row.dedupe_key, from_name, to_name)}
+    if cancel and row.status == "pending":
+        values |= {"status": CANCELLED, "last_error": "the repository's name now names another repository"}
+    connection.execute(update(_outbox).where(_outbox.c.id == row.id).values(**values))
 
 
 def _renamed_key(key: str, from_name: str, to_name: str) -> str:

@@ -8,15 +8,19 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
 
 from app.store.tickets import TicketService
 from github_standin.events import repository_moved
 from policies.model import TicketKey
+from support.payloads import example
 from support.web_world import PRIVATE_REPO, WebWorld, say_in, web_world
+from support.world import REPO, World, comment_payload
 
 ARCHIVE = "acme/vault-archive"
+SITE = "acme/site"
 
 
 @pytest.fixture
@@ -128,3 +132,58 @@ async def test_an_idempotency_key_used_on_the_old_repository_answers_nothing_of_
     assert again["error"]["code"] == "idempotency_key_reused" and "claimed" not in json.dumps(again)
     new = TicketService(web.database).load(TicketKey(PRIVATE_REPO, 7))
     assert new is not None and new.work is not None and new.work.value == "open"
+
+
+def in_repository(payload: dict[str, Any], name: str) -> dict[str, Any]:
+    """`payload` (of acme/web) as GitHub sends it once acme/web is called `name` (the same id)."""
+    text = json.dumps(payload).replace(REPO, name).replace('"web"', f'"{name.split("/")[1]}"')
+    return cast(dict[str, Any], json.loads(text))
+
+
+async def say_in_renamed(world: World, login: str, body: str, name: str = SITE) -> None:
+    """`login` comments on `name`#12, the renamed acme/web; wait until it is processed."""
+    written = world.github.add_comment(name, 12, body, user=login)
+    payload = comment_payload(login, body, 12, id=written.id, user_id=world.github.user_id(login))
+    await world.send("issue_comment", in_repository(payload, name))
+
+
+async def swap_names(world: World) -> None:
+    """Installation 7 lists acme/web and acme/site (another repository); #12 is a ticket. Then,
+    on GitHub, acme/site is renamed acme/site-old (no webhook of its own reaches railyard) and
+    acme/web is renamed acme/site: a common swap."""
+    added = json.loads(example("api.github.com", "installation_repositories", "01-added.json"))
+    added["installation"]["id"], added["repositories_removed"] = 7, []
+    added["repositories_added"] = [
+        {"id": world.github.repositories[REPO].id, "full_name": REPO, "name": "web", "private": False},
+        {"id": 99, "full_name": SITE, "name": "site", "private": False},
+    ]
+    await world.send("installation_repositories", added)
+    await world.say("rachel", "/publish")
+    world.github.add_repository(SITE, files={})
+    world.github.rename_repository(SITE, "acme/site-old")
+    world.github.rename_repository(REPO, SITE)
+
+
+async def test_a_rename_into_a_name_the_installation_listed_before_moves_the_tickets(world: World) -> None:
+    """After the swap, GitHub's `renamed` webhook moves #12 to acme/site, and cody's `/claim`
+    there runs: a name listed before by the installation never stops the move, nor the
+    repository's deliveries after it (every one passes the guard that moves records)."""
+    await swap_names(world)
+    guid, payload = repository_moved(
+        world.github, "https://api.github.com", world.github.repositories[SITE], REPO, 7, "max"
+    )
+    assert (await world.server.deliver("repository", json.dumps(payload).encode(), guid)).status == 202
+    await world.settle()
+    assert TicketService(world.database).load(TicketKey(SITE, 12)) is not None
+    await say_in_renamed(world, "cody", "/claim")
+    ticket = TicketService(world.database).load(TicketKey(SITE, 12))
+    assert ticket is not None and ticket.work.value == "claimed"
+
+
+async def test_after_such_a_rename_the_first_command_moves_the_tickets_and_runs(world: World) -> None:
+    """The swap with no `renamed` webhook yet: cody's `/claim` on acme/site#12 moves the records
+    (GitHub says the id's name) and is applied."""
+    await swap_names(world)
+    await say_in_renamed(world, "cody", "/claim")
+    ticket = TicketService(world.database).load(TicketKey(SITE, 12))
+    assert ticket is not None and ticket.work.value == "claimed"

@@ -437,6 +437,7 @@ def place(records: Records, repository_id: int, name: str) -> None:
         records.names[holder] = retired
     current = records.names.get(repository_id)
     if current is not None:
+        move(records, name, f"{name}@unheld")  # no id holds `name`: what it keeps is no one's
         move(records, current, name)
     records.names[repository_id] = name
 

@@ -11,19 +11,22 @@ from typing import Any
 
 import pytest
 from alembic import command
-from sqlalchemy import insert, select, text
+from sqlalchemy import Connection, insert, select, text
 
 from app.store.database import Database, alembic_config
 from app.store.effects import effects_table
+from app.store.installations import installation_repositories as listings
+from app.store.installations import set_repositories
 from app.store.repositories import holds, place, repositories
 from app.store.signs import watched_claims
-from app.store.tables import PullRequestRow, TicketRow, WebhookDeliveryRow, table
+from app.store.tables import HeldObservationRow, PullRequestRow, TicketRow, WebhookDeliveryRow, table
 from app.store.tickets import TicketService
 from policies.commands import Claim, Publish
 from policies.model import TicketKey
 from tests.fakes import REQUESTER, RUNNER, Comments
 
 tickets, deliveries, pulls = table(TicketRow), table(WebhookDeliveryRow), table(PullRequestRow)
+held = table(HeldObservationRow)
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
@@ -209,3 +212,47 @@ def _until_a_backend_waits_for_a_lock(database: Database) -> None:
                 return
         threading.Event().wait(0.01)
     raise AssertionError("the second placement never waited for the first")
+
+
+def keep_records(connection: Connection, name: str, repository_id: int | None) -> None:
+    """Ticket #12 (of `repository_id`, None: from before ids), PR #40 linking it, an observation
+    held on a commit and the ticket's pending status comment, all kept under `name`."""
+    connection.execute(insert(tickets).values(**a_ticket(name, 12), repository_id=repository_id))
+    connection.execute(
+        insert(pulls).values(
+            repository=name, number=40, url="u", open=True, merged=False, linked=[12], updated_at=1.0
+        )
+    )
+    connection.execute(
+        insert(held).values(repository=name, subject="check:a", fingerprint="f", data={}, held_at=1.0)
+    )
+    connection.execute(
+        insert(effects_table).values(
+            dedupe_key=f"status:{name}#12", installation_id=7, repository=name, kind="status_comment",
+            payload={}, status="pending", next_attempt_at=1.0, created_at=1.0, updated_at=1.0,
+        )
+    )  # fmt: skip
+
+
+def test_a_rename_into_a_name_whose_records_no_repository_holds_retires_them_and_moves_every_record(
+    database: Database,
+) -> None:
+    """Installation 7 listed acme/web and acme/site; acme/site was renamed away without a webhook
+    of its own, leaving records from before ids under the name. acme/web (id 1) renamed acme/site
+    takes the name: its records move there whole (no unique key meets the old ones), the old ones
+    go where no name reaches them, and their pending write is never sent."""
+    with database.write() as connection:
+        set_repositories(connection, 7, ["acme/web", "acme/site"], True, 1.0)
+        place(connection, 1, "acme/web", None, 1.0)
+        keep_records(connection, "acme/web", 1)
+        keep_records(connection, "acme/site", None)
+        place(connection, 1, "acme/site", None, 2.0)
+    with database.read() as connection:
+        ours = connection.execute(select(tickets.c.repository).where(tickets.c.repository_id == 1)).scalars()
+        assert list(ours) == ["acme/site"]
+        for keyed in (tickets, pulls, held, listings):
+            names = sorted(connection.execute(select(keyed.c.repository)).scalars())
+            assert names[0] == "acme/site" and names[1].startswith("acme/site@unheld-"), names
+        effects = dict(connection.execute(select(effects_table.c.dedupe_key, effects_table.c.status)).all())
+    assert effects.pop("status:acme/site#12") == "pending" and list(effects.values()) == ["cancelled"]
+    assert holds(database, "acme/site", 1)
