@@ -36,6 +36,7 @@ from app.store.tables import (
 repositories = table(RepositoryRow)
 _tickets = table(TicketRow)
 _outbox = table(OutboxEffectRow)
+_pulls = table(PullRequestRow)
 # Every table keyed by the repository's name, but history: webhook deliveries and the append-only
 # operations (the database refuses to change them) keep the name they had then. An operation's
 # outcome is found by its id, so a replay is still a replay under the new name.
@@ -139,6 +140,10 @@ def _move(connection: Connection, from_name: str, to_name: str, *, cancel: bool)
     for keyed in _KEYED_BY_NAME:
         column = keyed.c.repository
         connection.execute(update(keyed).where(func.lower(column) == from_name).values(repository=to_name))
+    # A PR's head names the repository its branch is in: only one in this repository links
+    # tickets by branch (`same_repository`), so the head's name moves with the repository's.
+    head = _pulls.c.head_repository
+    connection.execute(update(_pulls).where(func.lower(head) == from_name).values(head_repository=to_name))
     moved = connection.execute(
         select(_outbox.c.id, _outbox.c.dedupe_key, _outbox.c.status).where(_outbox.c.repository == to_name)
     ).all()

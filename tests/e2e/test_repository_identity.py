@@ -17,10 +17,11 @@ from github_standin.events import repository_moved
 from policies.model import TicketKey
 from support.payloads import example
 from support.web_world import PRIVATE_REPO, WebWorld, say_in, web_world
-from support.world import REPO, World, comment_payload
+from support.world import REPO, World, comment_payload, pull_request_payload
 
 ARCHIVE = "acme/vault-archive"
 SITE = "acme/site"
+LATER = "7" * 40
 
 
 @pytest.fixture
@@ -187,3 +188,29 @@ async def test_after_such_a_rename_the_first_command_moves_the_tickets_and_runs(
     await say_in_renamed(world, "cody", "/claim")
     ticket = TicketService(world.database).load(TicketKey(SITE, 12))
     assert ticket is not None and ticket.work.value == "claimed"
+
+
+async def test_a_pull_request_opened_before_a_rename_is_linked_by_a_delivery_on_its_branch_after_it(
+    world: World,
+) -> None:
+    """PR #50 was opened from acme/web's own branch agent/12-later (linking nothing). acme/web is
+    renamed acme/site (its webhook processed), then cody delivers #12 on agent/12-later: #50 is a
+    PR from this repository's branch still, so it links #12 (`pull_request_open`), and its newest
+    `railyard` check is no longer the unlinked success (#12's work is delivered, not accepted)."""
+    world.github.repositories[REPO].branches["agent/12-later"] = LATER
+    world.github.add_pull(REPO, 50, body="Just code", head_ref="agent/12-later", head_sha=LATER)
+    await world.say("rachel", "/publish")
+    await world.say("cody", "/claim")
+    await world.send(
+        "pull_request", pull_request_payload("opened", 50, "Just code", head=LATER, ref="agent/12-later")
+    )
+    moved = world.github.rename_repository(REPO, SITE)
+    guid, payload = repository_moved(world.github, "https://api.github.com", moved, REPO, 7, "max")
+    assert (await world.server.deliver("repository", json.dumps(payload).encode(), guid)).status == 202
+    await world.settle()
+    await say_in_renamed(world, "cody", "/deliver branch=agent/12-later\nDone.")
+    ticket = TicketService(world.database).load(TicketKey(SITE, 12))
+    assert ticket is not None and ticket.work.value == "delivered"
+    assert 50 in ticket.rails.pull_requests and ticket.rails.integration.value == "pull_request_open"
+    runs = [r for r in world.github.check_runs.values() if r.head_sha == LATER and r.name == "railyard"]
+    assert max(runs, key=lambda r: r.id).conclusion != "success"

@@ -451,6 +451,9 @@ def move(records: Records, old: str, new: str) -> None:
     def named(repository: str) -> str:
         return new if repository.casefold() == old else repository
 
+    def head(pull: PullRequest) -> str | None:
+        return None if pull.head_repository is None else named(pull.head_repository)
+
     records.tickets = {key(k): v for k, v in records.tickets.items()}
     records.ticket_ids = {key(k): v for k, v in records.ticket_ids.items()}
     records.log = {key(k): v for k, v in records.log.items()}
@@ -458,7 +461,7 @@ def move(records: Records, old: str, new: str) -> None:
     records.deliveries = [replace(d, key=key(d.key)) for d in records.deliveries]
     records.installation_of = {key(k): v for k, v in records.installation_of.items()}
     records.pulls = {
-        (named(r), n): (replace(p, repository=named(p.repository)), linked)
+        (named(r), n): (replace(p, repository=named(p.repository), head_repository=head(p)), linked)
         for (r, n), (p, linked) in records.pulls.items()
     }
     records.held = {

@@ -256,3 +256,31 @@ def test_a_rename_into_a_name_whose_records_no_repository_holds_retires_them_and
         effects = dict(connection.execute(select(effects_table.c.dedupe_key, effects_table.c.status)).all())
     assert effects.pop("status:acme/site#12") == "pending" and list(effects.values()) == ["cancelled"]
     assert holds(database, "acme/site", 1)
+
+
+def test_a_rename_keeps_a_pull_request_from_the_repositorys_own_branch_its_own(database: Database) -> None:
+    """acme/vault's PR #9 is from its own branch (its head spelled as GitHub sent it, any case)
+    and acme/docs's PR #3 from acme/vault's: once acme/vault is acme/archive both heads say so,
+    so #9 still links tickets by branch; a fork's head (acme/other) stays as it was."""
+    heads = {
+        ("acme/vault", 9): "ACME/Vault",
+        ("acme/docs", 3): "acme/vault",
+        ("acme/vault", 10): "acme/other",
+    }
+    with database.write() as connection:
+        place(connection, 1, "acme/vault", None, 1.0)
+        for (name, number), head in heads.items():
+            connection.execute(
+                insert(pulls).values(
+                    repository=name, number=number, url="u", open=True, merged=False, linked=[7],
+                    updated_at=1.0, head_repository=head,
+                )
+            )  # fmt: skip
+        place(connection, 1, "acme/archive", None, 2.0)
+    with database.read() as connection:
+        rows = connection.execute(select(pulls.c.repository, pulls.c.number, pulls.c.head_repository)).all()
+    assert sorted(tuple(row) for row in rows) == [
+        ("acme/archive", 9, "acme/archive"),
+        ("acme/archive", 10, "acme/other"),
+        ("acme/docs", 3, "acme/archive"),
+    ]
