@@ -247,9 +247,9 @@ class UnitOfWork(Reads, Protocol):
         """Store a sign of life unless a later one is stored; False when the issue is not a ticket."""
 
     async def place_repository(
-        self, repository_id: int, name: str, created_at: float | None, now: float
+        self, repository_id: int, name: str, created_at: float | None, now: float, installation_id: int | None
     ) -> None:
-        """Make `name` the name of the repository's records (a reused name's old records move away)."""
+        """Make `name` the name of the repository's records, written through `installation_id` if given."""
 
     async def set_installation(self, installation_id: int, account: str, status: str, now: float) -> None:
         """Record an installation's status."""

@@ -48,15 +48,16 @@ async def identified(event: WebhookEvent, services: Services) -> WebhookEvent | 
     if current is None:
         if holder is not None:
             await _follow(services, event, holder, name)
-        await _place(services, repository_id, name, created)
+        await _place(services, repository_id, name, created, event.installation_id)
         return event
     now = await _name_now(services, event, repository_id)
     if now is None:
         log.warning("dropped: GitHub does not know the repository", repository_id=repository_id)
         return None
     services.configs.forget(current)
-    await _place(services, repository_id, now, created)
-    if now.casefold() != name.casefold():
+    current_delivery = now.casefold() == name.casefold()  # an older one's installation may be gone
+    await _place(services, repository_id, now, created, event.installation_id if current_delivery else None)
+    if not current_delivery:
         log.info("dropped: the repository has been renamed since", repository_id=repository_id)
         return None
     return event
@@ -66,7 +67,7 @@ async def _follow(services: Services, event: WebhookEvent, holder: int, name: st
     """The repository that held `name` before: its records follow it to its name now, if it has one."""
     now = await _name_now(services, event, holder)
     if now is not None and now.casefold() != name.casefold():
-        await _place(services, holder, now, None)
+        await _place(services, holder, now, None, None)  # another installation may reach it now
 
 
 async def _name_now(services: Services, event: WebhookEvent, repository_id: int) -> str | None:
@@ -78,9 +79,11 @@ async def _name_now(services: Services, event: WebhookEvent, repository_id: int)
         return None
 
 
-async def _place(services: Services, repository_id: int, name: str, created_at: float | None) -> None:
+async def _place(
+    services: Services, repository_id: int, name: str, created_at: float | None, installation_id: int | None
+) -> None:
     async with services.store.unit() as uow:
-        await uow.place_repository(repository_id, name, created_at, services.clock())
+        await uow.place_repository(repository_id, name, created_at, services.clock(), installation_id)
         await uow.commit()
 
 

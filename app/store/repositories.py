@@ -6,7 +6,8 @@ belongs to GitHub's repository id kept here. `place(id, name)` makes `name` the 
 - the name held by another id (reused by a new repository) first sends that id's records to
   a name no GitHub repository can have, `owner/name@ID`, and cancels their pending writes, so
   nothing of the old repository is ever shown under the name or written into the new one;
-- the id known under another name (renamed, transferred) moves every record to `name`; what
+- the id known under another name (renamed, transferred) moves every record to `name` (and,
+  given the installation that sent the news, its tickets and writes to that installation); what
   was kept under `name` while no id held it (an installation's listing of a repository renamed
   away unseen, tickets from before ids) is retired first, row by row, so the move never meets
   a unique key;
@@ -86,9 +87,15 @@ def retired_name(name: str, repository_id: int) -> str:
 
 
 def place(
-    connection: Connection, repository_id: int, name: str, created_at: float | None, now: float
+    connection: Connection,
+    repository_id: int,
+    name: str,
+    created_at: float | None,
+    now: float,
+    installation_id: int | None = None,
 ) -> None:
-    """Make `name` the name of `repository_id`'s records (see the module's docstring)."""
+    """Make `name` the name of `repository_id`'s records (see the module's docstring); given
+    `installation_id`, the installation that reaches the repository now, its writes go through it."""
     name = name.casefold()
     holder = repository_named(connection, name)
     if holder == repository_id:
@@ -107,9 +114,24 @@ def place(
         )
         if inserted.rowcount and holder is None:
             _adopt(connection, repository_id, name, created_at)
-        return
-    _move(connection, current, name, cancel=False)
-    _rename(connection, repository_id, name, now)
+    else:
+        _move(connection, current, name, cancel=False)
+        _rename(connection, repository_id, name, now)
+    if installation_id is not None:
+        _installed(connection, name, installation_id)
+
+
+def _installed(connection: Connection, name: str, installation_id: int) -> None:
+    """The repository at `name` is reached through `installation_id` (transferred to an owner with
+    another installation of the app): its tickets' installation is what the watchdog and re-checks
+    write with, and its effects' is what the outbox writes with, a done surface included (the
+    next change re-arms its row, installation and all)."""
+    connection.execute(
+        update(_tickets).where(_tickets.c.repository == name).values(installation_id=installation_id)
+    )
+    connection.execute(
+        update(_outbox).where(_outbox.c.repository == name).values(installation_id=installation_id)
+    )
 
 
 def _rename(connection: Connection, repository_id: int, name: str, now: float) -> None:

@@ -361,10 +361,10 @@ class SqlUnit(SqlReads):
         return await self._run(signs.record_sign_of_life, heard)
 
     async def place_repository(
-        self, repository_id: int, name: str, created_at: float | None, now: float
+        self, repository_id: int, name: str, created_at: float | None, now: float, installation_id: int | None
     ) -> None:
         """Make `name` the repository's name, moving records as `repositories.place` does."""
-        await self._run(repositories.place, repository_id, name, created_at, now)
+        await self._run(repositories.place, repository_id, name, created_at, now, installation_id)
 
     async def set_installation(self, installation_id: int, account: str, status: str, now: float) -> None:
         """Record an installation's status."""

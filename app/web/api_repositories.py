@@ -69,7 +69,9 @@ class ApiRepositories:
             known_as = await reads.repository_at(repository_id) if holder is None else None
         if holder is None and known_as is None and created is not None:
             async with self._shell.store.unit() as uow:
-                await uow.place_repository(repository_id, repository, created.timestamp(), self._clock())
+                await uow.place_repository(
+                    repository_id, repository, created.timestamp(), self._clock(), None
+                )
                 await uow.commit()
             return True
         return holder is not None and holder == repository_id

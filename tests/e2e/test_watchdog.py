@@ -4,6 +4,7 @@ moved forward by the test), signed webhooks in, the GitHub stand-in answering.""
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -15,9 +16,11 @@ import pytest
 from sqlalchemy import select, text, update
 
 from app.store.database import Database
+from app.store.effects import effect_counts
 from app.store.signs import signs_of_life
 from app.store.tickets import TicketService, tickets
 from github_standin import running_standin
+from github_standin.events import repository_moved
 from policies.events import EventType
 from policies.model import TicketKey
 from support.world import REPO, World, event_payload, standin_state
@@ -316,3 +319,34 @@ async def test_a_passed_deadline_stays_claim_overdue_after_a_later_silence_and_a
     await asyncio.sleep(0.2)
     assert world.ticket().work is not None and world.ticket().work.value == "claimed"
     assert "claim_overdue" in codes()
+
+
+async def test_after_a_transfer_to_another_installation_the_watchdog_writes_through_the_new_one(
+    watched: tuple[World, Wall],
+) -> None:
+    """#12 is claimed (`--check-in 60`); acme/web is transferred to the beta organization, whose
+    installation of the app is 9, and GitHub's `transferred` webhook (from installation 9) is
+    processed. An hour of silence later the watchdog records `claim_overdue` and the status
+    comment on beta/web#12 says so, written with installation 9 (the only one that can reach the
+    repository now): no write is left failed."""
+    world, wall = watched
+    world.github.add_installation(9, "beta")
+    await world.say("rachel", "/publish")
+    await world.say("cody", "/claim --check-in 60")
+    moved = world.github.rename_repository(REPO, "beta/web")
+    guid, payload = repository_moved(world.github, "https://api.github.com", moved, REPO, 9, "max")
+    assert (await world.server.deliver("repository", json.dumps(payload).encode(), guid)).status == 202
+    await world.settle()
+
+    wall.ahead = timedelta(minutes=61)
+    history = TicketService(world.database).history
+    deadline = asyncio.get_running_loop().time() + 10
+    while not any(r.event.type is EventType.CLAIM_OVERDUE for r in history(TicketKey("beta/web", 12))):
+        assert asyncio.get_running_loop().time() < deadline, "the watchdog recorded nothing"
+        await asyncio.sleep(0.05)
+    await world.outbox_settled()
+    assert not effect_counts(world.database).get("failed")
+    status = [
+        c.body for c in world.github.comments.values() if c.repo == "beta/web" and "railyard:status" in c.body
+    ]
+    assert len(status) == 1 and "overdue" in status[0].lower(), status

@@ -425,12 +425,19 @@ def repository_named(records: Records, name: str) -> int | None:
     return next((i for i, n in records.names.items() if n == name.casefold()), None)
 
 
-def place(records: Records, repository_id: int, name: str) -> None:
+def place(records: Records, repository_id: int, name: str, installation_id: int | None = None) -> None:
     """`repositories.place` (without the legacy adoption: memory has no rows from before ids)."""
     name = name.casefold()
     holder = repository_named(records, name)
     if holder == repository_id:
         return
+    _place(records, repository_id, name, holder)
+    if installation_id is not None:
+        for key in [key for key in records.tickets if key.repository == name]:
+            records.installation_of[key] = installation_id
+
+
+def _place(records: Records, repository_id: int, name: str, holder: int | None) -> None:
     if holder is not None:
         retired = f"{name}@{holder}"
         move(records, name, retired)

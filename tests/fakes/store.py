@@ -170,10 +170,10 @@ class MemoryUnit(MemoryReads):
         return self._writing().record_sign_of_life(heard)
 
     async def place_repository(
-        self, repository_id: int, name: str, created_at: float | None, now: float
+        self, repository_id: int, name: str, created_at: float | None, now: float, installation_id: int | None
     ) -> None:
         """`repositories.place`."""
-        place(self._writing(), repository_id, name)
+        place(self._writing(), repository_id, name, installation_id)
 
     async def set_installation(self, installation_id: int, account: str, status: str, now: float) -> None:
         """Record an installation's status."""

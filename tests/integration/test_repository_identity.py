@@ -284,3 +284,35 @@ def test_a_rename_keeps_a_pull_request_from_the_repositorys_own_branch_its_own(d
         ("acme/archive", 10, "acme/other"),
         ("acme/docs", 3, "acme/archive"),
     ]
+
+
+def test_a_transfer_to_an_owner_with_another_installation_moves_the_tickets_and_writes_to_it(
+    database: Database,
+) -> None:
+    """acme/vault (id 1, installation 7) is transferred to bravo, whose installation is 9: its
+    tickets (what the watchdog writes with) and its effects, pending or a done status comment
+    the next change re-arms, go through installation 9; another repository's stay on 7."""
+    with database.write() as connection:
+        place(connection, 1, "acme/vault", None, 1.0)
+        place(connection, 2, "acme/other", None, 1.0)
+        for name, repository_id in (("acme/vault", 1), ("acme/other", 2)):
+            keep_records(connection, name, repository_id)
+        connection.execute(
+            insert(effects_table).values(
+                dedupe_key="check:acme/vault:40:a", installation_id=7, repository="acme/vault",
+                kind="check_run", payload={}, status="done", next_attempt_at=1.0, created_at=1.0,
+                updated_at=1.0,
+            )
+        )  # fmt: skip
+        place(connection, 1, "bravo/vault", None, 2.0, installation_id=9)
+    with database.read() as connection:
+        ticket_rows = connection.execute(select(tickets.c.repository, tickets.c.installation_id)).all()
+        effects = connection.execute(
+            select(effects_table.c.dedupe_key, effects_table.c.installation_id)
+        ).all()
+    assert sorted(tuple(row) for row in ticket_rows) == [("acme/other", 7), ("bravo/vault", 9)]
+    assert sorted(tuple(row) for row in effects) == [
+        ("check:bravo/vault:40:a", 9),
+        ("status:acme/other#12", 7),
+        ("status:bravo/vault#12", 9),
+    ]
