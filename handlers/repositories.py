@@ -9,15 +9,21 @@ router's guard):
   go to its name now, as GitHub says (`GET /repositories/{id}`), or away where no name can
   reach them; then the name is this id's, and the handlers run on a clean slate;
 - the id is known under another name: GitHub is asked the id's name now; the records move
-  there (a rename or transfer whose event has not arrived yet), and a delivery naming an old
-  name (older than the rename) is dropped: it never touches what another repository now owns.
+  there (a rename or transfer whose event has not arrived yet), the tickets and writes to the
+  delivery's installation (a transfer may bring another one). A delivery naming an old name
+  (written before the rename, delivered after it) is the same repository's: it runs under the
+  name now, as GitHub would send it now (`_as_named_now`), so it acts on the id's records only,
+  never on those of a repository that took the old name since. It is dropped only when GitHub
+  no longer knows the id, or no installation of the app reaches the repository now.
 
 `repository` `renamed` and `transferred` events need nothing more than this guard.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime
+from typing import Any
 
 import structlog
 
@@ -55,12 +61,48 @@ async def identified(event: WebhookEvent, services: Services) -> WebhookEvent | 
         log.warning("dropped: GitHub does not know the repository", repository_id=repository_id)
         return None
     services.configs.forget(current)
-    current_delivery = now.casefold() == name.casefold()  # an older one's installation may be gone
-    await _place(services, repository_id, now, created, event.installation_id if current_delivery else None)
-    if not current_delivery:
-        log.info("dropped: the repository has been renamed since", repository_id=repository_id)
-        return None
+    if now.casefold() != name.casefold():
+        renamed = await _as_named_now(services, event, repository_id, now)
+        if renamed is None:
+            log.warning("dropped: no installation reaches the repository now", repository_id=repository_id)
+            return None
+        log.info("renamed since it was sent: handled under its name now", repository_id=repository_id)
+        event = renamed
+    await _place(services, repository_id, now, created, event.installation_id)
     return event
+
+
+async def _as_named_now(
+    services: Services, event: WebhookEvent, repository_id: int, now: str
+) -> WebhookEvent | None:
+    """`event`, of the repository `repository_id` when it had another name, as GitHub would send it
+    now: every repository object of that id in it (the repository, a PR's head or base) named
+    `now`; after a transfer to another owner, through that owner's installation of the app (the
+    delivery's may be gone), None when there is none."""
+    installation_id = event.installation_id
+    before = dig_str(event.payload, "repository", "full_name") or ""
+    if before.partition("/")[0].casefold() != now.partition("/")[0].casefold():
+        try:
+            installation_id = await services.github.installation_of(now)
+        except Missing:
+            return None
+    payload = _named(event.payload, repository_id, now)
+    return replace(event, payload=payload, installation_id=installation_id)
+
+
+def _named(value: Any, repository_id: int, now: str) -> Any:
+    """`value` (a payload, or a part of one) with every repository object of the id named `now`."""
+    if isinstance(value, list):
+        return [_named(item, repository_id, now) for item in value]
+    if not isinstance(value, dict):
+        return value
+    found = {key: _named(item, repository_id, now) for key, item in value.items()}
+    if found.get("id") == repository_id and "full_name" in found:
+        owner, _, short = now.partition("/")
+        found |= {"full_name": now, "name": short}
+        if isinstance(found.get("owner"), dict):
+            found["owner"] = {**found["owner"], "login": owner}
+    return found
 
 
 async def _follow(services: Services, event: WebhookEvent, holder: int, name: str) -> None:

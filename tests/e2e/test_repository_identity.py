@@ -214,3 +214,23 @@ async def test_a_pull_request_opened_before_a_rename_is_linked_by_a_delivery_on_
     assert 50 in ticket.rails.pull_requests and ticket.rails.integration.value == "pull_request_open"
     runs = [r for r in world.github.check_runs.values() if r.head_sha == LATER and r.name == "railyard"]
     assert max(runs, key=lambda r: r.id).conclusion != "success"
+
+
+async def test_a_command_written_before_a_rename_and_delivered_after_the_renamed_event_runs(
+    world: World,
+) -> None:
+    """cody writes `/deliver` on acme/web#12; GitHub renames the repository acme/site and the
+    `renamed` webhook is processed first (the comment's delivery waited: a retry, a redelivery
+    after an outage). The comment's delivery still names acme/web, as when it was written: it
+    is the same repository (the same id), so #12, now acme/site#12, is delivered."""
+    await world.say("rachel", "/publish")
+    await world.say("cody", "/claim")
+    payload = world.write("cody", "/deliver branch=agent/12-fix\nDone.")
+    moved = world.github.rename_repository(REPO, SITE)
+    guid, renamed = repository_moved(world.github, "https://api.github.com", moved, REPO, 7, "max")
+    assert (await world.server.deliver("repository", json.dumps(renamed).encode(), guid)).status == 202
+    await world.settle()
+    await world.send("issue_comment", payload)
+    ticket = TicketService(world.database).load(TicketKey(SITE, 12))
+    assert ticket is not None and ticket.work.value == "delivered"
+    assert TicketService(world.database).load(TicketKey(REPO, 12)) is None

@@ -67,16 +67,60 @@ async def test_a_rename_moves_the_tickets_and_pull_requests_to_the_new_name() ->
         assert await reads.stored_pull(REPOSITORY, 40) is None
 
 
-async def test_an_event_naming_the_old_name_after_a_rename_is_dropped() -> None:
-    """A delivery older than the rename (it still says acme/app) changes nothing anywhere."""
+async def test_a_command_written_before_a_rename_and_delivered_after_it_runs_under_the_name_now() -> None:
+    """carol's `/claim`, written on acme/app#12 and delivered after the `renamed` event (it still
+    says acme/app): the same repository, by id, so it claims acme/tools#12; nothing is kept
+    under the old name."""
     ports = world()
     await publish(ports, OLD, 12)
     ports.github.names[OLD] = "acme/tools"
+    ports.github.add_issue("acme/tools", issue_answer(12, assignees=(RACHEL,)))
     await ports.dispatch("repository", renamed(OLD, REPOSITORY, "acme/tools"))
-    before = ports.store.ticket(TicketKey("acme/tools", 12))
     await ports.dispatch("issue_comment", of(OLD, comment(12, "/claim", author=("carol", 202))))
-    assert ports.store.ticket(TicketKey("acme/tools", 12)) == before
+    moved = ports.store.ticket(TicketKey("acme/tools", 12))
+    assert moved is not None and moved.claimant == "carol"
     assert ports.store.ticket(TicketKey(REPOSITORY, 12)) is None
+
+
+async def test_a_late_command_of_a_renamed_repository_never_touches_the_one_that_took_its_name() -> None:
+    """acme/app (OLD) is renamed acme/tools and a new acme/app (NEW) publishes its own #12; then
+    carol's `/claim` written on the old acme/app#12 arrives: the payload's id decides, so it
+    claims acme/tools#12, and the new acme/app#12 stays open."""
+    ports = world()
+    await publish(ports, OLD, 12)
+    ports.github.names[OLD] = "acme/tools"
+    ports.github.add_issue("acme/tools", issue_answer(12, assignees=(RACHEL,)))
+    await ports.dispatch("repository", renamed(OLD, REPOSITORY, "acme/tools"))
+    await publish(ports, NEW, 12)
+    await ports.dispatch("issue_comment", of(OLD, comment(12, "/claim", author=("carol", 202))))
+    moved, new = (
+        ports.store.ticket(TicketKey("acme/tools", 12)),
+        ports.store.ticket(TicketKey(REPOSITORY, 12)),
+    )
+    assert moved is not None and moved.claimant == "carol"
+    assert new is not None and new.claimant is None and new.work.value == "open"
+
+
+async def test_a_late_command_of_a_transferred_repository_runs_through_its_new_installation() -> None:
+    """acme/app is transferred to bravo, whose installation of the app is 9 (its `transferred`
+    event processed): carol's `/claim` written before, sent by the old installation, claims
+    bravo/app#12 and its ticket is written through installation 9; dropped when bravo has no
+    installation of the app any more."""
+    for installed in (True, False):
+        ports = world()
+        transferred = json.loads(example("api.github.com", "repository", "11-transferred.json"))
+        transferred["installation"] = {"id": 9}
+        await publish(ports, OLD, 12)
+        ports.github.names[OLD] = "bravo/app"
+        ports.github.add_issue("bravo/app", issue_answer(12, assignees=(RACHEL,)))
+        await ports.dispatch("repository", of(OLD, transferred, "bravo/app"))
+        if installed:
+            ports.github.installations["bravo/app"] = 9
+        await ports.dispatch("issue_comment", of(OLD, comment(12, "/claim", author=("carol", 202))))
+        moved = ports.store.ticket(TicketKey("bravo/app", 12))
+        assert moved is not None and (moved.claimant == "carol") is installed
+        if installed:
+            assert ports.store.records.installation_of[TicketKey("bravo/app", 12)] == 9
 
 
 async def test_a_rename_whose_event_has_not_arrived_is_followed_by_id() -> None:
@@ -100,3 +144,19 @@ async def test_a_transfer_moves_the_tickets_to_the_new_owner() -> None:
     await ports.dispatch("repository", of(OLD, payload, "bravo/app"))
     assert ports.store.ticket(TicketKey("bravo/app", 12)) is not None
     assert ports.store.ticket(TicketKey(REPOSITORY, 12)) is None
+
+
+async def test_a_late_pull_request_event_of_a_renamed_repository_keeps_its_own_branch_its_own() -> None:
+    """PR #40's `opened`, sent before acme/app was renamed acme/tools and delivered after: its head
+    is the repository itself (the same id), so the PR is stored as acme/tools's from its own
+    branch (it links by branch), not as a fork's."""
+    ports = world()
+    await publish(ports, OLD, 12)
+    ports.github.names[OLD] = "acme/tools"
+    await ports.dispatch("repository", renamed(OLD, REPOSITORY, "acme/tools"))
+    pull = pull_answer(REPOSITORY, 40, body="Fixes #12")
+    pull["head"]["repo"]["id"] = OLD
+    await ports.dispatch("pull_request", of(OLD, pull_request("opened", pull)))
+    async with ports.store.read() as reads:
+        stored = await reads.stored_pull("acme/tools", 40)
+    assert stored is not None and stored[0].head_repository == "acme/tools"
