@@ -1,5 +1,11 @@
 """`deployment` and `deployment_status` events: one deployment (or status) moves every merged
-ticket it contains, not only its last commit's."""
+ticket it contains, not only its last commit's.
+
+Only the environments `deployments.environments` lists are rails (SPEC: kept per configured
+environment). A deployment to another one (a per-PR preview) is held, for the deployment gate
+and for a ticket merging once the environment is configured, and touches no ticket: no
+revision, no status comment or check rewritten, no compare spent.
+"""
 
 from __future__ import annotations
 
@@ -40,6 +46,8 @@ async def on_deployment(event: WebhookEvent, services: Services) -> None:
         # Held first, and committed: a ticket merging at the same time either finds it or is found here.
         await uow.hold(repository, f"deployment:{seen.environment}", seen, services.clock())
         await uow.commit()
+    if seen.environment not in rules.environments:
+        return
     async with services.store.read() as reads:
         merged = await reads.merged_tickets(repository)
     told: list[Told] = []

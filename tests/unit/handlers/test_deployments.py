@@ -43,3 +43,19 @@ async def test_a_deployment_in_progress_is_deploying_then_failed() -> None:
     assert ticket(ports).rails.deployments["production"] is DeploymentState.DEPLOYING
     await ports.dispatch("deployment_status", deployment_status(7, DEPLOYED, "failure", status_id=72))
     assert ticket(ports).rails.deployments["production"] is DeploymentState.FAILED
+
+
+async def test_a_deployment_to_an_environment_not_configured_touches_no_ticket() -> None:
+    """A per-PR preview environment is no rail (`environments: [production]`): its statuses leave
+    a merged ticket's record, status comment and check as they were, and spend no compare; the
+    deployment is still held (the deployment gate reads the environments it protects there)."""
+    ports = world()
+    await merged(ports, 12, 40, "1" * 40)
+    revision = ticket(ports).revision
+    answers, compared = len(ports.store.answers), len(ports.ancestry.compared)
+    for n in range(1, 4):
+        preview = deployment_status(100 + n, str(n) * 40, "success", environment="preview-pr-41")
+        await ports.dispatch("deployment_status", preview, delivery_id=f"preview-{n}")
+    assert ticket(ports).revision == revision
+    assert (len(ports.store.answers), len(ports.ancestry.compared)) == (answers, compared)
+    assert len(ports.store.records.held_for(REPOSITORY, "deployment:preview-pr-41")) == 3
