@@ -361,15 +361,15 @@ def pull_request_fact(o: PullRequestObserved) -> PullRequestFact:
 
 
 def _deployment_fact(o: DeploymentObserved) -> DeploymentFact:
-    # GitHub marks superseded deployments `inactive`; that is history, not a new state.
-    current = o.status if o.status != "inactive" else None
+    # `inactive` (GitHub's mark on a superseded deployment) is its newest status: not running,
+    # not failed; `ever_succeeded` keeps a success it follows (a resync may read only it).
     return DeploymentFact(
         deployment_id=o.deployment_id,
         environment=o.environment,
         sha=o.sha,
         contains_merge=o.contains_merge,
-        status=current,
-        status_id=o.status_id if current is not None else -1,
+        status=o.status,
+        status_id=o.status_id,
         ever_succeeded=o.status == "success",
     )
 

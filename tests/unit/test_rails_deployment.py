@@ -103,6 +103,18 @@ def test_inactive_status_does_not_undo_a_success() -> None:
     assert deployments_of(MERGED, inactive, newer, success) == {"production": DS.DEPLOYED}
 
 
+def test_a_deployment_known_only_as_inactive_is_not_deploying() -> None:
+    """A deployment whose newest status railyard read is `inactive` (a resync after a rollback:
+    its success was never seen) is no longer running: not deploying, and not deployed."""
+    inactive = deployment(1, "inactive", status_id=150)
+    rollback = deployment(2, "success", contains=False)
+    assert deployments_of(MERGED, inactive, rollback) == {"production": DS.NOT_DEPLOYED}
+    assert deployments_of(MERGED, rollback, inactive) == {"production": DS.NOT_DEPLOYED}
+    assert deployments_of(MERGED, deployment(1, None, status_id=0), inactive) == {
+        "production": DS.NOT_DEPLOYED
+    }
+
+
 def test_environments_are_kept_separately() -> None:
     """Each configured environment has its own deployment state."""
     policy = RailPolicy(environments=("staging", "production"))
