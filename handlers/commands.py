@@ -208,7 +208,7 @@ class CommandRun:
                 merged = await tell_held(uow, services, f.repository, rules, number, f.installation_id)
             if fresh and isinstance(command, Deliver) and command.branch:
                 operation = f"delivered:{f.operation_id}"
-                await delivered_branch(
+                merged += await delivered_branch(
                     uow, services, f.repository, rules, number, command.branch, command.commit, operation
                 )
             await self.keep(uow, outcome)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from handlers.observe import Told, record
+from handlers.observe import Told, merges_in, record
 from handlers.payloads import dig_int, dig_str
 from handlers.ports import Services
 from handlers.pull_requests import source_of
@@ -51,11 +51,11 @@ async def on_deployment(event: WebhookEvent, services: Services) -> None:
     async with services.store.read() as reads:
         merged = await reads.merged_tickets(repository)
     told: list[Told] = []
-    for ticket in merged:
-        contains = await services.ancestry.contains_ticket(
-            event.installation_id, repository, ticket, seen.sha
-        )
-        told.append((ticket.number, replace(seen, contains_merge=contains)))
+    for ticket in merged:  # an answer for each merge of the ticket: it is deployed when all are in
+        merges = await merges_in(services, event.installation_id, repository, ticket, seen.sha)
+        told += [
+            (ticket.number, replace(seen, contains_merge=c, compared_merge=m)) for m, c in merges.items()
+        ]
     async with services.store.unit() as uow:
         await record(uow, services, repository, rules, told, source_of(event))
         await uow.commit()

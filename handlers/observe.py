@@ -15,7 +15,7 @@ import structlog
 
 from handlers.errors import Missing
 from handlers.payloads import dig, dig_int, dig_str, time_or
-from handlers.ports import Outcome, PullRequest, Reads, Rules, Services, UnitOfWork
+from handlers.ports import MergedTicket, Outcome, PullRequest, Reads, Rules, Services, UnitOfWork
 from policies.links import MAX_NAMED_TICKETS, capped, linked_issues
 from policies.model import TicketKey
 from policies.rails import (
@@ -24,6 +24,7 @@ from policies.rails import (
     MergeabilityObserved,
     Observation,
     ObservationContext,
+    PullRequestObserved,
     fingerprint,
 )
 from policies.refusals import RefusalCode
@@ -47,7 +48,9 @@ class Source:
 async def record(
     uow: UnitOfWork, services: Services, repository: str, rules: Rules, told: Iterable[Told], source: Source
 ) -> list[int]:
-    """Record each (ticket number, observation) through the one door; return the newly merged tickets."""
+    """Record each (ticket number, observation) through the one door; return the tickets with a
+    new merge (newly merged, or merged again by another linked PR): their deployments are
+    checked next, since what a deployment must contain changed."""
     now = datetime.fromtimestamp(services.clock(), UTC)
     merged: list[int] = []
     for number, observation in told:
@@ -69,11 +72,16 @@ async def record(
             outcome = await uow.execute(key, observation, context, installation_id=source.installation_id)
         if outcome.applied:
             log.info("rail observed", ticket=number, events=[e.type.value for e in outcome.events])
-            if any(
+            if _merges(observation) or any(
                 e.type.value == "merge_state_changed" and e.data.get("to") == "merged" for e in outcome.events
             ):
                 merged.append(number)
     return merged
+
+
+def _merges(observation: Observation) -> bool:
+    """Whether the observation is a linked PR's merge (one more merge a deployment must contain)."""
+    return isinstance(observation, PullRequestObserved) and observation.merged and observation.linked_at_merge
 
 
 def unborn(number: int) -> str:
@@ -240,21 +248,40 @@ async def mergeability(
 async def deployment_rechecks(
     services: Services, installation_id: int, repository: str, rules: Rules, number: int
 ) -> list[Told]:
-    """A ticket just merged: every held deployment of each environment, as seen by it (SPEC: the
-    latest of each environment; replaying all keeps the recorded set independent of order)."""
+    """A ticket just merged (or merged again, by another PR): every held deployment of each
+    environment, as seen by it, once per merge of the ticket (SPEC: the latest of each
+    environment; replaying all keeps the recorded set independent of order). An answer the
+    ticket holds already costs no compare."""
     async with services.store.read() as reads:
         ticket = await reads.ticket(TicketKey(repository, number))
-        merge = ticket.rails.merge_commit if ticket else None
-        if merge is None:
+        if ticket is None or ticket.rails.merge_commit is None:
             return []
         held = {env: await reads.held_for(repository, f"deployment:{env}") for env in rules.environments}
-    told: list[Told] = []
+    rails, told = ticket.rails, list[Told]()
     for environment in rules.environments:
         for seen in held[environment]:
             assert isinstance(seen, DeploymentObserved)
-            contains = await services.ancestry.contains(installation_id, repository, merge, seen.sha)
-            told.append((number, replace(seen, contains_merge=contains)))
+            fact = rails.deployment_facts.get(seen.deployment_id)
+            for merge in rails.merge_commits:
+                contains = fact.merges.get(merge) if fact else None
+                if contains is None:
+                    contains = await services.ancestry.contains(installation_id, repository, merge, seen.sha)
+                told.append((number, replace(seen, contains_merge=contains, compared_merge=merge)))
     return told
+
+
+async def merges_in(
+    services: Services, installation_id: int, repository: str, ticket: MergedTicket, deployed: str
+) -> dict[str, bool]:
+    """Which of the ticket's merges `deployed` contains: all of them, for one compare, when it
+    contains the ticket's anchor (a deployment known to contain them all); else each asked."""
+    merges = ticket.merge_commits or (ticket.merge_commit,)
+    ancestry = services.ancestry
+    if ticket.anchor is not None and await ancestry.contains(
+        installation_id, repository, ticket.anchor, deployed
+    ):
+        return dict.fromkeys(merges, True)
+    return {merge: await ancestry.contains(installation_id, repository, merge, deployed) for merge in merges}
 
 
 async def recheck_merged(
@@ -276,8 +303,9 @@ async def recheck_merged(
 async def delivered_branch(
     uow: UnitOfWork, services: Services, repository: str, rules: Rules, number: int, branch: str,
     sha: str | None, operation: str,
-) -> None:  # fmt: skip
-    """A delivery reported `branch`: record it on the ticket, and link the PRs opened from it."""
+) -> list[int]:  # fmt: skip
+    """A delivery reported `branch`: record it on the ticket, and link the PRs opened from it;
+    the ticket, when a PR merged from it by then merges it (its deployments are checked next)."""
     now = datetime.fromtimestamp(services.clock(), UTC)
     told: list[Told] = [(number, BranchObserved(branch, sha, now))]
     for pull, linked in await uow.pulls_where(repository, head_ref=branch):
@@ -290,4 +318,4 @@ async def delivered_branch(
             reported_by=pull.merged_at or pull.updated_at,
         )
         told.append((number, pull.observed(True, linked_at_merge=at_merge)))
-    await record(uow, services, repository, rules, told, Source("railyard", operation))
+    return await record(uow, services, repository, rules, told, Source("railyard", operation))

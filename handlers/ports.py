@@ -24,6 +24,7 @@ from handlers.answers import Answer
 from handlers.kept_answers import KeptAnswer as KeptAnswer
 from policies.budgets import Budget
 from policies.commands import CommandName
+from policies.deployment_facts import MergedTicket as MergedTicket
 from policies.door import Change, ChangeContext
 from policies.events import Event
 from policies.links import same_repository
@@ -137,15 +138,6 @@ class Heard:
     policy_version: str | None = None
     max_attempt_hours: int | None = None  # the attempt's deadline, read with its silence (None: none)
     max_review_wait_hours: int | None = None  # None: a delivery's wait is not watched
-
-
-@dataclass(frozen=True)
-class MergedTicket:
-    """A merged ticket, its merge commit, and the deployed commit known to contain it, if any."""
-
-    number: int
-    merge_commit: str
-    anchor: str | None
 
 
 PullAndTickets = tuple[PullRequest, set[int]]

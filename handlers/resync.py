@@ -17,6 +17,7 @@ from handlers.observe import (
     as_of_merge,
     branch_head,
     links_kept,
+    merges_in,
     pull_links,
     pull_request_from,
     record,
@@ -106,8 +107,8 @@ async def _deployments(
     services: Services, key: TicketKey, installation: int, rules: Rules, source: Source
 ) -> None:
     async with services.store.read() as reads:
-        merged = {t.number: t.merge_commit for t in await reads.merged_tickets(key.repository)}
-    merge = merged.get(key.number)
+        merged = {t.number: t for t in await reads.merged_tickets(key.repository)}
+    ticket = merged.get(key.number)
     told: list[Told] = []
     held: list[DeploymentObserved] = []
     for environment in rules.environments:
@@ -128,9 +129,11 @@ async def _deployments(
                 deployment_id, environment, sha, None, dig_str(newest, "state"), status_id
             )
             held.append(seen)
-            if merge is not None:
-                contains = await services.ancestry.contains(installation, key.repository, merge, sha)
-                told.append((key.number, replace(seen, contains_merge=contains)))
+            if ticket is not None:
+                merges = await merges_in(services, installation, key.repository, ticket, sha)
+                told += [
+                    (key.number, replace(seen, contains_merge=c, compared_merge=m)) for m, c in merges.items()
+                ]
     async with services.store.unit() as uow:
         for seen in held:
             await uow.hold(key.repository, f"deployment:{seen.environment}", seen, services.clock())

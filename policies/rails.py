@@ -18,12 +18,21 @@ from typing import Any, TypeVar
 
 from policies.check_facts import FAILING_CONCLUSIONS as FAILING_CONCLUSIONS
 from policies.check_facts import CheckFact, CheckKey, holding_back, join_check
+from policies.deployment_facts import (  # the deployment facts are named here too, with the others
+    DeploymentFact as DeploymentFact,
+)
+from policies.deployment_facts import (
+    DeploymentObserved as DeploymentObserved,
+)
+from policies.deployment_facts import (
+    deployment_fact,
+    environment_state_of,
+    join_deployment,
+)
 from policies.events import EventType, RailEvent
 from policies.states import DeploymentState, IntegrationState
 
 OWN_CHECK_NAME = "railyard"
-DEPLOYING_STATUSES = frozenset({"in_progress", "queued", "pending"})
-FAILED_STATUSES = frozenset({"failure", "error"})
 
 
 # -- observations: what GitHub told us, in the app's own words -----------------------
@@ -86,23 +95,6 @@ class MergeabilityObserved:
     observed_at: datetime
 
 
-@dataclass(frozen=True)
-class DeploymentObserved:
-    """A deployment (status_id 0, no status) or one of its statuses.
-
-    `contains_merge` says whether the deployed sha contains the ticket's merge commit
-    (compare API: ahead or identical); None while that is unknown. Deployments are ordered
-    by their ids, never by when railyard looked, so no time belongs to the observation.
-    """
-
-    deployment_id: int
-    environment: str
-    sha: str
-    contains_merge: bool | None
-    status: str | None
-    status_id: int
-
-
 Observation = BranchObserved | PullRequestObserved | CheckObserved | MergeabilityObserved | DeploymentObserved
 OBSERVATIONS = (
     BranchObserved,
@@ -137,6 +129,7 @@ _OMITTED_WHEN_DEFAULT: dict[str, Any] = {
     "awaiting_approval": False,
     "app_id": None,
     "suite": False,
+    "compared_merge": None,
 }
 
 
@@ -206,19 +199,6 @@ class MergeabilityFact:
 
 
 @dataclass(frozen=True)
-class DeploymentFact:
-    """One deployment: what it deployed, its newest status, whether it ever succeeded."""
-
-    deployment_id: int
-    environment: str
-    sha: str
-    contains_merge: bool | None
-    status: str | None
-    status_id: int
-    ever_succeeded: bool
-
-
-@dataclass(frozen=True)
 class Rails:
     """The repository and deployment rails of one ticket, with the evidence behind them."""
 
@@ -244,6 +224,13 @@ class Rails:
         """The merge commit of the linked PR that merged, once one has."""
         merged = sorted(p.number for p in self.pull_requests.values() if p.merged_while_linked)
         return self.pull_requests[merged[0]].merge_commit if merged else None
+
+    @property
+    def merge_commits(self) -> tuple[str, ...]:
+        """The merge commit of every linked PR that merged, by PR number: the ticket's change
+        reached users when a deployment contains them all."""
+        merged = (p for _, p in sorted(self.pull_requests.items()) if p.merged_while_linked)
+        return tuple(p.merge_commit for p in merged if p.merge_commit)
 
     def not_applicable(self) -> Rails:
         """A no-code ticket: both rails `not_applicable` for good."""
@@ -300,18 +287,6 @@ def _join_pull_request(old: PullRequestFact | None, new: PullRequestFact) -> Pul
     )
 
 
-def _join_deployment(old: DeploymentFact | None, new: DeploymentFact) -> DeploymentFact:
-    if old is None:
-        return new
-    status = _newer(old, new, lambda d: (d.status_id, d.status or ""))
-    known = [d.contains_merge for d in (old, new) if d.contains_merge is not None]
-    return replace(
-        status,
-        contains_merge=any(known) if known else None,
-        ever_succeeded=old.ever_succeeded or new.ever_succeeded,
-    )
-
-
 def join(rails: Rails, observation: Observation) -> Rails:
     """Merge one observation into the facts (the rails themselves are not recomputed)."""
     seen = rails.seen | {fingerprint(observation)}
@@ -336,8 +311,8 @@ def join(rails: Rails, observation: Observation) -> Rails:
             mergeability = {**rails.mergeability, (number, sha): winner_answer}
             return replace(rails, seen=seen, mergeability=mergeability)
         case DeploymentObserved(deployment_id=deployment_id):
-            deployment = _join_deployment(
-                rails.deployment_facts.get(deployment_id), _deployment_fact(observation)
+            deployment = join_deployment(
+                rails.deployment_facts.get(deployment_id), deployment_fact(observation)
             )
             facts = {**rails.deployment_facts, deployment_id: deployment}
             return replace(rails, seen=seen, deployment_facts=facts)
@@ -357,20 +332,6 @@ def pull_request_fact(o: PullRequestObserved) -> PullRequestFact:
         merged_while_linked=o.merged and o.linked_at_merge,
         merge_commit=o.merge_commit if o.merged and o.linked_at_merge else None,
         mention=o.mention and not o.linked,
-    )
-
-
-def _deployment_fact(o: DeploymentObserved) -> DeploymentFact:
-    # `inactive` (GitHub's mark on a superseded deployment) is its newest status: not running,
-    # not failed; `ever_succeeded` keeps a success it follows (a resync may read only it).
-    return DeploymentFact(
-        deployment_id=o.deployment_id,
-        environment=o.environment,
-        sha=o.sha,
-        contains_merge=o.contains_merge,
-        status=o.status,
-        status_id=o.status_id,
-        ever_succeeded=o.status == "success",
     )
 
 
@@ -409,21 +370,7 @@ def environment_state(rails: Rails, environment: str) -> DeploymentState:
         return DeploymentState.NOT_APPLICABLE
     if rails.merge_commit is None:
         return DeploymentState.NOT_DEPLOYED
-    ours = sorted(
-        (d for d in rails.deployment_facts.values() if d.environment == environment),
-        key=lambda d: d.deployment_id,
-    )
-    succeeded = [d for d in ours if d.ever_succeeded]
-    if succeeded and succeeded[-1].contains_merge:
-        return DeploymentState.DEPLOYED
-    containing = [d for d in ours if d.contains_merge]
-    if containing:
-        newest = containing[-1].status
-        if newest is None or newest in DEPLOYING_STATUSES:
-            return DeploymentState.DEPLOYING
-        if newest in FAILED_STATUSES:
-            return DeploymentState.FAILED
-    return DeploymentState.NOT_DEPLOYED
+    return environment_state_of(rails.deployment_facts.values(), environment, rails.merge_commits)
 
 
 def deployment_states(rails: Rails, policy: RailPolicy) -> dict[str, DeploymentState]:

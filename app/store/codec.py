@@ -48,7 +48,10 @@ def _unflat(cls: type[_T], data: Mapping[str, Any], converters: Mapping[str, Any
     values = {}
     for f in fields(cls):  # type: ignore[arg-type]
         # A field added later (an account id) is absent from older snapshots: its default then.
-        item = data[f.name] if f.default is MISSING or f.name in data else f.default
+        if f.name in data or (f.default is MISSING and f.default_factory is MISSING):
+            item = data[f.name]
+        else:  # a mapping added later has a factory (`DeploymentFact.merges`)
+            item = f.default if f.default_factory is MISSING else f.default_factory()
         if item is not None and _is_time(f.name):
             item = datetime.fromisoformat(item)
         elif item is not None and f.name in converters:

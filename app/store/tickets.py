@@ -37,6 +37,7 @@ from app.store.tables import OperationRow, TicketEventRow, TicketRow, table
 from handlers.ports import MergedTicket, Outcome, RecordedEvent
 from policies import audit
 from policies.commands import Context
+from policies.deployment_facts import newest_containing
 from policies.door import OPENS_ATTEMPT, Change, ChangeContext, change_name, decide_change, normalize_key
 from policies.engine import apply_all
 from policies.events import Event, EventType
@@ -231,9 +232,8 @@ def merged_tickets(connection: Connection, repository: str) -> list[MergedTicket
     for row in rows:
         rails = ticket_from_data(TicketKey(repository, row.number), row.revision, row.snapshot).rails
         if rails.merge_commit:
-            containing = [d for d in rails.deployment_facts.values() if d.contains_merge]
-            newest = max(containing, key=lambda d: d.deployment_id).sha if containing else None
-            found.append(MergedTicket(int(row.number), rails.merge_commit, newest))
+            newest = newest_containing(rails.deployment_facts.values(), rails.merge_commits)
+            found.append(MergedTicket(int(row.number), rails.merge_commit, newest, rails.merge_commits))
     return found
 
 

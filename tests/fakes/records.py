@@ -26,6 +26,7 @@ from handlers.ports import (
 )
 from policies.clocks import end_of_second
 from policies.commands import Context
+from policies.deployment_facts import newest_containing
 from policies.engine import apply_all
 from policies.events import Event, EventType
 from policies.links import SHOWING_OPEN_PULLS, same_repository, shows_pull_open
@@ -183,9 +184,8 @@ class Records:
             if key.repository != repository.casefold() or rails.integration is not IntegrationState.MERGED:
                 continue
             if rails.merge_commit:
-                containing = [d for d in rails.deployment_facts.values() if d.contains_merge]
-                newest = max(containing, key=lambda d: d.deployment_id).sha if containing else None
-                found.append(MergedTicket(key.number, rails.merge_commit, newest))
+                newest = newest_containing(rails.deployment_facts.values(), rails.merge_commits)
+                found.append(MergedTicket(key.number, rails.merge_commit, newest, rails.merge_commits))
         return found
 
     def tickets_showing_pull(self, repository: str, number: int, before: datetime) -> set[int]:

@@ -98,10 +98,13 @@ def deployment(
     environment: str = "production",
     status_id: int | None = None,
     at: int = 5,
+    merge: str | None = None,
 ) -> DeploymentObserved:
+    """A deployment observation; `contains` answers for `merge` (None: as events recorded
+    before answers named their merge, for the ticket's merge commit)."""
     sid = status_id if status_id is not None else (0 if status is None else deployment_id * 100 + 1)
     return DeploymentObserved(
-        deployment_id, environment, f"deploy-sha-{deployment_id}", contains, status, sid
+        deployment_id, environment, f"deploy-sha-{deployment_id}", contains, status, sid, merge
     )
 
 

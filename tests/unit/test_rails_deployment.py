@@ -5,7 +5,14 @@ from __future__ import annotations
 import pytest
 
 from policies.events import EventType
-from policies.rails import Observation, RailPolicy, Rails, decide_observation
+from policies.rails import (
+    Observation,
+    RailPolicy,
+    Rails,
+    decide_observation,
+    observation_from_data,
+    observation_to_data,
+)
 from policies.states import DeploymentState
 from tests.unit.rail_builders import (
     DS,
@@ -113,6 +120,40 @@ def test_a_deployment_known_only_as_inactive_is_not_deploying() -> None:
     assert deployments_of(MERGED, deployment(1, None, status_id=0), inactive) == {
         "production": DS.NOT_DEPLOYED
     }
+
+
+SECOND = pull_request(35, state="merged", at=4)
+
+
+def test_a_ticket_merged_by_two_pull_requests_is_deployed_only_by_a_deployment_of_both() -> None:
+    """#34 merged and deployment 1 shipped it; then #35 (linking the ticket too) merged. The
+    change reached users only when a deployment contains both merges: 1 lacks #35's, so the
+    ticket is not deployed again until deployment 2, which contains both."""
+    first = [MERGED, deployment(1, "success", merge="merge-34")]
+    assert deployments_of(*first) == {"production": DS.DEPLOYED}
+    lacks = deployment(1, "success", contains=False, merge="merge-35")
+    assert deployments_of(*first, SECOND, lacks) == {"production": DS.NOT_DEPLOYED}
+    assert deployments_of(SECOND, lacks, *reversed(first)) == {"production": DS.NOT_DEPLOYED}
+    both = [deployment(2, "success", merge=merge) for merge in ("merge-34", "merge-35")]
+    assert deployments_of(*first, SECOND, lacks, *both) == {"production": DS.DEPLOYED}
+
+
+def test_a_merge_no_deployment_was_asked_about_is_not_deployed() -> None:
+    """A second merge whose containment nobody has asked yet does not ride on the first's answer."""
+    observations = [MERGED, deployment(1, "success", merge="merge-34"), SECOND]
+    assert deployments_of(*observations) == {"production": DS.NOT_DEPLOYED}
+
+
+def test_a_deployment_event_recorded_before_answers_named_their_merge_still_reads() -> None:
+    """A stored `deployment_observed` event without `compared_merge` folds as it did: its answer
+    is for the ticket's merge commit, and it keeps its fingerprint."""
+    stored = {
+        "kind": "deployment", "deployment_id": 1, "environment": "production", "sha": "deploy-sha-1",
+        "contains_merge": True, "status": "success", "status_id": 101,
+    }  # fmt: skip
+    old = observation_from_data(stored)
+    assert old == deployment(1, "success") and observation_to_data(old) == stored
+    assert deployments_of(MERGED, old) == {"production": DS.DEPLOYED}
 
 
 def test_environments_are_kept_separately() -> None:

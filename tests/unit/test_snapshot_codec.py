@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import timedelta
 
 from app.store.codec import ticket_from_data, ticket_to_data
 from policies.commands import Reopen, SendBack
+from policies.model import Ticket, TicketKey
 from policies.rails import CheckObserved
 from policies.states import IntegrationState, WorkState
 from tests.fakes import START
+from tests.unit.rail_builders import MERGED, deployment, fold
 from tests.unit.test_acceptance import accepted
 from tests.unit.test_render import HEAD, delivered_with_pr
 from tests.unit.work_walk import RITA, context, run, ticket_in
@@ -34,3 +37,14 @@ def test_a_snapshot_written_before_check_apps_were_kept_reads_back() -> None:
     restored = ticket_from_data(story.ticket.key, story.ticket.revision, data)
     assert restored == story.ticket
     assert restored.rails.integration is IntegrationState.BLOCKED
+
+
+def test_a_snapshot_written_before_deployments_named_their_merges_reads() -> None:
+    """A stored snapshot whose deployment facts lack `merges` (written before answers named the
+    merge they were asked for) reads back as the same rails, with no merge named."""
+    rails = fold([MERGED, deployment(1, "success")]).rails
+    ticket = replace(Ticket(TicketKey("acme/app", 12)), rails=rails)
+    data = ticket_to_data(ticket)
+    for fact in data["rails"]["deployment_facts"]:
+        del fact["merges"]
+    assert ticket_from_data(ticket.key, ticket.revision, data) == ticket

@@ -59,3 +59,24 @@ async def test_a_deployment_to_an_environment_not_configured_touches_no_ticket()
     assert ticket(ports).revision == revision
     assert (len(ports.store.answers), len(ports.ancestry.compared)) == (answers, compared)
     assert len(ports.store.records.held_for(REPOSITORY, "deployment:preview-pr-41")) == 3
+
+
+async def test_a_second_merged_pull_request_is_not_reported_deployed_by_a_deployment_without_it() -> None:
+    """#45 (`Fixes #12`) merges and deployment 7 ships it; then the follow-up #40 (`Refs #12`)
+    merges, and 7 lacks it: the ticket is not deployed (its change has not all reached users)
+    until deployment 8, which contains both merges."""
+    ports = world()
+    await merged(ports, 12, 45, "4" * 40)
+    ports.ancestry.pairs.add(("4" * 40, DEPLOYED))
+    await ports.dispatch("deployment_status", deployment_status(7, DEPLOYED, "success"), delivery_id="d7")
+    assert ticket(ports).rails.deployments["production"] is DeploymentState.DEPLOYED
+    follow_up = pull_answer(
+        REPOSITORY, 40, body="Refs #12", state="closed", merged_at="2026-11-30T11:00:00Z",
+        merge_commit="5" * 40, updated_at="2026-11-30T11:00:00Z", head_ref="part-2",
+    )  # fmt: skip
+    await ports.dispatch("pull_request", pull_request("closed", follow_up), delivery_id="merge-40")
+    assert ticket(ports).rails.deployments["production"] is DeploymentState.NOT_DEPLOYED
+    both = "8" * 40
+    ports.ancestry.pairs |= {("4" * 40, both), ("5" * 40, both)}
+    await ports.dispatch("deployment_status", deployment_status(8, both, "success"), delivery_id="d8")
+    assert ticket(ports).rails.deployments["production"] is DeploymentState.DEPLOYED
