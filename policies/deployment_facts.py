@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from policies.states import DeploymentState
 
@@ -132,3 +133,48 @@ class MergedTicket:
     merge_commit: str
     anchor: str | None
     merge_commits: tuple[str, ...] = ()
+
+
+def deployment_changes(
+    recorded: Mapping[str, DeploymentState], configured: Mapping[str, DeploymentState]
+) -> list[dict[str, Any]]:
+    """The `deployment_state_changed` data that bring the recorded environments in line with
+    those configured now (`configured`: each one's state, in configuration order).
+
+    The headline is the first environment configured now, not the first the ticket was
+    created under: when the recorded environments or their order differ from the
+    configuration, the changes carry it (`environments`), and an environment no longer
+    configured becomes `not_applicable` and leaves the rails.
+    """
+    order = list(configured)
+    layout = {} if list(recorded) == order else {"environments": order}
+    changes = [
+        {"environment": env, "from": _value(recorded.get(env)), "to": state.value, **layout}
+        for env, state in configured.items()
+        if state != recorded.get(env)
+    ]
+    if layout and not changes:  # nothing moved, but an environment is no longer configured
+        gone = DeploymentState.NOT_APPLICABLE.value
+        changes = [
+            {"environment": env, "from": state.value, "to": gone, **layout}
+            for env, state in recorded.items()
+            if env not in configured
+        ]
+    return changes
+
+
+def deployments_after(
+    recorded: Mapping[str, DeploymentState], data: Mapping[str, Any]
+) -> dict[str, DeploymentState]:
+    """The environments' states after one `deployment_state_changed` (events recorded before
+    `environments` existed update one environment, as they did)."""
+    deployments = {**recorded, data["environment"]: DeploymentState(data["to"])}
+    if "environments" in data:  # the configuration then in force: its environments, its order
+        deployments = {
+            env: deployments.get(env, DeploymentState.NOT_DEPLOYED) for env in data["environments"]
+        }
+    return deployments
+
+
+def _value(state: DeploymentState | None) -> str | None:
+    return state.value if state is not None else None

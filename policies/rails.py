@@ -25,7 +25,9 @@ from policies.deployment_facts import (
     DeploymentObserved as DeploymentObserved,
 )
 from policies.deployment_facts import (
+    deployment_changes,
     deployment_fact,
+    deployments_after,
     environment_state_of,
     join_deployment,
 )
@@ -408,11 +410,8 @@ def rail_changes(rails: Rails, ctx: ObservationContext) -> list[RailEvent]:
     if integration != rails.integration:
         change = {"from": rails.integration.value, "to": integration.value}
         events.append(_rail_event(EventType.MERGE_STATE_CHANGED, ctx, change))
-    for env, state in deployment_states(rails, ctx.policy).items():
-        before = rails.deployments.get(env)
-        if state != before:
-            moved = {"environment": env, "from": before.value if before else None, "to": state.value}
-            events.append(_rail_event(EventType.DEPLOYMENT_STATE_CHANGED, ctx, moved))
+    for moved in deployment_changes(rails.deployments, deployment_states(rails, ctx.policy)):
+        events.append(_rail_event(EventType.DEPLOYMENT_STATE_CHANGED, ctx, moved))
     return events
 
 
@@ -429,5 +428,4 @@ def apply_rail_event(rails: Rails, event: RailEvent) -> Rails:
         return join(rails, observation_from_data(data))
     if event.type == EventType.MERGE_STATE_CHANGED:
         return replace(rails, integration=IntegrationState(data["to"]))
-    deployments = {**rails.deployments, data["environment"]: DeploymentState(data["to"])}
-    return replace(rails, deployments=deployments)
+    return replace(rails, deployments=deployments_after(rails.deployments, data))

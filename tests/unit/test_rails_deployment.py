@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from policies.events import EventType
+from policies.events import EventType, RailEvent
 from policies.rails import (
     Observation,
     RailPolicy,
     Rails,
+    apply_rail_event,
     decide_observation,
     observation_from_data,
     observation_to_data,
@@ -185,6 +186,54 @@ def test_headline_is_the_first_configured_environment(
     policy = RailPolicy(environments=environments)
     result = fold([MERGED, deployment(1, "success", environment="staging")], policy)
     assert result.rails.deployment is headline
+
+
+CREATED_UNDER_PRODUCTION = Rails(deployments={"production": DS.NOT_DEPLOYED})
+
+
+def test_the_headline_is_the_first_environment_configured_now() -> None:
+    """A ticket created under `[production]`, the file now saying `[staging, production]`: a
+    staging deployment makes the headline deployed (staging is listed first now)."""
+    policy = RailPolicy(environments=("staging", "production"))
+    staged = deployment(1, "success", environment="staging")
+    result = fold([MERGED, staged], policy, rails=CREATED_UNDER_PRODUCTION)
+    assert list(result.rails.deployments) == ["staging", "production"]
+    assert result.rails.deployment is DS.DEPLOYED
+
+
+def test_an_environment_no_longer_configured_leaves_the_rails() -> None:
+    """Created under `[production]`, the file now says `[prod]`: production is configured
+    nowhere, so it leaves the rails and prod's state is the headline; created under
+    `[staging, production]`, the file now saying `[staging]`, production leaves as
+    not_applicable even when nothing else moves."""
+    policy = RailPolicy(environments=("prod",))
+    result = fold([MERGED], policy, rails=CREATED_UNDER_PRODUCTION)
+    assert dict(result.rails.deployments) == {"prod": DS.NOT_DEPLOYED}
+    shipped = fold([MERGED, deployment(1, "success", environment="prod")], policy, CREATED_UNDER_PRODUCTION)
+    assert shipped.rails.deployment is DS.DEPLOYED
+    two = Rails(deployments={"staging": DS.NOT_DEPLOYED, "production": DS.NOT_DEPLOYED})
+    result = fold([MERGED], RailPolicy(environments=("staging",)), rails=two)
+    assert dict(result.rails.deployments) == {"staging": DS.NOT_DEPLOYED}
+    moved = [e.data for e in result.events if e.type is EventType.DEPLOYMENT_STATE_CHANGED]
+    assert moved == [
+        {
+            "environment": "production",
+            "from": "not_deployed",
+            "to": "not_applicable",
+            "environments": ["staging"],
+        }
+    ]
+
+
+def test_a_deployment_change_recorded_before_it_named_the_environments_still_reads() -> None:
+    """A stored `deployment_state_changed` without `environments` updates its environment and
+    keeps the others in their order, as it did."""
+    old = RailEvent(
+        EventType.DEPLOYMENT_STATE_CHANGED, "github", "github", T0, "op", "v1",
+        {"environment": "staging", "from": None, "to": "deployed"},
+    )  # fmt: skip
+    rails = apply_rail_event(CREATED_UNDER_PRODUCTION, old)
+    assert list(rails.deployments.items()) == [("production", DS.NOT_DEPLOYED), ("staging", DS.DEPLOYED)]
 
 
 def test_no_environments_configured_is_not_applicable() -> None:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from policies.states import DeploymentState
+from tests.fakes.configs import DEFAULT_RULES, FakeConfigs
 from tests.fakes.github import issue_answer, pull_answer
 from tests.fakes.ports import FakePorts
 from tests.fakes.webhooks import REPOSITORY, deployment_status, pull_request
@@ -80,3 +83,17 @@ async def test_a_second_merged_pull_request_is_not_reported_deployed_by_a_deploy
     ports.ancestry.pairs |= {("4" * 40, both), ("5" * 40, both)}
     await ports.dispatch("deployment_status", deployment_status(8, both, "success"), delivery_id="d8")
     assert ticket(ports).rails.deployments["production"] is DeploymentState.DEPLOYED
+
+
+async def test_the_headline_follows_the_environments_configured_now() -> None:
+    """#12 merged under the default `[production]`; the file now says `[prod]` (the repository's
+    real environment). A deployment to prod ships it: the headline, the status JSON and the
+    attention flags read prod, not production, which nobody configures any more."""
+    ports = world()
+    await merged(ports, 12, 40, "1" * 40)
+    ports.configs = FakeConfigs(default=replace(DEFAULT_RULES, environments=("prod",)))
+    ports.ancestry.pairs.add(("1" * 40, DEPLOYED))
+    await ports.dispatch("deployment_status", deployment_status(7, DEPLOYED, "success", environment="prod"))
+    rails = ticket(ports).rails
+    assert dict(rails.deployments) == {"prod": DeploymentState.DEPLOYED}
+    assert rails.deployment is DeploymentState.DEPLOYED
