@@ -15,27 +15,18 @@ open linked PRs target re-reads their mergeability, so a conflict the base cause
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
-
-import structlog
-
-from handlers.errors import TransientError
-from handlers.observe import Told, branch_head, mergeability, record
+from handlers.observe import REREAD_WINDOW as REREAD_WINDOW
+from handlers.observe import Told, branch_head, mergeability, record, reread_later
 from handlers.payloads import dig, dig_int, dig_str
 from handlers.ports import Services
 from handlers.pull_requests import source_of
 from handlers.pushes import push_time
 from handlers.routing import Router, WebhookEvent
 
-log = structlog.get_logger(__name__)
 router = Router()
 
 MAX_PULLS_PER_PUSH = 20
 """At most this many open PRs into the pushed branch are looked at per push (the newest)."""
-REREAD_WINDOW = timedelta(minutes=5)
-"""How long after the push a PR whose mergeability GitHub is still computing is read again."""
-RETRY_SECONDS = 2.0
-"""The earliest retry of a delivery that found mergeability still being computed."""
 
 Targets = list[tuple[int, set[int]]]
 
@@ -71,11 +62,7 @@ async def on_base_moved(event: WebhookEvent, services: Services) -> None:
         async with services.store.unit() as uow:
             await record(uow, services, repository, rules, told, source_of(event))
             await uow.commit()
-    now = services.clock()
-    if computing and datetime.fromtimestamp(now, UTC) - pushed_at < REREAD_WINDOW:
-        raise TransientError(f"GitHub is still computing whether PRs {computing} merge", now + RETRY_SECONDS)
-    if computing:
-        log.info("mergeability unknown after the base moved; left to the next push", pulls=computing)
+    reread_later(computing, pushed_at, services.clock())
 
 
 async def _linked_targets(services: Services, installation_id: int, repository: str, branch: str) -> Targets:

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import structlog
 
-from handlers.errors import Missing
+from handlers.errors import Missing, TransientError
 from handlers.payloads import dig, dig_int, dig_str, time_or
 from handlers.ports import MergedTicket, Outcome, PullRequest, Reads, Rules, Services, UnitOfWork
 from policies.links import MAX_NAMED_TICKETS, capped, linked_issues
@@ -243,6 +243,22 @@ async def mergeability(
     if not isinstance(mergeable, bool) or head is None:
         return None
     return MergeabilityObserved(number, head, mergeable, at)
+
+
+REREAD_WINDOW = timedelta(minutes=5)
+"""How long after a push a PR whose mergeability GitHub is still computing is read again."""
+RETRY_SECONDS = 2.0
+"""The earliest retry of a delivery that found mergeability still being computed."""
+
+
+def reread_later(computing: list[int], since: datetime, now: float) -> None:
+    """GitHub answered `mergeable: null` (still computing) for the PRs `computing`: the worker
+    retries the delivery (`TransientError`, the queue's backoff) until `REREAD_WINDOW` after
+    `since` (the push); past it they are left to the next push, logged."""
+    if computing and datetime.fromtimestamp(now, UTC) - since < REREAD_WINDOW:
+        raise TransientError(f"GitHub is still computing whether PRs {computing} merge", now + RETRY_SECONDS)
+    if computing:
+        log.info("mergeability unknown after a push; left to the next push", pulls=computing)
 
 
 async def deployment_rechecks(

@@ -25,6 +25,7 @@ from handlers.observe import (
     pull_request_from,
     recheck_merged,
     record,
+    reread_later,
 )
 from handlers.payloads import dig, dig_int, dig_str
 from handlers.ports import PullAndTickets, PullRequest, Reads, Rules, Services
@@ -117,9 +118,11 @@ async def on_pull_request(event: WebhookEvent, services: Services) -> None:
         if pull.head_sha and linked:  # checks that completed before this PR showed its head
             held_checks = await reads.held_for(repository, f"check:{pull.head_sha}")
             told += [(n, check) for check in held_checks for n in sorted(linked)]
+    computing = []
     if pull.open and linked and event.action in _NEW_HEAD:
         answer = await mergeability(services, event.installation_id, repository, pull.number, pull.updated_at)
         told += [(n, answer) for n in sorted(linked) if answer is not None]
+        computing = [pull.number] if answer is None else []
     source = source_of(event)
     async with services.store.unit() as uow:
         told = await news(uow, repository, told, edit=event.action == "edited")
@@ -130,6 +133,8 @@ async def on_pull_request(event: WebhookEvent, services: Services) -> None:
         await uow.commit()
     # SPEC: when a ticket becomes merged, each environment's latest deployment is checked again.
     await recheck_merged(services, repository, rules, merged, source)
+    # Right after a push GitHub answers `mergeable: null`: asked again, as when the base moves.
+    reread_later(computing, pull.updated_at, services.clock())
 
 
 async def sidebar_links(services: Services, installation_id: int, repository: str, number: int) -> set[int]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from handlers.observe import Told, branch_head, by_pattern, mergeability, record
+from handlers.observe import Told, branch_head, by_pattern, mergeability, record, reread_later
 from handlers.payloads import dig, dig_str, time_or
 from handlers.ports import Services
 from handlers.pull_requests import source_of
@@ -45,15 +45,18 @@ async def on_push(event: WebhookEvent, services: Services) -> None:
     if tickets:
         sha = await branch_head(services, event.installation_id, repository, branch)
         told += [(n, BranchObserved(branch, sha, pushed_at)) for n in sorted(tickets)]
+    computing = []
     for pull, linked in pulls:
         if pull.open and linked:  # a push to a PR's head: is it still mergeable?
             answer = await mergeability(services, event.installation_id, repository, pull.number, pushed_at)
             told += [(n, answer) for n in sorted(linked) if answer is not None]
+            computing += [pull.number] if answer is None else []
     async with services.store.unit() as uow:
         for sign in heard:
             await uow.record_sign_of_life(sign)
         await record(uow, services, repository, rules, told, source_of(event))
         await uow.commit()
+    reread_later(computing, pushed_at, services.clock())  # GitHub answers null while it computes
 
 
 def push_time(event: WebhookEvent, fallback: float) -> datetime:

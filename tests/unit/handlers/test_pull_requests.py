@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import itertools
+from datetime import UTC, datetime
+
+import pytest
 
 from handlers.answers import CheckRun
+from handlers.errors import TransientError
 from policies.states import DeploymentState, IntegrationState
 from tests.fakes.github import issue_answer, pull_answer
 from tests.fakes.webhooks import INSTALLATION, REPOSITORY, check_run, deployment_status, pull_request
@@ -216,3 +220,35 @@ async def test_a_pr_naming_more_tickets_than_the_cap_links_only_the_lowest_numbe
     assert 40 not in ticket(ports).rails.pull_requests
     assert ticket(ports).rails.integration is IntegrationState.UNREPORTED
     assert answers_after(ports, before) == [CheckRun(INSTALLATION, REPOSITORY, 40, HEAD)]
+
+
+async def test_a_push_that_leaves_the_conflict_keeps_the_pull_request_blocked() -> None:
+    """#40 conflicts with its base (blocked); its author pushes a commit that does not resolve
+    it. Right after the push GitHub answers `mergeable: null` while it computes: the delivery
+    is retried (as when the base moves), and GitHub's `false` then keeps the ticket blocked."""
+    ports = world()
+    await published(ports)
+    pull = pull_answer(REPOSITORY, 40, body="Fixes #12", head_sha=HEAD, mergeable=False)
+    ports.github.add_pull(REPOSITORY, pull)
+    await ports.dispatch("pull_request", pull_request("opened", pull), delivery_id="o")
+    assert ticket(ports).rails.integration is IntegrationState.BLOCKED
+    pushed = {**pull, "head": {**pull["head"], "sha": "f" * 40}, "mergeable": None,
+              "updated_at": "2026-11-30T10:20:00Z"}  # fmt: skip
+    ports.github.add_pull(REPOSITORY, pushed)
+    ports.clock.now = datetime(2026, 11, 30, 10, 20, 3, tzinfo=UTC).timestamp()  # delivered at once
+    with pytest.raises(TransientError):
+        await ports.dispatch("pull_request", pull_request("synchronize", pushed), delivery_id="s")
+    ports.github.add_pull(REPOSITORY, {**pushed, "mergeable": False})  # GitHub has computed it
+    await ports.dispatch("pull_request", pull_request("synchronize", pushed), delivery_id="s")
+    assert ticket(ports).rails.integration is IntegrationState.BLOCKED
+
+
+async def test_mergeability_unknown_long_after_the_push_is_left_to_the_next_one() -> None:
+    """Past the re-read window a `mergeable: null` answer ends the delivery quietly."""
+    ports = world()
+    await published(ports)
+    pull = pull_answer(REPOSITORY, 40, body="Fixes #12", head_sha=HEAD, mergeable=None)
+    ports.github.add_pull(REPOSITORY, pull)
+    ports.clock.now = datetime(2026, 11, 30, 11, 0, tzinfo=UTC).timestamp()
+    await ports.dispatch("pull_request", pull_request("opened", pull))
+    assert ticket(ports).rails.integration is IntegrationState.PULL_REQUEST_OPEN
