@@ -99,6 +99,11 @@ class CommandRun:
         the API spends its own before the run)."""
         return True
 
+    async def within_command_budget(self, rules: Rules) -> bool:
+        """Whether the author had one of its `limits.commands_per_hour` left, now spent (the API
+        spends it before the run, so here it is the comment's to spend)."""
+        return True
+
     # -- the run ------------------------------------------------------------------------
 
     async def run(self) -> Outcome | None:
@@ -127,6 +132,7 @@ class CommandRun:
         assert command is not None
         if not await self.admitted(rules):
             return None
+        within_budget = await self.within_command_budget(rules)
         f = self.facts  # the channel may know more of the author now (`outsider`)
         try:
             deciding = deciding_roles(command)  # then the first role held is all that counts
@@ -159,7 +165,7 @@ class CommandRun:
             await self.say(completed)
             return None
         high_risk = issue is not None and bool(labels_of(issue) & set(rules.high_risk_labels))
-        context = await self._context(Actor(f.author, roles, f.author_id), rules, high_risk)
+        context = await self._context(Actor(f.author, roles, f.author_id), rules, high_risk, within_budget)
         context = replace(
             context,
             ci_state=accepting.ci_state,
@@ -407,12 +413,14 @@ class CommandRun:
         found = await accept_facts(services, f.installation_id, key, issue, rules, f.author_id, roles)
         return replace(found, actor_is_agent=agent)
 
-    async def _context(self, actor: Actor, rules: Rules, high_risk: bool) -> Context:
+    async def _context(self, actor: Actor, rules: Rules, high_risk: bool, within_budget: bool) -> Context:
         f = self.facts
         now = datetime.fromtimestamp(self.services.clock(), UTC)
         month_cost = "0"
         async with self.services.store.read() as reads:
             recent = await reads.commands_since(f.repository, f.author_id, now - timedelta(hours=1))
+            if not within_budget:  # the count read here may miss commands running at this moment
+                recent = max(recent, rules.commands_per_hour)
             if rules.cost_per_runner_month is not None and isinstance(self.parsed.command, Claim):
                 month_cost = await reads.delivery_cost_since(f.repository, f.author_id, month_start(now))
         return Context(

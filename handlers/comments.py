@@ -25,11 +25,13 @@ from handlers.answers import (
     StatusComment,
 )
 from handlers.commands import CommandFacts, CommandRun
+from handlers.errors import CannotVerify
 from handlers.outsiders import Admission, admit, settle
 from handlers.payloads import dig, dig_int, dig_str
 from handlers.ports import Outcome, Rules, Services
 from handlers.routing import Router, WebhookEvent
 from handlers.signs import claimant_comment, only_informational
+from policies.budgets import Budget, command_budget
 from policies.model import TicketKey
 from policies.parser import ParsedComment, parse_comment
 from policies.refusals import RefusalCode
@@ -134,11 +136,17 @@ class CommentCommand(CommandRun):
         super().__init__(facts, parsed, services)
         self.comment = comment
         self._admission: tuple[Admission, int] | None = None  # and the limit it was taken under
+        self._spent: Budget | None = None  # the author's command budget, once one was spent
 
     async def run(self) -> Outcome | None:
-        """The command's run; the author's reserved role-less request settled after it."""
+        """The command's run; the author's reserved role-less request settled after it, and the
+        command given back to its budget when it will run again (GitHub could not answer: it is
+        retried) or ran before (a redelivered comment replays its outcome)."""
         try:
-            return await super().run()
+            outcome = await super().run()
+        except CannotVerify:
+            await self._give_command_back()
+            raise
         finally:
             if self._admission is not None:
                 (admission, limit), c = self._admission, self.comment
@@ -146,6 +154,24 @@ class CommentCommand(CommandRun):
                 await settle(
                     self.services.budgets, c.author_id, c.repository, limit, admission.known, roleless
                 )
+        if outcome is not None and outcome.replayed:
+            await self._give_command_back()
+        return outcome
+
+    async def within_command_budget(self, rules: Rules) -> bool:
+        """One of the author's `limits.commands_per_hour` here, spent before the command runs, in
+        one conditional upsert (`handlers.ports.Budgets`): comments on several tickets at once
+        cannot each find the last one free. The API's commands spend the same budget; past it
+        the door refuses the command as over budget (the reply says so, and it is counted)."""
+        budget = command_budget(self.comment.repository, rules.commands_per_hour)
+        taken = await self.services.budgets.spend(self.comment.author_id, budget) is None
+        self._spent = budget if taken else None
+        return taken
+
+    async def _give_command_back(self) -> None:
+        if self._spent is not None:
+            await self.services.budgets.refund(self.comment.author_id, self._spent)
+            self._spent = None
 
     async def admitted(self, rules: Rules) -> bool:
         """Within the author's role-less requests (`handlers.outsiders`), as through the API: past

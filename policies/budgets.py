@@ -74,6 +74,12 @@ class WindowCounter:
         return len(self._counts)
 
 
+def command_budget(repository: str, limit: int) -> Budget:
+    """An account's state-changing commands in one repository, by comment or through the API
+    alike (`limits.commands_per_hour`): spent once per command, before it runs."""
+    return Budget(f"commands:{repository.casefold()}", limit, 3600.0)
+
+
 def status_recheck_budget(repository: str, number: int) -> Budget:
     """How often a `/status` may have a ticket's acceptance judged again (asking GitHub for the
     reviewer's roles): once a minute per ticket, however many accounts ask (held by account 0)."""

@@ -30,7 +30,7 @@ from app.store.hops import off_loop
 from app.web.token_checks import TokenChecks
 from handlers.outsiders import admit, settle
 from handlers.ports import Rules
-from policies.budgets import Budget, WindowCounter
+from policies.budgets import Budget, WindowCounter, command_budget
 
 READS_PER_MINUTE = 600  # per account, per process
 LOOKUPS_PER_HOUR = 300  # repositories' installations asked of GitHub for one account, per process
@@ -72,7 +72,7 @@ class ApiCosts:
 
     async def command(self, account_id: int, repository: str, rules: Rules) -> None:
         """Spend one of the account's commands in the repository (refusals included)."""
-        budget, now = commands_budget(repository, rules), self._clock()
+        budget, now = command_budget(repository, rules.commands_per_hour), self._clock()
         retry = await off_loop(spend, self._shell.database, account_id, budget, now)
         if retry is not None:
             raise OverBudget(budget, retry)
@@ -113,8 +113,3 @@ class ApiCosts:
         retry = counter.spend(account_id, self._clock())
         if retry is not None:
             raise OverBudget(counter.budget, retry)
-
-
-def commands_budget(repository: str, rules: Rules) -> Budget:
-    """An account's API commands in one repository: `limits.commands_per_hour`."""
-    return Budget(f"commands:{repository.casefold()}", rules.commands_per_hour, 3600.0)

@@ -345,6 +345,28 @@ async def test_the_command_budget_is_enforced_per_actor(world: World) -> None:
     assert "limit is 2" in world.replies(13)[-1]
 
 
+async def test_comments_on_eight_issues_arriving_together_run_no_more_commands_than_the_budget(
+    world: World,
+) -> None:
+    """limits.commands_per_hour: 2 — eight `/draft` comments by one person on eight issues,
+    delivered at once and handled concurrently, draft two tickets; the rest are refused with the
+    limit (told so within the reply limit)."""
+    world.github.repositories[REPO].files[".github/railyard.yml"] = (
+        CONFIG + "limits:\n  commands_per_hour: 2\n"
+    )
+    numbers = range(101, 109)
+    for number in numbers:
+        world.github.add_issue(REPO, number, body=f"issue {number}")
+    payloads = [json.dumps(world.write("rachel", "/draft", number)).encode() for number in numbers]
+    responses = await asyncio.gather(*(world.server.deliver("issue_comment", p) for p in payloads))
+    assert [r.status for r in responses] == [202] * 8
+    await world.settle()
+    drafted = [n for n in numbers if world.ticket(n) is not None]
+    assert len(drafted) == 2, drafted
+    told = [reply for n in numbers if n not in drafted for reply in world.replies(n)]
+    assert told and all("limit is 2" in reply for reply in told)  # within the reply limit
+
+
 async def test_repeated_refusals_fall_back_to_one_reaction_then_silence(world: World) -> None:
     """A public repository cannot make the app a spam cannon: a few replies, one reaction, then nothing."""
     await world.say("rachel", "/publish")

@@ -1,16 +1,27 @@
-"""The API's per-account budgets in the database, on SQLite and PostgreSQL: spent before any
-call, never past the limit, shared by every process, forgotten once the window is over."""
+"""The per-account budgets in the database, on SQLite and PostgreSQL: spent before any call,
+never past the limit, shared by every process, forgotten once the window is over; a comment's
+commands spend them as the API's do."""
 
 from __future__ import annotations
 
 import asyncio
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 
 from sqlalchemy import func, select
 
+from app.contracts.effect_types import surfaces_for
 from app.store.budgets import SqlBudgets, budgets, prune_budgets, refund, spend, spent
 from app.store.database import Database
+from app.store.tables import OperationRow, table
+from app.store.unit import SqlStore
+from app.views.replies_text import render
+from handlers.ports import Rules
 from policies.budgets import Budget
+from policies.model import TicketKey
+from tests.fakes.github import issue_answer
+from tests.fakes.webhooks import REPOSITORY, comment
+from tests.unit.handlers.steps import world
 
 HOUR = Budget("commands:acme/web", 3, 3600.0)
 T0 = 1_780_000_000.0 - 1_780_000_000.0 % 3600
@@ -80,3 +91,35 @@ async def test_racing_spends_and_counts_never_take_more_than_the_limit(database:
     sql = SqlBudgets(database, lambda: T0)
     answers = await asyncio.gather(*(sql.spend_and_count(42, HOUR, MARK) for _ in range(20)))
     assert [retry for retry, _ in answers].count(None) == 3 and spent(database, 42, HOUR, T0) == 3
+
+
+async def test_comments_on_eight_tickets_at_once_run_no_more_commands_than_the_budget(
+    database: Database,
+) -> None:
+    """`limits.commands_per_hour: 2`: eight `/draft` comments by one account on eight issues,
+    handled at the same time (as the worker's concurrency and several workers do), draft two
+    tickets; the others are refused as over the budget, not run on a count read too early."""
+    ports = world(Rules("blob-sha-1", commands_per_hour=2))
+    store = SqlStore(database, render=render, surfaces=surfaces_for, clock=ports.clock)
+    services = replace(ports.services, store=store, budgets=SqlBudgets(database, ports.clock))
+    numbers = range(101, 109)
+    for number in numbers:
+        ports.github.add_issue(REPOSITORY, issue_answer(number))
+    try:
+        await asyncio.gather(
+            *(
+                ports.dispatch("issue_comment", comment(n, "/draft", comment_id=9000 + n), services=services)
+                for n in numbers
+            )
+        )
+        async with store.read() as reads:
+            drafted = [n for n in numbers if await reads.ticket(TicketKey(REPOSITORY, n)) is not None]
+    finally:
+        store.close()
+    with database.read() as connection:
+        operations = connection.execute(table(OperationRow).select()).mappings().all()
+    assert len(drafted) == 2, drafted
+    assert (
+        sorted(str(op["refusal_code"]) for op in operations if op["outcome"] == "refused")
+        == ["over_budget"] * 6
+    )

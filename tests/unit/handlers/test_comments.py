@@ -211,6 +211,24 @@ async def test_roles_github_will_not_verify_are_answered_and_the_delivery_retrie
     assert ticket(ports).work is WorkState.OPEN
 
 
+async def test_a_comment_retried_or_delivered_again_spends_the_command_budget_once() -> None:
+    """`limits.commands_per_hour: 2`: carol's `/claim` is retried twice while GitHub will not say
+    whether she is a runner, then runs, then is delivered again; it cost one command, so her
+    `/reopen` still runs."""
+    ports = world(Rules("blob-sha-1", commands_per_hour=2))
+    await published(ports)
+    ports.roles.unverifiable.add("carol")
+    for _ in range(2):
+        with pytest.raises(CannotVerify):
+            await say(ports, "/claim", by=CAROL, comment_id=7001)
+    ports.roles.unverifiable.clear()
+    await say(ports, "/claim", by=CAROL, comment_id=7001)
+    await say(ports, "/claim", by=CAROL, comment_id=7001)  # GitHub delivers it again
+    assert ticket(ports).work is WorkState.CLAIMED
+    await say(ports, "/reopen Giving it up", by=CAROL)
+    assert ticket(ports).work is WorkState.OPEN
+
+
 async def test_status_shows_the_status_comment_and_answers_briefly() -> None:
     """`/status` on a ticket refreshes its status comment and answers with the ticket."""
     ports = world()
