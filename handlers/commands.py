@@ -119,6 +119,11 @@ class CommandRun:
         if self.parsed.near_miss:
             await self.say(NearMiss(*self.parsed.near_miss))
             return None
+        command = self.parsed.command
+        # Admitted before a pull request is read for its ticket: past its budget an outsider's
+        # command on a PR asks GitHub nothing, as on an issue.
+        if self.parsed.informational is None and not await self.admitted(rules):
+            return None
         number = await self._ticket_number()
         if number is None:
             return None
@@ -128,10 +133,7 @@ class CommandRun:
                 await recheck(services, f.installation_id, key)  # the answer says whether it holds
             await self.informational(key)
             return None
-        command = self.parsed.command
         assert command is not None
-        if not await self.admitted(rules):
-            return None
         within_budget = await self.within_command_budget(rules)
         f = self.facts  # the channel may know more of the author now (`outsider`)
         try:

@@ -31,3 +31,23 @@ async def test_a_role_less_accounts_flood_of_commented_commands_costs_the_instal
     await world.say("rachel", "/publish", number=13)
     ticket = world.ticket(13)
     assert ticket is not None and ticket.exists
+
+
+async def test_a_role_less_accounts_flood_of_commands_on_a_pull_request_calls_nothing_past_the_budget(
+    world: World,
+) -> None:
+    """60 `/claim` comments by an account without a role on a pull request that links the
+    ticket: past `outsider_requests_per_hour` (30) they are silent and GitHub is asked nothing,
+    not even the pull request (read for its ticket only once the comment is admitted). On
+    GitHub every new comment changes the pull request, so its read is never a free 304: the PR
+    body is edited before each comment to mirror that."""
+    await world.say("rachel", "/publish")
+    pull = world.github.repositories[REPO].pulls[34]
+    costs = []
+    for n in range(60):
+        pull.body = "Fixes #12" + "\n" * (n + 1)
+        start = len(world.github.calls)
+        await world.say("mallory", "/claim", number=34, pr=True)
+        costs.append([(c.method, c.path) for c in installation_calls(world, start)])
+    assert costs[30:] == [[]] * 30, costs[30:33]
+    assert world.ticket().work.value == "open"
