@@ -9,6 +9,9 @@ found holding a role. An account found holding no role is marked for the hour: i
 commands also spend, with every such account, ten times that share, checked before its roles
 are asked only once it is known role-less, so strangers spending the shared budget never refuse
 a caller who holds a role; and its roles are asked with the organization-membership shortcut.
+When strangers have spent the shared budget, a marked account still has its roles asked again
+once every ten minutes (a share of its own), so one that has been given a role since is heard
+within minutes, not after the hour; it stays within its own share of the hour all the same.
 """
 
 from __future__ import annotations
@@ -16,16 +19,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from handlers.ports import Budgets
-from policies.budgets import Budget, outsider_budgets
+from policies.budgets import Budget, outsider_budgets, roles_again_budget
 
 
 @dataclass(frozen=True)
 class Admission:
-    """`known`: found without a role here this hour; `over`: the budget spent (then nothing runs)."""
+    """`known`: found without a role here this hour; `over`: the budget spent (then nothing runs);
+    `shared`: it spent one of all role-less accounts' requests (given back if it holds a role)."""
 
     known: bool
     over: Budget | None = None
     retry_after: int = 0
+    shared: bool = False
 
 
 async def admit(budgets: Budgets, account_id: int, repository: str, limit: int) -> Admission:
@@ -34,16 +39,25 @@ async def admit(budgets: Budgets, account_id: int, repository: str, limit: int) 
     retry, marked = await budgets.spend_and_count(account_id, mine, roleless)
     if retry is not None:
         return Admission(False, mine, retry)
-    known = marked > 0
-    if known:
-        retry = await budgets.spend(0, everyone)
-        if retry is not None:
-            return Admission(True, everyone, retry)
-    return Admission(known)
+    if marked == 0:
+        return Admission(False)
+    retry = await budgets.spend(0, everyone)
+    if retry is None:
+        return Admission(True, shared=True)
+    again = await budgets.spend(account_id, roles_again_budget(repository))
+    if again is not None:  # nothing asked: its own share is not spent waiting
+        await budgets.refund(account_id, mine)
+        return Admission(True, everyone, min(retry, again))
+    return Admission(True)
 
 
 async def settle(
-    budgets: Budgets, account_id: int, repository: str, limit: int, known: bool, roleless: bool | None
+    budgets: Budgets,
+    account_id: int,
+    repository: str,
+    limit: int,
+    admission: Admission,
+    roleless: bool | None,
 ) -> None:
     """After the command: `roleless` True when the role check found no role (marked for the hour,
     and the shared budget spent if it was not already), False when it holds one, None when its
@@ -51,9 +65,9 @@ async def settle(
     mine, everyone, marker = outsider_budgets(repository, limit)
     if roleless:
         await budgets.spend(account_id, marker)
-        if not known:
+        if not admission.known:
             await budgets.spend(0, everyone)
         return
     await budgets.refund(account_id, mine)
-    if known:
+    if admission.shared:
         await budgets.refund(0, everyone)

@@ -46,6 +46,13 @@ def outsider_budgets(repository: str, limit: int) -> tuple[Budget, Budget, Budge
     )
 
 
+def roles_again_budget(repository: str) -> Budget:
+    """How often an account found without a role this hour may still have its roles asked again
+    once all role-less accounts' requests are spent (by strangers, perhaps): once in ten
+    minutes, so one given a role since is not silenced for the rest of the hour."""
+    return Budget(f"roles-again:{repository.casefold()}", 1, 600.0)
+
+
 class WindowCounter:
     """One process's counts for one budget, for at most `accounts` accounts at a time.
 

@@ -28,7 +28,7 @@ from app.runtime.adapters import Adapters
 from app.store.budgets import spend
 from app.store.hops import off_loop
 from app.web.token_checks import TokenChecks
-from handlers.outsiders import admit, settle
+from handlers.outsiders import Admission, admit, settle
 from handlers.ports import Rules
 from policies.budgets import Budget, WindowCounter, command_budget
 
@@ -77,22 +77,23 @@ class ApiCosts:
         if retry is not None:
             raise OverBudget(budget, retry)
 
-    async def outsider_reserve(self, account_id: int, repository: str, rules: Rules) -> bool:
+    async def outsider_reserve(self, account_id: int, repository: str, rules: Rules) -> Admission:
         """Reserve one of the account's role-less requests before its roles are asked of GitHub
-        (`handlers.outsiders`); whether it was already found without a role here this hour.
-        `OverBudget` when its share, or (known role-less) all such accounts' share, is spent."""
+        (`handlers.outsiders`); `known`: it was already found without a role here this hour.
+        `OverBudget` when its share, or (known role-less) all such accounts' share and its own
+        re-check, is spent."""
         limit = rules.outsider_requests_per_hour
         admission = await admit(self._budgets, account_id, repository, limit)
         if admission.over is not None:
             raise OverBudget(admission.over, admission.retry_after)
-        return admission.known
+        return admission
 
     async def outsider_settled(
-        self, account_id: int, repository: str, rules: Rules, known: bool, roleless: bool | None
+        self, account_id: int, repository: str, rules: Rules, admission: Admission, roleless: bool | None
     ) -> None:
         """After the request: `roleless` as the role check found (None: never asked)."""
         limit = rules.outsider_requests_per_hour
-        await settle(self._budgets, account_id, repository, limit, known, roleless)
+        await settle(self._budgets, account_id, repository, limit, admission, roleless)
 
     def read(self, account_id: int) -> None:
         """Spend one of the account's reads of the minute."""

@@ -231,7 +231,7 @@ class AgentApi:
             ticket = served.ticket
             if ticket is None or not ticket.exists:
                 raise Refused(404, "not_a_ticket", f"{repository}#{number} is not a railyard ticket")
-        outsider = await self.costs.outsider_reserve(account.id, repository, rules)
+        admission = await self.costs.outsider_reserve(account.id, repository, rules)
         command = ApiCommand(
             installation_id,
             repository,
@@ -241,7 +241,7 @@ class AgentApi:
             account.is_bot,
             key,
             digest,
-            outsider,
+            admission.known,
         )
         run = ApiCommandRun(command, parsed, self._shell.ports, outcome_answer)
         try:
@@ -250,7 +250,7 @@ class AgentApi:
             raise Refused(404, "no_such_issue", f"{repository}#{number} is not an issue") from None
         finally:
             roleless = None if run.roles is None else not run.roles
-            await self.costs.outsider_settled(account.id, repository, rules, outsider, roleless)
+            await self.costs.outsider_settled(account.id, repository, rules, admission, roleless)
         if outcome is None or run.kept is None:
             raise _before_door(run.early, outcome.refusal if outcome is not None else None)
         if run.kept.digest != digest:  # a request racing this one used the key for another command

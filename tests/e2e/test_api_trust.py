@@ -23,7 +23,8 @@ def outsider_limit(world: World, limit: int) -> None:
 
 async def test_role_less_accounts_spending_the_shared_budget_never_lock_out_a_runner(world: World) -> None:
     """Ten throwaway accounts spend all outsiders' budget with refused claims: a runner still
-    claims, and a stranger known to hold no role is then refused without a call."""
+    claims, and a stranger known to hold no role has its roles asked again once (in ten
+    minutes: it may have been given one since), then is refused without a call."""
     outsider_limit(world, 3)
     await world.say("rachel", "/publish")
     cody = token(world, "cody")  # a runner
@@ -34,9 +35,10 @@ async def test_role_less_accounts_spending_the_shared_budget_never_lock_out_a_ru
     assert status == 200, answer
     late = token(world, "stranger10")
     assert (await command(world, late, "/claim"))[0] in (403, 409)  # its first: its roles are asked
+    assert (await command(world, late, "/claim"))[0] in (403, 409)  # known role-less: asked again once
     await world.outbox_settled()  # the runner's claim's own writes (its assignment) are done
     before = len(world.github.calls)
-    status, answer, _ = await command(world, late, "/claim")  # now known role-less, the share spent
+    status, answer, _ = await command(world, late, "/claim")  # the share and its re-check spent
     assert (status, answer["error"]["code"]) == (429, "over_budget")
     assert installation_calls(world, before) == []
 

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from support.world import REPO, World
+from support.world import CONFIG, REPO, World
 from tests.e2e.test_api import installation_calls
 
 
@@ -51,3 +51,30 @@ async def test_a_role_less_accounts_flood_of_commands_on_a_pull_request_calls_no
         costs.append([(c.method, c.path) for c in installation_calls(world, start)])
     assert costs[30:] == [[]] * 30, costs[30:33]
     assert world.ticket().work.value == "open"
+
+
+async def test_strangers_spending_the_shared_budget_never_lock_out_an_account_given_a_role_since(
+    world: World,
+) -> None:
+    """`outsider_requests_per_hour: 3`: mallory's `/claim` finds her without a role (marked for
+    the hour); strangers then spend every role-less request of the hour; mallory joins
+    @acme/agents. Her next `/claim` has her roles asked again and claims. A role-less account
+    gets that re-check once in ten minutes: past it, silence and no call, with some of its own
+    share of the hour left."""
+    world.github.repositories[REPO].files[".github/railyard.yml"] = (
+        CONFIG + "limits:\n  outsider_requests_per_hour: 3\n"
+    )
+    await world.say("rachel", "/publish")
+    await world.say("mallory", "/claim")
+    for n in range(10):
+        for _ in range(3):
+            await world.say(f"stranger{n}", "/claim")
+    world.github.team_memberships[("acme", "agents", "mallory")] = "active"
+    await world.say("mallory", "/claim")
+    assert world.ticket().work.value == "claimed"
+    costs = []
+    for _ in range(3):  # found role-less, asked again once, then silent
+        before = len(world.github.calls)
+        await world.say("late", "/claim")
+        costs.append([c.path for c in installation_calls(world, before) if c.path.endswith("/late")])
+    assert costs[0] and costs[1] and costs[2] == [], costs

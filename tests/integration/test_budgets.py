@@ -16,6 +16,7 @@ from app.store.database import Database
 from app.store.tables import OperationRow, table
 from app.store.unit import SqlStore
 from app.views.replies_text import render
+from handlers.outsiders import admit, settle
 from handlers.ports import Rules
 from policies.budgets import Budget
 from policies.model import TicketKey
@@ -123,3 +124,26 @@ async def test_comments_on_eight_tickets_at_once_run_no_more_commands_than_the_b
         sorted(str(op["refusal_code"]) for op in operations if op["outcome"] == "refused")
         == ["over_budget"] * 6
     )
+
+
+async def test_an_account_found_role_less_is_admitted_again_once_in_ten_minutes_when_strangers_spent_the_rest(
+    database: Database,
+) -> None:
+    """Account 7 is found without a role; strangers spend every role-less request of the hour;
+    7 is admitted for one more role check in those ten minutes (it may hold a role now), not a
+    second, and again in the next ten minutes while its own share of the hour lasts."""
+    now = [T0]
+    sql = SqlBudgets(database, lambda: now[0])
+    first = await admit(sql, 7, "acme/web", 3)
+    await settle(sql, 7, "acme/web", 3, first, roleless=True)
+    for stranger in range(100, 120):
+        for _ in range(3):
+            admission = await admit(sql, stranger, "acme/web", 3)
+            if admission.over is None:
+                await settle(sql, stranger, "acme/web", 3, admission, roleless=True)
+    again = await admit(sql, 7, "acme/web", 3)
+    assert (again.known, again.over) == (True, None)
+    await settle(sql, 7, "acme/web", 3, again, roleless=True)
+    assert (await admit(sql, 7, "acme/web", 3)).over is not None
+    now[0] += 600
+    assert (await admit(sql, 7, "acme/web", 3)).over is None
