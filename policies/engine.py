@@ -297,9 +297,9 @@ def _repeated_attempt(ticket: Ticket, command: Deliver) -> int | None:
     previous = ticket.last_delivery
     if previous is not None and not earlier:  # a ticket recorded before every delivery was kept
         earlier = [(previous.attempt, previous.commit, previous.artifacts)]
-    wanted = sorted(command.artifacts)
+    wanted = set(command.artifacts)  # an artifact named twice is still the same work
     for attempt, commit, artifacts in earlier:
-        if commit == command.commit and sorted(artifacts) == wanted:
+        if commit == command.commit and set(artifacts) == wanted:
             return attempt
     return None
 

@@ -433,7 +433,8 @@ def _take_value(arguments: _Arguments, name: CommandName, key: str, value: str) 
     existing = arguments.values.setdefault(key, [])
     if existing and key != "artifact":
         return f"/{name} takes {_spelled(key)} once."
-    existing.append(value)
+    if value not in existing:  # an artifact named twice is one artifact
+        existing.append(value)
     return None
 
 

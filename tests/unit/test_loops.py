@@ -49,6 +49,28 @@ def test_a_b_a_is_refused_at_the_third_delivery_naming_attempt_1() -> None:
     assert not isinstance(decide(ticket, Deliver("New.", commit="c" * 40), context(CODY, 14)), Refusal)
 
 
+def test_naming_the_same_artifact_twice_is_not_progress() -> None:
+    """Attempt 1 delivered A with one report and was sent back; attempt 2 delivers A with the same
+    report written twice: the same work, refused as `no_progress`."""
+    report = "https://ci.example.com/run/1"
+    ticket = sent_back(
+        run(ticket_in(WorkState.CLAIMED), Deliver("Work.", commit=A, artifacts=(report,)), context(CODY, 10)),
+        11,
+    )
+    again = Deliver("Same again.", commit=A, artifacts=(report, report))
+    decision = decide(ticket, again, context(CODY, 12))
+    assert isinstance(decision, Refusal) and decision.code is RefusalCode.NO_PROGRESS, decision
+
+
+def test_an_artifact_named_twice_in_a_comment_is_one_artifact() -> None:
+    """`/deliver artifact=U artifact=U` delivers one artifact U; other artifacts keep their order."""
+    parsed = parse_comment(
+        "/deliver artifact=https://a.example/1 artifact=https://b.example/2 artifact=https://a.example/1\nDone."
+    )
+    assert parsed.command is not None and parsed.error is None
+    assert parsed.command.artifacts == ("https://a.example/1", "https://b.example/2")  # type: ignore[attr-defined]
+
+
 def test_the_attempt_limit_refuses_the_claim_or_send_back_that_would_open_attempt_11() -> None:
     """By default ten attempts: the send-back that would open the eleventh is `attempt_limit`."""
     ticket = ticket_in(WorkState.CLAIMED)
