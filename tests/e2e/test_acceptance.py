@@ -319,6 +319,31 @@ async def test_the_check_is_still_written_when_a_linked_tickets_issue_is_gone(pl
     assert check(world, AMENDED) == ("success", "the linked ticket is accepted at this commit")
 
 
+async def accepted_then_closed(world: World, wall: Any, *, merged: bool) -> None:
+    """#12 delivered and accepted by rita, PR #34 then closed (merged or not), and the clock two
+    days on (past `accepting`'s one-day expiry)."""
+    await delivered(world)
+    await world.say("rita", "/accept")
+    pull = world.github.repositories[REPO].pulls[34]
+    pull.merged, pull.state = merged, "closed"
+    closed = pull_request_payload(
+        "closed", 34, "Fixes #12", merged=merged, state="closed", updated="2026-11-30T12:00:00Z"
+    )
+    await world.send("pull_request", closed)
+    wall.ahead = timedelta(days=2)
+    await world.settle()
+
+
+async def description_edited(world: World) -> None:
+    """#12's description edited on GitHub: a change that writes the status comment again."""
+    edited = event_payload("issues", "01-edited.json", action="edited")
+    edited["issue"].update({"number": 12, "body": "Make uploads resumable, and cap retries at 5"})
+    edited["changes"] = {"body": {"from": "Make uploads resumable"}}
+    await world.send("issues", edited)
+    await world.settle()
+    assert events(world, EventType.DESCRIPTION_CHANGED) != []
+
+
 async def test_a_status_comment_rendered_after_the_expiry_says_expired_with_no_check_to_record_it(
     accepting: Setup,
 ) -> None:
@@ -326,20 +351,8 @@ async def test_a_status_comment_rendered_after_the_expiry_says_expired_with_no_c
     only at open PRs): two days past the one-day expiry, the status comment written for an edit
     of the description judges the expiry itself, with nothing recorded."""
     world, wall = accepting
-    await delivered(world)
-    await world.say("rita", "/accept")
-    pull = world.github.repositories[REPO].pulls[34]
-    pull.state = "closed"
-    closed = pull_request_payload("closed", 34, "Fixes #12", state="closed", updated="2026-11-30T12:00:00Z")
-    await world.send("pull_request", closed)
-    wall.ahead = timedelta(days=2)
-    await world.settle()
-    edited = event_payload("issues", "01-edited.json", action="edited")
-    edited["issue"].update({"number": 12, "body": "Make uploads resumable, and cap retries at 5"})
-    edited["changes"] = {"body": {"from": "Make uploads resumable"}}
-    await world.send("issues", edited)
-    await world.settle()
-    assert events(world, EventType.DESCRIPTION_CHANGED) != []
+    await accepted_then_closed(world, wall, merged=False)
+    await description_edited(world)
     assert events(world, EventType.ACCEPTANCE_INVALIDATED) == []
     shown = status_object(world)
     assert (shown["acceptance"]["valid"], shown["acceptance"]["reason"]) == (False, "expired")
@@ -353,26 +366,11 @@ async def test_the_api_judges_an_expired_acceptance_expired_with_nothing_recorde
     from tests.e2e.test_api import TICKETS, call
 
     world, wall = accepting
-    await delivered(world)
-    await world.say("rita", "/accept")
-    pull = world.github.repositories[REPO].pulls[34]
-    pull.merged, pull.state = True, "closed"
-    merged = pull_request_payload(
-        "closed", 34, "Fixes #12", merged=True, state="closed", updated="2026-11-30T12:00:00Z"
-    )
-    await world.send("pull_request", merged)
-    wall.ahead = timedelta(days=2)
-    await world.settle()
+    await accepted_then_closed(world, wall, merged=True)
     _, ticket, _ = await call(world, "rita", "GET", f"{TICKETS}/12")
     _, listing, _ = await call(world, "rita", "GET", f"{TICKETS}?work=accepted")
     assert ticket["integration"] == "merged" and events(world, EventType.ACCEPTANCE_INVALIDATED) == []
-    # The status comment written after the expiry (the description edited) says so too.
-    edited = event_payload("issues", "01-edited.json", action="edited")
-    edited["issue"].update({"number": 12, "body": "Make uploads resumable, and cap retries at 5"})
-    edited["changes"] = {"body": {"from": "Make uploads resumable"}}
-    await world.send("issues", edited)
-    await world.settle()
-    assert events(world, EventType.DESCRIPTION_CHANGED) != []
+    await description_edited(world)  # the status comment written after the expiry says so too
     for shown in (ticket, listing["tickets"][0], status_object(world)):
         assert (shown["acceptance"]["valid"], shown["acceptance"]["reason"]) == (False, "expired")
         assert "/accept" in str(shown["next"]), shown["next"]
