@@ -129,6 +129,7 @@ def pull_request_from(payload: object, repository: str, fallback: float) -> Pull
         author=dig_str(payload, "user", "login"),
         head_repository=dig_str(payload, "head", "repo", "full_name"),
         merged_at=time_or(merged_at, fallback) if merged_at else None,
+        base_ref=dig_str(payload, "base", "ref"),
     )
 
 
@@ -232,7 +233,8 @@ async def branch_head(services: Services, installation_id: int, repository: str,
 async def mergeability(
     services: Services, installation_id: int | None, repository: str, number: int, at: datetime
 ) -> MergeabilityObserved | None:
-    """Ask the PR API whether the PR's current head can merge (None while GitHub is still computing)."""
+    """Ask the PR API whether the PR's current head can merge into its current base (None while
+    GitHub is still computing); the answer names both, as GitHub reported them."""
     if installation_id is None:
         return None
     try:
@@ -242,7 +244,7 @@ async def mergeability(
     mergeable, head = dig(answer, "mergeable"), dig_str(answer, "head", "sha")
     if not isinstance(mergeable, bool) or head is None:
         return None
-    return MergeabilityObserved(number, head, mergeable, at)
+    return MergeabilityObserved(number, head, mergeable, at, dig_str(answer, "base", "ref"))
 
 
 REREAD_WINDOW = timedelta(minutes=5)

@@ -97,6 +97,7 @@ class PullRequest:
     # Whether the author held a role when the PR was opened or edited (resolved then, kept
     # with the PR): None when not asked (a PR of this repository needs no answer).
     author_has_role: bool | None = None
+    base_ref: str | None = None  # the branch it targets (None: stored before bases were kept)
 
     @property
     def head_in_repository(self) -> bool:
@@ -122,6 +123,7 @@ class PullRequest:
             updated_at=self.updated_at,
             linked_at_merge=linked_at_merge and self.merged,
             mention=mention and not linked,
+            base_ref=self.base_ref,
         )
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from policies.check_facts import holding_back
-from policies.rails import PullRequestFact, RailPolicy, Rails
+from policies.rails import PullRequestFact, RailPolicy, Rails, mergeability_of
 
 
 class BlockReason(StrEnum):
@@ -43,7 +43,7 @@ def pull_blocks(rails: Rails, pr: PullRequestFact, policy: RailPolicy) -> list[B
         blocks.append(Block(pr.number, BlockReason.CHECK_FAILED, tuple(sorted(failing))))
     if held:
         blocks.append(Block(pr.number, BlockReason.CI_AWAITING_APPROVAL, tuple(sorted(held))))
-    answer = rails.mergeability.get((pr.number, pr.head_sha or ""))
+    answer = mergeability_of(rails, pr)
     if answer is not None and answer.mergeable is False:
         blocks.append(Block(pr.number, BlockReason.CONFLICT))
     return blocks

@@ -71,6 +71,7 @@ class PullRequestObserved:
     linked_at_merge: bool = False
     # A fork's PR from an account without a role names the ticket: shown, never on the rail.
     mention: bool = False
+    base_ref: str | None = None  # the branch it targets (None: recorded before bases were kept)
 
 
 @dataclass(frozen=True)
@@ -89,12 +90,13 @@ class CheckObserved:
 
 @dataclass(frozen=True)
 class MergeabilityObserved:
-    """What the pull-request API said about mergeability of one head."""
+    """What the pull-request API said about mergeability of one head into one base."""
 
     number: int
     head_sha: str
     mergeable: bool | None
     observed_at: datetime
+    base_ref: str | None = None  # the base GitHub answered for (None: recorded before bases were kept)
 
 
 Observation = BranchObserved | PullRequestObserved | CheckObserved | MergeabilityObserved | DeploymentObserved
@@ -132,6 +134,7 @@ _OMITTED_WHEN_DEFAULT: dict[str, Any] = {
     "app_id": None,
     "suite": False,
     "compared_merge": None,
+    "base_ref": None,
 }
 
 
@@ -188,16 +191,22 @@ class PullRequestFact:
     merged_while_linked: bool = False
     merge_commit: str | None = None
     mention: bool = False  # named by a fork's PR whose links do not count (SPEC: Links)
+    base_ref: str | None = None
 
 
 @dataclass(frozen=True)
 class MergeabilityFact:
-    """The newest mergeability answer for one pull-request head."""
+    """The newest mergeability answer for one pull-request head into one base."""
 
     number: int
     head_sha: str
     mergeable: bool | None
     observed_at: datetime
+    base_ref: str | None = None
+
+
+MergeabilityKey = tuple[int, str, str | None]
+"""(PR number, head sha, base ref): None for answers recorded before bases were kept."""
 
 
 @dataclass(frozen=True)
@@ -210,7 +219,7 @@ class Rails:
     branches: Mapping[str, BranchFact] = field(default_factory=dict)
     pull_requests: Mapping[int, PullRequestFact] = field(default_factory=dict)
     checks: Mapping[CheckKey, CheckFact] = field(default_factory=dict)
-    mergeability: Mapping[tuple[int, str], MergeabilityFact] = field(default_factory=dict)
+    mergeability: Mapping[MergeabilityKey, MergeabilityFact] = field(default_factory=dict)
     deployment_facts: Mapping[int, DeploymentFact] = field(default_factory=dict)
     seen: frozenset[str] = frozenset()
 
@@ -277,7 +286,8 @@ def _newer(old: _F | None, new: _F, rank: Any) -> _F:
 
 def _join_pull_request(old: PullRequestFact | None, new: PullRequestFact) -> PullRequestFact:
     def rank(p: PullRequestFact) -> tuple[Any, ...]:
-        return (p.updated_at, not p.open, p.linked, p.head_sha or "", p.head_ref or "", p.url)
+        heads = (p.head_sha or "", p.head_ref or "", p.base_ref or "")
+        return (p.updated_at, not p.open, p.linked, *heads, p.url)
 
     winner = _newer(old, new, rank)
     if old is None:
@@ -303,14 +313,10 @@ def join(rails: Rails, observation: Observation) -> Rails:
         case CheckObserved():
             check = CheckFact(**{f.name: getattr(observation, f.name) for f in fields(CheckFact)})
             return replace(rails, seen=seen, checks=join_check(rails.checks, check))
-        case MergeabilityObserved(number=number, head_sha=sha):
-            answer = MergeabilityFact(number, sha, observation.mergeable, observation.observed_at)
-            winner_answer = _newer(
-                rails.mergeability.get((number, sha)),
-                answer,
-                lambda m: (m.observed_at, str(m.mergeable)),
-            )
-            mergeability = {**rails.mergeability, (number, sha): winner_answer}
+        case MergeabilityObserved(number=number, head_sha=sha, base_ref=base):
+            answer = MergeabilityFact(number, sha, observation.mergeable, observation.observed_at, base)
+            winner_answer = _newer(rails.mergeability.get((number, sha, base)), answer, _answer_rank)
+            mergeability = {**rails.mergeability, (number, sha, base): winner_answer}
             return replace(rails, seen=seen, mergeability=mergeability)
         case DeploymentObserved(deployment_id=deployment_id):
             deployment = join_deployment(
@@ -334,7 +340,22 @@ def pull_request_fact(o: PullRequestObserved) -> PullRequestFact:
         merged_while_linked=o.merged and o.linked_at_merge,
         merge_commit=o.merge_commit if o.merged and o.linked_at_merge else None,
         mention=o.mention and not o.linked,
+        base_ref=o.base_ref,
     )
+
+
+def _answer_rank(m: MergeabilityFact) -> tuple[Any, ...]:
+    return (m.observed_at, str(m.mergeable), m.base_ref or "")
+
+
+def mergeability_of(rails: Rails, pr: PullRequestFact) -> MergeabilityFact | None:
+    """The newest answer on whether the PR's current head merges into its current base: an
+    answer for another base (before a retarget) says nothing; one recorded before bases were
+    kept stands in for any base, as does any answer for a PR whose base is not known."""
+    head = [m for (n, sha, _), m in rails.mergeability.items() if (n, sha) == (pr.number, pr.head_sha or "")]
+    if pr.base_ref is not None:
+        head = [m for m in head if m.base_ref == pr.base_ref] or [m for m in head if m.base_ref is None]
+    return max(head, key=_answer_rank, default=None)
 
 
 # -- the rails as functions of the facts ---------------------------------------------
@@ -346,7 +367,7 @@ def _is_blocked(rails: Rails, pr: PullRequestFact, policy: RailPolicy) -> bool:
     )
     if failing or held:
         return True
-    answer = rails.mergeability.get((pr.number, pr.head_sha or ""))
+    answer = mergeability_of(rails, pr)
     return answer is not None and answer.mergeable is False
 
 

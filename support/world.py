@@ -190,11 +190,14 @@ def pull_request_payload(
     updated: str = "2026-11-30T10:00:00Z",
     merged_at: str | None = None,
     head_repo: str | None = REPO,
+    base: str = "main",
 ) -> dict[str, Any]:
     """A real `pull_request` payload for PR `number` with the given body, head and state.
 
     `head_repo` is the head branch's repository: acme/web itself, a fork's name, or None for
     a deleted fork. A merged PR merged at `merged_at` (default: when it was last updated).
+    `base`: the branch it targets, as the stand-in's pulls API answers it (its PRs target
+    `main`; the recorded payload's `master` would be another base).
     """
     payload = event_payload("pull_request", "01-opened.json", action=action, number=number)
     pull = payload["pull_request"]
@@ -203,6 +206,7 @@ def pull_request_payload(
     pull["merged_at"] = (merged_at or updated) if merged else None
     pull["head"].update({"ref": ref, "sha": head})
     pull["base"]["repo"]["full_name"] = REPO
+    pull["base"]["ref"] = base
     if head_repo is None:
         pull["head"]["repo"] = None
     else:

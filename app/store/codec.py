@@ -88,7 +88,7 @@ def rails_from_data(data: Mapping[str, Any]) -> Rails:
         branches={name: _unflat(BranchFact, b) for name, b in data["branches"].items()},
         pull_requests={pr.number: pr for pr in prs},
         checks={check_key(c): c for c in checks},
-        mergeability={(m.number, m.head_sha): m for m in answers},
+        mergeability={(m.number, m.head_sha, m.base_ref): m for m in answers},
         deployment_facts={d.deployment_id: d for d in deployments},
         seen=frozenset(data["seen"]),
     )

@@ -59,6 +59,7 @@ def remember(connection: Connection, pull: PullRequest, linked: set[int]) -> set
         "head_repository": pull.head_repository,
         "merged_at": pull.merged_at.timestamp() if pull.merged_at else None,
         "author_has_role": pull.author_has_role,
+        "base_ref": pull.base_ref,
     }
     statement = insert_for(connection)(pull_requests).values(**values)
     connection.execute(
@@ -85,6 +86,7 @@ def _pull(row: Any) -> PullRequest:
         head_repository=row.head_repository,
         merged_at=datetime.fromtimestamp(row.merged_at, UTC) if row.merged_at is not None else None,
         author_has_role=row.author_has_role,
+        base_ref=row.base_ref,
     )
 
 

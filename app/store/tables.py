@@ -293,6 +293,7 @@ class PullRequestRow(SQLModel, table=True):
     merged_at: float | None = None  # links reported after it never count for the merge
     # A fork's PR: whether its author held a role when it was opened or edited (None: not asked).
     author_has_role: bool | None = None
+    base_ref: str | None = None  # the branch it targets (None: stored before 0020)
 
 
 class HeldObservationRow(SQLModel, table=True):

@@ -53,6 +53,7 @@ def pull_request(
     ref: str | None = BRANCH,
     at: int = 1,
     at_merge: bool | None = None,
+    base: str | None = None,
 ) -> PullRequestObserved:
     """A PR observation; a merged one is the merge event itself (its links are the links at
     merge) unless `at_merge` says otherwise."""
@@ -69,6 +70,7 @@ def pull_request(
         merge_commit=f"merge-{number}" if merged else None,
         updated_at=minute(at),
         linked_at_merge=linked_at_merge,
+        base_ref=base,
     )
 
 
@@ -85,9 +87,10 @@ def check(
 
 
 def mergeability(
-    mergeable: bool | None, *, number: int = 34, head: str = "h1", at: int = 2
+    mergeable: bool | None, *, number: int = 34, head: str = "h1", at: int = 2, base: str | None = None
 ) -> MergeabilityObserved:
-    return MergeabilityObserved(number, head, mergeable, minute(at))
+    """An answer of the PR API; `base=None` as answers recorded before bases were kept."""
+    return MergeabilityObserved(number, head, mergeable, minute(at), base)
 
 
 def deployment(

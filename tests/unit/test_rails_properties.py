@@ -32,6 +32,7 @@ from tests.unit.rail_builders import BRANCH, DS, IS, POLICY, context, fold, minu
 
 SHAS = ("h1", "h2", "h3")
 REFS = (BRANCH, "agent/13-other")
+BASES = (None, "main", "release-1")  # None: recorded before bases were kept
 CHECK_NAMES = ("ci", "lint", "railyard")
 CHECK_APPS = (None, 15368, 18001)
 CONCLUSIONS = (None, "success", "neutral", "failure", "timed_out", "action_required")
@@ -76,6 +77,7 @@ def observation_lists(draw: st.DrawFn) -> list[Observation]:
             merge_commit=f"merge-{number}" if state == "merged" else None,
             updated_at=inner(times),
             linked_at_merge=evidence,
+            base_ref=inner(st.sampled_from(BASES)),  # retargeted between observations
         )
 
     checks = st.builds(
@@ -94,6 +96,7 @@ def observation_lists(draw: st.DrawFn) -> list[Observation]:
         st.sampled_from(SHAS),
         st.sampled_from((None, True, False)),
         times,
+        st.sampled_from(BASES),
     )
 
     @st.composite

@@ -28,7 +28,7 @@ async def test_a_pull_request_that_fixes_the_ticket_links_it_and_gets_the_check(
     rails = ticket(ports).rails
     assert rails.pull_requests[40].linked and rails.pull_requests[40].open
     assert rails.integration is IntegrationState.PULL_REQUEST_OPEN
-    assert rails.mergeability[(40, HEAD)].mergeable is True
+    assert rails.mergeability[(40, HEAD, "main")].mergeable is True
     assert CheckRun(INSTALLATION, REPOSITORY, 40, HEAD) in answers_after(ports, before)
 
 
