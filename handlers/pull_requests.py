@@ -119,7 +119,7 @@ async def on_pull_request(event: WebhookEvent, services: Services) -> None:
             held_checks = await reads.held_for(repository, f"check:{pull.head_sha}")
             told += [(n, check) for check in held_checks for n in sorted(linked)]
     computing = []
-    if pull.open and linked and event.action in _NEW_HEAD:
+    if pull.open and linked and _asks_mergeability(event):
         answer = await mergeability(services, event.installation_id, repository, pull.number, pull.updated_at)
         told += [(n, answer) for n in sorted(linked) if answer is not None]
         computing = [pull.number] if answer is None else []
@@ -133,7 +133,8 @@ async def on_pull_request(event: WebhookEvent, services: Services) -> None:
         await uow.commit()
     # SPEC: when a ticket becomes merged, each environment's latest deployment is checked again.
     await recheck_merged(services, repository, rules, merged, source)
-    # Right after a push GitHub answers `mergeable: null`: asked again, as when the base moves.
+    # Right after a push (or a retarget) GitHub answers `mergeable: null`: asked again, as when
+    # the base moves.
     reread_later(computing, pull.updated_at, services.clock())
 
 
@@ -174,6 +175,13 @@ def pull_observations(
     told = linked | at_merge
     observations: list[Told] = [told_to(n) for n in sorted(told | named)]
     return observations + [(n, newer.observed(False)) for n in sorted(told - before)]
+
+
+def _asks_mergeability(event: WebhookEvent) -> bool:
+    """Whether the PR's mergeability is read after this event: a new head, or a new base (an
+    `edited` event whose `changes` name the base: the old base's answer says nothing now)."""
+    retargeted = event.action == "edited" and dig(event.payload, "changes", "base") is not None
+    return event.action in _NEW_HEAD or retargeted
 
 
 def _edit_changes_no_check(
