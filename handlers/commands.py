@@ -72,6 +72,7 @@ class CommandRun:
     def __init__(self, facts: CommandFacts, parsed: ParsedComment, services: Services) -> None:
         self.facts, self.parsed, self.services = facts, parsed, services
         self.roles: frozenset[Role] | None = None  # the author's roles, once resolved
+        self.door_committed = False  # the door's unit committed: the command ran (or was refused)
         self.logins_now: dict[int, str | None] = {}
         """Accounts' logins as GitHub says them now (None: no such account any more), for answers
         that unassign or mention a claimant recorded earlier (`_login_now`)."""
@@ -221,6 +222,7 @@ class CommandRun:
                 )
             await self.keep(uow, outcome)
             await uow.commit()
+        self.door_committed = True
         await recheck_merged(
             services, f.repository, rules, merged, Source("railyard", "held", f.installation_id)
         )

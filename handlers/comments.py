@@ -25,7 +25,6 @@ from handlers.answers import (
     StatusComment,
 )
 from handlers.commands import CommandFacts, CommandRun
-from handlers.errors import CannotVerify
 from handlers.outsiders import Admission, admit, settle
 from handlers.payloads import dig, dig_int, dig_str
 from handlers.ports import Outcome, Rules, Services
@@ -140,12 +139,15 @@ class CommentCommand(CommandRun):
 
     async def run(self) -> Outcome | None:
         """The command's run; the author's reserved role-less request settled after it, and the
-        command given back to its budget when it will run again (GitHub could not answer: it is
-        retried) or ran before (a redelivered comment replays its outcome)."""
+        command given back to its budget when it will run again (it raised before the door
+        committed: GitHub could not answer, or failed, and the delivery is retried) or ran before
+        (a redelivered comment replays its outcome). Once the door committed it ran: an error
+        after that keeps the unit, and the retry replays and gives its own back."""
         try:
             outcome = await super().run()
-        except CannotVerify:
-            await self._give_command_back()
+        except BaseException:
+            if not self.door_committed:
+                await self._give_command_back()
             raise
         finally:
             if self._admission is not None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 
@@ -20,8 +21,9 @@ from handlers.answers import (
     StatusComment,
     Unassign,
 )
-from handlers.errors import CannotVerify
+from handlers.errors import CannotVerify, TransientError
 from handlers.ports import RoleEntry, Rules
+from policies.budgets import command_budget
 from policies.refusals import RefusalCode
 from policies.states import Role, WorkState
 from tests.fakes.github import pull_answer
@@ -32,6 +34,7 @@ from tests.unit.handlers.steps import (
     CAROL,
     KEY,
     NORA,
+    RACHEL,
     RITA,
     answers_after,
     claimed,
@@ -227,6 +230,47 @@ async def test_a_comment_retried_or_delivered_again_spends_the_command_budget_on
     assert ticket(ports).work is WorkState.CLAIMED
     await say(ports, "/reopen Giving it up", by=CAROL)
     assert ticket(ports).work is WorkState.OPEN
+
+
+async def test_a_command_github_failed_before_it_ran_gives_its_command_back() -> None:
+    """`limits.commands_per_hour: 2`: rachel's `/publish` meets a GitHub 502 reading the issue
+    twice (the delivery is retried); neither try ran, so the third runs within her budget."""
+    ports = world(Rules("blob-sha-1", commands_per_hour=2))
+    answered = ports.github.issue
+    failures = [TransientError("GitHub answered 502"), TransientError("GitHub answered 502")]
+
+    async def flaky_issue(installation_id: int, repository: str, number: int) -> Any:
+        if failures:
+            raise failures.pop()
+        return await answered(installation_id, repository, number)
+
+    ports.github.issue = flaky_issue  # type: ignore[method-assign]
+    for _ in range(2):
+        with pytest.raises(TransientError):
+            await say(ports, "/publish", comment_id=7002)
+    await say(ports, "/publish", comment_id=7002)
+    assert ticket(ports).work is WorkState.OPEN
+    assert await ports.budgets.spent(RACHEL[1], command_budget(REPOSITORY, 2)) == 1
+
+
+async def test_an_error_after_the_command_ran_keeps_its_command_spent() -> None:
+    """carol's `/claim` ran (the door committed) and then the delivery failed: the retry replays
+    the outcome, and the command is counted once, not given back."""
+    ports = world(Rules("blob-sha-1", commands_per_hour=2))
+    await published(ports)
+    counted = ports.counts.count_command
+
+    def fail_once(*args: Any) -> None:
+        ports.counts.count_command = counted  # type: ignore[method-assign]
+        raise RuntimeError("the metrics went away")
+
+    ports.counts.count_command = fail_once  # type: ignore[method-assign]
+    with pytest.raises(RuntimeError):
+        await say(ports, "/claim", by=CAROL, comment_id=7003)
+    assert ticket(ports).work is WorkState.CLAIMED
+    assert await ports.budgets.spent(CAROL[1], command_budget(REPOSITORY, 2)) == 1
+    await say(ports, "/claim", by=CAROL, comment_id=7003)  # the delivery retried: replayed
+    assert await ports.budgets.spent(CAROL[1], command_budget(REPOSITORY, 2)) == 1
 
 
 async def test_status_shows_the_status_comment_and_answers_briefly() -> None:
