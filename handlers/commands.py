@@ -73,6 +73,7 @@ class CommandRun:
         self.facts, self.parsed, self.services = facts, parsed, services
         self.roles: frozenset[Role] | None = None  # the author's roles, once resolved
         self.door_committed = False  # the door's unit committed: the command ran (or was refused)
+        self.read_pull = False  # GitHub was asked for the PR the command was written on
         self.logins_now: dict[int, str | None] = {}
         """Accounts' logins as GitHub says them now (None: no such account any more), for answers
         that unassign or mention a claimant recorded earlier (`_login_now`)."""
@@ -322,6 +323,7 @@ class CommandRun:
                 await self.say(PullTarget(target, (), issue=f.number))
                 return None
             return f.number
+        self.read_pull = True  # an installation-token call, whatever comes of it
         pull = await self.services.github.pull(f.installation_id, f.repository, f.number)
         from_body = linked_issues(dig_str(pull, "body"), f.repository)
         head = dig_str(pull, "head", "ref")

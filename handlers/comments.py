@@ -153,7 +153,10 @@ class CommentCommand(CommandRun):
             if self._admission is not None:
                 (admission, limit), c = self._admission, self.comment
                 roleless = None if self.roles is None else not self.roles
-                await settle(self.services.budgets, c.author_id, c.repository, limit, admission, roleless)
+                await settle(
+                    self.services.budgets, c.author_id, c.repository, limit, admission, roleless,
+                    asked=self.read_pull,
+                )  # fmt: skip
         if outcome is not None and outcome.replayed:
             await self._give_command_back()
         return outcome

@@ -58,15 +58,20 @@ async def settle(
     limit: int,
     admission: Admission,
     roleless: bool | None,
+    *,
+    asked: bool = False,
 ) -> None:
     """After the command: `roleless` True when the role check found no role (marked for the hour,
     and the shared budget spent if it was not already), False when it holds one, None when its
-    roles were never asked (both give the reservation back)."""
+    roles were never asked (both give the reservation back, unless GitHub was `asked` something
+    else for it, such as the pull request a comment was written on: that request is spent)."""
     mine, everyone, marker = outsider_budgets(repository, limit)
     if roleless:
         await budgets.spend(account_id, marker)
         if not admission.known:
             await budgets.spend(0, everyone)
+        return
+    if roleless is None and asked:
         return
     await budgets.refund(account_id, mine)
     if admission.shared:

@@ -78,3 +78,19 @@ async def test_strangers_spending_the_shared_budget_never_lock_out_an_account_gi
         await world.say("late", "/claim")
         costs.append([c.path for c in installation_calls(world, before) if c.path.endswith("/late")])
     assert costs[0] and costs[1] and costs[2] == [], costs
+
+
+async def test_commands_on_a_pull_linking_no_ticket_stop_costing_past_the_budget(world: World) -> None:
+    """60 `/claim` comments by an account without a role on PR #34, which links no ticket (its
+    body edited each time, as every new comment changes a PR on GitHub). Each reads the PR to find
+    its ticket and is answered that none is linked; that read is an installation call, spent from
+    the author's role-less requests: past `outsider_requests_per_hour` (30) nothing is called."""
+    await world.say("rachel", "/publish")
+    pull = world.github.repositories[REPO].pulls[34]
+    costs = []
+    for n in range(60):
+        pull.body = "No ticket here" + "\n" * (n + 1)
+        start = len(world.github.calls)
+        await world.say("mallory", "/claim", number=34, pr=True)
+        costs.append([(c.method, c.path) for c in installation_calls(world, start)])
+    assert all(costs[:30]) and costs[30:] == [[]] * 30, costs[28:33]
