@@ -11,15 +11,16 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import Connection, case, func, select, update
+from sqlalchemy import Connection, bindparam, case, func, select, update
 
 from app.contracts.effect_types import Effect, EffectKind, assign, comment, marker, reaction, rerun
 from app.contracts.traces import traceparent
 from app.store.database import Database, dialect_insert, dialect_later
 from app.store.installations import installations
-from app.store.tables import OutboxEffectRow, table
+from app.store.tables import OutboxEffectRow, RepositoryRow, table
 
 effects_table = table(OutboxEffectRow)
+_repositories = table(RepositoryRow)
 __all__ = ["Effect", "EffectKind", "assign", "comment", "marker", "reaction", "rerun"]
 PENDING, DONE, FAILED, CANCELLED = "pending", "done", "failed", "cancelled"
 _ENQUEUED: contextvars.ContextVar[list[bool] | None] = contextvars.ContextVar(
@@ -42,7 +43,9 @@ outbox that writes one records when it may be written again (`EffectLeases`)."""
 
 
 def enqueue(connection: Connection, effects: Sequence[Effect], now: float) -> None:
-    """Record effects in the caller's transaction (so they commit, or not, with the change)."""
+    """Record effects in the caller's transaction (so they commit, or not, with the change),
+    each with the id of the repository its name belongs to in that transaction (`repositories`):
+    the outbox writes it only while GitHub's repository of that id still has the name."""
     if not effects:
         return
     if (enqueued := _ENQUEUED.get()) is not None:
@@ -54,6 +57,7 @@ def enqueue(connection: Connection, effects: Sequence[Effect], now: float) -> No
             "dedupe_key": effect.dedupe_key,
             "installation_id": effect.installation_id,
             "repository": effect.repository,
+            "b_named": effect.repository.casefold(),
             "kind": str(effect.kind),
             "payload": dict(effect.payload),
             "status": PENDING,
@@ -74,8 +78,12 @@ def _enqueue_statements(dialect: str) -> tuple[Any, Any]:
     recorded; the second, for a surface (`coalesce`), replaces its payload, and re-arms it
     no sooner than its row's `next_attempt_at`: after a write, the write's time plus the
     outbox's surface interval (`EffectLeases.done`); a surface cancelled while it waited keeps
-    its wait; a failed one's last attempt is past."""
-    statement = dialect_insert(dialect)(effects_table)
+    its wait; a failed one's last attempt is past. Both take the repository's id from
+    `repositories` by name in the same statement (no round trip of its own)."""
+    named = _repositories.c.full_name == bindparam("b_named")
+    statement = dialect_insert(dialect)(effects_table).values(
+        repository_id=select(_repositories.c.id).where(named).scalar_subquery()
+    )
     later = dialect_later(dialect)
     current = effects_table.c
     was_pending = current.status == PENDING
@@ -85,6 +93,7 @@ def _enqueue_statements(dialect: str) -> tuple[Any, Any]:
             "payload": statement.excluded.payload,
             "updated_at": statement.excluded.updated_at,
             "traceparent": statement.excluded.traceparent,
+            "repository_id": func.coalesce(statement.excluded.repository_id, current.repository_id),
             "status": PENDING,
             "attempts": case((was_pending, current.attempts), else_=0),
             "next_attempt_at": case(

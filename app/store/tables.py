@@ -246,6 +246,9 @@ class OutboxEffectRow(SQLModel, table=True):
     dedupe_key: str = Field(unique=True)
     installation_id: int = Field(sa_column=Column(BigInteger, nullable=False))
     repository: str
+    # GitHub's id of the repository `repository` named when the effect was enqueued (None: not
+    # known then); the outbox writes only while that id still has the name.
+    repository_id: int | None = Field(default=None, sa_column=Column(BigInteger, nullable=True))
     kind: str
     payload: dict[str, Any] = json_field()
     status: str  # pending | done | failed
