@@ -44,6 +44,7 @@ from app.store.effects import CANCELLED, FAILED, MIN_SURFACE_INTERVAL, EffectLea
 from app.store.installations import DELETED, SUSPENDED
 from app.store.limits import Limits, SharedLimits
 from app.store.queue import LEASE_SECONDS, worker_name
+from app.store.repositories import REUSED
 
 log = structlog.get_logger(__name__)
 
@@ -168,13 +169,17 @@ class Outbox:
     async def _perform_effect(self, row: dict[str, Any]) -> None:
         with structlog.contextvars.bound_contextvars(effect=row["dedupe_key"], kind=row["kind"]):
             # The batch was leased together; an effect reached late may have been taken over.
-            held, status = await self._leases.hold_to_perform(row, self.clock())
-            if not held:
-                log.info("lease lost before the effect was performed; another outbox has it")
+            hold = await self._leases.hold_to_perform(row, self.clock())
+            if hold is None:
+                log.info("lease lost (or the effect cancelled) before it was performed; left alone")
                 return
-            if status in (DELETED, SUSPENDED):
+            row["repository"], row["dedupe_key"] = hold.repository, hold.dedupe_key  # moved meanwhile
+            if (status := hold.installation_status) in (DELETED, SUSPENDED):
                 # Uninstalled: act no more, keep the record of what was intended.
                 await self._finish(row, status=CANCELLED, last_error=f"installation {status}")
+                return
+            if row["repository_id"] is not None and hold.holder != row["repository_id"]:
+                await self._finish(row, status=CANCELLED, last_error=REUSED)  # never into the new one
                 return
             try:
                 result = await self._write(row)

@@ -9,7 +9,7 @@ import contextvars
 import functools
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import Connection, bindparam, case, func, select, update
 
@@ -137,6 +137,17 @@ def effect_result(connection: Connection, dedupe_key: str) -> dict[str, Any] | N
     return dict(result) if result else None
 
 
+class Hold(NamedTuple):
+    """An effect as it stands when its write is about to leave (`EffectLeases.hold_to_perform`):
+    its installation's status (`active`/`suspended`/`deleted`/None), the name and key it has
+    now (a rename moves both), and the id of the repository that name belongs to now."""
+
+    installation_status: str | None
+    repository: str
+    dedupe_key: str
+    holder: int | None
+
+
 class EffectLeases:
     """One outbox's leases on due effects: claim, renew, finish (several outboxes share the table).
 
@@ -174,12 +185,13 @@ class EffectLeases:
         live = f"{sets} WHERE id = ? AND lease_owner = ? AND lease_until >= ? RETURNING id"
         return bool(await self.database.write_here(_UPDATE + live, (*parameters, row["id"], self.owner, now)))
 
-    async def hold_to_perform(self, row: dict[str, Any], now: float) -> tuple[bool, str | None]:
-        """Renew the lease before the write leaves, and read the installation's status, in one
-        statement: (whether this outbox still holds it, `active`/`suspended`/`deleted`/None)."""
+    async def hold_to_perform(self, row: dict[str, Any], now: float) -> Hold | None:
+        """Renew the lease before the write leaves, and read what the write depends on, in one
+        statement (`Hold`); None when this outbox holds it no more, or it is pending no more
+        (cancelled meanwhile: its repository's name was reused)."""
         renewal = (now + self.lease_seconds, row["id"], self.owner, now, row["installation_id"])
         held = await self.database.write_here(_RENEW_READING_STATUS, renewal)
-        return (True, held[0][0]) if held else (False, None)
+        return Hold(*held[0]) if held else None
 
     async def renew(self, ids: Sequence[int], now: float) -> int:
         """Renew this outbox's live leases among `ids` (a batch still being performed); how many it holds."""
@@ -231,8 +243,9 @@ _CLAIM_DUE = (
 )
 _RENEW_READING_STATUS = (
     f"UPDATE {effects_table.name} SET lease_until = ? "  # noqa: S608
-    "WHERE id = ? AND lease_owner = ? AND lease_until >= ? "
-    f"RETURNING (SELECT status FROM {installations.name} WHERE id = ?)"
+    f"WHERE id = ? AND lease_owner = ? AND lease_until >= ? AND status = '{PENDING}' "
+    f"RETURNING (SELECT status FROM {installations.name} WHERE id = ?), repository, dedupe_key, "
+    f"(SELECT id FROM {_repositories.name} WHERE full_name = lower({effects_table.name}.repository))"
 )
 _DONE = (
     f"UPDATE {effects_table.name} SET "  # noqa: S608

@@ -55,6 +55,8 @@ _KEYED_BY_NAME = tuple(
 # Outbox keys that spell the name after the kind (a ticket's status comment, its project items,
 # a PR's check, a reaction).
 _NAMED_KEYS = ("status:", "projects:", "check:", "reaction:")
+REUSED = "the repository's name now names another repository"
+"""Why a pending write of a repository whose name was taken by another is cancelled."""
 
 
 _NAME_OF = select(repositories.c.full_name).where(repositories.c.id == bindparam("b_id"))
@@ -195,7 +197,7 @@ def _rekey(
     """The moved effect `row`'s key spelled with `to_name`; `cancel`: never sent if pending."""
     values: dict[str, object] = {"dedupe_key": _renamed_key(row.dedupe_key, from_name, to_name)}
     if cancel and row.status == "pending":
-        values |= {"status": CANCELLED, "last_error": "the repository's name now names another repository"}
+        values |= {"status": CANCELLED, "last_error": REUSED}
     connection.execute(update(_outbox).where(_outbox.c.id == row.id).values(**values))
 
 

@@ -1,20 +1,26 @@
 """The outbox writes an effect only into the repository it is for (its GitHub id), on SQLite and
-PostgreSQL: migration 0020 and `enqueue` keep each effect's repository id."""
+PostgreSQL: migration 0020 and `enqueue` keep each effect's repository id; an effect whose name
+the records give to another id now is cancelled, never written."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
+import httpx
 import pytest
+import respx
 from alembic import command
 from sqlalchemy import insert, select
 
 from app.contracts.effect_types import Effect, EffectKind
+from app.github.client import GitHubClient
+from app.runtime.metrics import Metrics
+from app.runtime.outbox import Outbox
 from app.store.database import Database, alembic_config
 from app.store.effects import comment, effects_table, enqueue
 from app.store.repositories import place, repositories
-from tests.fakes import GITHUB_API
+from tests.fakes import GITHUB_API, StillClock, app_settings, private_key_pem, token_route
 
 OLD, NEW_NAME = "acme/web", "acme/web-old"
 BY_ID = f"{GITHUB_API}/repositories/55"
@@ -78,3 +84,69 @@ def test_enqueue_stamps_the_id_the_name_belongs_to_and_a_coalesced_surface_takes
         place(connection, 70, "acme/new", None, 2.0)
         enqueue(connection, [surface], 2.0)
     assert ids_by_key(database) == {"comment:a": 55, key: 70}
+
+
+@pytest.fixture
+async def outbox(database: Database) -> AsyncIterator[tuple[Outbox, StillClock]]:
+    """An outbox (test clock, no spacing) whose GitHub is respx; acme/web is repository 55."""
+    clock = StillClock()
+    settings = app_settings("sqlite://", GITHUB_API_URL=GITHUB_API, PRIVATE_KEY=private_key_pem())
+    github = GitHubClient(settings, Metrics(), clock=clock)
+    await github.start()
+    with database.write() as connection:
+        place(connection, 55, OLD, None, clock.now)
+    with respx.mock:
+        token_route()
+        yield Outbox(database, github, Metrics(), app_id=1, clock=clock, spacing=0.0), clock
+    await github.close()
+
+
+def named(full_name: str) -> httpx.Response:
+    return httpx.Response(200, json={"id": 55, "full_name": full_name})
+
+
+def put(database: Database, clock: StillClock, *effects: Effect) -> None:
+    with database.write() as connection:
+        enqueue(connection, effects, clock.now)
+
+
+def created(repository: str) -> respx.Route:
+    """POSTs of comments on `repository`#12, answered 201."""
+    return respx.post(f"{GITHUB_API}/repos/{repository}/issues/12/comments").mock(
+        return_value=httpx.Response(201, json={"id": 901})
+    )
+
+
+def editing(key: str) -> Effect:
+    """A comment effect that edits comment 777 on acme/web#12, which an earlier write created."""
+    return Effect(EffectKind.COMMENT, 7, OLD, key, {"number": 12, "body": "b", "comment_id": 777})
+
+
+def the_effect(database: Database) -> dict[str, Any]:
+    with database.read() as connection:
+        return dict(connection.execute(select(effects_table)).mappings().one())
+
+
+async def test_an_effect_whose_name_another_repository_holds_now_is_cancelled_unwritten(
+    database: Database, outbox: tuple[Outbox, StillClock]
+) -> None:
+    """An effect of repository 54 meets records that give acme/web to repository 55 (its webhook
+    came in between): cancelled, nothing asked or written. One cancelled while the outbox held
+    it (repository 56 took the name) stays cancelled, unwritten."""
+    runner, clock = outbox
+    asked, posted = respx.get(BY_ID).mock(return_value=named(OLD)), created(OLD)
+    with database.write() as connection:
+        connection.execute(insert(effects_table).values(**an_effect("comment:x"), repository_id=54))
+    assert await runner.run_once() == 1
+    assert the_effect(database)["status"] == "cancelled"
+    assert "another repository" in the_effect(database)["last_error"]
+
+    with database.write() as connection:
+        connection.execute(effects_table.delete())
+    put(database, clock, comment(7, OLD, 12, "hello", key="op-y"))
+    [row] = await runner._leases.claim_due(clock.now, 10)
+    with database.write() as connection:
+        place(connection, 56, OLD, None, clock.now)  # the name reused: 55's writes cancelled
+    await runner._perform(row)
+    effect = the_effect(database)
+    assert (effect["status"], asked.call_count, posted.call_count) == ("cancelled", 0, 0)
