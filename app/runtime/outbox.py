@@ -17,6 +17,9 @@
   content-creating writes are spaced `spacing` seconds apart per installation. Both live in
   the database (`app.store.limits`), shared by every process.
 - After the last retry an effect is marked failed, visibly, never dropped.
+- Identity: an effect is written only while GitHub's repository of its `repository_id` has its
+  name (`app.runtime.write_target`): never into a repository that took a renamed or deleted
+  one's name.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ from app.github.client import GitHubClient, GitHubError, GitHubUnavailable, NotF
 from app.runtime.idle_polls import IdlePolls
 from app.runtime.metrics import Metrics
 from app.runtime.supervisor import Loop, RetryPolicy
+from app.runtime.write_target import NoLongerPending, WriteTarget
 from app.store.database import Database
 from app.store.effects import CANCELLED, FAILED, MIN_SURFACE_INTERVAL, EffectLeases, marker
 from app.store.installations import DELETED, SUSPENDED
@@ -75,9 +79,11 @@ class Outbox:
     name: str = field(default_factory=worker_name)
     limits: Limits | None = None  # the content-write slots; by default in the database
     stuck_after: float = 180.0
+    target: WriteTarget | None = None  # whose repository a write goes to; by default asked of `github`
 
     def __post_init__(self) -> None:
         self._leases = EffectLeases(self.database, self.name, self.lease_seconds, self.surface_interval)
+        self._target = self.target or WriteTarget(self.database, self.github, clock=self.clock)
         self._slots: Limits = self.limits or SharedLimits(self.database)
         self._wakeup = asyncio.Event()
         self._loop: Loop | None = None
@@ -193,8 +199,8 @@ class Outbox:
                 )
             except _Deferred as deferred:
                 await self._finish(row, next_attempt_at=deferred.until)
-            except _LeaseLost:
-                log.info("lease lost before the write left; another outbox has the effect")
+            except (_LeaseLost, NoLongerPending):
+                log.info("lease lost (or the effect cancelled) before the write left; left alone")
             except GitHubUnavailable as error:
                 await self._failed_attempt(row, str(error), ambiguous=row["ambiguous"] or error.ambiguous)
             except GitHubError as error:
@@ -257,6 +263,7 @@ class Outbox:
             self._polls.due_at(values["next_attempt_at"])
 
     async def _write(self, row: dict[str, Any]) -> dict[str, Any] | None:
+        await self._target.confirm(row)  # renamed: row names the id's name now; gone: raises
         payload: Mapping[str, Any] | None = row["payload"]
         renderer = self.renderers.get(row["kind"])
         previous: dict[str, Any] = dict(row["result"] or {})
@@ -328,26 +335,44 @@ class Outbox:
             "update_comment", installation, repository=repository, comment_id=comment_id, json={"body": body}
         )
 
-    async def _comment_once(self, row: dict[str, Any], payload: Mapping[str, Any]) -> dict[str, Any]:
-        installation, repository, number = row["installation_id"], row["repository"], payload["number"]
-        existing_id = payload.get("comment_id") or (row["result"] or {}).get("comment_id")
-        body = f"{payload['body']}\n\n{marker(row['dedupe_key'])}"
-        if existing_id:
+    async def _edited(self, row: dict[str, Any], edit: Callable[[], Awaitable[Any]]) -> bool:
+        """Edit what an earlier write created (by its id, under `row`'s name): False when GitHub
+        says it is gone from a repository that still has the name (create it again). A 404 asks
+        GitHub the repository id's name first (`WriteTarget.moved`): renamed, the edit is tried
+        under the new name; the id gone, `RepositoryGone`; never a create in another repository."""
+        for _ in range(3):
             try:
-                await self._edit_comment(installation, repository, existing_id, body)
-                return {"comment_id": existing_id}
+                await edit()
+                return True
             except NotFound:
-                log.warning("the comment was deleted; writing it again", comment_id=existing_id)
+                if not await self._target.moved(row):
+                    return False
+        return False
+
+    async def _comment_once(self, row: dict[str, Any], payload: Mapping[str, Any]) -> dict[str, Any]:
+        installation, number = row["installation_id"], payload["number"]
+        existing_id = payload.get("comment_id") or (row["result"] or {}).get("comment_id")
+
+        def body() -> str:  # the marker names the effect's key, which a rename moves
+            return f"{payload['body']}\n\n{marker(row['dedupe_key'])}"
+
+        async def edit(comment_id: int) -> None:
+            await self._edit_comment(installation, row["repository"], comment_id, body())
+
+        if existing_id:
+            if await self._edited(row, lambda: edit(existing_id)):
+                return {"comment_id": existing_id}
+            log.warning("the comment was deleted; writing it again", comment_id=existing_id)
         elif row["ambiguous"]:
             found = await self._find_own_comment(row, number)
             if found is not None:
                 log.info("found the comment an earlier attempt created", comment_id=found)
                 if row["kind"] in self.renderers:  # rendered again since: show the latest state
-                    await self._edit_comment(installation, repository, found, body)
+                    await edit(found)
                 return {"comment_id": found}
         await self._space_content_write(row)
         created = await self.github.call(
-            "create_comment", installation, repository=repository, number=number, json={"body": body}
+            "create_comment", installation, repository=row["repository"], number=number, json={"body": body()}
         )
         if not isinstance(created, dict):
             return {"comment_id": None}
@@ -355,26 +380,25 @@ class Outbox:
 
     async def _check_run_once(self, row: dict[str, Any], payload: Mapping[str, Any]) -> dict[str, Any]:
         """Create the check on its commit once (found again after an ambiguous failure), then update it."""
-        installation, repository = row["installation_id"], row["repository"]
+        installation = row["installation_id"]
         existing_id = (row["result"] or {}).get("check_run_id")
         if existing_id is None and row["ambiguous"]:
             existing_id = await self._find_own_check_run(row, payload)
         if existing_id is not None:
             update = {k: v for k, v in payload.items() if k != "head_sha"}
-            try:
-                await self.github.call(
-                    "update_check_run",
-                    installation,
-                    repository=repository,
-                    check_run_id=existing_id,
-                    json=update,
-                )
+
+            def edit() -> Awaitable[Any]:
+                return self.github.call(
+                    "update_check_run", installation, repository=row["repository"],
+                    check_run_id=existing_id, json=update,
+                )  # fmt: skip
+
+            if await self._edited(row, edit):
                 return {"check_run_id": existing_id}
-            except NotFound:
-                log.warning("the check-run is gone; creating it again", check_run_id=existing_id)
+            log.warning("the check-run is gone; creating it again", check_run_id=existing_id)
         await self._space_content_write(row)
         created = await self.github.call(
-            "create_check_run", installation, repository=repository, json=dict(payload)
+            "create_check_run", installation, repository=row["repository"], json=dict(payload)
         )
         return {"check_run_id": created.get("id") if isinstance(created, dict) else None}
 

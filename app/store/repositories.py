@@ -22,7 +22,7 @@ from __future__ import annotations
 from sqlalchemy import Connection, Row, String, bindparam, cast, func, literal, select, update
 
 from app.store.database import Database, insert_for
-from app.store.effects import CANCELLED
+from app.store.effects import CANCELLED, PENDING
 from app.store.tables import (
     HeldObservationRow,
     InstallationRepositoryRow,
@@ -81,6 +81,22 @@ def holds(database: Database, name: str, repository_id: int) -> bool:
     pages and the API ask before they show anything of a repository (its name may be reused)."""
     with database.read() as connection:
         return repository_id != 0 and repository_named(connection, name) == repository_id
+
+
+def place_before_write(
+    database: Database, repository_id: int, name: str, effect_id: int, now: float
+) -> tuple[str, str] | None:
+    """GitHub says `repository_id` is called `name` now, asked before one of its writes (no
+    webhook said so yet): place it, as the `renamed` webhook will; the effect's name and key
+    after the move, or None if it is pending no more."""
+    with database.write() as connection:
+        place(connection, repository_id, name, None, now)
+        found = connection.execute(
+            select(_outbox.c.repository, _outbox.c.dedupe_key).where(
+                _outbox.c.id == effect_id, _outbox.c.status == PENDING
+            )
+        ).first()
+    return None if found is None else (str(found.repository), str(found.dedupe_key))
 
 
 def retired_name(name: str, repository_id: int) -> str:

@@ -350,3 +350,63 @@ async def test_after_a_transfer_to_another_installation_the_watchdog_writes_thro
         c.body for c in world.github.comments.values() if c.repo == "beta/web" and "railyard:status" in c.body
     ]
     assert len(status) == 1 and "overdue" in status[0].lower(), status
+
+
+def take_the_name(world: World, old_repository: str | None) -> set[int]:
+    """On GitHub, unseen by railyard (no webhook processed: late, or lost in an outage): acme/web
+    is renamed `old_repository` (None: deleted, its comments with it) and a new repository takes
+    the name, with an issue #12 of its own. The ids of the comments GitHub has then."""
+    if old_repository is None:
+        del world.github.repositories[REPO]
+        for gone in [i for i, c in world.github.comments.items() if c.repo == REPO]:
+            del world.github.comments[gone]
+    else:
+        world.github.rename_repository(REPO, old_repository)
+    world.github.add_repository(REPO, files={}, private=False)
+    world.github.add_issue(REPO, 12, title="Someone else's issue", body="Public")
+    return set(world.github.comments)
+
+
+async def overdue_written(world: World, wall: Wall) -> None:
+    """An hour of silence later: the watchdog records `claim_overdue` and the outbox is done."""
+    wall.ahead = timedelta(minutes=61)
+    await eventually(world, 1)
+    await world.outbox_settled()
+
+
+async def test_the_watchdog_writes_a_renamed_repositorys_status_under_its_new_name_never_the_reused_one(
+    watched: tuple[World, Wall],
+) -> None:
+    """#12 is claimed (`--check-in 60`); acme/web is renamed acme/web-old and a new repository
+    takes the name acme/web, with an issue #12 of its own; no webhook says so. The watchdog's
+    `claim_overdue` shows on the status comment on acme/web-old#12 (the ticket's repository,
+    asked by its id), and nothing is written in the new acme/web."""
+    world, wall = watched
+    await world.say("rachel", "/publish")
+    await world.say("cody", "/claim --check-in 60")
+    before = take_the_name(world, "acme/web-old")
+    await overdue_written(world, wall)
+    written = [c for c in world.github.comments.values() if c.id not in before]
+    assert written == [], [(c.repo, c.issue_number, c.body[:80]) for c in written]
+    status = [c.body for c in world.github.comments.values() if "railyard:status" in c.body]
+    assert len(status) == 1 and "overdue" in status[0].lower(), status
+    assert [c.repo for c in world.github.comments.values() if "railyard:status" in c.body] == ["acme/web-old"]
+    assert not effect_counts(world.database).get("failed")
+
+
+async def test_the_watchdog_writes_nothing_for_a_deleted_repository_whose_name_is_reused(
+    watched: tuple[World, Wall],
+) -> None:
+    """As above, but acme/web is deleted before a new repository takes its name: the status
+    write fails visibly, saying the repository is gone, and nothing is written in the new one."""
+    world, wall = watched
+    await world.say("rachel", "/publish")
+    await world.say("cody", "/claim --check-in 60")
+    before = take_the_name(world, None)
+    await overdue_written(world, wall)
+    written = [c for c in world.github.comments.values() if c.id not in before]
+    assert written == [], [(c.repo, c.issue_number, c.body[:80]) for c in written]
+    with world.database.read() as connection:
+        failed = text("SELECT last_error FROM outbox_effects WHERE status = 'failed'")
+        errors = [row.last_error for row in connection.execute(failed)]
+    assert errors and all("deleted" in error and "nothing written" in error for error in errors), errors

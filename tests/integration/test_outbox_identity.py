@@ -1,6 +1,8 @@
 """The outbox writes an effect only into the repository it is for (its GitHub id), on SQLite and
-PostgreSQL: migration 0020 and `enqueue` keep each effect's repository id; an effect whose name
-the records give to another id now is cancelled, never written."""
+PostgreSQL, GitHub answered by respx: migration 0020 and `enqueue` keep each effect's repository
+id; before a write GitHub is asked the id's name (`GET /repositories/{id}`, once a window):
+renamed, the records follow and the write goes to the new name; deleted, nothing is written; a
+404 for what an earlier write created asks again before anything is created anew."""
 
 from __future__ import annotations
 
@@ -125,6 +127,82 @@ def editing(key: str) -> Effect:
 def the_effect(database: Database) -> dict[str, Any]:
     with database.read() as connection:
         return dict(connection.execute(select(effects_table)).mappings().one())
+
+
+async def test_an_effect_of_a_renamed_repository_is_written_under_its_new_name_and_its_records_follow(
+    database: Database, outbox: tuple[Outbox, StillClock]
+) -> None:
+    """GitHub says repository 55 is acme/web-old now (no webhook said so): the comment is created
+    there, never on acme/web, and the effect and the records are acme/web-old's."""
+    runner, clock = outbox
+    respx.get(BY_ID).mock(return_value=named("Acme/Web-Old"))
+    reused, renamed = created(OLD), created(NEW_NAME)
+    put(database, clock, comment(7, OLD, 12, "hello", key="op-1"))
+    assert await runner.run_once() == 1
+    assert (reused.call_count, renamed.call_count) == (0, 1)
+    effect = the_effect(database)
+    assert (effect["status"], effect["repository"], effect["repository_id"]) == ("done", NEW_NAME, 55)
+    with database.read() as connection:
+        assert connection.execute(select(repositories.c.full_name)).scalars().all() == [NEW_NAME]
+
+
+async def test_an_effect_of_a_deleted_repository_fails_saying_so_and_writes_nothing(
+    database: Database, outbox: tuple[Outbox, StillClock]
+) -> None:
+    """GitHub has no repository 55 any more (404), whoever holds the name: the effect fails at
+    once, its error saying why, and nothing is sent."""
+    runner, clock = outbox
+    respx.get(BY_ID).mock(return_value=httpx.Response(404, json={"message": "Not Found"}))
+    posted = created(OLD)
+    put(database, clock, comment(7, OLD, 12, "hello", key="op-2"))
+    assert await runner.run_once() == 1
+    effect = the_effect(database)
+    assert effect["status"] == "failed" and posted.call_count == 0
+    assert "repository 55" in effect["last_error"] and "nothing written" in effect["last_error"]
+
+
+async def test_the_name_is_asked_once_a_window_per_repository(
+    database: Database, outbox: tuple[Outbox, StillClock]
+) -> None:
+    """Three writes of acme/web cost one question to GitHub; after the window, one more."""
+    runner, clock = outbox
+    asked = respx.get(BY_ID).mock(return_value=named(OLD))
+    posted = created(OLD)
+    put(database, clock, *(comment(7, OLD, 12, f"note {i}", key=f"op-w{i}") for i in range(3)))
+    assert await runner.run_once() == 3
+    assert (asked.call_count, posted.call_count) == (1, 3)
+    clock.now += 31
+    put(database, clock, comment(7, OLD, 12, "later", key="op-w3"))
+    assert await runner.run_once() == 1
+    assert (asked.call_count, posted.call_count) == (2, 4)
+
+
+async def test_a_404_for_an_earlier_comment_creates_it_again_only_where_the_id_still_has_the_name(
+    database: Database, outbox: tuple[Outbox, StillClock]
+) -> None:
+    """Within the window (GitHub said acme/web a moment ago) the status comment's edit meets a 404:
+    GitHub is asked again, says acme/web-old (renamed, the name reused since), and the comment is
+    edited there; nothing is created on either. Asked again and still acme/web, it was deleted:
+    created again on acme/web."""
+    runner, clock = outbox
+    asked = respx.get(BY_ID).mock(side_effect=[named(OLD), named(NEW_NAME)])
+    respx.patch(f"{GITHUB_API}/repos/{OLD}/issues/comments/777").mock(return_value=httpx.Response(404))
+    edited = respx.patch(f"{GITHUB_API}/repos/{NEW_NAME}/issues/comments/777").mock(
+        return_value=httpx.Response(200, json={"id": 777})
+    )
+    reused, renamed = created(OLD), created(NEW_NAME)
+    put(database, clock, editing("comment:s"))
+    assert await runner.run_once() == 1
+    assert (asked.call_count, edited.call_count, reused.call_count, renamed.call_count) == (2, 1, 0, 0)
+    assert the_effect(database)["status"] == "done"
+
+    with database.write() as connection:  # as if never renamed: the comment itself was deleted
+        place(connection, 55, OLD, None, clock.now)
+    asked.side_effect = [named(OLD), named(OLD)]
+    put(database, clock, editing("comment:t"))
+    clock.now += 31
+    assert await runner.run_once() == 1
+    assert reused.call_count == 1
 
 
 async def test_an_effect_whose_name_another_repository_holds_now_is_cancelled_unwritten(

@@ -1,0 +1,112 @@
+"""Before the outbox writes: is the effect's repository still the one its name names on GitHub?
+
+An effect names its repository (`owner/name`) and keeps GitHub's id of it (`repository_id`,
+stamped when it was enqueued). A repository can be renamed, transferred or deleted, and a new
+repository can take its name, with no webhook processed since (late, or lost in an outage:
+GitHub does not redeliver). Written by name, the old repository's writes would then land in
+the new one: a 404 for the old status comment read as "deleted" would create it again on
+the new repository's issue of that number, showing a possibly private ticket there.
+
+So the outbox asks GitHub the id's name (`GET /repositories/{id}` with the effect's
+installation; conditional, so an unchanged answer is a 304 that costs no rate limit) at most
+once per installation and repository every `window` seconds in this process, and again,
+whatever the window, when a write by id meets a 404 (before it creates anything anew):
+
+- the id has the effect's name: the write goes ahead;
+- the id has another name (renamed, transferred within the installation): the records follow
+  it (`repositories.place`, as the `renamed` webhook will) and the write goes to that name;
+- GitHub has no such id for the installation (deleted, or out of its reach): `RepositoryGone`,
+  the effect fails visibly and nothing is written.
+
+The outbox also cancels an effect whose name the records give to another id now
+(`EffectLeases.hold_to_perform`). An effect without an id (its name had none when enqueued:
+no webhook of the repository since ids are kept) is written as before.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import structlog
+
+from app.github.client import GitHubClient, GitHubError, NotFound
+from app.store.database import Database
+from app.store.hops import off_loop
+from app.store.repositories import place_before_write
+
+log = structlog.get_logger(__name__)
+
+KEPT_AT_MOST = 4096
+"""Repositories whose name this process remembers; past that it forgets them all (and asks again)."""
+
+
+class RepositoryGone(GitHubError):  # noqa: N818 - it names what GitHub answered
+    """GitHub has no repository of the effect's id for its installation: nothing is written."""
+
+    def __init__(self, repository_id: int, name: str, installation_id: int) -> None:
+        super().__init__(
+            404,
+            f"repository {repository_id} (last known as {name}) is deleted or out of installation "
+            f"{installation_id}'s reach; nothing written, the name may belong to another repository now",
+        )
+
+
+class NoLongerPending(Exception):  # noqa: N818 - control flow, not an error
+    """The effect was cancelled (by another process) while its repository's records moved: it
+    is left as it is, and nothing is written."""
+
+
+@dataclass
+class WriteTarget:
+    """GitHub's name for each effect's repository id, asked before writes (see the module)."""
+
+    database: Database
+    github: GitHubClient
+    clock: Callable[[], float] = time.time
+    window: float = 30.0
+    _names: dict[tuple[int, int], tuple[str, float]] = field(default_factory=dict)
+
+    async def confirm(self, row: dict[str, Any]) -> None:
+        """Before a write: the effect's repository id still has its name (asked at most once a
+        window), or its records and the effect `row` moved to the id's name now."""
+        await self._check(row, fresh=False)
+
+    async def moved(self, row: dict[str, Any]) -> bool:
+        """After a 404 for a thing addressed by name and id: ask GitHub again, whatever the
+        window. True: the records (and `row`) moved to the id's new name, try there; False: the
+        id still has the name, so the thing was deleted. `RepositoryGone`: the id is gone."""
+        return await self._check(row, fresh=True)
+
+    async def _check(self, row: dict[str, Any], *, fresh: bool) -> bool:
+        repository_id = row.get("repository_id")
+        if repository_id is None:
+            return False
+        key = (int(row["installation_id"]), int(repository_id))
+        name = str(row["repository"]).casefold()
+        known = self._names.get(key)
+        if not fresh and known is not None and known[0] == name and self.clock() < known[1]:
+            return False
+        now_named = await self._name_on_github(row, *key)
+        if len(self._names) >= KEPT_AT_MOST:
+            self._names.clear()
+        self._names[key] = (now_named, self.clock() + self.window)
+        if now_named == name:
+            return False
+        log.info("the repository was renamed; its records follow it", repository=name, now=now_named)
+        moved = await off_loop(place_before_write, self.database, key[1], now_named, row["id"], self.clock())
+        if moved is None:
+            raise NoLongerPending
+        row["repository"], row["dedupe_key"] = moved
+        return True
+
+    async def _name_on_github(self, row: dict[str, Any], installation_id: int, repository_id: int) -> str:
+        try:
+            found = await self.github.call(
+                "get_repository_by_id", installation_id, repository_id=str(repository_id)
+            )
+        except NotFound as error:
+            raise RepositoryGone(repository_id, str(row["repository"]), installation_id) from error
+        return str(found["full_name"]).casefold()
