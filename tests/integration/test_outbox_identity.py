@@ -1,5 +1,5 @@
 """The outbox writes an effect only into the repository it is for (its GitHub id), on SQLite and
-PostgreSQL, GitHub answered by respx: migration 0020 and `enqueue` keep each effect's repository
+PostgreSQL, GitHub answered by respx: migration 0021 and `enqueue` keep each effect's repository
 id; before a write GitHub is asked the id's name (`GET /repositories/{id}`, once a window):
 renamed, the records follow and the write goes to the new name; deleted, nothing is written; a
 404 for what an earlier write created asks again before anything is created anew."""
@@ -29,7 +29,7 @@ BY_ID = f"{GITHUB_API}/repositories/55"
 
 
 def an_effect(key: str, repository: str = OLD) -> dict[str, Any]:
-    """An outbox_effects row as 0019 stored it (no repository id)."""
+    """An outbox_effects row as 0020 stored it (no repository id)."""
     return {
         "dedupe_key": key, "installation_id": 7, "repository": repository, "kind": "comment",
         "payload": {"number": 12, "body": "hi"}, "status": "pending", "next_attempt_at": 1.0,
@@ -38,10 +38,10 @@ def an_effect(key: str, repository: str = OLD) -> dict[str, Any]:
 
 
 @pytest.fixture
-def before_0020(database: Database) -> Iterator[Database]:
-    """The database at 0019, before effects kept their repository's id, back to head afterwards."""
+def before_0021(database: Database) -> Iterator[Database]:
+    """The database at 0020, before effects kept their repository's id, back to head afterwards."""
     config = alembic_config(database.url)
-    command.downgrade(config, "0019")
+    command.downgrade(config, "0020")
     try:
         yield database
     finally:
@@ -54,17 +54,17 @@ def ids_by_key(database: Database) -> dict[str, int | None]:
         return dict(rows.all())
 
 
-def test_the_migration_gives_each_pending_effect_the_id_its_name_belongs_to(before_0020: Database) -> None:
+def test_the_migration_gives_each_pending_effect_the_id_its_name_belongs_to(before_0021: Database) -> None:
     """acme/web is repository 55: its effects (whatever the case of the name) get 55; an effect
     of a name railyard knows no id for keeps none (it is written as before)."""
-    with before_0020.write() as connection:
+    with before_0021.write() as connection:
         connection.execute(insert(repositories).values(id=55, full_name=OLD, updated_at=1.0))
         connection.execute(
-            insert(effects_table),  # the rows name 0019's columns only
+            insert(effects_table),  # the rows name 0020's columns only
             [an_effect("comment:a"), an_effect("comment:b", "Acme/Web"), an_effect("comment:c", "a/b")],
         )
-    command.upgrade(alembic_config(before_0020.url), "head")
-    assert ids_by_key(before_0020) == {
+    command.upgrade(alembic_config(before_0021.url), "head")
+    assert ids_by_key(before_0021) == {
         "comment:a": 55,
         "comment:b": 55,
         "comment:c": None,

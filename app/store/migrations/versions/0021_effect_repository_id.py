@@ -6,16 +6,16 @@ that id still has the name (`app.runtime.write_target`). Rows from before this m
 the id of the repository their name belongs to now (`repositories`); a name railyard never
 learned an id for leaves it empty, and such an effect is written as before.
 
-Revision ID: 0020
-Revises: 0019
+Revision ID: 0021
+Revises: 0020
 Create Date: 2026-12-07
 """
 
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0020"
-down_revision = "0019"
+revision = "0021"
+down_revision = "0020"
 branch_labels = None
 depends_on = None
 
