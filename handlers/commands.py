@@ -9,6 +9,7 @@ reaction or a reply (`handlers.comments`), an API request its JSON answer (`hand
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
@@ -72,7 +73,7 @@ class CommandRun:
     def __init__(self, facts: CommandFacts, parsed: ParsedComment, services: Services) -> None:
         self.facts, self.parsed, self.services = facts, parsed, services
         self.roles: frozenset[Role] | None = None  # the author's roles, once resolved
-        self.door_committed = False  # the door's unit committed: the command ran (or was refused)
+        self.door_committed = False  # the door's unit is committing: from then on the command may have run
         self.read_pull = False  # GitHub was asked for the PR the command was written on
         self.logins_now: dict[int, str | None] = {}
         """Accounts' logins as GitHub says them now (None: no such account any more), for answers
@@ -122,11 +123,13 @@ class CommandRun:
             await self.say(NearMiss(*self.parsed.near_miss))
             return None
         command = self.parsed.command
-        # Admitted before a pull request is read for its ticket: past its budget an outsider's
-        # command on a PR asks GitHub nothing, as on an issue.
-        if self.parsed.informational is None and not await self.admitted(rules):
+        # Admitted before a pull request is read for its ticket (`/help` and `/status` too: that
+        # read is a call): past its budget an outsider's command on a PR asks GitHub nothing.
+        if (self.parsed.informational is None or f.on_pull_request) and not await self.admitted(rules):
             return None
         number = await self._ticket_number()
+        if self.read_pull and (number is None or self.parsed.informational is not None):
+            await self._roles_for_read(rules)
         if number is None:
             return None
         key = TicketKey(f.repository, number)
@@ -222,8 +225,8 @@ class CommandRun:
                     uow, services, f.repository, rules, number, command.branch, command.commit, operation
                 )
             await self.keep(uow, outcome)
+            self.door_committed = True  # before the await: a commit that lands while it is cancelled counts
             await uow.commit()
-        self.door_committed = True
         await recheck_merged(
             services, f.repository, rules, merged, Source("railyard", "held", f.installation_id)
         )
@@ -313,6 +316,18 @@ class CommandRun:
         return str(recorded) if recorded else None
 
     # -- finding the ticket ------------------------------------------------------------
+
+    async def _roles_for_read(self, rules: Rules) -> None:
+        """A pull request was read for a command whose roles are asked no further (it names no
+        ticket of the PR, or it only asks for information): ask them now, whether the author holds
+        any role at all, so that read is spent from the author's role-less requests only when it
+        holds none (`handlers.outsiders.settle`). GitHub not saying leaves them unknown."""
+        f = self.facts
+        with contextlib.suppress(CannotVerify):
+            self.roles = await self.services.roles.roles(
+                f.installation_id, f.repository, f.author, rules, tuple(Role), first_only=True,
+                outsider=f.outsider,
+            )  # fmt: skip
 
     async def _ticket_number(self) -> int | None:
         """The issue itself; on a PR, the ticket it links (or the one named with #N)."""

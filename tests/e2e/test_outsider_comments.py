@@ -94,3 +94,37 @@ async def test_commands_on_a_pull_linking_no_ticket_stop_costing_past_the_budget
         await world.say("mallory", "/claim", number=34, pr=True)
         costs.append([(c.method, c.path) for c in installation_calls(world, start)])
     assert all(costs[:30]) and costs[30:] == [[]] * 30, costs[28:33]
+
+
+async def test_a_person_with_a_role_is_never_silenced_by_commands_on_a_pull_linking_no_ticket(
+    world: World,
+) -> None:
+    """`outsider_requests_per_hour: 3`: rachel (a requester) writes `/deliver` three times on PR
+    #34, which links no ticket (each answered: name the ticket). Her roles are asked then, so the
+    reads are not spent from role-less requests: her `/publish` on #13 still runs."""
+    world.github.repositories[REPO].files[".github/railyard.yml"] = (
+        CONFIG + "limits:\n  outsider_requests_per_hour: 3\n"
+    )
+    await world.say("rachel", "/publish")
+    pull = world.github.repositories[REPO].pulls[34]
+    for n in range(3):
+        pull.body = "No ticket here" + "\n" * (n + 1)
+        await world.say("rachel", "/deliver", number=34, pr=True)
+    world.github.repositories[REPO].issues[13].body = "Real work"
+    await world.say("rachel", "/publish", number=13)
+    ticket = world.ticket(13)
+    assert ticket is not None and ticket.exists
+
+
+async def test_help_on_a_pull_request_stops_costing_past_the_budget(world: World) -> None:
+    """60 `/help` comments by an account without a role on PR #34: each reads the PR (a call)
+    before it is known to ask only for information; past the budget nothing is called."""
+    await world.say("rachel", "/publish")
+    pull = world.github.repositories[REPO].pulls[34]
+    costs = []
+    for n in range(60):
+        pull.body = "Fixes #12" + "\n" * (n + 1)
+        start = len(world.github.calls)
+        await world.say("mallory", "/help", number=34, pr=True)
+        costs.append([(c.method, c.path) for c in installation_calls(world, start)])
+    assert costs[30:] == [[]] * 30, costs[30:33]

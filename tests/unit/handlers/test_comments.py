@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime
 from typing import Any
 
@@ -317,3 +318,29 @@ async def test_the_claimants_comment_is_a_sign_of_life() -> None:
     sign = ports.store.sign_of_life(KEY, 1)
     assert sign is not None
     assert (sign.kind, sign.at) == ("comment", datetime(2026, 11, 30, 12, 0, tzinfo=UTC))
+
+
+async def test_a_command_whose_commit_landed_while_it_was_cancelled_still_spends_its_command() -> None:
+    """The unit's commit is shielded: it lands though the run is cancelled meanwhile (the
+    delivery's lease was lost). The command ran, so its unit stays spent, and the retry, which
+    replays it, gives back only its own: one command, counted once."""
+    ports = world(Rules("blob-sha-1", commands_per_hour=2))
+    await published(ports)
+    committing = MemoryUnit.commit
+    cancelled: list[bool] = []
+
+    async def commit_then_cancelled(self: MemoryUnit) -> None:
+        await committing(self)
+        if not cancelled:
+            cancelled.append(True)
+            raise asyncio.CancelledError
+
+    MemoryUnit.commit = commit_then_cancelled  # type: ignore[method-assign]
+    try:
+        with pytest.raises(asyncio.CancelledError):
+            await say(ports, "/claim", by=CAROL, comment_id=7010)
+    finally:
+        MemoryUnit.commit = committing  # type: ignore[method-assign]
+    assert ticket(ports).work is WorkState.CLAIMED
+    await say(ports, "/claim", by=CAROL, comment_id=7010)  # taken up again: replayed
+    assert await ports.budgets.spent(CAROL[1], command_budget(REPOSITORY, 2)) == 1
