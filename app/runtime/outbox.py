@@ -184,9 +184,11 @@ class Outbox:
                 # Uninstalled: act no more, keep the record of what was intended.
                 await self._finish(row, status=CANCELLED, last_error=f"installation {status}")
                 return
-            if row["repository_id"] is not None and hold.holder != row["repository_id"]:
+            if row["repository_id"] is not None and hold.holder not in (None, row["repository_id"]):
                 await self._finish(row, status=CANCELLED, last_error=REUSED)  # never into the new one
                 return
+            if hold.holder is None:  # its id moved away (a rename committed meanwhile): ask GitHub
+                self._target.forget(row)
             try:
                 result = await self._write(row)
             except RateLimited as error:

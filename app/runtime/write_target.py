@@ -74,6 +74,12 @@ class WriteTarget:
         window), or its records and the effect `row` moved to the id's name now."""
         await self._check(row, fresh=False)
 
+    def forget(self, row: dict[str, Any]) -> None:
+        """The records give the effect's name to no id now (the id moved away meanwhile): its
+        next `confirm` asks GitHub, whatever the window."""
+        if row.get("repository_id") is not None:
+            self._names.pop((int(row["installation_id"]), int(row["repository_id"])), None)
+
     async def moved(self, row: dict[str, Any]) -> bool:
         """After a 404 for a thing addressed by name and id: ask GitHub again, whatever the
         window. True: the records (and `row`) moved to the id's new name, try there; False: the
@@ -104,9 +110,12 @@ class WriteTarget:
 
     async def _name_on_github(self, row: dict[str, Any], installation_id: int, repository_id: int) -> str:
         try:
-            found = await self.github.call(
-                "get_repository_by_id", installation_id, repository_id=str(repository_id)
-            )
+            return await self._github_name(installation_id, repository_id)
         except NotFound as error:
             raise RepositoryGone(repository_id, str(row["repository"]), installation_id) from error
+
+    async def _github_name(self, installation_id: int, repository_id: int) -> str:
+        found = await self.github.call(
+            "get_repository_by_id", installation_id, repository_id=str(repository_id)
+        )
         return str(found["full_name"]).casefold()

@@ -19,7 +19,7 @@ Tickets created later take the id from here (`tickets._save_ticket`).
 
 from __future__ import annotations
 
-from sqlalchemy import Connection, Row, String, bindparam, cast, func, literal, select, update
+from sqlalchemy import Connection, Row, String, bindparam, case, cast, func, literal, select, update
 
 from app.store.database import Database, insert_for
 from app.store.effects import CANCELLED, PENDING
@@ -55,6 +55,7 @@ _KEYED_BY_NAME = tuple(
 # Outbox keys that spell the name after the kind (a ticket's status comment, its project items,
 # a PR's check, a reaction).
 _NAMED_KEYS = ("status:", "projects:", "check:", "reaction:")
+_SURFACES = ("status:", "projects:", "check:")
 REUSED = "the repository's name now names another repository"
 """Why a pending write of a repository whose name was taken by another is cancelled."""
 
@@ -88,15 +89,45 @@ def place_before_write(
 ) -> tuple[str, str] | None:
     """GitHub says `repository_id` is called `name` now, asked before one of its writes (no
     webhook said so yet): place it, as the `renamed` webhook will; the effect's name and key
-    after the move, or None if it is pending no more."""
+    after the move, or None if it is pending no more. The effect follows its id even when
+    `place` has nothing to move: enqueued under the old name while the rename committed
+    (PostgreSQL), the move never saw it."""
     with database.write() as connection:
         place(connection, repository_id, name, None, now)
+        _follow_id(connection, effect_id, repository_id, now)
         found = connection.execute(
             select(_outbox.c.repository, _outbox.c.dedupe_key).where(
                 _outbox.c.id == effect_id, _outbox.c.status == PENDING
             )
         ).first()
     return None if found is None else (str(found.repository), str(found.dedupe_key))
+
+
+def _follow_id(connection: Connection, effect_id: int, repository_id: int, now: float) -> None:
+    """The pending effect `effect_id` of `repository_id`, still under a name the id no longer
+    has, moves (and is rekeyed) to the id's name; if the id's name already keeps an effect of
+    that key (a surface the move brought), that one is written instead, with this payload."""
+    effect = connection.execute(select(_outbox).where(_outbox.c.id == effect_id)).first()
+    name = repository_at(connection, repository_id)
+    if effect is None or effect.status != PENDING or name is None or effect.repository.casefold() == name:
+        return
+    key = _renamed_key(effect.dedupe_key, effect.repository.casefold(), name)
+    twin = connection.execute(
+        select(_outbox.c.id).where(_outbox.c.dedupe_key == key, _outbox.c.id != effect_id)
+    ).scalar()
+    if twin is None:
+        moved = {"repository": name, "dedupe_key": key}
+        connection.execute(update(_outbox).where(_outbox.c.id == effect_id).values(**moved))
+        return
+    connection.execute(
+        update(_outbox)
+        .where(_outbox.c.id == effect_id)
+        .values(status=CANCELLED, last_error=f"written as effect {twin}, under the repository's name now")
+    )
+    if key.startswith(_SURFACES):  # coalesced: the twin shows the latest state
+        attempts = case((_outbox.c.status == PENDING, _outbox.c.attempts), else_=0)
+        again = {"status": PENDING, "attempts": attempts, "payload": effect.payload, "updated_at": now}
+        connection.execute(update(_outbox).where(_outbox.c.id == twin).values(**again))
 
 
 def retired_name(name: str, repository_id: int) -> str:

@@ -21,7 +21,7 @@ from app.runtime.metrics import Metrics
 from app.runtime.outbox import Outbox
 from app.store.database import Database, alembic_config
 from app.store.effects import comment, effects_table, enqueue
-from app.store.repositories import place, repositories
+from app.store.repositories import place, place_before_write, repositories
 from tests.fakes import GITHUB_API, StillClock, app_settings, private_key_pem, token_route
 
 OLD, NEW_NAME = "acme/web", "acme/web-old"
@@ -228,3 +228,84 @@ async def test_an_effect_whose_name_another_repository_holds_now_is_cancelled_un
     await runner._perform(row)
     effect = the_effect(database)
     assert (effect["status"], asked.call_count, posted.call_count) == ("cancelled", 0, 0)
+
+
+def by_key(database: Database) -> dict[str, tuple[str, str, str | None]]:
+    with database.read() as connection:
+        rows = connection.execute(
+            select(effects_table.c.dedupe_key, effects_table.c.status, effects_table.c.repository,
+                   effects_table.c.last_error)
+        ).all()  # fmt: skip
+    return {row.dedupe_key: (row.status, row.repository, row.last_error) for row in rows}
+
+
+async def test_an_effect_enqueued_while_its_repository_is_renamed_is_written_under_the_new_name(
+    database: Database, outbox: tuple[Outbox, StillClock]
+) -> None:
+    """PostgreSQL only (SQLite has one writer: the two transactions cannot interleave). A unit
+    enqueues a reply for acme/web (55) while another worker's `renamed` webhook places 55 under
+    acme/web-old and commits first, so the move never saw the reply: no id holds acme/web now,
+    which is not a reused name. GitHub is asked and the reply is written to acme/web-old."""
+    if database.is_sqlite:
+        pytest.skip("one writer on SQLite: the two transactions cannot interleave")
+    runner, clock = outbox
+    respx.get(BY_ID).mock(return_value=named(NEW_NAME))
+    reused, renamed = created(OLD), created(NEW_NAME)
+    with database.write() as command_unit:
+        enqueue(command_unit, [comment(7, OLD, 12, "claimed", key="op-race")], clock.now)
+        with database.write() as rename_webhook:
+            place(rename_webhook, 55, NEW_NAME, None, clock.now)
+    assert await runner.run_once() == 1
+    assert (reused.call_count, renamed.call_count) == (0, 1)
+    assert by_key(database) == {"comment:op-race": ("done", NEW_NAME, None)}
+
+
+def stray(database: Database, key: str, payload: dict[str, Any]) -> None:
+    """An effect of 55 left under acme/web, as that race leaves it, 55 being acme/web-old."""
+    with database.write() as connection:
+        place(connection, 55, NEW_NAME, None, 1.0)
+        row = {**an_effect(key), "kind": "status_comment", "payload": payload, "repository_id": 55}
+        connection.execute(insert(effects_table).values(**row))
+
+
+async def test_an_effect_left_under_the_old_name_is_written_where_github_says_even_within_the_window(
+    database: Database, outbox: tuple[Outbox, StillClock]
+) -> None:
+    """That race's outcome, on both databases: GitHub said acme/web a moment ago (the window),
+    but no id holds acme/web now, so GitHub is asked again; the effect and its key follow the id."""
+    runner, clock = outbox
+    asked = respx.get(BY_ID).mock(side_effect=[named(OLD), named(NEW_NAME)])
+    created(OLD)
+    put(database, clock, comment(7, OLD, 12, "first", key="op-a"))
+    assert await runner.run_once() == 1
+    stray(database, "status:acme/web#12", {"number": 12, "body": "status"})
+    renamed = created(NEW_NAME)
+    assert await runner.run_once() == 1
+    assert (asked.call_count, renamed.call_count) == (2, 1)
+    assert by_key(database)["status:acme/web-old#12"] == ("done", NEW_NAME, None)
+
+
+def test_an_effect_left_under_the_old_name_whose_surface_was_moved_rearms_that_surface(
+    database: Database,
+) -> None:
+    """The rename moved acme/web#12's status comment (written, done) to acme/web-old; the effect
+    left behind is that surface again: the moved one is written again, with its payload, and the
+    one left behind is cancelled saying so, never a second status comment."""
+    stray(database, "status:acme/web#12", {"number": 12, "body": "latest"})
+    with database.write() as connection:
+        done = {**an_effect("status:acme/web-old#12", NEW_NAME), "status": "done", "repository_id": 55}
+        twin = connection.execute(insert(effects_table).values(**done)).inserted_primary_key[0]
+        left = connection.execute(
+            select(effects_table.c.id).where(effects_table.c.repository == OLD)
+        ).scalar()
+    assert place_before_write(database, 55, NEW_NAME, left, 2.0) is None
+    state = by_key(database)
+    assert state["status:acme/web-old#12"] == ("pending", NEW_NAME, None)
+    assert state["status:acme/web#12"][0] == "cancelled" and f"effect {twin}" in str(
+        state["status:acme/web#12"][2]
+    )
+    with database.read() as connection:
+        payload = connection.execute(
+            select(effects_table.c.payload).where(effects_table.c.id == twin)
+        ).scalar()
+    assert payload == {"number": 12, "body": "latest"}
