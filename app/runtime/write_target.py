@@ -32,15 +32,17 @@ from typing import Any
 
 import structlog
 
-from app.github.client import GitHubClient, GitHubError, NotFound
+from app.github.client import GitHubClient, GitHubError, GitHubUnavailable, NotFound
 from app.store.database import Database
 from app.store.hops import off_loop
-from app.store.repositories import place_before_write
+from app.store.repositories import holder_of, place_before_write
 
 log = structlog.get_logger(__name__)
 
 KEPT_AT_MOST = 4096
 """Repositories whose name this process remembers; past that it forgets them all (and asks again)."""
+HOPS = 4
+"""Ids whose names one move may pass along (`WriteTarget._holders_moved`); past that, `place` retires."""
 
 
 class RepositoryGone(GitHubError):  # noqa: N818 - it names what GitHub answered
@@ -102,11 +104,39 @@ class WriteTarget:
         if now_named == name:
             return False
         log.info("the repository was renamed; its records follow it", repository=name, now=now_named)
-        moved = await off_loop(place_before_write, self.database, key[1], now_named, row["id"], self.clock())
+        holders = await self._holders_moved(key[0], key[1], now_named)
+        moved = await off_loop(
+            place_before_write, self.database, key[1], now_named, row["id"], self.clock(), holders
+        )
         if moved is None:
             raise NoLongerPending
         row["repository"], row["dedupe_key"] = moved
         return True
+
+    async def _holders_moved(self, installation_id: int, repository_id: int, name: str) -> dict[int, str]:
+        """The ids whose names the move takes, and GitHub's names for them now: the id holding
+        `name`, then the one holding its new name, and so on (a swap ends at `repository_id`),
+        at most `HOPS`, one conditional read each. One GitHub no longer has (404) is left out:
+        `place` retires its records and cancels its writes. GitHub giving one name to two ids
+        (an answer from before a rename) is asked again at the effect's next attempt."""
+        taken = {repository_id: name}
+        for _ in range(HOPS):
+            holder = await off_loop(holder_of, self.database, name)
+            if holder is None or holder in taken:
+                break
+            try:
+                name = await self._github_name(installation_id, holder)
+            except NotFound:
+                break
+            if name in taken.values():
+                raise GitHubUnavailable(
+                    f"GitHub gives {name} to repository {holder} and to another one: asked again later",
+                    ambiguous=False,
+                )
+            taken[holder] = name
+            self._names[(installation_id, holder)] = (name, self.clock() + self.window)
+        del taken[repository_id]
+        return taken
 
     async def _name_on_github(self, row: dict[str, Any], installation_id: int, repository_id: int) -> str:
         try:

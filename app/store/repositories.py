@@ -19,6 +19,8 @@ Tickets created later take the id from here (`tickets._save_ticket`).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from sqlalchemy import Connection, Row, String, bindparam, case, cast, func, literal, select, update
 
 from app.store.database import Database, insert_for
@@ -84,16 +86,28 @@ def holds(database: Database, name: str, repository_id: int) -> bool:
         return repository_id != 0 and repository_named(connection, name) == repository_id
 
 
+def holder_of(database: Database, name: str) -> int | None:
+    """The id the records give `name` to now (`repository_named` in a read of its own)."""
+    with database.read() as connection:
+        return repository_named(connection, name)
+
+
 def place_before_write(
-    database: Database, repository_id: int, name: str, effect_id: int, now: float
+    database: Database,
+    repository_id: int,
+    name: str,
+    effect_id: int,
+    now: float,
+    holders: Mapping[int, str] | None = None,
 ) -> tuple[str, str] | None:
     """GitHub says `repository_id` is called `name` now, asked before one of its writes (no
     webhook said so yet): place it, as the `renamed` webhook will; the effect's name and key
-    after the move, or None if it is pending no more. The effect follows its id even when
-    `place` has nothing to move: enqueued under the old name while the rename committed
-    (PostgreSQL), the move never saw it."""
+    after the move, or None if it is pending no more. `holders`: the names GitHub gives now to
+    the ids that held the names taken (asked first): they move there, their writes kept
+    (`place_all`). The effect follows its id even when `place` has nothing to move: enqueued
+    under the old name while the rename committed (PostgreSQL), the move never saw it."""
     with database.write() as connection:
-        place(connection, repository_id, name, None, now)
+        place_all(connection, {**(holders or {}), repository_id: name}, now)
         _follow_id(connection, effect_id, repository_id, now)
         found = connection.execute(
             select(_outbox.c.repository, _outbox.c.dedupe_key).where(
@@ -101,6 +115,20 @@ def place_before_write(
             )
         ).first()
     return None if found is None else (str(found.repository), str(found.dedupe_key))
+
+
+def place_all(connection: Connection, names: Mapping[int, str], now: float) -> None:
+    """GitHub's names now for several ids (names swapped or passed along): each id whose
+    records are under another name first steps aside to a name of its own, writes kept, so no
+    id of `names` retires another's records; then each is placed (`place`)."""
+    for repository_id, name in names.items():
+        current = repository_at(connection, repository_id)
+        if current is not None and current != name.casefold():
+            aside = f"{current}@moving-{repository_id}"
+            _move(connection, current, aside, cancel=False)
+            _rename(connection, repository_id, aside, now)
+    for repository_id, name in names.items():
+        place(connection, repository_id, name, None, now)
 
 
 def _follow_id(connection: Connection, effect_id: int, repository_id: int, now: float) -> None:

@@ -309,3 +309,70 @@ def test_an_effect_left_under_the_old_name_whose_surface_was_moved_rearms_that_s
             select(effects_table.c.payload).where(effects_table.c.id == twin)
         ).scalar()
     assert payload == {"number": 12, "body": "latest"}
+
+
+def site(database: Database, clock: StillClock, site_56: str) -> dict[str, respx.Route]:
+    """acme/site is repository 56, GitHub names 55 acme/site and 56 `site_56` now (no webhook said
+    so); each has a pending comment on #12; the routes asking GitHub each id's name."""
+    with database.write() as connection:
+        place(connection, 56, "acme/site", None, clock.now)
+    put(database, clock, comment(7, OLD, 12, "for web", key="op-web"))
+    put(database, clock, comment(7, "acme/site", 12, "for site", key="op-site"))
+    return {
+        "55": respx.get(BY_ID).mock(return_value=named("acme/site")),
+        "56": respx.get(f"{GITHUB_API}/repositories/56").mock(
+            return_value=httpx.Response(200, json={"id": 56, "full_name": site_56})
+        ),
+    }
+
+
+async def test_a_name_passed_on_unseen_moves_its_holder_where_github_says_and_cancels_none_of_its_writes(
+    database: Database, outbox: tuple[Outbox, StillClock]
+) -> None:
+    """acme/site became acme/site-old and acme/web became acme/site: placing 55 under acme/site
+    asks GitHub where 56 is (one read) and moves 56 there first; both comments are written, each
+    in its own repository, and 56's is not asked again within the window."""
+    runner, clock = outbox
+    asked = site(database, clock, "acme/site-old")
+    into_55, into_56 = created("acme/site"), created("acme/site-old")
+    assert await runner.run_once() == 2
+    assert (into_55.call_count, into_56.call_count) == (1, 1)
+    assert (asked["55"].call_count, asked["56"].call_count) == (1, 1)
+    assert by_key(database) == {
+        "comment:op-web": ("done", "acme/site", None),
+        "comment:op-site": ("done", "acme/site-old", None),
+    }
+
+
+async def test_names_swapped_unseen_move_both_repositories_and_cancel_nothing(
+    database: Database, outbox: tuple[Outbox, StillClock]
+) -> None:
+    """acme/web (55) and acme/site (56) swapped names: both records move, each comment is written
+    where GitHub has its repository now, and nothing is cancelled."""
+    runner, clock = outbox
+    site(database, clock, OLD)
+    into_55, into_56 = created("acme/site"), created(OLD)
+    assert await runner.run_once() == 2
+    assert (into_55.call_count, into_56.call_count) == (1, 1)
+    assert by_key(database) == {
+        "comment:op-web": ("done", "acme/site", None),
+        "comment:op-site": ("done", OLD, None),
+    }
+    with database.read() as connection:
+        held = dict(connection.execute(select(repositories.c.id, repositories.c.full_name)).all())
+    assert held == {55: "acme/site", 56: OLD}
+
+
+async def test_a_holder_github_no_longer_has_is_retired_and_its_writes_cancelled(
+    database: Database, outbox: tuple[Outbox, StillClock]
+) -> None:
+    """Repository 56 is gone (404) and acme/web took its name acme/site: 56's comment is
+    cancelled unwritten, 55's written to acme/site."""
+    runner, clock = outbox
+    site(database, clock, "")["56"].mock(return_value=httpx.Response(404, json={"message": "Not Found"}))
+    into_55 = created("acme/site")
+    assert await runner.run_once() == 2
+    assert into_55.call_count == 1
+    state = by_key(database)
+    assert state["comment:op-web"] == ("done", "acme/site", None)
+    assert state["comment:op-site"][0] == "cancelled"
