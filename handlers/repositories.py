@@ -8,7 +8,8 @@ router's guard):
 - the id is new: if another repository held the name (the name reused), that one's records
   go to its name now, as GitHub says (`GET /repositories/{id}`), or away where no name can
   reach them; then the name is this id's, and the handlers run on a clean slate;
-- the id is known under another name: GitHub is asked the id's name now; the records move
+- the id is known under another name: GitHub is asked the id's name now (and, if another id
+  holds that name, that one's name now: its records go there first, writes kept); the records move
   there (a rename or transfer whose event has not arrived yet), the tickets and writes to the
   delivery's installation (a transfer may bring another one). A delivery naming an old name
   (written before the rename, delivered after it) is the same repository's: it runs under the
@@ -68,6 +69,10 @@ async def identified(event: WebhookEvent, services: Services) -> WebhookEvent | 
             return None
         log.info("renamed since it was sent: handled under its name now", repository_id=repository_id)
         event = renamed
+    async with services.store.read() as reads:
+        holder = await reads.repository_named(now)
+    if holder not in (None, repository_id):  # taken from another id, unseen: where is that one?
+        await _follow(services, event, holder, now, unless=current)
     await _place(services, repository_id, now, created, event.installation_id)
     return event
 
@@ -105,10 +110,14 @@ def _named(value: Any, repository_id: int, now: str) -> Any:
     return found
 
 
-async def _follow(services: Services, event: WebhookEvent, holder: int, name: str) -> None:
-    """The repository that held `name` before: its records follow it to its name now, if it has one."""
+async def _follow(
+    services: Services, event: WebhookEvent, holder: int, name: str, unless: str | None = None
+) -> None:
+    """The repository that held `name` before: its records follow it to its name now, if it has
+    one, other than `unless` (a swap: that name's records are the delivery's repository's, which
+    the move would retire; the holder is retired instead, until its own delivery moves it)."""
     now = await _name_now(services, event, holder)
-    if now is not None and now.casefold() != name.casefold():
+    if now is not None and now.casefold() not in (name.casefold(), (unless or name).casefold()):
         await _place(services, holder, now, None, None)  # another installation may reach it now
 
 

@@ -160,3 +160,17 @@ async def test_a_late_pull_request_event_of_a_renamed_repository_keeps_its_own_b
     async with ports.store.read() as reads:
         stored = await reads.stored_pull("acme/tools", 40)
     assert stored is not None and stored[0].head_repository == "acme/tools"
+
+
+async def test_a_rename_into_a_name_passed_on_unseen_moves_its_holder_where_github_says() -> None:
+    """acme/site (NEW) became acme/site-old and acme/app (OLD) acme/site, no webhook of NEW's
+    seen: OLD's `renamed` asks GitHub where NEW is and moves NEW's ticket there first, never to
+    a retired name, its writes kept."""
+    ports = world()
+    await publish(ports, OLD, 12)
+    await publish(ports, NEW, 12, "acme/site")
+    ports.github.names.update({OLD: "acme/site", NEW: "acme/site-old"})
+    await ports.dispatch("repository", renamed(OLD, REPOSITORY, "acme/site"))
+    assert ports.store.records.names == {OLD: "acme/site", NEW: "acme/site-old"}
+    assert ports.store.ticket(TicketKey("acme/site-old", 12)) is not None
+    assert ports.store.ticket(TicketKey("acme/site@2002", 12)) is None
