@@ -15,12 +15,16 @@ whatever the window, when a write by id meets a 404 (before it creates anything 
 - the id has the effect's name: the write goes ahead;
 - the id has another name (renamed, transferred within the installation): the records follow
   it (`repositories.place`, as the `renamed` webhook will) and the write goes to that name;
+  an id the records give that name to is asked its name too and moves there first, its
+  writes kept (only one GitHub no longer has is retired, its writes cancelled);
 - GitHub has no such id for the installation (deleted, or out of its reach): `RepositoryGone`,
   the effect fails visibly and nothing is written.
 
 The outbox also cancels an effect whose name the records give to another id now
-(`EffectLeases.hold_to_perform`). An effect without an id (its name had none when enqueued:
-no webhook of the repository since ids are kept) is written as before.
+(`EffectLeases.hold_to_perform`); a name they give to no id (the rename committed after the
+effect was enqueued) is asked whatever the window, and the effect follows its id. An effect
+without an id (its name had none when enqueued: no webhook of the repository since ids are
+kept) is written as before.
 """
 
 from __future__ import annotations

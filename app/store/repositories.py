@@ -11,6 +11,9 @@ belongs to GitHub's repository id kept here. `place(id, name)` makes `name` the 
   was kept under `name` while no id held it (an installation's listing of a repository renamed
   away unseen, tickets from before ids) is retired first, row by row, so the move never meets
   a unique key;
+- several ids at once (`place_all`: GitHub's names for a name passed on or swapped, asked by
+  the outbox before a write): each steps aside to a name of its own first, writes kept, so none
+  retires another's records;
 - an id and a name seen for the first time adopt the tickets stored under the name before
   ids were kept (0014), except those created before the repository was (another repository's).
 
