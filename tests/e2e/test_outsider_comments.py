@@ -42,13 +42,7 @@ async def test_a_role_less_accounts_flood_of_commands_on_a_pull_request_calls_no
     GitHub every new comment changes the pull request, so its read is never a free 304: the PR
     body is edited before each comment to mirror that."""
     await world.say("rachel", "/publish")
-    pull = world.github.repositories[REPO].pulls[34]
-    costs = []
-    for n in range(60):
-        pull.body = "Fixes #12" + "\n" * (n + 1)
-        start = len(world.github.calls)
-        await world.say("mallory", "/claim", number=34, pr=True)
-        costs.append([(c.method, c.path) for c in installation_calls(world, start)])
+    costs = await flood(world, "/claim", body="Fixes #12")
     assert costs[30:] == [[]] * 30, costs[30:33]
     assert world.ticket().work.value == "open"
 
@@ -86,13 +80,7 @@ async def test_commands_on_a_pull_linking_no_ticket_stop_costing_past_the_budget
     its ticket and is answered that none is linked; that read is an installation call, spent from
     the author's role-less requests: past `outsider_requests_per_hour` (30) nothing is called."""
     await world.say("rachel", "/publish")
-    pull = world.github.repositories[REPO].pulls[34]
-    costs = []
-    for n in range(60):
-        pull.body = "No ticket here" + "\n" * (n + 1)
-        start = len(world.github.calls)
-        await world.say("mallory", "/claim", number=34, pr=True)
-        costs.append([(c.method, c.path) for c in installation_calls(world, start)])
+    costs = await flood(world, "/claim", body="No ticket here")
     assert all(costs[:30]) and costs[30:] == [[]] * 30, costs[28:33]
 
 
@@ -120,11 +108,19 @@ async def test_help_on_a_pull_request_stops_costing_past_the_budget(world: World
     """60 `/help` comments by an account without a role on PR #34: each reads the PR (a call)
     before it is known to ask only for information; past the budget nothing is called."""
     await world.say("rachel", "/publish")
+    costs = await flood(world, "/help", body="Fixes #12")
+    assert costs[30:] == [[]] * 30, costs[30:33]
+
+
+async def flood(world: World, command: str, *, body: str) -> list[list[tuple[str, str]]]:
+    """60 comments `command` by mallory (no role) on PR #34, its body edited before each (on
+    GitHub every new comment changes the PR, so its read is never a free 304): the installation's
+    calls each one cost."""
     pull = world.github.repositories[REPO].pulls[34]
     costs = []
     for n in range(60):
-        pull.body = "Fixes #12" + "\n" * (n + 1)
+        pull.body = body + "\n" * (n + 1)
         start = len(world.github.calls)
-        await world.say("mallory", "/help", number=34, pr=True)
+        await world.say("mallory", command, number=34, pr=True)
         costs.append([(c.method, c.path) for c in installation_calls(world, start)])
-    assert costs[30:] == [[]] * 30, costs[30:33]
+    return costs
