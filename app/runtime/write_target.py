@@ -120,9 +120,11 @@ class WriteTarget:
     async def _holders_moved(self, installation_id: int, repository_id: int, name: str) -> dict[int, str]:
         """The ids whose names the move takes, and GitHub's names for them now: the id holding
         `name`, then the one holding its new name, and so on (a swap ends at `repository_id`),
-        at most `HOPS`, one conditional read each. One GitHub no longer has (404) is left out:
-        `place` retires its records and cancels its writes. GitHub giving one name to two ids
-        (an answer from before a rename) is asked again at the effect's next attempt."""
+        at most `HOPS`, one conditional read each. One GitHub no longer shows (404, or 403 and
+        451: out of the installation's reach) is left out: `place` retires its records and cancels
+        its writes. A chain longer than `HOPS`, or GitHub giving one name to two ids (an answer
+        from before a rename), is asked again at the effect's next attempt: nothing moves, no
+        write of a repository GitHub was not asked about is cancelled."""
         taken = {repository_id: name}
         for _ in range(HOPS):
             holder = await off_loop(holder_of, self.database, name)
@@ -130,7 +132,7 @@ class WriteTarget:
                 break
             try:
                 name = await self._github_name(installation_id, holder)
-            except NotFound:
+            except GitHubError:  # gone or out of reach; GitHub failing (5xx, limits) is raised
                 break
             if name in taken.values():
                 raise GitHubUnavailable(
@@ -139,6 +141,13 @@ class WriteTarget:
                 )
             taken[holder] = name
             self._names[(installation_id, holder)] = (name, self.clock() + self.window)
+        else:
+            holder = await off_loop(holder_of, self.database, name)
+            if holder is not None and holder not in taken:
+                raise GitHubUnavailable(
+                    f"more than {HOPS} repositories passed their names on unseen: asked again later",
+                    ambiguous=False,
+                )
         del taken[repository_id]
         return taken
 

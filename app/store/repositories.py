@@ -22,9 +22,10 @@ Tickets created later take the id from here (`tickets._save_ticket`).
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 
-from sqlalchemy import Connection, Row, String, bindparam, case, cast, func, literal, select, update
+from sqlalchemy import Connection, Row, String, bindparam, case, cast, func, literal, select, text, update
 
 from app.store.database import Database, insert_for
 from app.store.effects import CANCELLED, PENDING
@@ -124,6 +125,7 @@ def place_all(connection: Connection, names: Mapping[int, str], now: float) -> N
     """GitHub's names now for several ids (names swapped or passed along): each id whose
     records are under another name first steps aside to a name of its own, writes kept, so no
     id of `names` retires another's records; then each is placed (`place`)."""
+    _one_placement_at_a_time(connection)
     for repository_id, name in names.items():
         current = repository_at(connection, repository_id)
         if current is not None and current != name.casefold():
@@ -161,6 +163,18 @@ def _follow_id(connection: Connection, effect_id: int, repository_id: int, now: 
         connection.execute(update(_outbox).where(_outbox.c.id == twin).values(**again))
 
 
+_PLACEMENTS = int.from_bytes(hashlib.sha256(b"railyard:placements").digest()[:8], "big", signed=True)
+
+
+def _one_placement_at_a_time(connection: Connection) -> None:
+    """On PostgreSQL, one transaction at a time places repositories (SQLite has one writer):
+    two placements of one swap at once (two outbox workers, a webhook and a worker) would each
+    act on names the other is moving, and retire live records. The lock is the transaction's;
+    what is read after it is what the last placement committed."""
+    if connection.dialect.name == "postgresql":
+        connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _PLACEMENTS})
+
+
 def retired_name(name: str, repository_id: int) -> str:
     """Where the records of a repository that lost its name go: no GitHub name has an `@`."""
     return f"{name.casefold()}@{repository_id}"
@@ -177,6 +191,7 @@ def place(
     """Make `name` the name of `repository_id`'s records (see the module's docstring); given
     `installation_id`, the installation that reaches the repository now, its writes go through it."""
     name = name.casefold()
+    _one_placement_at_a_time(connection)
     holder = repository_named(connection, name)
     if holder == repository_id:
         return
