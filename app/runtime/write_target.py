@@ -40,13 +40,12 @@ from app.github.client import GitHubClient, GitHubError, GitHubUnavailable, NotF
 from app.store.database import Database
 from app.store.hops import off_loop
 from app.store.repositories import holder_of, place_before_write
+from policies.holders import HOPS, Unsettled, holders_moved
 
 log = structlog.get_logger(__name__)
 
 KEPT_AT_MOST = 4096
 """Repositories whose name this process remembers; past that it forgets them all (and asks again)."""
-HOPS = 4
-"""Ids whose names one move may pass along (`WriteTarget._holders_moved`); past that, `place` retires."""
 
 
 class RepositoryGone(GitHubError):  # noqa: N818 - it names what GitHub answered
@@ -118,38 +117,28 @@ class WriteTarget:
         return True
 
     async def _holders_moved(self, installation_id: int, repository_id: int, name: str) -> dict[int, str]:
-        """The ids whose names the move takes, and GitHub's names for them now: the id holding
-        `name`, then the one holding its new name, and so on (a swap ends at `repository_id`),
-        at most `HOPS`, one conditional read each. One GitHub no longer shows (404, or 403 and
-        451: out of the installation's reach) is left out: `place` retires its records and cancels
-        its writes. A chain longer than `HOPS`, or GitHub giving one name to two ids (an answer
-        from before a rename), is asked again at the effect's next attempt: nothing moves, no
-        write of a repository GitHub was not asked about is cancelled."""
-        taken = {repository_id: name}
-        for _ in range(HOPS):
-            holder = await off_loop(holder_of, self.database, name)
-            if holder is None or holder in taken:
-                break
+        """The ids whose names the move takes, and GitHub's names for them now
+        (`policies.holders.holders_moved`, one conditional read each). One GitHub no longer
+        shows (404, or 403 and 451: out of the installation's reach) is left out: `place`
+        retires its records and cancels its writes. A chain longer than `HOPS`, or GitHub giving
+        one name to two ids (an answer from before a rename), is asked again at the effect's next
+        attempt: nothing moves, no write of a repository GitHub was not asked about is cancelled."""
+
+        async def holder(held: str) -> int | None:
+            return await off_loop(holder_of, self.database, held)
+
+        async def named(holder_id: int) -> str | None:
             try:
-                name = await self._github_name(installation_id, holder)
+                found = await self._github_name(installation_id, holder_id)
             except GitHubError:  # gone or out of reach; GitHub failing (5xx, limits) is raised
-                break
-            if name in taken.values():
-                raise GitHubUnavailable(
-                    f"GitHub gives {name} to repository {holder} and to another one: asked again later",
-                    ambiguous=False,
-                )
-            taken[holder] = name
-            self._names[(installation_id, holder)] = (name, self.clock() + self.window)
-        else:
-            holder = await off_loop(holder_of, self.database, name)
-            if holder is not None and holder not in taken:
-                raise GitHubUnavailable(
-                    f"more than {HOPS} repositories passed their names on unseen: asked again later",
-                    ambiguous=False,
-                )
-        del taken[repository_id]
-        return taken
+                return None
+            self._names[(installation_id, holder_id)] = (found, self.clock() + self.window)
+            return found
+
+        try:
+            return await holders_moved(repository_id, name, holder, named, HOPS)
+        except Unsettled as error:
+            raise GitHubUnavailable(f"{error}: asked again later", ambiguous=False) from error
 
     async def _name_on_github(self, row: dict[str, Any], installation_id: int, repository_id: int) -> str:
         try:
