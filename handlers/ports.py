@@ -245,6 +245,10 @@ class UnitOfWork(Reads, Protocol):
     ) -> None:
         """Make `name` the name of the repository's records, written through `installation_id` if given."""
 
+    async def place_repositories(self, names: Mapping[int, str], now: float) -> None:
+        """GitHub's names now for several ids (names swapped or passed along), placed together:
+        no id of `names` retires another's records or cancels its writes."""
+
     async def set_installation(self, installation_id: int, account: str, status: str, now: float) -> None:
         """Record an installation's status."""
 

@@ -109,3 +109,12 @@ def _comment(reply: LimitedReply) -> Effect:
 
 def _reaction(reply: LimitedReply) -> Effect:
     return reaction(reply.installation_id, reply.repository, reply.comment_id, OVER_LIMIT_REACTION)
+
+
+def enqueue_rendered(connection: Connection, rendered: list[Effect | LimitedReply], now: float) -> None:
+    """A unit of work's rendered answers: limited replies within their limit, effects as they are."""
+    for item in rendered:
+        if isinstance(item, LimitedReply):
+            enqueue_reply(connection, item, now)
+        else:
+            enqueue(connection, [item], now)

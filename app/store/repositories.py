@@ -189,11 +189,14 @@ def place(
     installation_id: int | None = None,
 ) -> None:
     """Make `name` the name of `repository_id`'s records (see the module's docstring); given
-    `installation_id`, the installation that reaches the repository now, its writes go through it."""
+    `installation_id`, the installation that reaches the repository now, its writes go through it
+    (also when the id has the name already: `place_all` may have placed it)."""
     name = name.casefold()
     _one_placement_at_a_time(connection)
     holder = repository_named(connection, name)
     if holder == repository_id:
+        if installation_id is not None:
+            _installed(connection, name, installation_id)
         return
     if holder is not None:
         _move(connection, name, retired_name(name, holder), cancel=True)

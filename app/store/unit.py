@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import queue
 import time
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Mapping
 from contextlib import AbstractContextManager
 from datetime import datetime
 from types import TracebackType
@@ -27,10 +27,10 @@ from app.contracts.effect_types import LimitedReply
 from app.contracts.traces import TRACING, set_attributes, span
 from app.store import api_answers, held, installations, pulls, repositories, signs, tickets
 from app.store.database import Database
-from app.store.effects import Effect, enqueue, rerun
+from app.store.effects import Effect, rerun
 from app.store.gate_reads import gate_backlog
 from app.store.hops import Lane, off_loop
-from app.store.replies import enqueue_reply
+from app.store.replies import enqueue_rendered
 from app.store.tickets import SurfacesFor
 from handlers.answers import Answer, CheckRun
 from handlers.ports import (
@@ -366,6 +366,10 @@ class SqlUnit(SqlReads):
         """Make `name` the repository's name, moving records as `repositories.place` does."""
         await self._run(repositories.place, repository_id, name, created_at, now, installation_id)
 
+    async def place_repositories(self, names: Mapping[int, str], now: float) -> None:
+        """GitHub's names now for several ids, placed together (`repositories.place_all`)."""
+        await self._run(repositories.place_all, dict(names), now)
+
     async def set_installation(self, installation_id: int, account: str, status: str, now: float) -> None:
         """Record an installation's status."""
         self._session.post(installations.set_installation, installation_id, account, status, now)
@@ -379,7 +383,7 @@ class SqlUnit(SqlReads):
     async def send(self, *answers: Answer) -> None:
         """Enqueue the writes with this transaction; replies within the author's reply limit."""
         rendered = [self._rendered(answer) for answer in answers]
-        self._session.post(_enqueue_all, rendered, self._clock())
+        self._session.post(enqueue_rendered, rendered, self._clock())
 
     async def keep_answer(self, answer: KeptAnswer) -> KeptAnswer:
         """Keep the API answer with this transaction (or find the one a racing request kept)."""
@@ -403,14 +407,6 @@ class SqlUnit(SqlReads):
 def _read_once(database: Database, function: Callable[..., T], args: tuple[Any, ...]) -> T:
     with database.read() as connection:
         return function(connection, *args)
-
-
-def _enqueue_all(connection: Connection, rendered: list[Effect | LimitedReply], now: float) -> None:
-    for item in rendered:
-        if isinstance(item, LimitedReply):
-            enqueue_reply(connection, item, now)
-        else:
-            enqueue(connection, [item], now)
 
 
 class SqlStore:

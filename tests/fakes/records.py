@@ -7,6 +7,7 @@ the snapshots `app.store.codec` writes, so a ticket read back is what the databa
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -429,12 +430,22 @@ def place(records: Records, repository_id: int, name: str, installation_id: int 
     """`repositories.place` (without the legacy adoption: memory has no rows from before ids)."""
     name = name.casefold()
     holder = repository_named(records, name)
-    if holder == repository_id:
-        return
-    _place(records, repository_id, name, holder)
+    if holder != repository_id:
+        _place(records, repository_id, name, holder)
     if installation_id is not None:
         for key in [key for key in records.tickets if key.repository == name]:
             records.installation_of[key] = installation_id
+
+
+def place_all(records: Records, names: Mapping[int, str]) -> None:
+    """`repositories.place_all`: each id whose records are under another name steps aside first."""
+    for repository_id, name in names.items():
+        current = records.names.get(repository_id)
+        if current is not None and current != name.casefold():
+            move(records, current, f"{current}@moving-{repository_id}")
+            records.names[repository_id] = f"{current}@moving-{repository_id}"
+    for repository_id, name in names.items():
+        place(records, repository_id, name)
 
 
 def _place(records: Records, repository_id: int, name: str, holder: int | None) -> None:

@@ -10,7 +10,7 @@ same task would wait for itself forever, so it fails at once instead.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Collection, Iterable
+from collections.abc import AsyncIterator, Collection, Iterable, Mapping
 from contextlib import asynccontextmanager
 from datetime import datetime
 
@@ -30,7 +30,7 @@ from policies.model import Ticket, TicketKey
 from policies.rails import Observation
 from policies.watchdog import Clocks
 from tests.fakes.door import normalize
-from tests.fakes.records import Records, SignOfLife, place, repository_named
+from tests.fakes.records import Records, SignOfLife, place, place_all, repository_named
 
 
 class MemoryReads:
@@ -174,6 +174,10 @@ class MemoryUnit(MemoryReads):
     ) -> None:
         """`repositories.place`."""
         place(self._writing(), repository_id, name, installation_id)
+
+    async def place_repositories(self, names: Mapping[int, str], now: float) -> None:
+        """`repositories.place_all`."""
+        place_all(self._writing(), names)
 
     async def set_installation(self, installation_id: int, account: str, status: str, now: float) -> None:
         """Record an installation's status."""

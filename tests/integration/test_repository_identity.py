@@ -17,7 +17,7 @@ from app.store.database import Database, alembic_config
 from app.store.effects import effects_table
 from app.store.installations import installation_repositories as listings
 from app.store.installations import set_repositories
-from app.store.repositories import holds, place, repositories
+from app.store.repositories import holds, place, place_all, repositories
 from app.store.signs import watched_claims
 from app.store.tables import HeldObservationRow, PullRequestRow, TicketRow, WebhookDeliveryRow, table
 from app.store.tickets import TicketService
@@ -315,4 +315,32 @@ def test_a_transfer_to_an_owner_with_another_installation_moves_the_tickets_and_
         ("check:bravo/vault:40:a", 9),
         ("status:acme/other#12", 7),
         ("status:bravo/vault#12", 9),
+    ]
+
+
+def test_a_swap_placed_together_then_a_transfer_keeps_every_write_and_moves_the_installation(
+    database: Database,
+) -> None:
+    """What the webhook guard does for a transfer that took a name another id held (acme/vault,
+    id 2, which took 1's old name bravo/vault meanwhile): both placed together (`place_all`),
+    then 1 placed with its new installation 9: nothing retired, no write cancelled, and 1's
+    tickets and writes go through installation 9 although `place_all` had placed it already."""
+    with database.write() as connection:
+        place(connection, 1, "bravo/vault", None, 1.0)
+        place(connection, 2, "acme/vault", None, 1.0)
+        for name, repository_id in (("bravo/vault", 1), ("acme/vault", 2)):
+            keep_records(connection, name, repository_id)
+        place_all(connection, {2: "bravo/vault", 1: "acme/vault"}, 2.0)
+        place(connection, 1, "acme/vault", None, 2.0, installation_id=9)
+    with database.read() as connection:
+        names = dict(connection.execute(select(repositories.c.id, repositories.c.full_name)).all())
+        ticket_rows = connection.execute(select(tickets.c.repository, tickets.c.installation_id)).all()
+        effects = connection.execute(
+            select(effects_table.c.dedupe_key, effects_table.c.status, effects_table.c.installation_id)
+        ).all()
+    assert names == {1: "acme/vault", 2: "bravo/vault"}
+    assert sorted(tuple(row) for row in ticket_rows) == [("acme/vault", 9), ("bravo/vault", 7)]
+    assert sorted(tuple(row) for row in effects) == [
+        ("status:acme/vault#12", "pending", 9),
+        ("status:bravo/vault#12", "pending", 7),
     ]
