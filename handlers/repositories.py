@@ -9,7 +9,8 @@ router's guard):
   go to its name now, as GitHub says (`GET /repositories/{id}`), or away where no name can
   reach them; then the name is this id's, and the handlers run on a clean slate;
 - the id is known under another name: GitHub is asked the id's name now (and, if another id
-  holds that name, that one's name now: its records go there first, writes kept); the records move
+  holds that name, that one's name now, and so on along names swapped or passed along: all of
+  them are placed together first, writes kept, `_make_room`); the records move
   there (a rename or transfer whose event has not arrived yet), the tickets and writes to the
   delivery's installation (a transfer may bring another one). A delivery naming an old name
   (written before the rename, delivered after it) is the same repository's: it runs under the
@@ -28,10 +29,11 @@ from typing import Any
 
 import structlog
 
-from handlers.errors import Missing
+from handlers.errors import Missing, TransientError
 from handlers.payloads import dig, dig_int, dig_str
 from handlers.ports import Services
 from handlers.routing import Router, WebhookEvent
+from policies.holders import Unsettled, holders_moved
 
 log = structlog.get_logger(__name__)
 router = Router()
@@ -54,7 +56,7 @@ async def identified(event: WebhookEvent, services: Services) -> WebhookEvent | 
     services.configs.forget(name)  # rules read for the name may be another repository's
     if current is None:
         if holder is not None:
-            await _follow(services, event, holder, name)
+            await _make_room(services, event, repository_id, name, placed=False)
         await _place(services, repository_id, name, created, event.installation_id)
         return event
     now = await _name_now(services, event, repository_id)
@@ -69,10 +71,7 @@ async def identified(event: WebhookEvent, services: Services) -> WebhookEvent | 
             return None
         log.info("renamed since it was sent: handled under its name now", repository_id=repository_id)
         event = renamed
-    async with services.store.read() as reads:
-        holder = await reads.repository_named(now)
-    if holder not in (None, repository_id):  # taken from another id, unseen: where is that one?
-        await _follow(services, event, holder, now, unless=current)
+    await _make_room(services, event, repository_id, now, placed=True)  # taken from another id?
     await _place(services, repository_id, now, created, event.installation_id)
     return event
 
@@ -110,15 +109,32 @@ def _named(value: Any, repository_id: int, now: str) -> Any:
     return found
 
 
-async def _follow(
-    services: Services, event: WebhookEvent, holder: int, name: str, unless: str | None = None
+async def _make_room(
+    services: Services, event: WebhookEvent, repository_id: int, name: str, *, placed: bool
 ) -> None:
-    """The repository that held `name` before: its records follow it to its name now, if it has
-    one, other than `unless` (a swap: that name's records are the delivery's repository's, which
-    the move would retire; the holder is retired instead, until its own delivery moves it)."""
-    now = await _name_now(services, event, holder)
-    if now is not None and now.casefold() not in (name.casefold(), (unless or name).casefold()):
-        await _place(services, holder, now, None, None)  # another installation may reach it now
+    """Before `repository_id` takes `name`: the id the records give that name to goes where GitHub
+    says it is now, then the one holding that name, and so on (names swapped or passed along,
+    unseen; `policies.holders`), all placed together with `repository_id` if it has records
+    (`placed`: a swap steps it aside first), writes kept. One GitHub
+    no longer has is left out: placing retires it. A chain too long to follow, or GitHub giving
+    one name to two ids, is a `TransientError`: nothing moves, the delivery is tried again."""
+
+    async def holder_of(held: str) -> int | None:
+        async with services.store.read() as reads:
+            return await reads.repository_named(held)
+
+    async def name_of(holder: int) -> str | None:
+        return await _name_now(services, event, holder)
+
+    try:
+        holders = await holders_moved(repository_id, name, holder_of, name_of)
+    except Unsettled as error:
+        raise TransientError(f"names passed along unseen: {error}") from error
+    if holders:
+        names = {**holders, repository_id: name} if placed else holders
+        async with services.store.unit() as uow:
+            await uow.place_repositories(names, services.clock())
+            await uow.commit()
 
 
 async def _name_now(services: Services, event: WebhookEvent, repository_id: int) -> str | None:

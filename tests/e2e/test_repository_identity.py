@@ -11,17 +11,22 @@ from pathlib import Path
 from typing import Any, cast
 
 import pytest
+from sqlalchemy import insert, select
 
+from app.store.effects import effects_table
+from app.store.repositories import place, repositories
 from app.store.tickets import TicketService
 from github_standin.events import repository_moved
 from policies.model import TicketKey
 from support.payloads import example
+from support.servers import drained
 from support.web_world import PRIVATE_REPO, WebWorld, say_in, web_world
 from support.world import REPO, World, comment_payload, pull_request_payload
 
 ARCHIVE = "acme/vault-archive"
 SITE = "acme/site"
 LATER = "7" * 40
+FAR = 4_000_000_000.0  # never due during a test: a write left pending stays pending
 
 
 @pytest.fixture
@@ -234,3 +239,70 @@ async def test_a_command_written_before_a_rename_and_delivered_after_the_renamed
     ticket = TicketService(world.database).load(TicketKey(SITE, 12))
     assert ticket is not None and ticket.work.value == "delivered"
     assert TicketService(world.database).load(TicketKey(REPO, 12)) is None
+
+
+def pending_write(world: World, repository_id: int, name: str, key: str) -> None:
+    """Repository `repository_id` (its records under `name`) has a comment waiting to be written."""
+    with world.database.write() as connection:
+        place(connection, repository_id, name, None, 1.0)
+        connection.execute(
+            insert(effects_table).values(
+                dedupe_key=key, installation_id=7, repository=name, repository_id=repository_id,
+                kind="comment", payload={"number": 1, "body": "x"}, status="pending",
+                next_attempt_at=FAR, created_at=1.0, updated_at=1.0,
+            )
+        )  # fmt: skip
+
+
+def status_of(world: World, key: str) -> str:
+    with world.database.read() as connection:
+        found = connection.execute(select(effects_table.c.status).where(effects_table.c.dedupe_key == key))
+        return str(found.scalar())
+
+
+async def deliver_moved(world: World, now: str, old: str) -> None:
+    """GitHub's `renamed` webhook of the repository called `now` (before: `old`), processed."""
+    repo = world.github.repositories[now]
+    guid, payload = repository_moved(world.github, "https://api.github.com", repo, old, 7, "max")
+    assert (await world.server.deliver("repository", json.dumps(payload).encode(), guid)).status == 202
+    await drained(world.database)
+
+
+async def test_a_swap_seen_by_the_guard_first_keeps_the_other_repositorys_writes(world: World) -> None:
+    """acme/web and acme/site (99) swap names on GitHub (site -> tmp, web -> site, tmp -> web).
+    acme/web's `renamed` webhook arrives first: 99 still exists (now acme/web), so the guard
+    moves both together and 99's pending comment is kept; so after 99's own webhook too."""
+    await world.say("rachel", "/publish")
+    web_id = world.github.repositories[REPO].id
+    world.github.add_repository(SITE, files={}, id=99)
+    pending_write(world, 99, SITE, "comment:of-99")
+    world.github.rename_repository(SITE, "acme/tmp")
+    world.github.rename_repository(REPO, SITE)
+    world.github.rename_repository("acme/tmp", REPO)
+    await deliver_moved(world, SITE, REPO)  # web_id, acme/web -> acme/site
+    assert status_of(world, "comment:of-99") == "pending"
+    await deliver_moved(world, REPO, "acme/tmp")  # 99, acme/tmp -> acme/web
+    with world.database.read() as connection:
+        held = dict(connection.execute(select(repositories.c.id, repositories.c.full_name)).all())
+    assert held[web_id] == SITE and held[99] == REPO
+    assert status_of(world, "comment:of-99") == "pending"
+    assert TicketService(world.database).load(TicketKey(SITE, 12)) is not None
+
+
+async def test_a_chain_of_two_seen_by_the_guard_keeps_the_last_repositorys_writes(world: World) -> None:
+    """acme/x (98) became acme/y, acme/site (99) became acme/x, acme/web became acme/site; only
+    acme/web's `renamed` webhook is seen: the guard follows the chain on GitHub, so 99 and 98
+    (both still there) keep their comments, under their names now."""
+    await world.say("rachel", "/publish")
+    world.github.add_repository(SITE, files={}, id=99)
+    world.github.add_repository("acme/x", files={}, id=98)
+    pending_write(world, 99, SITE, "comment:of-99")
+    pending_write(world, 98, "acme/x", "comment:of-98")
+    world.github.rename_repository("acme/x", "acme/y")
+    world.github.rename_repository(SITE, "acme/x")
+    world.github.rename_repository(REPO, SITE)
+    await deliver_moved(world, SITE, REPO)
+    assert status_of(world, "comment:of-99") == status_of(world, "comment:of-98") == "pending"
+    with world.database.read() as connection:
+        held = dict(connection.execute(select(repositories.c.id, repositories.c.full_name)).all())
+    assert held[99] == "acme/x" and held[98] == "acme/y"

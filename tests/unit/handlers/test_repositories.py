@@ -174,3 +174,31 @@ async def test_a_rename_into_a_name_passed_on_unseen_moves_its_holder_where_gith
     assert ports.store.records.names == {OLD: "acme/site", NEW: "acme/site-old"}
     assert ports.store.ticket(TicketKey("acme/site-old", 12)) is not None
     assert ports.store.ticket(TicketKey("acme/site@2002", 12)) is None
+
+
+async def test_a_swap_seen_first_by_the_renamed_ones_webhook_retires_neither() -> None:
+    """acme/app (OLD) and acme/site (NEW) swapped names, no webhook of NEW's seen: OLD's `renamed`
+    asks GitHub where NEW is (acme/app, OLD's old name) and moves both together, NEW's ticket
+    to acme/app, never to a retired name."""
+    ports = world()
+    await publish(ports, OLD, 12)
+    await publish(ports, NEW, 14, "acme/site")
+    ports.github.names.update({OLD: "acme/site", NEW: REPOSITORY})
+    await ports.dispatch("repository", renamed(OLD, REPOSITORY, "acme/site"))
+    assert ports.store.records.names == {OLD: "acme/site", NEW: REPOSITORY}
+    assert ports.store.ticket(TicketKey(REPOSITORY, 14)) is not None
+    assert ports.store.ticket(TicketKey("acme/site", 12)) is not None
+
+
+async def test_a_rename_into_a_name_passed_along_a_chain_moves_every_holder_where_github_says() -> None:
+    """acme/x (3003) became acme/y, acme/site (NEW) acme/x, acme/app (OLD) acme/site, only OLD's
+    `renamed` seen: GitHub is asked along the chain, and 3003's ticket goes to acme/y."""
+    ports = world()
+    await publish(ports, OLD, 12)
+    await publish(ports, NEW, 13, "acme/site")
+    await publish(ports, 3003, 14, "acme/x")
+    ports.github.names.update({OLD: "acme/site", NEW: "acme/x", 3003: "acme/y"})
+    await ports.dispatch("repository", renamed(OLD, REPOSITORY, "acme/site"))
+    assert ports.store.records.names == {OLD: "acme/site", NEW: "acme/x", 3003: "acme/y"}
+    assert ports.store.ticket(TicketKey("acme/y", 14)) is not None
+    assert ports.store.ticket(TicketKey("acme/x", 13)) is not None
