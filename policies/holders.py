@@ -23,16 +23,15 @@ async def holders_moved(
     name: str,
     holder_of: Callable[[str], Awaitable[int | None]],
     name_of: Callable[[int], Awaitable[str | None]],
-    hops: int = HOPS,
 ) -> dict[int, str]:
     """GitHub's names now (casefolded) for the ids whose names moving `repository_id` to `name`
     takes: the id the records give `name` to (`holder_of`), then the one holding its new name,
-    and so on (a swap ends at `repository_id`), at most `hops`, one `name_of` each. One GitHub
+    and so on (a swap ends at `repository_id`), at most `HOPS`, one `name_of` each. One GitHub
     no longer shows (`name_of` gives None: gone or out of reach) is left out: placing retires
-    its records. `Unsettled` for a chain longer than `hops` or a name GitHub gives to two ids."""
+    its records. `Unsettled` for a chain longer than `HOPS` or a name GitHub gives to two ids."""
     taken = {repository_id: name.casefold()}
     name = name.casefold()
-    for _ in range(hops):
+    for _ in range(HOPS):
         holder = await holder_of(name)
         if holder is None or holder in taken:
             break
@@ -46,6 +45,6 @@ async def holders_moved(
     else:
         holder = await holder_of(name)
         if holder is not None and holder not in taken:
-            raise Unsettled(f"more than {hops} repositories passed their names on unseen")
+            raise Unsettled(f"more than {HOPS} repositories passed their names on unseen")
     del taken[repository_id]
     return taken

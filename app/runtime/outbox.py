@@ -52,6 +52,9 @@ from app.store.repositories import REUSED
 
 log = structlog.get_logger(__name__)
 
+RENAMES_FOLLOWED = 3
+"""Renames an edit follows in one attempt (a 404, then GitHub gives the id another name)."""
+
 
 Renderer = Callable[[dict[str, Any]], Awaitable[Mapping[str, Any] | None]]
 Writer = Callable[[dict[str, Any], Mapping[str, Any]], Awaitable[dict[str, Any]]]
@@ -341,15 +344,16 @@ class Outbox:
         """Edit what an earlier write created (by its id, under `row`'s name): False when GitHub
         says it is gone from a repository that still has the name (create it again). A 404 asks
         GitHub the repository id's name first (`WriteTarget.moved`): renamed, the edit is tried
-        under the new name; the id gone, `RepositoryGone`; never a create in another repository."""
-        for _ in range(3):
+        under the new name; the id gone, `RepositoryGone`; never a create in another repository.
+        Renamed again at every try (`RENAMES_FOLLOWED` of them): tried again later, not created."""
+        for _ in range(RENAMES_FOLLOWED):
             try:
                 await edit()
                 return True
             except NotFound:
                 if not await self._target.moved(row):
                     return False
-        return False
+        raise GitHubUnavailable("renamed at every try of an edit: tried again later", ambiguous=False)
 
     async def _comment_once(self, row: dict[str, Any], payload: Mapping[str, Any]) -> dict[str, Any]:
         installation, number = row["installation_id"], payload["number"]

@@ -40,7 +40,7 @@ from app.github.client import GitHubClient, GitHubError, GitHubUnavailable, NotF
 from app.store.database import Database
 from app.store.hops import off_loop
 from app.store.repositories import holder_of, place_before_write
-from policies.holders import HOPS, Unsettled, holders_moved
+from policies.holders import Unsettled, holders_moved
 
 log = structlog.get_logger(__name__)
 
@@ -136,7 +136,7 @@ class WriteTarget:
             return found
 
         try:
-            return await holders_moved(repository_id, name, holder, named, HOPS)
+            return await holders_moved(repository_id, name, holder, named)
         except Unsettled as error:
             raise GitHubUnavailable(f"{error}: asked again later", ambiguous=False) from error
 

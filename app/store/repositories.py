@@ -86,8 +86,7 @@ def repository_named(connection: Connection, name: str) -> int | None:
 def holds(database: Database, name: str, repository_id: int) -> bool:
     """Whether the records kept under `name` are GitHub's repository `repository_id`'s: what the
     pages and the API ask before they show anything of a repository (its name may be reused)."""
-    with database.read() as connection:
-        return repository_id != 0 and repository_named(connection, name) == repository_id
+    return repository_id != 0 and holder_of(database, name) == repository_id
 
 
 def holder_of(database: Database, name: str) -> int | None:
