@@ -101,7 +101,7 @@ def place_before_write(
     name: str,
     effect_id: int,
     now: float,
-    holders: Mapping[int, str] | None = None,
+    holders: Mapping[int, str],
 ) -> tuple[str, str] | None:
     """GitHub says `repository_id` is called `name` now, asked before one of its writes (no
     webhook said so yet): place it, as the `renamed` webhook will; the effect's name and key
@@ -110,7 +110,7 @@ def place_before_write(
     (`place_all`). The effect follows its id even when `place` has nothing to move: enqueued
     under the old name while the rename committed (PostgreSQL), the move never saw it."""
     with database.write() as connection:
-        place_all(connection, {**(holders or {}), repository_id: name}, now)
+        place_all(connection, {**holders, repository_id: name}, now)
         _follow_id(connection, effect_id, repository_id, now)
         found = connection.execute(
             select(_outbox.c.repository, _outbox.c.dedupe_key).where(

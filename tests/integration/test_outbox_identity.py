@@ -298,7 +298,7 @@ def test_an_effect_left_under_the_old_name_whose_surface_was_moved_rearms_that_s
         left = connection.execute(
             select(effects_table.c.id).where(effects_table.c.repository == OLD)
         ).scalar()
-    assert place_before_write(database, 55, NEW_NAME, left, 2.0) is None
+    assert place_before_write(database, 55, NEW_NAME, left, 2.0, {}) is None
     state = by_key(database)
     assert state["status:acme/web-old#12"] == ("pending", NEW_NAME, None)
     assert state["status:acme/web#12"][0] == "cancelled" and f"effect {twin}" in str(
