@@ -428,7 +428,7 @@ class CommandRun:
         an agent's `/accept` reads nothing more), the delivered commit's tree and CI, the
         description, a renewed acceptance's reviewer's roles now."""
         f, services = self.facts, self.services
-        agent = await is_agent(services, f.installation_id, f.repository, f.author, f.author_is_bot, rules)
+        agent = (await self._agent(rules)).actor_is_agent
         if agent and rules.acceptance_by != "anyone":
             return AcceptFacts(actor_is_agent=True)
         found = await accept_facts(services, f.installation_id, key, issue, rules, f.author_id, roles)

@@ -108,9 +108,10 @@ async def on_pull_request(event: WebhookEvent, services: Services) -> None:
             await uow.send(CheckRun(event.installation_id, repository, pull.number, pull.head_sha))
         await uow.commit()
     newer = stored[0] if stored and stored[0].updated_at > pull.updated_at else None
-    if event.action == "closed" and newer is None:
+    if event.action == "closed" and newer is None and counts:
         # Also every ticket still showing the PR open that its stored links no longer name (an
-        # edit in the same second unlinked it: `policies.links.shows_pull_open`).
+        # edit in the same second unlinked it: `policies.links.shows_pull_open`). Only a PR whose
+        # links count can show a ticket open: an outsider's close costs no scan.
         async with services.store.read() as reads:
             before |= await reads.tickets_showing_pull(repository, pull.number, pull.updated_at)
     told = pull_observations(pull, linked, at_merge, before, newer, mentions)

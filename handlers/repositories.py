@@ -30,10 +30,10 @@ from typing import Any
 import structlog
 
 from handlers.errors import Missing, TransientError
+from handlers.holders import Unsettled, holders_moved
 from handlers.payloads import dig, dig_int, dig_str
 from handlers.ports import Services
 from handlers.routing import Router, WebhookEvent
-from policies.holders import Unsettled, holders_moved
 
 log = structlog.get_logger(__name__)
 router = Router()
@@ -114,7 +114,7 @@ async def _make_room(
 ) -> None:
     """Before `repository_id` takes `name`: the id the records give that name to goes where GitHub
     says it is now, then the one holding that name, and so on (names swapped or passed along,
-    unseen; `policies.holders`), all placed together with `repository_id` if it has records
+    unseen; `handlers.holders`), all placed together with `repository_id` if it has records
     (`placed`: a swap steps it aside first), writes kept. One GitHub
     no longer has is left out: placing retires it. A chain too long to follow, or GitHub giving
     one name to two ids, is a `TransientError`: nothing moves, the delivery is tried again."""

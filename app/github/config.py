@@ -354,7 +354,7 @@ def _keys_given_twice(root: yaml.Node) -> list[str]:
                 if isinstance(key, yaml.ScalarNode):
                     if key.value in keys:
                         line = key.start_mark.line + 1
-                        problems.append(f"line {line}: `{key.value[:100]}` is given twice in one mapping")
+                        problems.append(f"line {line}: {_show(key.value)} is given twice in one mapping")
                     keys.add(key.value)
                 stack.append(value)
         elif isinstance(node, yaml.SequenceNode):

@@ -40,7 +40,7 @@ from app.github.client import GitHubClient, GitHubError, GitHubUnavailable, NotF
 from app.store.database import Database
 from app.store.hops import off_loop
 from app.store.repositories import holder_of, place_before_write
-from policies.holders import Unsettled, holders_moved
+from handlers.holders import Unsettled, holders_moved
 
 log = structlog.get_logger(__name__)
 
@@ -118,7 +118,7 @@ class WriteTarget:
 
     async def _holders_moved(self, installation_id: int, repository_id: int, name: str) -> dict[int, str]:
         """The ids whose names the move takes, and GitHub's names for them now
-        (`policies.holders.holders_moved`, one conditional read each). One GitHub no longer
+        (`handlers.holders.holders_moved`, one conditional read each). One GitHub no longer
         shows (404, or 403 and 451: out of the installation's reach) is left out: `place`
         retires its records and cancels its writes. A chain longer than `HOPS`, or GitHub giving
         one name to two ids (an answer from before a rename), is asked again at the effect's next

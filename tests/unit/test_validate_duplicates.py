@@ -23,3 +23,14 @@ def test_a_duplicated_key_is_refused_with_its_line(tmp_path: Path) -> None:
     status = main(["validate", str(path)], None, out, err)
     assert status == 1, out.getvalue()
     assert "line 6" in out.getvalue()
+
+
+def test_a_duplicated_key_is_named_on_one_line_whatever_it_spells() -> None:
+    """A quoted key may hold a line break: the problem names it on its one line (as other problems
+    show values), so a base file's problem can never pass for a line of this repository's own."""
+    from app.github.config import parse_file
+
+    parsed = parse_file('roles:\n  "a\\nacme/web: line 1: x": [a]\n  "a\\nacme/web: line 1: x": [b]\n')
+    assert parsed.error is not None
+    [problem] = parsed.error.problems
+    assert "\n" not in problem and problem.startswith("line 3: ") and "given twice" in problem

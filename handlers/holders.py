@@ -2,8 +2,9 @@
 (acme/x became acme/y, acme/site became acme/x, acme/web became acme/site) or swapped them,
 with no webhook seen yet. Before an id moves into a name, the id the records give that name to
 is asked its name now, then the one holding that name, and so on, so every one of them moves
-where GitHub says it is, its writes kept. Pure: the records and GitHub are asked through the
-functions given (the outbox's `WriteTarget`, the webhook guard)."""
+where GitHub says it is, its writes kept. The records and GitHub are asked through the
+functions given (the outbox's `WriteTarget`, the webhook guard), so it lives with the handlers,
+not in the pure core."""
 
 from __future__ import annotations
 
