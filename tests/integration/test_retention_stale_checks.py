@@ -3,11 +3,12 @@
 
 from __future__ import annotations
 
-from sqlalchemy import func, select, update
+from sqlalchemy import insert, select, update
 
 from app.contracts.effect_types import check_run
 from app.store.database import Database
 from app.store.effects import effects_table, enqueue
+from app.store.pulls import pull_requests
 from app.store.retention import DAY, apply_retention
 
 
@@ -19,7 +20,14 @@ def test_check_rows_of_heads_pushed_over_long_ago_are_pruned(database: Database)
     with database.write() as connection:
         enqueue(connection, effects, now - 365 * DAY)
         connection.execute(update(effects_table).values(status="done", updated_at=now - 365 * DAY))
+        # The PR is still open at its last head: that row stays (the next check edits it).
+        connection.execute(
+            insert(pull_requests).values(
+                repository="acme/web", number=77, head_sha=f"{199:040x}", url="https://x", open=True,
+                merged=False, linked=[], updated_at=now,
+            )
+        )  # fmt: skip
     apply_retention(database, now)
     with database.read() as connection:
-        left = connection.execute(select(func.count()).select_from(effects_table)).scalar()
-    assert left <= 1, f"{left} check rows of year-old heads survive retention"
+        left = [row.payload["head_sha"] for row in connection.execute(select(effects_table.c.payload))]
+    assert left == [f"{199:040x}"], f"{len(left)} check rows survive retention"
