@@ -35,7 +35,8 @@ def check_from(event: WebhookEvent, fallback: float, app_id: int | None = None) 
         name = dig_str(item, "name")
     else:
         name = dig_str(item, "app", "slug") or dig_str(item, "app", "name")
-    name = check_name(name, dig_int(item, "app", "id"), app_id)
+    app = dig_int(item, "app", "id")
+    name = check_name(name, app, app_id)
     if head_sha is None or check_id is None or name is None:
         return None
     completed = dig_str(item, "status") == "completed"
@@ -46,7 +47,7 @@ def check_from(event: WebhookEvent, fallback: float, app_id: int | None = None) 
         dig_str(item, "app", "slug"),
         suite_without_runs=kind == "check_suite" and dig(item, "latest_check_runs_count") == 0,
     )
-    at_time, app = time_or(at, fallback), dig_int(item, "app", "id")
+    at_time = time_or(at, fallback)
     return CheckObserved(head_sha, name, conclusion, check_id, at_time, held, app, kind == "check_suite")
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from handlers.payloads import dig_int
 from handlers.ports import GitHubReads, Json
 from policies.checks import check_name
 from policies.ci import CheckSeen, CiResult, ci_state
@@ -27,10 +28,8 @@ def _id(item: Json) -> int:
 def seen_run(run: Json, app_id: int | None = None) -> CheckSeen:
     """A check run as the CI judgement sees it: its name, status, conclusion, app and id. Another
     app's run named `railyard` is named with its app's id: it is CI, not railyard's own check."""
-    app = run.get("app")
-    owner = app.get("id") if isinstance(app, dict) else None
     return CheckSeen(
-        name=check_name(str(run.get("name") or ""), owner if isinstance(owner, int) else None, app_id) or "",
+        name=check_name(str(run.get("name") or ""), dig_int(run, "app", "id"), app_id) or "",
         status=str(run.get("status") or ""),
         conclusion=_text(run.get("conclusion")),
         app_slug=_app_slug(run),

@@ -27,12 +27,9 @@ def rate_limit_until(response: httpx.Response, now: float) -> float | None:
     """When a 403/429 is a rate limit, the epoch second it lifts; None otherwise."""
     if response.status_code not in (403, 429):
         return None
-    retry_at = _retry_after(response, now)
-    if retry_at is not None:
-        return retry_at
-    if response.headers.get("x-ratelimit-remaining") == "0":
-        reset = response.headers.get("x-ratelimit-reset", "")
-        return float(reset) if reset.isdigit() else now + SECONDARY_LIMIT_FALLBACK_SECONDS
+    told = _told(response, now)
+    if told is not None:
+        return told
     if response.status_code == 429 or "rate limit" in response.text.lower():
         return now + SECONDARY_LIMIT_FALLBACK_SECONDS
     return None
@@ -41,10 +38,17 @@ def rate_limit_until(response: httpx.Response, now: float) -> float | None:
 def limited_until(response: httpx.Response, now: float) -> float:
     """Until when a GraphQL answer that says RATE_LIMITED (a 200) holds the installation back:
     its Retry-After, else its reset once none remains, else a minute (a secondary limit)."""
+    told = _told(response, now)
+    return told if told is not None else now + SECONDARY_LIMIT_FALLBACK_SECONDS
+
+
+def _told(response: httpx.Response, now: float) -> float | None:
+    """When the answer itself says the limit lifts: its Retry-After, else, once none remains,
+    its reset (a minute when the reset is missing); None when it says neither."""
     retry_at = _retry_after(response, now)
     if retry_at is not None:
         return retry_at
+    if response.headers.get("x-ratelimit-remaining") != "0":
+        return None
     reset = response.headers.get("x-ratelimit-reset", "")
-    if response.headers.get("x-ratelimit-remaining") == "0" and reset.isdigit():
-        return max(float(reset), now)
-    return now + SECONDARY_LIMIT_FALLBACK_SECONDS
+    return max(float(reset), now) if reset.isdigit() else now + SECONDARY_LIMIT_FALLBACK_SECONDS
