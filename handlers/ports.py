@@ -27,7 +27,7 @@ from policies.commands import CommandName
 from policies.deployment_facts import MergedTicket as MergedTicket
 from policies.door import Change, ChangeContext
 from policies.events import Event
-from policies.links import same_repository
+from policies.links import links_move_rail, same_repository
 from policies.model import Ticket, TicketKey
 from policies.rails import Observation, PullRequestObserved, RailPolicy
 from policies.refusals import Refusal
@@ -103,6 +103,16 @@ class PullRequest:
     def head_in_repository(self) -> bool:
         """Whether the head branch is a branch of the PR's own repository (not a fork's)."""
         return same_repository(self.head_repository, self.repository)
+
+    @property
+    def links_count(self) -> bool:
+        """Whether its links move the tickets' repository rail, or only mention them
+        (`policies.links.links_move_rail`)."""
+        return links_move_rail(
+            head_in_repository=self.head_in_repository,
+            author_has_role=bool(self.author_has_role),
+            merged=self.merged,
+        )
 
     def observed(
         self, linked: bool, *, linked_at_merge: bool = False, mention: bool = False

@@ -30,7 +30,7 @@ from handlers.observe import (
 from handlers.payloads import dig, dig_int, dig_str
 from handlers.ports import PullAndTickets, PullRequest, Reads, Rules, Services
 from handlers.routing import Router, WebhookEvent
-from policies.links import links_move_rail, tells_nothing_new
+from policies.links import tells_nothing_new
 from policies.model import TicketKey
 from policies.rails import PullRequestObserved
 from policies.states import Role
@@ -83,11 +83,7 @@ async def on_pull_request(event: WebhookEvent, services: Services) -> None:
     async with services.store.read() as reads:
         unseen = await not_named_before(reads, pull, names - _stored(seen))
     pull = await with_author_roles(services, event, rules, pull, names, unseen, seen)
-    counts = links_move_rail(
-        head_in_repository=pull.head_in_repository,
-        author_has_role=bool(pull.author_has_role),
-        merged=pull.merged,
-    )
+    counts = pull.links_count
     async with services.store.unit() as uow:
         # First the PR as seen now, committed before the held checks are read: a check completing
         # at the same time either finds this PR or is found by it.

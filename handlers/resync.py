@@ -25,7 +25,6 @@ from handlers.observe import (
 from handlers.payloads import dig_int, dig_str
 from handlers.ports import Rules, Services
 from handlers.pull_requests import sidebar_links
-from policies.links import links_move_rail
 from policies.model import Ticket, TicketKey
 from policies.rails import BranchObserved, DeploymentObserved
 
@@ -56,11 +55,8 @@ async def resync(services: Services, key: TicketKey) -> list[str]:
             continue
         if number in seen:  # the author's roles as asked when the PR was seen (resync asks none)
             pull = replace(pull, author_has_role=seen[number].author_has_role)
-        counts = links_move_rail(
-            head_in_repository=pull.head_in_repository,
-            author_has_role=bool(pull.author_has_role),
-            merged=pull.merged,
-        ) or (pull.author_has_role is None and bool(links_of.get(number)))  # stored before roles were
+        # A PR stored before its author's roles were kept, whose links counted then, still counts.
+        counts = pull.links_count or (pull.author_has_role is None and bool(links_of.get(number)))
         sidebar = await sidebar_links(services, installation, key.repository, number)
         async with services.store.unit() as uow:
             of_merge = as_of_merge(pull)

@@ -39,7 +39,7 @@ from handlers.errors import Missing
 from handlers.payloads import dig_str
 from handlers.ports import PullRequest, Services
 from policies.checks import CHECK_NAME, Conclusion, Linked, Verdict, outsiders_pull, verdict
-from policies.links import capped, linked_issues, links_move_rail
+from policies.links import capped, linked_issues
 from policies.model import Ticket, TicketKey
 from policies.projects import Problem, ProjectRail
 from policies.states import Role, WorkState
@@ -145,11 +145,7 @@ class Surfaces:
         Nothing for any other PR."""
         if pull is None or self.ports is None:
             return []
-        moves = links_move_rail(
-            head_in_repository=pull.head_in_repository,
-            author_has_role=bool(pull.author_has_role),
-            merged=pull.merged,
-        )
+        moves = pull.links_count
         if moves:
             return []
         try:
