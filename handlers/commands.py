@@ -439,9 +439,13 @@ class CommandRun:
         now = datetime.fromtimestamp(self.services.clock(), UTC)
         month_cost = "0"
         async with self.services.store.read() as reads:
-            recent = await reads.commands_since(f.repository, f.author_id, now - timedelta(hours=1))
-            if not within_budget:  # the count read here may miss commands running at this moment
-                recent = max(recent, rules.commands_per_hour)
+            # The budget spent before the run (one conditional upsert) is the judge: a count read
+            # here misses commands running at this moment, and counts refusals past the budget,
+            # so it is read only for the refusal's words.
+            recent = 0
+            if not within_budget:
+                ran = await reads.commands_since(f.repository, f.author_id, now - timedelta(hours=1))
+                recent = max(ran, rules.commands_per_hour)
             if rules.cost_per_runner_month is not None and isinstance(self.parsed.command, Claim):
                 month_cost = await reads.delivery_cost_since(f.repository, f.author_id, month_start(now))
         return Context(

@@ -344,3 +344,22 @@ async def test_a_command_whose_commit_landed_while_it_was_cancelled_still_spends
     assert ticket(ports).work is WorkState.CLAIMED
     await say(ports, "/claim", by=CAROL, comment_id=7010)  # taken up again: replayed
     assert await ports.budgets.spent(CAROL[1], command_budget(REPOSITORY, 2)) == 1
+
+
+async def test_the_budget_spent_before_the_run_is_the_judge_not_refusals_counted_since() -> None:
+    """commands_per_hour: 2. Two of carol's commands hold both units while they run, and two more
+    of hers, refused over the budget meanwhile, are recorded. The two running give theirs back
+    (GitHub failed them before the door): carol's next `/claim` spends a unit and runs; the
+    refusals recorded past the budget are not counted against it again."""
+    ports = world(Rules("blob-sha-1", commands_per_hour=2))
+    await published(ports)
+    budget = command_budget(REPOSITORY, 2)
+    for _ in range(2):
+        assert await ports.budgets.spend(CAROL[1], budget) is None
+    for comment_id in (7101, 7102):
+        await say(ports, "/claim", by=CAROL, comment_id=comment_id)
+    assert ticket(ports).work is WorkState.OPEN
+    for _ in range(2):
+        await ports.budgets.refund(CAROL[1], budget)
+    await say(ports, "/claim", by=CAROL, comment_id=7103)
+    assert ticket(ports).work is WorkState.CLAIMED
