@@ -59,7 +59,9 @@ async def identified(event: WebhookEvent, services: Services) -> WebhookEvent | 
             await _make_room(services, event, repository_id, name, placed=False)
         await _place(services, repository_id, name, created, event.installation_id)
         return event
-    now = await _name_now(services, event, repository_id)
+    now = await _name_now(services, event, repository_id) or await _name_where_kept(
+        services, event, repository_id, current
+    )
     if now is None:
         log.warning("dropped: GitHub does not know the repository", repository_id=repository_id)
         return None
@@ -142,6 +144,24 @@ async def _name_now(services: Services, event: WebhookEvent, repository_id: int)
         return None
     try:
         return await services.github.repository_name(event.installation_id, repository_id)
+    except Missing:
+        return None
+
+
+async def _name_where_kept(
+    services: Services, event: WebhookEvent, repository_id: int, kept: str
+) -> str | None:
+    """The repository's name now, asked through the app's installation on the owner its records
+    are kept under (`kept`), when that is not the delivery's owner: a delivery sent before a
+    transfer whose `transferred` event moved the records arrives through the old owner's
+    installation, which no longer reaches the repository (GitHub answers it 404)."""
+    sent_as = dig_str(event.payload, "repository", "full_name") or ""
+    if kept.partition("/")[0] == sent_as.partition("/")[0].casefold():
+        return None
+    try:
+        return await services.github.repository_name(
+            await services.github.installation_of(kept), repository_id
+        )
     except Missing:
         return None
 

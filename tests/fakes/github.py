@@ -45,7 +45,8 @@ class FakeGitHub:
     """Raised, one per read, by the next `closing_issues` reads (GraphQL failing)."""
     calls: list[Call] = field(default_factory=list)
     names: dict[int, str] = field(default_factory=dict)
-    """Repositories' names now, by id (`GET /repositories/{id}`); an id not here is gone."""
+    """Repositories' names now, by id (`GET /repositories/{id}`); an id not here is gone, and one
+    whose name `installations` gives another installation is out of the asking one's reach."""
     logins: dict[int, str] = field(default_factory=dict)
     """Accounts' logins now, by id (`GET /user/{id}`); an id not here is no account GitHub has."""
     parents: dict[Key, tuple[str, ...]] = field(default_factory=dict)
@@ -180,12 +181,15 @@ class FakeGitHub:
         return self._found(self.branches, "branch", repository, branch)
 
     async def repository_name(self, installation_id: int, repository_id: int) -> str:
-        """The repository's name now, by its id."""
+        """The repository's name now, by its id: `Missing` when it is gone, and, as on github.com,
+        to an installation other than the one `installations` gives its name now (a repository
+        transferred to an owner with another installation is out of the old one's reach)."""
         self.calls.append(Call("repository_name", installation_id, (repository_id,)))
-        try:
-            return self.names[repository_id]
-        except KeyError:
-            raise Missing(f"repository {repository_id}") from None
+        name = self.names.get(repository_id)
+        reached_by = self.installations.get(name.casefold()) if name is not None else None
+        if name is None or reached_by not in (None, installation_id):
+            raise Missing(f"repository {repository_id}")
+        return name
 
     async def login_of(self, installation_id: int, account_id: int) -> str:
         """The account's login now, by its id; `Missing` for an id GitHub has no account for."""

@@ -105,7 +105,8 @@ async def test_a_late_command_of_a_transferred_repository_runs_through_its_new_i
     """acme/app is transferred to bravo, whose installation of the app is 9 (its `transferred`
     event processed): carol's `/claim` written before, sent by the old installation, claims
     bravo/app#12 and its ticket is written through installation 9; dropped when bravo has no
-    installation of the app any more."""
+    installation of the app any more. The old installation no longer reaches the repository
+    (github.com answers it 404, as the fake does): its name is asked through bravo's."""
     for installed in (True, False):
         ports = world()
         transferred = json.loads(example("api.github.com", "repository", "11-transferred.json"))
@@ -121,6 +122,8 @@ async def test_a_late_command_of_a_transferred_repository_runs_through_its_new_i
         assert moved is not None and (moved.claimant == "carol") is installed
         if installed:
             assert ports.store.records.installation_of[TicketKey("bravo/app", 12)] == 9
+            asked = [c.installation_id for c in ports.github.calls if c.method == "repository_name"]
+            assert asked[-2:] == [INSTALLATION, 9]
 
 
 async def test_a_rename_whose_event_has_not_arrived_is_followed_by_id() -> None:
