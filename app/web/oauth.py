@@ -2,10 +2,13 @@
 
 `/login?next=PATH` sends the browser to `{GITHUB_WEB_URL}/login/oauth/authorize` with a fresh
 `state`, also sealed in a ten-minute cookie with the (local) return path. The callback checks the
-two match (constant time), exchanges the code, asks `GET /user` who it is and which repositories
-it can read, starts the session in the database (`app.store.web_sessions`) and seals its id in
-the session cookie. `/logout` is a POST carrying the session's CSRF token; it ends the session
-in the database, so every server process refuses the cookie from that moment.
+two match (constant time), exchanges the code (at most `EXCHANGES_PER_MINUTE` exchanges per
+caller's address: a state cookie can be replayed for ten minutes, and each replay with a made-up
+code would otherwise have railyard send GitHub a failed exchange with the client's secret),
+asks `GET /user` who it is and which repositories it can read, starts the session in the
+database (`app.store.web_sessions`) and seals its id in the session cookie. `/logout` is a POST
+carrying the session's CSRF token; it ends the session in the database, so every server process
+refuses the cookie from that moment.
 """
 
 from __future__ import annotations
@@ -42,10 +45,13 @@ from app.web.sessions import (
     session_key,
     set_cookie,
 )
+from app.web.token_checks import ADDRESSES, client_key
+from policies.budgets import Budget, WindowCounter
 
 log = structlog.get_logger(__name__)
 
 _CODE = re.compile(r"^[A-Za-z0-9_.-]{1,200}$")
+EXCHANGES_PER_MINUTE = 30  # codes exchanged with GitHub per minute per address (per process)
 _LOCAL_PATH = re.compile(r"^/(?![/\\])[A-Za-z0-9._~!$&'()*+,;=:@%/?-]{0,500}$")
 
 
@@ -68,6 +74,11 @@ class SignIn:
     access: Access
     sessions: WebSessions
     clock: Callable[[], float] = field(default=time.time)
+    exchanges: WindowCounter = field(
+        default_factory=lambda: WindowCounter(
+            Budget("sign-in code exchanges", EXCHANGES_PER_MINUTE, 60.0), accounts=ADDRESSES
+        )
+    )
 
     @property
     def secure(self) -> bool:
@@ -151,6 +162,9 @@ async def callback(request: web.Request) -> web.Response:
     code = request.query.get("code", "")
     if not _CODE.match(code):
         return _refused(sign_in, 400, "GitHub sent no usable code back (was access denied?).")
+    if (wait := sign_in.exchanges.spend(client_key(request.remote), sign_in.clock())) is not None:
+        reason = f"Too many sign-ins from your address at once; sign in again in {wait} seconds."
+        return _refused(sign_in, 429, reason, {"Retry-After": str(wait)})
     try:
         token = await sign_in.access.exchange(code, sign_in.callback_url(request))
         person = await sign_in.access.person(token)
@@ -202,8 +216,10 @@ async def logout(request: web.Request) -> web.Response:
     raise response
 
 
-def _refused(sign_in: SignIn, status: int, reason: str) -> web.Response:
-    response = html_response(sign_in_refused(reason), status)
+def _refused(
+    sign_in: SignIn, status: int, reason: str, headers: dict[str, str] | None = None
+) -> web.Response:
+    response = html_response(sign_in_refused(reason), status, headers)
     clear_cookie(response, STATE_COOKIE, sign_in.secure)
     return response
 

@@ -244,3 +244,28 @@ async def test_when_github_fails_at_a_recheck_the_page_says_so_and_shows_nothing
         async with client.get("/tickets/acme/web", allow_redirects=False) as response:
             page = await response.text()
     assert response.status == 502 and "GitHub" in page and "col-open" not in page
+
+
+async def test_a_replayed_state_cookie_cannot_make_railyard_exchange_codes_by_the_thousand(
+    web: WebWorld,
+) -> None:
+    """A stranger takes one state from /login and replays it with made-up codes: past a bounded
+    number of exchanges from its address the callback is 429 without asking GitHub, and a
+    person signing in from another address is not held back."""
+    async with web.server.client.get("/login", allow_redirects=False) as response:
+        state = parse_qs(urlsplit(response.headers["Location"]).query)["state"][0]
+        sealed = response.cookies[STATE_COOKIE].value
+    statuses = []
+    for n in range(200):
+        headers = {"Cookie": f"{STATE_COOKIE}={sealed}"}
+        path = f"/login/callback?state={state}&code=madeup{n}"
+        async with web.server.client.get(path, headers=headers, allow_redirects=False) as response:
+            statuses.append(response.status)
+            retry = response.headers.get("Retry-After")
+    exchanges = web.github.calls_to("POST", "/login/oauth/access_token")
+    assert len(exchanges) <= 100 and statuses[-1] == 429 and retry is not None and int(retry) > 0
+    web.github.buckets.clear()  # the stand-in counts the exchanges let through against an hour's 60
+    elsewhere = aiohttp.TCPConnector(local_addr=("127.0.0.2", 0))
+    jar = aiohttp.CookieJar(unsafe=True)
+    async with aiohttp.ClientSession(web.server.url, connector=elsewhere, cookie_jar=jar) as client:
+        await web.sign_in(client, "olivia")
