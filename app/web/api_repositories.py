@@ -43,11 +43,15 @@ class ApiRepositories:
         if not all(_NAME.fullmatch(part) and part not in (".", "..") for part in (owner, name)):
             raise missing  # GitHub's names: letters, digits, `-`, `_`, `.`; never `.` or `..`
         repository = f"{owner}/{name}"
-        readable, answer = await self._users.visible(token, repository)
-        if readable is False:  # nothing more is asked of GitHub about a repository the caller cannot read
-            raise missing
+        # The installation first (asked at most every few minutes per name, within the account's
+        # lookups): the caller's token is asked only about a repository railyard serves, so naming
+        # one that is not keeps nothing of it in the shared HTTP cache, whose oldest entries (the
+        # installation's own conditional reads among them) such answers would push out.
         installation_id = await self._installation(repository, account)
         if installation_id is None:
+            raise missing
+        readable, answer = await self._users.visible(token, repository)
+        if readable is False:
             raise missing
         if readable is None:  # GitHub would not answer for the token: ask as the app
             readable, answer = await self._readable_by_app(installation_id, repository, account)

@@ -7,6 +7,7 @@ import asyncio
 from typing import Any
 
 import aiohttp
+from sqlalchemy import text
 
 from app.web.api_routes import AGENT_API
 from policies.budgets import Budget
@@ -74,3 +75,22 @@ async def test_made_up_tokens_from_one_address_never_refuse_a_real_token_from_an
         async with client.get(f"{TICKETS}/12", headers=headers) as response:
             assert response.status == 200, await response.text()
     assert (await call(world, known, "GET", f"{TICKETS}/12"))[0] == 200
+
+
+async def test_naming_repositories_the_app_is_not_installed_on_keeps_nothing_of_them(world: World) -> None:
+    """An account reading the tickets of public repositories railyard does not serve gets 404, and
+    nothing GitHub said about them is kept in the shared HTTP cache (whose oldest entries, the
+    installation's conditional reads among them, such rows would push out)."""
+    for n in range(5):
+        world.github.add_repository(f"octo/public-{n}")
+    stranger = token(world, "mallory")
+    assert (await call(world, stranger, "GET", "/api/v1/repos/octo/public-0/tickets"))[0] == 404
+    with world.database.read() as connection:
+        before = connection.execute(text("SELECT count(*) FROM http_cache")).scalar()
+    for n in range(1, 5):
+        status, answer, _ = await call(world, stranger, "GET", f"/api/v1/repos/octo/public-{n}/tickets")
+        assert (status, answer["error"]["code"]) == (404, "no_such_repository")
+    with world.database.read() as connection:
+        after = connection.execute(text("SELECT count(*) FROM http_cache")).scalar()
+        kept = connection.execute(text("SELECT url FROM http_cache WHERE url LIKE '%octo/public%'")).all()
+    assert after == before and kept == []
