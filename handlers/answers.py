@@ -7,10 +7,11 @@ replies to a person go through the per-account reply limit there too.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from policies.gate import GateDecision
 from policies.model import Ticket
+from policies.rails import RailPolicy
 from policies.refusals import Refusal
 
 # -- surfaces: written from the latest state when the outbox gets to them ---------------
@@ -181,9 +182,11 @@ class Help:
 
 @dataclass(frozen=True)
 class StatusAnswer:
-    """A short answer to `/status` (the ticket, or None when the issue is not a ticket)."""
+    """A short answer to `/status` (the ticket, or None when the issue is not a ticket); what
+    blocks its repository rail is named under `policy`, the repository's (as the rail was judged)."""
 
     ticket: Ticket | None
+    policy: RailPolicy = field(default_factory=RailPolicy)
 
 
 @dataclass(frozen=True)

@@ -94,8 +94,8 @@ class CommandRun:
     async def bot_not_named(self) -> None:
         """The author is another bot that no role names by login: nothing runs."""
 
-    async def informational(self, key: TicketKey) -> None:
-        """`/status` or `/help`: nothing changes; the channel answers."""
+    async def informational(self, key: TicketKey, rules: Rules) -> None:
+        """`/status` or `/help`: nothing changes; the channel answers (under `rules`, read for it)."""
 
     async def admitted(self, rules: Rules) -> bool:
         """Whether the command may go on to ask its author's roles of GitHub (a channel's budget;
@@ -136,7 +136,7 @@ class CommandRun:
         if self.parsed.informational is not None:
             if self.parsed.word == "status" and await self._may_recheck(key):
                 await recheck(services, f.installation_id, key)  # the answer says whether it holds
-            await self.informational(key)
+            await self.informational(key, rules)
             return None
         assert command is not None
         within_budget = await self.within_command_budget(rules)

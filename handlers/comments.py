@@ -219,8 +219,10 @@ class CommentCommand(CommandRun):
             c.installation_id, c.repository, c.number, c.comment_id, c.author, c.author_id, line, message
         )
 
-    async def informational(self, key: TicketKey) -> None:
-        """`/help`: the command list; `/status`: the status comment again, and a short answer."""
+    async def informational(self, key: TicketKey, rules: Rules) -> None:
+        """`/help`: the command list; `/status`: the status comment again, and a short answer that
+        names what blocks the repository rail under the repository's `checks.required`, as the
+        status comment does (never a check the repository does not require)."""
         if self.parsed.informational == "help":
             await self.say(Help())
             return
@@ -229,5 +231,5 @@ class CommentCommand(CommandRun):
         async with self.services.store.unit() as uow:
             if ticket is not None and ticket.exists:
                 await uow.send(StatusComment(self.comment.installation_id, key.repository, key.number))
-            await uow.send(self._reply_to_author(StatusAnswer(ticket)))
+            await uow.send(self._reply_to_author(StatusAnswer(ticket, rules.rail_policy)))
             await uow.commit()

@@ -44,6 +44,7 @@ from handlers.answers import (
 )
 from policies.model import Ticket
 from policies.parser import COMMAND_WORDS, NEEDS, USAGE
+from policies.rails import RailPolicy
 from policies.states import WorkState
 from policies.transitions import next_steps
 
@@ -228,7 +229,7 @@ def _(item: Help) -> str:
 
 @message.register
 def _(item: StatusAnswer) -> str:
-    return status_text(item.ticket)
+    return status_text(item.ticket, item.policy)
 
 
 @message.register
@@ -262,11 +263,12 @@ def _runners() -> dict[str, tuple[str, ...]]:
     return {word: tuple(roles) for word, roles in runners.items()}
 
 
-def status_text(ticket: Ticket | None) -> str:
-    """A short answer to `/status`: the three rails and who can act next."""
+def status_text(ticket: Ticket | None, policy: RailPolicy | None = None) -> str:
+    """A short answer to `/status`: the three rails (what blocks named under the repository's
+    `policy`, as the status comment names it) and who can act next."""
     if ticket is None or not ticket.exists:
         return NOT_A_TICKET
-    lines = [headline(ticket), "", "The status comment shows the whole record.", "", "Next:"]
+    lines = [headline(ticket, policy), "", "The status comment shows the whole record.", "", "Next:"]
     lines += [f"- `{label}`: {', '.join(allowed)}" for label, allowed in next_steps(ticket.work)]
     return "\n".join(lines)
 

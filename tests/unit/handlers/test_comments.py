@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from app.views.replies_text import reply_body
 from handlers.answers import (
     ArtifactNotFound,
     Assign,
@@ -26,11 +27,11 @@ from handlers.errors import CannotVerify, TransientError
 from handlers.ports import RoleEntry, Rules
 from policies.budgets import command_budget
 from policies.refusals import RefusalCode
-from policies.states import Role, WorkState
+from policies.states import IntegrationState, Role, WorkState
 from tests.fakes.github import pull_answer
-from tests.fakes.ports import APP_ID
+from tests.fakes.ports import APP_ID, FakePorts
 from tests.fakes.store import MemoryUnit
-from tests.fakes.webhooks import INSTALLATION, REPOSITORY
+from tests.fakes.webhooks import INSTALLATION, REPOSITORY, check_run, pull_request
 from tests.unit.handlers.steps import (
     CAROL,
     KEY,
@@ -291,6 +292,42 @@ async def test_status_on_an_issue_that_is_no_ticket_only_answers() -> None:
     await say(ports, "/status")
     assert [reply.message for reply in replies(ports.store.answers)] == [StatusAnswer(None)]
     assert len(ports.store.answers) == 1
+
+
+HEAD = "a" * 40
+
+
+async def _lint_and_build_failed(ports: FakePorts) -> None:
+    """#12 published; PR #40 links it, and on its head both `lint` and `build` failed."""
+    await published(ports)
+    await ports.dispatch(
+        "pull_request", pull_request("opened", pull_answer(REPOSITORY, 40, body="Fixes #12", head_sha=HEAD))
+    )
+    await ports.dispatch(
+        "check_run", check_run(HEAD, name="lint", conclusion="failure", check_id=601), delivery_id="l"
+    )
+    await ports.dispatch(
+        "check_run", check_run(HEAD, name="build", conclusion="failure", check_id=602), delivery_id="b"
+    )
+
+
+@pytest.mark.parametrize(
+    ("required", "named"), [(("build",), "#40: build failed"), ((), "#40: build, lint failed")]
+)
+async def test_the_status_reply_names_what_blocks_under_the_repositorys_required_checks(
+    required: tuple[str, ...], named: str
+) -> None:
+    """`/status` answers under the repository's `checks.required`, as the status comment does:
+    with `required: [build]` the failing `lint` is not named (only `build` holds the rail back);
+    without it every failing check is."""
+    ports = world(Rules("blob-sha-1", required_checks=required))
+    await _lint_and_build_failed(ports)
+    assert ticket(ports).rails.integration is IntegrationState.BLOCKED
+    before = len(ports.store.answers)
+    await say(ports, "/status")
+    [reply] = replies(answers_after(ports, before))
+    assert isinstance(reply.message, StatusAnswer)
+    assert f"Repository: blocked ({named})" in reply_body(reply)
 
 
 async def test_a_unit_that_fails_writes_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
