@@ -22,12 +22,14 @@ from handlers.ports import KeptAnswer, Outcome, Rules, Services, UnitOfWork
 from policies.commands import Command
 from policies.model import Ticket
 from policies.parser import ParsedComment
+from policies.rails import RailPolicy
 from policies.refusals import Refusal, RefusalCode
 from policies.watchdog import Clocks
 
-Worded = Callable[[Outcome, Ticket | None, datetime, Clocks], tuple[int, Mapping[str, Any]]]
+Worded = Callable[[Outcome, Ticket | None, datetime, Clocks, RailPolicy], tuple[int, Mapping[str, Any]]]
 """The HTTP status and JSON body that answer an outcome (given the ticket as it is after it,
-the time of the answer, when an acceptance is judged valid or expired, and its clocks)."""
+the time of the answer, when an acceptance is judged valid or expired, its clocks, and the
+repository's rail policy the command ran under, which `blocked_by` is judged under)."""
 
 BOT_NOT_NAMED = Refusal(
     RefusalCode.NOT_ALLOWED,
@@ -104,14 +106,15 @@ class ApiCommandRun(CommandRun):
             return ArtifactNotFound("issue", str(self.request.number), self.request.repository)
         return await super()._complete(command, issue, rules)
 
-    async def keep(self, uow: UnitOfWork, outcome: Outcome) -> None:
-        """Keep the worded answer with the change (a transient refusal keeps nothing: retry)."""
+    async def keep(self, uow: UnitOfWork, outcome: Outcome, rules: Rules) -> None:
+        """Keep the worded answer with the change (a transient refusal keeps nothing: retry); its
+        status object judges `blocked_by` under the rules the command ran under."""
         if outcome.refusal is not None and outcome.refusal.transient:
             return
         ticket = outcome.shown or await uow.ticket(outcome.ticket)
         at = datetime.fromtimestamp(self.services.clock(), UTC)
         clocks = await uow.clocks(ticket.key, ticket) if ticket is not None and ticket.exists else Clocks()
-        status, body = self.worded(outcome, ticket, at, clocks)
+        status, body = self.worded(outcome, ticket, at, clocks, rules.rail_policy)
         r = self.request
         self.kept = await uow.keep_answer(KeptAnswer(r.account_id, r.key, r.digest, status, body, at))
 

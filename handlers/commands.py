@@ -88,8 +88,9 @@ class CommandRun:
     async def say(self, message: Message) -> None:
         """Answer a command that did not reach the door (it names no ticket, no such commit...)."""
 
-    async def keep(self, uow: UnitOfWork, outcome: Outcome) -> None:
-        """Anything the channel records with the outcome, in the same unit."""
+    async def keep(self, uow: UnitOfWork, outcome: Outcome, rules: Rules) -> None:
+        """Anything the channel records with the outcome, in the same unit (`rules`: those the
+        command ran under)."""
 
     async def bot_not_named(self) -> None:
         """The author is another bot that no role names by login: nothing runs."""
@@ -224,7 +225,7 @@ class CommandRun:
                 merged += await delivered_branch(
                     uow, services, f.repository, rules, number, command.branch, command.commit, operation
                 )
-            await self.keep(uow, outcome)
+            await self.keep(uow, outcome, rules)
             self.door_committed = True  # before the await: a commit that lands while it is cancelled counts
             await uow.commit()
         await recheck_merged(

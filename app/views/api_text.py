@@ -16,6 +16,7 @@ from app.views.event_log import event_item
 from app.views.status_json import status_object
 from handlers.ports import Outcome
 from policies.model import Ticket
+from policies.rails import RailPolicy
 from policies.refusals import RefusalCode
 from policies.watchdog import Clocks
 
@@ -50,10 +51,15 @@ def error_body(code: str, message: str, **more: Any) -> dict[str, Any]:
 
 
 def outcome_answer(
-    outcome: Outcome, ticket: Ticket | None, now: datetime, clocks: Clocks | None = None
+    outcome: Outcome,
+    ticket: Ticket | None,
+    now: datetime,
+    clocks: Clocks | None = None,
+    policy: RailPolicy | None = None,
 ) -> tuple[int, Mapping[str, Any]]:
-    """The status and body answering what the one door did, with the ticket as it is `now`."""
-    status = status_object(ticket, now, clocks) if ticket is not None and ticket.exists else None
+    """The status and body answering what the one door did, with the ticket as it is `now`
+    (`blocked_by` judged under the repository's `policy`)."""
+    status = status_object(ticket, now, clocks, policy) if ticket is not None and ticket.exists else None
     if outcome.refusal is None:
         first = outcome.revision - len(outcome.events) + 1
         events = [event_item(first + i, event) for i, event in enumerate(outcome.events)]
@@ -66,13 +72,14 @@ def outcome_answer(
 
 
 def earlier_attempt_answer(
-    kept: Mapping[str, Any], ticket: Ticket, now: datetime
+    kept: Mapping[str, Any], ticket: Ticket, now: datetime, policy: RailPolicy | None = None
 ) -> tuple[int, Mapping[str, Any]]:
     """409: the key's command applied to an earlier attempt, not to the ticket as it is now; the
-    current status, and the earlier answer kept under `earlier_answer`."""
+    current status (`blocked_by` under the repository's `policy`), and the earlier answer kept
+    under `earlier_answer`."""
     status = kept.get("status")
     then = status.get("attempt") if isinstance(status, Mapping) else None
-    current = status_object(ticket, now)
+    current = status_object(ticket, now, policy=policy)
     message = (
         f"this Idempotency-Key's command applied to attempt {then}; the ticket is now at attempt "
         f"{ticket.attempt} ({current['work']}, revision {ticket.revision}), which it did not change"

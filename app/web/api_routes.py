@@ -43,6 +43,7 @@ from app.views.event_log import event_items
 from app.views.status_json import status_object
 from app.web.api_costs import READS_PER_MINUTE, ApiCosts, OverBudget
 from app.web.api_evidence import EvidenceError, with_evidence
+from app.web.api_policy import read_policy
 from app.web.api_refused import Refused
 from app.web.api_repositories import ApiRepositories, no_repository
 from app.web.bodies import BodyBudget, BodyRefused
@@ -56,6 +57,7 @@ from handlers.ports import KeptAnswer
 from policies.commands import Draft, Publish
 from policies.model import Ticket, TicketKey
 from policies.parser import ParsedComment, parse_comment
+from policies.rails import RailPolicy
 from policies.refusals import Refusal
 from policies.states import WorkState
 
@@ -151,7 +153,7 @@ class AgentApi:
         token, account = await self._caller(request)
         self.costs.read(account.id)
         work, per_page, after = _list_query(request)
-        repository, _ = await self._repository(request, token, account)
+        repository, installation_id = await self._repository(request, token, account)
         page = await off_loop(
             self._listing.page, repository=repository, work=work, limit=per_page, after=after
         )
@@ -161,35 +163,41 @@ class AgentApi:
             query = {k: v for k, v in request.query.items() if k != "after"} | {"after": following}
             # Relative, never from the Host header: a forged Host cannot point a client elsewhere.
             headers["Link"] = f'<{request.rel_url.with_query(query)}>; rel="next"'
-        now = self._now()
-        tickets = [status_object(listed.ticket, now) for listed in page.items]
+        now, policy = self._now(), await self._policy(installation_id, repository)
+        tickets = [status_object(listed.ticket, now, policy=policy) for listed in page.items]
         return _json(200, {"tickets": tickets, "next": following}, headers)
 
     async def get_ticket(self, request: web.Request) -> web.Response:
         """The ticket's status object; 404 when the issue is not a ticket."""
-        served = await self._readable_ticket(request)
+        served, installation_id = await self._readable_ticket(request)
         assert served.ticket is not None
-        return _json(200, status_object(served.ticket, self._now(), served.clocks))
+        policy = await self._policy(installation_id, served.ticket.key.repository)
+        return _json(200, status_object(served.ticket, self._now(), served.clocks, policy))
 
     async def get_events(self, request: web.Request) -> web.Response:
         """`{"ticket", "events"}`: the log as `railyard events --json` prints it; 404 when not a ticket."""
-        served, tickets = await self._readable_ticket(request), self._shell.tickets
+        (served, _), tickets = await self._readable_ticket(request), self._shell.tickets
         assert served.ticket is not None
         key = served.ticket.key
         history = await off_loop(tickets.history, key)
         refusals = await off_loop(tickets.refusals, key)
         return _json(200, {"ticket": str(key), "events": event_items(history, refusals)})
 
-    async def _readable_ticket(self, request: web.Request) -> ServedTicket:
+    async def _readable_ticket(self, request: web.Request) -> tuple[ServedTicket, int]:
         """The ticket the path names and its clocks, for a caller who may read its repository (a
-        read spent)."""
+        read spent), and the installation serving it."""
         token, account = await self._caller(request)
         self.costs.read(account.id)
         number = _number(request)
-        repository, _, served = await self._served(request, token, account, number)
+        repository, installation_id, served = await self._served(request, token, account, number)
         if served.ticket is None or not served.ticket.exists:
             raise Refused(404, "not_a_ticket", f"{repository}#{number} is not a railyard ticket")
-        return served
+        return served, installation_id
+
+    async def _policy(self, installation_id: int, repository: str) -> RailPolicy:
+        """What `blocked_by` is judged under: the repository's rail policy, as its status comment
+        judges it, without a GitHub call per read (`app.web.api_policy`)."""
+        return await read_policy(self._shell.loader, installation_id, repository)
 
     async def _served(
         self, request: web.Request, token: str, account: Account, number: int, command: str | None = None
@@ -223,7 +231,8 @@ class AgentApi:
         assert served.holder is not None  # `_served` answers only for the repository the name holds now
         digest = _digest(served.holder, number, text, expected)
         if served.kept is not None:
-            return _replay(served.kept, digest, served.ticket, self._now())
+            policy = await self._policy(installation_id, repository)
+            return _replay(served.kept, digest, served.ticket, self._now(), policy)
         rules = await self.costs.known_rules(installation_id, repository)
         await self.costs.command(account.id, repository, rules)  # refusals included
         parsed = _parsed(text, expected)
@@ -393,16 +402,20 @@ def _digest(repository_id: int, number: int, text: str, expected: int | None) ->
 
 
 def _replay(
-    kept: KeptAnswer, digest: str, ticket: Ticket | None = None, now: datetime | None = None
+    kept: KeptAnswer,
+    digest: str,
+    ticket: Ticket | None = None,
+    now: datetime | None = None,
+    policy: RailPolicy | None = None,
 ) -> web.Response:
     """The kept answer again, or 422 when the key answered another request, or 409 when it
     applied to an attempt older than the ticket's current one (never "applied" for a change
-    the current attempt did not get)."""
+    the current attempt did not get; the current status judged under `policy`)."""
     if kept.digest != digest:
         message = "this Idempotency-Key was used for another request; use a new key for a new request"
         raise Refused(422, "idempotency_key_reused", message)
     if ticket is not None and now is not None and replays_an_earlier_attempt(kept, ticket):
-        status, body = earlier_attempt_answer(kept.body, ticket, now)
+        status, body = earlier_attempt_answer(kept.body, ticket, now, policy)
         return _json(status, body, {"Idempotent-Replayed": "true"})
     return _json(kept.status, kept.body, {"Idempotent-Replayed": "true"})
 

@@ -89,7 +89,11 @@ _SCHEMAS: dict[str, Any] = {
             "merge_commit": {"type": ["string", "null"]},
             "blocked_by": {
                 "type": "array",
-                "description": "why each open linked PR holds the repository rail back",
+                "description": (
+                    "why each open linked PR holds the repository rail back, judged under the "
+                    "repository's checks.required as the rail is (a failing check it does not "
+                    "require is never named)"
+                ),
                 "items": {
                     "type": "object",
                     "properties": {

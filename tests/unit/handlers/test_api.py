@@ -22,7 +22,7 @@ from tests.unit.handlers.steps import CAROL, NORA, RITA, claimed, published, tic
 
 
 def worded(
-    outcome: Outcome, after: Ticket | None, now: datetime, clocks: object
+    outcome: Outcome, after: Ticket | None, now: datetime, clocks: object, policy: object
 ) -> tuple[int, Mapping[str, Any]]:
     """A stand-in for the API's wording: enough to tell answers apart."""
     code = outcome.refusal.code.value if outcome.refusal else None
