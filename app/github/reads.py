@@ -90,9 +90,11 @@ class GitHubReadsAdapter:
         return str(found["login"])
 
     async def repository_name(self, installation_id: int, repository_id: int) -> str:
-        """The repository's name now, asked by its id; `Missing` when GitHub no longer has it."""
+        """The repository's name now, asked by its id; `Missing` when GitHub no longer has it or
+        it is out of the installation's reach (404; 403 that is not a rate limit, 451 access
+        blocked), as the outbox takes those answers (`app.runtime.write_target`)."""
         found = await self._get(
-            "get_repository_by_id", installation_id, (404,), repository_id=str(repository_id)
+            "get_repository_by_id", installation_id, (404, 403, 451), repository_id=str(repository_id)
         )
         return str(found["full_name"])
 
