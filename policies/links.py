@@ -128,7 +128,9 @@ def tells_nothing_new(rails: Rails, observation: PullRequestObserved, *, edit: b
     not recorded (no event, no new revision, no status comment rewritten):
 
     - a mention the ticket already shows for this PR: a mention is recorded once per PR and
-      ticket, when it first appears (it moves no rail, and the status comment shows no more);
+      ticket, when it first appears (it moves no rail, and the status comment shows no more),
+      and once more when its PR closes, so the ticket stops showing a closed PR as mentioning
+      it; never again after that (an outsider reopening and closing a PR costs nothing);
     - for an edit of the PR (`edit`: its body or title changed, nothing else can), a state the
       ticket already holds for this PR, apart from the time: only a change of link counts.
     """
@@ -137,7 +139,7 @@ def tells_nothing_new(rails: Rails, observation: PullRequestObserved, *, edit: b
         return False
     fact = pull_request_fact(observation)
     if fact.mention and known.mention:
-        return True
+        return not (known.open and not fact.open)
     if not edit or fact.updated_at < known.updated_at:
         return False
     same_time = replace(

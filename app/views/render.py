@@ -190,8 +190,10 @@ def _pull_requests(ticket: Ticket) -> list[str]:
     for pr in sorted(ticket.rails.pull_requests.values(), key=lambda p: p.number):
         if pr.merged_while_linked:
             state = "merged"
-        elif pr.mention:
+        elif pr.mention and pr.open:
             state = "mentions this ticket (a fork's PR by an account without a role: linked only if merged)"
+        elif pr.mention:
+            state = "mentioned this ticket, closed without merging"
         elif not pr.linked:
             state = "no longer linked"
         else:

@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
+from app.views.render import StatusView, render_status_comment
 from handlers.answers import CheckRun
 from handlers.errors import TransientError
 from policies.states import DeploymentState, IntegrationState
@@ -113,6 +114,28 @@ async def test_an_outsiders_fork_pr_with_a_failing_check_only_mentions_the_ticke
     rails = ticket(ports).rails
     assert rails.integration is IntegrationState.UNREPORTED
     assert rails.pull_requests[99].mention and not rails.pull_requests[99].linked
+
+
+async def test_an_outsiders_fork_pr_closed_unmerged_stops_showing_as_mentioning_the_ticket() -> None:
+    """mallory's mention-only fork PR closes without a merge: the ticket records the close once
+    (the status comment no longer says the PR mentions it); her reopening and closing it again
+    records nothing more, so an outsider's toggling costs the installation nothing."""
+    ports = world()
+    await published(ports)
+    opened = pull_answer(REPOSITORY, 99, body="Fixes #12", head_repository=FORK, author="mallory")
+    await ports.dispatch("pull_request", pull_request("opened", opened), delivery_id="opened")
+    closed = {**opened, "state": "closed", "updated_at": "2026-11-30T10:05:00Z"}
+    await ports.dispatch("pull_request", pull_request("closed", closed), delivery_id="closed")
+    shown = ticket(ports)
+    assert shown.rails.pull_requests[99].mention and not shown.rails.pull_requests[99].open
+    body = render_status_comment(StatusView(shown))
+    assert "#99 mentioned this ticket, closed without merging" in body and "#99 mentions" not in body
+    revision = shown.revision
+    for minute, state in [(6, "open"), (7, "closed"), (8, "open"), (9, "closed")]:
+        toggled = {**opened, "state": state, "updated_at": f"2026-11-30T10:{minute:02d}:00Z"}
+        action = "reopened" if state == "open" else "closed"
+        await ports.dispatch("pull_request", pull_request(action, toggled), delivery_id=f"{action}-{minute}")
+    assert ticket(ports).revision == revision
 
 
 async def test_a_runners_fork_pr_links_the_ticket() -> None:
