@@ -16,21 +16,12 @@ from handlers.ci import ci_of
 from handlers.errors import Missing
 from policies.ci import CiResult, CiState
 from support.world import CI_APP_ID, FIX, REPO, standin_state
-from tests.fakes import GITHUB_API, started_client, token_route
+from tests.fakes import GITHUB_API
 from tests.integration.standin_reads import reads_over
 
 SHA = "c" * 40
 RUNS = f"{GITHUB_API}/repos/acme/web/commits/{SHA}/check-runs"
 SUITES = f"{GITHUB_API}/repos/acme/web/commits/{SHA}/check-suites"
-
-
-@pytest.fixture
-async def github() -> AsyncIterator[GitHubClient]:
-    """A started client, its token request answered."""
-    async with started_client() as client:
-        with respx.mock:
-            token_route()
-            yield client
 
 
 def check_run(run_id: int, name: str, conclusion: str | None, status: str = "completed") -> dict[str, object]:

@@ -3,8 +3,6 @@ takes for a repository out of the installation's reach."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import httpx
 import pytest
 import respx
@@ -13,18 +11,9 @@ from app.github.api_errors import GitHubUnavailable
 from app.github.client import GitHubClient
 from app.github.reads import GitHubReadsAdapter
 from handlers.errors import Missing
-from tests.fakes import GITHUB_API, started_client, token_route
+from tests.fakes import GITHUB_API
 
 BY_ID = f"{GITHUB_API}/repositories/55"
-
-
-@pytest.fixture
-async def github() -> AsyncIterator[GitHubClient]:
-    """A started client, its token request answered."""
-    async with started_client() as client:
-        with respx.mock:
-            token_route()
-            yield client
 
 
 async def test_the_name_now_is_read_by_id(github: GitHubClient) -> None:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import httpx
 import pytest
 import respx
@@ -14,20 +12,11 @@ from app.github.reads import RolesAdapter
 from app.github.roles import CannotVerify, RoleResolver, roles_from_permission
 from handlers.ports import RoleEntry
 from policies.states import Role
-from tests.fakes import GITHUB_API, started_client, token_route
+from tests.fakes import GITHUB_API
 
 REPO = "acme/web"
 MEMBERSHIP = f"{GITHUB_API}/orgs/acme/teams/{{team}}/memberships/{{login}}"
 PERMISSION = f"{GITHUB_API}/repos/{REPO}/collaborators/{{login}}/permission"
-
-
-@pytest.fixture
-async def github() -> AsyncIterator[GitHubClient]:
-    """A started client, its token request answered."""
-    async with started_client() as client:
-        with respx.mock:
-            token_route()
-            yield client
 
 
 def membership(team: str, login: str, state: str | None, status: int = 200) -> None:
