@@ -64,14 +64,15 @@ class WindowCounter:
         self.budget, self._accounts = budget, accounts
         self._counts: OrderedDict[int, tuple[float, int]] = OrderedDict()
 
-    def spend(self, account_id: int, now: float) -> int | None:
-        """Take one use: None when taken, else the seconds until the window ends (nothing taken)."""
+    def spend(self, account_id: int, now: float, cost: int = 1) -> int | None:
+        """Take `cost` uses: None when taken, else the seconds until the window ends (nothing
+        taken; a cheaper use may still fit)."""
         start = self.budget.window_start(now)
         held = self._counts.get(account_id)
         spent = held[1] if held is not None and held[0] == start else 0
-        if spent >= self.budget.limit:
+        if spent + cost > self.budget.limit:
             return self.budget.retry_after(now)
-        self._counts[account_id] = (start, spent + 1)
+        self._counts[account_id] = (start, spent + cost)
         self._counts.move_to_end(account_id)
         while len(self._counts) > self._accounts:
             self._counts.popitem(last=False)

@@ -3,6 +3,8 @@
 Every page needs a session (else a redirect to `/login` with the way back) and shows a
 repository only while GitHub says the person's token can read it (`app.web.access`); any other
 repository answers the same 404 as one that does not exist, so nothing leaks that it exists.
+Each page is paid for out of the account's page reads before it reads anything
+(`app.web.page_costs`: past them, 429).
 Here are only the routes: what a page shows is read by `app.web.page_reads` and worded by
 `app.views.pages`.
 """
@@ -23,8 +25,10 @@ from app.views.pages import board as board_view
 from app.views.pages import document
 from app.views.pages import report as report_view
 from app.views.pages import ticket as ticket_view
+from app.web import page_costs
 from app.web.access import AccessError, Readable
 from app.web.oauth import SIGN_IN, Session, SignIn, add_sign_in_routes, local_path, make_sign_in, to_login
+from app.web.page_costs import Cost, PageCosts
 from app.web.page_reads import Reads, is_ours, parse_since, read_board, read_report, read_ticket
 from app.web.pages import STYLESHEET_PATH, html_response, not_found, sign_in_disabled, stylesheet
 from app.web.responses import guarded
@@ -34,8 +38,10 @@ from policies.model import TicketKey
 Page = Callable[[web.Request, Session, dict[str, Readable]], Awaitable[web.Response]]
 
 
-def signed_in(page: Page) -> Callable[[web.Request], Awaitable[web.Response]]:
-    """Run `page` for a signed-in person with the repositories they can read; else send to sign-in."""
+def signed_in(page: Page, cost: Cost) -> Callable[[web.Request], Awaitable[web.Response]]:
+    """Run `page` for a signed-in person with the repositories they can read, once it is paid
+    for (`cost` of the account's page reads; past them a 429 and nothing read); else send to
+    sign-in."""
 
     async def handler(request: web.Request) -> web.Response:
         sign_in = request.app.get(SIGN_IN)
@@ -44,6 +50,9 @@ def signed_in(page: Page) -> Callable[[web.Request], Awaitable[web.Response]]:
         session = await sign_in.session(request)
         if session is None:
             return to_login(request)
+        paid = request.app[PAGE_COSTS].spend(session.person.account_id, cost(request.query), sign_in.clock())
+        if paid is not None:
+            return over_budget(session, paid)
         try:  # the page's own asks of GitHub (one repository alone) fail as the list's do
             return await page(request, session, await sign_in.access.readable(session.token))
         except AccessError as error:
@@ -58,6 +67,12 @@ def _access_failed(sign_in: SignIn, request: web.Request, error: AccessError) ->
         clear_cookie(response, SESSION_COOKIE, sign_in.secure)
         raise response
     return html_response(document.github_unavailable(str(error)), 502)
+
+
+def over_budget(session: Session, retry_after: int) -> web.Response:
+    """429: the account's page reads of the minute are spent."""
+    page = document.too_many_pages(retry_after, **who(session))
+    return html_response(page, 429, {"Retry-After": str(retry_after)})
 
 
 def who(session: Session) -> dict[str, str]:
@@ -99,6 +114,7 @@ async def repositories_page(
 
 
 READS: web.AppKey[Reads] = web.AppKey("page_reads", Reads)
+PAGE_COSTS: web.AppKey[PageCosts] = web.AppKey("page_costs", PageCosts)
 
 
 async def board(request: web.Request, session: Session, readable: dict[str, Readable]) -> web.Response:
@@ -133,11 +149,11 @@ async def report(request: web.Request, session: Session, readable: dict[str, Rea
     return html_response(report_view.report_page(found.full_name, figures, since, **who(session)))
 
 
-PAGES: dict[str, Page] = {
-    "/tickets": repositories_page,
-    "/tickets/{owner}/{repo}": board,
-    "/tickets/{owner}/{repo}/report": report,
-    "/tickets/{owner}/{repo}/{number:[0-9]{1,9}}": ticket,
+PAGES: dict[str, tuple[Page, Cost]] = {
+    "/tickets": (repositories_page, page_costs.plain),
+    "/tickets/{owner}/{repo}": (board, page_costs.board),
+    "/tickets/{owner}/{repo}/report": (report, page_costs.heavy),
+    "/tickets/{owner}/{repo}/{number:[0-9]{1,9}}": (ticket, page_costs.plain),
 }
 
 
@@ -147,6 +163,7 @@ def install(app: web.Application, settings: Settings, database: Database, ticket
     if sign_in is not None:
         add_sign_in_routes(app, sign_in)
     app[READS] = Reads(Listing(database), tickets)
+    app[PAGE_COSTS] = PageCosts()
     app.router.add_get(STYLESHEET_PATH, guarded(stylesheet))
-    for path, page in PAGES.items():
-        app.router.add_get(path, guarded(signed_in(page)))
+    for path, (page, cost) in PAGES.items():
+        app.router.add_get(path, guarded(signed_in(page, cost)))

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import html
 import re
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
+from app.web.oauth import SIGN_IN
 from github_standin import Fault
 from support.web_world import HOSTILE, PRIVATE_REPO, WebWorld, seed_tickets, web_world
 
@@ -112,3 +114,34 @@ async def test_a_token_that_cannot_list_installations_still_sees_what_it_can_rea
     status, board = await page(web, "olivia", f"/tickets/{PRIVATE_REPO}")
     assert status == 200 and f'href="/tickets/{PRIVATE_REPO}/7"' in board
     assert (await page(web, "mallory", f"/tickets/{PRIVATE_REPO}"))[0] == 404
+
+
+async def test_pages_past_the_accounts_read_budget_answer_429_and_read_nothing(web: WebWorld) -> None:
+    """An account's pages spend 300 reads a minute (docs/what-people-see.md): a report or an
+    attention filter costs 20, any other page 1. Past the budget a page answers 429 with
+    Retry-After and shows nothing of the record, though a cheaper page may still fit; another
+    account still reads, and the next minute the account reads again."""
+    now = [time.time()]
+    web.server.app[SIGN_IN].clock = lambda: now[0]
+    report, heavy_board = "/tickets/acme/web/report", "/tickets/acme/web?attention=awaiting_review"
+    async with web.browser_session() as client:
+        await web.sign_in(client, "olivia")  # /tickets: 1
+        statuses = []
+        for _ in range(15):
+            async with client.get(report, allow_redirects=False) as response:
+                statuses.append(response.status)
+                refused, text, retry = response, await response.text(), response.headers.get("Retry-After")
+        assert statuses == [200] * 14 + [429]  # 1 + 14 x 20 = 281: one more report is past 300
+        assert retry is not None and 1 <= int(retry) <= 60
+        assert refused.headers["Content-Security-Policy"] and "<svg" not in text and "cody" not in text
+        async with client.get(heavy_board, allow_redirects=False) as response:
+            assert response.status == 429 and "/tickets/acme/web/12" not in await response.text()
+        async with client.get("/tickets/acme/web", allow_redirects=False) as response:
+            assert response.status == 200  # 282: a plain page still fits
+        async with web.browser_session() as other:
+            await web.sign_in(other, "mallory")
+            async with other.get(report, allow_redirects=False) as response:
+                assert response.status == 200
+        now[0] += 60
+        async with client.get(report, allow_redirects=False) as response:
+            assert response.status == 200 and "cody" in await response.text()

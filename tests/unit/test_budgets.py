@@ -16,6 +16,15 @@ def test_past_the_limit_the_answer_is_the_seconds_left_in_the_window() -> None:
     assert counter.spend(1, 180.0) is None  # the next window
 
 
+def test_a_costly_use_is_refused_whole_while_a_cheaper_one_still_fits() -> None:
+    """Two of three spent: a use costing two is refused (nothing taken), one costing one is taken."""
+    counter = WindowCounter(READS)
+    assert counter.spend(1, 0.0, cost=2) is None
+    assert counter.spend(1, 1.0, cost=2) == 59
+    assert counter.spend(1, 2.0) is None
+    assert counter.spend(1, 3.0) == 57
+
+
 def test_a_flood_of_distinct_accounts_never_grows_the_memory_past_its_bound() -> None:
     """Ten thousand accounts spend once each: the counter holds at most its bound."""
     counter = WindowCounter(READS, accounts=100)

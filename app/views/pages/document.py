@@ -87,6 +87,15 @@ def sign_in_refused(reason: str) -> Markup:
     )
 
 
+def too_many_pages(retry_after: int, **who: str | None) -> Markup:
+    """Past the account's page reads of the minute: nothing of the record, when to come back."""
+    text = Markup(
+        "<p>Your account has asked for more pages this minute than railyard serves one account "
+        "(a report or an attention filter counts for more). Try again in {} seconds.</p>"
+    ).format(retry_after)
+    return simple("Too many pages at once", text, **who)
+
+
 def github_unavailable(message: str) -> Markup:
     """GitHub could not say what the person may read, so the page shows nothing of the record."""
     return document("GitHub unavailable", Markup("<h1>GitHub did not answer</h1><p>{}</p>").format(message))
