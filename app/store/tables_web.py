@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import BigInteger, Column, LargeBinary, Text
+from sqlalchemy import BigInteger, Column, Index, LargeBinary, Text
 from sqlmodel import Field, SQLModel
 
 from app.store.columns import UTCDateTime, json_field
@@ -89,10 +89,12 @@ class WebSessionRow(SQLModel, table=True):
 
     The cookie carries a random session id; only its sha256 is kept here (`key`), so this
     table holds no secret. Signing out sets `ended_at`: every process refuses the cookie at its
-    next page request. Rows past `expires_at` are deleted by housekeeping.
+    next page request. Rows past `expires_at` are deleted by housekeeping, and an account's
+    rows but its newest live ones whenever it starts another (`app.store.web_sessions`).
     """
 
     __tablename__ = "web_sessions"
+    __table_args__ = (Index("ix_web_sessions_account_created", "account_id", "created_at"),)
 
     key: str = Field(primary_key=True)
     account_id: int = Field(sa_column=Column(BigInteger, nullable=False))

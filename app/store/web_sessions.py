@@ -4,6 +4,11 @@ the session on all of them at once (SPEC *Repository identity and sessions*).
 The sealed cookie still carries the person and their token; it also carries a random session
 id whose sha256 is the row's key. A page request is served only while that row exists, has not
 ended and has not expired: one primary-key read, no call to GitHub.
+
+An account keeps at most `SESSIONS_PER_ACCOUNT` sessions: starting one deletes the account's
+rows but the newest live ones (the oldest session ends; signed-out and expired rows go too), so
+no account, even one that can read nothing, grows the table by signing in again and again. Two
+sign-ins of one account committing at once may each leave the other's row; the next one trims.
 """
 
 from __future__ import annotations
@@ -11,12 +16,13 @@ from __future__ import annotations
 import hashlib
 import secrets
 
-from sqlalchemy import delete, select, update
+from sqlalchemy import Delete, delete, select, update
 
 from app.store.database import Database
 from app.store.tables import WebSessionRow, table
 
 web_sessions = table(WebSessionRow)
+SESSIONS_PER_ACCOUNT = 10  # browsers (or tabs signed in apart) one person keeps signed in at once
 
 
 def _key(session_id: str) -> str:
@@ -30,18 +36,17 @@ class WebSessions:
         self.database = database
 
     def start(self, account_id: int, now: float, lifetime: float) -> str:
-        """A new session of `account_id`, valid for `lifetime` seconds: its id (for the cookie only)."""
+        """A new session of `account_id`, valid for `lifetime` seconds: its id (for the cookie
+        only). The account's oldest live session ends when it would be one too many."""
         session_id = secrets.token_urlsafe(32)
+        key = _key(session_id)
         with self.database.write() as connection:
             connection.execute(
                 web_sessions.insert().values(
-                    key=_key(session_id),
-                    account_id=account_id,
-                    created_at=now,
-                    expires_at=now + lifetime,
-                    ended_at=None,
+                    key=key, account_id=account_id, created_at=now, expires_at=now + lifetime, ended_at=None
                 )
             )
+            connection.execute(_older_than_kept(account_id, key, now))
         return session_id
 
     def live(self, session_id: str, account_id: int, now: float) -> bool:
@@ -64,6 +69,20 @@ class WebSessions:
                 .where(web_sessions.c.key == _key(session_id), web_sessions.c.ended_at.is_(None))
                 .values(ended_at=now)
             )
+
+
+def _older_than_kept(account_id: int, key: str, now: float) -> Delete:
+    """Delete the account's sessions but `key` and the newest live ones it leaves room for (by
+    `ix_web_sessions_account_created`)."""
+    columns = web_sessions.c
+    of_account = columns.account_id == account_id
+    kept = (
+        select(columns.key)
+        .where(of_account, columns.key != key, columns.ended_at.is_(None), columns.expires_at > now)
+        .order_by(columns.created_at.desc())
+        .limit(SESSIONS_PER_ACCOUNT - 1)
+    )
+    return delete(web_sessions).where(of_account, columns.key != key, columns.key.not_in(kept))
 
 
 def prune_web_sessions(database: Database, now: float) -> int:

@@ -9,6 +9,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import aiohttp
 import pytest
+from sqlalchemy import text
 
 from app.web.access import RECHECK_SECONDS
 from app.web.oauth import SIGN_IN
@@ -193,6 +194,39 @@ async def test_signing_out_on_one_server_ends_the_session_on_the_other_at_once(
                 async with thief.get(f"/tickets/{PRIVATE_REPO}", allow_redirects=False) as response:
                     assert response.status == 303 and response.headers["Location"].startswith("/login")
                     assert f"{PRIVATE_REPO}/7" not in await response.text()
+
+
+async def test_an_account_keeps_at_most_ten_sessions_and_signing_out_of_one_keeps_the_others(
+    web: WebWorld,
+) -> None:
+    """Eleven sign-ins of one account: the first session ends (its cookie reads nothing more, its
+    row is gone), the ten others still read; signing out of one of them ends that one only."""
+    signed_in: list[tuple[dict[str, str], str]] = []
+    for _ in range(11):
+        async with web.browser_session() as client:
+            page = await web.sign_in(client, "olivia")
+            csrf = page.split('name="csrf" value="')[1].split('"')[0]
+            signed_in.append(({c.key: c.value for c in client.cookie_jar}, csrf))
+
+    async def statuses() -> list[int]:
+        found = []
+        for cookies, _ in signed_in:
+            async with web.browser_session() as client:
+                client.cookie_jar.update_cookies(cookies)
+                async with client.get("/tickets", allow_redirects=False) as response:
+                    found.append(response.status)
+        return found
+
+    assert await statuses() == [303] + [200] * 10
+    cookies, csrf = signed_in[4]
+    async with web.browser_session() as client:
+        client.cookie_jar.update_cookies(cookies)
+        async with client.post("/logout", data={"csrf": csrf}, allow_redirects=False) as response:
+            assert response.status == 303
+    assert await statuses() == [303] + [200] * 3 + [303] + [200] * 6
+    with web.database.read() as connection:
+        rows = connection.execute(text("SELECT count(*) FROM web_sessions")).scalar_one()
+    assert rows == 10
 
 
 async def test_access_is_rechecked_after_five_minutes_with_conditional_requests(web: WebWorld) -> None:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from sqlalchemy import func, select
+
 from app.store.database import Database
-from app.store.web_sessions import WebSessions, prune_web_sessions
+from app.store.web_sessions import WebSessions, prune_web_sessions, web_sessions
 
 
 def test_a_session_is_live_until_it_is_signed_out_and_then_for_nobody(database: Database) -> None:
@@ -26,3 +28,29 @@ def test_a_session_expires_and_housekeeping_forgets_it(database: Database) -> No
     assert prune_web_sessions(database, now=1061.0) == 1
     assert sessions.live(kept, 42, now=1061.0)
     assert not sessions.live("made-up", 42, now=1061.0)
+
+
+def rows_of(database: Database, account_id: int) -> int:
+    """How many `web_sessions` rows the account has."""
+    with database.read() as connection:
+        query = select(func.count()).where(web_sessions.c.account_id == account_id)
+        return int(connection.execute(query).scalar_one())
+
+
+def test_an_account_keeps_its_ten_newest_sessions_and_signing_out_of_one_keeps_the_others(
+    database: Database,
+) -> None:
+    """An eleventh session of one account ends its oldest (its row goes: an account cannot grow
+    the table); another account's sessions are untouched; ending one ends that one only, and a
+    session signed out or expired leaves its place to the next."""
+    sessions = WebSessions(database)
+    stranger = sessions.start(7, now=999.0, lifetime=3600.0)
+    started = [sessions.start(42, now=1000.0 + n, lifetime=3600.0) for n in range(11)]
+    assert [sessions.live(s, 42, now=1100.0) for s in started] == [False] + [True] * 10
+    assert rows_of(database, 42) == 10 and sessions.live(stranger, 7, now=1100.0)
+    sessions.end(started[5], now=1101.0)
+    live = [sessions.live(s, 42, now=1102.0) for s in started]
+    assert live == [False] + [True] * 4 + [False] + [True] * 5
+    newest = sessions.start(42, now=1103.0, lifetime=3600.0)  # the signed-out one's place
+    assert [sessions.live(s, 42, now=1104.0) for s in [*started[1:5], *started[6:], newest]] == [True] * 10
+    assert rows_of(database, 42) == 10
