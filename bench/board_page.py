@@ -24,6 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import aiohttp
 
 from app.store.database import Database
+from app.store.repositories import place
 from app.web.page_views import PAGE_COSTS
 from bench.board import OTHER, REPO, fill
 from github_standin import StandinState, running_standin
@@ -58,7 +59,9 @@ async def run(tickets: int, runs: int) -> None:
         print(f"filled {tickets} + {tickets // 5} tickets in {time.perf_counter() - started:.1f} s")
         state = StandinState()
         state.add_installation(9, "bench")
-        state.add_repository(REPO)
+        repository = state.add_repository(REPO)
+        with database.write() as connection:  # the records are the stand-in's repository id's
+            place(connection, repository.id, REPO, None, time.time())
         state.permissions[(REPO, "releaser")] = "read"
         state.oauth.approving = "releaser"
         async with running_standin(state) as standin:
