@@ -15,7 +15,7 @@ import structlog
 
 from app.runtime.supervisor import Loop
 from app.store.database import Database
-from app.store.signs import Rechecked, accepted_with_open_pulls
+from app.store.signs import Rechecked, Unwatchable, accepted_with_open_pulls
 from handlers.acceptance import recheck
 from handlers.ports import Services
 
@@ -51,7 +51,7 @@ class AcceptanceRechecks:
             "judged_total": self.judged,
         }
 
-    def _due(self) -> list[Rechecked]:
+    def _due(self) -> list[Rechecked | Unwatchable]:
         with self.database.read() as connection:
             return accepted_with_open_pulls(connection)
 
@@ -61,6 +61,10 @@ class AcceptanceRechecks:
         for item in due:
             if stop.is_set():
                 break
+            if isinstance(item, Unwatchable):  # its row no longer reads: named, the others judged
+                log.warning("acceptance_recheck_failed", ticket_id=item.ticket_id, error=repr(item.error))
+                failed.append({"ticket_id": item.ticket_id, "error": type(item.error).__name__})
+                continue
             if item.installation_id is None:
                 continue  # no installation has named it since it was stored: nothing to ask GitHub with
             try:

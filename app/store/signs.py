@@ -102,7 +102,7 @@ class Watched:
 
 @dataclass(frozen=True)
 class Unwatchable:
-    """A claimed ticket whose stored rows could not be read into a watch, and why."""
+    """A ticket whose stored rows could not be read (into a watch, or for its re-check), and why."""
 
     ticket: TicketKey
     ticket_id: int
@@ -319,16 +319,26 @@ class Rechecked:
     installation_id: int | None
 
 
-def accepted_with_open_pulls(connection: Connection) -> list[Rechecked]:
-    """Every accepted ticket with an open PR that links it (its acceptance can still gate a merge)."""
+def accepted_with_open_pulls(connection: Connection) -> list[Rechecked | Unwatchable]:
+    """Every accepted ticket with an open PR that links it (its acceptance can still gate a merge).
+
+    A ticket whose snapshot no longer reads (not JSON, or not the object it was) comes back as
+    `Unwatchable`: the snapshots are read in bulk and converted one ticket at a time, so one bad
+    row never keeps every other acceptance from its re-check."""
+    snapshot = _Lenient(connection, [tickets.c.snapshot])
     statement = select(
-        tickets.c.id, tickets.c.repository, tickets.c.number, tickets.c.installation_id, tickets.c.snapshot
+        tickets.c.id, tickets.c.repository, tickets.c.number, tickets.c.installation_id, *snapshot.selected
     ).where(tickets.c.work == WorkState.ACCEPTED.value, ~tickets.c.repository.contains("@"))
-    found: list[Rechecked] = []
+    found: list[Rechecked | Unwatchable] = []
     for row in connection.execute(statement.order_by(tickets.c.repository, tickets.c.number)):
-        pulls = ((row.snapshot or {}).get("rails") or {}).get("pull_requests") or []
-        if any(isinstance(p, dict) and p.get("open") and p.get("linked") for p in pulls):
-            key = TicketKey(row.repository, row.number)
+        key = TicketKey(row.repository, row.number)
+        try:
+            pulls = ((snapshot.row(row).snapshot or {}).get("rails") or {}).get("pull_requests") or []
+            linked = any(isinstance(p, dict) and p.get("open") and p.get("linked") for p in pulls)
+        except Exception as error:  # one ticket's bad row: named, and the others still judged
+            found.append(Unwatchable(key, int(row.id), error))
+            continue
+        if linked:
             found.append(Rechecked(key, int(row.id), row.installation_id))
     return found
 

@@ -1,0 +1,58 @@
+"""The hourly re-check of acceptances on a real database: each accepted ticket with an open PR is
+judged on its own, so one ticket's row that no longer reads never keeps the others from it."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from sqlalchemy import insert, select, text
+
+from app.runtime import rechecks
+from app.runtime.rechecks import AcceptanceRechecks
+from app.store.database import Database
+from app.store.tickets import tickets
+from policies.model import TicketKey
+from tests.fakes import START
+
+OPEN_PR = {"rails": {"pull_requests": [{"number": 34, "open": True, "linked": True}]}}
+
+
+def accepted(database: Database, number: int) -> int:
+    """An accepted ticket of acme/web whose open PR links it; its row id."""
+    with database.write() as connection:
+        row = {"repository": "acme/web", "number": number, "revision": 6, "work": "accepted"}
+        row |= {"integration": "pull_request_open", "deployment": "not_deployed", "snapshot": OPEN_PR}
+        row |= {"created_at": START, "updated_at": START, "installation_id": 1}
+        connection.execute(insert(tickets).values(**row))
+        found = select(tickets.c.id).where(tickets.c.repository == "acme/web", tickets.c.number == number)
+        return int(connection.execute(found).scalar_one())
+
+
+@pytest.mark.parametrize("snapshot", ["not json", "[1, 2]", '{"rails": [1]}'])
+def test_one_tickets_unreadable_row_never_keeps_the_others_from_their_recheck(
+    database: Database, snapshot: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """#14's snapshot no longer reads (not JSON, written by hand; or not the object it was): #12
+    and #15 are still judged, and the round names #14's row instead of failing as a whole (before
+    the fix no accepted ticket was judged again, and an expired acceptance kept the check green)."""
+    if not database.is_sqlite and snapshot == "not json":
+        pytest.skip("PostgreSQL's json column holds only JSON")
+    ids = {number: accepted(database, number) for number in (12, 14, 15)}
+    written = "UPDATE tickets SET snapshot = :s WHERE id = :id"
+    if not database.is_sqlite:
+        written = "UPDATE tickets SET snapshot = CAST(:s AS json) WHERE id = :id"
+    with database.write() as connection:
+        connection.execute(text(written), {"s": snapshot, "id": ids[14]})
+    judged: list[TicketKey] = []
+
+    async def recheck(ports: Any, installation_id: int, key: TicketKey) -> None:
+        judged.append(key)
+
+    monkeypatch.setattr(rechecks, "recheck", recheck)
+    round_ = AcceptanceRechecks(database, ports=None)  # type: ignore[arg-type]
+    assert asyncio.run(round_._step(asyncio.Event())) is False
+    assert judged == [TicketKey("acme/web", 12), TicketKey("acme/web", 15)]
+    assert [failed["ticket_id"] for failed in round_.failed] == [ids[14]]
+    assert round_.judged == 2 and round_.ticket_failures == 1
