@@ -163,7 +163,12 @@ def _accepted(ticket: Ticket, event: Event) -> Ticket:
         expires_at=_parse_time(data.get("expires_at")),
         expiry_bound="expires_at" in data,
     )
-    return replace(ticket, work=WorkState.ACCEPTED, review=review, description_changed=None)
+    # The description the acceptance read is the one on record from now on: an `issues.edited`
+    # the accept already read, arriving after it, is then no change after acceptance.
+    digest = review.description_digest or ticket.description_digest
+    return replace(
+        ticket, work=WorkState.ACCEPTED, review=review, description_changed=None, description_digest=digest
+    )
 
 
 def _acceptance_invalidated(ticket: Ticket, event: Event) -> Ticket:

@@ -360,6 +360,26 @@ def test_an_edited_description_is_recorded_and_flagged_after_the_claim_and_after
     assert decide_notice(same, DescriptionEdited("d0", "d1"), notice()) == ()  # nothing new
 
 
+def test_an_edit_the_acceptance_already_read_flags_nothing_whichever_arrives_first() -> None:
+    """The body edited before `/accept`, which read and bound the new text: whether the
+    `issues.edited` webhook arrives before the accept or after it (GitHub does not promise the
+    order), the ticket ends the same, never "the description changed after acceptance"."""
+    old = description_digest("Uploader", "Stop the retries.")
+    new = description_digest("Uploader", "Stop the retries, and log them.")
+    edited = DescriptionEdited(old, new, body_changed=True)
+    ends = set()
+    for edit_first in (True, False):
+        ticket = ticket_in(WorkState.DELIVERED)
+        if edit_first:
+            ticket = apply_all(ticket, decide_notice(ticket, edited, notice()))  # type: ignore[arg-type]
+        ticket = run(ticket, Accept(), accepting(description_digest=new))
+        if not edit_first:
+            ticket = apply_all(ticket, decide_notice(ticket, edited, notice()))  # type: ignore[arg-type]
+        assert ticket.review is not None and ticket.review.description_digest == new
+        ends.add((ticket.description_changed, ticket.description_digest))
+    assert ends == {(None, new)}
+
+
 def test_the_claimant_giving_the_work_up_is_recorded_as_the_claimant_even_holding_reviewer() -> None:
     """`/reopen` by the claimant who also reviews records the claimant relation and the release."""
     from policies.commands import Reopen
