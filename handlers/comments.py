@@ -26,7 +26,7 @@ from handlers.answers import (
 )
 from handlers.commands import CommandFacts, CommandRun
 from handlers.outsiders import Admission, admit, settle
-from handlers.payloads import dig, dig_int, dig_str
+from handlers.payloads import dig, dig_int, dig_str, dig_time
 from handlers.ports import Outcome, Rules, Services
 from handlers.routing import Router, WebhookEvent
 from handlers.signs import claimant_comment, only_informational
@@ -62,7 +62,7 @@ class CommentFacts:
         p = event.payload
         repository = dig_str(p, "repository", "full_name")
         number, comment_id = dig_int(p, "issue", "number"), dig_int(p, "comment", "id")
-        author, created = dig_str(p, "comment", "user", "login"), dig_str(p, "comment", "created_at")
+        author, created = dig_str(p, "comment", "user", "login"), dig_time(p, "comment", "created_at")
         author_id = dig_int(p, "comment", "user", "id")
         if None in (event.installation_id, repository, number, comment_id, author, author_id, created):
             return None
@@ -73,7 +73,7 @@ class CommentFacts:
             on_pull_request=dig(p, "issue", "pull_request") is not None,
             comment_id=int(comment_id),  # type: ignore[arg-type]
             body=dig_str(p, "comment", "body") or "",
-            created_at=datetime.fromisoformat(str(created).replace("Z", "+00:00")),
+            created_at=created,  # type: ignore[arg-type]
             author=str(author),
             author_id=int(author_id),  # type: ignore[arg-type]
             author_is_bot=dig_str(p, "comment", "user", "type") == "Bot",

@@ -38,20 +38,21 @@ def dig_int(payload: Any, *path: str) -> int | None:
 
 def dig_time(payload: Any, *path: str) -> datetime | None:
     """A GitHub timestamp (`2026-11-30T10:00:00Z`) at `path`, or None when absent or unreadable."""
-    text = dig_str(payload, *path)
+    return github_time(dig_str(payload, *path))
+
+
+def github_time(text: str | None) -> datetime | None:
+    """A GitHub timestamp read as an aware time (one without an offset is UTC, as GitHub's are);
+    None when absent or unreadable (not a time, an offset past a day)."""
     if not text:
         return None
     try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00"))
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
         return None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
 def time_or(text: str | None, fallback: float) -> datetime:
     """A GitHub timestamp, or `fallback` (epoch seconds) when it is absent or unreadable."""
-    if text:
-        try:
-            return datetime.fromisoformat(text.replace("Z", "+00:00"))
-        except ValueError:
-            pass
-    return datetime.fromtimestamp(fallback, UTC)
+    return github_time(text) or datetime.fromtimestamp(fallback, UTC)

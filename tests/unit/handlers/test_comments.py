@@ -400,3 +400,24 @@ async def test_the_budget_spent_before_the_run_is_the_judge_not_refusals_counted
         await ports.budgets.refund(CAROL[1], budget)
     await say(ports, "/claim", by=CAROL, comment_id=7103)
     assert ticket(ports).work is WorkState.CLAIMED
+
+
+@pytest.mark.parametrize("created_at", ["yesterday", "2026-11-30T10:00:00+99:00"])
+async def test_a_comment_whose_time_does_not_read_runs_nothing_and_fails_nothing(created_at: str) -> None:
+    """A signed payload whose `created_at` is not a time: the claimant's `/reopen` runs nothing,
+    records nothing, answers nothing, and the handler does not raise (before: a ValueError out of
+    the handler, the delivery failed)."""
+    ports = world()
+    await claimed(ports)
+    before, answered = ticket(ports).revision, len(ports.store.answers)
+    await say(ports, "/reopen Giving it up.", by=CAROL, created_at=created_at)
+    assert ticket(ports).revision == before and len(ports.store.answers) == answered
+
+
+async def test_a_comment_time_without_an_offset_is_read_as_utc() -> None:
+    """`created_at` without an offset is GitHub's UTC: the claimant's comment is a sign of life and
+    its command runs (before: comparing it with aware times raised a TypeError)."""
+    ports = world()
+    await claimed(ports)
+    await say(ports, "/reopen Giving it up.", by=CAROL, created_at="2026-11-30T12:00:00")
+    assert ticket(ports).work is WorkState.OPEN
