@@ -163,12 +163,7 @@ def _accepted(ticket: Ticket, event: Event) -> Ticket:
         expires_at=_parse_time(data.get("expires_at")),
         expiry_bound="expires_at" in data,
     )
-    # The description the acceptance read is the one on record from now on: an `issues.edited`
-    # the accept already read, arriving after it, is then no change after acceptance.
-    digest = review.description_digest or ticket.description_digest
-    return replace(
-        ticket, work=WorkState.ACCEPTED, review=review, description_changed=None, description_digest=digest
-    )
+    return replace(ticket, work=WorkState.ACCEPTED, review=review, description_changed=None)
 
 
 def _acceptance_invalidated(ticket: Ticket, event: Event) -> Ticket:
@@ -188,7 +183,8 @@ def _reverted(ticket: Ticket, event: Event) -> Ticket:
 
 def _description_changed(ticket: Ticket, event: Event) -> Ticket:
     since = {WorkState.ACCEPTED: "acceptance", WorkState.CLAIMED: "claim", WorkState.DELIVERED: "claim"}
-    changed = since.get(ticket.work) if ticket.work else None
+    read = event.data.get("read_by_acceptance") is True  # the text the acceptance bound: no change since
+    changed = since.get(ticket.work) if ticket.work and not read else None
     return replace(
         ticket,
         description_digest=event.data.get("new_digest"),

@@ -287,16 +287,23 @@ def _lapsed(ticket: Ticket, notice: AcceptanceLapsed, ctx: NoticeContext) -> tup
 
 
 def _edited(ticket: Ticket, notice: DescriptionEdited, ctx: NoticeContext) -> tuple[Event, ...]:
-    """`description_changed` when the title or body now reads differently from the record."""
+    """`description_changed` when the title or body now reads differently from the record.
+
+    An edit whose text the acceptance already read and bound (made before `/accept`, its
+    `issues.edited` arriving after it: GitHub does not promise the order) is recorded as read
+    by the acceptance, which flags nothing, so the ticket ends the same in either order."""
     if notice.new_digest == ticket.description_digest:
         return ()
-    data = {
+    data: dict[str, object] = {
         "old_digest": ticket.description_digest or notice.old_digest,
         "new_digest": notice.new_digest,
         "title_changed": notice.title_changed,
         "body_changed": notice.body_changed,
         "work": ticket.work.value if ticket.work else None,
     }
+    bound = ticket.review.description_digest if ticket.review is not None else None
+    if ticket.work is WorkState.ACCEPTED and bound == notice.new_digest:
+        data["read_by_acceptance"] = True
     event = Event(
         EventType.DESCRIPTION_CHANGED,
         ctx.actor,
