@@ -54,18 +54,6 @@ def digest_of(issue: Any) -> str | None:
     return description_digest(dig_str(issue, "title"), dig_str(issue, "body"))
 
 
-async def is_agent(
-    services: Services, installation_id: int, repository: str, login: str, is_bot: bool, rules: Rules
-) -> bool:
-    """Whether the account is an agent: a `Bot` account, or one `agents:` names (a team asked of
-    GitHub as roles are)."""
-    if is_bot:
-        return True
-    if not rules.agents:
-        return False
-    return await services.roles.listed(installation_id, repository, login, rules.agents)
-
-
 async def accept_facts(
     services: Services,
     installation_id: int,

@@ -17,7 +17,8 @@ from typing import Any
 
 import structlog
 
-from handlers.acceptance import AcceptFacts, accept_facts, digest_of, is_agent, labels_of, recheck
+from handlers.acceptance import AcceptFacts, accept_facts, digest_of, labels_of, recheck
+from handlers.agents import is_agent, remember_listed
 from handlers.answers import (
     Answer,
     ArtifactNotFound,
@@ -211,6 +212,8 @@ class CommandRun:
             )
             if outcome.answerable:
                 await uow.send(*self.answers(outcome))
+            # An agent listed by login stays one after a rename (`handlers.agents`).
+            await remember_listed(uow, f.installation_id, f.author, f.author_id, rules, services.clock())
             merged: list[int] = []
             # A replay's effects were made with it, in its own unit: never again, and never on
             # another ticket (an API key sent for two tickets at once replays the first's outcome).
@@ -414,11 +417,12 @@ class CommandRun:
 
     async def _agent(self, rules: Rules) -> AcceptFacts:
         """Whether the author is an agent: a Bot or a listed login costs nothing to know; a listed
-        team, one membership read (for an author without a role, after the outsider's budget was
-        spent, as its role checks are)."""
+        login its account acted under before, one read of the store; a listed team, one membership
+        read (for an author without a role, after the outsider's budget was spent, as its role
+        checks are)."""
         f = self.facts
         agent = await is_agent(
-            self.services, f.installation_id, f.repository, f.author, f.author_is_bot, rules
+            self.services, f.installation_id, f.repository, f.author, f.author_id, f.author_is_bot, rules
         )
         return AcceptFacts(actor_is_agent=agent)
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
 
+from handlers.agent_ports import AgentReads, AgentWrites
 from handlers.answers import Answer
 from handlers.kept_answers import KeptAnswer as KeptAnswer
 from policies.budgets import Budget
@@ -156,7 +157,7 @@ PullAndTickets = tuple[PullRequest, set[int]]
 """A stored PR and the ticket numbers it links."""
 
 
-class Reads(Protocol):
+class Reads(AgentReads, Protocol):
     """What a read of the store answers (a unit of work answers it too, inside its transaction)."""
 
     async def ticket(self, key: TicketKey) -> Ticket | None:
@@ -217,7 +218,7 @@ class Reads(Protocol):
         """The id of the repository whose records are kept under `name`, if any."""
 
 
-class UnitOfWork(Reads, Protocol):
+class UnitOfWork(Reads, AgentWrites, Protocol):
     """One transaction: every write a handler makes for one delivery, committed together."""
 
     async def execute(

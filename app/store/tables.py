@@ -204,6 +204,21 @@ class InstallationRow(SQLModel, table=True):
     updated_at: float
 
 
+class AgentAccountRow(SQLModel, table=True):
+    """An account seen acting under a login a repository's `agents:` listed (`handlers.agents`).
+
+    Kept per installation, the first time: the account stays an agent after it renames, for as
+    long as `agents:` lists the login. `login` is casefolded, as `agents:` compares logins.
+    """
+
+    __tablename__ = "agent_accounts"
+
+    installation_id: int = Field(sa_column=Column(BigInteger, primary_key=True, autoincrement=False))
+    account_id: int = Field(sa_column=Column(BigInteger, primary_key=True, autoincrement=False))
+    login: str = Field(primary_key=True)
+    seen_at: float  # when it first acted under the login (epoch seconds)
+
+
 class InstallationRepositoryRow(SQLModel, table=True):
     """A repository an installation can see."""
 

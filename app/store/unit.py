@@ -25,7 +25,7 @@ from sqlalchemy.exc import OperationalError
 
 from app.contracts.effect_types import LimitedReply
 from app.contracts.traces import TRACING, set_attributes, span
-from app.store import api_answers, held, installations, pulls, repositories, signs, tickets
+from app.store import agent_accounts, api_answers, held, installations, pulls, repositories, signs, tickets
 from app.store.database import Database
 from app.store.effects import Effect, rerun
 from app.store.gate_reads import gate_backlog
@@ -309,6 +309,10 @@ class SqlReads:
         """The repository whose records are kept under `name`."""
         return await self._run(repositories.repository_named, name)
 
+    async def agent_logins(self, installation_id: int, account_id: int) -> set[str]:
+        """The listed logins the account acted under (`agent_accounts.logins_of`)."""
+        return await self._run(agent_accounts.logins_of, installation_id, account_id)
+
 
 class SqlUnit(SqlReads):
     """`handlers.ports.UnitOfWork`: one write transaction."""
@@ -379,6 +383,10 @@ class SqlUnit(SqlReads):
     ) -> None:
         """Record repositories added to or removed from an installation."""
         self._session.post(installations.set_repositories, installation_id, list(repositories), active, now)
+
+    async def remember_agent(self, installation_id: int, login: str, account_id: int, now: float) -> None:
+        """Keep that the account acted under a listed login (`agent_accounts.remember`)."""
+        self._session.post(agent_accounts.remember, installation_id, login, account_id, now)
 
     async def send(self, *answers: Answer) -> None:
         """Enqueue the writes with this transaction; replies within the author's reply limit."""

@@ -143,6 +143,7 @@ class Records:
     shown: list[Shown] = field(default_factory=list)
     api_answers: dict[tuple[int, str], KeptAnswer] = field(default_factory=dict)
     names: dict[int, str] = field(default_factory=dict)  # `repositories`: id -> the records' name
+    agents: dict[tuple[int, int, str], float] = field(default_factory=dict)  # `agent_accounts`: seen_at
     # `webhook_deliveries`: the pending `pull_request.closed` deliveries
     pending_closes: dict[str, tuple[str, int]] = field(default_factory=dict)  # id: (repository, runs)
 

@@ -119,6 +119,10 @@ class MemoryReads:
         """The API answer kept under the account's key."""
         return self.records.api_answers.get((account_id, key))
 
+    async def agent_logins(self, installation_id: int, account_id: int) -> set[str]:
+        """`agent_accounts.logins_of`: the listed logins the account acted under."""
+        return {login for (i, a, login) in self.records.agents if (i, a) == (installation_id, account_id)}
+
 
 class MemoryUnit(MemoryReads):
     """`handlers.ports.UnitOfWork` on a private copy of the store's records."""
@@ -190,6 +194,10 @@ class MemoryUnit(MemoryReads):
         records = self._writing()
         for repository in repositories:
             records.repositories[(installation_id, repository.casefold())] = (active, now)
+
+    async def remember_agent(self, installation_id: int, login: str, account_id: int, now: float) -> None:
+        """`agent_accounts.remember`: kept once, the first time."""
+        self._writing().agents.setdefault((installation_id, account_id, login.casefold()), now)
 
     async def send(self, *answers: Answer) -> None:
         """Enqueue the answers with this unit (kept, like everything else, only by `commit`)."""
