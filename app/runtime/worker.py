@@ -3,7 +3,8 @@
 Transient failures are retried with exponential backoff and full jitter (about an hour of
 tries), then marked failed; any other exception, a payload that cannot be decoded included,
 marks the delivery failed at once, with the error, for an operator to see (`railyard
-deliveries --status failed`) and re-run (`railyard redeliver ID`). Leases are short
+deliveries --status failed`) and re-run (`railyard redeliver ID`); so does a claim past the
+last try, all of whose runs ended with no outcome (a delivery that kills its process). Leases are short
 (`LEASE_SECONDS`) and renewed every third of that while the handlers run, so no other worker
 takes over a delivery whose first run is alive, and one whose process died is taken over
 within a lease. A renewal that finds the lease taken stops the handlers: the new holder
@@ -268,6 +269,11 @@ class Worker:
 
     async def _dispatch(self, delivery: ClaimedDelivery) -> tuple[str, str | None, float | None]:
         """(final status, note, retry time): a retry time means "try again then"."""
+        if delivery.attempt > self.retry.max_attempts:
+            # Every try so far ended with no outcome recorded (the process died, or the lease
+            # was lost, each time): failed visibly instead of holding its ticket's queue for ever.
+            log.error("giving up: no outcome recorded in any try", attempts=delivery.attempt - 1)
+            return FAILED, f"gave up: no outcome recorded in {delivery.attempt - 1} tries", None
         handlers = self.router.handlers_for(delivery.event, delivery.action)
         if not handlers or delivery.payload is None:
             return IGNORED, None, None
