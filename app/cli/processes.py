@@ -19,6 +19,7 @@ from app.logs import ACCESS_LOGGER
 from app.runtime.supervisor import close_all
 from app.settings import Settings
 from app.store.database import Database
+from app.store.lease_holders import LeaseHolders
 from app.version import railyard_version
 from app.web.server import SETUP
 from app.web.setup import SetupFlow, setup_url
@@ -140,6 +141,9 @@ async def _work(settings: Settings, database: Database, concurrency: int) -> int
     loops = worker_loops(settings, database, concurrency)
     github, supervisor = loops.shell.github, loops.supervisor
     await database.open_connections(concurrency)  # now, not in the middle of its first commands
+    holders = LeaseHolders(database)  # SQLite: a server starting meanwhile leaves its leases alone
+    if database.is_sqlite:
+        await asyncio.to_thread(holders.join)
     if github is not None:
         await github.start()
     loop = asyncio.get_running_loop()
@@ -152,6 +156,7 @@ async def _work(settings: Settings, database: Database, concurrency: int) -> int
     finally:
         await close_all(
             supervisor.close,
+            lambda: asyncio.to_thread(holders.leave),
             github.close if github is not None else None,
             lambda: asyncio.to_thread(loops.shell.store.close),
             lambda: asyncio.to_thread(database.close),

@@ -1,5 +1,6 @@
-"""The server's start and stop: migrate, take over a dead process's leases (SQLite), start the
-intake writer, GitHub's client and the supervised loops; stop them in reverse."""
+"""The server's start and stop: migrate, take over a dead process's leases (SQLite, when no other
+live process takes leases on the file: `app.store.lease_holders`), start the intake writer,
+GitHub's client and the supervised loops; stop them in reverse."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from aiohttp import web
 
 from app.runtime.supervisor import close_all
 from app.store.effects import release_effect_leases
+from app.store.lease_holders import LeaseHolders
 from app.store.queue import release_all_leases
 from app.web.app_keys import DATABASE, GITHUB, SETTINGS, SHELL, SUPERVISOR, WORKER, WRITER
 
@@ -27,8 +29,11 @@ async def lifecycle(app: web.Application) -> AsyncIterator[None]:
     worker = app.get(WORKER)
     if worker is not None:  # its connections opened now, not in the middle of its first commands
         await database.open_connections(worker.concurrency)
-    if database.is_sqlite:
-        # One server process owns a SQLite file: leases still held are a dead process's.
+    holders = LeaseHolders(database)
+    if database.is_sqlite and not await asyncio.to_thread(holders.join):
+        log.warning("another live process takes leases on this database; its leases are left to run out")
+    elif database.is_sqlite:
+        # No other live process takes leases on the file: leases still held are a dead process's.
         released = await asyncio.to_thread(release_all_leases, database)
         if released:
             log.warning("took over deliveries leased before a restart", count=released)
@@ -48,6 +53,7 @@ async def lifecycle(app: web.Application) -> AsyncIterator[None]:
     finally:
         await close_all(
             supervisor.close,  # every loop is stopped and awaited, none left behind
+            lambda: asyncio.to_thread(holders.leave),
             writer.close,
             github.close if github is not None else None,
             lambda: asyncio.to_thread(app[SHELL].store.close),

@@ -4,11 +4,13 @@ GitHub bend nothing in the record."""
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import json
+import os
 import time
 from pathlib import Path
 
-from sqlalchemy import update
+from sqlalchemy import select, update
 
 from app.store.effects import effects_table, enqueue, reaction
 from bench.chaos import Options, Violated, campaign
@@ -87,3 +89,30 @@ async def test_a_change_made_while_its_status_comment_is_written_is_shown(world:
 
     assert world.ticket().work.value == "open"
     assert world.status_comments() == [world.expected_status()]
+
+
+async def test_a_starting_sqlite_server_leaves_the_leases_of_a_live_process_alone(tmp_path: Path) -> None:
+    """A GitHub write leased by a live process on the same file (a `railyard worker` beside the
+    server, or the previous server still stopping) is not taken over when a server starts: freed
+    from under its holder, a comment that holder has sent would be sent again."""
+    state = standin_state()
+    comment = state.add_comment(REPO, 12, "/status", user="rachel")
+    path = tmp_path / "railyard.db"
+    database = sqlite_database(path)
+    with database.write() as connection:
+        enqueue(connection, [reaction(7, REPO, comment.id)], time.time())
+        connection.execute(update(effects_table).values(lease_until=time.time() + 3600, lease_owner="live"))
+    # What a live process taking leases on the file holds for as long as it runs.
+    holder = os.open(f"{path}-leases.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(holder, fcntl.LOCK_SH)
+    try:
+        async with running_standin(state) as standin:
+            settings = app_settings(f"sqlite:///{path}", GITHUB_API_URL=standin.url, APP_ID="1")
+            async with running_server(settings):
+                await asyncio.sleep(1.5)  # the outbox looks at once, then every half second
+    finally:
+        os.close(holder)
+    with database.read() as connection:
+        owner = connection.execute(select(effects_table.c.lease_owner)).scalar_one()
+
+    assert owner == "live" and [r for r in state.reactions if r.comment_id == comment.id] == []
