@@ -11,6 +11,7 @@ bytes in flight takes sending them, at `rate` per body. A body that would take t
 flight past `capacity` is refused (503, with Retry-After) before it is read further; bodies that
 declare (or reach) `small` bytes or more share only `capacity - reserve`, so large slow uploads,
 whoever sends them, cannot starve the ordinary webhooks and API commands, which are small. A
+body cut off by its client (a hang-up, a half-close) is refused (400) like any bad input. A
 refused request was never acknowledged, so nothing is lost: GitHub records a failed delivery
 (railyard's recovery asks for it again), an API client retries with the same Idempotency-Key.
 """
@@ -21,6 +22,7 @@ import asyncio
 from urllib.parse import parse_qs
 
 from aiohttp import web
+from aiohttp.web_protocol import RequestPayloadError
 
 CHUNK = 64 * 1024
 STALL_SECONDS = 15.0  # SPEC: a body that stalls is dropped within 15 s
@@ -64,10 +66,12 @@ class BodyBudget:
     async def _next(self, request: web.Request, left: float) -> bytes:
         try:
             return await asyncio.wait_for(request.content.read(CHUNK), min(self.stall, max(left, 0.0)))
-        except TimeoutError:
+        except TimeoutError:  # an OSError too: first
             if left <= self.stall:
                 raise BodyRefused(408, "the body came too slowly: it was not all there in time") from None
             raise BodyRefused(408, f"the body stalled: nothing arrived for {self.stall:g} s") from None
+        except CUT_OFF:
+            raise _cut_off() from None
 
     def _take(self, size: int, *, large: bool, moving: bool = False) -> None:
         """Count `size` more bytes (`moving`: bytes already counted become a large body's)."""
@@ -116,7 +120,10 @@ class _BodyRead:
         while True:
             # What has already arrived is taken without a timer (a webhook's body usually
             # comes with its headers); only a body still on its way is waited for.
-            chunk = content.read_nowait(CHUNK)
+            try:
+                chunk = content.read_nowait(CHUNK)
+            except CUT_OFF:
+                raise _cut_off() from None
             if not chunk:
                 if content.at_eof():
                     break
@@ -154,6 +161,16 @@ async def small_form(request: web.Request) -> dict[str, str]:
         except ValueError:  # more fields than any of railyard's forms has
             raise BodyRefused(400, "the form has more fields than this page sends") from None
     return {name: values[0] for name, values in fields.items()}
+
+
+CUT_OFF = (OSError, RequestPayloadError)
+"""What reading a body raises when its client hung up (or half-closed) before sending all of it,
+or sent a body its own framing contradicts: bad input, refused like any other (logged
+sparingly), never an unexpected error with a traceback for each such request."""
+
+
+def _cut_off() -> BodyRefused:
+    return BodyRefused(400, "the body ended before it was all there (the client hung up or misframed it)")
 
 
 def _too_large(limit: int) -> BodyRefused:

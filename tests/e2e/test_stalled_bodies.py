@@ -8,6 +8,7 @@ import json
 import time
 from pathlib import Path
 
+from structlog.testing import capture_logs
 from yarl import URL
 
 from app.store.database import Database
@@ -144,3 +145,30 @@ async def test_trickled_bodies_are_dropped_and_never_keep_a_webhook_out(tmp_path
             assert all(seconds < 10 for _, seconds in answers), answers
             assert bodies.in_flight == 0
     assert [d["delivery_id"] for d in list_deliveries(Database(url))] == ["during-the-jam"]
+
+
+async def test_bodies_cut_off_by_their_clients_are_refused_quietly(tmp_path: Path) -> None:
+    """Unsigned requests that send part of a body and hang up (or half-close) are refused like
+    any bad body: no "unexpected error" with a traceback for each one (a log flood anyone can
+    cause), one throttled refusal line, and the buffers given back."""
+    settings = process_intake_settings(f"sqlite:///{tmp_path}/railyard.db")
+    async with running_server(settings) as server:
+        where = URL(server.url)
+        with capture_logs() as logs:
+            for half_close in (False, True) * 10:
+                _, writer = await asyncio.open_connection(where.host, where.port)
+                writer.write(
+                    b"POST /webhooks HTTP/1.1\r\nHost: railyard\r\nX-GitHub-Event: ping\r\n"
+                    b'X-GitHub-Delivery: cut\r\nContent-Length: 1000\r\n\r\n{"zen":'
+                )
+                await writer.drain()
+                await asyncio.sleep(0.05)
+                if half_close:
+                    writer.write_eof()
+                writer.close()
+            await asyncio.sleep(0.5)
+        assert server.app[BODIES].in_flight == 0
+
+    unexpected = [line for line in logs if line["log_level"] in ("error", "critical")]
+    refused = [line for line in logs if line["event"] == "webhook refused"]
+    assert unexpected == [] and len(refused) == 1 and refused[0]["status"] == 400
