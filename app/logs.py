@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import MutableMapping
+import time
+from collections.abc import Callable, MutableMapping
 from typing import Any, TextIO
 
 import structlog
+from aiohttp.http_exceptions import HttpProcessingError
 
 _SECRET_WORDS = ("secret", "token", "private_key", "password", "authorization", "signature")
 ACCESS_LOGGER = "aiohttp.access"
@@ -27,6 +29,33 @@ def redact(_logger: Any, _method: str, event: MutableMapping[str, Any]) -> Mutab
         if any(word in key.lower() for word in _SECRET_WORDS):
             event[key] = "[redacted]"
     return event
+
+
+class UnreadableRequests(logging.Filter):
+    """aiohttp's line for each request it cannot parse as HTTP (a control character in a header, a
+    chunk size that is not hex), at error with a traceback: anyone can send those, so each `every`
+    seconds one warning without the traceback, counting those it stands for since the last one
+    (`suppressed_since_last`). aiohttp answers them 400 itself; its other lines pass unchanged."""
+
+    def __init__(self, every: float = 60.0, clock: Callable[[], float] = time.monotonic) -> None:
+        super().__init__()
+        self._every, self._clock = every, clock
+        self._last: float | None = None
+        self._suppressed = 0
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not (record.exc_info and isinstance(record.exc_info[1], HttpProcessingError)):
+            return True
+        now = self._clock()
+        if self._last is not None and now - self._last < self._every:
+            self._suppressed += 1
+            return False
+        record.levelno, record.levelname = logging.WARNING, "WARNING"
+        record.msg, record.args = "a request that is not readable HTTP was answered 400", ()
+        record.exc_info, record.exc_text = None, None
+        record.suppressed_since_last = self._suppressed
+        self._last, self._suppressed = now, 0
+        return True
 
 
 def _renderers(stream: TextIO) -> list[Any]:
@@ -61,6 +90,9 @@ def configure_logging(level: str = "info", stream: TextIO | None = None) -> None
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(numeric)
+    server = logging.getLogger("aiohttp.server")
+    server.filters[:] = [f for f in server.filters if not isinstance(f, UnreadableRequests)]
+    server.addFilter(UnreadableRequests())
     for name in _CHATTY:
         logging.getLogger(name).setLevel(
             numeric if numeric <= logging.DEBUG else max(numeric, logging.WARNING)

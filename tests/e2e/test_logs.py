@@ -3,6 +3,7 @@ libraries' lines included; LOG_LEVEL filters; the access log is opt-in and never
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import pty
@@ -12,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+from yarl import URL
 
 from tests.fakes import ServerProcess
 
@@ -102,3 +104,27 @@ def test_a_terminal_gets_readable_lines_not_json() -> None:
     lines = [line for line in text.splitlines() if line.strip()]
     assert len(lines) == 3 and "from httpx" in text and "from railyard" in text
     assert not any(line.lstrip().startswith("{") for line in lines)
+
+
+async def test_requests_that_are_not_http_cost_one_line_a_minute_not_a_traceback_each(tmp_path: Path) -> None:
+    """Anyone can send requests aiohttp cannot parse (a control character in a header, a chunk
+    size that is not hex): each was logged at error with a traceback. Now one warning a minute,
+    no traceback, counting those it stands for; a real error in a handler is still an error."""
+    server = ServerProcess({**SETUP_MODE, "DATABASE_URL": f"sqlite:///{tmp_path}/logs.db"}, tmp_path)
+    await server.start()
+    where = URL(server.url)
+    try:
+        unreadable = (b"X-GitHub-Event: pi\x01ng\r\n\r\n", b"Transfer-Encoding: chunked\r\n\r\nZZ\r\n")
+        for malformed in unreadable * 10:
+            reader, writer = await asyncio.open_connection(where.host, where.port)
+            writer.write(b"POST /webhooks HTTP/1.1\r\nHost: railyard\r\n" + malformed)
+            await writer.drain()
+            assert (await reader.read()).startswith(b"HTTP/1.0 400")
+            writer.close()
+    finally:
+        server.stop()
+    assert server.log is not None
+    records = [json.loads(line) for line in server.log.read_text().splitlines() if line.strip()]
+    refused = [r for r in records if r.get("logger") == "aiohttp.server"]
+
+    assert len(refused) == 1 and refused[0]["level"] == "warning" and "exception" not in refused[0]
