@@ -1,13 +1,48 @@
 """When GitHub's answer is a rate limit, and until when (Retry-After, the reset header, or a
-minute for a secondary limit that names no time)."""
+minute for a secondary limit that names no time).
+
+Every wait is at least `MIN_WAIT_SECONDS` and at most `MAX_WAIT_SECONDS` from now, whatever the
+headers say: a reset or an HTTP date in the past (this machine's clock ahead of GitHub's) would
+otherwise send the next call at once, into the same limit, again and again, and a Retry-After
+of `inf` or `nan` (a proxy's) would stop the installation's calls for good or never. A reset is
+read against GitHub's own clock (the answer's `Date`) where it has one, so a skewed clock here
+waits as long as GitHub means.
+"""
 
 from __future__ import annotations
 
+import math
 from email.utils import parsedate_to_datetime
 
 import httpx
 
 SECONDARY_LIMIT_FALLBACK_SECONDS = 60.0
+MIN_WAIT_SECONDS = 1.0
+MAX_WAIT_SECONDS = 3600.0
+"""GitHub's primary limits reset within the hour; a longer wait is no answer of GitHub's."""
+
+
+def _waited(seconds: float, now: float) -> float:
+    """`now` plus `seconds`, kept within `MIN_WAIT_SECONDS` and `MAX_WAIT_SECONDS`."""
+    if not math.isfinite(seconds):
+        seconds = SECONDARY_LIMIT_FALLBACK_SECONDS
+    return now + min(max(seconds, MIN_WAIT_SECONDS), MAX_WAIT_SECONDS)
+
+
+def _epoch(value: str | None) -> float | None:
+    """An HTTP date as epoch seconds (None when it does not read)."""
+    if not value:
+        return None
+    try:
+        return parsedate_to_datetime(value).timestamp()
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+
+
+def _github_now(response: httpx.Response, now: float) -> float:
+    """GitHub's clock when it answered (its `Date`), else ours."""
+    said = _epoch(response.headers.get("date"))
+    return said if said is not None else now
 
 
 def _retry_after(response: httpx.Response, now: float) -> float | None:
@@ -15,12 +50,12 @@ def _retry_after(response: httpx.Response, now: float) -> float | None:
     if value is None:
         return None
     try:
-        return now + float(value)
+        return _waited(float(value), now)
     except ValueError:
-        try:
-            return parsedate_to_datetime(value).timestamp()
-        except (TypeError, ValueError):
-            return now + SECONDARY_LIMIT_FALLBACK_SECONDS
+        at = _epoch(value)
+        if at is None:
+            return _waited(SECONDARY_LIMIT_FALLBACK_SECONDS, now)
+        return _waited(at - _github_now(response, now), now)
 
 
 def rate_limit_until(response: httpx.Response, now: float) -> float | None:
@@ -51,4 +86,6 @@ def _told(response: httpx.Response, now: float) -> float | None:
     if response.headers.get("x-ratelimit-remaining") != "0":
         return None
     reset = response.headers.get("x-ratelimit-reset", "")
-    return max(float(reset), now) if reset.isdigit() else now + SECONDARY_LIMIT_FALLBACK_SECONDS
+    if not reset.isdigit():
+        return _waited(SECONDARY_LIMIT_FALLBACK_SECONDS, now)
+    return _waited(float(reset) - _github_now(response, now), now)
