@@ -14,7 +14,6 @@ from collections.abc import Callable, MutableMapping
 from typing import Any, TextIO
 
 import structlog
-from aiohttp.http_exceptions import HttpProcessingError
 
 _SECRET_WORDS = ("secret", "token", "private_key", "password", "authorization", "signature")
 ACCESS_LOGGER = "aiohttp.access"
@@ -44,7 +43,12 @@ class UnreadableRequests(logging.Filter):
         self._suppressed = 0
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if not (record.exc_info and isinstance(record.exc_info[1], HttpProcessingError)):
+        if not record.exc_info:
+            return True
+        # Imported here: only a server logs through aiohttp, and a command line must not load it.
+        from aiohttp.http_exceptions import HttpProcessingError
+
+        if not isinstance(record.exc_info[1], HttpProcessingError):
             return True
         now = self._clock()
         if self._last is not None and now - self._last < self._every:
