@@ -16,7 +16,10 @@
 - Rate limits: `RateLimited` reschedules at GitHub's time for the whole installation;
   content-creating writes are spaced `spacing` seconds apart per installation. Both live in
   the database (`app.store.limits`), shared by every process.
-- After the last retry an effect is marked failed, visibly, never dropped.
+- After the last retry an effect is marked failed, visibly, never dropped; so is one claimed
+  past the last try (`RetryPolicy.max_attempts`) with no outcome recorded since (its write
+  kills the process, or its lease runs out, every time), without being performed, and the
+  rest of its batch goes on. `railyard retry ID` puts it back.
 - Identity: an effect is written only while GitHub's repository of its `repository_id` has its
   name (`app.runtime.write_target`): never into a repository that took a renamed or deleted
   one's name.
@@ -183,6 +186,9 @@ class Outbox:
                 log.info("lease lost (or the effect cancelled) before it was performed; left alone")
                 return
             row["repository"], row["dedupe_key"] = hold.repository, hold.dedupe_key  # moved meanwhile
+            if row["claims"] > self.retry.max_attempts:
+                await self._give_up(row)
+                return
             if (status := hold.installation_status) in (DELETED, SUSPENDED):
                 # Uninstalled: act no more, keep the record of what was intended.
                 await self._finish(row, status=CANCELLED, last_error=f"installation {status}")
@@ -235,6 +241,14 @@ class Outbox:
             return
         at = self.clock() + self.retry.delay(attempts)
         await self._finish(row, attempts=attempts, ambiguous=ambiguous, next_attempt_at=at, last_error=error)
+
+    async def _give_up(self, row: dict[str, Any]) -> None:
+        """Fail, unperformed, an effect none of whose last claims recorded an outcome (the write
+        killed the process, or the lease ran out, each time): visibly, not claimed for ever."""
+        claims = row["claims"] - 1
+        log.error("giving up: no outcome recorded in any claim", claims=claims)
+        self.metrics.outbox_failed.inc()
+        await self._finish(row, status=FAILED, last_error=f"gave up: no outcome recorded in {claims} claims")
 
     async def _hold_lease(self, row: dict[str, Any], **values: Any) -> bool:
         """Renew this outbox's lease on the effect (setting `values`); False if it was lost."""

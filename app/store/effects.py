@@ -62,6 +62,7 @@ def enqueue(connection: Connection, effects: Sequence[Effect], now: float) -> No
             "payload": dict(effect.payload),
             "status": PENDING,
             "attempts": 0,
+            "claims": 0,
             "ambiguous": False,
             "next_attempt_at": now,
             "created_at": now,
@@ -96,6 +97,7 @@ def _enqueue_statements(dialect: str) -> tuple[Any, Any]:
             "repository_id": func.coalesce(statement.excluded.repository_id, current.repository_id),
             "status": PENDING,
             "attempts": case((was_pending, current.attempts), else_=0),
+            "claims": case((was_pending, current.claims), else_=0),
             "next_attempt_at": case(
                 (was_pending, current.next_attempt_at),
                 else_=later(statement.excluded.next_attempt_at, current.next_attempt_at),
@@ -174,7 +176,9 @@ class EffectLeases:
     async def claim_due(self, now: float, limit: int) -> list[dict[str, Any]]:
         """Lease up to `limit` effects due at `now`, oldest first: chosen and leased by one
         UPDATE, which on PostgreSQL passes over those another outbox is leasing (SKIP LOCKED),
-        and they come back from it."""
+        and they come back from it. Each claim counts in `claims` until an outcome is recorded
+        (`done`, `finish`), so a claim that ended with none (the process died, the lease ran
+        out) stays counted."""
         leased = (now + self.lease_seconds, self.owner, now, now, limit)
         rows = [_decoded(values) for values in await self.database.write_here(self._claim_due, leased)]
         return sorted(rows, key=lambda r: (r["next_attempt_at"], r["id"]))
@@ -217,8 +221,9 @@ class EffectLeases:
         await self.database.write_here(_DONE.format(json=self._json), parameters)
 
     async def finish(self, row: dict[str, Any], now: float, **values: Any) -> None:
-        """Release the lease, setting `values` (a retry time, a failure, a cancellation)."""
-        sets, parameters = self._sets({"lease_until": None, "updated_at": now, **values})
+        """Release the lease, setting `values` (a retry time, a failure, a cancellation): an
+        outcome, so the claims that ended with none are counted afresh."""
+        sets, parameters = self._sets({"lease_until": None, "updated_at": now, "claims": 0, **values})
         mine = f"{sets} WHERE id = ? AND lease_owner = ?"
         await self.database.write_here(_UPDATE + mine, (*parameters, row["id"], self.owner))
 
@@ -238,7 +243,8 @@ _DUE = (
     "AND (lease_until IS NULL OR lease_until < ?) ORDER BY next_attempt_at, id LIMIT ?"
 )
 _CLAIM_DUE = (
-    f"UPDATE {effects_table.name} SET lease_until = ?, lease_owner = ? WHERE id {{due}} "  # noqa: S608
+    f"UPDATE {effects_table.name} SET lease_until = ?, lease_owner = ?, claims = claims + 1 "  # noqa: S608
+    "WHERE id {due} "
     f"RETURNING {', '.join(_COLUMNS)}"
 )
 _RENEW_READING_STATUS = (
@@ -251,7 +257,7 @@ _DONE = (
     f"UPDATE {effects_table.name} SET "  # noqa: S608
     f"status = CASE WHEN updated_at = ? THEN '{DONE}' ELSE '{PENDING}' END, "
     "attempts = CASE WHEN updated_at = ? THEN ? ELSE 0 END, "
-    "next_attempt_at = ?, "
+    "next_attempt_at = ?, claims = 0, "
     "updated_at = CASE WHEN updated_at = ? THEN ? ELSE updated_at END, "
     "lease_until = NULL, ambiguous = ?, done_at = ?, result = {json} "
     "WHERE id = ? AND lease_owner = ?"
@@ -289,7 +295,7 @@ def list_effects(database: Database, status: str | None = None, limit: int = 100
 
 
 def retry_effects(database: Database, ids: Sequence[int], now: float) -> dict[int, str | None]:
-    """Put failed or cancelled effects back to pending, due now, attempts reset.
+    """Put failed or cancelled effects back to pending, due now, attempts and claims reset.
 
     Answers each id's status before the call (None: no such effect); only the ones that were
     failed or cancelled changed. An ambiguous effect stays ambiguous, so its next attempt
@@ -306,6 +312,7 @@ def retry_effects(database: Database, ids: Sequence[int], now: float) -> dict[in
             .values(
                 status=PENDING,
                 attempts=0,
+                claims=0,
                 next_attempt_at=now,
                 lease_until=None,
                 lease_owner=None,

@@ -268,6 +268,9 @@ class OutboxEffectRow(SQLModel, table=True):
     payload: dict[str, Any] = json_field()
     status: str  # pending | done | failed
     attempts: int = 0
+    # Claims since the last outcome recorded (any: done, failed, a retry time); an effect
+    # claimed past the outbox's last try with none is failed without being performed.
+    claims: int = 0
     ambiguous: bool = False
     next_attempt_at: float
     lease_until: float | None = None

@@ -29,6 +29,7 @@ from app.store.effects import (
     enqueue,
     marker,
     reaction,
+    retry_effects,
 )
 from app.store.limits import SharedLimits
 from tests.conftest import sqlite_database
@@ -369,3 +370,40 @@ async def test_a_surface_enqueued_after_its_write_waits_the_interval(
         put(database, StillClock(102.0), surface)
     assert await leases.claim_due(104.99, limit=5) == []
     assert [r["id"] for r in await leases.claim_due(105.0, limit=5)] == [row["id"]]
+
+
+@respx.mock
+async def test_an_effect_whose_claims_never_record_an_outcome_is_failed_unperformed(
+    database: Database, outbox_parts: Any
+) -> None:
+    """A reaction whose write kills its outbox on every claim (each lease runs out with no
+    outcome) is not written a 33rd time: it is failed, visibly, without a request, while the
+    other reaction of its batch is written; `railyard retry` counts its claims afresh."""
+    outbox, _, clock = outbox_parts
+    routes = {
+        comment_id: respx.post(f"{GITHUB_API}/repos/{REPO}/issues/comments/{comment_id}/reactions").mock(
+            return_value=httpx.Response(201, json={"id": comment_id, "content": "+1"})
+        )
+        for comment_id in (555, 556)
+    }
+    put(database, clock, reaction(7, REPO, 555), reaction(7, REPO, 556))
+    dead = EffectLeases(database, "dead-outbox", outbox.lease_seconds)
+    for _ in range(outbox.retry.max_attempts):  # each claim's process dies before its outcome
+        [claimed] = await dead.claim_due(clock.now, 1)
+        assert claimed["dedupe_key"].endswith(":555:+1")
+        clock.now += outbox.lease_seconds + 1
+
+    assert await outbox.run_once() == 2
+    with database.read() as connection:
+        rows = {
+            r.dedupe_key.split(":")[2]: r
+            for r in connection.execute(select(effects_table.c.id, effects_table.c.dedupe_key,
+                                               effects_table.c.status, effects_table.c.last_error))
+        }  # fmt: skip
+    assert rows["556"].status == "done" and routes[556].call_count == 1
+    assert rows["555"].status == "failed" and routes[555].call_count == 0
+    assert rows["555"].last_error == "gave up: no outcome recorded in 32 claims"
+
+    assert retry_effects(database, [rows["555"].id], clock.now) == {rows["555"].id: "failed"}
+    assert await outbox.run_once() == 1
+    assert routes[555].call_count == 1 and effect_counts(database) == {"done": 2}

@@ -13,7 +13,7 @@ import httpx
 import pytest
 import respx
 from alembic import command
-from sqlalchemy import insert, select
+from sqlalchemy import column, insert, select, table
 
 from app.contracts.effect_types import Effect, EffectKind
 from app.github.client import GitHubClient
@@ -33,8 +33,15 @@ def an_effect(key: str, repository: str = OLD) -> dict[str, Any]:
     return {
         "dedupe_key": key, "installation_id": 7, "repository": repository, "kind": "comment",
         "payload": {"number": 12, "body": "hi"}, "status": "pending", "next_attempt_at": 1.0,
-        "created_at": 1.0, "updated_at": 1.0,
+        "created_at": 1.0, "updated_at": 1.0, "attempts": 0, "ambiguous": False,
     }  # fmt: skip
+
+
+EFFECTS_0020 = table(
+    effects_table.name,
+    *(column(c.name, c.type) for c in effects_table.c if c.name not in ("repository_id", "claims")),
+)
+"""outbox_effects with 0020's columns only (no Python-side defaults for later ones)."""
 
 
 @pytest.fixture
@@ -60,7 +67,7 @@ def test_the_migration_gives_each_pending_effect_the_id_its_name_belongs_to(befo
     with before_0021.write() as connection:
         connection.execute(insert(repositories).values(id=55, full_name=OLD, updated_at=1.0))
         connection.execute(
-            insert(effects_table),  # the rows name 0020's columns only
+            insert(EFFECTS_0020),  # the rows name 0020's columns only
             [an_effect("comment:a"), an_effect("comment:b", "Acme/Web"), an_effect("comment:c", "a/b")],
         )
     command.upgrade(alembic_config(before_0021.url), "head")
