@@ -326,14 +326,16 @@ async def test_an_effect_whose_outcome_cannot_be_recorded_does_not_stop_the_othe
     monkeypatch.setattr(outbox._leases, "done", refuse_the_first)
 
     assert await outbox.run_once() == 2
-    with database.read() as connection:
-        rows = {
-            r.dedupe_key.split(":")[2]: r
-            for r in connection.execute(select(effects_table.c.dedupe_key, effects_table.c.status,
-                                               effects_table.c.attempts, effects_table.c.ambiguous))
-        }  # fmt: skip
+    rows = by_comment(database, effects_table.c.status, effects_table.c.attempts, effects_table.c.ambiguous)
     assert rows["556"].status == "done"
     assert (rows["555"].status, rows["555"].attempts, rows["555"].ambiguous) == ("pending", 1, True)
+
+
+def by_comment(database: Database, *columns: Any) -> dict[str, Any]:
+    """The reactions' effect rows (`columns` of them) by the comment each reacts to."""
+    with database.read() as connection:
+        found = connection.execute(select(effects_table.c.dedupe_key, *columns))
+        return {row.dedupe_key.split(":")[2]: row for row in found}
 
 
 async def test_a_lease_change_naming_no_column_is_refused(tmp_path: Path) -> None:
@@ -394,12 +396,7 @@ async def test_an_effect_whose_claims_never_record_an_outcome_is_failed_unperfor
         clock.now += outbox.lease_seconds + 1
 
     assert await outbox.run_once() == 2
-    with database.read() as connection:
-        rows = {
-            r.dedupe_key.split(":")[2]: r
-            for r in connection.execute(select(effects_table.c.id, effects_table.c.dedupe_key,
-                                               effects_table.c.status, effects_table.c.last_error))
-        }  # fmt: skip
+    rows = by_comment(database, effects_table.c.id, effects_table.c.status, effects_table.c.last_error)
     assert rows["556"].status == "done" and routes[556].call_count == 1
     assert rows["555"].status == "failed" and routes[555].call_count == 0
     assert rows["555"].last_error == "gave up: no outcome recorded in 32 claims"
