@@ -186,8 +186,8 @@ class Outbox:
                 log.info("lease lost (or the effect cancelled) before it was performed; left alone")
                 return
             row["repository"], row["dedupe_key"] = hold.repository, hold.dedupe_key  # moved meanwhile
-            if row["claims"] > self.retry.max_attempts:
-                await self._give_up(row)
+            if hold.claims > self.retry.max_attempts:
+                await self._give_up(row, hold.claims - 1)
                 return
             if (status := hold.installation_status) in (DELETED, SUSPENDED):
                 # Uninstalled: act no more, keep the record of what was intended.
@@ -242,10 +242,10 @@ class Outbox:
         at = self.clock() + self.retry.delay(attempts)
         await self._finish(row, attempts=attempts, ambiguous=ambiguous, next_attempt_at=at, last_error=error)
 
-    async def _give_up(self, row: dict[str, Any]) -> None:
-        """Fail, unperformed, an effect none of whose last claims recorded an outcome (the write
-        killed the process, or the lease ran out, each time): visibly, not claimed for ever."""
-        claims = row["claims"] - 1
+    async def _give_up(self, row: dict[str, Any], claims: int) -> None:
+        """Fail, unperformed, an effect none of whose last `claims` writes begun recorded an
+        outcome (the write killed the process, or the lease ran out, each time): visibly, not
+        claimed for ever."""
         log.error("giving up: no outcome recorded in any claim", claims=claims)
         self.metrics.outbox_failed.inc()
         await self._finish(row, status=FAILED, last_error=f"gave up: no outcome recorded in {claims} claims")

@@ -148,6 +148,8 @@ class Hold(NamedTuple):
     repository: str
     dedupe_key: str
     holder: int | None
+    claims: int
+    """Its writes begun with no outcome recorded since the last one, this one included."""
 
 
 class EffectLeases:
@@ -176,9 +178,7 @@ class EffectLeases:
     async def claim_due(self, now: float, limit: int) -> list[dict[str, Any]]:
         """Lease up to `limit` effects due at `now`, oldest first: chosen and leased by one
         UPDATE, which on PostgreSQL passes over those another outbox is leasing (SKIP LOCKED),
-        and they come back from it. Each claim counts in `claims` until an outcome is recorded
-        (`done`, `finish`), so a claim that ended with none (the process died, the lease ran
-        out) stays counted."""
+        and they come back from it."""
         leased = (now + self.lease_seconds, self.owner, now, now, limit)
         rows = [_decoded(values) for values in await self.database.write_here(self._claim_due, leased)]
         return sorted(rows, key=lambda r: (r["next_attempt_at"], r["id"]))
@@ -192,7 +192,10 @@ class EffectLeases:
     async def hold_to_perform(self, row: dict[str, Any], now: float) -> Hold | None:
         """Renew the lease before the write leaves, and read what the write depends on, in one
         statement (`Hold`); None when this outbox holds it no more, or it is pending no more
-        (cancelled meanwhile: its repository's name was reused)."""
+        (cancelled meanwhile: its repository's name was reused). The write begun counts in
+        `claims` until an outcome is recorded (`done`, `finish`), so one whose process died or
+        whose lease ran out stays counted; a claimed effect never reached (its batch cut short)
+        is not."""
         renewal = (now + self.lease_seconds, row["id"], self.owner, now, row["installation_id"])
         held = await self.database.write_here(_RENEW_READING_STATUS, renewal)
         return Hold(*held[0]) if held else None
@@ -243,15 +246,14 @@ _DUE = (
     "AND (lease_until IS NULL OR lease_until < ?) ORDER BY next_attempt_at, id LIMIT ?"
 )
 _CLAIM_DUE = (
-    f"UPDATE {effects_table.name} SET lease_until = ?, lease_owner = ?, claims = claims + 1 "  # noqa: S608
-    "WHERE id {due} "
+    f"UPDATE {effects_table.name} SET lease_until = ?, lease_owner = ? WHERE id {{due}} "  # noqa: S608
     f"RETURNING {', '.join(_COLUMNS)}"
 )
 _RENEW_READING_STATUS = (
-    f"UPDATE {effects_table.name} SET lease_until = ? "  # noqa: S608
+    f"UPDATE {effects_table.name} SET lease_until = ?, claims = claims + 1 "  # noqa: S608
     f"WHERE id = ? AND lease_owner = ? AND lease_until >= ? AND status = '{PENDING}' "
     f"RETURNING (SELECT status FROM {installations.name} WHERE id = ?), repository, dedupe_key, "
-    f"(SELECT id FROM {_repositories.name} WHERE full_name = lower({effects_table.name}.repository))"
+    f"(SELECT id FROM {_repositories.name} WHERE full_name = lower({effects_table.name}.repository)), claims"
 )
 _DONE = (
     f"UPDATE {effects_table.name} SET "  # noqa: S608

@@ -393,6 +393,7 @@ async def test_an_effect_whose_claims_never_record_an_outcome_is_failed_unperfor
     for _ in range(outbox.retry.max_attempts):  # each claim's process dies before its outcome
         [claimed] = await dead.claim_due(clock.now, 1)
         assert claimed["dedupe_key"].endswith(":555:+1")
+        assert await dead.hold_to_perform(claimed, clock.now) is not None  # its write begins
         clock.now += outbox.lease_seconds + 1
 
     assert await outbox.run_once() == 2
@@ -404,3 +405,23 @@ async def test_an_effect_whose_claims_never_record_an_outcome_is_failed_unperfor
     assert retry_effects(database, [rows["555"].id], clock.now) == {rows["555"].id: "failed"}
     assert await outbox.run_once() == 1
     assert routes[555].call_count == 1 and effect_counts(database) == {"done": 2}
+
+
+@respx.mock
+async def test_claims_whose_batch_was_cut_short_before_the_write_do_not_count(
+    database: Database, outbox_parts: Any
+) -> None:
+    """An effect claimed again and again by an outbox whose batch never reached it (a database
+    outage cut each batch short) is written when one does: only a write begun counts."""
+    outbox, _, clock = outbox_parts
+    route = respx.post(f"{GITHUB_API}/repos/{REPO}/issues/comments/555/reactions").mock(
+        return_value=httpx.Response(201, json={"id": 555, "content": "+1"})
+    )
+    put(database, clock, reaction(7, REPO, 555))
+    dead = EffectLeases(database, "dead-outbox", outbox.lease_seconds)
+    for _ in range(outbox.retry.max_attempts + 5):
+        assert len(await dead.claim_due(clock.now, 1)) == 1
+        clock.now += outbox.lease_seconds + 1
+
+    assert await outbox.run_once() == 1
+    assert route.call_count == 1 and effect_counts(database) == {"done": 1}
