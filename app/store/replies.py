@@ -11,13 +11,13 @@ over its limit costs the installation at most one more write per window.
 
 from __future__ import annotations
 
-import hashlib
 from datetime import UTC, datetime, timedelta
 from typing import Literal
 
-from sqlalchemy import Connection, delete, func, insert, select, text
+from sqlalchemy import Connection, delete, func, insert, select
 
 from app.contracts.effect_types import Effect, LimitedReply, comment, reaction
+from app.store.advisory import one_at_a_time
 from app.store.database import Database
 from app.store.effects import enqueue
 from app.store.tables import ReplyRow, table
@@ -96,11 +96,7 @@ def _decide(connection: Connection, reply: LimitedReply, now: float) -> Answer:
 
 def _lock_account(connection: Connection, reply: LimitedReply) -> None:
     """On PostgreSQL, one transaction at a time counts an account's replies (SQLite has one writer)."""
-    if connection.dialect.name != "postgresql":
-        return
-    digest = hashlib.sha256(f"replies:{reply.repository.casefold()}:{reply.actor_id}".encode()).digest()
-    key = int.from_bytes(digest[:8], "big", signed=True)
-    connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": key})
+    one_at_a_time(connection, f"replies:{reply.repository.casefold()}:{reply.actor_id}")
 
 
 def _comment(reply: LimitedReply) -> Effect:

@@ -22,11 +22,11 @@ Tickets created later take the id from here (`tickets._save_ticket`).
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping
 
-from sqlalchemy import Connection, Row, String, bindparam, case, cast, func, literal, select, text, update
+from sqlalchemy import Connection, Row, String, bindparam, case, cast, func, literal, select, update
 
+from app.store.advisory import one_at_a_time
 from app.store.database import Database, insert_for
 from app.store.effects import CANCELLED, PENDING
 from app.store.tables import (
@@ -162,16 +162,12 @@ def _follow_id(connection: Connection, effect_id: int, repository_id: int, now: 
         connection.execute(update(_outbox).where(_outbox.c.id == twin).values(**again))
 
 
-_PLACEMENTS = int.from_bytes(hashlib.sha256(b"railyard:placements").digest()[:8], "big", signed=True)
-
-
 def _one_placement_at_a_time(connection: Connection) -> None:
     """On PostgreSQL, one transaction at a time places repositories (SQLite has one writer):
     two placements of one swap at once (two outbox workers, a webhook and a worker) would each
     act on names the other is moving, and retire live records. The lock is the transaction's;
     what is read after it is what the last placement committed."""
-    if connection.dialect.name == "postgresql":
-        connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _PLACEMENTS})
+    one_at_a_time(connection, "railyard:placements")
 
 
 def retired_name(name: str, repository_id: int) -> str:

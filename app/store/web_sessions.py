@@ -7,8 +7,9 @@ ended and has not expired: one primary-key read, no call to GitHub.
 
 An account keeps at most `SESSIONS_PER_ACCOUNT` sessions: starting one deletes the account's
 rows but the newest live ones (the oldest session ends; signed-out and expired rows go too), so
-no account, even one that can read nothing, grows the table by signing in again and again. Two
-sign-ins of one account committing at once may each leave the other's row; the next one trims.
+no account, even one that can read nothing, grows the table by signing in again and again. On
+PostgreSQL an account's sign-ins start one at a time (an advisory lock per account), so two at
+once cannot each keep the other's row and leave one session too many.
 """
 
 from __future__ import annotations
@@ -16,8 +17,9 @@ from __future__ import annotations
 import hashlib
 import secrets
 
-from sqlalchemy import Delete, delete, select, update
+from sqlalchemy import Connection, Delete, delete, select, update
 
+from app.store.advisory import one_at_a_time
 from app.store.database import Database
 from app.store.tables import WebSessionRow, table
 
@@ -41,12 +43,7 @@ class WebSessions:
         session_id = secrets.token_urlsafe(32)
         key = _key(session_id)
         with self.database.write() as connection:
-            connection.execute(
-                web_sessions.insert().values(
-                    key=key, account_id=account_id, created_at=now, expires_at=now + lifetime, ended_at=None
-                )
-            )
-            connection.execute(_older_than_kept(account_id, key, now))
+            begin_session(connection, account_id, key, now, lifetime)
         return session_id
 
     def live(self, session_id: str, account_id: int, now: float) -> bool:
@@ -69,6 +66,18 @@ class WebSessions:
                 .where(web_sessions.c.key == _key(session_id), web_sessions.c.ended_at.is_(None))
                 .values(ended_at=now)
             )
+
+
+def begin_session(connection: Connection, account_id: int, key: str, now: float, lifetime: float) -> None:
+    """In the caller's transaction: the session row `key`, and the account's rows beyond the
+    newest it keeps deleted, one sign-in of the account at a time (see the module)."""
+    one_at_a_time(connection, f"railyard:sessions:{account_id}")
+    connection.execute(
+        web_sessions.insert().values(
+            key=key, account_id=account_id, created_at=now, expires_at=now + lifetime, ended_at=None
+        )
+    )
+    connection.execute(_older_than_kept(account_id, key, now))
 
 
 def _older_than_kept(account_id: int, key: str, now: float) -> Delete:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import threading
+
 from sqlalchemy import func, select
 
 from app.store.database import Database
-from app.store.web_sessions import WebSessions, prune_web_sessions, web_sessions
+from app.store.web_sessions import WebSessions, begin_session, prune_web_sessions, web_sessions
 
 
 def test_a_session_is_live_until_it_is_signed_out_and_then_for_nobody(database: Database) -> None:
@@ -53,4 +55,33 @@ def test_an_account_keeps_its_ten_newest_sessions_and_signing_out_of_one_keeps_t
     assert live == [False] + [True] * 4 + [False] + [True] * 5
     newest = sessions.start(42, now=1103.0, lifetime=3600.0)  # the signed-out one's place
     assert [sessions.live(s, 42, now=1104.0) for s in [*started[1:5], *started[6:], newest]] == [True] * 10
+    assert rows_of(database, 42) == 10
+
+
+def test_two_sign_ins_of_one_account_at_once_leave_ten_sessions(database: Database) -> None:
+    """Two sign-ins of an account with ten live sessions, committing at once (two processes):
+    each trims after the other's row is committed, so ten are left, not eleven. On PostgreSQL
+    the second waits for the first (an advisory lock per account); SQLite has one writer."""
+    sessions = WebSessions(database)
+    for n in range(10):
+        sessions.start(42, now=1000.0 + n, lifetime=3600.0)
+    first_written, second_done = threading.Event(), threading.Event()
+
+    def first() -> None:
+        with database.write() as connection:
+            begin_session(connection, 42, "first", 1100.0, 3600.0)
+            first_written.set()
+            second_done.wait(timeout=1.5)  # the second runs meanwhile, or waits for this commit
+
+    def second() -> None:
+        first_written.wait(timeout=10)
+        with database.write() as connection:
+            begin_session(connection, 42, "second", 1101.0, 3600.0)
+        second_done.set()
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
     assert rows_of(database, 42) == 10
