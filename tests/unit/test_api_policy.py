@@ -1,6 +1,6 @@
 """The rail policy the API judges `blocked_by` under (`app.web.api_policy`): the repository's
-configuration as this process knows it, read once when it does not, the defaults when it cannot
-be read; a read never fails for it."""
+configuration as this process read it in the last minute, read again when older or never read,
+the last one read (else the defaults) when it cannot be read now; a read never fails for it."""
 
 from __future__ import annotations
 
@@ -28,8 +28,8 @@ class DefaultBranch:
         return self.file
 
 
-async def test_a_known_configuration_is_used_without_asking_github() -> None:
-    """Read once already (by a webhook or a command): the policy comes from it, no fetch."""
+async def test_a_recent_configuration_is_used_without_asking_github() -> None:
+    """Read in the last minute (by a webhook or a command): the policy comes from it, no fetch."""
     branch = DefaultBranch()
     loader = ConfigLoader(branch.fetch)
     await loader.load(7, "acme/web")
@@ -58,3 +58,37 @@ async def test_a_configuration_that_cannot_be_read_gives_the_default_policy(erro
 async def test_without_a_loader_the_default_policy_counts() -> None:
     """A process without GitHub credentials reads no configuration: the default policy."""
     assert await read_policy(None, 7, "acme/web") == RailPolicy()
+
+
+class Clock:
+    """A monotonic clock the test moves."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+async def test_a_configuration_older_than_a_minute_is_read_again() -> None:
+    """A process that serves only the API sees no push: a change to the file counts within a
+    minute, not never (the loader's max_age, as for commands)."""
+    branch, clock = DefaultBranch(), Clock()
+    loader = ConfigLoader(branch.fetch, clock=clock)
+    assert (await read_policy(loader, 7, "acme/web")).required_checks == ("build",)
+    branch.file = RepoFile("blob-2", "checks:\n  required: [build, lint]\n")
+    clock.now += 30
+    assert (await read_policy(loader, 7, "acme/web")).required_checks == ("build",)
+    clock.now += 31
+    assert (await read_policy(loader, 7, "acme/web")).required_checks == ("build", "lint")
+    assert branch.fetches == 2
+
+
+async def test_a_configuration_that_cannot_be_read_again_keeps_the_last_one_read() -> None:
+    """Read before, GitHub down now: the last policy read counts, not the defaults."""
+    branch, clock = DefaultBranch(), Clock()
+    loader = ConfigLoader(branch.fetch, clock=clock)
+    await read_policy(loader, 7, "acme/web")
+    branch.error = GitHubUnavailable("get_file: ConnectError", ambiguous=False)
+    clock.now += 120
+    assert (await read_policy(loader, 7, "acme/web")).required_checks == ("build",)
