@@ -211,6 +211,16 @@ def check_once(standin: StandinProcess, tickets: list[Ticket], checks: Checks) -
         f"{sum(assigned.values())} assignments, {len(writes)} writes in all; "
         f"GitHub calls {len(calls)}, of which {tokens} installation tokens"
     )
+    kinds = Counter(f"{c['method']} {call_kind(c['path'])} {c['status']}" for c in calls)
+    checks.notes.append("GitHub calls by kind: " + ", ".join(f"{k} {n}" for k, n in kinds.most_common(8)))
+
+
+def call_kind(path: str) -> str:
+    """A call's path with its repository, account and numbers as placeholders."""
+    path = re.sub(r"^/repos/[^/]+/[^/]+", "/repos/R", path.split("?")[0])
+    path = re.sub(r"^/orgs/[^/]+", "/orgs/O", path)
+    path = re.sub(r"/memberships/[^/]+$", "/memberships/L", path)
+    return re.sub(r"/\d+", "/N", path)
 
 
 def check_limits(database: Database, standin: StandinProcess, injected: int, checks: Checks) -> None:
