@@ -8,9 +8,11 @@ from datetime import UTC, date, datetime, time
 from typing import Any, TextIO
 
 from app.cli.common import EXIT_NOT_FOUND, EXIT_USAGE, ready, repository_option, table
+from app.cli.rail_policies import rail_policies
 from app.store.database import Database
 from app.store.listing import Listed, Listing
 from app.views.status_json import status_with_attention
+from policies.rails import RailPolicy
 from policies.report_figures import Report
 from policies.states import WorkState
 
@@ -31,9 +33,10 @@ def _work_states(text: str | None, err: TextIO) -> tuple[bool, list[WorkState] |
     return True, states
 
 
-def ticket_item(listed: Listed, now: datetime) -> dict[str, Any]:
-    """The `tickets --json` item: the `status --json` object with its `attention` codes."""
-    return status_with_attention(listed.ticket, listed.facts, now)
+def ticket_item(listed: Listed, now: datetime, policy: RailPolicy | None = None) -> dict[str, Any]:
+    """The `tickets --json` item: the `status --json` object with its `attention` codes
+    (`blocked_by` judged under `policy`, the repository's)."""
+    return status_with_attention(listed.ticket, listed.facts, now, policy)
 
 
 def _show(value: Any) -> str:
@@ -65,7 +68,13 @@ def cmd_tickets(args: argparse.Namespace, database: Database, out: TextIO, err: 
     if not ready(database, err):
         return EXIT_NOT_FOUND
     now = datetime.now(UTC)
-    items = [ticket_item(listed, now) for listed in Listing(database).every(repository, work)]
+    listed = list(Listing(database).every(repository, work))
+    policies: dict[str, RailPolicy] = {}
+    if args.json:  # the one output that shows blocked_by
+        policies = rail_policies(
+            getattr(args, "settings", None), database, (each.ticket.key.repository for each in listed), err
+        )
+    items = [ticket_item(each, now, policies.get(each.ticket.key.repository.casefold())) for each in listed]
     if args.attention:
         items = [item for item in items if item["attention"]]
     if args.json:

@@ -10,6 +10,7 @@ from typing import Any, TextIO
 
 from app.bootstrap import command_shell, wire
 from app.cli.common import EXIT_NOT_FOUND, EXIT_USAGE, ready, table, ticket_key
+from app.cli.rail_policies import rail_policies
 from app.settings import Settings
 from app.store.database import Database
 from app.store.signs import read_clocks
@@ -72,7 +73,11 @@ def cmd_status(args: argparse.Namespace, database: Database, out: TextIO, err: T
     if ticket is None:
         err.write(f"railyard: {args.ticket} is not a ticket (nothing recorded for it).\n")
         return EXIT_NOT_FOUND
-    summary = status_object(ticket, datetime.now(UTC), read_clocks(database, ticket))
+    policy = None
+    if args.json:  # the one output that shows blocked_by
+        policies = rail_policies(getattr(args, "settings", None), database, [key.repository], err)
+        policy = policies.get(key.repository.casefold())
+    summary = status_object(ticket, datetime.now(UTC), read_clocks(database, ticket), policy)
     if args.json:
         out.write(json.dumps(summary, indent=2) + "\n")
     else:

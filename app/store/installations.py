@@ -6,16 +6,17 @@ every record.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from sqlalchemy import Connection, bindparam, select
 
 from app.store.database import Database, insert_for
-from app.store.tables import InstallationRepositoryRow, InstallationRow, table
+from app.store.tables import InstallationRepositoryRow, InstallationRow, TicketRow, table
 from handlers.installations import ACTIVE, DELETED, SUSPENDED
 
 installations = table(InstallationRow)
 installation_repositories = table(InstallationRepositoryRow)
+tickets = table(TicketRow)
 __all__ = ["ACTIVE", "DELETED", "SUSPENDED"]
 
 
@@ -80,3 +81,18 @@ def status_of(database: Database, installation_id: int) -> str | None:
     """`installation_status` in a read of its own."""
     with database.read() as connection:
         return installation_status(connection, installation_id)
+
+
+def installations_of_tickets(database: Database, repositories: Sequence[str]) -> dict[str, int | None]:
+    """The installation each repository's tickets were last heard of through, by the name the
+    tickets are kept under (None: none known)."""
+    found: dict[str, int | None] = dict.fromkeys(repositories)
+    query = (
+        select(tickets.c.repository, tickets.c.installation_id)
+        .where(tickets.c.repository.in_(list(repositories)), tickets.c.installation_id.is_not(None))
+        .distinct()
+    )
+    with database.read() as connection:
+        for repository, installation_id in connection.execute(query):
+            found[str(repository)] = int(installation_id)
+    return found

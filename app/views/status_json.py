@@ -292,6 +292,9 @@ def _fitting_line(status: dict[str, Any], room: int) -> str:
     return line
 
 
-def status_with_attention(ticket: Ticket, facts: RecordFacts, now: datetime) -> dict[str, Any]:
-    """The `tickets --json` item (and the board's card data): `status --json` plus `attention`."""
-    return {**status_object(ticket, now), "attention": attention(ticket, facts, now)}
+def status_with_attention(
+    ticket: Ticket, facts: RecordFacts, now: datetime, policy: RailPolicy | None = None
+) -> dict[str, Any]:
+    """The `tickets --json` item (and the board's card data): `status --json` plus `attention`
+    (`blocked_by` judged under `policy` when given)."""
+    return {**status_object(ticket, now, policy=policy), "attention": attention(ticket, facts, now)}

@@ -1,0 +1,66 @@
+"""The rail policy `status --json` and `tickets --json` judge `blocked_by` under: each repository's
+`checks.required`, as the status comment, `/status` and the HTTP API judge it.
+
+The database records what happened, not a repository's configuration (an event carries only its
+`policy_version`), so the command line reads `.github/railyard.yml` as the server does: through
+the app's credentials, the shared HTTP cache (an unchanged file is a 304, no rate limit spent) and
+the rate-limit pause every process honours. Without credentials, or when GitHub cannot give the
+file, the default policy stands in (every failing check but railyard's own) and a line on stderr
+says so: the JSON on stdout is never mixed with it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, TextIO
+
+from app.store.database import Database
+from app.store.installations import installations_of_tickets
+from policies.rails import RailPolicy
+
+if TYPE_CHECKING:
+    from app.settings import Settings
+
+DEFAULTS_NOTE = "railyard: blocked_by judged under the default checks (every failing check but railyard's)"
+
+
+def rail_policies(
+    settings: Settings | None, database: Database, repositories: Iterable[str], err: TextIO
+) -> dict[str, RailPolicy]:
+    """Each repository's rail policy, keyed by its name casefolded; a repository missing from the
+    answer is judged under the defaults (and stderr says why)."""
+    wanted = sorted({repository.casefold() for repository in repositories})
+    if not wanted:
+        return {}
+    if settings is None or not settings.configured:
+        err.write(f"{DEFAULTS_NOTE}: no app credentials to read .github/railyard.yml.\n")
+        return {}
+    installations = installations_of_tickets(database, wanted)
+    found, unread = asyncio.run(_read(settings, database, installations))
+    if unread:
+        shown = ", ".join(unread[:5]) + (f" and {len(unread) - 5} more" if len(unread) > 5 else "")
+        err.write(f"{DEFAULTS_NOTE} for {shown}: its configuration could not be read now.\n")
+    return found
+
+
+async def _read(
+    settings: Settings, database: Database, installations: dict[str, int | None]
+) -> tuple[dict[str, RailPolicy], list[str]]:
+    from app.bootstrap import command_shell  # the GitHub client's imports only when asked
+    from app.github.api_errors import GitHubError
+    from handlers.errors import TransientError
+
+    found: dict[str, RailPolicy] = {}
+    unread = [repository for repository, installation in installations.items() if installation is None]
+    async with command_shell(settings, database) as shell:
+        for repository, installation in installations.items():
+            if installation is None or shell.loader is None:
+                continue
+            try:
+                loaded = await shell.loader.load(installation, repository)
+            except (GitHubError, TransientError):
+                unread.append(repository)
+                continue
+            found[repository] = loaded.config.to_rail_policy()
+    return found, sorted(unread)
