@@ -14,6 +14,7 @@ if TYPE_CHECKING:
 EXIT_NOT_FOUND = 1
 EXIT_USAGE = 2
 EXIT_OVERDUE = 3
+EXIT_RUNNING = 4  # `redeliver`: a delivery a worker is running now was left to it
 CommandHandler = Callable[[argparse.Namespace, "Database", TextIO, TextIO], int]
 
 

@@ -8,8 +8,9 @@ import time
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
-from app.cli.common import EXIT_NOT_FOUND, EXIT_USAGE, ready, table
+from app.cli.common import EXIT_NOT_FOUND, EXIT_RUNNING, EXIT_USAGE, ready, table
 from app.store.database import Database
+from app.store.delivery_leases import leased_now
 from app.store.queue import list_deliveries, requeue, retry_waiting
 
 
@@ -54,13 +55,30 @@ def cmd_redeliver(args: argparse.Namespace, database: Database, out: TextIO, err
     if not args.ids:
         err.write("railyard: give one or more delivery ids, or --waiting.\n")
         return EXIT_USAGE
-    found = requeue(database, args.ids, time.time())
+    now = time.time()
+    found = requeue(database, args.ids, now)
     for delivery_id in found:
         out.write(f"railyard: {delivery_id} queued again.\n")
     missing = [i for i in args.ids if i not in found]
+    running = leased_now(database, missing, now)
     for delivery_id in missing:
-        err.write(f"railyard: {delivery_id} is not stored here (or its payload has expired).\n")
+        if delivery_id in running:
+            err.write(_running_text(delivery_id, running[delivery_id]))
+        else:
+            err.write(f"railyard: {delivery_id} is not stored here (or its payload has expired).\n")
+    if running:
+        return EXIT_RUNNING
     return 0 if not missing else EXIT_NOT_FOUND
+
+
+def _running_text(delivery_id: str, lease_until: float) -> str:
+    """Why a delivery a worker holds was not queued again, and when to try."""
+    until = datetime.fromtimestamp(lease_until, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    return (
+        f"railyard: {delivery_id} is being processed by a worker now (its lease runs to {until}); "
+        "nothing was changed. Queued again now it would run twice at once: let it finish, or if "
+        "its worker is gone, run redeliver again once the lease has run out.\n"
+    )
 
 
 def register(commands: Any) -> None:

@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import bindparam, func, select, update
+from sqlalchemy import bindparam, func, or_, select, update
 
 from app.store.connection_setup import commit_sqlite
 from app.store.database import Database, NotNowError
@@ -440,10 +440,12 @@ def list_deliveries(database: Database, status: str | None = None, limit: int = 
 
 
 def requeue(database: Database, delivery_ids: Sequence[str], now: float) -> list[str]:
-    """Process stored deliveries again (after a failure, or after an outage); returns those found.
+    """Process stored deliveries again (after a failure, or after an outage); returns those queued.
 
     Re-running is safe: every state change is keyed by its operation id. A delivery rejected
-    at the door (its payload is not of its event) is never processed, so it is not found.
+    at the door (its payload is not of its event) is never processed, so it is not found. One a
+    worker is running now (its lease not yet run out) is left to it: queued again it would run
+    twice at once (`app.store.delivery_leases` says which those were).
     """
     found: list[str] = []
     with database.write() as connection:
@@ -454,6 +456,7 @@ def requeue(database: Database, delivery_ids: Sequence[str], now: float) -> list
                     deliveries.c.delivery_id == bindparam("b_id"),
                     deliveries.c.payload.is_not(None),
                     deliveries.c.status != REJECTED,
+                    or_(deliveries.c.lease_until.is_(None), deliveries.c.lease_until <= now),
                 )
                 .values(status=PENDING, next_attempt_at=now, lease_until=None, lease_owner=None, attempts=0),
                 {"b_id": delivery_id},
