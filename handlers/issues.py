@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from handlers.acceptance import recheck
-from handlers.payloads import dig, dig_int, dig_str
+from handlers.payloads import dig, dig_int, dig_str, dig_time
 from handlers.ports import Services
 from handlers.routing import Router, WebhookEvent
 from policies.acceptance import description_digest
@@ -81,7 +81,8 @@ async def on_issue_edited(event: WebhookEvent, services: Services) -> None:
     """Record `description_changed` when the title or body of a ticket's issue was edited.
 
     Never a WorkState change; an issue that is not a ticket records nothing. The old digest is
-    the one the record holds (else the one `changes` implies).
+    the one the record holds (else the one `changes` implies); the edit's time is the issue's
+    `updated_at` in the payload.
     """
     repository = dig_str(event.payload, "repository", "full_name")
     number = dig_int(event.payload, "issue", "number")
@@ -98,7 +99,13 @@ async def on_issue_edited(event: WebhookEvent, services: Services) -> None:
     if event.installation_id is not None:
         version = (await services.configs.load(event.installation_id, repository)).policy_version
     edited = DescriptionEdited(
-        description_digest(old_title, old_body), description_digest(title, body), title_changed, body_changed
+        description_digest(old_title, old_body),
+        description_digest(title, body),
+        title_changed,
+        body_changed,
+        # When it was edited, on GitHub's clock (that of an `/accept` comment's `created_at`):
+        # an edit after the comment is no text its reviewer saw, whenever the accept runs.
+        edited_at=dig_time(event.payload, "issue", "updated_at"),
     )
     context = NoticeContext(
         actor=dig_str(event.payload, "sender", "login") or "github",

@@ -73,6 +73,10 @@ def accept_guard(
         "description_digest": ctx.description_digest or ticket.description_digest,
         "ci": {"state": ci, "checks": list(ctx.ci_checks)},
     }
+    edited_at = ticket.description_edited_at
+    if edited_at is not None and edited_at > decided_at:
+        # Edited after the comment was written: the text read now is not what the reviewer saw.
+        data["description_edited_at"] = _iso(edited_at)
     written = Review(
         ctx.actor.login, kind, delivery.attempt, delivery.commit, None, ctx.at, decided_at=decided_at
     )

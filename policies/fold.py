@@ -163,7 +163,9 @@ def _accepted(ticket: Ticket, event: Event) -> Ticket:
         expires_at=_parse_time(data.get("expires_at")),
         expiry_bound="expires_at" in data,
     )
-    return replace(ticket, work=WorkState.ACCEPTED, review=review, description_changed=None)
+    # Bound to a description edited after the accepting comment: text its reviewer did not see.
+    unseen = "acceptance" if data.get("description_edited_at") else None
+    return replace(ticket, work=WorkState.ACCEPTED, review=review, description_changed=unseen)
 
 
 def _acceptance_invalidated(ticket: Ticket, event: Event) -> Ticket:
@@ -185,10 +187,14 @@ def _description_changed(ticket: Ticket, event: Event) -> Ticket:
     since = {WorkState.ACCEPTED: "acceptance", WorkState.CLAIMED: "claim", WorkState.DELIVERED: "claim"}
     read = event.data.get("read_by_acceptance") is True  # the text the acceptance bound: no change since
     changed = since.get(ticket.work) if ticket.work and not read else None
+    # The latest edit railyard knows of, whatever order their webhooks came in (None: none said when).
+    times = (ticket.description_edited_at, _parse_time(event.data.get("edited_at")))
+    edited_at = max((moment for moment in times if moment is not None), default=None)
     return replace(
         ticket,
         description_digest=event.data.get("new_digest"),
         description_changed=changed or ticket.description_changed,
+        description_edited_at=edited_at,
     )
 
 

@@ -185,6 +185,7 @@ class Ticket:
     feedback: Feedback | None = None
     description_digest: str | None = None  # of the title and body, as last recorded
     description_changed: str | None = None  # "claim" or "acceptance": edited since that, unseen
+    description_edited_at: datetime | None = None  # the latest recorded edit's time, as GitHub said it
     sent_back: bool = False  # the current attempt was opened by `/send-back`
     # The attempt at which someone other than the claimant last reopened the work: the loop
     # limit (`limits.attempts_per_ticket`) counts attempts from it (None: never reopened so).

@@ -74,6 +74,7 @@ class DescriptionEdited:
     new_digest: str
     title_changed: bool = False
     body_changed: bool = False
+    edited_at: datetime | None = None  # when GitHub says it was edited (`issue.updated_at`); None: not said
 
 
 @dataclass(frozen=True)
@@ -291,7 +292,10 @@ def _edited(ticket: Ticket, notice: DescriptionEdited, ctx: NoticeContext) -> tu
 
     An edit whose text the acceptance already read and bound (made before `/accept`, its
     `issues.edited` arriving after it: GitHub does not promise the order) is recorded as read
-    by the acceptance, which flags nothing, so the ticket ends the same in either order."""
+    by the acceptance, which flags nothing, so the ticket ends the same in either order. Made
+    after the accepting comment was written, it is no text the reviewer saw, even if the accept
+    ran late enough to read it: a change after acceptance (as `accept_guard` records it when
+    the edit is processed first)."""
     if notice.new_digest == ticket.description_digest:
         return ()
     data: dict[str, object] = {
@@ -301,8 +305,9 @@ def _edited(ticket: Ticket, notice: DescriptionEdited, ctx: NoticeContext) -> tu
         "body_changed": notice.body_changed,
         "work": ticket.work.value if ticket.work else None,
     }
-    bound = ticket.review.description_digest if ticket.review is not None else None
-    if ticket.work is WorkState.ACCEPTED and bound == notice.new_digest:
+    if notice.edited_at is not None:
+        data["edited_at"] = notice.edited_at.astimezone(UTC).isoformat()
+    if _read_by_acceptance(ticket, notice):
         data["read_by_acceptance"] = True
     event = Event(
         EventType.DESCRIPTION_CHANGED,
@@ -315,3 +320,16 @@ def _edited(ticket: Ticket, notice: DescriptionEdited, ctx: NoticeContext) -> tu
         ctx.actor_id,
     )
     return (event,)
+
+
+def _read_by_acceptance(ticket: Ticket, notice: DescriptionEdited) -> bool:
+    """Whether the edit's text is the one the acceptance bound, made by the time its comment was
+    written (an edit whose time is not said is taken as made then)."""
+    review = ticket.review
+    if (
+        ticket.work is not WorkState.ACCEPTED
+        or review is None
+        or review.description_digest != notice.new_digest
+    ):
+        return False
+    return notice.edited_at is None or notice.edited_at <= review.written_at

@@ -60,6 +60,14 @@ def _unflat(cls: type[_T], data: Mapping[str, Any], converters: Mapping[str, Any
     return cls(**values)
 
 
+def _iso_or_none(moment: datetime | None) -> str | None:
+    return moment.isoformat() if moment is not None else None
+
+
+def _time_or_none(text: str | None) -> datetime | None:
+    return datetime.fromisoformat(text) if text else None
+
+
 def rails_to_data(rails: Rails) -> dict[str, Any]:
     """The rails and their evidence as JSON-ready data."""
     return {
@@ -119,6 +127,7 @@ def ticket_to_data(ticket: Ticket) -> dict[str, Any]:
         "feedback": _flat(ticket.feedback) if ticket.feedback else None,
         "description_digest": ticket.description_digest,
         "description_changed": ticket.description_changed,
+        "description_edited_at": _iso_or_none(ticket.description_edited_at),
         "sent_back": ticket.sent_back,
         "reopened_at_attempt": ticket.reopened_at_attempt,
         "closed": ticket.closed,
@@ -155,6 +164,8 @@ def ticket_from_data(key: TicketKey, revision: int, data: Mapping[str, Any]) -> 
         feedback=_unflat(Feedback, data["feedback"], {}) if data.get("feedback") else None,
         description_digest=data.get("description_digest"),
         description_changed=data.get("description_changed"),
+        # Absent from snapshots written before edits' times were recorded.
+        description_edited_at=_time_or_none(data.get("description_edited_at")),
         sent_back=data.get("sent_back", False),  # absent from snapshots written before it existed
         reopened_at_attempt=data.get("reopened_at_attempt"),  # the same
         closed=data.get("closed", False),  # absent from snapshots written before it existed

@@ -5,6 +5,7 @@ an acceptance stops holding, and the `railyard` check-run's conclusion at each s
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -398,3 +399,42 @@ async def test_a_failing_actions_job_named_railyard_counts_for_ci_require(strict
     await delivered(world)
     await world.say("rita", "/accept")
     assert status_object(world)["work"] == "delivered", "accepted with a failing `railyard` job: ci passed"
+
+
+def edited_after(world: World, seconds: float) -> dict[str, Any]:
+    """#12's body edited on GitHub `seconds` from now (the stand-in answers the new text from
+    now on), and the `issues.edited` webhook that says so."""
+    issue = world.github.repositories[REPO].issues[12]
+    edited = event_payload("issues", "01-edited.json", action="edited")
+    moment = (datetime.now(UTC) + timedelta(seconds=seconds)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    edited["issue"].update({"number": 12, "title": issue.title, "updated_at": moment})
+    edited["changes"] = {"body": {"from": issue.body}}
+    issue.body = edited["issue"]["body"] = "Make uploads resumable, and cap retries at 5"
+    return edited
+
+
+@pytest.mark.parametrize("edit_first", [True, False], ids=["edit-processed-first", "accept-processed-first"])
+async def test_an_accept_that_read_a_description_edited_after_its_comment_is_flagged(
+    plain: Setup, edit_first: bool
+) -> None:
+    """rita writes `/accept`; half a minute later the body is edited, before the accept runs, so
+    it reads (and binds) text she never saw. Whether railyard processes the edit or the accept
+    first, the acceptance is recorded and flagged "the description changed after acceptance"."""
+    world, _ = plain
+    await delivered(world)
+    accept = world.write("rita", "/accept")  # written now: its `created_at`
+    edited = edited_after(world, 30)
+    if edit_first:
+        await world.send("issues", edited)
+    response = await world.server.deliver("issue_comment", json.dumps(accept).encode())
+    assert response.status == 202
+    await world.settle()
+    if not edit_first:
+        await world.send("issues", edited)
+    [accepted] = events(world, EventType.ACCEPTED)
+    [changed] = events(world, EventType.DESCRIPTION_CHANGED)
+    assert accepted["description_digest"] == changed["new_digest"]  # the edited text, as read
+    assert "read_by_acceptance" not in changed
+    status = status_object(world)
+    assert (status["work"], status["description_changed"]) == ("accepted", "acceptance")
+    assert "The description changed after acceptance" in world.status_comments()[0]
