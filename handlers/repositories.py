@@ -26,6 +26,7 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import structlog
 
@@ -83,8 +84,9 @@ async def _as_named_now(
 ) -> WebhookEvent | None:
     """`event`, of the repository `repository_id` when it had another name, as GitHub would send it
     now: every repository object of that id in it (the repository, a PR's head or base) named
-    `now`; after a transfer to another owner, through that owner's installation of the app (the
-    delivery's may be gone), None when there is none."""
+    `now`, and a protection rule's callback URL (`_callback_named`); after a transfer to another
+    owner, through that owner's installation of the app (the delivery's may be gone), None when
+    there is none."""
     installation_id = event.installation_id
     before = dig_str(event.payload, "repository", "full_name") or ""
     if before.partition("/")[0].casefold() != now.partition("/")[0].casefold():
@@ -93,7 +95,21 @@ async def _as_named_now(
         except Missing:
             return None
     payload = _named(event.payload, repository_id, now)
+    callback = payload.get("deployment_callback_url") if isinstance(payload, dict) else None
+    if isinstance(callback, str):  # a protection rule's run is answered under the name now too
+        payload["deployment_callback_url"] = _callback_named(callback, before, now)
     return replace(event, payload=payload, installation_id=installation_id)
+
+
+def _callback_named(url: str, before: str, now: str) -> str:
+    """A protection rule's callback URL naming the repository `before` as GitHub would give it
+    now, under `now` (`handlers.gate` answers only a callback of the delivery's repository);
+    any other URL as it is."""
+    parts = urlsplit(url)
+    prefix = f"/repos/{before}/"
+    if not before or not parts.path.casefold().startswith(prefix.casefold()):
+        return url
+    return urlunsplit(parts._replace(path=f"/repos/{now}/{parts.path[len(prefix) :]}"))
 
 
 def _named(value: Any, repository_id: int, now: str) -> Any:

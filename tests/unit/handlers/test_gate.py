@@ -20,6 +20,7 @@ from tests.fakes.github import issue_answer, pull_answer
 from tests.fakes.ports import FakePorts
 from tests.fakes.webhooks import REPOSITORY, deployment_protection_rule, deployment_status, pull_request
 from tests.unit.handlers.steps import CAROL, RACHEL, RITA, claimed, say, ticket, world
+from tests.unit.handlers.test_repositories import renamed
 
 GATED = Rules(policy_version="v1", gate=("production",))
 BASE, M12, M13, M14, HEAD = ("b" * 40, "1" * 40, "2" * 40, "4" * 40, "e" * 40)
@@ -376,3 +377,28 @@ async def test_unticketed_reject_holds_a_deployment_without_an_earlier_success()
         [review] = reviews(ports)
         assert review.decision.state is state, policy
         assert review.decision.unticketed == ((42,) if policy == "reject" else ()), policy
+
+
+async def test_a_request_sent_before_a_rename_is_answered_under_the_name_now() -> None:
+    """A protection-rule request written while the repository was acme/app and processed after
+    the `renamed` event moved its records to acme/tools (its callback still names
+    acme/app/actions/runs/4242): the delivery
+    runs under the name now, and its run is answered there, never dropped unanswered (GitHub
+    would otherwise wait for the rule until its time runs out)."""
+    ports = world(GATED)
+    ports.clock.now = ACCEPTED_AT + 3600
+    ports.github.names[1001] = REPOSITORY
+    await ports.dispatch("deployment_status", _of_id(1001, deployment_status(7, BASE, "success")))
+    ports.github.names[1001] = "acme/tools"
+    ports.github.add_commit("acme/tools", HEAD)
+    await ports.dispatch("repository", renamed(1001, REPOSITORY, "acme/tools"))
+    payload = _of_id(1001, deployment_protection_rule(HEAD))
+    await ports.dispatch("deployment_protection_rule", payload, delivery_id="gate-renamed")
+    [review] = reviews(ports)
+    assert (review.repository, review.run_id) == ("acme/tools", 4242)
+
+
+def _of_id(repository_id: int, payload: dict[str, object]) -> dict[str, object]:
+    """The payload of the repository GitHub knows by `repository_id`."""
+    payload["repository"] = {**payload["repository"], "id": repository_id}  # type: ignore[dict-item]
+    return payload
