@@ -22,6 +22,10 @@ not waited for: the merge it would have recorded is not judged until it is redel
 A request answered already (its answer in the outbox: run again after a crash, or redelivered
 by hand) is not judged again: what the tickets record stays what GitHub was told.
 
+A file in force that cannot be used (the repository's, or the one it starts from) puts the
+defaults in force, which gate nothing: a request then is rejected unjudged, saying so, rather
+than judged under defaults or left waiting unanswered (GitHub asks only where the rule is on).
+
 The answer goes to the run named by the payload's `deployment_callback_url`, on the API the app
 is configured with: only the run id is read from that URL (and only when it names this same
 repository), never its host.
@@ -270,6 +274,8 @@ async def judge_gate(
     """The gate's decision on deploying `sha` to `environment`. `record`: an acceptance found
     lapsed is recorded (`acceptance_invalidated`) as every re-check does; without it (the CLI's
     dry run) nothing is written."""
+    if rules.error is not None:  # defaults are in force, never what the file requires
+        return GateFindings(decide_gate([], [], Unticketed(rules.unticketed), config_unusable=True), None)
     base = await last_success(services, installation_id, repository, environment, deployment_id)
     try:
         tickets, commits = await brought(services, installation_id, repository, base, sha)
@@ -316,6 +322,13 @@ def gated(environment: str, rules: Rules) -> bool:
     return environment.casefold() in {name.casefold() for name in rules.gate}
 
 
+def answerable(environment: str, rules: Rules) -> bool:
+    """Whether a request for `environment` is answered: it is gated, or the file that would say
+    so cannot be used (GitHub asks only where the rule is enabled: it is rejected, saying why,
+    rather than left waiting unanswered until the file is fixed)."""
+    return rules.error is not None or gated(environment, rules)
+
+
 @router.register("deployment_protection_rule", "requested")
 async def on_protection_rule(event: WebhookEvent, services: Services) -> None:
     """Judge a deployment to a gated environment; record the decision on each ticket it brings
@@ -326,7 +339,7 @@ async def on_protection_rule(event: WebhookEvent, services: Services) -> None:
         return
     installation, repository = event.installation_id, request.repository
     rules = await services.configs.load(installation, repository)
-    if not gated(request.environment, rules):
+    if not answerable(request.environment, rules):
         return
     async with services.store.read() as reads:
         answered, merge_runs = await reads.gate_backlog(repository, request.answer_key())
@@ -334,7 +347,7 @@ async def on_protection_rule(event: WebhookEvent, services: Services) -> None:
         return  # run again (a crash after its commit, a redelivery by hand): its answer is recorded
     # A decision relies on the file (roles, expiry, the gate itself): read it now, as a command does.
     rules = await services.configs.load(installation, repository, fresh=True)
-    if not gated(request.environment, rules):
+    if not answerable(request.environment, rules):
         return
     if merge_runs is not None and merge_runs <= MERGE_WAIT_TRIES:
         # What the deployment brings is read from the merges recorded; one stored but not yet

@@ -79,6 +79,9 @@ class GateDecision:
     merges_unrecorded: bool = False
     """True: a merge of the repository stayed unprocessed past the gate's wait, so what the
     deployment brings is not known and nothing was judged."""
+    config_unusable: bool = False
+    """True: the repository's configuration in force cannot be used (its file, or the file it
+    starts from, is broken), so what the gate requires is not known and nothing was judged."""
 
     @property
     def approved(self) -> bool:
@@ -122,11 +125,15 @@ def decide_gate(
     *,
     commit_known: bool = True,
     merges_unrecorded: bool = False,
+    config_unusable: bool = False,
 ) -> GateDecision:
     """Approve when every ticket in the range lets the deployment go and no unticketed merge is
-    refused by `policy`; reject otherwise, and always when what the deployment brings cannot
-    be known: a commit GitHub does not know, or a merge railyard has not recorded in time.
-    Tickets and merges are listed once each, by number."""
+    refused by `policy`; reject otherwise, and always when what the deployment brings or what
+    it must meet cannot be known: a commit GitHub does not know, a merge railyard has not
+    recorded in time, a configuration that cannot be used. Tickets and merges are listed once
+    each, by number."""
+    if config_unusable:
+        return GateDecision(GateState.REJECTED, (), (), policy, config_unusable=True)
     if not commit_known:
         return GateDecision(GateState.REJECTED, (), (), policy, commit_known=False)
     if merges_unrecorded:

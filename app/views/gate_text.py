@@ -52,6 +52,12 @@ def gate_comment(decision: GateDecision) -> str:
     the tickets that let it go."""
     if not decision.commit_known:
         return "railyard rejected: GitHub does not know the commit this deployment names."
+    if decision.config_unusable:
+        return (
+            "railyard rejected: this repository's railyard configuration cannot be used (see "
+            "`railyard validate` or a ticket's status comment), so what this environment requires "
+            "is not known. Run the deployment again once the file is fixed."
+        )
     if decision.merges_unrecorded:
         return (
             "railyard rejected: a pull request of this repository was closed and railyard has not "

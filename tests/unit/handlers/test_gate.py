@@ -402,3 +402,16 @@ def _of_id(repository_id: int, payload: dict[str, object]) -> dict[str, object]:
     """The payload of the repository GitHub knows by `repository_id`."""
     payload["repository"] = {**payload["repository"], "id": repository_id}  # type: ignore[dict-item]
     return payload
+
+
+async def test_a_request_under_a_configuration_that_cannot_be_used_is_rejected_saying_so() -> None:
+    """The file in force is broken (defaults in force: nothing gated): the request for production
+    is rejected unjudged, its comment saying the configuration cannot be used, nothing recorded
+    on a ticket; never left unanswered, never judged under the defaults."""
+    ports = await gated_world()
+    ports.configs.default = Rules(policy_version="v2", error="line 3: deployments: unknown key 'gates'")
+    await ports.dispatch("deployment_protection_rule", deployment_protection_rule(HEAD))
+    [review] = reviews(ports)
+    assert review.decision.state is GateState.REJECTED and review.decision.tickets == ()
+    assert "configuration cannot be used" in gate_comment(review.decision)
+    assert gated(ports, 12) == [] and gated(ports, 13) == []
