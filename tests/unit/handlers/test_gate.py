@@ -415,3 +415,42 @@ async def test_a_request_under_a_configuration_that_cannot_be_used_is_rejected_s
     assert review.decision.state is GateState.REJECTED and review.decision.tickets == ()
     assert "configuration cannot be used" in gate_comment(review.decision)
     assert gated(ports, 12) == [] and gated(ports, 13) == []
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="unfixed (review): the range's base is any `success` status railyard saw for the "
+    "environment, and anyone with push access can create a deployment and its statuses through "
+    "the REST API, which no protection rule guards",
+)
+async def test_a_success_posted_for_a_deployment_the_gate_never_approved_does_not_move_the_range() -> None:
+    """#13 merged unaccepted as M13. Someone with push access creates deployment 8 of HEAD in
+    production through the REST API (protection rules guard workflow jobs, not that API) and
+    posts its `success` status; the next protection-rule request for HEAD must still judge #13,
+    not find an empty range from HEAD to HEAD and approve."""
+    ports = await gated_world()
+    await ports.dispatch("deployment_status", deployment_status(8, HEAD, "success"))
+    await ports.dispatch("deployment_protection_rule", deployment_protection_rule(HEAD, deployment_id=904))
+    [review] = reviews(ports)
+    assert review.decision.state is GateState.REJECTED
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="unfixed (review): with `unticketed: reject`, only recorded merged pull requests in the "
+    "range are looked at; a commit no pull request merged (a direct push, or a sha of a branch "
+    "that never merged) passes",
+)
+async def test_unticketed_reject_holds_back_a_commit_no_pull_request_merged() -> None:
+    """`unticketed: reject`; the deployed sha X sits on top of M12 (#12, accepted) and was merged
+    by no pull request (pushed straight to a branch): the range holds X, which belongs to no
+    ticket and no recorded merge, so the deployment must not be approved."""
+    ports = await accepted_and_merged(Rules(policy_version="v1", gate=("production",), unticketed="reject"))
+    unmerged = "7" * 40
+    ports.github.add_history(REPOSITORY, BASE, M12, unmerged)
+    await ports.dispatch("deployment_status", deployment_status(7, BASE, "success"))
+    await ports.dispatch(
+        "deployment_protection_rule", deployment_protection_rule(unmerged, deployment_id=905)
+    )
+    [review] = reviews(ports)
+    assert review.decision.state is GateState.REJECTED
