@@ -106,10 +106,12 @@ def _callback_named(url: str, before: str, now: str) -> str:
     now, under `now` (`handlers.gate` answers only a callback of the delivery's repository);
     any other URL as it is."""
     parts = urlsplit(url)
-    prefix = f"/repos/{before}/"
-    if not before or not parts.path.casefold().startswith(prefix.casefold()):
+    named = f"/repos/{before}/"
+    at = parts.path.casefold().find(named.casefold())  # after an Enterprise Server's /api/v3
+    if not before or at < 0:
         return url
-    return urlunsplit(parts._replace(path=f"/repos/{now}/{parts.path[len(prefix) :]}"))
+    path = f"{parts.path[:at]}/repos/{now}/{parts.path[at + len(named) :]}"
+    return urlunsplit(parts._replace(path=path))
 
 
 def _named(value: Any, repository_id: int, now: str) -> Any:

@@ -379,7 +379,8 @@ async def test_unticketed_reject_holds_a_deployment_without_an_earlier_success()
         assert review.decision.unticketed == ((42,) if policy == "reject" else ()), policy
 
 
-async def test_a_request_sent_before_a_rename_is_answered_under_the_name_now() -> None:
+@pytest.mark.parametrize("api", ["https://api.github.com", "https://ghe.example.com/api/v3"])
+async def test_a_request_sent_before_a_rename_is_answered_under_the_name_now(api: str) -> None:
     """A protection-rule request written while the repository was acme/app and processed after
     the `renamed` event moved its records to acme/tools (its callback still names
     acme/app/actions/runs/4242): the delivery
@@ -392,7 +393,7 @@ async def test_a_request_sent_before_a_rename_is_answered_under_the_name_now() -
     ports.github.names[1001] = "acme/tools"
     ports.github.add_commit("acme/tools", HEAD)
     await ports.dispatch("repository", renamed(1001, REPOSITORY, "acme/tools"))
-    payload = _of_id(1001, deployment_protection_rule(HEAD))
+    payload = _of_id(1001, deployment_protection_rule(HEAD, api=api))
     await ports.dispatch("deployment_protection_rule", payload, delivery_id="gate-renamed")
     [review] = reviews(ports)
     assert (review.repository, review.run_id) == ("acme/tools", 4242)
