@@ -109,8 +109,8 @@ class ApiCommandRun(CommandRun):
     async def keep(self, uow: UnitOfWork, outcome: Outcome, rules: Rules) -> None:
         """Keep the worded answer with the change (a transient refusal keeps nothing: retry); its
         status object judges `blocked_by` under the rules the command ran under."""
-        if outcome.refusal is not None and outcome.refusal.transient:
-            return
+        if (outcome.refusal is not None and outcome.refusal.transient) or outcome.elsewhere:
+            return  # another ticket's outcome is not this request's answer (`AgentApi`: 422)
         ticket = outcome.shown or await uow.ticket(outcome.ticket)
         at = datetime.fromtimestamp(self.services.clock(), UTC)
         clocks = await uow.clocks(ticket.key, ticket) if ticket is not None and ticket.exists else Clocks()

@@ -52,6 +52,7 @@ class Outcome:
     refusal: Refusal | None = None
     replayed: bool = False
     shown: Ticket | None = field(default=None, compare=False)  # the state to show, when it changed
+    elsewhere: bool = False  # a replay of the operation id as another ticket's (an API key reused)
 
     @property
     def applied(self) -> bool:

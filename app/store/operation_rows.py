@@ -39,17 +39,30 @@ def own_operation_id(connection: Connection, key: TicketKey, row: Any, op: Any) 
     return None if repository_id is None else f"{op.operation_id}@{repository_id}"
 
 
-def stored_outcome(connection: Connection, op: Any) -> Outcome:
-    """The outcome stored for the operation `op` (a row of `operations`), replayed."""
+def stored_outcome(connection: Connection, op: Any, key: TicketKey | None = None, row: Any = None) -> Outcome:
+    """The outcome stored for the operation `op` (a row of `operations`), replayed; `elsewhere`
+    when it is not the ticket at `key` (its row `row`)'s: an API key sent again for another ticket
+    after its kept answer was pruned, whose caller must not be told of that ticket's outcome."""
     operation_id = op.operation_id
     stored_key = TicketKey(op.repository, op.number)
+    elsewhere = key is not None and not _same_ticket(op, key, row)
     if op.outcome == "refused":
         refusal = Refusal(RefusalCode(op.refusal_code), op.refusal_reason or "", op.refusal_hint or "")
-        return Outcome(operation_id, stored_key, op.revision, refusal=refusal, replayed=True)
+        return Outcome(
+            operation_id, stored_key, op.revision, refusal=refusal, replayed=True, elsewhere=elsewhere
+        )
     rows = connection.execute(
         select(events_table)
         .where(events_table.c.ticket_id == op.ticket_id, events_table.c.operation_id == operation_id)
         .order_by(events_table.c.revision)
     ).mappings()
     events = tuple(event_from_row(dict(row)) for row in rows)
-    return Outcome(operation_id, stored_key, op.revision, events=events, replayed=True)
+    return Outcome(operation_id, stored_key, op.revision, events=events, replayed=True, elsewhere=elsewhere)
+
+
+def _same_ticket(op: Any, key: TicketKey, row: Any) -> bool:
+    """Whether the stored operation `op` is the ticket at `key`'s: its row (renames move the row,
+    not the operation's name), or, for a refusal stored before any row, the same name and number."""
+    if op.ticket_id is not None:
+        return row is not None and bool(op.ticket_id == row.id)
+    return bool(op.repository.casefold() == key.repository.casefold() and op.number == key.number)

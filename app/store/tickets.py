@@ -329,7 +329,7 @@ def _execute_once(
     if stored is not None:
         own_id = own_operation_id(connection, key, row, stored)
         if own_id is None:
-            return stored_outcome(connection, stored)
+            return stored_outcome(connection, stored, key, row)
         # Another ticket's: this ticket's operation is kept under an id of its own.
         context = replace(context, operation_id=own_id)
         stored = connection.execute(_SELECT_OPERATION, {"b_operation": own_id}).first()

@@ -260,6 +260,8 @@ class AgentApi:
         finally:
             roleless = None if run.roles is None else not run.roles
             await self.costs.outsider_settled(account.id, repository, rules, admission, roleless)
+        if outcome is not None and outcome.elsewhere:  # the key's operation is another ticket's
+            raise _key_reused()
         if outcome is None or run.kept is None:
             raise _before_door(run.early, outcome.refusal if outcome is not None else None)
         if run.kept.digest != digest:  # a request racing this one used the key for another command
@@ -412,12 +414,16 @@ def _replay(
     applied to an attempt older than the ticket's current one (never "applied" for a change
     the current attempt did not get; the current status judged under `policy`)."""
     if kept.digest != digest:
-        message = "this Idempotency-Key was used for another request; use a new key for a new request"
-        raise Refused(422, "idempotency_key_reused", message)
+        raise _key_reused()
     if ticket is not None and now is not None and replays_an_earlier_attempt(kept, ticket):
         status, body = earlier_attempt_answer(kept.body, ticket, now, policy)
         return _json(status, body, {"Idempotent-Replayed": "true"})
     return _json(kept.status, kept.body, {"Idempotent-Replayed": "true"})
+
+
+def _key_reused() -> Refused:
+    message = "this Idempotency-Key was used for another request; use a new key for a new request"
+    return Refused(422, "idempotency_key_reused", message)
 
 
 def _parsed(text: str, expected: int | None) -> ParsedComment:

@@ -61,13 +61,18 @@ class Operation:
     refusal: Refusal | None = None
     ticket_id: int | None = None  # the ticket's row; None for a refusal before it existed
 
-    def replayed(self, operation_id: str) -> Outcome:
-        """`tickets._stored_outcome`: the stored outcome again, marked as a replay (nothing is shown)."""
+    def replayed(self, operation_id: str, elsewhere: bool = False) -> Outcome:
+        """`operation_rows.stored_outcome`: the stored outcome again, marked as a replay (nothing is
+        shown), and `elsewhere` when replayed for another ticket's request."""
         if self.refusal is not None:
             # Only code, reason and hint are stored: a replayed refusal is never transient.
             refusal = Refusal(self.refusal.code, self.refusal.reason, self.refusal.hint)
-            return Outcome(operation_id, self.key, self.revision, refusal=refusal, replayed=True)
-        return Outcome(operation_id, self.key, self.revision, events=self.events, replayed=True)
+            return Outcome(
+                operation_id, self.key, self.revision, refusal=refusal, replayed=True, elsewhere=elsewhere
+            )
+        return Outcome(
+            operation_id, self.key, self.revision, events=self.events, replayed=True, elsewhere=elsewhere
+        )
 
 
 @dataclass(frozen=True)
@@ -212,7 +217,12 @@ class Records:
         if stored is not None:
             own_id = self._own_operation_id(key, context.operation_id, stored)
             if own_id is None:
-                return stored.replayed(context.operation_id)
+                mine = (
+                    stored.ticket_id == self.ticket_ids.get(key)
+                    if stored.ticket_id is not None
+                    else (normalize(stored.key) == key)
+                )
+                return stored.replayed(context.operation_id, elsewhere=not mine)
             context = replace(context, operation_id=own_id)
             stored = self.operations.get(own_id)
             if stored is not None:

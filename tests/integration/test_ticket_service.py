@@ -207,3 +207,20 @@ def test_the_installation_that_brought_the_news_is_kept_with_the_ticket(database
         kept = connection.execute(text("SELECT installation_id FROM tickets")).scalar_one()
     assert kept == 9
     assert shown == [(7, 2), (9, 3), (9, 4)]
+
+
+def test_an_operation_id_replayed_for_another_ticket_says_so(database: Database) -> None:
+    """An operation id sent for #13 after it ran on #12 (an API key reused once its kept answer
+    was pruned) replays #12's outcome marked `elsewhere`, so the API can refuse it instead of
+    answering #13's request with #12; the same id on #12 is a plain replay; #13 is untouched."""
+    service, comments = TicketService(database), Comments()
+    other = TicketKey("acme/web", 13)
+    service.execute(KEY, Publish("Describe"), comments.context(REQUESTER))
+    service.execute(other, Publish("Describe"), comments.context(REQUESTER))
+    claim = comments.context(RUNNER)
+    first = service.execute(KEY, Claim(), claim)
+    assert first.applied and not first.elsewhere
+    reused = service.execute(other, Claim(), claim)
+    assert reused.replayed and reused.elsewhere
+    assert service.execute(KEY, Claim(), claim).elsewhere is False
+    assert service.load(other).work is WorkState.OPEN  # type: ignore[union-attr]
