@@ -223,7 +223,8 @@ def _claim(ticket: Ticket, command: Claim, ctx: Context, row: Transition, used: 
 
 
 def _attempt_limit(ticket: Ticket, command: Command, ctx: Context) -> Refusal | None:
-    """A `/claim` or `/send-back` that would open an attempt past `limits.attempts_per_ticket`."""
+    """A `/claim`, `/send-back` or `/deliver` on accepted work that would open an attempt past
+    `limits.attempts_per_ticket`."""
     limit = ctx.attempts_per_ticket
     since = ticket.reopened_at_attempt or 0  # a reopen by someone other than the claimant
     if limit is None or ticket.attempt + 1 - since <= limit:
@@ -264,6 +265,10 @@ def _deliver(
             "to earlier work is a loop.",
             "Push new work (or name a new artifact), then /deliver again.",
         )
+    if ticket.work is WorkState.ACCEPTED:  # a new attempt, held to the limit as a claim's is
+        limited = _attempt_limit(ticket, command, ctx)
+        if limited is not None:
+            return limited
     attempt = ticket.attempt + 1 if ticket.work is WorkState.ACCEPTED else ticket.attempt
     data = {
         "attempt": attempt,

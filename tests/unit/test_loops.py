@@ -108,6 +108,27 @@ def test_a_claim_past_the_attempt_limit_is_refused_unless_someone_else_reopened_
     assert isinstance(decide(by_an_agent, Claim(), limited), Refusal)
 
 
+def test_a_delivery_that_reopens_accepted_work_counts_against_the_attempt_limit() -> None:
+    """`/deliver` on an accepted ticket opens a new attempt like `/claim` and `/send-back` do, so
+    it is held to `limits.attempts_per_ticket` too: with at most 2, attempt 2 is delivered after
+    the first acceptance, and the delivery that would open attempt 3 is `attempt_limit`. (Found in
+    review: a runner and a reviewer (or an agent allowed to accept) alternating `/deliver` and
+    `/accept` opened attempts without end.)"""
+    from policies.commands import Accept
+
+    limited = replace(context(CODY, 12), attempts_per_ticket=2)
+    ticket = run(delivered(A, 10), Accept(), context(RITA, 11))
+    assert ticket.work is WorkState.ACCEPTED and ticket.attempt == 1
+    ticket = run(ticket, Deliver("A better fix.", commit=B), limited)
+    assert ticket.work is WorkState.DELIVERED and ticket.attempt == 2
+    ticket = run(ticket, Accept(), context(RITA, 13))
+    decision = decide(
+        ticket, Deliver("And another.", commit="c" * 40), replace(context(CODY, 14), attempts_per_ticket=2)
+    )
+    assert isinstance(decision, Refusal) and decision.code is RefusalCode.ATTEMPT_LIMIT, decision
+    assert "attempt 3" in decision.reason
+
+
 # -- evidence --------------------------------------------------------------------------------------
 
 
