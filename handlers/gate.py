@@ -340,7 +340,12 @@ async def on_protection_rule(event: WebhookEvent, services: Services) -> None:
     installation, repository = event.installation_id, request.repository
     rules = await services.configs.load(installation, repository)
     if not answerable(request.environment, rules):
-        return
+        # GitHub asks only where railyard is a rule of the environment: a file read a minute ago
+        # may predate the environment's line in `deployments.gate`. Read it now before dropping
+        # the request, which GitHub would otherwise wait on until the rule times out.
+        rules = await services.configs.load(installation, repository, fresh=True)
+        if not answerable(request.environment, rules):
+            return
     async with services.store.read() as reads:
         answered, merge_runs = await reads.gate_backlog(repository, request.answer_key())
     if answered:

@@ -129,6 +129,21 @@ async def test_an_ungated_environment_gets_no_answer_and_nothing_is_recorded() -
     assert len(ports.github.calls) == reads
 
 
+async def test_an_environment_gated_since_the_file_was_last_read_is_answered() -> None:
+    """The process read the file before `production` joined `deployments.gate` (its copy is up
+    to a minute old): a request for it is judged under the file read now, not dropped unanswered."""
+    ports = await gated_world()
+    fresh_load = ports.configs.load
+
+    async def cached_before_the_gate(installation_id: int, repository: str, *, fresh: bool = False) -> Rules:
+        rules = await fresh_load(installation_id, repository, fresh=fresh)
+        return rules if fresh else Rules(policy_version="v0")
+
+    ports.configs.load = cached_before_the_gate  # type: ignore[method-assign]
+    await ports.dispatch("deployment_protection_rule", deployment_protection_rule(HEAD))
+    assert [review.decision.state for review in reviews(ports)] == [GateState.REJECTED]
+
+
 async def test_a_callback_naming_another_repository_is_not_answered() -> None:
     """A payload whose callback URL names some other repository's run: railyard answers nothing."""
     ports = await gated_world()
