@@ -329,6 +329,36 @@ def answerable(environment: str, rules: Rules) -> bool:
     return rules.error is not None or gated(environment, rules)
 
 
+GIVE_UP_AFTER = 20 * 60.0
+"""Seconds after a gate request arrived past which judging that still fails rejects it unjudged:
+the worker retries a failing delivery for half an hour at least, then gives up, and GitHub would
+be left waiting on the rule. Fail closed, and answer."""
+
+
+async def _judged_or_refused(
+    event: WebhookEvent, services: Services, request: ProtectionRequest, rules: Rules
+) -> GateFindings:
+    """`judge_gate`'s findings; a rejection unjudged when judging still fails `GIVE_UP_AFTER`
+    after the request arrived: GitHub down, a read refused (a 403), the database away. Until
+    then every failure is retried (as `TransientError`, which the worker backs off on)."""
+    assert event.installation_id is not None
+    try:
+        return await judge_gate(
+            services, event.installation_id, request.repository, request.environment, request.sha, rules,
+            deployment_id=request.deployment_id,
+        )  # fmt: skip
+    except Exception as error:  # a gate that cannot judge retries a while, then rejects and says so
+        waited = None if event.received_at is None else services.clock() - event.received_at
+        if waited is None or waited < GIVE_UP_AFTER:
+            if isinstance(error, TransientError):
+                raise
+            raise TransientError(f"judging failed ({type(error).__name__}): tried again") from error
+        log.warning(
+            "gate request rejected: judging kept failing", minutes=round(waited / 60), error=str(error)[:200]
+        )
+    return GateFindings(decide_gate([], [], Unticketed(rules.unticketed), unjudged=True), None)
+
+
 @router.register("deployment_protection_rule", "requested")
 async def on_protection_rule(event: WebhookEvent, services: Services) -> None:
     """Judge a deployment to a gated environment; record the decision on each ticket it brings
@@ -364,10 +394,7 @@ async def on_protection_rule(event: WebhookEvent, services: Services) -> None:
             decide_gate([], [], Unticketed(rules.unticketed), merges_unrecorded=True), None
         )
     else:
-        findings = await judge_gate(
-            services, installation, repository, request.environment, request.sha, rules,
-            deployment_id=request.deployment_id,
-        )  # fmt: skip
+        findings = await _judged_or_refused(event, services, request, rules)
     decision, now = findings.decision, datetime.fromtimestamp(services.clock(), UTC)
     async with services.store.unit() as uow:
         for verdict in decision.tickets:

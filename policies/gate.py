@@ -82,6 +82,9 @@ class GateDecision:
     config_unusable: bool = False
     """True: the repository's configuration in force cannot be used (its file, or the file it
     starts from, is broken), so what the gate requires is not known and nothing was judged."""
+    unjudged: bool = False
+    """True: the reads the decision needs kept failing (GitHub down past the gate's patience) or
+    were refused, so nothing was judged."""
 
     @property
     def approved(self) -> bool:
@@ -126,12 +129,15 @@ def decide_gate(
     commit_known: bool = True,
     merges_unrecorded: bool = False,
     config_unusable: bool = False,
+    unjudged: bool = False,
 ) -> GateDecision:
     """Approve when every ticket in the range lets the deployment go and no unticketed merge is
     refused by `policy`; reject otherwise, and always when what the deployment brings or what
     it must meet cannot be known: a commit GitHub does not know, a merge railyard has not
-    recorded in time, a configuration that cannot be used. Tickets and merges are listed once
-    each, by number."""
+    recorded in time, a configuration that cannot be used, reads that kept failing. Tickets and
+    merges are listed once each, by number."""
+    if unjudged:
+        return GateDecision(GateState.REJECTED, (), (), policy, unjudged=True)
     if config_unusable:
         return GateDecision(GateState.REJECTED, (), (), policy, config_unusable=True)
     if not commit_known:

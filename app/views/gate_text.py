@@ -58,6 +58,11 @@ def gate_comment(decision: GateDecision) -> str:
             "`railyard validate` or a ticket's status comment), so what this environment requires "
             "is not known. Run the deployment again once the file is fixed."
         )
+    if decision.unjudged:
+        return (
+            "railyard rejected: GitHub did not give railyard what it needs to judge this deployment "
+            "(it kept failing, or refused a read), so nothing was judged. Run the deployment again."
+        )
     if decision.merges_unrecorded:
         return (
             "railyard rejected: a pull request of this repository was closed and railyard has not "
