@@ -25,7 +25,7 @@ It is a package of its own, outside `tests/`, because `railyard demo` runs raily
 (and ships with the wheel), and the tests and `bench/` use the same one.
 """
 
-from github_standin.common import Json, fake_jwt, git_blob_sha, iso
+from github_standin.common import Json, fake_jwt, fork_id, git_blob_sha, iso
 from github_standin.faults import Fault, LimitWatch, RandomFaults
 from github_standin.history import Deployment
 from github_standin.process import StandinProcess, main, standin_subprocess
@@ -70,6 +70,7 @@ __all__ = [
     "account_id",
     "create_standin",
     "fake_jwt",
+    "fork_id",
     "git_blob_sha",
     "iso",
     "main",

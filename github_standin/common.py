@@ -76,6 +76,12 @@ def fake_sha(*parts: object) -> str:
     return hashlib.sha1(":".join(map(str, parts)).encode(), usedforsecurity=False).hexdigest()
 
 
+def fork_id(full_name: str) -> int:
+    """A fork's stable id (the `head.repo.id` of a PR from it), so payloads built anywhere in the
+    tests agree with the stand-in's answers; never its parent's (`state.repository_id`)."""
+    return int(fake_sha(full_name)[:8], 16)
+
+
 def node_id_of(kind: str, key: object) -> str:
     return base64.b64encode(f"0{len(kind)}:{kind}{key}".encode()).decode()
 

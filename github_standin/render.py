@@ -21,6 +21,7 @@ from github_standin.common import (
     SEEDED_AT,
     Json,
     fake_sha,
+    fork_id,
     git_blob_sha,
     iso,
     node_id_of,
@@ -245,11 +246,10 @@ class Render:
     def _fork(self, full_name: str) -> Json:
         """A fork's repository object, as it appears in a PR's `head.repo`."""
         owner, name = full_name.split("/")
-        fork_id = int(fake_sha(full_name)[:8], 16)
         shape = self.fill(
             _REPOSITORY,
-            id=fork_id,
-            node_id=node_id_of("Repository", fork_id),
+            id=fork_id(full_name),
+            node_id=node_id_of("Repository", fork_id(full_name)),
             name=name,
             full_name=full_name,
             private=False,

@@ -40,7 +40,7 @@ from handlers.signs import signs_from_events
 from policies.budgets import status_recheck_budget
 from policies.commands import Accept, Claim, Command, Context, Deliver, Draft, Publish, Reopen, SendBack
 from policies.evidence import month_start
-from policies.links import linked_issues
+from policies.links import linked_issues, same_repository
 from policies.model import Actor, TicketKey
 from policies.parser import ParsedComment
 from policies.states import Role
@@ -346,11 +346,14 @@ class CommandRun:
         pull = await self.services.github.pull(f.installation_id, f.repository, f.number)
         from_body = linked_issues(dig_str(pull, "body"), f.repository)
         head = dig_str(pull, "head", "ref")
-        head_repository = dig_str(pull, "head", "repo", "full_name")  # a fork's branch links nothing
+        own = same_repository(  # a fork's branch links nothing, by GitHub's ids
+            dig_int(pull, "head", "repo", "id"), dig_int(pull, "base", "repo", "id"),
+            head_repository=dig_str(pull, "head", "repo", "full_name"), repository=f.repository,
+        )  # fmt: skip
         delivered: set[int] = set()
         async with self.services.store.read() as reads:
             if head:
-                delivered = await reads.tickets_on_branch(f.repository, head, head_repository=head_repository)
+                delivered = await reads.tickets_on_branch(f.repository, head, head_in_repository=own)
             stored = await reads.stored_pull(f.repository, f.number)  # the sidebar's and patterns' too
         linked = sorted(from_body | delivered | (stored[1] if stored else set()))
         if target is not None and target in linked:

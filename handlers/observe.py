@@ -130,6 +130,8 @@ def pull_request_from(payload: object, repository: str, fallback: float) -> Pull
         head_repository=dig_str(payload, "head", "repo", "full_name"),
         merged_at=time_or(merged_at, fallback) if merged_at else None,
         base_ref=dig_str(payload, "base", "ref"),
+        repository_id=dig_int(payload, "base", "repo", "id"),
+        head_repository_id=dig_int(payload, "head", "repo", "id"),
     )
 
 
@@ -154,13 +156,13 @@ async def pull_links(
     by_body = named_tickets(body, repository, sidebar, pull.number)
     linked, at_merge = set(by_body), by_body if pull.merged and body_as_of_merge else set()
     if pull.head_ref and pull.head_in_repository:
-        ref, head = pull.head_ref, pull.head_repository
-        linked |= await reads.tickets_on_branch(repository, ref, head_repository=head)
+        ref = pull.head_ref
+        linked |= await reads.tickets_on_branch(repository, ref, head_in_repository=True)
         linked |= await by_pattern(reads, repository, ref, rules)
         if pull.merged:
             merged_at = pull.merged_at or pull.updated_at
             at_merge |= await reads.tickets_on_branch(
-                repository, ref, head_repository=head, reported_by=merged_at
+                repository, ref, head_in_repository=True, reported_by=merged_at
             )
             at_merge |= await by_pattern(reads, repository, ref, rules, claimed_by=merged_at)
     return linked, at_merge
@@ -332,7 +334,7 @@ async def delivered_branch(
         at_merge = pull.merged and number in await uow.tickets_on_branch(
             repository,
             branch,
-            head_repository=pull.head_repository,
+            head_in_repository=pull.head_in_repository,
             reported_by=pull.merged_at or pull.updated_at,
         )
         told.append((number, pull.observed(True, linked_at_merge=at_merge)))

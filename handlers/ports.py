@@ -100,11 +100,14 @@ class PullRequest:
     # with the PR): None when not asked (a PR of this repository needs no answer).
     author_has_role: bool | None = None
     base_ref: str | None = None  # the branch it targets (None: stored before bases were kept)
+    repository_id: int | None = None  # GitHub's `base.repo.id` (None: stored before 0025)
+    head_repository_id: int | None = None  # `head.repo.id` (None: a deleted fork's, or not known)
 
     @property
     def head_in_repository(self) -> bool:
-        """Whether the head branch is a branch of the PR's own repository (not a fork's)."""
-        return same_repository(self.head_repository, self.repository)
+        """Whether the head branch is in the PR's own repository, not a fork (by id: `same_repository`)."""
+        ids = (self.head_repository_id, self.repository_id)
+        return same_repository(*ids, head_repository=self.head_repository, repository=self.repository)
 
     @property
     def links_count(self) -> bool:
@@ -186,10 +189,10 @@ class Reads(AgentReads, Protocol):
         repository: str,
         branch: str,
         *,
-        head_repository: str | None,
+        head_in_repository: bool,
         reported_by: datetime | None = None,
     ) -> set[int]:
-        """Tickets whose claim or delivery reported `branch` (by `reported_by`, when given)."""
+        """Tickets whose claim or delivery reported `branch` (by `reported_by`); none for a fork's head."""
 
     async def tickets_showing_pull(self, repository: str, number: int, before: datetime) -> set[int]:
         """Tickets whose rails show PR `number` linked and open as of a time before `before`."""

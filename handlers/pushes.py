@@ -32,7 +32,7 @@ async def on_push(event: WebhookEvent, services: Services) -> None:
     pushed_at = push_time(event, services.clock())
     async with services.store.read() as reads:
         # A push names a branch of the repository it was pushed to, never a fork's.
-        tickets = await reads.tickets_on_branch(repository, branch, head_repository=repository)
+        tickets = await reads.tickets_on_branch(repository, branch, head_in_repository=True)
         tickets |= await by_pattern(reads, repository, branch, rules)
         candidates = [
             await reads.ticket(TicketKey(repository, n)) for n in push_candidates(tickets, branch, rules)

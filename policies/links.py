@@ -16,7 +16,7 @@ and so does text in block-level HTML (`<details>` then `Fixes #12`), which GitHu
 
 A PR's head branch links the tickets whose delivery (or claim) reported that branch only
 when the head branch lives in this repository: a fork can name its branch like any
-delivered branch, so a fork's branch name links nothing (`same_repository`).
+delivered branch, so a fork's branch name links nothing (`same_repository`, by repository id).
 
 Whose links move the rail (`links_move_rail`): a PR whose head is in this repository (only
 people with write access can push there), a fork's PR whose author holds any railyard role
@@ -105,12 +105,26 @@ def capped(numbers: set[int] | frozenset[int]) -> tuple[frozenset[int], frozense
     return frozenset(ordered[:MAX_NAMED_TICKETS]), frozenset(ordered[MAX_NAMED_TICKETS:])
 
 
-def same_repository(head_repository: str | None, repository: str) -> bool:
-    """Whether a PR's head repository ("owner/repo", None for a deleted fork) is `repository`.
+def same_repository(
+    head_repository_id: int | None,
+    repository_id: int | None,
+    *,
+    head_repository: str | None,
+    repository: str,
+) -> bool:
+    """Whether a PR's head branch is in the PR's own repository, not in a fork.
 
-    Only then does the head branch name a branch of this repository, so only then can it
-    link a ticket by branch (SPEC: Links). GitHub compares repository names without case.
+    Only then does the head branch name a branch of this repository, so only then can it link a
+    ticket by branch (SPEC: Links). GitHub's ids decide (`head.repo.id`, the base's
+    `base.repo.id`): a name can be renamed away, passed on, or taken by another repository (a
+    fork deleted, the repository transferred into its name), an id never. With the PR's own id
+    known, a head without one is not in it: a deleted fork's (`head.repo` is null), or a fork's
+    PR stored before railyard kept ids (migration 0025 gave ids only to heads named like their
+    PR's repository). Without the PR's own id (stored before 0025 under a name railyard knew no
+    id for) the names decide, compared without case as GitHub does: what railyard did before.
     """
+    if repository_id is not None:
+        return head_repository_id == repository_id
     return head_repository is not None and head_repository.casefold() == repository.casefold()
 
 

@@ -17,7 +17,7 @@ from app.store.signs import read_clocks
 from app.store.tickets import TicketService
 from app.views.render import StatusView
 from app.views.status_json import status_comment_body
-from github_standin import StandinState, account_id, repository_id
+from github_standin import StandinState, account_id, fork_id, repository_id
 from policies.model import TicketKey
 from support.payloads import example
 from support.servers import drained
@@ -205,10 +205,12 @@ def pull_request_payload(
     pull.update({"html_url": f"https://github.com/{REPO}/pull/{number}", "merge_commit_sha": "d" * 40})
     pull["merged_at"] = (merged_at or updated) if merged else None
     pull["head"].update({"ref": ref, "sha": head})
-    pull["base"]["repo"]["full_name"] = REPO
+    pull["base"]["repo"].update({"full_name": REPO, "id": repository_id(REPO)})
     pull["base"]["ref"] = base
     if head_repo is None:
         pull["head"]["repo"] = None
     else:
-        pull["head"]["repo"] = {**pull["head"]["repo"], "full_name": head_repo, "fork": head_repo != REPO}
+        fork = head_repo.casefold() != REPO.casefold()
+        head_id = fork_id(head_repo) if fork else repository_id(REPO)
+        pull["head"]["repo"] = {**pull["head"]["repo"], "full_name": head_repo, "id": head_id, "fork": fork}
     return payload

@@ -22,7 +22,7 @@ from app.store.tables import PullRequestRow, table
 from app.store.tickets import tickets
 from handlers.ports import PullRequest
 from policies.clocks import end_of_second
-from policies.links import SHOWING_OPEN_PULLS, same_repository, shows_pull_open
+from policies.links import SHOWING_OPEN_PULLS, shows_pull_open
 
 pull_requests = table(PullRequestRow)
 
@@ -60,6 +60,8 @@ def remember(connection: Connection, pull: PullRequest, linked: set[int]) -> set
         "merged_at": pull.merged_at.timestamp() if pull.merged_at else None,
         "author_has_role": pull.author_has_role,
         "base_ref": pull.base_ref,
+        "repository_id": pull.repository_id,
+        "head_repository_id": pull.head_repository_id,
     }
     statement = insert_for(connection)(pull_requests).values(**values)
     connection.execute(
@@ -87,6 +89,8 @@ def _pull(row: Any) -> PullRequest:
         merged_at=datetime.fromtimestamp(row.merged_at, UTC) if row.merged_at is not None else None,
         author_has_role=row.author_has_role,
         base_ref=row.base_ref,
+        repository_id=row.repository_id,
+        head_repository_id=row.head_repository_id,
     )
 
 
@@ -95,7 +99,8 @@ def pulls_where(
 ) -> list[tuple[PullRequest, set[int]]]:
     """Stored PRs of a repository with a given head commit or head branch, with their links.
 
-    `head_ref` names a branch of this repository, so forks' PRs never match it.
+    `head_ref` names a branch of this repository, so forks' PRs never match it, whatever their
+    head's name (`PullRequest.head_in_repository`: by GitHub's repository ids).
     """
     statement = select(pull_requests).where(pull_requests.c.repository == repository.casefold())
     if head_sha is not None:
@@ -142,17 +147,17 @@ def tickets_on_branch(
     repository: str,
     branch: str,
     *,
-    head_repository: str | None,
+    head_in_repository: bool,
     reported_by: datetime | None = None,
 ) -> set[int]:
-    """Tickets whose claim or delivery reported `branch`, for a PR whose head is `branch` in
-    `head_repository` (the PR's `head.repo.full_name`, None for a deleted fork).
+    """Tickets whose claim or delivery reported `branch`, for a PR whose head is `branch`.
 
-    A head outside `repository` links nothing: a fork's branch is not the delivered branch,
-    whatever its name. With `reported_by`, only branches reported by then count (the links a
-    PR had when it merged).
+    Unless the head is in `repository` (`head_in_repository`: `PullRequest.head_in_repository`,
+    decided by GitHub's repository ids), it links nothing: a fork's branch is not the delivered
+    branch, whatever its name. With `reported_by`, only branches reported by then count (the
+    links a PR had when it merged).
     """
-    if not same_repository(head_repository, repository):
+    if not head_in_repository:
         return set()
     delivered = (
         select(tickets.c.number)

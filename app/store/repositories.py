@@ -256,7 +256,9 @@ def _move(connection: Connection, from_name: str, to_name: str, *, cancel: bool)
         column = keyed.c.repository
         connection.execute(update(keyed).where(func.lower(column) == from_name).values(repository=to_name))
     # A PR's head names the repository its branch is in: only one in this repository links
-    # tickets by branch (`same_repository`), so the head's name moves with the repository's.
+    # tickets by branch (`same_repository`). Its id decides that, and ids never move; the name
+    # moves with the repository's for the rows without ids (stored before 0025), which the
+    # names decide, and so that every head reads as GitHub names it now.
     head = _pulls.c.head_repository
     connection.execute(update(_pulls).where(func.lower(head) == from_name).values(head_repository=to_name))
     moved = connection.execute(

@@ -309,12 +309,17 @@ class PullRequestRow(SQLModel, table=True):
     updated_at: float
     author: str | None = None  # who opened it: a PR linking no ticket is judged by its author's roles
     # "owner/repo" of the head branch; None for a deleted fork (and rows stored before 0010):
-    # only a head in this repository links tickets by branch name.
+    # only a head in this repository links tickets by branch name. Its GitHub id decides which
+    # repository that is (`policies.links.same_repository`); the name, for rows without ids.
     head_repository: str | None = None
     merged_at: float | None = None  # links reported after it never count for the merge
     # A fork's PR: whether its author held a role when it was opened or edited (None: not asked).
     author_has_role: bool | None = None
     base_ref: str | None = None  # the branch it targets (None: stored before 0020)
+    # GitHub's ids of its repository and of its head's (None: not known, or a deleted fork's
+    # head): kept from 0025 on, ids from before it filled in where the repository's was known.
+    repository_id: int | None = Field(default=None, sa_column=Column(BigInteger, nullable=True))
+    head_repository_id: int | None = Field(default=None, sa_column=Column(BigInteger, nullable=True))
 
 
 class HeldObservationRow(SQLModel, table=True):

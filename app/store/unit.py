@@ -261,7 +261,7 @@ class SqlReads:
         repository: str,
         branch: str,
         *,
-        head_repository: str | None,
+        head_in_repository: bool,
         reported_by: datetime | None = None,
     ) -> set[int]:
         """Tickets whose claim or delivery reported `branch`."""
@@ -269,7 +269,7 @@ class SqlReads:
             pulls.tickets_on_branch,
             repository,
             branch,
-            head_repository=head_repository,
+            head_in_repository=head_in_repository,
             reported_by=reported_by,
         )
 

@@ -14,6 +14,10 @@ from handlers.errors import Missing
 from handlers.ports import Json
 
 Key = tuple[str, str]
+REPOSITORY_ID = 4_100
+"""GitHub's id of the repository a pulls answer is of, unless a test says another."""
+FORK_ID = 4_200
+"""GitHub's id of a fork a pulls answer's head is in, unless a test says another."""
 
 
 def _key(repository: str, name: object) -> Key:
@@ -289,6 +293,8 @@ def pull_answer(
     head_ref: str = "feature",
     head_sha: str = "a" * 40,
     head_repository: str | None = None,
+    head_repository_id: int | None = None,
+    repository_id: int = REPOSITORY_ID,
     state: str = "open",
     merged_at: str | None = None,
     merge_commit: str | None = None,
@@ -298,7 +304,13 @@ def pull_answer(
     base_ref: str = "main",
     title: str = "A pull request",
 ) -> dict[str, Any]:
-    """`GET /repos/{repo}/pulls/{number}` (and a `pull_request` payload's PR), the fields railyard reads."""
+    """`GET /repos/{repo}/pulls/{number}` (and a `pull_request` payload's PR), the fields railyard reads.
+
+    The head's repository is `repository` (id `repository_id`) unless `head_repository` names
+    another, which is a fork with an id of its own unless `head_repository_id` says which."""
+    if head_repository_id is None:
+        own = head_repository is None or head_repository.casefold() == repository.casefold()
+        head_repository_id = repository_id if own else FORK_ID
     return {
         "number": number,
         "html_url": f"https://github.com/{repository}/pull/{number}",
@@ -310,11 +322,11 @@ def pull_answer(
         "title": title,
         "updated_at": updated_at,
         "mergeable": mergeable,
-        "base": {"ref": base_ref},
+        "base": {"ref": base_ref, "repo": {"id": repository_id, "full_name": repository}},
         "user": user(author, 900, "Bot" if author.endswith("[bot]") else "User"),
         "head": {
             "ref": head_ref,
             "sha": head_sha,
-            "repo": {"full_name": head_repository or repository},
+            "repo": {"id": head_repository_id, "full_name": head_repository or repository},
         },
     }

@@ -30,7 +30,7 @@ from policies.commands import Context
 from policies.deployment_facts import newest_containing
 from policies.engine import apply_all
 from policies.events import Event, EventType
-from policies.links import SHOWING_OPEN_PULLS, same_repository, shows_pull_open
+from policies.links import SHOWING_OPEN_PULLS, shows_pull_open
 from policies.model import Ticket, TicketKey
 from policies.rails import (
     Observation,
@@ -351,10 +351,10 @@ class Records:
         return (row[0], set(row[1])) if row else None
 
     def tickets_on_branch(
-        self, repository: str, branch: str, head_repository: str | None, reported_by: datetime | None
+        self, repository: str, branch: str, head_in_repository: bool, reported_by: datetime | None
     ) -> set[int]:
         """`pulls.tickets_on_branch`: tickets whose claim or delivery reported `branch` (by `reported_by`)."""
-        if not same_repository(head_repository, repository):
+        if not head_in_repository:
             return set()
         repository = repository.casefold()
         delivered = {

@@ -66,11 +66,11 @@ class MemoryReads:
         repository: str,
         branch: str,
         *,
-        head_repository: str | None,
+        head_in_repository: bool,
         reported_by: datetime | None = None,
     ) -> set[int]:
         """Tickets whose claim or delivery reported `branch`."""
-        return self.records.tickets_on_branch(repository, branch, head_repository, reported_by)
+        return self.records.tickets_on_branch(repository, branch, head_in_repository, reported_by)
 
     async def pulls_merged_as(self, repository: str, commits: Collection[str] | None) -> list[PullAndTickets]:
         """Stored merged PRs with one of these merge commits (None: every one)."""

@@ -111,7 +111,7 @@ async def test_the_one_door_inside_a_unit_sees_the_units_own_writes(database: Da
         claimed = await uow.execute(KEY, Claim(branch="agent/12"), comments.context(RUNNER))
         assert claimed.applied
         assert await uow.record_sign_of_life(heard) is True
-        assert await uow.tickets_on_branch(KEY.repository, "agent/12", head_repository=KEY.repository) == {12}
+        assert await uow.tickets_on_branch(KEY.repository, "agent/12", head_in_repository=True) == {12}
         await uow.commit()
     async with store.read() as reads:
         ticket = await reads.ticket(KEY)
@@ -167,12 +167,12 @@ async def test_an_attempt_opened_in_the_second_github_reports_a_merge_counts_as_
         await uow.commit()
     async with store.read() as reads:
         same_second = await reads.tickets_on_branch(
-            KEY.repository, "agent/12", head_repository=KEY.repository, reported_by=merged
+            KEY.repository, "agent/12", head_in_repository=True, reported_by=merged
         )
         a_second_before = await reads.tickets_on_branch(
             KEY.repository,
             "agent/12",
-            head_repository=KEY.repository,
+            head_in_repository=True,
             reported_by=merged - timedelta(seconds=1),
         )
         assert await reads.attempt_opened_by(KEY.repository, 12, merged)

@@ -220,9 +220,30 @@ def test_a_link_in_prose_counts_and_the_same_link_in_a_fence_does_not(
     ("head_repository", "links"),
     [("acme/web", True), ("ACME/Web", True), ("mallory/web", False), ("acme/web-fork", False), (None, False)],
 )
-def test_only_a_head_in_this_repository_can_link_by_branch(head_repository: str | None, links: bool) -> None:
-    """The head repository must be this one (compared without case); a fork or a deleted fork is not."""
-    assert same_repository(head_repository, "acme/web") is links
+def test_without_ids_only_a_head_named_like_this_repository_can_link_by_branch(
+    head_repository: str | None, links: bool
+) -> None:
+    """A PR stored before ids were kept: the head repository's name must be this one's (compared
+    without case); a fork or a deleted fork is not."""
+    assert same_repository(None, None, head_repository=head_repository, repository="acme/web") is links
+
+
+@pytest.mark.parametrize(
+    ("head_repository_id", "head_repository", "links"),
+    [
+        (1, "acme/web", True),
+        (1, "acme/website", True),  # renamed since railyard last heard the name
+        (2, "acme/web", False),  # another repository that has (or had) this name
+        (None, "acme/web", False),  # a fork's head stored before 0025, under a name it took since
+        (None, None, False),  # a deleted fork
+    ],
+)
+def test_with_the_repositorys_id_only_a_head_of_that_id_can_link_by_branch(
+    head_repository_id: int | None, head_repository: str | None, links: bool
+) -> None:
+    """With acme/web's id (1) known, the head's id decides, whatever the names say."""
+    found = same_repository(head_repository_id, 1, head_repository=head_repository, repository="acme/web")
+    assert found is links
 
 
 @pytest.mark.parametrize(

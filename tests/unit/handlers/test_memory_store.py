@@ -115,11 +115,11 @@ async def test_branches_of_claims_and_deliveries_count_by_when_they_were_reporte
         await uow.execute(KEY, Claim(branch="agent/12"), said(RUNNER, "3", minutes=30))
         await uow.commit()
     async with store.read() as reads:
-        assert await reads.tickets_on_branch("acme/app", "agent/12", head_repository="ACME/app") == {12}
-        assert await reads.tickets_on_branch("acme/app", "agent/12", head_repository="fork/app") == set()
+        assert await reads.tickets_on_branch("acme/app", "agent/12", head_in_repository=True) == {12}
+        assert await reads.tickets_on_branch("acme/app", "agent/12", head_in_repository=False) == set()
         early = AT + timedelta(minutes=10)
         assert (
-            await reads.tickets_on_branch("acme/app", "agent/12", head_repository=None, reported_by=early)
+            await reads.tickets_on_branch("acme/app", "agent/12", head_in_repository=True, reported_by=early)
             == set()
         )
         assert not await reads.attempt_opened_by("acme/app", 12, early)
