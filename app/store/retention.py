@@ -139,29 +139,54 @@ def stored_delivery_ids(database: Database, guids: list[str]) -> set[str]:
 
 def _stale_checks(connection: Any, cutoff: float) -> list[int]:
     """Performed check-run rows not written since `cutoff` whose head is no open PR's current
-    head (pushed over, or the PR closed): no later write edits them."""
-    current = {
-        (str(row.repository).casefold(), int(row.number), row.head_sha)
-        for row in connection.execute(
-            select(pull_requests.c.repository, pull_requests.c.number, pull_requests.c.head_sha).where(
-                pull_requests.c.open
-            )
-        )
-    }
+    head (pushed over, or the PR closed): no later write edits them (`_OpenHeads`)."""
+    heads = _OpenHeads.read(connection)
     old = connection.execute(
-        select(effects_table.c.id, effects_table.c.repository, effects_table.c.payload).where(
+        select(
+            effects_table.c.id,
+            effects_table.c.repository,
+            effects_table.c.repository_id,
+            effects_table.c.payload,
+        ).where(
             effects_table.c.status == "done",
             effects_table.c.kind == EffectKind.CHECK_RUN.value,
             effects_table.c.updated_at < cutoff,
         )
     )
-    return [
-        int(row.id)
-        for row in old
-        if (
-            str(row.repository).casefold(),
-            int(row.payload.get("pull_request", 0)),
-            row.payload.get("head_sha"),
-        )
-        not in current
-    ]
+    return [int(row.id) for row in old if not heads.shows(row)]
+
+
+@dataclass(frozen=True)
+class _OpenHeads:
+    """The open PRs' current heads (repository, PR number, head sha), to match check rows against.
+
+    A check's row and its PR's are matched by GitHub's id of the repository where both have one
+    (effects since 0021, PRs since 0025): the names can differ while the repository is the same
+    (a PR first seen while its repository was being renamed stays under the old name; its
+    check, kept with the id, was moved to the new name before it was written). A row without an
+    id is matched by name (casefolded), as before ids were kept."""
+
+    by_id: frozenset[tuple[int, int, str | None]]
+    by_name: frozenset[tuple[str, int, str | None]]
+    without_id: frozenset[tuple[str, int, str | None]]  # the PRs without an id, by name
+
+    @classmethod
+    def read(cls, connection: Any) -> _OpenHeads:
+        by_id, by_name, without_id = set(), set(), set()
+        columns = (pull_requests.c.repository, pull_requests.c.repository_id, pull_requests.c.number)
+        for row in connection.execute(select(*columns, pull_requests.c.head_sha).where(pull_requests.c.open)):
+            named = (str(row.repository).casefold(), int(row.number), row.head_sha)
+            by_name.add(named)
+            if row.repository_id is None:
+                without_id.add(named)
+            else:
+                by_id.add((int(row.repository_id), int(row.number), row.head_sha))
+        return cls(frozenset(by_id), frozenset(by_name), frozenset(without_id))
+
+    def shows(self, check: Any) -> bool:
+        """Whether the check row's head is an open PR's current head."""
+        number, sha = int(check.payload.get("pull_request", 0)), check.payload.get("head_sha")
+        named = (str(check.repository).casefold(), number, sha)
+        if check.repository_id is None:
+            return named in self.by_name
+        return (int(check.repository_id), number, sha) in self.by_id or named in self.without_id
