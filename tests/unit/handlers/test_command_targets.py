@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from handlers.answers import PullTarget
 from policies.states import IntegrationState, WorkState
-from tests.fakes.github import pull_answer
+from tests.fakes.github import REPOSITORY_ID, pull_answer
 from tests.fakes.webhooks import REPOSITORY, pull_request
 from tests.unit.handlers.steps import CAROL, RITA, claimed, replies, say, ticket, world
 
@@ -20,6 +20,22 @@ async def test_a_command_on_a_pr_linked_only_from_the_sidebar_applies_to_that_ti
     await ports.dispatch("pull_request", pull_request("opened", pull))
     assert ticket(ports).rails.pull_requests[40].linked  # the rail knows the link
     assert ticket(ports).rails.integration is IntegrationState.PULL_REQUEST_OPEN
+    await say(ports, "/deliver Done in the PR.", by=CAROL, number=40, on_pull_request=True)
+    assert ticket(ports).work is WorkState.DELIVERED
+
+
+async def test_a_command_on_a_pr_from_the_claimed_branch_applies_after_the_repository_was_renamed() -> None:
+    """#12 claimed on agent/12-fix; `/deliver` is said on PR #40 from that branch, which railyard
+    has not seen, and by the time the PR is read acme/app is acme/application: GitHub's answer
+    names the head's repository so, the comment acme/app, but the ids say it is the same
+    repository, so the branch links #12 and the command applies to it."""
+    ports = world()
+    await claimed(ports, branch="agent/12-fix")
+    renamed = pull_answer(
+        REPOSITORY, 40, body="Retries.", head_ref="agent/12-fix", head_repository="acme/application",
+        head_repository_id=REPOSITORY_ID,
+    )  # fmt: skip
+    ports.github.add_pull(REPOSITORY, renamed)
     await say(ports, "/deliver Done in the PR.", by=CAROL, number=40, on_pull_request=True)
     assert ticket(ports).work is WorkState.DELIVERED
 
