@@ -111,8 +111,7 @@ class PullRequest:
 
     @property
     def links_count(self) -> bool:
-        """Whether its links move the tickets' repository rail, or only mention them
-        (`policies.links.links_move_rail`)."""
+        """Whether its links move the tickets' repository rail, or only mention them (`links_move_rail`)."""
         return links_move_rail(
             head_in_repository=self.head_in_repository,
             author_has_role=bool(self.author_has_role),
