@@ -377,7 +377,8 @@ async def on_protection_rule(event: WebhookEvent, services: Services) -> None:
         if not answerable(request.environment, rules):
             return
     async with services.store.read() as reads:
-        answered, merge_runs = await reads.gate_backlog(repository, request.answer_key())
+        rid = dig_int(event.payload, "repository", "id")  # its closes stored under an older name too
+        answered, merge_runs = await reads.gate_backlog(repository, request.answer_key(), rid)
     if answered:
         return  # run again (a crash after its commit, a redelivery by hand): its answer is recorded
     # A decision relies on the file (roles, expiry, the gate itself): read it now, as a command does.

@@ -247,14 +247,25 @@ class DeliveryFacts:
     installation_id: int | None
     repository: str | None
     ordering_key: str | None
+    repository_id: int | None = None
 
 
 def _ordering_key(
-    event: str, body: WebhookBody, repository: str | None, installation_id: int | None
+    event: str,
+    body: WebhookBody,
+    repository: str | None,
+    installation_id: int | None,
+    repository_id: int | None,
 ) -> str | None:
-    """Deliveries with the same key are processed in the order received; others in parallel."""
+    """Deliveries with the same key are processed in the order received; others in parallel.
+
+    A repository is named in the key by GitHub's id (its name when a payload gives none): a
+    rename between two deliveries of one issue or pull request keeps them in one order. A name
+    always has a `/`, an id never, so the two cannot meet."""
     if event in ("installation", "installation_repositories"):
         return f"installation:{installation_id}" if installation_id is not None else None
+    if repository_id is not None:
+        repository = str(repository_id)
     if repository is None:
         return None
     if event in ("issues", "issue_comment"):
@@ -284,6 +295,7 @@ _DESCRIBED: tuple[_Path, ...] = (
     ("action",),
     ("installation", "id"),
     ("repository", "full_name"),
+    ("repository", "id"),
     ("issue", "number"),
     ("pull_request", "number"),
     ("number",),
@@ -302,11 +314,13 @@ def describe(event: str, body: WebhookBody) -> DeliveryFacts:
     installation_id = body.integer("installation", "id")
     repository = body.string("repository", "full_name")
     repository = repository.casefold() if repository else None
+    repository_id = body.integer("repository", "id") if repository else None
     return DeliveryFacts(
         action=body.string("action"),
         installation_id=installation_id,
         repository=repository,
-        ordering_key=_ordering_key(event, body, repository, installation_id),
+        ordering_key=_ordering_key(event, body, repository, installation_id, repository_id),
+        repository_id=repository_id,
     )
 
 

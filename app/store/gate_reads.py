@@ -3,7 +3,7 @@ answer is recorded already, and how far the repository's merges are from being r
 
 from __future__ import annotations
 
-from sqlalchemy import Connection, select, text
+from sqlalchemy import Connection, and_, or_, select, text
 
 from app.contracts.effect_types import review_dedupe_key
 from app.store.delivery_status import PENDING
@@ -11,26 +11,37 @@ from app.store.effects import effects_table
 from app.store.queue import deliveries
 
 
-def gate_backlog(connection: Connection, repository: str, answer: str) -> tuple[bool, int | None]:
+def gate_backlog(
+    connection: Connection, repository: str, answer: str, repository_id: int | None = None
+) -> tuple[bool, int | None]:
     """Whether the answer to the protection-rule request `answer` is in the outbox already, and
     the fewest runs of the repository's pending `pull_request.closed` deliveries (`merge_runs`)."""
     sent = connection.execute(
         select(effects_table.c.id).where(effects_table.c.dedupe_key == review_dedupe_key(answer)).limit(1)
     ).first()
-    return sent is not None, merge_runs(connection, repository)
+    return sent is not None, merge_runs(connection, repository, repository_id)
 
 
-def merge_runs(connection: Connection, repository: str) -> int | None:
+def merge_runs(connection: Connection, repository: str, repository_id: int | None = None) -> int | None:
     """How far the repository's pending `pull_request.closed` deliveries are from being processed:
     the fewest runs among them (None: none pending). Each counts the runs of the first pending
     delivery of its pull request, the one the worker takes next: its own, or those of an earlier
     delivery it waits behind (that one failing again and again holds it too). The gate waits on
-    a few runs and stops waiting past them (`handlers.gate`)."""
+    a few runs and stops waiting past them (`handlers.gate`).
+
+    With `repository_id`, the repository's closes are those stored with its id, whatever name
+    it had then (a rename since does not hide one), and those stored before ids were (0026) under
+    its name now; without, by its name alone."""
+    by_name = deliveries.c.repository == repository.casefold()
+    kept_id = deliveries.c.repository_id
+    ours = by_name
+    if repository_id is not None:
+        ours = or_(kept_id == repository_id, and_(kept_id.is_(None), by_name))
     closes = connection.execute(
         select(deliveries.c.ordering_key, deliveries.c.attempts)
         .where(
             deliveries.c.status == PENDING,
-            deliveries.c.repository == repository.casefold(),
+            ours,
             deliveries.c.event == "pull_request",
             deliveries.c.action == "closed",
         )

@@ -88,6 +88,7 @@ class IncomingDelivery(NamedTuple):
     attempts: int = 0
     last_error: str | None = None
     traceparent: str | None = None
+    repository_id: int | None = None
 
 
 class Received(NamedTuple):
@@ -124,7 +125,7 @@ def row_of(received: Received, body: bytes) -> IncomingDelivery:
     return IncomingDelivery(
         received.delivery_id, received.event, action, facts.installation_id, repository,
         _column(facts.ordering_key, 600), status, examined.text, examined.size, at, at, 0, wrong,
-        received.traceparent,
+        received.traceparent, facts.repository_id,
     )  # fmt: skip
 
 

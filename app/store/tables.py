@@ -176,6 +176,7 @@ class WebhookDeliveryRow(SQLModel, table=True):
     processed_at: float | None = None
     last_error: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
     traceparent: str | None = None  # the intake span's W3C traceparent (None: tracing was off)
+    repository_id: int | None = Field(default=None, sa_column=Column(BigInteger, nullable=True))  # 0026
 
 
 class DeliveryRunRow(SQLModel, table=True):

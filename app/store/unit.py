@@ -277,9 +277,9 @@ class SqlReads:
         """Stored merged PRs with one of these merge commits (None: every one)."""
         return await self._run(pulls.pulls_merged_as, repository, commits)
 
-    async def gate_backlog(self, repository: str, answer: str) -> tuple[bool, int | None]:
+    async def gate_backlog(self, repository: str, answer: str, rid: int | None) -> tuple[bool, int | None]:
         """Whether the gate request `answer` was answered; the fewest runs of a pending close."""
-        return await self._run(gate_backlog, repository, answer)
+        return await self._run(gate_backlog, repository, answer, rid)
 
     async def attempt_opened_by(self, repository: str, number: int, when: datetime) -> bool:
         """Whether the ticket had an attempt opened by `when`."""

@@ -83,7 +83,7 @@ class MemoryReads:
             and (wanted is None or pull.merge_commit in wanted)
         ]
 
-    async def gate_backlog(self, repository: str, answer: str) -> tuple[bool, int | None]:
+    async def gate_backlog(self, repository: str, answer: str, rid: int | None) -> tuple[bool, int | None]:
         """`gate_reads.gate_backlog`: the answer sent already; the fewest runs of a pending close."""
         sent = any(isinstance(item, DeploymentReview) and item.key == answer for item in self.records.answers)
         runs = [

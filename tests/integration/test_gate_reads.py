@@ -82,3 +82,21 @@ def test_an_answered_request_is_known_by_its_key(database: Database) -> None:
     with database.read() as connection:
         assert gate_backlog(connection, "acme/web", "acme/web:4242:production:900") == (True, None)
         assert gate_backlog(connection, "acme/web", "acme/web:4242:production:901") == (False, None)
+
+
+def test_a_close_stored_before_a_rename_is_found_by_the_repository_id(database: Database) -> None:
+    """A close stored while the repository was acme/web, asked for after its rename to acme/site:
+    found by GitHub's id, so the gate waits for it. Another repository's close now stored under
+    the old name is not, and a close stored before ids were kept (none) counts by its name."""
+    renamed = delivery("closed", "pull_request", "closed")._replace(
+        ordering_key="1001!41", repository_id=1001
+    )
+    reused = delivery("reused", "pull_request", "closed", number=9)._replace(repository_id=2002)
+    write_batch(database, [renamed, reused])
+    with database.read() as connection:
+        assert merge_runs(connection, "acme/site", 1001) == 0
+        assert merge_runs(connection, "acme/site") is None  # by name alone: the old rows' way
+        assert merge_runs(connection, "acme/web", 3003) is None  # the name is another's now
+    write_batch(database, [delivery("old", "pull_request", "closed", "acme/site", number=5)])
+    with database.read() as connection:
+        assert merge_runs(connection, "acme/site", 1001) == 0

@@ -50,10 +50,13 @@ def oracle_describe(event: str, payload: dict[str, Any]) -> DeliveryFacts:
     installation_id = _int(dig(payload, "installation", "id"))
     repository = _str(dig(payload, "repository", "full_name"))
     repository = repository.casefold() if repository else None
+    repository_id = _int(dig(payload, "repository", "id")) if repository else None
+    named = str(repository_id) if repository_id is not None else repository  # the key's repository
     key: str | None = None
     if event in ("installation", "installation_repositories"):
         key = f"installation:{installation_id}" if installation_id is not None else None
-    elif repository is not None:
+    elif named is not None:
+        repository = named
         if event in ("issues", "issue_comment"):
             number = _int(dig(payload, "issue", "number"))
             key = f"{repository}#{number}" if number is not None else None
@@ -73,7 +76,14 @@ def oracle_describe(event: str, payload: dict[str, Any]) -> DeliveryFacts:
         elif event in ("deployment", "deployment_status"):
             deployment = _int(dig(payload, "deployment", "id"))
             key = f"{repository}^{deployment}" if deployment is not None else None
-    return DeliveryFacts(_str(dig(payload, "action")), installation_id, repository, key)
+    stored = repository_name(payload)
+    return DeliveryFacts(_str(dig(payload, "action")), installation_id, stored, key, repository_id)
+
+
+def repository_name(payload: dict[str, Any]) -> str | None:
+    """The repository's name as intake stores it: casefolded."""
+    name = _str(dig(payload, "repository", "full_name"))
+    return name.casefold() if name else None
 
 
 def oracle_mismatch(event: str, payload: dict[str, Any]) -> str | None:
@@ -296,3 +306,16 @@ def test_a_number_no_double_holds_is_accepted_and_the_worker_reads_it(number: by
     with pytest.raises(orjson.JSONDecodeError):
         orjson.loads(examined.text)
     assert read_payload(examined.text)["comment"]["id"] in (float("inf"), float("-inf"), int(b"9" * 400))
+
+
+def test_a_rename_keeps_an_issues_deliveries_under_one_ordering_key() -> None:
+    """Two comments on issue #12, one sent before the repository's rename and one after: one
+    key (by GitHub's id), so the worker keeps them in order; a payload without an id keys by name."""
+    before = {"repository": {"id": 1001, "full_name": "acme/web"}, "issue": {"number": 12}}
+    after = {"repository": {"id": 1001, "full_name": "acme/site"}, "issue": {"number": 12}}
+    keys = [
+        describe("issue_comment", WebhookBody(json.dumps(p).encode())).ordering_key for p in (before, after)
+    ]
+    assert keys == ["1001#12", "1001#12"]
+    nameless = {"repository": {"full_name": "Acme/Web"}, "issue": {"number": 12}}
+    assert describe("issue_comment", WebhookBody(json.dumps(nameless).encode())).ordering_key == "acme/web#12"
