@@ -22,6 +22,7 @@ from typing import Any, Protocol
 
 from handlers.agent_ports import AgentReads, AgentWrites
 from handlers.answers import Answer
+from handlers.gate_ports import GateReads, GateWrites
 from handlers.kept_answers import KeptAnswer as KeptAnswer
 from policies.budgets import Budget
 from policies.commands import CommandName
@@ -160,7 +161,7 @@ PullAndTickets = tuple[PullRequest, set[int]]
 """A stored PR and the ticket numbers it links."""
 
 
-class Reads(AgentReads, Protocol):
+class Reads(AgentReads, GateReads, Protocol):
     """What a read of the store answers (a unit of work answers it too, inside its transaction)."""
 
     async def ticket(self, key: TicketKey) -> Ticket | None:
@@ -221,7 +222,7 @@ class Reads(AgentReads, Protocol):
         """The id of the repository whose records are kept under `name`, if any."""
 
 
-class UnitOfWork(Reads, AgentWrites, Protocol):
+class UnitOfWork(Reads, AgentWrites, GateWrites, Protocol):
     """One transaction: every write a handler makes for one delivery, committed together."""
 
     async def execute(

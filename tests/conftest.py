@@ -30,7 +30,8 @@ APPEND_ONLY_AND_OTHER_TABLES = (
     "operations, delivery_records, attempts, ticket_events, tickets, "
     "webhook_deliveries, delivery_runs, installations, installation_repositories, outbox_effects, "
     "pull_requests, held_observations, signs_of_life, installation_limits, replies, http_cache, "
-    "api_answers, api_budgets, web_sessions, repositories, installation_tokens, agent_accounts"
+    "api_answers, api_budgets, web_sessions, repositories, installation_tokens, agent_accounts, "
+    "gate_approvals"
 )
 
 

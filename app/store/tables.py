@@ -448,3 +448,22 @@ class RepositoryRow(SQLModel, table=True):
     id: int = Field(sa_column=Column(BigInteger, primary_key=True, autoincrement=False))
     full_name: str = Field(index=True, unique=True)  # lowercase, as the records spell it
     updated_at: float
+
+
+class GateApprovalRow(SQLModel, table=True):
+    """A deployment the gate approved (`app.store.gate_approvals`): the only deployments whose
+    success may start a later request's range, once the environment has one (`handlers.gate_base`).
+
+    Keyed by GitHub's repository id, never its name (renamed, reused). One row per
+    protection-rule request, written with the answer; never updated, never pruned.
+    """
+
+    __tablename__ = "gate_approvals"
+
+    repository_id: int = Field(sa_column=Column(BigInteger, primary_key=True, autoincrement=False))
+    environment: str = Field(primary_key=True)  # casefolded
+    sha: str = Field(primary_key=True)  # lowercase
+    request: str = Field(primary_key=True)  # the deployment's id, or run-RUN@SHA#DELIVERY
+    run_id: int = Field(sa_column=Column(BigInteger, nullable=False))
+    deployment_id: int | None = Field(default=None, sa_column=Column(BigInteger, nullable=True))
+    approved_at: float

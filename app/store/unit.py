@@ -28,7 +28,7 @@ from app.contracts.traces import TRACING, set_attributes, span
 from app.store import agent_accounts, api_answers, held, installations, pulls, repositories, signs, tickets
 from app.store.database import Database
 from app.store.effects import Effect, rerun
-from app.store.gate_reads import gate_backlog
+from app.store.gate_unit import GateApprovalReads, GateApprovalWrites
 from app.store.hops import Lane, off_loop
 from app.store.replies import enqueue_rendered
 from app.store.tickets import SurfacesFor
@@ -211,7 +211,7 @@ _SCANS: frozenset[Callable[..., Any]] = frozenset(
 open PR, a ticket's whole log, a budget's deliveries): run off the event loop even on SQLite."""
 
 
-class SqlReads:
+class SqlReads(GateApprovalReads):
     """`handlers.ports.Reads` over one transaction, every statement on the unit's thread (on
     SQLite, on the caller's). A read outside a unit on PostgreSQL (`here`: its statements are
     each their own transaction anyway, `Database.read`) runs the reads every command makes on
@@ -220,7 +220,7 @@ class SqlReads:
     a thread (`docs/benchmarks.md`)."""
 
     def __init__(self, session: _Session | _HereSession, here: Database | None = None) -> None:
-        self._session = session
+        self._session: _Session | _HereSession = session
         self._here = here
 
     async def _run(self, function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
@@ -277,10 +277,6 @@ class SqlReads:
         """Stored merged PRs with one of these merge commits (None: every one)."""
         return await self._run(pulls.pulls_merged_as, repository, commits)
 
-    async def gate_backlog(self, repository: str, answer: str, rid: int | None) -> tuple[bool, int | None]:
-        """Whether the gate request `answer` was answered; the fewest runs of a pending close."""
-        return await self._run(gate_backlog, repository, answer, rid)
-
     async def attempt_opened_by(self, repository: str, number: int, when: datetime) -> bool:
         """Whether the ticket had an attempt opened by `when`."""
         return await self._run(pulls.attempt_opened_by, repository, number, when)
@@ -314,7 +310,7 @@ class SqlReads:
         return await self._run(agent_accounts.logins_of, installation_id, account_id)
 
 
-class SqlUnit(SqlReads):
+class SqlUnit(SqlReads, GateApprovalWrites):
     """`handlers.ports.UnitOfWork`: one write transaction."""
 
     def __init__(self, session: _Session, surfaces: SurfacesFor | None, render: Render, clock: Clock) -> None:

@@ -14,6 +14,7 @@ from typing import Any
 
 from app.store.codec import ticket_from_data, ticket_to_data
 from handlers.answers import Answer
+from handlers.gate_ports import GateApproval
 from handlers.ports import (
     Change,
     ChangeContext,
@@ -32,12 +33,7 @@ from policies.engine import apply_all
 from policies.events import Event, EventType
 from policies.links import SHOWING_OPEN_PULLS, shows_pull_open
 from policies.model import Ticket, TicketKey
-from policies.rails import (
-    Observation,
-    fingerprint,
-    observation_from_data,
-    observation_to_data,
-)
+from policies.rails import Observation, fingerprint, observation_from_data, observation_to_data
 from policies.refusals import Refusal, RefusalCode
 from policies.states import IntegrationState
 from tests.fakes.door import OPENS_ATTEMPT, change_name, decide_change, normalize, stale
@@ -149,8 +145,8 @@ class Records:
     api_answers: dict[tuple[int, str], KeptAnswer] = field(default_factory=dict)
     names: dict[int, str] = field(default_factory=dict)  # `repositories`: id -> the records' name
     agents: dict[tuple[int, int, str], float] = field(default_factory=dict)  # `agent_accounts`: seen_at
-    # `webhook_deliveries`: the pending `pull_request.closed` deliveries
-    pending_closes: dict[str, tuple[str, int]] = field(default_factory=dict)  # id: (repository, runs)
+    pending_closes: dict[str, tuple[str, int]] = field(default_factory=dict)  # pending closes: repo, runs
+    gate_approvals: list[GateApproval] = field(default_factory=list)  # `gate_approvals`
 
     def copy(self) -> Records:
         """A copy a unit of work can change without touching these (the rows are immutable)."""

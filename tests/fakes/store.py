@@ -12,9 +12,11 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Collection, Iterable, Mapping
 from contextlib import asynccontextmanager
+from dataclasses import replace
 from datetime import datetime
 
 from handlers.answers import Answer, DeploymentReview
+from handlers.gate_ports import GateApproval
 from handlers.ports import (
     Change,
     ChangeContext,
@@ -123,6 +125,17 @@ class MemoryReads:
         """`agent_accounts.logins_of`: the listed logins the account acted under."""
         return {login for (i, a, login) in self.records.agents if (i, a) == (installation_id, account_id)}
 
+    async def gate_approved(
+        self, repository_id: int, environment: str, shas: Collection[str]
+    ) -> set[str] | None:
+        """`gate_approvals.approved`: of `shas`, those approved there; None when none ever was."""
+        there = [
+            approval.sha
+            for approval in self.records.gate_approvals
+            if (approval.repository_id, approval.environment) == (repository_id, environment.casefold())
+        ]
+        return {sha for sha in there if sha in {sha.lower() for sha in shas}} if there else None
+
 
 class MemoryUnit(MemoryReads):
     """`handlers.ports.UnitOfWork` on a private copy of the store's records."""
@@ -198,6 +211,14 @@ class MemoryUnit(MemoryReads):
     async def remember_agent(self, installation_id: int, login: str, account_id: int, now: float) -> None:
         """`agent_accounts.remember`: kept once, the first time."""
         self._writing().agents.setdefault((installation_id, account_id, login.casefold()), now)
+
+    async def record_gate_approval(self, approval: GateApproval) -> None:
+        """`gate_approvals.record`: once per request (its primary key)."""
+        records = self._writing()
+        kept = replace(approval, environment=approval.environment.casefold(), sha=approval.sha.lower())
+        key = (kept.repository_id, kept.environment, kept.sha, kept.request)
+        if all((a.repository_id, a.environment, a.sha, a.request) != key for a in records.gate_approvals):
+            records.gate_approvals.append(kept)
 
     async def send(self, *answers: Answer) -> None:
         """Enqueue the answers with this unit (kept, like everything else, only by `commit`)."""

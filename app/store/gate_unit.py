@@ -1,0 +1,47 @@
+"""What the deployment gate reads (its backlog, its approvals) and writes (its approvals) as
+`app.store.unit.SqlReads` and `SqlUnit` offer them (`handlers.gate_ports`), kept here so that
+module stays short."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection
+from typing import Any, Protocol, TypeVar
+
+from app.store import gate_approvals
+from app.store.gate_reads import gate_backlog
+from handlers.gate_ports import GateApproval
+
+T = TypeVar("T")
+
+
+class _Statements(Protocol):
+    """The part of a unit's session these need (`app.store.unit._Session`)."""
+
+    def post(self, function: Callable[..., Any], *args: Any, **kwargs: Any) -> None: ...
+
+    async def run(self, function: Callable[..., T], *args: Any, **kwargs: Any) -> T: ...
+
+
+class GateApprovalReads:
+    """`handlers.gate_ports.GateReads` (and `Reads.gate_backlog`) over the session's transaction."""
+
+    _session: _Statements
+
+    async def gate_backlog(self, repository: str, answer: str, rid: int | None) -> tuple[bool, int | None]:
+        """Whether the gate request `answer` was answered; the fewest runs of a pending close (of
+        GitHub's repository `rid`, when known, whatever its name was)."""
+        return await self._session.run(gate_backlog, repository, answer, rid)
+
+    async def gate_approved(
+        self, repository_id: int, environment: str, shas: Collection[str]
+    ) -> set[str] | None:
+        """Of `shas`, those the gate approved there; None when it approved nothing there yet."""
+        return await self._session.run(gate_approvals.approved, repository_id, environment, list(shas))
+
+
+class GateApprovalWrites(GateApprovalReads):
+    """`handlers.gate_ports.GateWrites` with the unit's transaction."""
+
+    async def record_gate_approval(self, approval: GateApproval) -> None:
+        """Keep the approval with this transaction (once per request)."""
+        self._session.post(gate_approvals.record, approval)

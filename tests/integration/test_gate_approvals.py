@@ -1,0 +1,73 @@
+"""The deployment gate's approvals (`app.store.gate_approvals`) on both databases, and through
+the unit of work: kept once per request, found by repository id and environment (never by the
+repository's name), and None until the first approval in the environment."""
+
+from __future__ import annotations
+
+from sqlalchemy import func, select
+
+from app.store.database import Database
+from app.store.gate_approvals import approved, gate_approvals, record
+from app.store.unit import SqlStore
+from handlers.gate_ports import GateApproval
+
+M12, HEAD, OTHER = "1" * 40, "E" * 40, "2" * 40
+NOW = 1_800_000_000.0
+
+
+def approval(
+    sha: str = M12, environment: str = "Production", request: str = "901", repository_id: int = 7
+) -> GateApproval:
+    """An approval of deploying `sha` to `environment` of repository 7, for run 4242."""
+    return GateApproval(repository_id, environment, sha, 4242, request, 901, NOW)
+
+
+def approved_here(
+    database: Database, *shas: str, environment: str = "production", repository_id: int = 7
+) -> set[str] | None:
+    with database.read() as connection:
+        return approved(connection, repository_id, environment, shas)
+
+
+def test_no_approval_is_none_and_an_approval_is_found_by_id_environment_and_sha(database: Database) -> None:
+    """None before any approval in the environment; after one, the approved shas among those
+    asked (lowercase, the environment's case ignored), an empty set for others; another
+    environment or another repository id stays None."""
+    assert approved_here(database, M12) is None
+    with database.write() as connection:
+        record(connection, approval())
+        record(connection, approval(sha=HEAD, request="902"))
+    assert approved_here(database, M12, OTHER) == {M12}
+    assert approved_here(database, HEAD.lower(), environment="PRODUCTION") == {HEAD.lower()}
+    assert approved_here(database, OTHER) == set()
+    assert approved_here(database) == set(), "nothing asked: whether any approval exists"
+    assert approved_here(database, M12, environment="staging") is None
+    assert approved_here(database, M12, repository_id=8) is None
+
+
+def test_an_approval_is_kept_once_per_request(database: Database) -> None:
+    """The same request recorded again (a unit run again) keeps one row."""
+    with database.write() as connection:
+        record(connection, approval())
+        record(connection, approval())
+        record(connection, approval(request="run-4242@" + M12 + "#d1"))
+    with database.read() as connection:
+        assert connection.execute(select(func.count()).select_from(gate_approvals)).scalar_one() == 2
+
+
+async def test_an_approval_is_kept_only_when_its_unit_commits(database: Database) -> None:
+    """Through `SqlStore`: an approval written in a unit that does not commit leaves nothing; one
+    that commits is read back by `gate_approved`."""
+    store = SqlStore(database, render=lambda answer: None, clock=lambda: NOW)  # type: ignore[arg-type,return-value]
+    try:
+        async with store.unit() as uow:
+            await uow.record_gate_approval(approval())
+        async with store.read() as reads:
+            assert await reads.gate_approved(7, "production", [M12]) is None
+        async with store.unit() as uow:
+            await uow.record_gate_approval(approval())
+            await uow.commit()
+        async with store.read() as reads:
+            assert await reads.gate_approved(7, "production", [M12, OTHER]) == {M12}
+    finally:
+        store.close()
