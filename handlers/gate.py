@@ -3,7 +3,9 @@
 
 For an environment in `deployments.gate`, the deployment's range runs from the environment's
 last successful deployment (railyard's own record of the deployment rail, else GitHub's
-deployments) to the deployment's sha: one compare. The tickets it brings are those whose merge
+deployments) of a commit the gate approved there (`handlers.gate_base`: before its first
+approval there, of any commit) to the deployment's sha: one compare. An approval is kept
+(`gate_approvals`) in the transaction that enqueues its answer. The tickets it brings are those whose merge
 commit is in that range; each acceptance is judged now (roles asked again, as the hourly
 re-check does). The decision is recorded on each ticket (`deployment_gated`) and answered to
 GitHub through the outbox, once. An environment that is not gated gets no answer at all.
@@ -43,6 +45,8 @@ import structlog
 from handlers.acceptance import RECHECK_ACTOR, recheck, validity_now
 from handlers.answers import DeploymentReview
 from handlers.errors import CannotVerify, Missing, TransientError
+from handlers.gate_base import last_success, repository_id_of
+from handlers.gate_ports import GateApproval
 from handlers.payloads import dig_int, dig_str
 from handlers.ports import MergedTicket, PullAndTickets, PullRequest, Reads, Rules, Services
 from handlers.routing import Router, WebhookEvent
@@ -50,15 +54,12 @@ from policies.acceptance import holds_at
 from policies.gate import GateDecision, TicketInRange, Unticketed, decide_gate, gated_operation_id
 from policies.model import Ticket, TicketKey
 from policies.notices import DeploymentGated, NoticeContext
-from policies.rails import DeploymentObserved
 from policies.states import WorkState
 
 log = structlog.get_logger(__name__)
 router = Router()
 
 CALLBACK_PATH = re.compile(r"/repos/([^/]+)/([^/]+)/actions/runs/([0-9]{1,19})/deployment_protection_rule/?$")
-RECENT_DEPLOYMENTS = 30
-"""How many of the environment's newest deployments are asked of GitHub for its last success."""
 MERGE_WAIT_TRIES = 8
 """Failed runs of a `pull_request.closed` (or of the delivery of its pull request it waits
 behind) after which a gate request stops waiting for it: with the worker's backoff, the ninth
@@ -76,6 +77,7 @@ class ProtectionRequest:
     deployment_id: int | None = None
 
     delivery_id: str = ""
+    repository_id: int | None = None  # GitHub's id (every payload names it)
 
     @property
     def request(self) -> str:
@@ -122,36 +124,10 @@ def request_from(event: WebhookEvent) -> ProtectionRequest | None:
         log.warning("deployment_protection_rule_without_a_callback_of_this_repository")
         return None
     deployment_id = dig_int(payload, "deployment", "id")
-    return ProtectionRequest(repository, environment, sha, run_id, deployment_id, event.delivery_id)
-
-
-async def last_success(
-    services: Services, installation_id: int, repository: str, environment: str, skip: int | None
-) -> str | None:
-    """The sha of the environment's newest deployment that succeeded: from the record, else
-    from GitHub's newest deployments (their newest status)."""
-    async with services.store.read() as reads:
-        held = await reads.held_for(repository, f"deployment:{environment}")
-    succeeded = [
-        seen
-        for seen in held
-        if isinstance(seen, DeploymentObserved) and seen.status == "success" and seen.deployment_id != skip
-    ]
-    if succeeded:
-        return max(succeeded, key=lambda seen: seen.deployment_id).sha
-    for item in await services.github.deployments(
-        installation_id, repository, environment, RECENT_DEPLOYMENTS
-    ):
-        deployment_id, sha = dig_int(item, "id"), dig_str(item, "sha")
-        if deployment_id is None or sha is None or deployment_id == skip:
-            continue
-        try:
-            newest = await services.github.latest_status(installation_id, repository, deployment_id)
-        except Missing:
-            continue
-        if dig_str(newest or {}, "state") == "success":
-            return sha
-    return None
+    return ProtectionRequest(
+        repository, environment, sha, run_id, deployment_id, event.delivery_id,
+        dig_int(payload, "repository", "id"),
+    )  # fmt: skip
 
 
 async def brought(
@@ -269,14 +245,19 @@ async def judge_gate(
     rules: Rules,
     *,
     deployment_id: int | None = None,
+    repository_id: int | None = None,
     record: bool = True,
 ) -> GateFindings:
-    """The gate's decision on deploying `sha` to `environment`. `record`: an acceptance found
-    lapsed is recorded (`acceptance_invalidated`) as every re-check does; without it (the CLI's
-    dry run) nothing is written."""
+    """The gate's decision on deploying `sha` to `environment`, its range starting at the newest
+    success the gate may trust (`handlers.gate_base`; `repository_id` found by name when not
+    given). `record`: an acceptance found lapsed is recorded (`acceptance_invalidated`) as every
+    re-check does; without it (the CLI's dry run) nothing is written."""
     if rules.error is not None:  # defaults are in force, never what the file requires
         return GateFindings(decide_gate([], [], Unticketed(rules.unticketed), config_unusable=True), None)
-    base = await last_success(services, installation_id, repository, environment, deployment_id)
+    repository_id = await repository_id_of(services, repository, repository_id)
+    base = await last_success(
+        services, installation_id, repository, environment, deployment_id, repository_id
+    )
     try:
         tickets, commits = await brought(services, installation_id, repository, base, sha)
     except Missing:
@@ -317,6 +298,14 @@ async def judge_gate(
     return GateFindings(decision, base)
 
 
+def approval_of(request: ProtectionRequest, repository_id: int, at: float) -> GateApproval:
+    """What the gate keeps of approving `request`: a later range may start at its sha."""
+    return GateApproval(
+        repository_id, request.environment.casefold(), request.sha.lower(), request.run_id,
+        request.request, request.deployment_id, at,
+    )  # fmt: skip
+
+
 def gated(environment: str, rules: Rules) -> bool:
     """Whether `deployments.gate` names the environment (GitHub's names ignore case)."""
     return environment.casefold() in {name.casefold() for name in rules.gate}
@@ -336,7 +325,11 @@ be left waiting on the rule. Fail closed, and answer."""
 
 
 async def _judged_or_refused(
-    event: WebhookEvent, services: Services, request: ProtectionRequest, rules: Rules
+    event: WebhookEvent,
+    services: Services,
+    request: ProtectionRequest,
+    rules: Rules,
+    repository_id: int | None,
 ) -> GateFindings:
     """`judge_gate`'s findings; a rejection unjudged when judging still fails `GIVE_UP_AFTER`
     after the request arrived: GitHub down, a read refused (a 403), the database away. Until
@@ -345,7 +338,7 @@ async def _judged_or_refused(
     try:
         return await judge_gate(
             services, event.installation_id, request.repository, request.environment, request.sha, rules,
-            deployment_id=request.deployment_id,
+            deployment_id=request.deployment_id, repository_id=repository_id,
         )  # fmt: skip
     except Exception as error:  # a gate that cannot judge retries a while, then rejects and says so
         waited = None if event.received_at is None else services.clock() - event.received_at
@@ -377,8 +370,10 @@ async def on_protection_rule(event: WebhookEvent, services: Services) -> None:
         if not answerable(request.environment, rules):
             return
     async with services.store.read() as reads:
-        rid = dig_int(event.payload, "repository", "id")  # its closes stored under an older name too
-        answered, merge_runs = await reads.gate_backlog(repository, request.answer_key(), rid)
+        # Its closes by GitHub's id: one stored under an older name is waited for too.
+        answered, merge_runs = await reads.gate_backlog(
+            repository, request.answer_key(), request.repository_id
+        )
     if answered:
         return  # run again (a crash after its commit, a redelivery by hand): its answer is recorded
     # A decision relies on the file (roles, expiry, the gate itself): read it now, as a command does.
@@ -389,13 +384,14 @@ async def on_protection_rule(event: WebhookEvent, services: Services) -> None:
         # What the deployment brings is read from the merges recorded; one stored but not yet
         # processed may be in it (gate requests have no order): judge once it is recorded.
         raise TransientError(f"a pull request of {repository} closed and is not processed yet")
+    repository_id = await repository_id_of(services, repository, request.repository_id)
     if merge_runs is not None:
         log.warning("gate request rejected: a merge is not processed", merge_runs=merge_runs)
         findings = GateFindings(
             decide_gate([], [], Unticketed(rules.unticketed), merges_unrecorded=True), None
         )
     else:
-        findings = await _judged_or_refused(event, services, request, rules)
+        findings = await _judged_or_refused(event, services, request, rules, repository_id)
     decision, now = findings.decision, datetime.fromtimestamp(services.clock(), UTC)
     async with services.store.unit() as uow:
         for verdict in decision.tickets:
@@ -408,6 +404,8 @@ async def on_protection_rule(event: WebhookEvent, services: Services) -> None:
             await uow.execute(
                 TicketKey(repository, verdict.number), notice, context, installation_id=installation
             )
+        if decision.approved and repository_id is not None:  # kept with the answer: one commit
+            await uow.record_gate_approval(approval_of(request, repository_id, now.timestamp()))
         key = request.answer_key()
         await uow.send(
             DeploymentReview(installation, repository, request.run_id, request.environment, decision, key)

@@ -17,6 +17,7 @@ from app.cli import main
 from app.settings import Settings
 from app.store.database import Database
 from app.store.effects import effect_counts
+from app.store.gate_approvals import gate_approvals
 from app.store.tickets import TicketService, events_table
 from github_standin import Deployment, Webhooks, running_standin
 from policies.events import EventType
@@ -194,3 +195,54 @@ async def test_a_pr_body_edited_after_the_merge_does_not_bring_another_ticket(
         "approved",
         "railyard approved: every ticket this deployment brings is accepted: #12.",
     )
+
+
+async def test_a_success_posted_through_the_rest_api_for_a_deployment_no_rule_guarded_starts_no_range(
+    gated: tuple[World, Webhooks, Settings],
+) -> None:
+    """#12 accepted and merged as M12, #14 merged unaccepted as M14. The gate approves deploying
+    M12 (BASE the last success: the bootstrap), and that deployment succeeds. Then cody, who has
+    push access, creates deployment 905 of HEAD in production through the REST API and posts its
+    `success` (no protection rule guards that API; GitHub sends the same `deployment_status`). The
+    next request for HEAD is judged from M12, the newest success the gate approved: rejected,
+    naming #14; `railyard gate` says the same. The approval is kept by the repository's id."""
+    world, hooks, settings = gated
+    repository = world.github.repositories[REPO]
+    await burst(
+        world,
+        *delivered(world, 12, 34, "agent/12-fix"),
+        said(world, "rita", "/accept", 12),
+        *delivered(world, 14, 36, "agent/14-limit"),
+        merged(world, 34, 12, "agent/12-fix", M12),
+        merged(world, 36, 14, "agent/14-limit", M14),
+        ("deployment_status", hooks.deployment_status(repository, Deployment(900, BASE), "success")),
+    )
+    await burst(
+        world,
+        (
+            "deployment_protection_rule",
+            hooks.deployment_protection_rule(repository, Deployment(901, M12), 77),
+        ),
+    )
+    [approved] = world.github.history.answers(REPO, 77)
+    assert approved["state"] == "approved"
+    forged = Deployment(905, HEAD, creator="cody")
+    await burst(
+        world,
+        ("deployment_status", hooks.deployment_status(repository, Deployment(901, M12), "success")),
+        ("deployment_status", hooks.deployment_status(repository, forged, "success")),
+    )
+    await burst(
+        world,
+        (
+            "deployment_protection_rule",
+            hooks.deployment_protection_rule(repository, Deployment(906, HEAD), 78),
+        ),
+    )
+    [rejected] = world.github.history.answers(REPO, 78)
+    assert (rejected["state"], rejected["comment"]) == ("rejected", "railyard rejected: #14 is not accepted.")
+    code, printed = await gate_cli(settings, HEAD)
+    assert code == 3 and f"range: since {M12[:12]}" in printed
+    with world.database.read() as connection:
+        kept = connection.execute(select(gate_approvals.c.repository_id, gate_approvals.c.sha)).all()
+    assert [tuple(row) for row in kept] == [(repository.id, M12)]

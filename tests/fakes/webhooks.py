@@ -10,6 +10,7 @@ from typing import Any
 from tests.fakes.github import user
 
 REPOSITORY = "acme/app"
+REPOSITORY_ID = 1001  # GitHub's id of REPOSITORY, where a payload gives it
 INSTALLATION = 77
 _COMMENT_IDS = itertools.count(3_000_000_001)
 
@@ -111,6 +112,7 @@ def deployment_protection_rule(
     run_id: int = 4242,
     callback_repository: str = REPOSITORY,
     api: str = "https://api.github.com",
+    repository_id: int = REPOSITORY_ID,
 ) -> dict[str, Any]:
     """`deployment_protection_rule` `requested`: run `run_id` waits to deploy `sha` to `environment`
     (`deployment_id` None: the job creates no deployment, and GitHub sends `deployment: null`)."""
@@ -118,10 +120,12 @@ def deployment_protection_rule(
         {"id": deployment_id, "sha": sha, "environment": environment} if deployment_id is not None else None
     )
     url = f"{api}/repos/{callback_repository}/actions/runs/{run_id}/deployment_protection_rule"
-    return _base(
+    payload = _base(
         "requested", environment=environment, event="push", sha=sha, ref="refs/heads/main",
         deployment_callback_url=url, deployment=deployment, pull_requests=[],
     )  # fmt: skip
+    payload["repository"]["id"] = repository_id  # the gate keeps its approvals by it
+    return payload
 
 
 def merge_group(head_sha: str, head_ref: str) -> dict[str, Any]:

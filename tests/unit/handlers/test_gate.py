@@ -418,22 +418,22 @@ async def test_a_request_under_a_configuration_that_cannot_be_used_is_rejected_s
     assert gated(ports, 12) == [] and gated(ports, 13) == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="unfixed (review): the range's base is any `success` status railyard saw for the "
-    "environment, and anyone with push access can create a deployment and its statuses through "
-    "the REST API, which no protection rule guards",
-)
 async def test_a_success_posted_for_a_deployment_the_gate_never_approved_does_not_move_the_range() -> None:
-    """#13 merged unaccepted as M13. Someone with push access creates deployment 8 of HEAD in
-    production through the REST API (protection rules guard workflow jobs, not that API) and
-    posts its `success` status; the next protection-rule request for HEAD must still judge #13,
-    not find an empty range from HEAD to HEAD and approve."""
+    """#13 merged unaccepted as M13; the gate approved deploying M12 (deployment 901), which
+    succeeded. Someone with push access then creates deployment 950 of HEAD in production through
+    the REST API (protection rules guard workflow jobs, not that API) and posts its `success`
+    status; the next protection-rule request for HEAD still judges #13 (its range starts at M12,
+    the newest success the gate approved), rather than find an empty range from HEAD and approve."""
     ports = await gated_world()
-    await ports.dispatch("deployment_status", deployment_status(8, HEAD, "success"))
-    await ports.dispatch("deployment_protection_rule", deployment_protection_rule(HEAD, deployment_id=904))
-    [review] = reviews(ports)
+    await ports.dispatch("deployment_protection_rule", deployment_protection_rule(M12, deployment_id=901))
+    await ports.dispatch("deployment_status", deployment_status(901, M12, "success"))
+    await ports.dispatch("deployment_status", deployment_status(950, HEAD, "success"))
+    await ports.dispatch("deployment_protection_rule", deployment_protection_rule(HEAD, deployment_id=951))
+    approved, review = reviews(ports)
+    assert approved.decision.state is GateState.APPROVED
     assert review.decision.state is GateState.REJECTED
+    assert [(v.number, v.blocker) for v in review.decision.tickets] == [(13, Blocker.NOT_ACCEPTED)]
+    assert [call.args for call in ports.github.called("compare_commits")][-1] == (REPOSITORY, M12, HEAD)
 
 
 @pytest.mark.xfail(

@@ -1,0 +1,128 @@
+"""Where the deployment gate's range starts (`handlers.gate_base`): the newest successful
+deployment of a commit the gate itself approved in the environment, kept by GitHub's
+repository id; before its first approval there, any success."""
+
+from __future__ import annotations
+
+from handlers.gate import judge_gate
+from handlers.gate_ports import GateApproval
+from handlers.ports import Rules
+from policies.gate import Blocker, GateState
+from tests.fakes.ports import FakePorts
+from tests.fakes.webhooks import (
+    INSTALLATION,
+    REPOSITORY,
+    REPOSITORY_ID,
+    deployment_protection_rule,
+    deployment_status,
+)
+from tests.unit.handlers.test_gate import BASE, GATED, HEAD, M12, gated_world, reviews
+
+
+async def approved_m12(ports: FakePorts) -> None:
+    """The gate approves deploying M12 to production (deployment 901, run 4242)."""
+    await ports.dispatch("deployment_protection_rule", deployment_protection_rule(M12, deployment_id=901))
+    assert reviews(ports)[-1].decision.state is GateState.APPROVED
+
+
+async def test_an_approval_is_kept_with_its_answer_and_a_rejection_is_not() -> None:
+    """Approving M12 keeps one approval (repository id, environment casefolded, sha, run,
+    request); the same request redelivered keeps nothing more; rejecting HEAD keeps nothing."""
+    ports = await gated_world()
+    await approved_m12(ports)
+    await ports.dispatch("deployment_protection_rule", deployment_protection_rule(M12, deployment_id=901))
+    await ports.dispatch("deployment_status", deployment_status(901, M12, "success"))
+    await ports.dispatch("deployment_protection_rule", deployment_protection_rule(HEAD, deployment_id=902))
+    assert [review.decision.state for review in reviews(ports)] == [GateState.APPROVED, GateState.REJECTED]
+    at = ports.clock.now
+    assert ports.store.records.gate_approvals == [
+        GateApproval(REPOSITORY_ID, "production", M12, 4242, "901", 901, at)
+    ]
+
+
+async def test_before_the_gate_approved_anything_there_any_success_starts_the_range() -> None:
+    """Bootstrap, and its caveat: with no approval kept for production, the newest success
+    starts the range whoever posted it, so a success forged for HEAD before the gate's first
+    approval there still empties HEAD's range (docs/deployment-gate.md says so)."""
+    ports = await gated_world()
+    await ports.dispatch("deployment_status", deployment_status(950, HEAD, "success"))
+    await ports.dispatch("deployment_protection_rule", deployment_protection_rule(HEAD, deployment_id=951))
+    [review] = reviews(ports)
+    assert review.decision.state is GateState.APPROVED and review.decision.tickets == ()
+
+
+async def test_an_approval_in_another_environment_does_not_end_the_bootstrap_here() -> None:
+    """The gate approved M12 in staging only: production has no approval, so its newest success
+    (BASE) still starts its range, and what the gate approved in staging never does."""
+    rules = Rules(policy_version="v1", gate=("production", "staging"))
+    ports = await gated_world(rules)
+    payload = deployment_protection_rule(M12, deployment_id=901, environment="Staging")
+    await ports.dispatch("deployment_protection_rule", payload)
+    await ports.dispatch("deployment_status", deployment_status(901, M12, "success", environment="staging"))
+    findings = await judge_gate(ports, INSTALLATION, REPOSITORY, "production", HEAD, rules, record=False)
+    assert findings.base == BASE
+    assert [approval.environment for approval in ports.store.records.gate_approvals] == ["staging"]
+
+
+async def test_github_s_list_of_deployments_is_read_through_the_same_approvals() -> None:
+    """No `deployment_status` seen (or its record expired): GitHub's newest deployments are read.
+    The newest, 950 of HEAD, succeeded but the gate never approved it: its status is not even
+    asked; 901 of M12, approved and succeeded, starts the range, and #13 is judged."""
+    ports = await gated_world()
+    ports.store.records.held.clear()
+    ports.github.add_deployment(REPOSITORY, 7, "production", BASE, "success")
+    await approved_m12(ports)
+    ports.github.add_deployment(REPOSITORY, 901, "production", M12, "success")
+    ports.github.add_deployment(REPOSITORY, 950, "production", HEAD, "success")
+    await ports.dispatch("deployment_protection_rule", deployment_protection_rule(HEAD, deployment_id=951))
+    review = reviews(ports)[-1]
+    assert review.decision.state is GateState.REJECTED
+    assert [(v.number, v.blocker) for v in review.decision.tickets] == [(13, Blocker.NOT_ACCEPTED)]
+    asked = [call.args[1] for call in ports.github.called("latest_status")]
+    assert 950 not in asked and asked[-1] == 901
+
+
+async def test_with_no_approved_success_left_the_deployment_is_judged_without_a_base() -> None:
+    """Approvals are kept for production but no success of an approved commit is known (the
+    approved deployment failed; only a forged success of HEAD): no base at all, so each merged
+    ticket HEAD contains is judged, never an empty range."""
+    ports = await gated_world()
+    await approved_m12(ports)
+    await ports.dispatch("deployment_status", deployment_status(901, M12, "failure"))
+    ports.store.records.held.clear()
+    await ports.dispatch("deployment_status", deployment_status(950, HEAD, "success"))
+    ports.ancestry.pairs.update({(M12, HEAD), ("2" * 40, HEAD)})
+    ports.github.add_commit(REPOSITORY, HEAD)
+    findings = await judge_gate(ports, INSTALLATION, REPOSITORY, "production", HEAD, GATED, record=False)
+    assert findings.base is None
+    assert [(v.number, v.blocker) for v in findings.decision.tickets] == [
+        (12, None),
+        (13, Blocker.NOT_ACCEPTED),
+    ]
+
+
+async def test_railyard_gate_finds_the_approvals_by_the_repository_s_name_as_the_server_does() -> None:
+    """`railyard gate` judges through `judge_gate` with no payload (no repository id given): the
+    id is the one the records are kept under, and the forged success of HEAD is passed over."""
+    ports = await gated_world()
+    await approved_m12(ports)
+    await ports.dispatch("deployment_status", deployment_status(901, M12, "success"))
+    await ports.dispatch("deployment_status", deployment_status(950, HEAD, "success"))
+    findings = await judge_gate(ports, INSTALLATION, REPOSITORY, "production", HEAD, GATED, record=False)
+    assert findings.base == M12
+    assert findings.decision.state is GateState.REJECTED
+
+
+async def test_approvals_are_kept_by_the_repository_s_id_not_its_name() -> None:
+    """An approval kept under GitHub's id 1001 says nothing about another repository that had,
+    or now has, the same name (id 2002): there the bootstrap still holds."""
+    ports = await gated_world()
+    await approved_m12(ports)
+    await ports.dispatch("deployment_status", deployment_status(950, HEAD, "success"))
+    assert (await trusted_of(ports, REPOSITORY_ID)) == set()
+    assert (await trusted_of(ports, 2002)) is None
+
+
+async def trusted_of(ports: FakePorts, repository_id: int) -> set[str] | None:
+    async with ports.store.read() as reads:
+        return await reads.gate_approved(repository_id, "PRODUCTION", [HEAD])
