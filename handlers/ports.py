@@ -200,9 +200,6 @@ class Reads(AgentReads, GateReads, Protocol):
     async def pulls_merged_as(self, repository: str, commits: Collection[str] | None) -> list[PullAndTickets]:
         """Stored merged PRs whose merge commit is one of `commits` (None: all), with their links."""
 
-    async def gate_backlog(self, repository: str, answer: str, rid: int | None) -> tuple[bool, int | None]:
-        """Whether gate request `answer` was answered; fewest runs of a pending close (None: none)."""
-
     async def attempt_opened_by(self, repository: str, number: int, when: datetime) -> bool:
         """Whether the ticket had an attempt opened by `when`."""
 
