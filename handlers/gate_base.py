@@ -11,12 +11,17 @@ with none left, the deployment is judged without a base (each merged ticket it c
 
 Before the gate's first approval in the environment there is nothing to trust: the newest
 success counts, whoever posted it, so a repository with a long history gets a starting point.
-A forged success then still counts; the first approval ends that.
+A forged success then still counts; the first approval ends that for deployments created after
+it (GitHub numbers deployments as it creates them). A success of a deployment created before it
+still counts, as it did then: otherwise a first approved deployment that failed (or has not
+finished) left no base at all, every merged ticket the commit contains was judged, and one that
+was deployed long before the gate, never accepted, rejected every request from then on.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from handlers.errors import Missing
 from handlers.payloads import dig_int, dig_str
@@ -36,15 +41,32 @@ async def repository_id_of(services: Services, repository: str, given: int | Non
         return await reads.repository_named(repository)
 
 
+@dataclass(frozen=True)
+class Trusted:
+    """Which successes may start a range: of a commit the gate approved in the environment, or
+    of a deployment created before its first approval there; any while it approved nothing."""
+
+    approved: set[str] | None  # lowercase shas; None: nothing approved there yet
+    first: int | None = None  # the lowest deployment id it approved there
+
+    def counts(self, deployment_id: int, sha: str) -> bool:
+        """Whether a success of deployment `deployment_id` of `sha` may start a range."""
+        if self.approved is None or sha.lower() in self.approved:
+            return True
+        return self.first is not None and deployment_id < self.first
+
+
 async def trusted(
     services: Services, repository_id: int | None, environment: str, shas: Sequence[str]
-) -> set[str] | None:
-    """Of `shas`, those a range may start from: the ones the gate approved in the environment
-    (lowercase); None while it has approved nothing there (every success counts)."""
+) -> Trusted:
+    """Of `shas`, those the gate approved in the environment, and where its approvals began."""
     if repository_id is None:
-        return None  # no id, no approval could be kept for it either
+        return Trusted(None)  # no id, no approval could be kept for it either
     async with services.store.read() as reads:
-        return await reads.gate_approved(repository_id, environment, shas)
+        approved = await reads.gate_approved(repository_id, environment, shas)
+        if approved is None:
+            return Trusted(None)
+        return Trusted(approved, await reads.gate_first_deployment(repository_id, environment))
 
 
 async def last_success(
@@ -72,7 +94,7 @@ async def last_success(
     )
     approved = await trusted(services, repository_id, environment, [seen.sha for seen in succeeded])
     for seen in succeeded:
-        if approved is None or seen.sha.lower() in approved:
+        if approved.counts(seen.deployment_id, seen.sha):
             return seen.sha
     listed: list[tuple[int, str]] = []
     for item in await services.github.deployments(
@@ -81,10 +103,10 @@ async def last_success(
         deployment_id, sha = dig_int(item, "id"), dig_str(item, "sha")
         if deployment_id is not None and sha is not None and deployment_id != skip:
             listed.append((deployment_id, sha))
-    if approved is not None:  # the gate approved something here: only what it approved may start a range
+    if approved.approved is not None:  # the gate approved something here: only what it trusts starts a range
         approved = await trusted(services, repository_id, environment, [sha for _, sha in listed])
     for deployment_id, sha in listed:
-        if approved is not None and sha.lower() not in approved:
+        if not approved.counts(deployment_id, sha):
             continue
         try:
             newest = await services.github.latest_status(installation_id, repository, deployment_id)

@@ -36,6 +36,11 @@ class GateReads(Protocol):
         """Of `shas`, those the gate approved for the environment (casefolded) of the repository;
         None when it has approved nothing there yet."""
 
+    async def gate_first_deployment(self, repository_id: int, environment: str) -> int | None:
+        """The lowest deployment id the gate approved for the environment (casefolded) of the
+        repository: deployments below it were created before its first approval there (None:
+        none known)."""
+
 
 class GateWrites(Protocol):
     """Recording the gate's approvals, with the answer that tells GitHub."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
-from sqlalchemy import Connection, select
+from sqlalchemy import Connection, func, select
 
 from app.store.database import insert_for
 from app.store.tables import GateApprovalRow, table
@@ -48,3 +48,15 @@ def approved(
     if found or connection.execute(there.limit(1)).first() is not None:
         return {str(sha) for sha in found}
     return None
+
+
+def first_deployment(connection: Connection, repository_id: int, environment: str) -> int | None:
+    """The lowest deployment id the gate approved for the repository's environment (None: none
+    approved, or none of its approved requests named a deployment). GitHub numbers deployments
+    as it creates them: one below it was created before the gate's first approval there."""
+    lowest = select(func.min(gate_approvals.c.deployment_id)).where(
+        gate_approvals.c.repository_id == repository_id,
+        gate_approvals.c.environment == environment.casefold(),
+    )
+    found = connection.execute(lowest).scalar()
+    return None if found is None else int(found)

@@ -38,6 +38,10 @@ class GateApprovalReads:
         """Of `shas`, those the gate approved there; None when it approved nothing there yet."""
         return await self._session.run(gate_approvals.approved, repository_id, environment, list(shas))
 
+    async def gate_first_deployment(self, repository_id: int, environment: str) -> int | None:
+        """The lowest deployment id the gate approved there (None: none known)."""
+        return await self._session.run(gate_approvals.first_deployment, repository_id, environment)
+
 
 class GateApprovalWrites(GateApprovalReads):
     """`handlers.gate_ports.GateWrites` with the unit's transaction."""

@@ -136,6 +136,16 @@ class MemoryReads:
         ]
         return {sha for sha in there if sha in {sha.lower() for sha in shas}} if there else None
 
+    async def gate_first_deployment(self, repository_id: int, environment: str) -> int | None:
+        """`gate_approvals.first_deployment`: the lowest deployment id approved there."""
+        ids = [
+            approval.deployment_id
+            for approval in self.records.gate_approvals
+            if (approval.repository_id, approval.environment) == (repository_id, environment.casefold())
+            and approval.deployment_id is not None
+        ]
+        return min(ids) if ids else None
+
 
 class MemoryUnit(MemoryReads):
     """`handlers.ports.UnitOfWork` on a private copy of the store's records."""

@@ -71,3 +71,25 @@ async def test_an_approval_is_kept_only_when_its_unit_commits(database: Database
             assert await reads.gate_approved(7, "production", [M12, OTHER]) == {M12}
     finally:
         store.close()
+
+
+async def test_where_the_approvals_began_is_the_lowest_approved_deployment_there(database: Database) -> None:
+    """`gate_first_deployment`: None before any approval (or when none named a deployment), then
+    the lowest deployment id approved in the environment of that repository id, whatever case."""
+    store = SqlStore(database, render=lambda answer: None, clock=lambda: NOW)  # type: ignore[arg-type,return-value]
+    try:
+        async with store.unit() as uow:
+            await uow.record_gate_approval(GateApproval(7, "Production", M12, 4242, "run-4242", None, NOW))
+            await uow.commit()
+        async with store.read() as reads:
+            assert await reads.gate_first_deployment(7, "production") is None
+        async with store.unit() as uow:
+            await uow.record_gate_approval(GateApproval(7, "Production", HEAD, 4243, "950", 950, NOW))
+            await uow.record_gate_approval(GateApproval(7, "production", M12, 4244, "920", 920, NOW))
+            await uow.record_gate_approval(GateApproval(8, "production", M12, 4245, "10", 10, NOW))
+            await uow.commit()
+        async with store.read() as reads:
+            assert await reads.gate_first_deployment(7, "PRODUCTION") == 920
+            assert await reads.gate_first_deployment(7, "staging") is None
+    finally:
+        store.close()

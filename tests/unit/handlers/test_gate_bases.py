@@ -16,7 +16,7 @@ from tests.fakes.webhooks import (
     deployment_protection_rule,
     deployment_status,
 )
-from tests.unit.handlers.test_gate import BASE, GATED, HEAD, M12, gated_world, reviews
+from tests.unit.handlers.test_gate import BASE, GATED, HEAD, M12, M13, gated_world, reviews
 
 
 async def approved_m12(ports: FakePorts) -> None:
@@ -126,3 +126,35 @@ async def test_approvals_are_kept_by_the_repository_s_id_not_its_name() -> None:
 async def trusted_of(ports: FakePorts, repository_id: int) -> set[str] | None:
     async with ports.store.read() as reads:
         return await reads.gate_approved(repository_id, "PRODUCTION", [HEAD])
+
+
+async def test_a_failed_first_approval_does_not_lock_the_environment_out_of_its_older_success() -> None:
+    """Production last deployed M13 (deployment 7, before the gate approved anything there: #13,
+    never accepted, is deployed already). The gate approves HEAD (901, range M13..HEAD brings
+    nothing) and that deployment fails. Its re-run (902) still starts from M13, the success that
+    predates every approval there, and is approved: without it there was no base, each merged
+    ticket HEAD contains was judged, #13 blocked it, and every later request as well."""
+    ports = await gated_world()
+    ports.store.records.held.clear()
+    await ports.dispatch("deployment_status", deployment_status(7, M13, "success"))
+    ports.ancestry.pairs.update({(M12, HEAD), (M13, HEAD)})
+    ports.github.add_commit(REPOSITORY, HEAD)
+    await ports.dispatch("deployment_protection_rule", deployment_protection_rule(HEAD, deployment_id=901))
+    assert reviews(ports)[-1].decision.state is GateState.APPROVED
+    await ports.dispatch("deployment_status", deployment_status(901, HEAD, "failure"))
+    await ports.dispatch("deployment_protection_rule", deployment_protection_rule(HEAD, deployment_id=902))
+    assert reviews(ports)[-1].decision.state is GateState.APPROVED
+    findings = await judge_gate(ports, INSTALLATION, REPOSITORY, "production", HEAD, GATED, record=False)
+    assert findings.base == M13
+
+
+async def test_a_success_forged_after_the_first_approval_on_a_new_deployment_still_starts_nothing() -> None:
+    """The older success counts only for deployments created before the gate's first approval
+    there: one created after it (960 > 901) for HEAD, never approved, is passed over."""
+    ports = await gated_world()
+    await approved_m12(ports)
+    await ports.dispatch("deployment_status", deployment_status(901, M12, "failure"))
+    await ports.dispatch("deployment_status", deployment_status(960, HEAD, "success"))
+    findings = await judge_gate(ports, INSTALLATION, REPOSITORY, "production", HEAD, GATED, record=False)
+    assert findings.base == BASE
+    assert findings.decision.state is GateState.REJECTED
