@@ -23,6 +23,13 @@ if TYPE_CHECKING:
     from app.settings import Settings
 
 DEFAULTS_NOTE = "railyard: blocked_by judged under the default checks (every failing check but railyard's)"
+READ_DEADLINE = 20.0
+"""Seconds the command waits for every repository's file at most. Each GitHub call may take the
+client's timeout (15 s) when GitHub does not answer, and the files were read one after another:
+`tickets --json` over forty repositories waited ten minutes before printing anything. They are
+read side by side now, and what is not read by then is judged under the defaults (stderr says so)."""
+AT_ONCE = 8
+"""How many repositories' files are read at the same time."""
 
 
 def rail_policies(
@@ -53,14 +60,34 @@ async def _read(
 
     found: dict[str, RailPolicy] = {}
     unread = [repository for repository, installation in installations.items() if installation is None]
+    slots = asyncio.Semaphore(AT_ONCE)
     async with command_shell(settings, database) as shell:
-        for repository, installation in installations.items():
-            if installation is None or shell.loader is None:
-                continue
-            try:
-                loaded = await shell.loader.load(installation, repository)
-            except (GitHubError, TransientError):
-                unread.append(repository)
-                continue
+        loader = shell.loader
+
+        async def read(repository: str, installation: int) -> None:
+            assert loader is not None
+            async with slots:
+                try:
+                    loaded = await loader.load(installation, repository)
+                except (GitHubError, TransientError):
+                    return
             found[repository] = loaded.config.to_rail_policy()
-    return found, sorted(unread)
+
+        reads = [
+            asyncio.ensure_future(read(repository, installation))
+            for repository, installation in installations.items()
+            if installation is not None and loader is not None
+        ]
+        if reads:
+            done, late = await asyncio.wait(reads, timeout=READ_DEADLINE)
+            for task in late:
+                task.cancel()
+            await asyncio.gather(*late, return_exceptions=True)
+            for task in done:
+                task.result()  # anything but GitHub's failures is a fault, not a file unread
+    unread += [
+        repository
+        for repository, installation in installations.items()
+        if installation is not None and repository not in found
+    ]
+    return found, sorted(set(unread))

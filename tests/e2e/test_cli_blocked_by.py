@@ -79,3 +79,30 @@ async def test_without_credentials_the_defaults_count_and_stderr_says_so(
     code, status, err = await cli(offline, "status", f"{REPO}#12", "--json")
     assert code == 0 and status["blocked_by"] == LINT_FAILED
     assert "default checks" in err and "no app credentials" in err
+
+
+async def test_a_github_that_never_answers_holds_the_command_line_no_longer_than_its_deadline(
+    configured: tuple[World, Settings], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """GitHub accepts the connection and never answers (each call would wait the client's 15 s,
+    repository after repository): `status --json` prints its JSON by the deadline (2 s here),
+    under the defaults, and stderr names the repository whose file was not read."""
+    import socket
+    import time
+
+    from app.cli import rail_policies
+
+    world, settings = configured
+    await lint_fails_build_passes(world, REQUIRED_BUILD)
+    await world.outbox_settled()
+    monkeypatch.setattr(rail_policies, "READ_DEADLINE", 2.0, raising=False)
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(16)
+        unanswered = settings.model_copy(update={"github_api_url": f"http://127.0.0.1:{silent.getsockname()[1]}"})
+        started = time.monotonic()
+        code, status, err = await cli(unanswered, "status", f"{REPO}#12", "--json")
+        waited = time.monotonic() - started
+    assert code == 0 and status["blocked_by"] == LINT_FAILED
+    assert f"for {REPO}: its configuration could not be read now" in err
+    assert waited < 10, f"waited {waited:.1f} s"
