@@ -99,7 +99,9 @@ async def test_a_github_that_never_answers_holds_the_command_line_no_longer_than
     with socket.socket() as silent:
         silent.bind(("127.0.0.1", 0))
         silent.listen(16)
-        unanswered = settings.model_copy(update={"github_api_url": f"http://127.0.0.1:{silent.getsockname()[1]}"})
+        unanswered = settings.model_copy(
+            update={"github_api_url": f"http://127.0.0.1:{silent.getsockname()[1]}"}
+        )
         started = time.monotonic()
         code, status, err = await cli(unanswered, "status", f"{REPO}#12", "--json")
         waited = time.monotonic() - started
