@@ -64,3 +64,31 @@ def test_pending_deliveries_are_keyed_by_their_repositorys_id(before_0026: Datab
     renamed = {**comment, "repository": {"id": 1001, "full_name": "acme/site"}}
     new = row_of(Received("new", "issue_comment", True, NOW), json.dumps(renamed).encode())
     assert (new.repository_id, new.ordering_key) == (1001, "1001#12")
+
+
+def test_a_downgrade_names_pending_deliveries_repository_in_their_key_again(database: Database) -> None:
+    """Downgraded to 0025, whose intake keys a new comment on acme/web#12 `acme/web#12`, a
+    pending comment stored at 0026 (key `1001#12`) takes that key again, so the two stay in one
+    order; a done one keeps its key, and so does an installation's."""
+    config = alembic_config(database.url)
+    comment = {"repository": {"id": 1001, "full_name": "Acme/Web"}, "issue": {"number": 12}}
+    with database.write() as connection:
+        for delivery_id, status in (("pending", "pending"), ("done", "done")):
+            connection.execute(
+                text(
+                    "INSERT INTO webhook_deliveries (delivery_id, event, action, installation_id, repository, "
+                    "ordering_key, status, payload, payload_bytes, received_at, attempts, next_attempt_at, "
+                    "repository_id) VALUES (:id, 'issue_comment', 'created', 7, 'acme/web', '1001#12', :status, "
+                    ":payload, 2, :at, 0, :at, 1001)"
+                ),
+                {"id": delivery_id, "status": status, "payload": json.dumps(comment), "at": NOW},
+            )
+    command.downgrade(config, "0025")
+    try:
+        with database.read() as connection:
+            rows = connection.execute(
+                text("SELECT delivery_id, ordering_key FROM webhook_deliveries ORDER BY delivery_id")
+            ).all()
+        assert [tuple(row) for row in rows] == [("done", "1001#12"), ("pending", "acme/web#12")]
+    finally:
+        command.upgrade(config, "head")

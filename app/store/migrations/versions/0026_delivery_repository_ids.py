@@ -28,6 +28,10 @@ branch_labels = None
 depends_on = None
 
 
+_SEPARATORS = ("#", "!", "@", ":", "^")
+"""What follows the repository in a key (`app.contracts.webhook_payloads._ordering_key`)."""
+
+
 def upgrade() -> None:
     with op.batch_alter_table("webhook_deliveries") as batch:
         batch.add_column(sa.Column("repository_id", sa.BigInteger(), nullable=True))
@@ -63,5 +67,22 @@ def _repository_id(payload: str) -> int | None:
 
 
 def downgrade() -> None:
+    # 0025's intake names the repository in a new delivery's key: a pending one keyed by its
+    # id takes the name again, or the two of one issue would run side by side.
+    connection = op.get_bind()
+    pending = connection.execute(
+        sa.text(
+            "SELECT seq, repository, repository_id, ordering_key FROM webhook_deliveries "
+            "WHERE status = 'pending' AND repository IS NOT NULL AND repository_id IS NOT NULL "
+            "AND ordering_key IS NOT NULL"
+        )
+    ).all()
+    for seq, repository, repository_id, key in pending:
+        prefix = str(repository_id)
+        if key.startswith(prefix) and key[len(prefix) : len(prefix) + 1] in _SEPARATORS:
+            connection.execute(
+                sa.text("UPDATE webhook_deliveries SET ordering_key = :key WHERE seq = :seq"),
+                {"key": (repository + key[len(prefix) :])[:600], "seq": seq},
+            )
     with op.batch_alter_table("webhook_deliveries") as batch:
         batch.drop_column("repository_id")
