@@ -76,10 +76,10 @@ def test_a_downgrade_names_pending_deliveries_repository_in_their_key_again(data
         for delivery_id, status in (("pending", "pending"), ("done", "done")):
             connection.execute(
                 text(
-                    "INSERT INTO webhook_deliveries (delivery_id, event, action, installation_id, repository, "
-                    "ordering_key, status, payload, payload_bytes, received_at, attempts, next_attempt_at, "
-                    "repository_id) VALUES (:id, 'issue_comment', 'created', 7, 'acme/web', '1001#12', :status, "
-                    ":payload, 2, :at, 0, :at, 1001)"
+                    "INSERT INTO webhook_deliveries (delivery_id, event, action, installation_id, "
+                    "repository, ordering_key, status, payload, payload_bytes, received_at, attempts, "
+                    "next_attempt_at, repository_id) VALUES (:id, 'issue_comment', 'created', 7, "
+                    "'acme/web', '1001#12', :status, :payload, 2, :at, 0, :at, 1001)"
                 ),
                 {"id": delivery_id, "status": status, "payload": json.dumps(comment), "at": NOW},
             )
