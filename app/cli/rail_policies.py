@@ -44,16 +44,27 @@ def rail_policies(
         err.write(f"{DEFAULTS_NOTE}: no app credentials to read .github/railyard.yml.\n")
         return {}
     installations = installations_of_tickets(database, wanted)
-    found, unread = asyncio.run(_read(settings, database, installations))
+    broken: list[str] = []
+    found, unread = asyncio.run(_read(settings, database, installations, broken))
     if unread:
-        shown = ", ".join(unread[:5]) + (f" and {len(unread) - 5} more" if len(unread) > 5 else "")
-        err.write(f"{DEFAULTS_NOTE} for {shown}: its configuration could not be read now.\n")
+        err.write(f"{DEFAULTS_NOTE} for {_names(unread)}: its configuration could not be read now.\n")
+    if broken:
+        err.write(
+            f"{DEFAULTS_NOTE} for {_names(broken)}: its configuration cannot be used (railyard validate).\n"
+        )
     return found
 
 
+def _names(repositories: list[str]) -> str:
+    shown = ", ".join(repositories[:5])
+    return shown + (f" and {len(repositories) - 5} more" if len(repositories) > 5 else "")
+
+
 async def _read(
-    settings: Settings, database: Database, installations: dict[str, int | None]
+    settings: Settings, database: Database, installations: dict[str, int | None], broken: list[str]
 ) -> tuple[dict[str, RailPolicy], list[str]]:
+    """The policies read, and the repositories not read; `broken` gets those whose file (or the
+    file it starts from) cannot be used: the defaults are in force there, as the server shows."""
     from app.bootstrap import command_shell  # the GitHub client's imports only when asked
     from app.github.api_errors import GitHubError
     from handlers.errors import TransientError
@@ -72,6 +83,8 @@ async def _read(
                 except (GitHubError, TransientError):
                     return
             found[repository] = loaded.config.to_rail_policy()
+            if loaded.error is not None:
+                broken.append(repository)
 
         reads = [
             asyncio.ensure_future(read(repository, installation))

@@ -121,15 +121,18 @@ def row_of(received: Received, body: bytes) -> IncomingDelivery:
     examined = examine(received.event, body)
     facts, wrong, at = examined.facts, examined.mismatch, received.received_at
     status = REJECTED if wrong else PENDING if received.routed else IGNORED
-    action, repository = _column(facts.action, 100), _column(facts.repository, 300)
+    action, repository = as_column(facts.action, 100), as_column(facts.repository, 300)
     return IncomingDelivery(
         received.delivery_id, received.event, action, facts.installation_id, repository,
-        _column(facts.ordering_key, 600), status, examined.text, examined.size, at, at, 0, wrong,
+        as_column(facts.ordering_key, KEY_LIMIT), status, examined.text, examined.size, at, at, 0, wrong,
         received.traceparent, facts.repository_id,
     )  # fmt: skip
 
 
-def _column(fact: str | None, limit: int) -> str | None:
+KEY_LIMIT = 600  # an ordering key's characters at most (an index row has a size limit)
+
+
+def as_column(fact: str | None, limit: int) -> str | None:
     """A fact read from the body as its column can hold it, whatever a signed body says: no NUL
     (PostgreSQL's text refuses one, and the batch with it) and at most `limit` characters (an
     index row has a size limit). Real names are far shorter; a ref that long keeps its order."""

@@ -24,6 +24,7 @@ from sqlalchemy import bindparam, func, or_, select, update
 
 from app.store.connection_setup import commit_sqlite
 from app.store.database import Database, NotNowError
+from app.store.delivery_keys import key_by_id
 from app.store.delivery_status import PENDING, REJECTED
 from app.store.hops import off_loop
 from app.store.queue_statements import (
@@ -462,6 +463,7 @@ def requeue(database: Database, delivery_ids: Sequence[str], now: float) -> list
                 {"b_id": delivery_id},
             )
             if result.rowcount:
+                key_by_id(connection, delivery_id)
                 found.append(delivery_id)
     return found
 

@@ -108,3 +108,14 @@ async def test_a_github_that_never_answers_holds_the_command_line_no_longer_than
     assert code == 0 and status["blocked_by"] == LINT_FAILED
     assert f"for {REPO}: its configuration could not be read now" in err
     assert waited < 10, f"waited {waited:.1f} s"
+
+
+async def test_a_file_that_cannot_be_used_is_said_on_stderr(configured: tuple[World, Settings]) -> None:
+    """The repository's file broke after the facts arrived: the defaults are in force (as the
+    server shows them: every failing check counts), and stderr says the file cannot be used."""
+    world, settings = configured
+    await lint_fails_build_passes(world, REQUIRED_BUILD)
+    world.github.repositories[REPO].files[".github/railyard.yml"] = "checks:\n  required: [build\n"
+    code, status, err = await cli(settings, "status", f"{REPO}#12", "--json")
+    assert code == 0 and status["blocked_by"] == LINT_FAILED
+    assert "cannot be used" in err and REPO in err

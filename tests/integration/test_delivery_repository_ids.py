@@ -13,6 +13,7 @@ from sqlalchemy import text
 
 from app.store.database import Database, alembic_config
 from app.store.intake import Received, row_of
+from app.store.queue import requeue
 
 NOW = 1_800_000_000.0
 
@@ -92,3 +93,21 @@ def test_a_downgrade_names_pending_deliveries_repository_in_their_key_again(data
         assert [tuple(row) for row in rows] == [("done", "1001#12"), ("pending", "acme/web#12")]
     finally:
         command.upgrade(config, "head")
+
+
+def test_a_delivery_from_before_redelivered_takes_the_key_by_id(database: Database) -> None:
+    """A done comment on #12 stored before 0026 (keyed by name, no id), queued again by
+    `railyard redeliver`: it takes the id and the key a new comment on #12 has, so the two run in
+    one order; one whose payload names no id keeps its key."""
+    comment = {"repository": {"id": 1001, "full_name": "acme/web"}, "issue": {"number": 12}}
+    stored(database, "old", "done", "acme/web#12", comment)
+    stored(database, "nameless", "done", "acme/web#13", {"repository": {"full_name": "acme/web"}})
+    assert sorted(requeue(database, ["old", "nameless"], NOW + 1)) == ["nameless", "old"]
+    with database.read() as connection:
+        rows = connection.execute(
+            text("SELECT delivery_id, repository_id, ordering_key, status FROM webhook_deliveries ORDER BY 1")
+        ).all()
+    assert [tuple(row) for row in rows] == [
+        ("nameless", None, "acme/web#13", "pending"),
+        ("old", 1001, "1001#12", "pending"),
+    ]
