@@ -51,8 +51,16 @@ def every_option(rail: ProjectRail) -> list[str]:
     return [deployment_option(state) for state in DeploymentState]
 
 
+def _named(text: str) -> str:
+    """A field's or option's name in a sentence: in a code span when it needs no escaping (shown
+    exactly), else escaped between quotes, since a code span would show the escapes themselves
+    (`Work\\_state`, `A&amp;B`)."""
+    escaped = escape_inline(text, limit=100)
+    return f"`{escaped}`" if escaped == text else f"“{escaped}”"
+
+
 def _problem_words(problem: Problem) -> str:
-    field = f"`{escape_inline(problem.field or '', limit=100)}`"
+    field = _named(problem.field or "")
     if problem.code is ProblemCode.NO_PROJECT:
         return "railyard cannot find it (is it the organization's, and is the app installed there?)"
     if problem.code is ProblemCode.NO_ACCESS:
@@ -62,7 +70,7 @@ def _problem_words(problem: Problem) -> str:
     if problem.code is ProblemCode.NOT_SINGLE_SELECT:
         # GitHub's own Repository field holds that name: railyard's needs another (`fields:`).
         return f"its field {field} is not a single-select field (`fields:` can name railyard's another)"
-    option = f"`{escape_inline(problem.option or '', limit=100)}`"
+    option = _named(problem.option or "")
     return f"its field {field} has no option {option}"
 
 

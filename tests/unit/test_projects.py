@@ -125,6 +125,8 @@ def test_the_status_comment_says_once_what_a_project_lacks() -> None:
     assert "field `Work` has no option `accepted`" in line and "<b>" not in line
     ticket = Story().walk_to(WorkState.OPEN).ticket
     body = render_status_comment(StatusView(ticket, project_problems=(("acme/5", problems),)))
+    [_, named] = project_notices([("acme/5", (Problem(ProblemCode.NO_OPTION, "Work_state", "A&B"),))])
+    assert "field “Work\\_state” has no option “A&amp;B”" in named  # escapes outside a code span
     assert body.count("**Project acme/5.**") == 1
     assert "Project" not in render_status_comment(StatusView(ticket))
 
