@@ -27,7 +27,7 @@ from sqlalchemy.exc import OperationalError
 from app.contracts.traces import TRACING, Attribute, SpanKind, set_attribute, span
 from app.contracts.webhook_payloads import read_payload
 from app.runtime.idle_polls import IdlePolls
-from app.runtime.metrics import Metrics
+from app.runtime.metrics import Metrics, event_label
 from app.runtime.supervisor import Loop, RetryPolicy
 from app.store.database import Database, NotNowError
 from app.store.delivery_status import DONE, FAILED, IGNORED
@@ -195,7 +195,7 @@ class Worker:
         attributes: dict[str, Attribute] = {
             "railyard.delivery": delivery.delivery_id,
             "railyard.attempt": delivery.attempt,
-            "github.event": delivery.event,
+            "github.event": event_label(delivery.event),  # the header is not signed: a name railyard knows
         }
         with span("railyard.delivery", attributes, kind=SpanKind.CONSUMER, parent=delivery.traceparent):
             await self._process(delivery)

@@ -5,6 +5,7 @@ the SDK's in-memory exporter; and once over OTLP/HTTP into a receiver written he
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -250,3 +251,18 @@ async def test_a_branch_name_the_runner_wrote_never_lands_in_a_span(
         (s.name, k) for s in spans.get_finished_spans() for k, v in _attrs(s).items() if "globex" in str(v)
     ]
     assert leaked == []
+
+
+async def test_a_delivery_of_an_event_railyard_does_not_know_names_no_such_event_in_its_span(
+    world: World, spans: InMemorySpanExporter
+) -> None:
+    """`X-GitHub-Event` is not signed: a delivery stored under a made-up event name and run again
+    by an operator (`railyard redeliver`) puts `other` on its span, never the name sent."""
+    body = json.dumps({"action": "created", "installation": {"id": 7}}).encode()
+    answer = await world.server.deliver("made_up_event_name", body)
+    assert answer.status < 300
+    delivery_id = _last_delivery_id(world.database)
+    requeue(world.database, [delivery_id], time.time())
+    await world.settle()
+    ran = [s for s in spans.get_finished_spans() if s.name == "railyard.delivery"]
+    assert ran and {_attrs(s)["github.event"] for s in ran} == {"other"}
