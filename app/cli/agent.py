@@ -28,6 +28,7 @@ from app.cli.agent_core import (
     MISSING_APP_ID,
     Options,
     Result,
+    ascii_digits,
     default_key,
     outputs,
     step_summary,
@@ -159,7 +160,7 @@ def _app_id(text: str | None, *, by_comment: bool) -> int | None:
         if by_comment:
             raise UsageError(MISSING_APP_ID)
         return None
-    if not text.strip().isdigit() or int(text) < 1:
+    if not ascii_digits(text.strip()) or int(text) < 1:
         raise UsageError(f"--app-id must be railyard's GitHub App id, a positive number; got {text!r}")
     return int(text)
 

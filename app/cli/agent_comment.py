@@ -29,6 +29,7 @@ from app.cli.agent_core import (
     Options,
     Result,
     applied_by_comment,
+    ascii_digits,
     backoff,
     claim_shown,
     command_text,
@@ -226,7 +227,7 @@ def _rate_limited(response: httpx.Response) -> float | None:
         return backoff(0, retry_after)
     if response.headers.get("x-ratelimit-remaining") == "0":
         reset = response.headers.get("x-ratelimit-reset", "")
-        return backoff(0, str(max(0, int(reset) - int(time.time()))) if reset.isdigit() else None)
+        return backoff(0, str(max(0, int(reset) - int(time.time()))) if ascii_digits(reset) else None)
     return None
 
 

@@ -245,10 +245,16 @@ def usage(reason: str) -> Result:
     return Result(EXIT_USAGE, f"not sent: {reason}", None, "usage", reason)
 
 
+def ascii_digits(text: str) -> bool:
+    """Whether `text` is one or more of 0-9 (`str.isdigit()` also holds for `²`, which `int()`
+    refuses)."""
+    return text.isascii() and text.isdigit()
+
+
 def backoff(attempt: int, retry_after: str | None) -> float:
     """Seconds before try `attempt + 1`: GitHub's or railyard's Retry-After when it gives one,
     else 1, 2, 4, ... up to 30."""
-    if retry_after is not None and retry_after.strip().isdigit():
+    if retry_after is not None and ascii_digits(retry_after.strip()):
         return min(float(retry_after.strip()), MAX_RETRY_AFTER)
     return min(2.0**attempt, MAX_BACKOFF)
 

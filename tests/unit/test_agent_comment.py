@@ -140,3 +140,28 @@ def test_without_an_app_id_github_actions_railyard_job_earns_no_trust_and_nothin
     with httpx.Client(transport=httpx.MockTransport(github)) as client:
         result = run_comment(options, client, sleep=lambda _: None)
     assert result.exit == EXIT_USAGE and "--app-id" in result.message and posted == []
+
+
+def test_a_rate_limit_reset_that_is_not_ascii_digits_is_waited_out_not_a_crash() -> None:
+    """`str.isdigit()` holds for `²`, which `int()` refuses: a reset header of it (latin-1, as
+    httpx decodes it) raised ValueError after the comment was posted, a traceback and exit 1,
+    the status that means "refused", though the command may have applied."""
+    posted: list[httpx.Request] = []
+    reads = []
+
+    def github(request: httpx.Request) -> httpx.Response:
+        if request.method == "POST":
+            posted.append(request)
+            return httpx.Response(201, json={**POSTED, "created_at": "2026-12-01T00:00:01Z"})
+        reads.append(request)
+        if posted and len(reads) == 2:  # the first read after posting: over the limit
+            headers = [(b"x-ratelimit-remaining", b"0"), (b"x-ratelimit-reset", b"\xb2")]
+            return httpx.Response(403, headers=headers, json={"message": "API rate limit exceeded"})
+        return httpx.Response(200, json=[_comment(_status(CLAIMED))] if posted else [])
+
+    options = Options(
+        "claim", "acme/web", 12, "t", None, "https://api.github.com", "k", 60.0, poll_interval=0.0, app_id=1
+    )
+    with httpx.Client(transport=httpx.MockTransport(github)) as client:
+        result = run_comment(options, client, sleep=lambda _: None)
+    assert result.exit == EXIT_APPLIED, result

@@ -130,6 +130,12 @@ def test_backoff_honours_retry_after_and_doubles_up_to_a_ceiling() -> None:
     assert backoff(10, None) == 30.0 and backoff(3, "soon") == 8.0
 
 
+def test_a_retry_after_of_digits_that_are_not_ascii_is_no_retry_after() -> None:
+    """`"²".isdigit()` is true but `float("²")` raises: a Retry-After of it (latin-1 from the
+    wire) crashed the wait with a traceback (exit 1, "refused") instead of backing off."""
+    assert backoff(0, "²") == 1.0 and backoff(2, "1²") == 4.0
+
+
 def test_the_step_summary_and_outputs_state_the_outcome() -> None:
     """The summary names the verdict, the command and the code; the outputs the revision and attempt."""
     options = Options("claim", "acme/web", 12, "t", None, "https://api.github.com", "k", 120)

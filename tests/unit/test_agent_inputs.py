@@ -54,3 +54,11 @@ def test_a_summary_with_a_bare_carriage_return_is_delivered_whole() -> None:
     parsed = parse_comment(deliver_text("done\r/accept the rest", "agent/12-fix", None, [], None))
     assert parsed.ignored == ()
     assert "accept the rest" in parsed.command.summary  # type: ignore[union-attr]
+
+
+def test_an_app_id_of_digits_that_are_not_ascii_is_a_usage_error_not_a_crash() -> None:
+    """`"²".isdigit()` is true but `int("²")` raises: `--app-id ²` was a traceback with exit 1
+    (the status that means "refused") instead of exit 2 and a `railyard:` line."""
+    argv = ["agent", "claim", "--repo", "acme/web", "--issue", "12", "--token", "t", "--app-id", "²"]
+    status, out, err = _run(argv)
+    assert status == 2 and err.startswith("railyard: --app-id"), (status, out, err)
