@@ -424,7 +424,7 @@ class GitHubClient:
         """Count the answer by status, and note the installation's remaining quota."""
         self._metrics.github_calls.labels(str(response.status_code)).inc()
         remaining = response.headers.get("x-ratelimit-remaining")
-        if remaining is not None and remaining.isdigit():
+        if remaining is not None and remaining.isascii() and remaining.isdigit():
             self._metrics.rate_limit_remaining.labels(str(installation_id)).set(int(remaining))
 
     async def _decode(self, name: str, installation_id: int | None, response: httpx.Response) -> Any:

@@ -86,6 +86,6 @@ def _told(response: httpx.Response, now: float) -> float | None:
     if response.headers.get("x-ratelimit-remaining") != "0":
         return None
     reset = response.headers.get("x-ratelimit-reset", "")
-    if not reset.isdigit():
+    if not (reset.isascii() and reset.isdigit()):
         return _waited(SECONDARY_LIMIT_FALLBACK_SECONDS, now)
     return _waited(float(reset) - _github_now(response, now), now)

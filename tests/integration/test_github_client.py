@@ -196,3 +196,15 @@ async def test_a_301_is_followed_for_a_read_on_the_api_and_never_elsewhere(clien
     with pytest.raises(Moved) as write:
         await client.call("create_comment", 7, repository="acme/web", number=12, json={"body": "x"})
     assert write.value.location == f"{moved}/comments"
+
+
+@respx.mock
+async def test_a_remaining_quota_of_digits_that_are_not_ascii_is_not_a_failed_call(
+    client: GitHubClient,
+) -> None:
+    """`str.isdigit` takes `²`, `int` does not: an answer whose x-ratelimit-remaining is such a
+    digit (a proxy's) is still the answer, its quota simply not noted."""
+    respx.post(TOKEN_ROUTE).mock(return_value=httpx.Response(201, json=token_response()))
+    headers = [(b"x-ratelimit-remaining", "²".encode("latin-1"))]
+    respx.get(COMMENTS).mock(return_value=httpx.Response(200, headers=headers, json=[]))
+    assert await client.call("list_comments", 7, repository="acme/web", number=12) == []

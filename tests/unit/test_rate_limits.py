@@ -79,3 +79,14 @@ def test_a_retry_after_date_is_read_against_githubs_clock() -> None:
 
 def test_a_403_that_is_no_rate_limit_is_none() -> None:
     assert rate_limit_until(httpx.Response(403, text="Resource not accessible by integration"), NOW) is None
+
+
+def test_a_reset_of_digits_that_are_not_ascii_waits_the_fallback_not_a_crash() -> None:
+    """`str.isdigit` takes `²`, `float` does not: a reset header of such digits (a proxy's answer)
+    is read as no reset, and the secondary limit's fallback is waited, not a ValueError."""
+    answer = httpx.Response(
+        403,
+        headers=[(b"x-ratelimit-remaining", b"0"), (b"x-ratelimit-reset", "²".encode("latin-1"))],
+        text="limit",
+    )
+    assert rate_limit_until(answer, NOW) == NOW + SECONDARY_LIMIT_FALLBACK_SECONDS
