@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from aiohttp import web
 
 from github_standin.common import Json
-from github_standin.lookups import paginate, renderer, repository_of, respond
+from github_standin.lookups import STATE, GitHubError, paginate, renderer, repository_of, respond
 from github_standin.state import PullRequest, Repository, StandinState
 
 _NOT_LISTED = ("mergeable", "rebaseable", "mergeable_state", "merged", "comments", "commits")
@@ -75,3 +75,26 @@ def move_base(
             pull.mergeable, pull.computing = pull.number not in conflicts, True
             moved.append(pull.number)
     return sorted(moved)
+
+
+async def list_commit_pulls(request: web.Request) -> web.Response:
+    """`GET /repos/{o}/{r}/commits/{sha}/pulls`: the merged pull requests that brought the commit
+    (its merge commit, or its head), and the open ones whose head it is, as GitHub lists them;
+    422 for a commit the repository does not have. A commit deeper in a PR's branch than its head
+    is listed with no pull request here, where GitHub would name the PR: never kinder."""
+    repository, ref = repository_of(request), request.match_info["ref"].lower()
+    name = repository.full_name.casefold()
+    walked = {sha for (repo, sha) in request.app[STATE].history.parents if repo == name}
+    heads = {p.head_sha for p in repository.pulls.values() if p.head_sha}
+    merges = {p.merge_commit_sha for p in repository.pulls.values() if p.merge_commit_sha}
+    if ref not in {*repository.branches.values(), *repository.commits, *walked, *heads, *merges}:
+        raise GitHubError(422, f"No commit found for SHA: {ref}")
+    chosen = [
+        pull
+        for pull in sorted(repository.pulls.values(), key=lambda p: -p.number)
+        if (pull.merged and ref in (pull.merge_commit_sha, pull.head_sha))
+        or (pull.state == "open" and pull.head_sha == ref)
+    ]
+    shapes = [listed(renderer(request).pull(repository, pull)) for pull in chosen]
+    page, headers = paginate(request, shapes)
+    return respond(page, headers=headers)

@@ -48,7 +48,7 @@ from github_standin.oauth import (
     revoke_token,
 )
 from github_standin.pages import issue_list, issue_page
-from github_standin.pull_lists import list_pulls
+from github_standin.pull_lists import list_commit_pulls, list_pulls
 from github_standin.repos import (
     compare,
     get_branch,
@@ -186,6 +186,7 @@ def create_standin(state: StandinState | None = None) -> web.Application:
         # A user's token reads check-runs too (GitHub: a fine-grained token with Checks: read).
         ("GET", repo + "/commits/{ref:.+}/check-runs", list_check_runs, "either", "checks:read"),
         ("GET", repo + "/commits/{ref:.+}/check-suites", list_check_suites, "either", "checks:read"),
+        ("GET", repo + "/commits/{ref:[^/]+}/pulls", list_commit_pulls, token, "pull_requests:read"),
         ("GET", repo + "/commits/{ref:[^/]+}", get_commit, token, "contents:read"),
         ("GET", team + "/memberships/{username}", get_team_membership, token, "members:read"),
         ("GET", "/orgs/{org}/members/{username}", check_org_member, token, "members:read"),

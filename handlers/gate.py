@@ -221,6 +221,34 @@ async def sort_merges(
     return numbers, loose
 
 
+UNMERGED_LOOKUPS = 100
+"""Commits of a range asked one by one which pull request merged them, at most; past that the
+rest count as merged by none (held back under `unticketed: reject`, never let through unasked)."""
+
+
+async def unmerged_commits(
+    services: Services,
+    installation_id: int,
+    repository: str,
+    commits: set[str],
+    in_range: list[PullAndTickets],
+) -> list[str]:
+    """The range's commits that no recorded pull request merged, for `unticketed: reject`. A
+    recorded merge commit is one; any other commit (a merged branch's own commits, a rebase's, a
+    push straight to the branch) is asked which merged pull requests brought it, and counts when
+    one of them is a recorded merge in the range. A direct push, or a merge railyard did not
+    record, is listed."""
+    numbers = {pull.number for pull, _ in in_range}
+    merge_commits = {pull.merge_commit for pull, _ in in_range if pull.merge_commit}
+    asked = sorted(commits - merge_commits)
+    unmerged = asked[UNMERGED_LOOKUPS:]
+    for sha in asked[:UNMERGED_LOOKUPS]:
+        brought_by = await services.github.merged_pulls_of_commit(installation_id, repository, sha)
+        if not numbers.intersection(brought_by):
+            unmerged.append(sha)
+    return sorted(unmerged)
+
+
 async def contained_unticketed(
     services: Services, installation_id: int, repository: str, sha: str
 ) -> list[int]:
@@ -265,13 +293,15 @@ async def judge_gate(
         return GateFindings(decide_gate([], [], Unticketed(rules.unticketed), commit_known=False), base)
     numbers = {merged.number for merged in tickets}
     unticketed: list[int] = []
+    unmerged: list[str] = []
     if commits:
         async with services.store.read() as reads:
-            real, loose = await sort_merges(
-                reads, repository, await reads.pulls_merged_as(repository, commits)
-            )
+            in_range = await reads.pulls_merged_as(repository, commits)
+            real, loose = await sort_merges(reads, repository, in_range)
         numbers |= real
         unticketed = [pull.number for pull in loose]
+        if Unticketed(rules.unticketed) is Unticketed.REJECT:
+            unmerged = await unmerged_commits(services, installation_id, repository, commits, in_range)
     elif commits is None and Unticketed(rules.unticketed) is Unticketed.REJECT:
         unticketed = await contained_unticketed(services, installation_id, repository, sha)
     judged: list[TicketInRange] = []
@@ -294,7 +324,7 @@ async def judge_gate(
         heads = await merged_heads(services, installation_id, ticket, sha, commits)
         same = await merged_as_accepted(services, installation_id, ticket, heads)
         judged.append(TicketInRange(number, validity, ticket.review.ci, same))
-    decision = decide_gate(judged, unticketed, Unticketed(rules.unticketed))
+    decision = decide_gate(judged, unticketed, Unticketed(rules.unticketed), unmerged=unmerged)
     return GateFindings(decision, base)
 
 

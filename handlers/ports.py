@@ -258,8 +258,7 @@ class UnitOfWork(Reads, AgentWrites, GateWrites, Protocol):
         """Make `name` the name of the repository's records, written through `installation_id` if given."""
 
     async def place_repositories(self, names: Mapping[int, str], now: float) -> None:
-        """GitHub's names now for several ids (names swapped or passed along), placed together:
-        no id of `names` retires another's records or cancels its writes."""
+        """GitHub's names now for several ids, placed together: none retires another's records."""
 
     async def set_installation(self, installation_id: int, account: str, status: str, now: float) -> None:
         """Record an installation's status."""
@@ -343,6 +342,9 @@ class GitHubReads(Protocol):
 
     async def compare_commits(self, installation_id: int, repository: str, base: str, head: str) -> list[str]:
         """The shas `head` has and `base` has not (compare, all pages); `Missing`: a commit unknown."""
+
+    async def merged_pulls_of_commit(self, installation_id: int, repository: str, sha: str) -> list[int]:
+        """The merged PRs GitHub says brought commit `sha` (`GET .../commits/{sha}/pulls`)."""
 
     async def check_suites(self, installation_id: int, repository: str, sha: str) -> list[Json]:
         """Every check suite on a commit (`GET .../commits/{sha}/check-suites`, all pages): a

@@ -85,6 +85,9 @@ class GateDecision:
     unjudged: bool = False
     """True: the reads the decision needs kept failing (GitHub down past the gate's patience) or
     were refused, so nothing was judged."""
+    unmerged: tuple[str, ...] = ()
+    """Commits in the range no recorded pull request merged (pushed straight to the branch, or
+    merged by a pull request railyard did not record): counted with `unticketed_policy`."""
 
     @property
     def approved(self) -> bool:
@@ -100,6 +103,11 @@ class GateDecision:
     def unticketed_block(self) -> bool:
         """Whether the merges that belong to no ticket hold the deployment back."""
         return bool(self.unticketed) and self.unticketed_policy is Unticketed.REJECT
+
+    @property
+    def unmerged_block(self) -> bool:
+        """Whether commits that no recorded pull request merged hold the deployment back."""
+        return bool(self.unmerged) and self.unticketed_policy is Unticketed.REJECT
 
 
 def verdict_of(ticket: TicketInRange) -> TicketVerdict:
@@ -130,6 +138,7 @@ def decide_gate(
     merges_unrecorded: bool = False,
     config_unusable: bool = False,
     unjudged: bool = False,
+    unmerged: Iterable[str] = (),
 ) -> GateDecision:
     """Approve when every ticket in the range lets the deployment go and no unticketed merge is
     refused by `policy`; reject otherwise, and always when what the deployment brings or what
@@ -146,10 +155,11 @@ def decide_gate(
         return GateDecision(GateState.REJECTED, (), (), policy, merges_unrecorded=True)
     by_number = {ticket.number: ticket for ticket in tickets}
     verdicts = tuple(verdict_of(by_number[number]) for number in sorted(by_number))
-    merges = tuple(sorted(set(unticketed)))
-    blocked = any(v.blocker is not None for v in verdicts) or (bool(merges) and policy is Unticketed.REJECT)
+    merges, loose = tuple(sorted(set(unticketed))), tuple(sorted(set(unmerged)))
+    unallowed = bool(merges or loose) and policy is Unticketed.REJECT
+    blocked = any(v.blocker is not None for v in verdicts) or unallowed
     state = GateState.REJECTED if blocked else GateState.APPROVED
-    return GateDecision(state, verdicts, merges, policy)
+    return GateDecision(state, verdicts, merges, policy, unmerged=loose)
 
 
 def gated_operation_id(repository: str, number: int, environment: str, request: str) -> str:

@@ -101,6 +101,7 @@ def _as_json(findings: GateFindings, environment: str, sha: str) -> dict[str, An
             for v in decision.tickets
         ],
         "unticketed": list(decision.unticketed),
+        "unmerged": list(decision.unmerged),
         "unticketed_policy": decision.unticketed_policy.value,
         "comment": gate_comment(decision),
     }

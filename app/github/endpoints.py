@@ -66,6 +66,9 @@ ENDPOINTS: dict[str, Endpoint] = {
         "GET", "/orgs/{org}/teams/{team_slug}/memberships/{username}", ("members", "read")
     ),
     "list_pulls": Endpoint("GET", "/repos/{repository}/pulls", ("pull_requests", "write")),
+    "list_commit_pulls": Endpoint(
+        "GET", "/repos/{repository}/commits/{sha}/pulls", ("pull_requests", "read")
+    ),
     "list_deployments": Endpoint("GET", "/repos/{repository}/deployments", ("deployments", "read")),
     "list_deployment_statuses": Endpoint(
         "GET", "/repos/{repository}/deployments/{deployment_id}/statuses", ("deployments", "read")

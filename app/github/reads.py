@@ -171,6 +171,19 @@ class GitHubReadsAdapter:
             raise Missing(f"compare {repository} {base}...{head}: {counted} commits, {len(shas)} listed", 422)
         return shas
 
+    async def merged_pulls_of_commit(self, installation_id: int, repository: str, sha: str) -> list[int]:
+        """The merged pull requests GitHub says brought commit `sha` (one page of 100: a commit
+        is brought by one); none for a commit GitHub does not have (422)."""
+        try:
+            listed = await self._get(
+                "list_commit_pulls", installation_id, (404, 422), repository=repository, sha=sha,
+                params={"per_page": 100},
+            )  # fmt: skip
+        except Missing:
+            return []
+        items = [p for p in listed if isinstance(p, dict)] if isinstance(listed, list) else []
+        return [int(p["number"]) for p in items if p.get("merged_at") and isinstance(p.get("number"), int)]
+
     async def check_runs(self, installation_id: int, repository: str, sha: str) -> list[Json]:
         """Every check run on the commit, following every page."""
         return await self._every("list_check_runs", "check_runs", installation_id, repository, sha)

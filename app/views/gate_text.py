@@ -38,6 +38,15 @@ def _named(items: list[str]) -> str:
     return "; ".join(shown) + more
 
 
+def unmerged_words(decision: GateDecision) -> str | None:
+    """The commits no recorded pull request merged (None: there are none)."""
+    if not decision.unmerged:
+        return None
+    verb = "not allowed" if decision.unmerged_block else "allowed"
+    shas = _named([sha[:7] for sha in decision.unmerged])
+    return f"commits no recorded pull request merged ({verb} by deployments.unticketed): {shas}"
+
+
 def unticketed_words(decision: GateDecision) -> str | None:
     """The merges that belong to no ticket, as the decision counts them (None: there are none)."""
     if not decision.unticketed:
@@ -81,9 +90,7 @@ def gate_comment(decision: GateDecision) -> str:
         blocking = [verdict_words(v) for v in decision.blocking]
         if blocking:
             parts.append(_named(blocking))
-    merges = unticketed_words(decision)
-    if merges is not None:
-        parts.append(merges)
+    parts += [words for words in (unticketed_words(decision), unmerged_words(decision)) if words is not None]
     return f"railyard {decision.state.value}: " + ". ".join(parts) + "."
 
 
@@ -92,9 +99,7 @@ def gate_lines(decision: GateDecision, base: str | None) -> list[str]:
     since = f"since {base[:12]}" if base else "no earlier successful deployment known"
     lines = [gate_comment(decision), f"range: {since}"]
     lines += [f"  {verdict_words(v)}" for v in decision.tickets]
-    merges = unticketed_words(decision)
-    if merges is not None:
-        lines.append(f"  {merges}")
+    lines += [f"  {words}" for words in (unticketed_words(decision), unmerged_words(decision)) if words]
     return lines
 
 

@@ -59,6 +59,9 @@ class FakeGitHub:
     """Check runs per commit sha, newest first (see `add_check_run`)."""
     suites: dict[Key, list[Json]] = field(default_factory=dict)
     """Check suites per commit sha (see `add_check_suite`)."""
+    commit_pulls: dict[Key, list[int]] = field(default_factory=dict)
+    """The merged PRs GitHub says brought a commit, where a test says so; otherwise the merged
+    PRs added whose merge commit or head it is (`merged_pulls_of_commit`)."""
 
     # -- seeding -------------------------------------------------------------------------
 
@@ -245,6 +248,18 @@ class FakeGitHub:
                 raise Missing(f"compare {repository} {base}...{head}", 404)
         ahead = self._ancestors(repository, head) - self._ancestors(repository, base)
         return sorted(ahead, key=lambda sha: len(self._ancestors(repository, sha)))
+
+    async def merged_pulls_of_commit(self, installation_id: int, repository: str, sha: str) -> list[int]:
+        """The merged PRs that brought `sha`: as seeded in `commit_pulls`, else those added whose
+        merge commit or head it is (a commit no PR merged: none)."""
+        self.calls.append(Call("merged_pulls_of_commit", installation_id, (repository, sha)))
+        seeded = self.commit_pulls.get(_key(repository, sha))
+        if seeded is not None:
+            return list(seeded)
+        ours = [
+            a for (repo, _), a in self.pulls.items() if repo == repository.casefold() and a.get("merged_at")
+        ]
+        return sorted(int(a["number"]) for a in ours if sha in (a.get("merge_commit_sha"), a["head"]["sha"]))
 
     async def check_runs(self, installation_id: int, repository: str, sha: str) -> list[Json]:
         """Every check run seeded on the commit (none: an empty list, as GitHub answers)."""

@@ -152,3 +152,14 @@ async def test_a_held_workflow_on_the_standin_is_awaiting_approval(
     result = await ci_of(reads, installation, REPO, FIX, ())
 
     assert result == CiResult(CiState.AWAITING_APPROVAL, ("github-actions",))
+
+
+async def test_the_merged_pull_requests_that_brought_a_commit(github: GitHubClient) -> None:
+    """`GET .../commits/{sha}/pulls`: the merged pull requests only (an open one whose head the
+    commit is does not count); a commit GitHub does not have (422) was brought by none."""
+    url = f"{GITHUB_API}/repos/acme/web/commits/{SHA}/pulls"
+    listed = [{"number": 40, "merged_at": "2026-11-30T10:30:00Z"}, {"number": 41, "merged_at": None}]
+    route = respx.get(url).mock(return_value=httpx.Response(200, json=listed))
+    assert await GitHubReadsAdapter(github).merged_pulls_of_commit(7, "acme/web", SHA) == [40]
+    route.mock(return_value=httpx.Response(422, json={"message": f"No commit found for SHA: {SHA}"}))
+    assert await GitHubReadsAdapter(github).merged_pulls_of_commit(7, "acme/web", SHA) == []

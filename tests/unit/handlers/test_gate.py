@@ -436,12 +436,6 @@ async def test_a_success_posted_for_a_deployment_the_gate_never_approved_does_no
     assert [call.args for call in ports.github.called("compare_commits")][-1] == (REPOSITORY, M12, HEAD)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="unfixed (review): with `unticketed: reject`, only recorded merged pull requests in the "
-    "range are looked at; a commit no pull request merged (a direct push, or a sha of a branch "
-    "that never merged) passes",
-)
 async def test_unticketed_reject_holds_back_a_commit_no_pull_request_merged() -> None:
     """`unticketed: reject`; the deployed sha X sits on top of M12 (#12, accepted) and was merged
     by no pull request (pushed straight to a branch): the range holds X, which belongs to no
