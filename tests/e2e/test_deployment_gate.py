@@ -71,6 +71,15 @@ def delivered(world: World, number: int, pull: int, branch: str) -> list[tuple[s
     ]
 
 
+def twelve_accepted_fourteen_delivered(world: World) -> list[tuple[str, dict[str, Any]]]:
+    """#12 delivered through PR #34 and accepted by rita; #14 delivered through PR #36."""
+    return [
+        *delivered(world, 12, 34, "agent/12-fix"),
+        said(world, "rita", "/accept", 12),
+        *delivered(world, 14, 36, "agent/14-limit"),
+    ]
+
+
 def merged(world: World, pull: int, number: int, branch: str, merge: str) -> tuple[str, dict[str, Any]]:
     """PR `pull` (fixing `number`) merged as `merge`."""
     repository = world.github.repositories[REPO]
@@ -114,9 +123,7 @@ async def test_a_deployment_is_rejected_naming_the_unaccepted_ticket_then_approv
     repository = world.github.repositories[REPO]
     await burst(
         world,
-        *delivered(world, 12, 34, "agent/12-fix"),
-        said(world, "rita", "/accept", 12),
-        *delivered(world, 14, 36, "agent/14-limit"),
+        *twelve_accepted_fourteen_delivered(world),
     )
     assert (world.ticket(12).work.value, world.ticket(14).work.value) == ("accepted", "delivered")
     await burst(
@@ -171,9 +178,7 @@ async def test_a_pr_body_edited_after_the_merge_does_not_bring_another_ticket(
     repository = world.github.repositories[REPO]
     await burst(
         world,
-        *delivered(world, 12, 34, "agent/12-fix"),
-        said(world, "rita", "/accept", 12),
-        *delivered(world, 14, 36, "agent/14-limit"),
+        *twelve_accepted_fourteen_delivered(world),
         merged(world, 34, 12, "agent/12-fix", M12),
         ("deployment_status", hooks.deployment_status(repository, Deployment(900, BASE), "success")),
     )
@@ -210,9 +215,7 @@ async def test_a_success_posted_through_the_rest_api_for_a_deployment_no_rule_gu
     repository = world.github.repositories[REPO]
     await burst(
         world,
-        *delivered(world, 12, 34, "agent/12-fix"),
-        said(world, "rita", "/accept", 12),
-        *delivered(world, 14, 36, "agent/14-limit"),
+        *twelve_accepted_fourteen_delivered(world),
         merged(world, 34, 12, "agent/12-fix", M12),
         merged(world, 36, 14, "agent/14-limit", M14),
         ("deployment_status", hooks.deployment_status(repository, Deployment(900, BASE), "success")),

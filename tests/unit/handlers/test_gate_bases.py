@@ -4,7 +4,7 @@ repository id; before its first approval there, any success."""
 
 from __future__ import annotations
 
-from handlers.gate import judge_gate
+from handlers.gate import GateFindings, judge_gate
 from handlers.gate_ports import GateApproval
 from handlers.ports import Rules
 from policies.gate import Blocker, GateState
@@ -104,11 +104,7 @@ async def test_with_no_approved_success_left_the_deployment_is_judged_without_a_
 async def test_railyard_gate_finds_the_approvals_by_the_repository_s_name_as_the_server_does() -> None:
     """`railyard gate` judges through `judge_gate` with no payload (no repository id given): the
     id is the one the records are kept under, and the forged success of HEAD is passed over."""
-    ports = await gated_world()
-    await approved_m12(ports)
-    await ports.dispatch("deployment_status", deployment_status(901, M12, "success"))
-    await ports.dispatch("deployment_status", deployment_status(950, HEAD, "success"))
-    findings = await judge_gate(ports, INSTALLATION, REPOSITORY, "production", HEAD, GATED, record=False)
+    findings = await forged_after_approving_m12(m12_state="success", forged=950)
     assert findings.base == M12
     assert findings.decision.state is GateState.REJECTED
 
@@ -151,10 +147,16 @@ async def test_a_failed_first_approval_does_not_lock_the_environment_out_of_its_
 async def test_a_success_forged_after_the_first_approval_on_a_new_deployment_still_starts_nothing() -> None:
     """The older success counts only for deployments created before the gate's first approval
     there: one created after it (960 > 901) for HEAD, never approved, is passed over."""
-    ports = await gated_world()
-    await approved_m12(ports)
-    await ports.dispatch("deployment_status", deployment_status(901, M12, "failure"))
-    await ports.dispatch("deployment_status", deployment_status(960, HEAD, "success"))
-    findings = await judge_gate(ports, INSTALLATION, REPOSITORY, "production", HEAD, GATED, record=False)
+    findings = await forged_after_approving_m12(m12_state="failure", forged=960)
     assert findings.base == BASE
     assert findings.decision.state is GateState.REJECTED
+
+
+async def forged_after_approving_m12(*, m12_state: str, forged: int) -> GateFindings:
+    """The gate approved M12 (deployment 901, which then ended `m12_state`); a success of HEAD
+    was posted for deployment `forged`, never approved: what `railyard gate` finds for HEAD."""
+    ports = await gated_world()
+    await approved_m12(ports)
+    await ports.dispatch("deployment_status", deployment_status(901, M12, m12_state))
+    await ports.dispatch("deployment_status", deployment_status(forged, HEAD, "success"))
+    return await judge_gate(ports, INSTALLATION, REPOSITORY, "production", HEAD, GATED, record=False)
