@@ -78,10 +78,11 @@ def move_base(
 
 
 async def list_commit_pulls(request: web.Request) -> web.Response:
-    """`GET /repos/{o}/{r}/commits/{sha}/pulls`: the merged pull requests that brought the commit
-    (its merge commit, or its head), and the open ones whose head it is, as GitHub lists them;
-    422 for a commit the repository does not have. A commit deeper in a PR's branch than its head
-    is listed with no pull request here, where GitHub would name the PR: never kinder."""
+    """`GET /repos/{o}/{r}/commits/{sha}/pulls`, as GitHub lists them: for a commit on the default
+    branch, the merged pull requests that brought it (its merge commit, or its head); for one that
+    is not, only the open pull requests whose head it is; 422 for a commit the repository does not
+    have. A commit deeper in a PR's branch than its head is listed with no pull request here,
+    where GitHub would name the PR: never kinder."""
     repository, ref = repository_of(request), request.match_info["ref"].lower()
     name = repository.full_name.casefold()
     walked = {sha for (repo, sha) in request.app[STATE].history.parents if repo == name}
@@ -89,11 +90,14 @@ async def list_commit_pulls(request: web.Request) -> web.Response:
     merges = {p.merge_commit_sha for p in repository.pulls.values() if p.merge_commit_sha}
     if ref not in {*repository.branches.values(), *repository.commits, *walked, *heads, *merges}:
         raise GitHubError(422, f"No commit found for SHA: {ref}")
+    default_head = repository.branches.get(repository.default_branch)
+    history = request.app[STATE].history
+    on_default = default_head is not None and ref in history.ancestors(name, default_head)
     chosen = [
         pull
         for pull in sorted(repository.pulls.values(), key=lambda p: -p.number)
-        if (pull.merged and ref in (pull.merge_commit_sha, pull.head_sha))
-        or (pull.state == "open" and pull.head_sha == ref)
+        if (on_default and pull.merged and ref in (pull.merge_commit_sha, pull.head_sha))
+        or (not on_default and pull.state == "open" and pull.head_sha == ref)
     ]
     shapes = [listed(renderer(request).pull(repository, pull)) for pull in chosen]
     page, headers = paginate(request, shapes)
