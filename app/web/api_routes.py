@@ -196,7 +196,7 @@ class AgentApi:
 
     async def _policy(self, installation_id: int, repository: str) -> RailPolicy:
         """What `blocked_by` is judged under: the repository's rail policy, as its status comment
-        judges it, without a GitHub call per read (`app.web.api_policy`)."""
+        judges it, with at most one read of the file a minute (`app.web.api_policy`)."""
         return await read_policy(self._shell.loader, installation_id, repository)
 
     async def _served(

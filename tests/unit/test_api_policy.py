@@ -92,3 +92,14 @@ async def test_a_configuration_that_cannot_be_read_again_keeps_the_last_one_read
     branch.error = GitHubUnavailable("get_file: ConnectError", ambiguous=False)
     clock.now += 120
     assert (await read_policy(loader, 7, "acme/web")).required_checks == ("build",)
+
+
+async def test_a_file_that_cannot_be_read_is_not_asked_for_again_at_every_read() -> None:
+    """GitHub failing: the first read asks and falls back to the defaults; reads in the next
+    minute ask nothing (each would be a call on the installation's quota, and any account that
+    can read a public repository could make them)."""
+    branch = DefaultBranch(error=GitHubUnavailable("get_file: ConnectError", ambiguous=False))
+    loader = ConfigLoader(branch.fetch)
+    for _ in range(5):
+        assert await read_policy(loader, 7, "acme/web") == RailPolicy()
+    assert branch.fetches == 1
