@@ -111,3 +111,14 @@ def test_a_delivery_from_before_redelivered_takes_the_key_by_id(database: Databa
         ("nameless", None, "acme/web#13", "pending"),
         ("old", 1001, "1001#12", "pending"),
     ]
+
+
+def test_a_backlog_past_one_page_is_keyed_whole(before_0026: Database) -> None:
+    """The migration reads pending rows a page (200) at a time: a backlog of 205 is keyed whole."""
+    comment = {"repository": {"id": 1001, "full_name": "acme/web"}, "issue": {"number": 12}}
+    for n in range(205):
+        stored(before_0026, f"d{n:03}", "pending", "acme/web#12", comment)
+    command.upgrade(alembic_config(before_0026.url), "head")
+    with before_0026.read() as connection:
+        keys = connection.execute(text("SELECT DISTINCT ordering_key FROM webhook_deliveries")).scalars()
+        assert list(keys) == ["1001#12"]

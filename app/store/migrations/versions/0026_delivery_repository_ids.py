@@ -36,24 +36,23 @@ def upgrade() -> None:
     with op.batch_alter_table("webhook_deliveries") as batch:
         batch.add_column(sa.Column("repository_id", sa.BigInteger(), nullable=True))
     connection = op.get_bind()
-    pending = connection.execute(
-        sa.text(
-            "SELECT seq, repository, ordering_key, payload FROM webhook_deliveries "
-            "WHERE status = 'pending' AND repository IS NOT NULL AND payload IS NOT NULL"
-        )
-    ).all()
-    for seq, repository, key, payload in pending:
-        repository_id = _repository_id(payload)
-        if repository_id is None:
-            continue
-        if key is not None and key.startswith(repository) and not key.startswith("installation:"):
-            key = str(repository_id) + key[len(repository) :]
-        connection.execute(
-            sa.text(
-                "UPDATE webhook_deliveries SET repository_id = :id, ordering_key = :key WHERE seq = :seq"
-            ),
-            {"id": repository_id, "key": key, "seq": seq},
-        )
+    after = 0
+    while batch_rows := connection.execute(_PENDING, {"after": after}).all():  # a backlog, a page at a time
+        after = batch_rows[-1][0]
+        for seq, repository, key, payload in batch_rows:
+            repository_id = _repository_id(payload)
+            if repository_id is None:
+                continue
+            if key is not None and key.startswith(repository) and not key.startswith("installation:"):
+                key = str(repository_id) + key[len(repository) :]
+            connection.execute(_REKEY, {"id": repository_id, "key": key, "seq": seq})
+
+
+_PENDING = sa.text(
+    "SELECT seq, repository, ordering_key, payload FROM webhook_deliveries WHERE status = 'pending' "
+    "AND repository IS NOT NULL AND payload IS NOT NULL AND seq > :after ORDER BY seq LIMIT 200"
+)
+_REKEY = sa.text("UPDATE webhook_deliveries SET repository_id = :id, ordering_key = :key WHERE seq = :seq")
 
 
 def _repository_id(payload: str) -> int | None:
