@@ -13,6 +13,12 @@ from policies.rails import Rails
 from policies.states import ReviewKind, Role, WorkState
 
 
+def ascii_digits(text: str) -> bool:
+    """Whether `text` is one or more of 0-9 (`str.isdigit()` also holds for `²`, which `int()`
+    refuses)."""
+    return text.isascii() and text.isdigit()
+
+
 def same_login(left: str | None, right: str | None) -> bool:
     """GitHub logins are case-insensitive: `Octocat` and `octocat` are one spelling."""
     return left is not None and right is not None and left.casefold() == right.casefold()
@@ -48,7 +54,7 @@ class TicketKey:
         """Read `OWNER/REPO#N`; raise ValueError with a readable message otherwise."""
         repository, sep, number = text.strip().rpartition("#")
         owner, slash, name = repository.partition("/")
-        if not sep or not slash or not owner or not name or "/" in name or not number.isdigit():
+        if not sep or not slash or not owner or not name or "/" in name or not ascii_digits(number):
             raise ValueError(f"expected OWNER/REPO#NUMBER, got {text!r}")
         if len(number) > 10 or int(number) >= 2**31:  # GitHub's issue numbers are 32-bit integers
             raise ValueError(

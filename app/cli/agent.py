@@ -28,13 +28,13 @@ from app.cli.agent_core import (
     MISSING_APP_ID,
     Options,
     Result,
-    ascii_digits,
     default_key,
     outputs,
     step_summary,
 )
 from app.cli.agent_log import clean_line, defused, json_line, prefixed
 from policies.evidence import ARGUMENT_OF, evidence_problem
+from policies.model import ascii_digits
 
 DEFAULT_GITHUB_API = "https://api.github.com"
 DEFAULT_TIMEOUT = 120.0

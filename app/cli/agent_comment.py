@@ -29,7 +29,6 @@ from app.cli.agent_core import (
     Options,
     Result,
     applied_by_comment,
-    ascii_digits,
     backoff,
     claim_shown,
     command_text,
@@ -41,6 +40,7 @@ from app.cli.agent_core import (
 from app.contracts.effect_types import marker, status_key
 from app.version import railyard_version
 from app.views.status_json import ANSWER_MARKER, MARKER, own_hidden_line
+from policies.model import ascii_digits
 
 Sleep = Callable[[float], None]
 Clock = Callable[[], float]

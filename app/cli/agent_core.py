@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.cli.agent_log import quoted, shown_code
+from policies.model import ascii_digits
 
 EXIT_APPLIED, EXIT_REFUSED, EXIT_USAGE, EXIT_UNKNOWN = 0, 1, 2, 3
 MAX_KEY = 255
@@ -243,12 +244,6 @@ def unknown(reason: str, key: str | None = None) -> Result:
 def usage(reason: str) -> Result:
     """The inputs are wrong (a bad token, an unknown issue): retrying will not help."""
     return Result(EXIT_USAGE, f"not sent: {reason}", None, "usage", reason)
-
-
-def ascii_digits(text: str) -> bool:
-    """Whether `text` is one or more of 0-9 (`str.isdigit()` also holds for `²`, which `int()`
-    refuses)."""
-    return text.isascii() and text.isdigit()
 
 
 def backoff(attempt: int, retry_after: str | None) -> float:

@@ -59,6 +59,7 @@ from app.github.paths import EncodedPathAuth, path_segment
 from app.github.rate_limits import SECONDARY_LIMIT_FALLBACK_SECONDS, limited_until, rate_limit_until
 from app.settings import Settings
 from app.version import railyard_version
+from policies.model import ascii_digits
 
 __all__ = [
     "SECONDARY_LIMIT_FALLBACK_SECONDS",
@@ -424,7 +425,7 @@ class GitHubClient:
         """Count the answer by status, and note the installation's remaining quota."""
         self._metrics.github_calls.labels(str(response.status_code)).inc()
         remaining = response.headers.get("x-ratelimit-remaining")
-        if remaining is not None and remaining.isascii() and remaining.isdigit():
+        if remaining is not None and ascii_digits(remaining):
             self._metrics.rate_limit_remaining.labels(str(installation_id)).set(int(remaining))
 
     async def _decode(self, name: str, installation_id: int | None, response: httpx.Response) -> Any:

@@ -16,6 +16,8 @@ from email.utils import parsedate_to_datetime
 
 import httpx
 
+from policies.model import ascii_digits
+
 SECONDARY_LIMIT_FALLBACK_SECONDS = 60.0
 MIN_WAIT_SECONDS = 1.0
 MAX_WAIT_SECONDS = 3600.0
@@ -86,6 +88,6 @@ def _told(response: httpx.Response, now: float) -> float | None:
     if response.headers.get("x-ratelimit-remaining") != "0":
         return None
     reset = response.headers.get("x-ratelimit-reset", "")
-    if not (reset.isascii() and reset.isdigit()):
+    if not ascii_digits(reset):
         return _waited(SECONDARY_LIMIT_FALLBACK_SECONDS, now)
     return _waited(float(reset) - _github_now(response, now), now)
