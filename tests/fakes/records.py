@@ -145,7 +145,7 @@ class Records:
     api_answers: dict[tuple[int, str], KeptAnswer] = field(default_factory=dict)
     names: dict[int, str] = field(default_factory=dict)  # `repositories`: id -> the records' name
     agents: dict[tuple[int, int, str], float] = field(default_factory=dict)  # `agent_accounts`: seen_at
-    pending_closes: dict[str, tuple[str, int]] = field(default_factory=dict)  # pending closes: repo, runs
+    pending_closes: dict[str, tuple[str, int | None, int]] = field(default_factory=dict)  # name, id, runs
     gate_approvals: list[GateApproval] = field(default_factory=list)  # `gate_approvals`
 
     def copy(self) -> Records:

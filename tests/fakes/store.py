@@ -88,9 +88,12 @@ class MemoryReads:
     async def gate_backlog(self, repository: str, answer: str, rid: int | None) -> tuple[bool, int | None]:
         """`gate_reads.gate_backlog`: the answer sent already; the fewest runs of a pending close."""
         sent = any(isinstance(item, DeploymentReview) and item.key == answer for item in self.records.answers)
-        runs = [
-            count for (name, count) in self.records.pending_closes.values() if name == repository.casefold()
-        ]
+        name = repository.casefold()
+
+        def ours(at: str, kept: int | None) -> bool:  # as `merge_runs`: by id, else by name
+            return kept == rid if rid is not None and kept is not None else at == name
+
+        runs = [n for (at, kept, n) in self.records.pending_closes.values() if ours(at, kept)]
         return sent, min(runs) if runs else None
 
     async def attempt_opened_by(self, repository: str, number: int, when: datetime) -> bool:
@@ -283,10 +286,12 @@ class MemoryStore:
                 unit.ended = True  # without `commit()` its copy is simply dropped
                 self._writer_task = None
 
-    def close_waits(self, delivery_id: str, repository: str, runs: int = 0) -> None:
-        """A `pull_request.closed` delivery of `repository` stored and not processed yet, run
-        `runs` times so far."""
-        self.records.pending_closes[delivery_id] = (repository.casefold(), runs)
+    def close_waits(
+        self, delivery_id: str, repository: str, runs: int = 0, repository_id: int | None = None
+    ) -> None:
+        """A `pull_request.closed` delivery of `repository` (GitHub's id `repository_id`, None: kept
+        before ids were) stored and not processed yet, run `runs` times so far."""
+        self.records.pending_closes[delivery_id] = (repository.casefold(), repository_id, runs)
 
     def processed(self, delivery_id: str) -> None:
         """The stored delivery processed (its status no longer pending)."""

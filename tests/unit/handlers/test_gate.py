@@ -18,7 +18,13 @@ from policies.model import TicketKey
 from policies.states import WorkState
 from tests.fakes.github import issue_answer, pull_answer
 from tests.fakes.ports import FakePorts
-from tests.fakes.webhooks import REPOSITORY, deployment_protection_rule, deployment_status, pull_request
+from tests.fakes.webhooks import (
+    REPOSITORY,
+    REPOSITORY_ID,
+    deployment_protection_rule,
+    deployment_status,
+    pull_request,
+)
 from tests.unit.handlers.steps import CAROL, RACHEL, RITA, claimed, say, ticket, world
 from tests.unit.handlers.test_repositories import renamed
 
@@ -351,6 +357,19 @@ async def test_a_deploymentless_job_run_again_gets_its_own_answer() -> None:
     first, again = reviews(ports)
     assert first.key != again.key
     assert first.decision.state is again.decision.state is GateState.REJECTED
+
+
+async def test_a_pending_merge_kept_under_the_repositorys_old_name_holds_the_gate_by_its_id() -> None:
+    """A close stored while the repository had another name (kept with GitHub's id): the gate waits
+    for it, found by the id; one of another repository now under this name (another id) does not."""
+    ports = await gated_world()
+    ports.store.close_waits("merge-41", "acme/old-name", repository_id=REPOSITORY_ID)
+    with pytest.raises(TransientError):
+        await ports.dispatch("deployment_protection_rule", deployment_protection_rule(HEAD))
+    ports.store.processed("merge-41")
+    ports.store.close_waits("merge-reused", REPOSITORY, repository_id=REPOSITORY_ID + 1)
+    await ports.dispatch("deployment_protection_rule", deployment_protection_rule(HEAD))
+    assert [review.decision.state for review in reviews(ports)] == [GateState.REJECTED]
 
 
 async def test_a_pending_merge_of_another_repository_does_not_hold_the_gate() -> None:
