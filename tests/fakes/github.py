@@ -14,8 +14,9 @@ from handlers.errors import Missing
 from handlers.ports import Json
 
 Key = tuple[str, str]
-REPOSITORY_ID = 4_100
-"""GitHub's id of the repository a pulls answer is of, unless a test says another."""
+REPOSITORY_ID = 1001
+"""GitHub's id of the tests' repository: a pulls answer's base and a payload's `repository.id`,
+unless a test says another."""
 FORK_ID = 4_200
 """GitHub's id of a fork a pulls answer's head is in, unless a test says another."""
 

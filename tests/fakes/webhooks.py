@@ -7,10 +7,9 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from tests.fakes.github import user
+from tests.fakes.github import REPOSITORY_ID, user
 
 REPOSITORY = "acme/app"
-REPOSITORY_ID = 1001  # GitHub's id of REPOSITORY, where a payload gives it
 INSTALLATION = 77
 _COMMENT_IDS = itertools.count(3_000_000_001)
 
