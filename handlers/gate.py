@@ -392,11 +392,12 @@ async def on_protection_rule(event: WebhookEvent, services: Services) -> None:
         return
     installation, repository = event.installation_id, request.repository
     rules = await services.configs.load(installation, repository)
+    read_now = False
     if not answerable(request.environment, rules):
         # GitHub asks only where railyard is a rule of the environment: a file read a minute ago
         # may predate the environment's line in `deployments.gate`. Read it now before dropping
         # the request, which GitHub would otherwise wait on until the rule times out.
-        rules = await services.configs.load(installation, repository, fresh=True)
+        rules, read_now = await services.configs.load(installation, repository, fresh=True), True
         if not answerable(request.environment, rules):
             return
     async with services.store.read() as reads:
@@ -406,10 +407,10 @@ async def on_protection_rule(event: WebhookEvent, services: Services) -> None:
         )
     if answered:
         return  # run again (a crash after its commit, a redelivery by hand): its answer is recorded
-    # A decision relies on the file (roles, expiry, the gate itself): read it now, as a command does.
-    rules = await services.configs.load(installation, repository, fresh=True)
-    if not answerable(request.environment, rules):
-        return
+    if not read_now:  # a decision relies on the file (roles, expiry, the gate): read now, as a command's
+        rules = await services.configs.load(installation, repository, fresh=True)
+        if not answerable(request.environment, rules):
+            return
     if merge_runs is not None and merge_runs <= MERGE_WAIT_TRIES:
         # What the deployment brings is read from the merges recorded; one stored but not yet
         # processed may be in it (gate requests have no order): judge once it is recorded.

@@ -72,7 +72,7 @@ def cmd_tickets(args: argparse.Namespace, database: Database, out: TextIO, err: 
     policies: dict[str, RailPolicy] = {}
     if args.json:  # the one output that shows blocked_by
         policies = rail_policies(
-            getattr(args, "settings", None), database, (each.ticket.key.repository for each in listed), err
+            args.settings, database, (each.ticket.key.repository for each in listed), err
         )
     items = [ticket_item(each, now, policies.get(each.ticket.key.repository.casefold())) for each in listed]
     if args.attention:

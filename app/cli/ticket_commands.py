@@ -75,7 +75,7 @@ def cmd_status(args: argparse.Namespace, database: Database, out: TextIO, err: T
         return EXIT_NOT_FOUND
     policy = None
     if args.json:  # the one output that shows blocked_by
-        policies = rail_policies(getattr(args, "settings", None), database, [key.repository], err)
+        policies = rail_policies(args.settings, database, [key.repository], err)
         policy = policies.get(key.repository.casefold())
     summary = status_object(ticket, datetime.now(UTC), read_clocks(database, ticket), policy)
     if args.json:

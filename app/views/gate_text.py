@@ -38,6 +38,11 @@ def _named(items: list[str]) -> str:
     return "; ".join(shown) + more
 
 
+def range_words(decision: GateDecision) -> list[str]:
+    """What the range held besides tickets: merges without one, commits no recorded PR merged."""
+    return [words for words in (unticketed_words(decision), unmerged_words(decision)) if words is not None]
+
+
 def unmerged_words(decision: GateDecision) -> str | None:
     """The commits no recorded pull request merged (None: there are none)."""
     if not decision.unmerged:
@@ -90,7 +95,7 @@ def gate_comment(decision: GateDecision) -> str:
         blocking = [verdict_words(v) for v in decision.blocking]
         if blocking:
             parts.append(_named(blocking))
-    parts += [words for words in (unticketed_words(decision), unmerged_words(decision)) if words is not None]
+    parts += range_words(decision)
     return f"railyard {decision.state.value}: " + ". ".join(parts) + "."
 
 
@@ -99,7 +104,7 @@ def gate_lines(decision: GateDecision, base: str | None) -> list[str]:
     since = f"since {base[:12]}" if base else "no earlier successful deployment known"
     lines = [gate_comment(decision), f"range: {since}"]
     lines += [f"  {verdict_words(v)}" for v in decision.tickets]
-    lines += [f"  {words}" for words in (unticketed_words(decision), unmerged_words(decision)) if words]
+    lines += [f"  {words}" for words in range_words(decision)]
     return lines
 
 

@@ -26,8 +26,10 @@ async def test_an_environment_gated_since_the_file_was_last_read_is_answered() -
         return rules if fresh else Rules(policy_version="v0")
 
     ports.configs.load = cached_before_the_gate  # type: ignore[method-assign]
+    before = len(ports.configs.loads)
     await ports.dispatch("deployment_protection_rule", deployment_protection_rule(HEAD))
     assert [review.decision.state for review in reviews(ports)] == [GateState.REJECTED]
+    assert [load.fresh for load in ports.configs.loads[before:]].count(True) == 1, "read from GitHub once"
 
 
 async def test_a_request_whose_reads_keep_failing_is_retried_then_rejected_unjudged() -> None:
