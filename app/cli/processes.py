@@ -16,6 +16,7 @@ from aiohttp.abc import AbstractAccessLogger
 from app.bootstrap import open_database, server, worker_loops
 from app.cli.errors import USAGE, Stop
 from app.logs import ACCESS_LOGGER
+from app.runtime.heap import settle_heap
 from app.runtime.supervisor import close_all
 from app.settings import Settings
 from app.store.database import Database
@@ -48,6 +49,7 @@ def run_server(settings: Settings) -> int:
             "starting in setup mode; POST /webhooks answers 503"
         )
     app = server(settings)
+    app.on_startup.append(_settled)  # after the lifecycle's start: the loops are built
     setup = app.get(SETUP)
     listening = listen(settings.host, settings.port)
     url = f"http://{settings.host}:{listening.getsockname()[1]}"
@@ -60,6 +62,10 @@ def run_server(settings: Settings) -> int:
         shutdown_timeout=10,
     )
     return 0
+
+
+async def _settled(_: web.Application) -> None:
+    settle_heap()
 
 
 def listen(host: str, port: int) -> socket.socket:
@@ -149,6 +155,7 @@ async def _work(settings: Settings, database: Database, concurrency: int) -> int
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, supervisor.stop.set)
+    settle_heap()
     supervisor.start()
     log.info("worker started", worker=loops.worker.name)
     try:
