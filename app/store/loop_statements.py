@@ -38,10 +38,12 @@ from collections.abc import Callable
 from typing import Any
 
 import psycopg
+from psycopg.pq import ExecStatus
 from sqlalchemy.exc import DBAPIError
 
 CONNECT_TIMEOUT_SECONDS = 10
 Parameters = tuple[Any, ...] | dict[str, Any]
+TUPLES_OK = ExecStatus.TUPLES_OK
 
 
 class LoopStatements:
@@ -58,7 +60,9 @@ class LoopStatements:
         self._connect_args = connect_args
         self._size = size
         self._setup = setup
-        self._idle: list[psycopg.AsyncConnection[Any]] = []
+        # Each idle connection as the one cursor every statement on it runs through (a cursor
+        # made per statement, with its adapters, cost a tenth of a point read's CPU).
+        self._idle: list[psycopg.AsyncCursor[Any]] = []
         self._loop: asyncio.AbstractEventLoop | None = None
         self._slots = asyncio.Semaphore(size)
 
@@ -67,8 +71,8 @@ class LoopStatements:
         loop: opened now, before any statement needs one."""
         self._on_running_loop()
         while len(self._idle) < min(count, self._size):
-            connection = await self._connect()
-            self._idle.append(connection)  # the list of now: `close` may have replaced it meanwhile
+            cursor = await self._connect()
+            self._idle.append(cursor)  # the list of now: `close` may have replaced it meanwhile
 
     async def first_row(self, statement: str, parameters: Parameters) -> tuple[Any, ...] | None:
         """The first row `statement` (psycopg placeholders) answers, or None."""
@@ -85,28 +89,29 @@ class LoopStatements:
         self._on_running_loop()
         idle, slots = self._idle, self._slots
         async with slots:  # at most `size` statements at once, each on a connection of its own
-            connection = idle.pop() if idle else await self._connect()
+            cursor = idle.pop() if idle else await self._connect()
             try:
-                cursor = await connection.execute(statement, parameters)
-                if cursor.description is None:  # a statement that returns no rows
-                    rows = []
+                await cursor.execute(statement, parameters)
+                answer = cursor.pgresult
+                if answer is None or answer.status != TUPLES_OK:  # a statement that returns no rows
+                    rows: list[tuple[Any, ...]] = []
                 elif everything:
-                    rows = [tuple(row) for row in await cursor.fetchall()]
+                    rows = await cursor.fetchall()
                 else:
                     row = await cursor.fetchone()
-                    rows = [] if row is None else [tuple(row)]
+                    rows = [] if row is None else [row]
             except psycopg.Error as error:
-                _drop(connection)
-                if connection.broken:  # the server went away (a restart, a failover): so did the others
+                _drop(cursor)
+                if cursor.connection.broken:  # the server went away (a restart, a failover), the others too
                     self.close()
                 raise DBAPIError.instance(statement, parameters, error, psycopg.Error) from error
             except BaseException:  # cancelled mid-statement: the connection's state is unknown
-                _drop(connection)
+                _drop(cursor)
                 raise
             if idle is self._idle:
-                idle.append(connection)
+                idle.append(cursor)
             else:  # closed, or moved to another loop, while this statement ran
-                _drop(connection)
+                _drop(cursor)
         return rows
 
     def _on_running_loop(self) -> None:
@@ -123,7 +128,7 @@ class LoopStatements:
         while idle:
             _drop(idle.pop())
 
-    async def _connect(self) -> psycopg.AsyncConnection[Any]:
+    async def _connect(self) -> psycopg.AsyncCursor[Any]:
         args, kwargs = self._connect_args()
         options = {"connect_timeout": CONNECT_TIMEOUT_SECONDS, **kwargs, "autocommit": True}
         try:
@@ -132,14 +137,19 @@ class LoopStatements:
                 for statement in self._setup:
                     await connection.execute(statement)
             except BaseException:
-                _drop(connection)
+                _finish(connection)
                 raise
         except psycopg.Error as error:
             raise DBAPIError.instance("connect", (), error, psycopg.Error) from error
-        return connection
+        return connection.cursor()
 
 
-def _drop(connection: psycopg.AsyncConnection[Any]) -> None:
+def _drop(cursor: psycopg.AsyncCursor[Any]) -> None:
+    """Close the cursor's connection (`_finish`)."""
+    _finish(cursor.connection)
+
+
+def _finish(connection: psycopg.AsyncConnection[Any]) -> None:
     """Close the connection's socket without the loop (libpq's own close)."""
     with contextlib.suppress(Exception):
         connection.pgconn.finish()
