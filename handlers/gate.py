@@ -3,9 +3,10 @@
 
 For an environment in `deployments.gate`, the deployment's range runs from the environment's
 last successful deployment (railyard's own record of the deployment rail, else GitHub's
-deployments) of a commit the gate approved there (`handlers.gate_base`: before its first
-approval there, of any commit) to the deployment's sha: one compare. An approval is kept
-(`gate_approvals`) in the transaction that enqueues its answer. The tickets it brings are those whose merge
+deployments) of a commit the gate approved there (`handlers.gate_base`: or of a deployment
+created before the first request it answered there; before it answered any, of any commit) to
+the deployment's sha: one compare. Every answer, approval or rejection (unjudged ones too), is
+kept (`gate_approvals`) in the transaction that enqueues it. The tickets it brings are those whose merge
 commit is in that range; each acceptance is judged now (roles asked again, as the hourly
 re-check does). The decision is recorded on each ticket (`deployment_gated`) and answered to
 GitHub through the outbox, once. An environment that is not gated gets no answer at all.
@@ -46,7 +47,7 @@ from handlers.acceptance import RECHECK_ACTOR, recheck, validity_now
 from handlers.answers import DeploymentReview
 from handlers.errors import CannotVerify, Missing, TransientError
 from handlers.gate_base import last_success, repository_id_of
-from handlers.gate_ports import GateApproval
+from handlers.gate_ports import GateAnswer
 from handlers.payloads import dig_int, dig_str
 from handlers.ports import MergedTicket, PullAndTickets, PullRequest, Reads, Rules, Services
 from handlers.routing import Router, WebhookEvent
@@ -328,11 +329,12 @@ async def judge_gate(
     return GateFindings(decision, base)
 
 
-def approval_of(request: ProtectionRequest, repository_id: int, at: float) -> GateApproval:
-    """What the gate keeps of approving `request`: a later range may start at its sha."""
-    return GateApproval(
+def answer_of(request: ProtectionRequest, repository_id: int, approved: bool, at: float) -> GateAnswer:
+    """What the gate keeps of answering `request`: approved, a later range may start at its sha;
+    either way, deployments created before the first it answered may too (`handlers.gate_base`)."""
+    return GateAnswer(
         repository_id, request.environment.casefold(), request.sha.lower(), request.run_id,
-        request.request, request.deployment_id, at,
+        request.request, request.deployment_id, approved, at,
     )  # fmt: skip
 
 
@@ -435,8 +437,9 @@ async def on_protection_rule(event: WebhookEvent, services: Services) -> None:
             await uow.execute(
                 TicketKey(repository, verdict.number), notice, context, installation_id=installation
             )
-        if decision.approved and repository_id is not None:  # kept with the answer: one commit
-            await uow.record_gate_approval(approval_of(request, repository_id, now.timestamp()))
+        if repository_id is not None:  # kept with the answer, rejections too: one commit
+            answer = answer_of(request, repository_id, decision.approved, now.timestamp())
+            await uow.record_gate_answer(answer)
         key = request.answer_key()
         await uow.send(
             DeploymentReview(installation, repository, request.run_id, request.environment, decision, key)

@@ -4,18 +4,24 @@ deployment of a commit the gate itself approved there.
 GitHub's protection rules guard workflow jobs, not the deployments REST API: anyone with push
 access can create a deployment of any commit in a gated environment and post a `success` status
 on it. Such a success must not start the range (the next request for that commit would find an
-empty range and be approved with whatever it brings). So once the gate has approved a
-deployment in the environment (`gate_approvals`, by GitHub's repository id, never its name),
-only the success of a commit it approved there counts; any other success is passed over, and
-with none left, the deployment is judged without a base (each merged ticket it contains).
+empty range and be approved with whatever it brings). So the gate keeps every request it answers
+in the environment, approved or rejected (`gate_approvals`, by GitHub's repository id, never
+its name), and once it has answered one there, a success counts only when its commit was
+approved there, or its deployment was created before the first request the gate answered there
+(the lowest deployment id among them all: GitHub numbers deployments as it creates them). Any
+other success is passed over, and with none left, the deployment is judged without a base (each
+merged ticket it contains). A first request rejected ends the window as a first approval does:
+a success forged after it, for the commit it rejected, starts nothing.
 
-Before the gate's first approval in the environment there is nothing to trust: the newest
-success counts, whoever posted it, so a repository with a long history gets a starting point.
-A forged success then still counts; the first approval ends that for deployments created after
-it (GitHub numbers deployments as it creates them). A success of a deployment created before it
-still counts, as it did then: otherwise a first approved deployment that failed (or has not
-finished) left no base at all, every merged ticket the commit contains was judged, and one that
-was deployed long before the gate, never accepted, rejected every request from then on.
+A success of a deployment created before that first request still counts, as it did then:
+otherwise a first approved deployment that failed (or has not finished) left no base at all,
+every merged ticket the commit contains was judged, and one that was deployed long before the
+gate, never accepted, rejected every request from then on.
+
+Bootstrap: before the gate has answered any request in the environment there is nothing to
+trust: the newest success counts, whoever posted it, so a repository with a long history gets a
+starting point. A success forged in that window still counts. (A request naming no deployment
+moves no such boundary: with only those answered, only approved commits' successes count.)
 """
 
 from __future__ import annotations
@@ -44,10 +50,11 @@ async def repository_id_of(services: Services, repository: str, given: int | Non
 @dataclass(frozen=True)
 class Trusted:
     """Which successes may start a range: of a commit the gate approved in the environment, or
-    of a deployment created before its first approval there; any while it approved nothing."""
+    of a deployment created before the first request it answered there (approved or rejected);
+    any while it answered none there (the bootstrap)."""
 
-    approved: set[str] | None  # lowercase shas; None: nothing approved there yet
-    first: int | None = None  # the lowest deployment id it approved there
+    approved: set[str] | None  # lowercase shas; None: no request answered there yet
+    first: int | None = None  # the lowest deployment id among the requests it answered there
 
     def counts(self, deployment_id: int, sha: str) -> bool:
         """Whether a success of deployment `deployment_id` of `sha` may start a range."""
@@ -59,14 +66,14 @@ class Trusted:
 async def trusted(
     services: Services, repository_id: int | None, environment: str, shas: Sequence[str]
 ) -> Trusted:
-    """Of `shas`, those the gate approved in the environment, and where its approvals began."""
+    """Of `shas`, those the gate approved in the environment, and where its answers there began."""
     if repository_id is None:
-        return Trusted(None)  # no id, no approval could be kept for it either
+        return Trusted(None)  # no id, no answer could be kept for it either
     async with services.store.read() as reads:
         approved = await reads.gate_approved(repository_id, environment, shas)
         if approved is None:
             return Trusted(None)
-        return Trusted(approved, await reads.gate_first_deployment(repository_id, environment))
+        return Trusted(approved, await reads.gate_first_request(repository_id, environment))
 
 
 async def last_success(
@@ -103,7 +110,7 @@ async def last_success(
         deployment_id, sha = dig_int(item, "id"), dig_str(item, "sha")
         if deployment_id is not None and sha is not None and deployment_id != skip:
             listed.append((deployment_id, sha))
-    if approved.approved is not None:  # the gate approved something here: only what it trusts starts a range
+    if approved.approved is not None:  # the gate answered here: only what it trusts starts a range
         approved = await trusted(services, repository_id, environment, [sha for _, sha in listed])
     for deployment_id, sha in listed:
         if not approved.counts(deployment_id, sha):

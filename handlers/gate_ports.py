@@ -1,4 +1,4 @@
-"""What the store keeps of the deployment gate's approvals (`handlers.gate_base`): part of
+"""What the store keeps of the deployment gate's answers (`handlers.gate_base`): part of
 `handlers.ports.Reads` and `UnitOfWork`, kept here so those stay short."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from typing import Protocol
 
 
 @dataclass(frozen=True)
-class GateApproval:
-    """The gate approved deploying `sha` to `environment` of GitHub's repository `repository_id`
-    for one protection-rule request of workflow run `run_id`."""
+class GateAnswer:
+    """The gate answered one protection-rule request of workflow run `run_id` to deploy `sha` to
+    `environment` of GitHub's repository `repository_id`: approved, or rejected (judged or not)."""
 
     repository_id: int
     environment: str  # GitHub's names ignore case: kept casefolded
@@ -19,12 +19,13 @@ class GateApproval:
     run_id: int
     request: str  # the request among the run's (`ProtectionRequest.request`)
     deployment_id: int | None
-    approved_at: float  # epoch seconds
+    approved: bool
+    answered_at: float  # epoch seconds
 
 
 class GateReads(Protocol):
-    """Which deployed commits the gate itself approved, and how far its repository's merges are
-    from being recorded."""
+    """Which deployed commits the gate itself approved, where its answers began, and how far its
+    repository's merges are from being recorded."""
 
     async def gate_backlog(self, repository: str, answer: str, rid: int | None) -> tuple[bool, int | None]:
         """Whether gate request `answer` was answered; the fewest runs of a pending close of the
@@ -34,16 +35,16 @@ class GateReads(Protocol):
         self, repository_id: int, environment: str, shas: Collection[str]
     ) -> set[str] | None:
         """Of `shas`, those the gate approved for the environment (casefolded) of the repository;
-        None when it has approved nothing there yet."""
+        None when it has answered no request there yet (approved or rejected)."""
 
-    async def gate_first_deployment(self, repository_id: int, environment: str) -> int | None:
-        """The lowest deployment id the gate approved for the environment (casefolded) of the
-        repository: deployments below it were created before its first approval there (None:
-        none known)."""
+    async def gate_first_request(self, repository_id: int, environment: str) -> int | None:
+        """The lowest deployment id among the requests the gate answered for the environment
+        (casefolded) of the repository, approved or rejected: deployments below it were created
+        before its first answer there (None: none answered, or none named a deployment)."""
 
 
 class GateWrites(Protocol):
-    """Recording the gate's approvals, with the answer that tells GitHub."""
+    """Recording the gate's answers, with the answer that tells GitHub."""
 
-    async def record_gate_approval(self, approval: GateApproval) -> None:
-        """Keep the approval with this transaction (once per request)."""
+    async def record_gate_answer(self, answer: GateAnswer) -> None:
+        """Keep the answer with this transaction (once per request)."""

@@ -1,4 +1,4 @@
-"""What the deployment gate reads (its backlog, its approvals) and writes (its approvals) as
+"""What the deployment gate reads (its backlog, its answers) and writes (its answers) as
 `app.store.unit.SqlReads` and `SqlUnit` offer them (`handlers.gate_ports`), kept here so that
 module stays short."""
 
@@ -9,7 +9,7 @@ from typing import Any, Protocol, TypeVar
 
 from app.store import gate_approvals
 from app.store.gate_reads import gate_backlog
-from handlers.gate_ports import GateApproval
+from handlers.gate_ports import GateAnswer
 
 T = TypeVar("T")
 
@@ -22,7 +22,7 @@ class _Statements(Protocol):
     async def run(self, function: Callable[..., T], *args: Any, **kwargs: Any) -> T: ...
 
 
-class GateApprovalReads:
+class GateAnswerReads:
     """`handlers.gate_ports.GateReads` (and `Reads.gate_backlog`) over the session's transaction."""
 
     _session: _Statements
@@ -35,17 +35,17 @@ class GateApprovalReads:
     async def gate_approved(
         self, repository_id: int, environment: str, shas: Collection[str]
     ) -> set[str] | None:
-        """Of `shas`, those the gate approved there; None when it approved nothing there yet."""
+        """Of `shas`, those the gate approved there; None when it answered nothing there yet."""
         return await self._session.run(gate_approvals.approved, repository_id, environment, list(shas))
 
-    async def gate_first_deployment(self, repository_id: int, environment: str) -> int | None:
-        """The lowest deployment id the gate approved there (None: none known)."""
-        return await self._session.run(gate_approvals.first_deployment, repository_id, environment)
+    async def gate_first_request(self, repository_id: int, environment: str) -> int | None:
+        """The lowest deployment id among the requests the gate answered there (None: none known)."""
+        return await self._session.run(gate_approvals.first_request, repository_id, environment)
 
 
-class GateApprovalWrites(GateApprovalReads):
+class GateAnswerWrites(GateAnswerReads):
     """`handlers.gate_ports.GateWrites` with the unit's transaction."""
 
-    async def record_gate_approval(self, approval: GateApproval) -> None:
-        """Keep the approval with this transaction (once per request)."""
-        self._session.post(gate_approvals.record, approval)
+    async def record_gate_answer(self, answer: GateAnswer) -> None:
+        """Keep the answer, approved or rejected, with this transaction (once per request)."""
+        self._session.post(gate_approvals.record, answer)

@@ -451,8 +451,9 @@ class RepositoryRow(SQLModel, table=True):
 
 
 class GateApprovalRow(SQLModel, table=True):
-    """A deployment the gate approved (`app.store.gate_approvals`): the only deployments whose
-    success may start a later request's range, once the environment has one (`handlers.gate_base`).
+    """A protection-rule request the gate answered (`app.store.gate_approvals`), approved or
+    rejected: an approved one's success may start a later request's range, and the lowest
+    deployment among them all is where the gate began answering (`handlers.gate_base`).
 
     Keyed by GitHub's repository id, never its name (renamed, reused). One row per
     protection-rule request, written with the answer; never updated, never pruned.
@@ -466,4 +467,5 @@ class GateApprovalRow(SQLModel, table=True):
     request: str = Field(primary_key=True)  # the deployment's id, or run-RUN@SHA#DELIVERY
     run_id: int = Field(sa_column=Column(BigInteger, nullable=False))
     deployment_id: int | None = Field(default=None, sa_column=Column(BigInteger, nullable=True))
-    approved_at: float
+    approved: bool  # False: rejected, judged or not
+    answered_at: float

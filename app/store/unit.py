@@ -28,7 +28,7 @@ from app.contracts.traces import TRACING, set_attributes, span
 from app.store import agent_accounts, api_answers, held, installations, pulls, repositories, signs, tickets
 from app.store.database import Database
 from app.store.effects import Effect, rerun
-from app.store.gate_unit import GateApprovalReads, GateApprovalWrites
+from app.store.gate_unit import GateAnswerReads, GateAnswerWrites
 from app.store.hops import Lane, off_loop
 from app.store.replies import enqueue_rendered
 from app.store.tickets import SurfacesFor
@@ -211,7 +211,7 @@ _SCANS: frozenset[Callable[..., Any]] = frozenset(
 open PR, a ticket's whole log, a budget's deliveries): run off the event loop even on SQLite."""
 
 
-class SqlReads(GateApprovalReads):
+class SqlReads(GateAnswerReads):
     """`handlers.ports.Reads` over one transaction, every statement on the unit's thread (on
     SQLite, on the caller's). A read outside a unit on PostgreSQL (`here`: its statements are
     each their own transaction anyway, `Database.read`) runs the reads every command makes on
@@ -310,7 +310,7 @@ class SqlReads(GateApprovalReads):
         return await self._run(agent_accounts.logins_of, installation_id, account_id)
 
 
-class SqlUnit(SqlReads, GateApprovalWrites):
+class SqlUnit(SqlReads, GateAnswerWrites):
     """`handlers.ports.UnitOfWork`: one write transaction."""
 
     def __init__(self, session: _Session, surfaces: SurfacesFor | None, render: Render, clock: Clock) -> None:

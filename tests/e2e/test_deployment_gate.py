@@ -210,7 +210,7 @@ async def test_a_success_posted_through_the_rest_api_for_a_deployment_no_rule_gu
     push access, creates deployment 905 of HEAD in production through the REST API and posts its
     `success` (no protection rule guards that API; GitHub sends the same `deployment_status`). The
     next request for HEAD is judged from M12, the newest success the gate approved: rejected,
-    naming #14; `railyard gate` says the same. The approval is kept by the repository's id."""
+    naming #14; `railyard gate` says the same. Both answers are kept by the repository's id."""
     world, hooks, settings = gated
     repository = world.github.repositories[REPO]
     await burst(
@@ -247,5 +247,38 @@ async def test_a_success_posted_through_the_rest_api_for_a_deployment_no_rule_gu
     code, printed = await gate_cli(settings, HEAD)
     assert code == 3 and f"range: since {M12[:12]}" in printed
     with world.database.read() as connection:
-        kept = connection.execute(select(gate_approvals.c.repository_id, gate_approvals.c.sha)).all()
-    assert [tuple(row) for row in kept] == [(repository.id, M12)]
+        columns = (gate_approvals.c.repository_id, gate_approvals.c.sha, gate_approvals.c.approved)
+        kept = connection.execute(select(*columns).order_by(gate_approvals.c.request)).all()
+    assert [tuple(row) for row in kept] == [(repository.id, M12, True), (repository.id, HEAD, False)]
+
+
+async def test_a_success_forged_after_the_first_request_was_rejected_starts_no_range(
+    gated: tuple[World, Webhooks, Settings],
+) -> None:
+    """#12 accepted and merged as M12, #14 merged unaccepted as M14; BASE was production's last
+    success. The gate's first request there, for HEAD (deployment 901), is rejected naming #14.
+    Then cody, who has push access, creates deployment 905 of HEAD through the REST API and posts
+    its `success`. The next request for HEAD (906) must not start from it (an empty range,
+    approved with #14 in it): the rejection is kept, 905 was created after it and HEAD was never
+    approved, so the range starts at BASE (created before it): rejected, naming #14 again."""
+    world, hooks, settings = gated
+    repository = world.github.repositories[REPO]
+    await burst(
+        world,
+        *twelve_accepted_fourteen_delivered(world),
+        merged(world, 34, 12, "agent/12-fix", M12),
+        merged(world, 36, 14, "agent/14-limit", M14),
+        ("deployment_status", hooks.deployment_status(repository, Deployment(900, BASE), "success")),
+    )
+    first = hooks.deployment_protection_rule(repository, Deployment(901, HEAD), 77)
+    await burst(world, ("deployment_protection_rule", first))
+    [rejected] = world.github.history.answers(REPO, 77)
+    assert (rejected["state"], rejected["comment"]) == ("rejected", "railyard rejected: #14 is not accepted.")
+    forged = Deployment(905, HEAD, creator="cody")
+    await burst(world, ("deployment_status", hooks.deployment_status(repository, forged, "success")))
+    again = hooks.deployment_protection_rule(repository, Deployment(906, HEAD), 78)
+    await burst(world, ("deployment_protection_rule", again))
+    [answer] = world.github.history.answers(REPO, 78)
+    assert (answer["state"], answer["comment"]) == ("rejected", "railyard rejected: #14 is not accepted.")
+    code, printed = await gate_cli(settings, HEAD)
+    assert code == 3 and f"range: since {BASE[:12]}" in printed

@@ -14,7 +14,7 @@ from typing import Any
 
 from app.store.codec import ticket_from_data, ticket_to_data
 from handlers.answers import Answer
-from handlers.gate_ports import GateApproval
+from handlers.gate_ports import GateAnswer
 from handlers.ports import (
     Change,
     ChangeContext,
@@ -146,7 +146,7 @@ class Records:
     names: dict[int, str] = field(default_factory=dict)  # `repositories`: id -> the records' name
     agents: dict[tuple[int, int, str], float] = field(default_factory=dict)  # `agent_accounts`: seen_at
     pending_closes: dict[str, tuple[str, int | None, int]] = field(default_factory=dict)  # name, id, runs
-    gate_approvals: list[GateApproval] = field(default_factory=list)  # `gate_approvals`
+    gate_approvals: list[GateAnswer] = field(default_factory=list)  # `gate_approvals`: every answer
 
     def copy(self) -> Records:
         """A copy a unit of work can change without touching these (the rows are immutable)."""

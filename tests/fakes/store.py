@@ -16,7 +16,7 @@ from dataclasses import replace
 from datetime import datetime
 
 from handlers.answers import Answer, DeploymentReview
-from handlers.gate_ports import GateApproval
+from handlers.gate_ports import GateAnswer
 from handlers.ports import (
     Change,
     ChangeContext,
@@ -131,21 +131,24 @@ class MemoryReads:
     async def gate_approved(
         self, repository_id: int, environment: str, shas: Collection[str]
     ) -> set[str] | None:
-        """`gate_approvals.approved`: of `shas`, those approved there; None when none ever was."""
+        """`gate_approvals.approved`: of `shas`, those approved there; None when no request there
+        was ever answered (a rejection is an answer)."""
         there = [
-            approval.sha
-            for approval in self.records.gate_approvals
-            if (approval.repository_id, approval.environment) == (repository_id, environment.casefold())
+            answer
+            for answer in self.records.gate_approvals
+            if (answer.repository_id, answer.environment) == (repository_id, environment.casefold())
         ]
-        return {sha for sha in there if sha in {sha.lower() for sha in shas}} if there else None
+        wanted = {sha.lower() for sha in shas}
+        return {answer.sha for answer in there if answer.approved and answer.sha in wanted} if there else None
 
-    async def gate_first_deployment(self, repository_id: int, environment: str) -> int | None:
-        """`gate_approvals.first_deployment`: the lowest deployment id approved there."""
+    async def gate_first_request(self, repository_id: int, environment: str) -> int | None:
+        """`gate_approvals.first_request`: the lowest deployment id among the requests answered
+        there, approved or rejected."""
         ids = [
-            approval.deployment_id
-            for approval in self.records.gate_approvals
-            if (approval.repository_id, approval.environment) == (repository_id, environment.casefold())
-            and approval.deployment_id is not None
+            answer.deployment_id
+            for answer in self.records.gate_approvals
+            if (answer.repository_id, answer.environment) == (repository_id, environment.casefold())
+            and answer.deployment_id is not None
         ]
         return min(ids) if ids else None
 
@@ -225,10 +228,10 @@ class MemoryUnit(MemoryReads):
         """`agent_accounts.remember`: kept once, the first time."""
         self._writing().agents.setdefault((installation_id, account_id, login.casefold()), now)
 
-    async def record_gate_approval(self, approval: GateApproval) -> None:
-        """`gate_approvals.record`: once per request (its primary key)."""
+    async def record_gate_answer(self, answer: GateAnswer) -> None:
+        """`gate_approvals.record`: once per request (its primary key), the first answer kept."""
         records = self._writing()
-        kept = replace(approval, environment=approval.environment.casefold(), sha=approval.sha.lower())
+        kept = replace(answer, environment=answer.environment.casefold(), sha=answer.sha.lower())
         key = (kept.repository_id, kept.environment, kept.sha, kept.request)
         if all((a.repository_id, a.environment, a.sha, a.request) != key for a in records.gate_approvals):
             records.gate_approvals.append(kept)

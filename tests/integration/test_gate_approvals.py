@@ -1,15 +1,17 @@
-"""The deployment gate's approvals (`app.store.gate_approvals`) on both databases, and through
-the unit of work: kept once per request, found by repository id and environment (never by the
-repository's name), and None until the first approval in the environment."""
+"""The deployment gate's answers (`app.store.gate_approvals`) on both databases, and through
+the unit of work: kept once per request, approved or rejected, found by repository id and
+environment (never by the repository's name), and None until the first answer in the
+environment; only approvals are approved shas, and the first request is the lowest deployment
+among all answers."""
 
 from __future__ import annotations
 
 from sqlalchemy import func, select
 
 from app.store.database import Database
-from app.store.gate_approvals import approved, gate_approvals, record
+from app.store.gate_approvals import approved, first_request, gate_approvals, record
 from app.store.unit import SqlStore
-from handlers.gate_ports import GateApproval
+from handlers.gate_ports import GateAnswer
 
 M12, HEAD, OTHER = "1" * 40, "E" * 40, "2" * 40
 NOW = 1_800_000_000.0
@@ -17,9 +19,9 @@ NOW = 1_800_000_000.0
 
 def approval(
     sha: str = M12, environment: str = "Production", request: str = "901", repository_id: int = 7
-) -> GateApproval:
+) -> GateAnswer:
     """An approval of deploying `sha` to `environment` of repository 7, for run 4242."""
-    return GateApproval(repository_id, environment, sha, 4242, request, 901, NOW)
+    return GateAnswer(repository_id, environment, sha, 4242, request, 901, True, NOW)
 
 
 def approved_here(
@@ -61,11 +63,11 @@ async def test_an_approval_is_kept_only_when_its_unit_commits(database: Database
     store = SqlStore(database, render=lambda answer: None, clock=lambda: NOW)  # type: ignore[arg-type,return-value]
     try:
         async with store.unit() as uow:
-            await uow.record_gate_approval(approval())
+            await uow.record_gate_answer(approval())
         async with store.read() as reads:
             assert await reads.gate_approved(7, "production", [M12]) is None
         async with store.unit() as uow:
-            await uow.record_gate_approval(approval())
+            await uow.record_gate_answer(approval())
             await uow.commit()
         async with store.read() as reads:
             assert await reads.gate_approved(7, "production", [M12, OTHER]) == {M12}
@@ -74,22 +76,38 @@ async def test_an_approval_is_kept_only_when_its_unit_commits(database: Database
 
 
 async def test_where_the_approvals_began_is_the_lowest_approved_deployment_there(database: Database) -> None:
-    """`gate_first_deployment`: None before any approval (or when none named a deployment), then
-    the lowest deployment id approved in the environment of that repository id, whatever case."""
+    """`gate_first_request`: None before any answer (or when none named a deployment), then
+    the lowest deployment id answered in the environment of that repository id, whatever case,
+    a rejection's included."""
     store = SqlStore(database, render=lambda answer: None, clock=lambda: NOW)  # type: ignore[arg-type,return-value]
     try:
         async with store.unit() as uow:
-            await uow.record_gate_approval(GateApproval(7, "Production", M12, 4242, "run-4242", None, NOW))
+            await uow.record_gate_answer(GateAnswer(7, "Production", M12, 4242, "run-4242", None, True, NOW))
             await uow.commit()
         async with store.read() as reads:
-            assert await reads.gate_first_deployment(7, "production") is None
+            assert await reads.gate_first_request(7, "production") is None
         async with store.unit() as uow:
-            await uow.record_gate_approval(GateApproval(7, "Production", HEAD, 4243, "950", 950, NOW))
-            await uow.record_gate_approval(GateApproval(7, "production", M12, 4244, "920", 920, NOW))
-            await uow.record_gate_approval(GateApproval(8, "production", M12, 4245, "10", 10, NOW))
+            await uow.record_gate_answer(GateAnswer(7, "Production", HEAD, 4243, "950", 950, True, NOW))
+            await uow.record_gate_answer(GateAnswer(7, "production", M12, 4244, "920", 920, False, NOW))
+            await uow.record_gate_answer(GateAnswer(8, "production", M12, 4245, "10", 10, True, NOW))
             await uow.commit()
         async with store.read() as reads:
-            assert await reads.gate_first_deployment(7, "PRODUCTION") == 920
-            assert await reads.gate_first_deployment(7, "staging") is None
+            assert await reads.gate_first_request(7, "PRODUCTION") == 920
+            assert await reads.gate_first_request(7, "staging") is None
     finally:
         store.close()
+
+
+def test_a_rejection_is_an_answer_but_never_an_approved_sha(database: Database) -> None:
+    """A rejection of HEAD kept in production: the environment has an answer (an empty set, not
+    None), HEAD is not approved there, and the rejection's deployment is where answers began."""
+    with database.write() as connection:
+        record(connection, GateAnswer(7, "Production", HEAD, 4242, "901", 901, False, NOW))
+    assert approved_here(database, HEAD) == set()
+    assert approved_here(database) == set()
+    assert approved_here(database, HEAD, repository_id=8) is None
+    with database.write() as connection:
+        record(connection, approval(sha=M12, request="905"))
+    assert approved_here(database, HEAD, M12) == {M12}
+    with database.read() as connection:
+        assert first_request(connection, 7, "PRODUCTION") == 901

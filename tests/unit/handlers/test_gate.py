@@ -347,8 +347,11 @@ async def test_a_request_answered_already_is_not_judged_again() -> None:
 async def test_a_deploymentless_job_run_again_gets_its_own_answer() -> None:
     """A job that creates no deployment, rejected, then run again in the same workflow run (the
     same run id and sha, a new webhook delivery): judged again and answered again; GitHub's
-    redelivery of the first delivery is not."""
+    redelivery of the first delivery is not. (The first answer, naming no deployment, leaves no
+    success to start the re-run's range: each merged ticket HEAD contains is judged.)"""
     ports = await gated_world()
+    ports.ancestry.pairs.update({(M12, HEAD), (M13, HEAD)})
+    ports.github.add_commit(REPOSITORY, HEAD)
     request = deployment_protection_rule(HEAD, deployment_id=None)
     await ports.dispatch("deployment_protection_rule", request, delivery_id="first")
     await ports.dispatch("deployment_protection_rule", request, delivery_id="first")

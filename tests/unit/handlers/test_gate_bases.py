@@ -1,11 +1,12 @@
 """Where the deployment gate's range starts (`handlers.gate_base`): the newest successful
-deployment of a commit the gate itself approved in the environment, kept by GitHub's
-repository id; before its first approval there, any success."""
+deployment of a commit the gate itself approved in the environment, or of one created before
+the first request it answered there (approved or rejected), kept by GitHub's repository id;
+before it answered any there, any success."""
 
 from __future__ import annotations
 
 from handlers.gate import GateFindings, judge_gate
-from handlers.gate_ports import GateApproval
+from handlers.gate_ports import GateAnswer
 from handlers.ports import Rules
 from policies.gate import Blocker, GateState
 from tests.fakes.ports import FakePorts
@@ -25,9 +26,9 @@ async def approved_m12(ports: FakePorts) -> None:
     assert reviews(ports)[-1].decision.state is GateState.APPROVED
 
 
-async def test_an_approval_is_kept_with_its_answer_and_a_rejection_is_not() -> None:
-    """Approving M12 keeps one approval (repository id, environment casefolded, sha, run,
-    request); the same request redelivered keeps nothing more; rejecting HEAD keeps nothing."""
+async def test_every_answer_is_kept_with_it_approved_or_rejected() -> None:
+    """Approving M12 keeps one answer (repository id, environment casefolded, sha, run, request,
+    approved); the same request redelivered keeps nothing more; rejecting HEAD keeps a rejection."""
     ports = await gated_world()
     await approved_m12(ports)
     await ports.dispatch("deployment_protection_rule", deployment_protection_rule(M12, deployment_id=901))
@@ -36,14 +37,15 @@ async def test_an_approval_is_kept_with_its_answer_and_a_rejection_is_not() -> N
     assert [review.decision.state for review in reviews(ports)] == [GateState.APPROVED, GateState.REJECTED]
     at = ports.clock.now
     assert ports.store.records.gate_approvals == [
-        GateApproval(REPOSITORY_ID, "production", M12, 4242, "901", 901, at)
+        GateAnswer(REPOSITORY_ID, "production", M12, 4242, "901", 901, True, at),
+        GateAnswer(REPOSITORY_ID, "production", HEAD, 4242, "902", 902, False, at),
     ]
 
 
-async def test_before_the_gate_approved_anything_there_any_success_starts_the_range() -> None:
-    """Bootstrap, and its caveat: with no approval kept for production, the newest success
+async def test_before_the_gate_answered_anything_there_any_success_starts_the_range() -> None:
+    """Bootstrap, and its caveat: with no answer kept for production, the newest success
     starts the range whoever posted it, so a success forged for HEAD before the gate's first
-    approval there still empties HEAD's range (docs/deployment-gate.md says so)."""
+    answer there still empties HEAD's range (docs/deployment-gate.md says so)."""
     ports = await gated_world()
     await ports.dispatch("deployment_status", deployment_status(950, HEAD, "success"))
     await ports.dispatch("deployment_protection_rule", deployment_protection_rule(HEAD, deployment_id=951))
@@ -51,7 +53,7 @@ async def test_before_the_gate_approved_anything_there_any_success_starts_the_ra
     assert review.decision.state is GateState.APPROVED and review.decision.tickets == ()
 
 
-async def test_an_approval_in_another_environment_does_not_end_the_bootstrap_here() -> None:
+async def test_an_answer_in_another_environment_does_not_end_the_bootstrap_here() -> None:
     """The gate approved M12 in staging only: production has no approval, so its newest success
     (BASE) still starts its range, and what the gate approved in staging never does."""
     rules = Rules(policy_version="v1", gate=("production", "staging"))
@@ -125,10 +127,10 @@ async def trusted_of(ports: FakePorts, repository_id: int) -> set[str] | None:
 
 
 async def test_a_failed_first_approval_does_not_lock_the_environment_out_of_its_older_success() -> None:
-    """Production last deployed M13 (deployment 7, before the gate approved anything there: #13,
+    """Production last deployed M13 (deployment 7, before the gate answered anything there: #13,
     never accepted, is deployed already). The gate approves HEAD (901, range M13..HEAD brings
     nothing) and that deployment fails. Its re-run (902) still starts from M13, the success that
-    predates every approval there, and is approved: without it there was no base, each merged
+    predates every answer there, and is approved: without it there was no base, each merged
     ticket HEAD contains was judged, #13 blocked it, and every later request as well."""
     ports = await gated_world()
     ports.store.records.held.clear()
@@ -145,7 +147,7 @@ async def test_a_failed_first_approval_does_not_lock_the_environment_out_of_its_
 
 
 async def test_a_success_forged_after_the_first_approval_on_a_new_deployment_still_starts_nothing() -> None:
-    """The older success counts only for deployments created before the gate's first approval
+    """The older success counts only for deployments created before the gate's first answer
     there: one created after it (960 > 901) for HEAD, never approved, is passed over."""
     findings = await forged_after_approving_m12(m12_state="failure", forged=960)
     assert findings.base == BASE
@@ -160,3 +162,59 @@ async def forged_after_approving_m12(*, m12_state: str, forged: int) -> GateFind
     await ports.dispatch("deployment_status", deployment_status(901, M12, m12_state))
     await ports.dispatch("deployment_status", deployment_status(forged, HEAD, "success"))
     return await judge_gate(ports, INSTALLATION, REPOSITORY, "production", HEAD, GATED, record=False)
+
+
+async def test_a_success_forged_after_a_first_request_was_rejected_starts_nothing() -> None:
+    """The gate's first request in production (HEAD, deployment 901) is rejected: #13 is merged
+    unaccepted. Someone with push access then creates deployment 960 of HEAD through the API and
+    posts `success` on it. The next request for HEAD (961) must not start from that success
+    (an empty range, approved with #13 in it): the rejection ended the bootstrap, 960 was created
+    after it and HEAD was never approved, so the range starts at BASE and #13 holds it back."""
+    ports = await gated_world()
+    await ports.dispatch("deployment_protection_rule", deployment_protection_rule(HEAD, deployment_id=901))
+    assert reviews(ports)[-1].decision.state is GateState.REJECTED
+    await ports.dispatch("deployment_status", deployment_status(960, HEAD, "success"))
+    await ports.dispatch("deployment_protection_rule", deployment_protection_rule(HEAD, deployment_id=961))
+    review = reviews(ports)[-1]
+    assert review.decision.state is GateState.REJECTED
+    assert [(v.number, v.blocker) for v in review.decision.tickets] == [
+        (12, None),
+        (13, Blocker.NOT_ACCEPTED),
+    ]
+    findings = await judge_gate(ports, INSTALLATION, REPOSITORY, "production", HEAD, GATED, record=False)
+    assert findings.base == BASE
+
+
+async def test_a_rejected_first_request_does_not_lock_the_environment_out_of_its_older_success() -> None:
+    """Production last deployed BASE (deployment 7, before the gate answered anything there). The
+    first request, for HEAD (901), is rejected (#13 unaccepted). Once #13 is out of the way (here:
+    M12 alone is deployed) the older success still counts: 7 predates the first answer."""
+    ports = await gated_world()
+    await ports.dispatch("deployment_protection_rule", deployment_protection_rule(HEAD, deployment_id=901))
+    assert reviews(ports)[-1].decision.state is GateState.REJECTED
+    await ports.dispatch("deployment_protection_rule", deployment_protection_rule(M12, deployment_id=902))
+    review = reviews(ports)[-1]
+    assert review.decision.state is GateState.APPROVED
+    assert [(v.number, v.blocker) for v in review.decision.tickets] == [(12, None)]
+    findings = await judge_gate(ports, INSTALLATION, REPOSITORY, "production", M12, GATED, record=False)
+    assert findings.base == BASE
+
+
+async def test_a_rejected_request_naming_no_deployment_ends_the_bootstrap_for_every_success() -> None:
+    """A first request that names no deployment (`deployment: null`) is rejected and kept with
+    no deployment id: there is no "created before" boundary, so only approved commits' successes
+    count, and a later success forged for HEAD starts nothing: judged without a base."""
+    ports = await gated_world()
+    await ports.dispatch("deployment_protection_rule", deployment_protection_rule(HEAD, deployment_id=None))
+    assert reviews(ports)[-1].decision.state is GateState.REJECTED
+    assert [answer.deployment_id for answer in ports.store.records.gate_approvals] == [None]
+    await ports.dispatch("deployment_status", deployment_status(960, HEAD, "success"))
+    ports.ancestry.pairs.update({(M12, HEAD), (M13, HEAD)})
+    ports.github.add_commit(REPOSITORY, HEAD)
+    findings = await judge_gate(ports, INSTALLATION, REPOSITORY, "production", HEAD, GATED, record=False)
+    assert findings.base is None
+    assert findings.decision.state is GateState.REJECTED
+    assert [(v.number, v.blocker) for v in findings.decision.tickets] == [
+        (12, None),
+        (13, Blocker.NOT_ACCEPTED),
+    ]
