@@ -13,8 +13,10 @@ other success is passed over, and with none left, the deployment is judged witho
 merged ticket it contains). A first request rejected ends the window as a first approval does:
 a success forged after it, for the commit it rejected, starts nothing.
 
-A success of a deployment created before that first request still counts, as it did then:
-otherwise a first approved deployment that failed (or has not finished) left no base at all,
+A success of a deployment created before that first request still counts, as it did then,
+unless its commit is one the gate rejected there and never approved: a deployment created early
+and its `success` posted after the rejection of its commit starts nothing either. Without the
+older successes, a first approved deployment that failed (or has not finished) left no base at all,
 every merged ticket the commit contains was judged, and one that was deployed long before the
 gate, never accepted, rejected every request from then on.
 
@@ -55,11 +57,14 @@ class Trusted:
 
     approved: set[str] | None  # lowercase shas; None: no request answered there yet
     first: int | None = None  # the lowest deployment id among the requests it answered there
+    rejected: frozenset[str] = frozenset()  # lowercase shas rejected there, never approved there
 
     def counts(self, deployment_id: int, sha: str) -> bool:
         """Whether a success of deployment `deployment_id` of `sha` may start a range."""
         if self.approved is None or sha.lower() in self.approved:
             return True
+        if sha.lower() in self.rejected:  # whenever its deployment was created
+            return False
         return self.first is not None and deployment_id < self.first
 
 
@@ -73,7 +78,9 @@ async def trusted(
         approved = await reads.gate_approved(repository_id, environment, shas)
         if approved is None:
             return Trusted(None)
-        return Trusted(approved, await reads.gate_first_request(repository_id, environment))
+        first = await reads.gate_first_request(repository_id, environment)
+        rejected = await reads.gate_rejected(repository_id, environment, shas)
+        return Trusted(approved, first, frozenset(rejected))
 
 
 async def last_success(

@@ -37,6 +37,10 @@ class GateReads(Protocol):
         """Of `shas`, those the gate approved for the environment (casefolded) of the repository;
         None when it has answered no request there yet (approved or rejected)."""
 
+    async def gate_rejected(self, repository_id: int, environment: str, shas: Collection[str]) -> set[str]:
+        """Of `shas`, those the gate rejected for the environment (casefolded) of the repository
+        and never approved there."""
+
     async def gate_first_request(self, repository_id: int, environment: str) -> int | None:
         """The lowest deployment id among the requests the gate answered for the environment
         (casefolded) of the repository, approved or rejected: deployments below it were created

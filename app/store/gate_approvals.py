@@ -53,6 +53,22 @@ def approved(
     return None
 
 
+def rejected(connection: Connection, repository_id: int, environment: str, shas: Collection[str]) -> set[str]:
+    """Of `shas`, those rejected for the repository's environment and never approved there."""
+    wanted = {sha.lower() for sha in shas}
+    if not wanted:
+        return set()
+    answers = select(gate_approvals.c.sha, gate_approvals.c.approved).where(
+        gate_approvals.c.repository_id == repository_id,
+        gate_approvals.c.environment == environment.casefold(),
+        gate_approvals.c.sha.in_(wanted),
+    )
+    seen: dict[str, bool] = {}
+    for sha, approved_there in connection.execute(answers):
+        seen[str(sha)] = seen.get(str(sha), False) or bool(approved_there)
+    return {sha for sha, approved_there in seen.items() if not approved_there}
+
+
 def first_request(connection: Connection, repository_id: int, environment: str) -> int | None:
     """The lowest deployment id among the requests answered for the repository's environment,
     approved or rejected (None: none answered, or none named a deployment). GitHub numbers

@@ -9,7 +9,7 @@ from __future__ import annotations
 from sqlalchemy import func, select
 
 from app.store.database import Database
-from app.store.gate_approvals import approved, first_request, gate_approvals, record
+from app.store.gate_approvals import approved, first_request, gate_approvals, record, rejected
 from app.store.unit import SqlStore
 from handlers.gate_ports import GateAnswer
 
@@ -111,3 +111,20 @@ def test_a_rejection_is_an_answer_but_never_an_approved_sha(database: Database) 
     assert approved_here(database, HEAD, M12) == {M12}
     with database.read() as connection:
         assert first_request(connection, 7, "PRODUCTION") == 901
+
+
+def test_a_commit_rejected_and_never_approved_counts_as_rejected_until_approved(database: Database) -> None:
+    """HEAD rejected in production (request 901) is a rejected commit there, in no other
+    environment and no other repository; once a later request for it (902) is approved, it is
+    rejected no more. M12, never answered, is neither."""
+    with database.write() as connection:
+        record(connection, GateAnswer(7, "Production", HEAD, 4242, "901", 901, False, NOW))
+    with database.read() as connection:
+        assert rejected(connection, 7, "PRODUCTION", [HEAD, M12]) == {HEAD.lower()}
+        assert rejected(connection, 7, "staging", [HEAD]) == set()
+        assert rejected(connection, 8, "production", [HEAD]) == set()
+        assert rejected(connection, 7, "production", []) == set()
+    with database.write() as connection:
+        record(connection, GateAnswer(7, "production", HEAD, 4243, "902", 902, True, NOW))
+    with database.read() as connection:
+        assert rejected(connection, 7, "production", [HEAD]) == set()

@@ -185,6 +185,26 @@ async def test_a_success_forged_after_a_first_request_was_rejected_starts_nothin
     assert findings.base == BASE
 
 
+async def test_a_success_posted_after_its_commit_was_rejected_starts_nothing_however_old() -> None:
+    """Someone with push access creates deployment 850 of HEAD before the gate's first request
+    there (901, for HEAD, rejected: #13 unaccepted), and posts `success` on 850 afterwards. 850
+    predates the first answer, but its commit is the one the gate rejected and never approved:
+    the next request for HEAD still starts from BASE, and #13 still holds it back."""
+    ports = await gated_world()
+    await ports.dispatch("deployment_protection_rule", deployment_protection_rule(HEAD, deployment_id=901))
+    assert reviews(ports)[-1].decision.state is GateState.REJECTED
+    await ports.dispatch("deployment_status", deployment_status(850, HEAD, "success"))
+    await ports.dispatch("deployment_protection_rule", deployment_protection_rule(HEAD, deployment_id=902))
+    review = reviews(ports)[-1]
+    assert review.decision.state is GateState.REJECTED
+    assert [(v.number, v.blocker) for v in review.decision.tickets] == [
+        (12, None),
+        (13, Blocker.NOT_ACCEPTED),
+    ]
+    findings = await judge_gate(ports, INSTALLATION, REPOSITORY, "production", HEAD, GATED, record=False)
+    assert findings.base == BASE
+
+
 async def test_a_rejected_first_request_does_not_lock_the_environment_out_of_its_older_success() -> None:
     """Production last deployed BASE (deployment 7, before the gate answered anything there). The
     first request, for HEAD (901), is rejected (#13 unaccepted). Once #13 is out of the way (here:

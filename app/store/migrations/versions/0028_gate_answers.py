@@ -9,7 +9,7 @@ reads every row as an approval, and a rejected commit must never become a truste
 
 Revision ID: 0028
 Revises: 0027
-Create Date: 2026-12-10
+Create Date: 2026-12-07
 """
 
 import sqlalchemy as sa
