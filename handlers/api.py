@@ -51,6 +51,7 @@ class ApiCommand:
     key: str  # the Idempotency-Key
     digest: str  # the request it came with (route and body), to tell a reused key
     outsider: bool = False  # the account was lately found holding no role in the repository
+    repository_id: int | None = None  # GitHub's id of the repository the name holds now
 
     @property
     def operation_id(self) -> str:
@@ -71,6 +72,7 @@ class ApiCommand:
             author_is_bot=self.is_bot,
             via="api",
             outsider=self.outsider,
+            repository_id=self.repository_id,
         )
 
 

@@ -37,7 +37,7 @@ from handlers.observe import Source, delivered_branch, recheck_merged, tell_held
 from handlers.payloads import dig, dig_int, dig_str
 from handlers.ports import Outcome, Rules, Services, UnitOfWork
 from handlers.signs import signs_from_events
-from policies.budgets import status_recheck_budget
+from policies.budgets import repository_scope, status_recheck_budget
 from policies.commands import Accept, Claim, Command, Context, Deliver, Draft, Publish, Reopen, SendBack
 from policies.evidence import month_start
 from policies.links import linked_issues, same_repository
@@ -66,6 +66,7 @@ class CommandFacts:
     received_at: datetime | None = None  # when railyard received the comment (its own clock)
     via: str | None = None  # "api" for the HTTP API, recorded on every event
     outsider: bool = False  # the author was lately found without a role here (fewer calls to ask again)
+    repository_id: int | None = None  # GitHub's id: the budgets here count under it (None: not given)
 
 
 class CommandRun:
@@ -415,7 +416,7 @@ class CommandRun:
     async def _may_recheck(self, key: TicketKey) -> bool:
         """Whether this `/status` may ask GitHub to judge the acceptance again: once a minute per
         ticket, so a flood of `/status` by anyone costs the installation one re-check a minute."""
-        budget = status_recheck_budget(key.repository, key.number)
+        budget = status_recheck_budget(repository_scope(self.facts.repository_id, key.repository), key.number)
         return await self.services.budgets.spend(0, budget) is None
 
     async def _agent(self, rules: Rules) -> AcceptFacts:

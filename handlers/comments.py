@@ -30,7 +30,7 @@ from handlers.payloads import dig, dig_int, dig_str, dig_time
 from handlers.ports import Outcome, Rules, Services
 from handlers.routing import Router, WebhookEvent
 from handlers.signs import claimant_comment, only_informational
-from policies.budgets import Budget, command_budget
+from policies.budgets import Budget, Repository, command_budget, repository_scope
 from policies.model import TicketKey
 from policies.parser import ParsedComment, parse_comment
 from policies.refusals import RefusalCode
@@ -55,6 +55,7 @@ class CommentFacts:
     author_is_bot: bool
     via_app_id: int | None
     received_at: datetime | None = None  # railyard's clock: the comment existed by then
+    repository_id: int | None = None  # GitHub's `repository.id` (its budgets count under it)
 
     @classmethod
     def read(cls, event: WebhookEvent) -> CommentFacts | None:
@@ -79,6 +80,7 @@ class CommentFacts:
             author_is_bot=dig_str(p, "comment", "user", "type") == "Bot",
             via_app_id=dig_int(p, "comment", "performed_via_github_app", "id"),
             received_at=datetime.fromtimestamp(event.received_at, UTC) if event.received_at else None,
+            repository_id=dig_int(p, "repository", "id"),
         )
 
 
@@ -131,6 +133,7 @@ class CommentCommand(CommandRun):
             author_is_bot=comment.author_is_bot,
             comment_id=comment.comment_id,
             received_at=comment.received_at,
+            repository_id=comment.repository_id,
         )
         super().__init__(facts, parsed, services)
         self.comment = comment
@@ -154,19 +157,25 @@ class CommentCommand(CommandRun):
                 (admission, limit), c = self._admission, self.comment
                 roleless = None if self.roles is None else not self.roles
                 await settle(
-                    self.services.budgets, c.author_id, c.repository, limit, admission, roleless,
+                    self.services.budgets, c.author_id, self._budget_scope, limit, admission, roleless,
                     asked=self.read_pull,
                 )  # fmt: skip
         if outcome is not None and outcome.replayed:
             await self._give_command_back()
         return outcome
 
+    @property
+    def _budget_scope(self) -> Repository:
+        """Where the author's budgets count: GitHub's repository id, which a rename or a transfer
+        keeps (`policies.budgets.Repository`); the name only for a payload without one."""
+        return repository_scope(self.comment.repository_id, self.comment.repository)
+
     async def within_command_budget(self, rules: Rules) -> bool:
         """One of the author's `limits.commands_per_hour` here, spent before the command runs, in
         one conditional upsert (`handlers.ports.Budgets`): comments on several tickets at once
         cannot each find the last one free. The API's commands spend the same budget; past it
         the door refuses the command as over budget (the reply says so, and it is counted)."""
-        budget = command_budget(self.comment.repository, rules.commands_per_hour)
+        budget = command_budget(self._budget_scope, rules.commands_per_hour)
         taken = await self.services.budgets.spend(self.comment.author_id, budget) is None
         self._spent = budget if taken else None
         return taken
@@ -181,7 +190,7 @@ class CommentCommand(CommandRun):
         them, silence, nothing recorded, GitHub not asked. One found role-less lately is asked
         with the organization-membership shortcut."""
         c, limit = self.comment, rules.outsider_requests_per_hour
-        admission = await admit(self.services.budgets, c.author_id, c.repository, limit)
+        admission = await admit(self.services.budgets, c.author_id, self._budget_scope, limit)
         if admission.over is not None:
             log.info("outsider over budget", budget=admission.over.scope, author_id=c.author_id)
             return False

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from handlers.ports import Budgets
-from policies.budgets import Budget, outsider_budgets, roles_again_budget
+from policies.budgets import Budget, Repository, outsider_budgets, roles_again_budget
 
 
 @dataclass(frozen=True)
@@ -33,8 +33,9 @@ class Admission:
     shared: bool = False
 
 
-async def admit(budgets: Budgets, account_id: int, repository: str, limit: int) -> Admission:
-    """Reserve one role-less request of the account before its roles are asked."""
+async def admit(budgets: Budgets, account_id: int, repository: Repository, limit: int) -> Admission:
+    """Reserve one role-less request of the account before its roles are asked (`repository`: its
+    GitHub id, so a rename or transfer restarts no budget; `policies.budgets.Repository`)."""
     mine, everyone, roleless = outsider_budgets(repository, limit)
     retry, marked = await budgets.spend_and_count(account_id, mine, roleless)
     if retry is not None:
@@ -54,7 +55,7 @@ async def admit(budgets: Budgets, account_id: int, repository: str, limit: int) 
 async def settle(
     budgets: Budgets,
     account_id: int,
-    repository: str,
+    repository: Repository,
     limit: int,
     admission: Admission,
     roleless: bool | None,

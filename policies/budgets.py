@@ -11,11 +11,12 @@ from __future__ import annotations
 import math
 from collections import OrderedDict
 from dataclasses import dataclass
+from typing import TypeAlias
 
 
 @dataclass(frozen=True)
 class Budget:
-    """`limit` uses per `window` seconds of one scope ("commands:acme/web", "reads", ...)."""
+    """`limit` uses per `window` seconds of one scope ("commands:1001", "reads", ...)."""
 
     scope: str
     limit: int
@@ -32,13 +33,29 @@ class Budget:
 
 OUTSIDERS_PER_REPOSITORY = 10  # all role-less accounts together: this many times one account's share
 
+Repository: TypeAlias = int | str
+"""Where a repository's budget counts: GitHub's repository id, which a rename or a transfer
+keeps (so neither gives anyone a fresh budget, and a new repository taking the old name starts
+its own); its name only where no id is known (a payload without `repository.id`). Scopes by id
+spell the number and never meet a name's (every name has a `/`): rows kept under a name before
+ids were used (upgrading) count for nothing, and are gone when their hour is."""
 
-def outsider_budgets(repository: str, limit: int) -> tuple[Budget, Budget, Budget]:
+
+def repository_scope(repository_id: int | None, name: str) -> Repository:
+    """The repository's id, or its name when no id is known (see `Repository`)."""
+    return repository_id if repository_id is not None else name
+
+
+def _scope(repository: Repository) -> str:
+    return str(repository) if isinstance(repository, int) else repository.casefold()
+
+
+def outsider_budgets(repository: Repository, limit: int) -> tuple[Budget, Budget, Budget]:
     """Requests by accounts without a role in a repository, whichever way they come (a comment,
     the API): one account's (`limits.outsider_requests_per_hour`), every such account's together
     (held by account 0), so many accounts cost no more, and the mark that the account was found
     holding no role this hour (one unit)."""
-    scope = repository.casefold()
+    scope = _scope(repository)
     return (
         Budget(f"outsider:{scope}", limit, 3600.0),
         Budget(f"outsiders:{scope}", limit * OUTSIDERS_PER_REPOSITORY, 3600.0),
@@ -46,11 +63,11 @@ def outsider_budgets(repository: str, limit: int) -> tuple[Budget, Budget, Budge
     )
 
 
-def roles_again_budget(repository: str) -> Budget:
+def roles_again_budget(repository: Repository) -> Budget:
     """How often an account found without a role this hour may still have its roles asked again
     once all role-less accounts' requests are spent (by strangers, perhaps): once in ten
     minutes, so one given a role since is not silenced for the rest of the hour."""
-    return Budget(f"roles-again:{repository.casefold()}", 1, 600.0)
+    return Budget(f"roles-again:{_scope(repository)}", 1, 600.0)
 
 
 class WindowCounter:
@@ -82,13 +99,13 @@ class WindowCounter:
         return len(self._counts)
 
 
-def command_budget(repository: str, limit: int) -> Budget:
+def command_budget(repository: Repository, limit: int) -> Budget:
     """An account's state-changing commands in one repository, by comment or through the API
     alike (`limits.commands_per_hour`): spent once per command, before it runs."""
-    return Budget(f"commands:{repository.casefold()}", limit, 3600.0)
+    return Budget(f"commands:{_scope(repository)}", limit, 3600.0)
 
 
-def status_recheck_budget(repository: str, number: int) -> Budget:
+def status_recheck_budget(repository: Repository, number: int) -> Budget:
     """How often a `/status` may have a ticket's acceptance judged again (asking GitHub for the
     reviewer's roles): once a minute per ticket, however many accounts ask (held by account 0)."""
-    return Budget(f"recheck:{repository.casefold()}#{number}", 1, 60.0)
+    return Budget(f"recheck:{_scope(repository)}#{number}", 1, 60.0)

@@ -15,7 +15,9 @@ installation's token (SPEC *Answers that cannot be forged or jammed*: the API's 
 
 Past a budget: `OverBudget` (429 with `Retry-After`), nothing called, nothing recorded. The
 command and outsider budgets live in the database (shared by every process, one row per account,
-scope and window, pruned by housekeeping); reads and lookups in each process's bounded memory.
+scope and window, pruned by housekeeping), counted per repository by GitHub's repository id, so a
+rename or a transfer gives no one a fresh budget; reads and lookups in each process's bounded
+memory, per account.
 """
 
 from __future__ import annotations
@@ -70,30 +72,31 @@ class ApiCosts:
             return rules_from(known)
         return await self._shell.ports.configs.load(installation_id, repository)
 
-    async def command(self, account_id: int, repository: str, rules: Rules) -> None:
-        """Spend one of the account's commands in the repository (refusals included)."""
-        budget, now = command_budget(repository, rules.commands_per_hour), self._clock()
+    async def command(self, account_id: int, repository_id: int, rules: Rules) -> None:
+        """Spend one of the account's commands in the repository (GitHub's id: a rename or a
+        transfer restarts no budget), refusals included."""
+        budget, now = command_budget(repository_id, rules.commands_per_hour), self._clock()
         retry = await off_loop(spend, self._shell.database, account_id, budget, now)
         if retry is not None:
             raise OverBudget(budget, retry)
 
-    async def outsider_reserve(self, account_id: int, repository: str, rules: Rules) -> Admission:
+    async def outsider_reserve(self, account_id: int, repository_id: int, rules: Rules) -> Admission:
         """Reserve one of the account's role-less requests before its roles are asked of GitHub
         (`handlers.outsiders`); `known`: it was already found without a role here this hour.
         `OverBudget` when its share, or (known role-less) all such accounts' share and its own
         re-check, is spent."""
         limit = rules.outsider_requests_per_hour
-        admission = await admit(self._budgets, account_id, repository, limit)
+        admission = await admit(self._budgets, account_id, repository_id, limit)
         if admission.over is not None:
             raise OverBudget(admission.over, admission.retry_after)
         return admission
 
     async def outsider_settled(
-        self, account_id: int, repository: str, rules: Rules, admission: Admission, roleless: bool | None
+        self, account_id: int, repository_id: int, rules: Rules, admission: Admission, roleless: bool | None
     ) -> None:
         """After the request: `roleless` as the role check found (None: never asked)."""
         limit = rules.outsider_requests_per_hour
-        await settle(self._budgets, account_id, repository, limit, admission, roleless)
+        await settle(self._budgets, account_id, repository_id, limit, admission, roleless)
 
     def read(self, account_id: int) -> None:
         """Spend one of the account's reads of the minute."""

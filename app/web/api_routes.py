@@ -234,13 +234,13 @@ class AgentApi:
             policy = await self._policy(installation_id, repository)
             return _replay(served.kept, digest, served.ticket, self._now(), policy)
         rules = await self.costs.known_rules(installation_id, repository)
-        await self.costs.command(account.id, repository, rules)  # refusals included
+        await self.costs.command(account.id, served.holder, rules)  # refusals included
         parsed = _parsed(text, expected)
         if not isinstance(parsed.command, Draft | Publish):
             ticket = served.ticket
             if ticket is None or not ticket.exists:
                 raise Refused(404, "not_a_ticket", f"{repository}#{number} is not a railyard ticket")
-        admission = await self.costs.outsider_reserve(account.id, repository, rules)
+        admission = await self.costs.outsider_reserve(account.id, served.holder, rules)
         command = ApiCommand(
             installation_id,
             repository,
@@ -251,6 +251,7 @@ class AgentApi:
             key,
             digest,
             admission.known,
+            served.holder,
         )
         run = ApiCommandRun(command, parsed, self._shell.ports, outcome_answer)
         try:
@@ -259,7 +260,7 @@ class AgentApi:
             raise Refused(404, "no_such_issue", f"{repository}#{number} is not an issue") from None
         finally:
             roleless = None if run.roles is None else not run.roles
-            await self.costs.outsider_settled(account.id, repository, rules, admission, roleless)
+            await self.costs.outsider_settled(account.id, served.holder, rules, admission, roleless)
         if outcome is not None and outcome.elsewhere:  # the key's operation is another ticket's
             raise _key_reused()
         if outcome is None or run.kept is None:

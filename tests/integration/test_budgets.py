@@ -20,9 +20,12 @@ from handlers.outsiders import admit, settle
 from handlers.ports import Rules
 from policies.budgets import Budget
 from policies.model import TicketKey
+from policies.states import WorkState
 from tests.fakes.github import issue_answer
 from tests.fakes.webhooks import REPOSITORY, comment
-from tests.unit.handlers.steps import world
+from tests.unit.handlers.steps import CAROL, RACHEL, world
+from tests.unit.handlers.test_budgets_renamed import ID, SITE, WEB
+from tests.unit.handlers.test_repositories import of, renamed
 
 HOUR = Budget("commands:acme/web", 3, 3600.0)
 T0 = 1_780_000_000.0 - 1_780_000_000.0 % 3600
@@ -147,3 +150,36 @@ async def test_an_account_found_role_less_is_admitted_again_once_in_ten_minutes_
     assert (await admit(sql, 7, "acme/web", 3)).over is not None
     now[0] += 600
     assert (await admit(sql, 7, "acme/web", 3)).over is None
+
+
+async def test_a_rename_gives_no_one_a_fresh_command_budget_in_the_database(database: Database) -> None:
+    """`limits.commands_per_hour: 2`, in the database: carol claims and gives up #12 of GitHub's
+    repository 4242, called acme/web; its `renamed` webhook (now acme/site) moves the ticket, and
+    her `/claim` there is refused over the budget she spent under the old name."""
+    ports = world(Rules("blob-sha-1", commands_per_hour=2))
+    store = SqlStore(database, render=render, surfaces=surfaces_for, clock=ports.clock)
+    services = replace(ports.services, store=store, budgets=SqlBudgets(database, ports.clock))
+    for name in (WEB, SITE):
+        ports.github.add_issue(name, issue_answer(12, assignees=(RACHEL,)))
+    ports.github.names[ID] = SITE
+
+    async def say(body: str, by: tuple[str, int], name: str = WEB) -> None:
+        payload = of(ID, comment(12, body, author=by, repository=name), name)
+        await ports.dispatch("issue_comment", payload, services=services)
+
+    try:
+        await say("/publish", RACHEL)
+        await say("/claim", CAROL)
+        await say("/reopen Giving it up", CAROL)
+        await ports.dispatch("repository", renamed(ID, WEB, SITE), services=services)
+        await say("/claim", CAROL, SITE)
+        async with store.read() as reads:
+            moved = await reads.ticket(TicketKey(SITE, 12))
+    finally:
+        store.close()
+    assert moved is not None and moved.work is WorkState.OPEN
+    with database.read() as connection:
+        operations = connection.execute(table(OperationRow).select()).mappings().all()
+    assert [(op["repository"], op["refusal_code"]) for op in operations if op["outcome"] == "refused"] == [
+        (SITE, "over_budget")
+    ]
