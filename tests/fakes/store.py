@@ -28,6 +28,8 @@ from handlers.ports import (
     PullRequest,
     RecordedEvent,
 )
+from policies.events import EventType
+from policies.evidence import total_cost
 from policies.model import Ticket, TicketKey
 from policies.rails import Observation
 from policies.watchdog import Clocks
@@ -52,6 +54,20 @@ class MemoryReads:
     async def commands_since(self, repository: str, actor_id: int, since: datetime) -> int:
         """Commands the account ran in the repository since `since`."""
         return self.records.commands_since(repository, actor_id, since)
+
+    async def delivery_cost_since(self, repository: str, actor_id: int, since: datetime) -> str:
+        """`tickets.delivery_cost_since`: what the account's deliveries in the repository (its
+        tickets under the name now: a rename moves them) reported since `since`, in USD."""
+        costs = (
+            (recorded.event.data.get("evidence") or {}).get("cost_usd")
+            for key, log in self.records.log.items()
+            if key.repository.casefold() == repository.casefold()
+            for recorded in log
+            if recorded.event.type is EventType.DELIVERED
+            and recorded.event.actor_id == actor_id
+            and recorded.event.at >= since
+        )
+        return format(total_cost(costs), "f")
 
     async def stored_pull(self, repository: str, number: int) -> PullAndTickets | None:
         """A PR as last seen, with its links."""

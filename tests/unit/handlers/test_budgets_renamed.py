@@ -6,9 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from handlers.answers import Refused, Reply
 from handlers.ports import Rules
 from policies.budgets import command_budget
 from policies.model import TicketKey
+from policies.refusals import RefusalCode
 from policies.states import WorkState
 from tests.fakes.github import issue_answer
 from tests.fakes.ports import FakePorts
@@ -101,3 +103,28 @@ async def test_a_rename_does_not_restart_a_tickets_status_re_check() -> None:
     await say(ports, "/status", by=CAROL, name=SITE)
     rechecks = {key: n for key, n in ports.budgets.counts.items() if key[1].startswith("recheck:")}
     assert list(rechecks.values()) == [1]
+
+
+async def test_a_rename_does_not_restart_a_runners_monthly_cost_budget() -> None:
+    """`limits.cost_per_runner_month: 1`: carol's delivery on acme/web#12 reports $1.50; after the
+    rename her `/claim` on acme/site#14 is refused `budget_exhausted` (the month's cost is read
+    from her deliveries on the repository's tickets, which the rename moved)."""
+    ports = renamed_world(Rules("blob-sha-1", cost_per_runner_month="1"))
+    ports.github.add_branch(WEB, "agent/12-fix", "b" * 40)
+    ports.github.add_issue(SITE, issue_answer(14, assignees=(RACHEL,)))
+    await say(ports, "/publish")
+    await say(ports, "/claim", by=CAROL)
+    await say(ports, "/deliver branch=agent/12-fix cost=1.50 Done.", by=CAROL)
+    delivered = ports.store.ticket(TicketKey(WEB, 12))
+    assert delivered is not None and delivered.work is WorkState.DELIVERED
+    await rename(ports)
+    await ports.dispatch("issue_comment", of(ID, comment(14, "/publish", repository=SITE), SITE))
+    await ports.dispatch("issue_comment", of(ID, comment(14, "/claim", author=CAROL, repository=SITE), SITE))
+    claimed = ports.store.ticket(TicketKey(SITE, 14))
+    assert claimed is not None and claimed.work is WorkState.OPEN
+    refusals = [
+        a.message.refusal
+        for a in ports.store.answers
+        if isinstance(a, Reply) and isinstance(a.message, Refused)
+    ]
+    assert [refusal.code for refusal in refusals] == [RefusalCode.BUDGET_EXHAUSTED]
