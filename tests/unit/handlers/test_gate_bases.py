@@ -5,6 +5,8 @@ before it answered any there, any success."""
 
 from __future__ import annotations
 
+import pytest
+
 from handlers.gate import GateFindings, judge_gate
 from handlers.gate_ports import GateAnswer
 from handlers.ports import Rules
@@ -238,3 +240,48 @@ async def test_a_rejected_request_naming_no_deployment_ends_the_bootstrap_for_ev
         (12, None),
         (13, Blocker.NOT_ACCEPTED),
     ]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a success posted after the first answer on an older deployment counts",
+)
+async def test_a_late_success_on_an_older_deployment_of_an_unasked_commit_starts_nothing() -> None:
+    """Deployment 850 of M13 (#13 merged unaccepted) was created before the gate's first request
+    in production and never succeeded. The first request, for HEAD (901), is rejected: #13. Then
+    someone with push access posts `success` on 850. M13 was never asked of the gate, so it is
+    not "rejected there"; but its success was posted after the gate began answering, and starting
+    HEAD's range at M13 drops #13 from it: the next request for HEAD (902) is approved with #13
+    unaccepted. A success posted after the first answer must count only for an approved commit."""
+    ports = await gated_world()
+    await ports.dispatch("deployment_protection_rule", deployment_protection_rule(HEAD, deployment_id=901))
+    assert reviews(ports)[-1].decision.state is GateState.REJECTED
+    await ports.dispatch("deployment_status", deployment_status(850, M13, "success"))
+    await ports.dispatch("deployment_protection_rule", deployment_protection_rule(HEAD, deployment_id=902))
+    review = reviews(ports)[-1]
+    assert review.decision.state is GateState.REJECTED
+    assert (13, Blocker.NOT_ACCEPTED) in [(v.number, v.blocker) for v in review.decision.tickets]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a deployment made after the first answer counts once a later request names a higher id",
+)
+async def test_a_deployment_created_after_a_first_request_naming_none_never_predates_the_gate() -> None:
+    """The first request in production names no deployment (HEAD, rejected: #13): the bootstrap
+    is over. Someone with push access then creates deployment 850 of M13 through the API and
+    posts `success` on it. The next request, for M12, names deployment 901 (approved; that
+    deployment then fails): 901 becomes "the lowest deployment id answered", and 850 < 901 is
+    taken for a deployment created before the gate began answering. The next request for HEAD
+    starts from M13 and is approved with #13 unaccepted."""
+    ports = await gated_world()
+    await ports.dispatch("deployment_protection_rule", deployment_protection_rule(HEAD, deployment_id=None))
+    assert reviews(ports)[-1].decision.state is GateState.REJECTED
+    await ports.dispatch("deployment_status", deployment_status(850, M13, "success"))
+    await ports.dispatch("deployment_protection_rule", deployment_protection_rule(M12, deployment_id=901))
+    assert reviews(ports)[-1].decision.state is GateState.APPROVED
+    await ports.dispatch("deployment_status", deployment_status(901, M12, "failure"))
+    await ports.dispatch("deployment_protection_rule", deployment_protection_rule(HEAD, deployment_id=902))
+    review = reviews(ports)[-1]
+    assert review.decision.state is GateState.REJECTED
+    assert (13, Blocker.NOT_ACCEPTED) in [(v.number, v.blocker) for v in review.decision.tickets]
