@@ -3,16 +3,16 @@
 
 For an environment in `deployments.gate`, the deployment's range runs from the environment's
 last successful deployment (railyard's own record of the deployment rail, else GitHub's
-deployments) of a commit the gate approved there (`handlers.gate_base`: or of a deployment
-created before the first request it answered there; before it answered any, of any commit) to
-the deployment's sha: one compare. Every answer, approval or rejection (unjudged ones too), is
-kept (`gate_approvals`) in the transaction that enqueues it. The tickets it brings are those whose merge
-commit is in that range; each acceptance is judged now (roles asked again, as the hourly
-re-check does). The decision is recorded on each ticket (`deployment_gated`) and answered to
-GitHub through the outbox, once. An environment that is not gated gets no answer at all.
-Without a range (no earlier success known), each recorded merge the sha contains is asked one
-by one, the pull requests that belong to no ticket included when `deployments.unticketed` is
-`reject`.
+deployments) of a commit the gate approved there, or started one of its ranges from
+(`handlers.gate_base`; before it answered any, of any commit) to the deployment's sha: one
+compare. Every answer, approval or rejection (unjudged ones too), is kept (`gate_approvals`),
+with the commit its range started from, in the transaction that enqueues it. The tickets it
+brings are those whose merge commit is in that range; each acceptance is judged now (roles
+asked again, as the hourly re-check does). The decision is recorded on each ticket
+(`deployment_gated`) and answered to GitHub through the outbox, once. An environment that is
+not gated gets no answer at all. Without a range (no earlier success known), each recorded
+merge the sha contains is asked one by one, the pull requests that belong to no ticket
+included when `deployments.unticketed` is `reject`.
 
 Gate requests have no ordering key, so one can run before a `pull_request.closed` delivery of
 the repository is processed: while one is stored and pending, the request waits (a
@@ -329,12 +329,15 @@ async def judge_gate(
     return GateFindings(decision, base)
 
 
-def answer_of(request: ProtectionRequest, repository_id: int, approved: bool, at: float) -> GateAnswer:
+def answer_of(
+    request: ProtectionRequest, repository_id: int, findings: GateFindings, at: float
+) -> GateAnswer:
     """What the gate keeps of answering `request`: approved, a later range may start at its sha;
-    either way, deployments created before the first it answered may too (`handlers.gate_base`)."""
+    either way, at the commit its range started from (`handlers.gate_base`)."""
     return GateAnswer(
         repository_id, request.environment.casefold(), request.sha.lower(), request.run_id,
-        request.request, request.deployment_id, approved, at,
+        request.request, request.deployment_id, findings.decision.approved, at,
+        findings.base.lower() if findings.base else None,
     )  # fmt: skip
 
 
@@ -438,7 +441,7 @@ async def on_protection_rule(event: WebhookEvent, services: Services) -> None:
                 TicketKey(repository, verdict.number), notice, context, installation_id=installation
             )
         if repository_id is not None:  # kept with the answer, rejections too: one commit
-            answer = answer_of(request, repository_id, decision.approved, now.timestamp())
+            answer = answer_of(request, repository_id, findings, now.timestamp())
             await uow.record_gate_answer(answer)
         key = request.answer_key()
         await uow.send(

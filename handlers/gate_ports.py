@@ -21,6 +21,7 @@ class GateAnswer:
     deployment_id: int | None
     approved: bool
     answered_at: float  # epoch seconds
+    base: str | None = None  # the commit its range started from (lowercase); None: no base
 
 
 class GateReads(Protocol):
@@ -37,14 +38,9 @@ class GateReads(Protocol):
         """Of `shas`, those the gate approved for the environment (casefolded) of the repository;
         None when it has answered no request there yet (approved or rejected)."""
 
-    async def gate_rejected(self, repository_id: int, environment: str, shas: Collection[str]) -> set[str]:
-        """Of `shas`, those the gate rejected for the environment (casefolded) of the repository
-        and never approved there."""
-
-    async def gate_first_request(self, repository_id: int, environment: str) -> int | None:
-        """The lowest deployment id among the requests the gate answered for the environment
-        (casefolded) of the repository, approved or rejected: deployments below it were created
-        before its first answer there (None: none answered, or none named a deployment)."""
+    async def gate_bases(self, repository_id: int, environment: str) -> set[str]:
+        """The commits the ranges of the gate's answers for the environment (casefolded) of the
+        repository started from, approved or rejected (lowercase)."""
 
 
 class GateWrites(Protocol):

@@ -3,16 +3,16 @@ request it answered, approved or rejected (`approved` says which; the table kept
 only before 0028, hence its name).
 
 A row is written in the transaction that enqueues the answer (`handlers.gate`), so an answer is
-never sent without being kept. Rows are never updated or pruned: an approved one is what a later
-request's range may start from, and the lowest deployment among all of them is where the gate
-began answering in the environment.
+never sent without being kept. Rows are never updated or pruned: an approved one's commit, and
+any one's `base` (the commit its range started from), are what a later request's range may
+start from.
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection
 
-from sqlalchemy import Connection, func, select
+from sqlalchemy import Connection, select
 
 from app.store.database import insert_for
 from app.store.tables import GateApprovalRow, table
@@ -32,6 +32,7 @@ def record(connection: Connection, answer: GateAnswer) -> None:
         deployment_id=answer.deployment_id,
         approved=answer.approved,
         answered_at=answer.answered_at,
+        base=answer.base.lower() if answer.base else None,
     )
     connection.execute(statement.on_conflict_do_nothing())
 
@@ -53,29 +54,16 @@ def approved(
     return None
 
 
-def rejected(connection: Connection, repository_id: int, environment: str, shas: Collection[str]) -> set[str]:
-    """Of `shas`, those rejected for the repository's environment and never approved there."""
-    wanted = {sha.lower() for sha in shas}
-    if not wanted:
-        return set()
-    answers = select(gate_approvals.c.sha, gate_approvals.c.approved).where(
-        gate_approvals.c.repository_id == repository_id,
-        gate_approvals.c.environment == environment.casefold(),
-        gate_approvals.c.sha.in_(wanted),
+def bases(connection: Connection, repository_id: int, environment: str) -> set[str]:
+    """The commits the ranges of the answers for the repository's environment started from,
+    approved or rejected."""
+    started = (
+        select(gate_approvals.c.base)
+        .distinct()
+        .where(
+            gate_approvals.c.repository_id == repository_id,
+            gate_approvals.c.environment == environment.casefold(),
+            gate_approvals.c.base.is_not(None),
+        )
     )
-    seen: dict[str, bool] = {}
-    for sha, approved_there in connection.execute(answers):
-        seen[str(sha)] = seen.get(str(sha), False) or bool(approved_there)
-    return {sha for sha, approved_there in seen.items() if not approved_there}
-
-
-def first_request(connection: Connection, repository_id: int, environment: str) -> int | None:
-    """The lowest deployment id among the requests answered for the repository's environment,
-    approved or rejected (None: none answered, or none named a deployment). GitHub numbers
-    deployments as it creates them: one below it was created before the gate's first answer there."""
-    lowest = select(func.min(gate_approvals.c.deployment_id)).where(
-        gate_approvals.c.repository_id == repository_id,
-        gate_approvals.c.environment == environment.casefold(),
-    )
-    found = connection.execute(lowest).scalar()
-    return None if found is None else int(found)
+    return {str(sha) for sha in connection.execute(started).scalars()}

@@ -38,13 +38,9 @@ class GateAnswerReads:
         """Of `shas`, those the gate approved there; None when it answered nothing there yet."""
         return await self._session.run(gate_approvals.approved, repository_id, environment, list(shas))
 
-    async def gate_rejected(self, repository_id: int, environment: str, shas: Collection[str]) -> set[str]:
-        """Of `shas`, those the gate rejected there and never approved there."""
-        return await self._session.run(gate_approvals.rejected, repository_id, environment, list(shas))
-
-    async def gate_first_request(self, repository_id: int, environment: str) -> int | None:
-        """The lowest deployment id among the requests the gate answered there (None: none known)."""
-        return await self._session.run(gate_approvals.first_request, repository_id, environment)
+    async def gate_bases(self, repository_id: int, environment: str) -> set[str]:
+        """The commits the ranges of the gate's answers there started from."""
+        return await self._session.run(gate_approvals.bases, repository_id, environment)
 
 
 class GateAnswerWrites(GateAnswerReads):

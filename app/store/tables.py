@@ -452,8 +452,8 @@ class RepositoryRow(SQLModel, table=True):
 
 class GateApprovalRow(SQLModel, table=True):
     """A protection-rule request the gate answered (`app.store.gate_approvals`), approved or
-    rejected: an approved one's success may start a later request's range, and the lowest
-    deployment among them all is where the gate began answering (`handlers.gate_base`).
+    rejected, with the commit its range started from: a success of an approved one's commit, or
+    of any one's base, may start a later request's range (`handlers.gate_base`).
 
     Keyed by GitHub's repository id, never its name (renamed, reused). One row per
     protection-rule request, written with the answer; never updated, never pruned.
@@ -469,3 +469,4 @@ class GateApprovalRow(SQLModel, table=True):
     deployment_id: int | None = Field(default=None, sa_column=Column(BigInteger, nullable=True))
     approved: bool  # False: rejected, judged or not
     answered_at: float
+    base: str | None = None  # lowercase: the sha its range started from; None: judged without one

@@ -157,27 +157,14 @@ class MemoryReads:
         wanted = {sha.lower() for sha in shas}
         return {answer.sha for answer in there if answer.approved and answer.sha in wanted} if there else None
 
-    async def gate_rejected(self, repository_id: int, environment: str, shas: Collection[str]) -> set[str]:
-        """`gate_approvals.rejected`: of `shas`, those rejected there and never approved there."""
-        there = [
-            answer
+    async def gate_bases(self, repository_id: int, environment: str) -> set[str]:
+        """`gate_approvals.bases`: the commits the answers' ranges there started from."""
+        return {
+            answer.base.lower()
             for answer in self.records.gate_approvals
             if (answer.repository_id, answer.environment) == (repository_id, environment.casefold())
-        ]
-        wanted = {sha.lower() for sha in shas}
-        approved = {answer.sha for answer in there if answer.approved}
-        return {answer.sha for answer in there if answer.sha in wanted and answer.sha not in approved}
-
-    async def gate_first_request(self, repository_id: int, environment: str) -> int | None:
-        """`gate_approvals.first_request`: the lowest deployment id among the requests answered
-        there, approved or rejected."""
-        ids = [
-            answer.deployment_id
-            for answer in self.records.gate_approvals
-            if (answer.repository_id, answer.environment) == (repository_id, environment.casefold())
-            and answer.deployment_id is not None
-        ]
-        return min(ids) if ids else None
+            and answer.base is not None
+        }
 
 
 class MemoryUnit(MemoryReads):

@@ -1,6 +1,6 @@
 """Migration 0028 on SQLite and PostgreSQL: `gate_approvals` keeps every answer the gate gives
-(`approved`, `answered_at`). Rows from before are approvals; a downgrade drops the rejections,
-which 0027 would read as approvals."""
+(`approved`, `answered_at`) and where its range started (`base`). Rows from before are approvals
+without a base; a downgrade drops the rejections, which 0027 would read as approvals."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from sqlalchemy import inspect, text
 from sqlalchemy.exc import IntegrityError
 
 from app.store.database import Database, alembic_config
-from app.store.gate_approvals import approved, first_request, record
+from app.store.gate_approvals import approved, bases, record
 from handlers.gate_ports import GateAnswer
 
 M12, HEAD = "1" * 40, "e" * 40
@@ -36,8 +36,8 @@ def before_0028(database: Database) -> Iterator[Database]:
 
 def test_rows_from_before_are_approvals_and_a_rejection_can_be_kept_after(before_0028: Database) -> None:
     """Two approvals kept at 0027 (M12 for deployment 901, HEAD for 905) are approvals at 0028,
-    with the time they were given as `answered_at`; a rejection kept after the upgrade (deployment
-    899) is an answer but no approved sha, and moves where answers began."""
+    with the time they were given as `answered_at` and no base; a rejection kept after the upgrade
+    (deployment 899, its range from M12) is an answer but no approved sha, and its base counts."""
     with before_0028.write() as connection:
         connection.execute(text(OLD_ROW), {"sha": M12, "request": "901", "deployment": 901, "at": NOW})
         connection.execute(text(OLD_ROW), {"sha": HEAD, "request": "905", "deployment": 905, "at": NOW + 1})
@@ -47,12 +47,12 @@ def test_rows_from_before_are_approvals_and_a_rejection_can_be_kept_after(before
             text("SELECT sha, approved, answered_at FROM gate_approvals ORDER BY request")
         ).all()
         assert [(sha, bool(yes), at) for sha, yes, at in rows] == [(M12, True, NOW), (HEAD, True, NOW + 1)]
-        assert first_request(connection, 7, "production") == 901
+        assert bases(connection, 7, "production") == set()
     with before_0028.write() as connection:
-        record(connection, GateAnswer(7, "production", "2" * 40, 4243, "899", 899, False, NOW + 2))
+        record(connection, GateAnswer(7, "production", "2" * 40, 4243, "899", 899, False, NOW + 2, M12))
     with before_0028.read() as connection:
         assert approved(connection, 7, "production", [M12, HEAD, "2" * 40]) == {M12, HEAD}
-        assert first_request(connection, 7, "production") == 899
+        assert bases(connection, 7, "production") == {M12}
 
 
 def test_a_row_must_say_whether_it_was_an_approval(database: Database) -> None:
@@ -80,7 +80,7 @@ def test_a_downgrade_keeps_the_approvals_and_drops_the_rejections(database: Data
     try:
         with database.read() as connection:
             columns = {column["name"] for column in inspect(connection).get_columns("gate_approvals")}
-            assert "approved" not in columns and "approved_at" in columns
+            assert "approved" not in columns and "base" not in columns and "approved_at" in columns
             rows = connection.execute(text("SELECT sha, request, approved_at FROM gate_approvals")).all()
         assert [tuple(row) for row in rows] == [(M12, "901", NOW)]
     finally:

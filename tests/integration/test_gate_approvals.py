@@ -9,7 +9,7 @@ from __future__ import annotations
 from sqlalchemy import func, select
 
 from app.store.database import Database
-from app.store.gate_approvals import approved, first_request, gate_approvals, record, rejected
+from app.store.gate_approvals import approved, bases, gate_approvals, record
 from app.store.unit import SqlStore
 from handlers.gate_ports import GateAnswer
 
@@ -75,9 +75,9 @@ async def test_an_approval_is_kept_only_when_its_unit_commits(database: Database
         store.close()
 
 
-async def test_where_the_approvals_began_is_the_lowest_approved_deployment_there(database: Database) -> None:
-    """`gate_first_request`: None before any answer (or when none named a deployment), then
-    the lowest deployment id answered in the environment of that repository id, whatever case,
+async def test_the_bases_are_where_the_answers_ranges_started_there(database: Database) -> None:
+    """`gate_bases`: none before any answer (or when none had a base), then the commits the
+    ranges of the answers in the environment of that repository id started from, whatever case,
     a rejection's included."""
     store = SqlStore(database, render=lambda answer: None, clock=lambda: NOW)  # type: ignore[arg-type,return-value]
     try:
@@ -85,24 +85,26 @@ async def test_where_the_approvals_began_is_the_lowest_approved_deployment_there
             await uow.record_gate_answer(GateAnswer(7, "Production", M12, 4242, "run-4242", None, True, NOW))
             await uow.commit()
         async with store.read() as reads:
-            assert await reads.gate_first_request(7, "production") is None
+            assert await reads.gate_bases(7, "production") == set()
         async with store.unit() as uow:
-            await uow.record_gate_answer(GateAnswer(7, "Production", HEAD, 4243, "950", 950, True, NOW))
-            await uow.record_gate_answer(GateAnswer(7, "production", M12, 4244, "920", 920, False, NOW))
-            await uow.record_gate_answer(GateAnswer(8, "production", M12, 4245, "10", 10, True, NOW))
+            await uow.record_gate_answer(GateAnswer(7, "Production", HEAD, 4243, "950", 950, True, NOW, M12))
+            await uow.record_gate_answer(
+                GateAnswer(7, "production", M12, 4244, "920", 920, False, NOW, OTHER)
+            )
+            await uow.record_gate_answer(GateAnswer(8, "production", M12, 4245, "10", 10, True, NOW, HEAD))
             await uow.commit()
         async with store.read() as reads:
-            assert await reads.gate_first_request(7, "PRODUCTION") == 920
-            assert await reads.gate_first_request(7, "staging") is None
+            assert await reads.gate_bases(7, "PRODUCTION") == {M12, OTHER}
+            assert await reads.gate_bases(7, "staging") == set()
     finally:
         store.close()
 
 
 def test_a_rejection_is_an_answer_but_never_an_approved_sha(database: Database) -> None:
-    """A rejection of HEAD kept in production: the environment has an answer (an empty set, not
-    None), HEAD is not approved there, and the rejection's deployment is where answers began."""
+    """A rejection of HEAD kept in production, its range started at M12: the environment has an
+    answer (an empty set, not None), HEAD is not approved there, and M12 is a base there."""
     with database.write() as connection:
-        record(connection, GateAnswer(7, "Production", HEAD, 4242, "901", 901, False, NOW))
+        record(connection, GateAnswer(7, "Production", HEAD, 4242, "901", 901, False, NOW, M12.upper()))
     assert approved_here(database, HEAD) == set()
     assert approved_here(database) == set()
     assert approved_here(database, HEAD, repository_id=8) is None
@@ -110,21 +112,5 @@ def test_a_rejection_is_an_answer_but_never_an_approved_sha(database: Database) 
         record(connection, approval(sha=M12, request="905"))
     assert approved_here(database, HEAD, M12) == {M12}
     with database.read() as connection:
-        assert first_request(connection, 7, "PRODUCTION") == 901
-
-
-def test_a_commit_rejected_and_never_approved_counts_as_rejected_until_approved(database: Database) -> None:
-    """HEAD rejected in production (request 901) is a rejected commit there, in no other
-    environment and no other repository; once a later request for it (902) is approved, it is
-    rejected no more. M12, never answered, is neither."""
-    with database.write() as connection:
-        record(connection, GateAnswer(7, "Production", HEAD, 4242, "901", 901, False, NOW))
-    with database.read() as connection:
-        assert rejected(connection, 7, "PRODUCTION", [HEAD, M12]) == {HEAD.lower()}
-        assert rejected(connection, 7, "staging", [HEAD]) == set()
-        assert rejected(connection, 8, "production", [HEAD]) == set()
-        assert rejected(connection, 7, "production", []) == set()
-    with database.write() as connection:
-        record(connection, GateAnswer(7, "production", HEAD, 4243, "902", 902, True, NOW))
-    with database.read() as connection:
-        assert rejected(connection, 7, "production", [HEAD]) == set()
+        assert bases(connection, 7, "PRODUCTION") == {M12}
+        assert bases(connection, 7, "staging") == set()

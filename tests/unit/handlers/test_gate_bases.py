@@ -5,8 +5,6 @@ before it answered any there, any success."""
 
 from __future__ import annotations
 
-import pytest
-
 from handlers.gate import GateFindings, judge_gate
 from handlers.gate_ports import GateAnswer
 from handlers.ports import Rules
@@ -30,7 +28,8 @@ async def approved_m12(ports: FakePorts) -> None:
 
 async def test_every_answer_is_kept_with_it_approved_or_rejected() -> None:
     """Approving M12 keeps one answer (repository id, environment casefolded, sha, run, request,
-    approved); the same request redelivered keeps nothing more; rejecting HEAD keeps a rejection."""
+    approved, the commit its range started from); the same request redelivered keeps nothing
+    more; rejecting HEAD keeps a rejection, its range started at M12's success."""
     ports = await gated_world()
     await approved_m12(ports)
     await ports.dispatch("deployment_protection_rule", deployment_protection_rule(M12, deployment_id=901))
@@ -39,8 +38,8 @@ async def test_every_answer_is_kept_with_it_approved_or_rejected() -> None:
     assert [review.decision.state for review in reviews(ports)] == [GateState.APPROVED, GateState.REJECTED]
     at = ports.clock.now
     assert ports.store.records.gate_approvals == [
-        GateAnswer(REPOSITORY_ID, "production", M12, 4242, "901", 901, True, at),
-        GateAnswer(REPOSITORY_ID, "production", HEAD, 4242, "902", 902, False, at),
+        GateAnswer(REPOSITORY_ID, "production", M12, 4242, "901", 901, True, at, BASE.lower()),
+        GateAnswer(REPOSITORY_ID, "production", HEAD, 4242, "902", 902, False, at, M12.lower()),
     ]
 
 
@@ -223,18 +222,17 @@ async def test_a_rejected_first_request_does_not_lock_the_environment_out_of_its
 
 
 async def test_a_rejected_request_naming_no_deployment_ends_the_bootstrap_for_every_success() -> None:
-    """A first request that names no deployment (`deployment: null`) is rejected and kept with
-    no deployment id: there is no "created before" boundary, so only approved commits' successes
-    count, and a later success forged for HEAD starts nothing: judged without a base."""
+    """A first request that names no deployment (`deployment: null`) is rejected and kept, its
+    range started at BASE (production's success before the gate): a later success forged for
+    HEAD starts nothing, and HEAD is judged from BASE again."""
     ports = await gated_world()
     await ports.dispatch("deployment_protection_rule", deployment_protection_rule(HEAD, deployment_id=None))
     assert reviews(ports)[-1].decision.state is GateState.REJECTED
-    assert [answer.deployment_id for answer in ports.store.records.gate_approvals] == [None]
+    kept = ports.store.records.gate_approvals
+    assert [(answer.deployment_id, answer.base) for answer in kept] == [(None, BASE.lower())]
     await ports.dispatch("deployment_status", deployment_status(960, HEAD, "success"))
-    ports.ancestry.pairs.update({(M12, HEAD), (M13, HEAD)})
-    ports.github.add_commit(REPOSITORY, HEAD)
     findings = await judge_gate(ports, INSTALLATION, REPOSITORY, "production", HEAD, GATED, record=False)
-    assert findings.base is None
+    assert findings.base == BASE
     assert findings.decision.state is GateState.REJECTED
     assert [(v.number, v.blocker) for v in findings.decision.tickets] == [
         (12, None),
@@ -242,17 +240,14 @@ async def test_a_rejected_request_naming_no_deployment_ends_the_bootstrap_for_ev
     ]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a success posted after the first answer on an older deployment counts",
-)
 async def test_a_late_success_on_an_older_deployment_of_an_unasked_commit_starts_nothing() -> None:
     """Deployment 850 of M13 (#13 merged unaccepted) was created before the gate's first request
     in production and never succeeded. The first request, for HEAD (901), is rejected: #13. Then
     someone with push access posts `success` on 850. M13 was never asked of the gate, so it is
-    not "rejected there"; but its success was posted after the gate began answering, and starting
-    HEAD's range at M13 drops #13 from it: the next request for HEAD (902) is approved with #13
-    unaccepted. A success posted after the first answer must count only for an approved commit."""
+    not "rejected there"; but it is neither approved there nor where a range of the gate's
+    started, and starting HEAD's range at M13 would drop #13 from it: the next request for HEAD
+    (902) is rejected, #13 in it. (Found by review: a deployment's id says when it was created,
+    not when its success was posted.)"""
     ports = await gated_world()
     await ports.dispatch("deployment_protection_rule", deployment_protection_rule(HEAD, deployment_id=901))
     assert reviews(ports)[-1].decision.state is GateState.REJECTED
@@ -263,17 +258,14 @@ async def test_a_late_success_on_an_older_deployment_of_an_unasked_commit_starts
     assert (13, Blocker.NOT_ACCEPTED) in [(v.number, v.blocker) for v in review.decision.tickets]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a deployment made after the first answer counts once a later request names a higher id",
-)
 async def test_a_deployment_created_after_a_first_request_naming_none_never_predates_the_gate() -> None:
     """The first request in production names no deployment (HEAD, rejected: #13): the bootstrap
     is over. Someone with push access then creates deployment 850 of M13 through the API and
     posts `success` on it. The next request, for M12, names deployment 901 (approved; that
     deployment then fails): 901 becomes "the lowest deployment id answered", and 850 < 901 is
-    taken for a deployment created before the gate began answering. The next request for HEAD
-    starts from M13 and is approved with #13 unaccepted."""
+    was taken for a deployment created before the gate began answering, and HEAD's next request
+    started from M13, approved with #13 unaccepted. M13 is neither approved nor a range's start
+    there: HEAD is rejected."""
     ports = await gated_world()
     await ports.dispatch("deployment_protection_rule", deployment_protection_rule(HEAD, deployment_id=None))
     assert reviews(ports)[-1].decision.state is GateState.REJECTED
