@@ -36,27 +36,19 @@ async def rename(world: World) -> None:
     await world.settle()
 
 
-async def test_a_rename_does_not_restart_an_accounts_api_command_budget(world: World) -> None:
-    """`limits.commands_per_hour: 2`: mallory's two refused `/claim`s spend her budget on acme/web;
-    after the rename her `/claim` on acme/site is 429 and costs the installation nothing but the
-    read of the rules under the new name (forgotten by the rename: the limit is in them)."""
-    limit(world, "commands_per_hour: 2")
-    await world.say("rachel", "/publish")
-    mallory = token(world, "mallory")
-    for n in range(2):
-        assert (await call_claim(world, mallory, REPO, n))[0] == 403
-    await rename(world)
-    before = len(world.github.calls)
-    status, answer = await call_claim(world, mallory, SITE, 2)
-    assert status == 429 and answer["error"]["code"] == "over_budget", (status, answer)
-    assert not_the_rules(installation_calls(world, before)) == []
-
-
-async def test_a_rename_does_not_restart_a_role_less_accounts_api_requests(world: World) -> None:
-    """`limits.outsider_requests_per_hour: 2`: mallory, without a role, has her roles asked for two
-    `/claim`s on acme/web; after the rename her third, on acme/site, is 429 and asks nothing (but
-    the rules under the new name)."""
-    limit(world, "outsider_requests_per_hour: 2")
+@pytest.mark.parametrize(
+    "limit_line",
+    [
+        pytest.param("commands_per_hour: 2", id="the command budget"),
+        pytest.param("outsider_requests_per_hour: 2", id="a role-less account's requests"),
+    ],
+)
+async def test_a_rename_does_not_restart_an_accounts_api_budget(world: World, limit_line: str) -> None:
+    """`limits.commands_per_hour: 2`, or `limits.outsider_requests_per_hour: 2`: mallory, without
+    a role, spends it with two refused `/claim`s on acme/web (her roles asked each time); after
+    the rename her third, on acme/site, is 429 and costs the installation nothing but the read of
+    the rules under the new name (forgotten by the rename: the limit is in them)."""
+    limit(world, limit_line)
     await world.say("rachel", "/publish")
     mallory = token(world, "mallory")
     for n in range(2):

@@ -5,6 +5,8 @@ before it answered any there, any success."""
 
 from __future__ import annotations
 
+import pytest
+
 from handlers.gate import GateFindings, judge_gate
 from handlers.gate_ports import GateAnswer
 from handlers.ports import Rules
@@ -165,36 +167,26 @@ async def forged_after_approving_m12(*, m12_state: str, forged: int) -> GateFind
     return await judge_gate(ports, INSTALLATION, REPOSITORY, "production", HEAD, GATED, record=False)
 
 
-async def test_a_success_forged_after_a_first_request_was_rejected_starts_nothing() -> None:
+@pytest.mark.parametrize(
+    ("deployment_id", "sha"),
+    [
+        pytest.param(960, HEAD, id="a deployment of the rejected commit created after the rejection"),
+        pytest.param(850, HEAD, id="a deployment of the rejected commit created before the first request"),
+        pytest.param(850, M13, id="an older deployment of a commit never asked, between BASE and HEAD"),
+    ],
+)
+async def test_a_success_posted_after_the_first_answer_starts_nothing(deployment_id: int, sha: str) -> None:
     """The gate's first request in production (HEAD, deployment 901) is rejected: #13 is merged
-    unaccepted. Someone with push access then creates deployment 960 of HEAD through the API and
-    posts `success` on it. The next request for HEAD (961) must not start from that success
-    (an empty range, approved with #13 in it): the rejection ended the bootstrap, 960 was created
-    after it and HEAD was never approved, so the range starts at BASE and #13 holds it back."""
+    unaccepted (as M13). Someone with push access then posts `success` on a deployment through
+    the API: one created after the rejection, or one created before the first request (a
+    deployment's id says when it was created, not when its success was posted), of HEAD or of
+    M13, between BASE and HEAD. None of those commits was approved there or started a range of
+    the gate's, so the next request for HEAD (902) starts from BASE again, and #13 holds it
+    back (before, each of these started HEAD's range past #13, found by review)."""
     ports = await gated_world()
     await ports.dispatch("deployment_protection_rule", deployment_protection_rule(HEAD, deployment_id=901))
     assert reviews(ports)[-1].decision.state is GateState.REJECTED
-    await ports.dispatch("deployment_status", deployment_status(960, HEAD, "success"))
-    await ports.dispatch("deployment_protection_rule", deployment_protection_rule(HEAD, deployment_id=961))
-    review = reviews(ports)[-1]
-    assert review.decision.state is GateState.REJECTED
-    assert [(v.number, v.blocker) for v in review.decision.tickets] == [
-        (12, None),
-        (13, Blocker.NOT_ACCEPTED),
-    ]
-    findings = await judge_gate(ports, INSTALLATION, REPOSITORY, "production", HEAD, GATED, record=False)
-    assert findings.base == BASE
-
-
-async def test_a_success_posted_after_its_commit_was_rejected_starts_nothing_however_old() -> None:
-    """Someone with push access creates deployment 850 of HEAD before the gate's first request
-    there (901, for HEAD, rejected: #13 unaccepted), and posts `success` on 850 afterwards. 850
-    predates the first answer, but its commit is the one the gate rejected and never approved:
-    the next request for HEAD still starts from BASE, and #13 still holds it back."""
-    ports = await gated_world()
-    await ports.dispatch("deployment_protection_rule", deployment_protection_rule(HEAD, deployment_id=901))
-    assert reviews(ports)[-1].decision.state is GateState.REJECTED
-    await ports.dispatch("deployment_status", deployment_status(850, HEAD, "success"))
+    await ports.dispatch("deployment_status", deployment_status(deployment_id, sha, "success"))
     await ports.dispatch("deployment_protection_rule", deployment_protection_rule(HEAD, deployment_id=902))
     review = reviews(ports)[-1]
     assert review.decision.state is GateState.REJECTED
@@ -238,24 +230,6 @@ async def test_a_rejected_request_naming_no_deployment_ends_the_bootstrap_for_ev
         (12, None),
         (13, Blocker.NOT_ACCEPTED),
     ]
-
-
-async def test_a_late_success_on_an_older_deployment_of_an_unasked_commit_starts_nothing() -> None:
-    """Deployment 850 of M13 (#13 merged unaccepted) was created before the gate's first request
-    in production and never succeeded. The first request, for HEAD (901), is rejected: #13. Then
-    someone with push access posts `success` on 850. M13 was never asked of the gate, so it is
-    not "rejected there"; but it is neither approved there nor where a range of the gate's
-    started, and starting HEAD's range at M13 would drop #13 from it: the next request for HEAD
-    (902) is rejected, #13 in it. (Found by review: a deployment's id says when it was created,
-    not when its success was posted.)"""
-    ports = await gated_world()
-    await ports.dispatch("deployment_protection_rule", deployment_protection_rule(HEAD, deployment_id=901))
-    assert reviews(ports)[-1].decision.state is GateState.REJECTED
-    await ports.dispatch("deployment_status", deployment_status(850, M13, "success"))
-    await ports.dispatch("deployment_protection_rule", deployment_protection_rule(HEAD, deployment_id=902))
-    review = reviews(ports)[-1]
-    assert review.decision.state is GateState.REJECTED
-    assert (13, Blocker.NOT_ACCEPTED) in [(v.number, v.blocker) for v in review.decision.tickets]
 
 
 async def test_a_deployment_created_after_a_first_request_naming_none_never_predates_the_gate() -> None:
