@@ -27,6 +27,32 @@ def normalize_key(key: TicketKey) -> TicketKey:
     return TicketKey(key.repository.casefold(), key.number)
 
 
+def same_ticket(
+    stored: TicketKey,
+    stored_ticket: int | None,
+    stored_repository: int | None,
+    key: TicketKey,
+    ticket_id: int | None,
+    repository_id: int | None,
+) -> bool:
+    """Whether a stored operation (at `stored`, on the ticket row `stored_ticket`, in GitHub's
+    repository `stored_repository`) is the ticket at `key`'s (its row `ticket_id`, in the
+    repository `repository_id` the records give its name now).
+
+    By the row when the operation has one: a rename moves the row, never the operation's name.
+    A refusal stored before any row: the same number in the same repository, compared by GitHub's
+    id when both sides have one (the name may have been renamed away, or taken by another
+    repository since), by name only when one side has none (stored before ids were kept, or a
+    repository railyard never identified)."""
+    if stored_ticket is not None:
+        return stored_ticket == ticket_id
+    if stored.number != key.number:
+        return False
+    if stored_repository is not None and repository_id is not None:
+        return stored_repository == repository_id
+    return stored.repository.casefold() == key.repository.casefold()
+
+
 def decide_change(ticket: Ticket, change: Change, context: ChangeContext) -> tuple[Event, ...] | Refusal:
     """The core's decision for a command, an observation or a notice."""
     if isinstance(change, OBSERVATIONS) and isinstance(context, ObservationContext):

@@ -11,6 +11,7 @@ from app.store.codec import event_from_row
 from app.store.repositories import repository_named
 from app.store.tables import TicketEventRow, table
 from handlers.ports import Outcome
+from policies.door import same_ticket
 from policies.model import TicketKey
 from policies.refusals import Refusal, RefusalCode
 
@@ -33,10 +34,15 @@ def own_operation_id(connection: Connection, key: TicketKey, row: Any, op: Any) 
         return None
     if op.repository.casefold() != key.repository.casefold() or op.number != key.number:
         return None
-    repository_id = row.repository_id if row is not None else None
-    if repository_id is None:
-        repository_id = repository_named(connection, key.repository)
+    repository_id = repository_of(connection, key, row)
     return None if repository_id is None else f"{op.operation_id}@{repository_id}"
+
+
+def repository_of(connection: Connection, key: TicketKey, row: Any) -> int | None:
+    """GitHub's id of the repository of the ticket at `key` (its row `row`, if it has one): the
+    row's, else the id the records give the name now; None if railyard never identified it."""
+    repository_id = row.repository_id if row is not None else None
+    return repository_named(connection, key.repository) if repository_id is None else int(repository_id)
 
 
 def stored_outcome(connection: Connection, op: Any, key: TicketKey | None = None, row: Any = None) -> Outcome:
@@ -45,7 +51,7 @@ def stored_outcome(connection: Connection, op: Any, key: TicketKey | None = None
     after its kept answer was pruned, whose caller must not be told of that ticket's outcome."""
     operation_id = op.operation_id
     stored_key = TicketKey(op.repository, op.number)
-    elsewhere = key is not None and not _same_ticket(op, key, row)
+    elsewhere = key is not None and not _same_ticket(connection, op, key, row)
     if op.outcome == "refused":
         refusal = Refusal(RefusalCode(op.refusal_code), op.refusal_reason or "", op.refusal_hint or "")
         return Outcome(
@@ -60,9 +66,11 @@ def stored_outcome(connection: Connection, op: Any, key: TicketKey | None = None
     return Outcome(operation_id, stored_key, op.revision, events=events, replayed=True, elsewhere=elsewhere)
 
 
-def _same_ticket(op: Any, key: TicketKey, row: Any) -> bool:
-    """Whether the stored operation `op` is the ticket at `key`'s: its row (renames move the row,
-    not the operation's name), or, for a refusal stored before any row, the same name and number."""
-    if op.ticket_id is not None:
-        return row is not None and bool(op.ticket_id == row.id)
-    return bool(op.repository.casefold() == key.repository.casefold() and op.number == key.number)
+def _same_ticket(connection: Connection, op: Any, key: TicketKey, row: Any) -> bool:
+    """`policies.door.same_ticket` for the stored operation `op` and the ticket at `key` (its row
+    `row`): the repository's id now is read only for a refusal stored with one before any row."""
+    ticket_id = row.id if row is not None else None
+    known = op.ticket_id is None and op.repository_id is not None
+    repository_id = repository_of(connection, key, row) if known else None
+    stored = TicketKey(op.repository, op.number)
+    return same_ticket(stored, op.ticket_id, op.repository_id, key, ticket_id, repository_id)

@@ -135,6 +135,9 @@ class OperationRow(SQLModel, table=True):
     repository: str
     number: int
     ticket_id: int | None = Field(default=None, sa_column=Column(Integer, nullable=True))
+    # GitHub's id of the repository (None: not known, or stored before 0029): `repository` is
+    # the name it had then, never moved (`operation_rows.same_ticket`).
+    repository_id: int | None = Field(default=None, sa_column=Column(BigInteger, nullable=True))
     change: str
     actor: str
     actor_id: int | None = Field(default=None, sa_column=Column(BigInteger, nullable=True))

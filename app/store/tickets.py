@@ -30,7 +30,7 @@ from app.store.compiled import MANY_ROWS
 from app.store.database import Database
 from app.store.effects import Effect, enqueue
 from app.store.hops import off_loop
-from app.store.operation_rows import own_operation_id, stored_outcome
+from app.store.operation_rows import own_operation_id, repository_of, stored_outcome
 from app.store.replies import enqueue_reply
 from app.store.repositories import repository_named
 from app.store.tables import OperationRow, TicketEventRow, TicketRow, table
@@ -340,15 +340,13 @@ def _execute_once(
         final = isinstance(context, Context)
         stale = stale_revision(str(key), expected_revision, ticket.revision, final=final)
         if final:  # a command's stale refusal is its outcome: replayed, never applied later
-            ticket_id = row.id if row else None
-            _record_operation(connection, key, ticket_id, change, context, ticket.revision, refusal=stale)
+            _record_operation(connection, key, row, change, context, ticket.revision, refusal=stale)
         return Outcome(context.operation_id, key, ticket.revision, refusal=stale)
     decision = decide_change(ticket, change, context)
     if isinstance(decision, Refusal):
         # Only commands have an outcome worth replaying; observations are deduplicated by the rails.
         if not decision.transient and isinstance(context, Context):
-            ticket_id = row.id if row else None
-            _record_operation(connection, key, ticket_id, change, context, ticket.revision, refusal=decision)
+            _record_operation(connection, key, row, change, context, ticket.revision, refusal=decision)
         # A broken config file is shown on the status comment until it is fixed.
         shown = ticket if decision.code is RefusalCode.CONFIG_ERROR and ticket.exists else None
         return Outcome(context.operation_id, key, ticket.revision, refusal=decision, shown=shown)
@@ -357,7 +355,7 @@ def _execute_once(
     after = apply_all(ticket, decision)
     ticket_id = _save_ticket(connection, row.id if row else None, ticket, after, context, installation_id)
     _append(connection, ticket_id, ticket, decision, row.digest if row else None)
-    _record_operation(connection, key, ticket_id, change, context, after.revision, ticket.revision + 1)
+    _record_operation(connection, key, row, change, context, after.revision, ticket.revision + 1, ticket_id)
     return Outcome(context.operation_id, key, after.revision, events=decision, shown=after)
 
 
@@ -461,21 +459,25 @@ def _actor(context: ChangeContext) -> tuple[str, int | None]:
 def _record_operation(
     connection: Connection,
     key: TicketKey,
-    ticket_id: int | None,
+    row: Any,
     change: Change,
     context: ChangeContext,
     revision: int,
     first_revision: int | None = None,
+    ticket_id: int | None = None,
     refusal: Refusal | None = None,
 ) -> None:
-    """The operation's outcome, replayed when the same operation id comes again."""
+    """The operation's outcome, replayed when the same operation id comes again: on the ticket's
+    row `row` as read (`ticket_id`: the row an applied change wrote), with GitHub's id of the
+    repository (the row's, or the name's holder: `repository_of`)."""
     connection.execute(
         insert(operations),
         {
             "operation_id": context.operation_id,
             "repository": key.repository,
             "number": key.number,
-            "ticket_id": ticket_id,
+            "ticket_id": ticket_id if ticket_id is not None else row.id if row is not None else None,
+            "repository_id": repository_of(connection, key, row),
             "change": change_name(change),
             "actor": _actor(context)[0],
             "actor_id": _actor(context)[1],

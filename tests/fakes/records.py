@@ -36,7 +36,7 @@ from policies.model import Ticket, TicketKey
 from policies.rails import Observation, fingerprint, observation_from_data, observation_to_data
 from policies.refusals import Refusal, RefusalCode
 from policies.states import IntegrationState
-from tests.fakes.door import OPENS_ATTEMPT, change_name, decide_change, normalize, stale
+from tests.fakes.door import OPENS_ATTEMPT, change_name, decide_change, normalize, same_ticket, stale
 
 
 def _utc(moment: datetime) -> datetime:
@@ -56,6 +56,7 @@ class Operation:
     events: tuple[Event, ...] = ()
     refusal: Refusal | None = None
     ticket_id: int | None = None  # the ticket's row; None for a refusal before it existed
+    repository_id: int | None = None  # GitHub's id of the repository (None: never identified)
 
     def replayed(self, operation_id: str, elsewhere: bool = False) -> Outcome:
         """`operation_rows.stored_outcome`: the stored outcome again, marked as a replay (nothing is
@@ -213,11 +214,8 @@ class Records:
         if stored is not None:
             own_id = self._own_operation_id(key, context.operation_id, stored)
             if own_id is None:
-                mine = (
-                    stored.ticket_id == self.ticket_ids.get(key)
-                    if stored.ticket_id is not None
-                    else (normalize(stored.key) == key)
-                )
+                ids = (self.ticket_ids.get(key), repository_named(self, key.repository))
+                mine = same_ticket(stored.key, stored.ticket_id, stored.repository_id, key, *ids)
                 return stored.replayed(context.operation_id, elsewhere=not mine)
             context = replace(context, operation_id=own_id)
             stored = self.operations.get(own_id)
@@ -306,6 +304,7 @@ class Records:
             events,
             refusal,
             self.ticket_ids.get(key),
+            repository_named(self, key.repository),
         )
 
     # -- pull requests (app/store/pulls.py) ---------------------------------------------
