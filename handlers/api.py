@@ -20,6 +20,7 @@ from handlers.commands import CommandFacts, CommandRun
 from handlers.payloads import dig
 from handlers.ports import KeptAnswer, Outcome, Rules, Services, UnitOfWork
 from policies.commands import Command
+from policies.door import API_OPERATION
 from policies.model import Ticket
 from policies.parser import ParsedComment
 from policies.rails import RailPolicy
@@ -56,7 +57,7 @@ class ApiCommand:
     @property
     def operation_id(self) -> str:
         """The key, scoped to the account: two accounts' keys never meet."""
-        return f"api:{self.account_id}:{self.key}"
+        return f"{API_OPERATION}{self.account_id}:{self.key}"
 
     def facts(self, at: datetime) -> CommandFacts:
         """The command as the shared run sees it: written now, by this account, via the API."""

@@ -27,6 +27,18 @@ def normalize_key(key: TicketKey) -> TicketKey:
     return TicketKey(key.repository.casefold(), key.number)
 
 
+API_OPERATION = "api:"
+"""The prefix of an API request's operation id (`handlers.api.ApiCommand.operation_id`)."""
+
+
+def spells_no_repository(operation_id: str) -> bool:
+    """Whether the operation id is the caller's own key (an API request's Idempotency-Key, scoped
+    to the account), naming no repository: found on another ticket, it is that key reused (the
+    API's 422), never a name reused by another repository, so it is never qualified and applied
+    again under an id of that ticket's own (`operation_rows.own_operation_id`)."""
+    return operation_id.startswith(API_OPERATION)
+
+
 def same_ticket(
     stored: TicketKey,
     stored_ticket: int | None,

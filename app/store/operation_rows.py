@@ -11,7 +11,7 @@ from app.store.codec import event_from_row
 from app.store.repositories import repository_named
 from app.store.tables import TicketEventRow, table
 from handlers.ports import Outcome
-from policies.door import same_ticket
+from policies.door import same_ticket, spells_no_repository
 from policies.model import TicketKey
 from policies.refusals import Refusal, RefusalCode
 
@@ -29,8 +29,12 @@ def own_operation_id(connection: Connection, key: TicketKey, row: Any, op: Any) 
     A refusal stored before the ticket existed (no ticket id) is taken as this ticket's; so is
     an operation on a name whose repository railyard never identified (no rename can have moved
     its tickets). An operation stored for another key (an API key raced onto another ticket)
-    replays as it always did: only the same key on another ticket is a reused name."""
+    replays as it always did: only the same key on another ticket is a reused name. An API
+    request's id names no repository (`spells_no_repository`): on another ticket it is the key
+    reused, its outcome replayed as `elsewhere` (422), never applied again."""
     if op.ticket_id is None or (row is not None and op.ticket_id == row.id):
+        return None
+    if spells_no_repository(op.operation_id):
         return None
     if op.repository.casefold() != key.repository.casefold() or op.number != key.number:
         return None

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from handlers.ports import Outcome
 from policies.commands import Context
-from policies.door import OPENS_ATTEMPT, ChangeContext, change_name, decide_change, same_ticket
+from policies.door import (
+    OPENS_ATTEMPT,
+    ChangeContext,
+    change_name,
+    decide_change,
+    same_ticket,
+    spells_no_repository,
+)
 from policies.door import normalize_key as normalize
 from policies.model import TicketKey
 from policies.refusals import stale_revision
@@ -17,4 +24,12 @@ def stale(key: TicketKey, context: ChangeContext, expected: int, actual: int) ->
     return Outcome(context.operation_id, key, actual, refusal=refusal)
 
 
-__all__ = ["OPENS_ATTEMPT", "change_name", "decide_change", "normalize", "same_ticket", "stale"]
+__all__ = [
+    "OPENS_ATTEMPT",
+    "change_name",
+    "decide_change",
+    "normalize",
+    "same_ticket",
+    "spells_no_repository",
+    "stale",
+]

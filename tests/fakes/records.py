@@ -37,6 +37,7 @@ from policies.rails import Observation, fingerprint, observation_from_data, obse
 from policies.refusals import Refusal, RefusalCode
 from policies.states import IntegrationState
 from tests.fakes.door import OPENS_ATTEMPT, change_name, decide_change, normalize, same_ticket, stale
+from tests.fakes.door import spells_no_repository as key_of_caller
 
 
 def _utc(moment: datetime) -> datetime:
@@ -247,8 +248,8 @@ class Records:
     def _own_operation_id(self, key: TicketKey, operation_id: str, op: Operation) -> str | None:
         """`operation_rows.own_operation_id`: None when the stored operation is this ticket's (a replay);
         else the id this ticket's operation is kept under, qualified with the repository's id."""
-        if op.ticket_id is None or op.ticket_id == self.ticket_ids.get(key):
-            return None
+        if op.ticket_id is None or op.ticket_id == self.ticket_ids.get(key) or key_of_caller(operation_id):
+            return None  # this ticket's, or an API key on another ticket: that key reused (422)
         if normalize(op.key) != key:  # another key's (an API key raced onto another ticket): a replay
             return None
         repository_id = repository_named(self, key.repository)

@@ -8,8 +8,6 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-import pytest
-
 from app.contracts.effect_types import surfaces_for
 from app.store.database import Database
 from app.store.unit import SqlStore
@@ -51,7 +49,6 @@ async def applied_then_reused(store: Any) -> None:
         assert await reads.ticket(TicketKey("acme/app", 13)) is None
 
 
-@pytest.mark.xfail(strict=True, reason="review: an applied API key is applied again on the repository that took the old name")
 async def test_in_the_database(database: Database) -> None:
     store = SqlStore(database, render=render, surfaces=surfaces_for, clock=lambda: AT.timestamp())
     try:
@@ -60,6 +57,5 @@ async def test_in_the_database(database: Database) -> None:
         store.close()
 
 
-@pytest.mark.xfail(strict=True, reason="review: an applied API key is applied again on the repository that took the old name")
 async def test_in_memory() -> None:
     await applied_then_reused(MemoryStore())
