@@ -6,9 +6,9 @@ access can create a deployment of any commit in a gated environment and post a `
 on it, at any time. Such a success must not start the range (the next request for that commit,
 or a later one, would find a range short of the unaccepted tickets and be approved with them).
 So the gate keeps every request it answers in the environment, approved or rejected, with the
-commit its range started from (`gate_approvals`, by GitHub's repository id, never its name), and
-once it has answered one there, a success counts only when its commit is one it approved there
-or one a range of its started from. Any other success is passed over, whoever posted it and
+commit its range started from (`gate_approvals`, by GitHub's repository id, never its name),
+and once the bootstrap is over there (below), a success counts only when its commit is one it
+approved there or one a range of its started from. Any other success is passed over, whoever posted it and
 whenever, and with none left, the deployment is judged without a base (each merged ticket it
 contains).
 
@@ -19,10 +19,13 @@ started from as a base, not no base at all (which judged every merged ticket the
 contains, and one deployed long before the gate and never accepted would reject every request
 from then on).
 
-Bootstrap: before the gate has answered any request in the environment there is nothing to
-trust: the newest success counts, whoever posted it, so a repository with a long history gets a
-starting point. A success forged in that window still counts, and the first answer's range
-starts from it, so it stays a base.
+Bootstrap: until the gate has approved a deployment in the environment or judged one from a
+base there, there is nothing to trust: the newest success counts, whoever posted it, so a
+repository with a long history gets a starting point. A success forged in that window still
+counts, and the first such answer's range starts from it, so it stays a base. An answer that
+trusted nothing (rejected unjudged, or judged from no success at all) does not end the window:
+it would leave no success that counts, and every later request judged from no base, held back
+for good by any old merged ticket never accepted (found by review).
 """
 
 from __future__ import annotations
@@ -51,7 +54,7 @@ async def repository_id_of(services: Services, repository: str, given: int | Non
 @dataclass(frozen=True)
 class Trusted:
     """Which successes may start a range: of a commit the gate approved in the environment, or
-    started one of its ranges from; any while it answered none there (the bootstrap)."""
+    started one of its ranges from; any while the bootstrap lasts there."""
 
     approved: set[str] | None  # lowercase shas; None: no request answered there yet
     bases: frozenset[str] = frozenset()  # lowercase: where its ranges there started

@@ -36,7 +36,8 @@ class GateReads(Protocol):
         self, repository_id: int, environment: str, shas: Collection[str]
     ) -> set[str] | None:
         """Of `shas`, those the gate approved for the environment (casefolded) of the repository;
-        None when it has answered no request there yet (approved or rejected)."""
+        None while the bootstrap lasts there: no answer kept that was an approval or started its
+        range from a commit."""
 
     async def gate_bases(self, repository_id: int, environment: str) -> set[str]:
         """The commits the ranges of the gate's answers for the environment (casefolded) of the

@@ -40,8 +40,10 @@ def record(connection: Connection, answer: GateAnswer) -> None:
 def approved(
     connection: Connection, repository_id: int, environment: str, shas: Collection[str]
 ) -> set[str] | None:
-    """Of `shas`, those approved for the repository's environment; None when no request there
-    was ever answered, approved or rejected (each answered by the primary key's prefix)."""
+    """Of `shas`, those approved for the repository's environment; None while the bootstrap
+    lasts there: no answer kept that was an approval or started its range from a commit (an
+    answer without either, a rejection unjudged or judged without a base, leaves nothing to
+    trust, so it does not end it: `handlers.gate_base`). Each answered by the primary key's prefix."""
     there = select(gate_approvals.c.sha).where(
         gate_approvals.c.repository_id == repository_id,
         gate_approvals.c.environment == environment.casefold(),
@@ -49,7 +51,8 @@ def approved(
     wanted = {sha.lower() for sha in shas}
     asked = there.where(gate_approvals.c.sha.in_(wanted), gate_approvals.c.approved.is_(True))
     found = set(connection.execute(asked).scalars()) if wanted else set()
-    if found or connection.execute(there.limit(1)).first() is not None:
+    trusting = there.where(gate_approvals.c.approved.is_(True) | gate_approvals.c.base.is_not(None))
+    if found or connection.execute(trusting.limit(1)).first() is not None:
         return {str(sha) for sha in found}
     return None
 

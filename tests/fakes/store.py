@@ -147,15 +147,17 @@ class MemoryReads:
     async def gate_approved(
         self, repository_id: int, environment: str, shas: Collection[str]
     ) -> set[str] | None:
-        """`gate_approvals.approved`: of `shas`, those approved there; None when no request there
-        was ever answered (a rejection is an answer)."""
+        """`gate_approvals.approved`: of `shas`, those approved there; None while no answer there
+        was an approval or started its range from a commit (the bootstrap lasts)."""
         there = [
             answer
             for answer in self.records.gate_approvals
             if (answer.repository_id, answer.environment) == (repository_id, environment.casefold())
         ]
+        if not any(answer.approved or answer.base is not None for answer in there):
+            return None
         wanted = {sha.lower() for sha in shas}
-        return {answer.sha for answer in there if answer.approved and answer.sha in wanted} if there else None
+        return {answer.sha for answer in there if answer.approved and answer.sha in wanted}
 
     async def gate_bases(self, repository_id: int, environment: str) -> set[str]:
         """`gate_approvals.bases`: the commits the answers' ranges there started from."""

@@ -114,3 +114,15 @@ def test_a_rejection_is_an_answer_but_never_an_approved_sha(database: Database) 
     with database.read() as connection:
         assert bases(connection, 7, "PRODUCTION") == {M12}
         assert bases(connection, 7, "staging") == set()
+
+
+def test_an_answer_that_trusted_nothing_leaves_the_bootstrap_on(database: Database) -> None:
+    """A rejection kept without a base (unjudged, or judged from no success) neither approves
+    anything nor starts a range anywhere: `approved` still says the bootstrap lasts (None). A
+    rejection with a base, or an approval, ends it."""
+    with database.write() as connection:
+        record(connection, GateAnswer(7, "production", HEAD, 4242, "901", 901, False, NOW))
+    assert approved_here(database, HEAD) is None
+    with database.write() as connection:
+        record(connection, GateAnswer(7, "production", HEAD, 4243, "902", 902, False, NOW, M12))
+    assert approved_here(database, HEAD) == set()

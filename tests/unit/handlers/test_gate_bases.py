@@ -253,17 +253,13 @@ async def test_a_deployment_created_after_a_first_request_naming_none_never_pred
     assert (13, Blocker.NOT_ACCEPTED) in [(v.number, v.blocker) for v in review.decision.tickets]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="review: a first answer kept without a base (rejected unjudged) ends the bootstrap with "
-    "nothing trusted: every later request is judged without a base, for ever",
-)
 async def test_a_first_request_rejected_unjudged_does_not_brick_the_environment() -> None:
     """Production's history ends at M13 (deployed before the gate, #13 never accepted). The first
     request (HEAD) comes while the file cannot be used: rejected unjudged, kept without a base.
-    Once the file is fixed, the same deployment asked again must start at M13's success (HEAD
-    brings nothing since): instead no success counts any more, HEAD is judged without a base,
-    and #13 (merged long before the gate) holds back this and every later deployment."""
+    Once the file is fixed, the same deployment asked again starts at M13's success (HEAD brings
+    nothing since) and is approved: an answer that trusted nothing (no approval, no base) does not
+    end the bootstrap. Before (found by review), it did: no success counted any more, HEAD was
+    judged without a base, and #13, merged long before the gate, held back every deployment."""
     ports = await gated_world()
     ports.ancestry.pairs.update({(M12, HEAD), (M13, HEAD)})
     await ports.dispatch("deployment_status", deployment_status(8, M13, "success"))
