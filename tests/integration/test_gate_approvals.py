@@ -6,12 +6,16 @@ among all answers."""
 
 from __future__ import annotations
 
+from typing import Any
+
+import pytest
 from sqlalchemy import func, select
 
 from app.store.database import Database
 from app.store.gate_approvals import approved, bases, gate_approvals, record
 from app.store.unit import SqlStore
 from handlers.gate_ports import GateAnswer
+from tests.fakes.store import MemoryStore
 
 M12, HEAD, OTHER = "1" * 40, "E" * 40, "2" * 40
 NOW = 1_800_000_000.0
@@ -126,3 +130,31 @@ def test_an_answer_that_trusted_nothing_leaves_the_bootstrap_on(database: Databa
     with database.write() as connection:
         record(connection, GateAnswer(7, "production", HEAD, 4243, "902", 902, False, NOW, M12))
     assert approved_here(database, HEAD) == set()
+
+
+async def answered_with_an_empty_base(store: Any) -> tuple[set[str] | None, set[str]]:
+    """A rejection kept with an empty base (`GateAnswer.base` ""): what `gate_approved` and
+    `gate_bases` then say for the environment."""
+    async with store.unit() as uow:
+        await uow.record_gate_answer(GateAnswer(7, "production", HEAD, 4242, "901", 901, False, NOW, ""))
+        await uow.commit()
+    async with store.read() as reads:
+        return await reads.gate_approved(7, "production", [HEAD]), await reads.gate_bases(7, "production")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="review3: the fake keeps an empty base as a base (the bootstrap ends, '' is a trusted "
+    "commit); `gate_approvals.record` keeps it as NULL (the bootstrap lasts)",
+)
+async def test_the_fake_reads_an_empty_base_as_the_store_does(database: Database) -> None:
+    """`gate_approvals.record` stores `base or None`: an empty base is no base, so the bootstrap
+    lasts (None) and no base is listed. The fake (`MemoryUnit.record_gate_answer`) keeps "" as
+    given, and `gate_approved` / `gate_bases` read it as a base: set() and {""}."""
+    store = SqlStore(database, render=lambda answer: None, clock=lambda: NOW)  # type: ignore[arg-type,return-value]
+    try:
+        in_sql = await answered_with_an_empty_base(store)
+    finally:
+        store.close()
+    assert in_sql == (None, set())
+    assert await answered_with_an_empty_base(MemoryStore()) == in_sql

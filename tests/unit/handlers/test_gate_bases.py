@@ -271,3 +271,31 @@ async def test_a_first_request_rejected_unjudged_does_not_brick_the_environment(
     ports.configs.default = fixed
     await ports.dispatch("deployment_protection_rule", deployment_protection_rule(HEAD, deployment_id=951))
     assert reviews(ports)[-1].decision.state is GateState.APPROVED
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="review3: a first request rejected unjudged keeps the bootstrap open although a success "
+    "(BASE) was known: a success forged afterwards for HEAD empties HEAD's range and #13 "
+    "(unaccepted) is approved; the previous rule (any answer ends the bootstrap) rejected it",
+)
+async def test_a_success_forged_after_an_unjudged_rejection_does_not_empty_the_range() -> None:
+    """Production last deployed BASE successfully (a success railyard saw: a base it may trust).
+    The first request (HEAD, 950) comes while the file cannot be used: rejected unjudged, kept
+    without a base, so the bootstrap lasts. The file fixed, someone with push access creates a
+    deployment of HEAD (960) and posts `success` on it by hand, then HEAD is asked again (961):
+    its range must start at BASE (or no base), never at the forged success, and #13, merged
+    unaccepted after BASE, must hold it back. Instead the forged success counts (the bootstrap
+    trusts any success) and HEAD is approved with #13 unaccepted."""
+    ports = await gated_world()
+    ports.ancestry.pairs.update({(M12, HEAD), (M13, HEAD)})
+    fixed = ports.configs.default
+    ports.configs.default = Rules(policy_version="v2", error="line 3: deployments: unknown key 'gates'")
+    await ports.dispatch("deployment_protection_rule", deployment_protection_rule(HEAD, deployment_id=950))
+    assert reviews(ports)[-1].decision.state is GateState.REJECTED
+    ports.configs.default = fixed
+    await ports.dispatch("deployment_status", deployment_status(960, HEAD, "success"))  # forged
+    await ports.dispatch("deployment_protection_rule", deployment_protection_rule(HEAD, deployment_id=961))
+    review = reviews(ports)[-1]
+    assert review.decision.state is GateState.REJECTED
+    assert (13, Blocker.NOT_ACCEPTED) in [(v.number, v.blocker) for v in review.decision.tickets]
