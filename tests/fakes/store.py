@@ -247,7 +247,8 @@ class MemoryUnit(MemoryReads):
     async def record_gate_answer(self, answer: GateAnswer) -> None:
         """`gate_approvals.record`: once per request (its primary key), the first answer kept."""
         records = self._writing()
-        kept = replace(answer, environment=answer.environment.casefold(), sha=answer.sha.lower())
+        base = answer.base.lower() if answer.base else None  # as `record`: an empty base is none
+        kept = replace(answer, environment=answer.environment.casefold(), sha=answer.sha.lower(), base=base)
         key = (kept.repository_id, kept.environment, kept.sha, kept.request)
         if all((a.repository_id, a.environment, a.sha, a.request) != key for a in records.gate_approvals):
             records.gate_approvals.append(kept)

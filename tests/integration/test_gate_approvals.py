@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
 from sqlalchemy import func, select
 
 from app.store.database import Database
@@ -142,11 +141,6 @@ async def answered_with_an_empty_base(store: Any) -> tuple[set[str] | None, set[
         return await reads.gate_approved(7, "production", [HEAD]), await reads.gate_bases(7, "production")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="review3: the fake keeps an empty base as a base (the bootstrap ends, '' is a trusted "
-    "commit); `gate_approvals.record` keeps it as NULL (the bootstrap lasts)",
-)
 async def test_the_fake_reads_an_empty_base_as_the_store_does(database: Database) -> None:
     """`gate_approvals.record` stores `base or None`: an empty base is no base, so the bootstrap
     lasts (None) and no base is listed. The fake (`MemoryUnit.record_gate_answer`) keeps "" as
