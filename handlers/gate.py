@@ -387,6 +387,29 @@ async def _judged_or_refused(
     return GateFindings(decide_gate([], [], Unticketed(rules.unticketed), unjudged=True), None)
 
 
+def _unjudged(decision: GateDecision) -> bool:
+    """Whether the deployment was rejected without being judged (the file unusable, a merge not
+    recorded, judging failing): no range was looked at."""
+    return decision.config_unusable or decision.merges_unrecorded or decision.unjudged
+
+
+async def _base_if_known(
+    services: Services, installation: int, request: ProtectionRequest, repository_id: int
+) -> str | None:
+    """Where the range would have started, for an answer given unjudged: kept as its base, so the
+    bootstrap ends on the success that was trusted then, not on a success posted later by hand
+    (`handlers.gate_base`). None when none is known, or GitHub cannot say now (the answer goes out
+    all the same; the bootstrap then lasts)."""
+    try:
+        return await last_success(
+            services, installation, request.repository, request.environment,
+            request.deployment_id, repository_id,
+        )  # fmt: skip
+    except Exception as error:  # the rejection is answered whatever this read does
+        log.warning("gate: no base kept for an unjudged answer", error=str(error)[:200])
+        return None
+
+
 @router.register("deployment_protection_rule", "requested")
 async def on_protection_rule(event: WebhookEvent, services: Services) -> None:
     """Judge a deployment to a gated environment; record the decision on each ticket it brings
@@ -428,6 +451,9 @@ async def on_protection_rule(event: WebhookEvent, services: Services) -> None:
         )
     else:
         findings = await _judged_or_refused(event, services, request, rules, repository_id)
+    if repository_id is not None and _unjudged(findings.decision):
+        base = await _base_if_known(services, installation, request, repository_id)
+        findings = GateFindings(findings.decision, base)
     decision, now = findings.decision, datetime.fromtimestamp(services.clock(), UTC)
     async with services.store.unit() as uow:
         for verdict in decision.tickets:

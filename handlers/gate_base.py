@@ -22,10 +22,12 @@ from then on).
 Bootstrap: until the gate has approved a deployment in the environment or judged one from a
 base there, there is nothing to trust: the newest success counts, whoever posted it, so a
 repository with a long history gets a starting point. A success forged in that window still
-counts, and the first such answer's range starts from it, so it stays a base. An answer that
-trusted nothing (rejected unjudged, or judged from no success at all) does not end the window:
-it would leave no success that counts, and every later request judged from no base, held back
-for good by any old merged ticket never accepted (found by review).
+counts, and the first such answer's range starts from it, so it stays a base. A request
+rejected unjudged keeps, as its base, the success its range would have started from
+(`handlers.gate`), so it ends the window too. An answer that trusted nothing (no success known
+at all, or GitHub could not say) does not: it would leave no success that counts, and every
+later request judged from no base, held back for good by any old merged ticket never accepted
+(found by review).
 """
 
 from __future__ import annotations

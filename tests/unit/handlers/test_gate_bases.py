@@ -255,11 +255,12 @@ async def test_a_deployment_created_after_a_first_request_naming_none_never_pred
 
 async def test_a_first_request_rejected_unjudged_does_not_brick_the_environment() -> None:
     """Production's history ends at M13 (deployed before the gate, #13 never accepted). The first
-    request (HEAD) comes while the file cannot be used: rejected unjudged, kept without a base.
-    Once the file is fixed, the same deployment asked again starts at M13's success (HEAD brings
-    nothing since) and is approved: an answer that trusted nothing (no approval, no base) does not
-    end the bootstrap. Before (found by review), it did: no success counted any more, HEAD was
-    judged without a base, and #13, merged long before the gate, held back every deployment."""
+    request (HEAD) comes while the file cannot be used: rejected unjudged, kept with M13 (where
+    its range would have started) as its base. Once the file is fixed, the same deployment asked
+    again starts at M13's success (HEAD brings nothing since) and is approved. Before (found by
+    review), the answer was kept without a base and ended the bootstrap: no success counted any
+    more, HEAD was judged without a base, and #13, merged long before the gate, held back every
+    deployment."""
     ports = await gated_world()
     ports.ancestry.pairs.update({(M12, HEAD), (M13, HEAD)})
     await ports.dispatch("deployment_status", deployment_status(8, M13, "success"))
@@ -267,26 +268,20 @@ async def test_a_first_request_rejected_unjudged_does_not_brick_the_environment(
     ports.configs.default = Rules(policy_version="v2", error="line 3: deployments: unknown key 'gates'")
     await ports.dispatch("deployment_protection_rule", deployment_protection_rule(HEAD, deployment_id=950))
     assert reviews(ports)[-1].decision.state is GateState.REJECTED
-    assert [answer.base for answer in ports.store.records.gate_approvals] == [None]
+    assert [answer.base for answer in ports.store.records.gate_approvals] == [M13.lower()]
     ports.configs.default = fixed
     await ports.dispatch("deployment_protection_rule", deployment_protection_rule(HEAD, deployment_id=951))
     assert reviews(ports)[-1].decision.state is GateState.APPROVED
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="review3: a first request rejected unjudged keeps the bootstrap open although a success "
-    "(BASE) was known: a success forged afterwards for HEAD empties HEAD's range and #13 "
-    "(unaccepted) is approved; the previous rule (any answer ends the bootstrap) rejected it",
-)
 async def test_a_success_forged_after_an_unjudged_rejection_does_not_empty_the_range() -> None:
     """Production last deployed BASE successfully (a success railyard saw: a base it may trust).
     The first request (HEAD, 950) comes while the file cannot be used: rejected unjudged, kept
-    without a base, so the bootstrap lasts. The file fixed, someone with push access creates a
-    deployment of HEAD (960) and posts `success` on it by hand, then HEAD is asked again (961):
-    its range must start at BASE (or no base), never at the forged success, and #13, merged
-    unaccepted after BASE, must hold it back. Instead the forged success counts (the bootstrap
-    trusts any success) and HEAD is approved with #13 unaccepted."""
+    with the success its range would have started from (BASE) as its base, which ends the
+    bootstrap. The file fixed, someone with push access creates a deployment of HEAD (960) and
+    posts `success` on it by hand, then HEAD is asked again (961): its range starts at BASE, never
+    at the forged success, and #13, merged unaccepted after BASE, holds it back. (Found by review:
+    kept without a base, the answer left the bootstrap open and the forged success counted.)"""
     ports = await gated_world()
     ports.ancestry.pairs.update({(M12, HEAD), (M13, HEAD)})
     fixed = ports.configs.default
