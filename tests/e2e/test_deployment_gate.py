@@ -202,6 +202,19 @@ async def test_a_pr_body_edited_after_the_merge_does_not_bring_another_ticket(
     )
 
 
+async def twelve_accepted_fourteen_merged_base_deployed(world: World, hooks: Webhooks) -> None:
+    """#12 accepted and merged as M12, #14 merged unaccepted as M14, production's last success
+    BASE (deployment 900): the starting point of the REST-forgery tests."""
+    repository = world.github.repositories[REPO]
+    await burst(
+        world,
+        *twelve_accepted_fourteen_delivered(world),
+        merged(world, 34, 12, "agent/12-fix", M12),
+        merged(world, 36, 14, "agent/14-limit", M14),
+        ("deployment_status", hooks.deployment_status(repository, Deployment(900, BASE), "success")),
+    )
+
+
 async def test_a_success_posted_through_the_rest_api_for_a_deployment_no_rule_guarded_starts_no_range(
     gated: tuple[World, Webhooks, Settings],
 ) -> None:
@@ -213,13 +226,7 @@ async def test_a_success_posted_through_the_rest_api_for_a_deployment_no_rule_gu
     naming #14; `railyard gate` says the same. Both answers are kept by the repository's id."""
     world, hooks, settings = gated
     repository = world.github.repositories[REPO]
-    await burst(
-        world,
-        *twelve_accepted_fourteen_delivered(world),
-        merged(world, 34, 12, "agent/12-fix", M12),
-        merged(world, 36, 14, "agent/14-limit", M14),
-        ("deployment_status", hooks.deployment_status(repository, Deployment(900, BASE), "success")),
-    )
+    await twelve_accepted_fourteen_merged_base_deployed(world, hooks)
     await burst(
         world,
         (
@@ -259,17 +266,12 @@ async def test_a_success_forged_after_the_first_request_was_rejected_starts_no_r
     success. The gate's first request there, for HEAD (deployment 901), is rejected naming #14.
     Then cody, who has push access, creates deployment 905 of HEAD through the REST API and posts
     its `success`. The next request for HEAD (906) must not start from it (an empty range,
-    approved with #14 in it): the rejection is kept, 905 was created after it and HEAD was never
-    approved, so the range starts at BASE (created before it): rejected, naming #14 again."""
+    approved with #14 in it): the rejection is kept with BASE, where its range started, and HEAD
+    was never approved nor a range's start, so the range starts at BASE: rejected, naming #14
+    again."""
     world, hooks, settings = gated
     repository = world.github.repositories[REPO]
-    await burst(
-        world,
-        *twelve_accepted_fourteen_delivered(world),
-        merged(world, 34, 12, "agent/12-fix", M12),
-        merged(world, 36, 14, "agent/14-limit", M14),
-        ("deployment_status", hooks.deployment_status(repository, Deployment(900, BASE), "success")),
-    )
+    await twelve_accepted_fourteen_merged_base_deployed(world, hooks)
     first = hooks.deployment_protection_rule(repository, Deployment(901, HEAD), 77)
     await burst(world, ("deployment_protection_rule", first))
     [rejected] = world.github.history.answers(REPO, 77)
