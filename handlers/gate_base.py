@@ -8,9 +8,9 @@ or a later one, would find a range short of the unaccepted tickets and be approv
 So the gate keeps every request it answers in the environment, approved or rejected, with the
 commit its range started from (`gate_approvals`, by GitHub's repository id, never its name),
 and once the bootstrap is over there (below), a success counts only when its commit is one it
-approved there or one a range of its started from. Any other success is passed over, whoever posted it and
-whenever, and with none left, the deployment is judged without a base (each merged ticket it
-contains).
+approved there or one a range of its started from. Any other success is passed over, whoever
+posted it and whenever, and with none left, the deployment is judged without a base (each
+merged ticket it contains).
 
 Starting again where an earlier range started is as safe as that range was: a range from it
 holds everything since. That keeps the environment's history usable: a first request rejected,
@@ -58,12 +58,13 @@ class Trusted:
     """Which successes may start a range: of a commit the gate approved in the environment, or
     started one of its ranges from; any while the bootstrap lasts there."""
 
-    approved: set[str] | None  # lowercase shas; None: no request answered there yet
+    approved: set[str] | None  # lowercase shas; None: the bootstrap lasts there
     bases: frozenset[str] = frozenset()  # lowercase: where its ranges there started
 
     def counts(self, sha: str) -> bool:
         """Whether a success of `sha` may start a range."""
-        return self.approved is None or sha.lower() in self.approved or sha.lower() in self.bases
+        sha = sha.lower()
+        return self.approved is None or sha in self.approved or sha in self.bases
 
 
 async def trusted(

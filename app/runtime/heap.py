@@ -1,7 +1,7 @@
 """What a long-lived process does with its heap once it has started: collect, then freeze.
 
 A started `railyard serve` or `railyard worker` holds about 165,000 objects the garbage
-collector tracks (modules, SQLAlchemy's tables and compiled statements, pydantic's models),
+collector tracks (what it loaded and built to start: modules, tables, statements, models),
 nearly all of them alive until it exits. CPython's full collection walks every one of them:
 about 90 ms of CPU on the 2-core test machine, with the event loop held the whole time, and it
 comes again whenever the objects promoted since the last one reach a quarter of those kept.

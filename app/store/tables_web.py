@@ -36,7 +36,7 @@ class ApiAnswerRow(SQLModel, table=True):
 class ApiBudgetRow(SQLModel, table=True):
     """What one account has spent of one API budget in one fixed window (`app.store.budgets`).
 
-    `scope` names the budget ("commands:<repository>", "outsider:<repository>", "reads");
+    `scope` names the budget ("commands:<repository id>", "outsider:<repository id>", "reads");
     `window_start` is the window's first second (epoch). One row per account, scope and window,
     pruned once the window is over: an account can only add to its own rows.
     """

@@ -1,7 +1,7 @@
 """Where the deployment gate's range starts (`handlers.gate_base`): the newest successful
-deployment of a commit the gate itself approved in the environment, or of one created before
-the first request it answered there (approved or rejected), kept by GitHub's repository id;
-before it answered any there, any success."""
+deployment of a commit the gate itself approved in the environment, or of one a range of its
+started from there (its answers, approved or rejected, kept by GitHub's repository id); while
+the bootstrap lasts there, any success."""
 
 from __future__ import annotations
 
