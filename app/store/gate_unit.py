@@ -35,7 +35,7 @@ class GateAnswerReads:
     async def gate_approved(
         self, repository_id: int, environment: str, shas: Collection[str]
     ) -> set[str] | None:
-        """Of `shas`, those the gate approved there; None when it answered nothing there yet."""
+        """Of `shas`, those the gate approved there; None while the bootstrap lasts there."""
         return await self._session.run(gate_approvals.approved, repository_id, environment, list(shas))
 
     async def gate_bases(self, repository_id: int, environment: str) -> set[str]:
