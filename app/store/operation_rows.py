@@ -1,21 +1,26 @@
 """The operations' rows as the one door reads them (`tickets.execute_in`): whose a stored
-operation is, and its outcome replayed."""
+operation is, and its outcome replayed; and a ticket's refused commands, as its log shows them."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Connection, select
+from sqlalchemy import Connection, bindparam, or_, select
 
 from app.store.codec import event_from_row
 from app.store.repositories import repository_named
-from app.store.tables import TicketEventRow, table
+from app.store.tables import OperationRow, TicketEventRow, TicketRow, table
 from handlers.ports import Outcome
 from policies.door import same_ticket, spells_no_repository
 from policies.model import TicketKey
 from policies.refusals import Refusal, RefusalCode
 
 events_table = table(TicketEventRow)
+operations = table(OperationRow)
+tickets = table(TicketRow)
+_TICKET_REPOSITORY_ID = select(tickets.c.repository_id).where(
+    tickets.c.repository == bindparam("b_repository"), tickets.c.number == bindparam("b_number")
+)
 
 
 def own_operation_id(connection: Connection, key: TicketKey, row: Any, op: Any) -> str | None:
@@ -78,3 +83,24 @@ def _same_ticket(connection: Connection, op: Any, key: TicketKey, row: Any) -> b
     repository_id = repository_of(connection, key, row) if known else None
     stored = TicketKey(op.repository, op.number)
     return same_ticket(stored, op.ticket_id, op.repository_id, key, ticket_id, repository_id)
+
+
+def refusals(connection: Connection, key: TicketKey) -> list[dict[str, Any]]:
+    """The refused commands on the issue at `key`, oldest first. They are its repository's by
+    GitHub's id (a row keeps the name it was refused under, which a rename does not move, and a
+    new repository may take); rows without an id (not known, or stored before 0029) by name."""
+    row = connection.execute(
+        _TICKET_REPOSITORY_ID, {"b_repository": key.repository, "b_number": key.number}
+    ).first()
+    repository_id = repository_of(connection, key, row)
+    by_name = operations.c.repository == key.repository
+    if repository_id is not None:
+        by_name = or_(
+            operations.c.repository_id == repository_id, by_name & operations.c.repository_id.is_(None)
+        )
+    rows = connection.execute(
+        select(operations)
+        .where(by_name, operations.c.number == key.number, operations.c.outcome == "refused")
+        .order_by(operations.c.at, operations.c.operation_id)
+    ).mappings()
+    return [dict(row) for row in rows]

@@ -395,6 +395,11 @@ Index(
     OperationRow.__table__.c.actor_id,  # type: ignore[attr-defined]
     OperationRow.__table__.c.at,  # type: ignore[attr-defined]
 )
+Index(  # 0030: a ticket's refused commands, by its repository's id (`operation_rows.refusals`)
+    "ix_operations_repository_id_number",
+    OperationRow.__table__.c.repository_id,  # type: ignore[attr-defined]
+    OperationRow.__table__.c.number,  # type: ignore[attr-defined]
+)
 
 
 class InstallationLimitRow(SQLModel, table=True):

@@ -30,7 +30,7 @@ from app.store.compiled import MANY_ROWS
 from app.store.database import Database
 from app.store.effects import Effect, enqueue
 from app.store.hops import off_loop
-from app.store.operation_rows import own_operation_id, repository_of, stored_outcome
+from app.store.operation_rows import own_operation_id, refusals, repository_of, stored_outcome
 from app.store.replies import enqueue_reply
 from app.store.repositories import repository_named
 from app.store.tables import OperationRow, TicketEventRow, TicketRow, table
@@ -284,16 +284,7 @@ class TicketService:
         """Refused commands on the ticket (issue), oldest first: the `command_rejected` audit."""
         key = normalize_key(key)
         with self.database.read() as connection:
-            rows = connection.execute(
-                select(operations)
-                .where(
-                    operations.c.repository == key.repository,
-                    operations.c.number == key.number,
-                    operations.c.outcome == "refused",
-                )
-                .order_by(operations.c.at, operations.c.operation_id)
-            ).mappings()
-            return [dict(row) for row in rows]
+            return refusals(connection, key)
 
 
 def _show(

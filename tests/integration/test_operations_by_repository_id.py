@@ -13,6 +13,7 @@ import pytest
 
 from app.contracts.effect_types import surfaces_for
 from app.store.database import Database
+from app.store.tickets import TicketService
 from app.store.unit import SqlStore
 from app.views.replies_text import render
 from handlers.ports import Outcome
@@ -73,3 +74,26 @@ async def test_in_the_database(database: Database, scenario: Any) -> None:
 @pytest.mark.parametrize("scenario", [renamed_then_reused, never_identified])
 async def test_in_memory(scenario: Any) -> None:
     await scenario(MemoryStore())
+
+
+async def test_a_tickets_refusals_are_its_repositorys_whatever_its_name(database: Database) -> None:
+    """The refused commands `railyard events` and the API's events list are the repository's by
+    id: after a rename they stay with the renamed repository, and a new repository that takes the
+    old name is shown none of them (its #13 is another issue)."""
+    store = SqlStore(database, render=render, surfaces=surfaces_for, clock=lambda: AT.timestamp())
+    await place(store, OLD, "acme/app")
+    await publish(store, "acme/app")  # cody's refused `/publish` on acme/app#13
+    await place(store, OLD, "acme/tools")
+    await place(store, NEW, "acme/app")
+    service = TicketService(database)
+    assert [row["actor"] for row in service.refusals(TicketKey("acme/tools", 13))] == ["cody"]
+    assert service.refusals(TicketKey("acme/app", 13)) == []
+    assert [row["actor"] for row in service.refusals(TicketKey("acme/lone", 13))] == []
+
+
+async def test_refusals_of_a_repository_never_identified_go_by_name(database: Database) -> None:
+    store = SqlStore(database, render=render, surfaces=surfaces_for, clock=lambda: AT.timestamp())
+    await publish(store, "acme/lone")
+    service = TicketService(database)
+    assert [row["actor"] for row in service.refusals(TicketKey("acme/lone", 13))] == ["cody"]
+    assert service.refusals(TicketKey("acme/lone", 14)) == []
