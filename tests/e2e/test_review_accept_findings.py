@@ -1,0 +1,51 @@
+"""Review findings (acceptance validity), end to end: each test is a case where railyard shows an
+acceptance as holding although by the SPEC (*Acceptance that stays true*) it no longer does."""
+
+from __future__ import annotations
+
+import pytest
+
+from policies.events import EventType
+from support.world import pull_request_payload
+from tests.e2e.test_acceptance import (  # noqa: F401  (fixtures and helpers reused)
+    AMENDED,
+    Setup,
+    accepting,
+    check,
+    delivered,
+    events,
+)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="two pull_request events in one second: the rail keeps the lexicographically larger "
+    "head sha (policies/rails.py _join_pull_request rank), not the PR's real head, so a lapse "
+    "re-renders the check on the wrong commit and the real head keeps a stale success",
+)
+async def test_a_lapse_turns_the_check_on_the_real_head_after_a_same_second_push(accepting: Setup) -> None:
+    """rita accepts cody's work at FIX (ffff...). cody pushes an amended commit (same tree, sha
+    aaaa...) in the same second GitHub last updated the PR: the check on the new head is green
+    ("same content"), as the SPEC allows. rita then leaves @acme/reviewers: the lapse is recorded,
+    so the check on the PR's head (AMENDED) must turn action_required. It stays success: the
+    ticket's rail still names FIX as PR #34's head (the same-second tie is broken by the larger
+    sha), so only FIX's check is written again, and branch protection lets the PR merge on an
+    acceptance that no longer holds."""
+    world, _ = accepting
+    await delivered(world)
+    await world.say("rita", "/accept")
+    assert check(world, "f" * 40)[0] == "success"
+    # The runner's amended push: same `updated_at` second as the PR's last update.
+    await world.send("pull_request", pull_request_payload("synchronize", 34, "Fixes #12", head=AMENDED))
+    await world.settle()
+    assert check(world, AMENDED)[0] == "success"  # legitimately green at this point
+
+    del world.github.team_memberships[("acme", "reviewers", "rita")]
+    await world.say("olivia", "/status")
+    await world.settle()
+    [lapse] = events(world, EventType.ACCEPTANCE_INVALIDATED)
+    assert lapse["reason"] == "reviewer_lost_role"
+    assert check(world, AMENDED) == (
+        "action_required",
+        "#12: acceptance no longer holds: the reviewer lost the role",
+    )
