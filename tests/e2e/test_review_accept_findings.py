@@ -49,3 +49,34 @@ async def test_a_lapse_turns_the_check_on_the_real_head_after_a_same_second_push
         "action_required",
         "#12: acceptance no longer holds: the reviewer lost the role",
     )
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the check-run re-judges the acceptance with recheck(...) without require_roles "
+    "(app/runtime/surface_renderers.py _linked): a reviewer role GitHub will not confirm "
+    "(CannotVerify -> roles None in handlers/acceptance.py _roles_now) is not judged, so the "
+    "check passes on an unverified role, where the deployment gate refuses",
+)
+async def test_the_check_never_passes_on_a_reviewer_role_railyard_cannot_verify(accepting: Setup) -> None:
+    """rita accepts at FIX and then leaves @acme/reviewers; meanwhile the installation no longer
+    has the organization members permission, so GitHub answers 403 to every membership read. A push
+    of an amended commit (same tree, a later second) makes railyard compute the check on the new
+    head: it cannot verify that rita still reviews. The SPEC: an acceptance is valid only while the
+    reviewer still holds the role, re-checked whenever the check-run is computed, and railyard never
+    silently treats an actor as authorised when it cannot verify the role (the gate, for the same
+    acceptance, holds the deployment back as `unverified`). The check is green instead."""
+    world, _ = accepting
+    await delivered(world)
+    await world.say("rita", "/accept")
+    assert check(world, "f" * 40)[0] == "success"
+    del world.github.team_memberships[("acme", "reviewers", "rita")]
+    for installation in world.github.installations.values():
+        installation.permissions.pop("members", None)
+    await world.send(
+        "pull_request",
+        pull_request_payload("synchronize", 34, "Fixes #12", head=AMENDED, updated="2026-11-30T10:00:05Z"),
+    )
+    await world.settle()
+    assert not events(world, EventType.ACCEPTANCE_INVALIDATED)  # nothing recorded: it was not verified
+    assert check(world, AMENDED)[0] == "action_required"
