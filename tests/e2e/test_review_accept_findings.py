@@ -3,18 +3,22 @@ acceptance as holding although by the SPEC (*Acceptance that stays true*) it no 
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from pathlib import Path
+
 import pytest
 
 from policies.events import EventType
-from support.world import pull_request_payload
-from tests.e2e.test_acceptance import (  # noqa: F401  (fixtures and helpers reused)
-    AMENDED,
-    Setup,
-    accepting,
-    check,
-    delivered,
-    events,
-)
+from support.world import CONFIG, FIX, pull_request_payload
+from tests.e2e.test_acceptance import AMENDED, Setup, _world, check, delivered, events
+
+
+@pytest.fixture
+async def accepting(tmp_path: Path) -> AsyncIterator[Setup]:
+    """As tests/e2e/test_acceptance.py's: acceptances expire after a day, cody reviews too."""
+    config = CONFIG + "acceptance:\n  expires_after_days: 1\nagents: ['@acme/agents']\n"
+    async for setup in _world(tmp_path, config):
+        yield setup
 
 
 @pytest.mark.xfail(
@@ -34,7 +38,7 @@ async def test_a_lapse_turns_the_check_on_the_real_head_after_a_same_second_push
     world, _ = accepting
     await delivered(world)
     await world.say("rita", "/accept")
-    assert check(world, "f" * 40)[0] == "success"
+    assert check(world, FIX)[0] == "success"
     # The runner's amended push: same `updated_at` second as the PR's last update.
     await world.send("pull_request", pull_request_payload("synchronize", 34, "Fixes #12", head=AMENDED))
     await world.settle()
@@ -69,7 +73,7 @@ async def test_the_check_never_passes_on_a_reviewer_role_railyard_cannot_verify(
     world, _ = accepting
     await delivered(world)
     await world.say("rita", "/accept")
-    assert check(world, "f" * 40)[0] == "success"
+    assert check(world, FIX)[0] == "success"
     del world.github.team_memberships[("acme", "reviewers", "rita")]
     for installation in world.github.installations.values():
         installation.permissions.pop("members", None)
