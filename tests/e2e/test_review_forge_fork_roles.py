@@ -22,7 +22,8 @@ PUSHES = 3
 
 
 def membership_reads(world: World) -> int:
-    return sum(1 for c in world.github.calls if c.path.startswith("/orgs/") and "/memberships/mallory" in c.path)
+    calls = world.github.calls
+    return sum(1 for c in calls if c.path.startswith("/orgs/") and "/memberships/mallory" in c.path)
 
 
 @pytest.mark.xfail(
@@ -31,7 +32,9 @@ def membership_reads(world: World) -> int:
     "(one membership read per configured team, nothing kept): each push by a role-less fork author "
     "costs six installation calls",
 )
-async def test_an_outsiders_pushes_to_an_unlinked_fork_pr_do_not_ask_her_roles_each_time(world: World) -> None:
+async def test_an_outsiders_pushes_to_an_unlinked_fork_pr_do_not_ask_her_roles_each_time(
+    world: World,
+) -> None:
     pull = world.github.add_pull(
         REPO, 99, body="A small fix", head_ref="patch-1", head_sha=FORK_HEAD, head_repo="mallory/web",
         user="mallory",
