@@ -9,7 +9,7 @@ the issue's labels for a self-verification), and a lapse is recorded once throug
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -158,7 +158,8 @@ async def validity_now(
         high_risk=high_risk,
         reviewer_roles=roles,
     )
-    return judge(review, standing)
+    validity = judge(review, standing)
+    return replace(validity, unverified=True) if roles is None and validity.valid else validity
 
 
 async def recheck(

@@ -68,6 +68,9 @@ class Validity:
     reason: InvalidReason | None = None
     expires_at: datetime | None = None
     recorded: bool = False  # the reason is already in the record (`acceptance_invalidated`)
+    unverified: bool = False
+    """Valid by everything judged, but GitHub would not confirm the reviewer's roles now: not
+    judged, nothing recorded, and nothing that relies on the acceptance now may pass on it."""
 
 
 def expires_at(review: Review, days: int | None) -> datetime | None:

@@ -47,6 +47,9 @@ INVALID_WORDS = {
     InvalidReason.NOW_HIGH_RISK: "acceptance no longer holds: now high-risk, self-verified",
     InvalidReason.SELF_VERIFICATION_DISALLOWED: "acceptance no longer holds: self-verification is disallowed",
 }
+UNVERIFIED_WORDS = "acceptance cannot be verified now: GitHub would not confirm the reviewer's role"
+"""A reviewer's role GitHub will not confirm (a permission withdrawn, an outage) is never taken as
+held: the check waits, as the deployment gate does, and passes once it can be confirmed."""
 
 
 @dataclass(frozen=True)
@@ -86,6 +89,8 @@ def blocking_reason(
         return INVALID_WORDS[InvalidReason(review.invalidated)]
     if validity is not None and not validity.valid and validity.reason is not None:
         return INVALID_WORDS[validity.reason]
+    if validity is not None and validity.unverified:
+        return UNVERIFIED_WORDS
     if not holds_at(review, head_sha, head_tree):
         return "accepted commit differs from head"
     return None

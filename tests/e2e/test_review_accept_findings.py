@@ -55,13 +55,6 @@ async def test_a_lapse_turns_the_check_on_the_real_head_after_a_same_second_push
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the check-run re-judges the acceptance with recheck(...) without require_roles "
-    "(app/runtime/surface_renderers.py _linked): a reviewer role GitHub will not confirm "
-    "(CannotVerify -> roles None in handlers/acceptance.py _roles_now) is not judged, so the "
-    "check passes on an unverified role, where the deployment gate refuses",
-)
 async def test_the_check_never_passes_on_a_reviewer_role_railyard_cannot_verify(accepting: Setup) -> None:
     """rita accepts at FIX and then leaves @acme/reviewers; meanwhile the installation no longer
     has the organization members permission, so GitHub answers 403 to every membership read. A push
@@ -83,4 +76,7 @@ async def test_the_check_never_passes_on_a_reviewer_role_railyard_cannot_verify(
     )
     await world.settle()
     assert not events(world, EventType.ACCEPTANCE_INVALIDATED)  # nothing recorded: it was not verified
-    assert check(world, AMENDED)[0] == "action_required"
+    assert check(world, AMENDED) == (
+        "action_required",
+        "#12: acceptance cannot be verified now: GitHub would not confirm the reviewer's role",
+    )

@@ -10,7 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from policies.checks import Conclusion, Linked, blocking_reason, verdict
+from policies.acceptance import InvalidReason, Validity
+from policies.checks import UNVERIFIED_WORDS, Conclusion, Linked, blocking_reason, verdict
 from policies.commands import SendBack
 from policies.model import Ticket
 from policies.states import WorkState
@@ -99,3 +100,16 @@ def test_an_accepted_ticket_does_not_pass_a_head_it_was_not_accepted_at() -> Non
     assert blocking_reason(accepted, HEAD) is None
     assert blocking_reason(accepted, OTHER) == "accepted commit differs from head"
     assert blocking_reason(accepted, None) == "accepted commit differs from head"
+
+
+def test_an_acceptance_whose_reviewer_github_will_not_confirm_does_not_pass() -> None:
+    """Valid by all that could be judged, but the reviewer's role unconfirmed (a 403, an outage):
+    the check waits, as the deployment gate does, and passes once the role is confirmed."""
+    accepted = ticket("accepted", HEAD)
+    unverified = Validity(True, unverified=True)
+    assert blocking_reason(accepted, HEAD, unverified) == UNVERIFIED_WORDS
+    result = verdict(HEAD, [Linked(12, accepted, unverified)])
+    assert (result.conclusion, result.title) == (ACT, f"#12: {UNVERIFIED_WORDS}")
+    assert blocking_reason(accepted, HEAD, Validity(True)) is None
+    expired = Validity(False, InvalidReason.EXPIRED, unverified=False)
+    assert blocking_reason(accepted, HEAD, expired) == "acceptance expired"  # a lapse says why

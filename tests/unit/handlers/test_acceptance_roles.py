@@ -5,7 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+import pytest
+
 from handlers.acceptance import recheck
+from handlers.errors import CannotVerify
 from policies.states import Role, WorkState
 from tests.fakes.github import FakeGitHub
 from tests.fakes.roles import FakeRoles
@@ -64,3 +67,25 @@ async def test_a_reviewer_who_lost_the_role_under_an_unchanged_login_lapses() ->
     validity = await recheck(ports.services, INSTALLATION, KEY)
     assert validity is not None and not validity.valid
     assert validity.reason is not None and validity.reason.value == "reviewer_lost_role"
+
+
+async def test_a_reviewer_github_will_not_confirm_leaves_the_acceptance_unverified() -> None:
+    """GitHub will not say whether rita still reviews: nothing lapses (nothing was learned), the
+    verdict says the roles were not confirmed, and what needs them (`require_roles`) is refused."""
+    ports = world()
+    ports.clock.now = ACCEPTED_AT + 3600
+    ports.github.add_branch(REPOSITORY, "agent/12", SHA)
+    ports.github.add_commit(REPOSITORY, SHA)
+    await claimed(ports)
+    await say(ports, "/deliver branch=agent/12 The fix.", by=CAROL)
+    await say(ports, "/accept", by=RITA)
+    ports.github.logins[RITA[1]] = "rita"
+    ports.roles = FakeRoles({}, unverifiable={"rita"})
+    validity = await recheck(ports.services, INSTALLATION, KEY)
+    assert validity is not None and validity.valid and validity.unverified and not validity.recorded
+    assert ticket(ports).review is not None and ticket(ports).review.invalidated is None
+    with pytest.raises(CannotVerify):
+        await recheck(ports.services, INSTALLATION, KEY, require_roles=True)
+    ports.roles = FakeRoles({"rita": frozenset({Role.REVIEWER})})
+    validity = await recheck(ports.services, INSTALLATION, KEY)
+    assert validity is not None and validity.valid and not validity.unverified
