@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Mapping
-from typing import Any
 
 import structlog
 
@@ -18,14 +16,17 @@ log = structlog.get_logger(__name__)
 class ProposedConfigs:
     """The problems of `.github/railyard.yml` as a PR's head has it, when the PR changes the file.
 
-    Asked by the check's renderer, so no handler needs to know: one `pulls/{n}/files` read per
-    head commit (more pages only past 100 changed files), and the file itself only when the PR
-    changes it; the answer is kept in memory per head, so re-rendering the check costs nothing.
-    A file that says `_extends` is judged as the server would read it once merged: laid over the
-    file it names, read from that repository's default branch (the loader's `layered_on`).
+    Asked by the check's renderer, so no handler needs to know. One read per head commit: the
+    file at the head (a 404 when the PR removes it or the repository has none), compared by blob
+    sha with the default branch's (a conditional read, free when unchanged); the same blob is no
+    proposal. Not the PR's list of changed files: that is a page per 100 files, up to 30, and
+    anyone may push a wide PR again and again (SPEC *Answers that cannot be forged or jammed*).
+    A head whose file differs only because the default branch's changed since it branched is
+    judged too (a file that was in force once: seldom a problem; a rebase settles it). The
+    answer is kept in memory per head, so re-rendering the check costs nothing. A file that says
+    `_extends` is judged as the server would read it once merged: laid over the file it names,
+    read from that repository's default branch (the loader's `layered_on`).
     """
-
-    MAX_PAGES = 30  # GitHub lists at most 3,000 files of a PR
 
     def __init__(self, github: GitHubClient, loader: ConfigLoader, cache_size: int = 1024) -> None:
         """`github` reads the PR's files and the file at its head; `loader` what it extends."""
@@ -46,8 +47,6 @@ class ProposedConfigs:
 
     async def _read(self, installation: int, repository: str, pull: int, head_sha: str) -> tuple[str, ...]:
         try:
-            if not await self._changes_config(installation, repository, pull):
-                return ()
             found = await self._github.call(
                 "get_file", installation, repository=repository, path=CONFIG_PATH, params={"ref": head_sha}
             )
@@ -65,28 +64,12 @@ class ProposedConfigs:
         proposed = repo_file(found)
         if proposed is None:
             return ()
+        in_force = await self._loader.own_file(installation, repository)  # a transient failure is raised
+        if in_force is not None and in_force.sha == proposed.sha:
+            return ()  # the PR does not change it
         # What it extends is read like the file in force is: a transient failure is raised.
         loaded = await self._loader.layered_on(installation, repository, proposed)
         return own_problems(loaded.error.splitlines()) if loaded.error else ()
-
-    async def _changes_config(self, installation: int, repository: str, pull: int) -> bool:
-        """Whether the PR adds or modifies the file (a PR that removes it leaves the organization's
-        file in force, or the defaults: both are judged where they live)."""
-        params: Mapping[str, Any] | None = {"per_page": 100}
-        for _ in range(self.MAX_PAGES):
-            page, params = await self._github.call_page(
-                "list_pull_files", installation, params=params, repository=repository, number=pull
-            )
-            for item in page if isinstance(page, list) else []:
-                if (
-                    isinstance(item, dict)
-                    and item.get("filename") == CONFIG_PATH
-                    and item.get("status") != "removed"
-                ):
-                    return True
-            if params is None:
-                return False
-        return False
 
 
 def own_problems(problems: list[str]) -> tuple[str, ...]:

@@ -61,21 +61,22 @@ async def test_fixing_the_config_in_a_new_push_passes_again(world: World) -> Non
     assert "cannot be used" not in check_on(world, new_head).output["summary"]
 
 
-async def test_each_head_lists_the_pr_files_once_and_reads_the_file_only_if_changed(world: World) -> None:
-    """No change to the file: one files listing for the head, no read; rendering again reads nothing."""
+async def test_each_head_reads_the_file_at_it_once_and_lists_no_files(world: World) -> None:
+    """No change to the file: one read of it at the head (the same blob as the default branch's:
+    nothing to judge), never the PR's list of files; rendering again reads nothing."""
     await world.send("pull_request", pull_request_payload("opened", 34, "Fixes #12"))
-    assert contents_at(world, FIX) == 0 and len(world.github.calls_to("GET", FILES)) == 1
+    assert contents_at(world, FIX) == 1 and len(world.github.calls_to("GET", FILES)) == 0
     await world.send("pull_request", pull_request_payload("edited", 34, "Fixes #12"))
     await world.say("rachel", "/publish")  # the check on the same head is rendered again
     assert verdict(world, FIX) == ("action_required", "#12: awaiting claim")
-    assert contents_at(world, FIX) == 0 and len(world.github.calls_to("GET", FILES)) == 1
+    assert contents_at(world, FIX) == 1 and len(world.github.calls_to("GET", FILES)) == 0
 
 
 async def test_a_pr_removing_the_config_is_not_judged_by_it(world: World) -> None:
-    """A PR that deletes the file leaves the defaults: nothing to read, nothing to report."""
+    """A PR that deletes the file leaves the defaults: nothing at its head, nothing to report."""
     propose(world, None)
     await world.send("pull_request", pull_request_payload("opened", 34, "Fixes #12"))
-    assert contents_at(world, FIX) == 0
+    assert contents_at(world, FIX) == 1  # answered 404
     assert verdict(world, FIX) == ("action_required", "#12: not a ticket")
 
 

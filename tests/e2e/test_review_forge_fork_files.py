@@ -12,19 +12,12 @@ cannot spend the installation's budget).
 
 from __future__ import annotations
 
-import pytest
-
 from support.world import REPO, World
 from tests.e2e.test_links import FORK_HEAD, outsiders_fork_pr
 
 PUSHES = 3
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="ProposedConfigs._changes_config pages pulls/{n}/files up to 30 times per head of any PR, "
-    "an outsider's fork PR included: each push by a role-less account costs ~30 installation calls",
-)
 async def test_an_outsiders_pushes_to_a_wide_fork_pr_cost_few_installation_calls(world: World) -> None:
     await world.say("rachel", "/publish")
     pull = world.github.add_pull(

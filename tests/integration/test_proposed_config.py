@@ -1,5 +1,6 @@
 """The check's reader of a PR's proposed `.github/railyard.yml` (app/github/proposed_config.py
-`ProposedConfigs`) against the GitHub stand-in: paging, the head's file, one read per head."""
+`ProposedConfigs`) against the GitHub stand-in: the head's file, compared with the default
+branch's, one read per head."""
 
 from __future__ import annotations
 
@@ -33,20 +34,40 @@ async def reader(tmp_path: object) -> AsyncIterator[tuple[ProposedConfigs, Stand
             await github.close()
 
 
-async def test_the_config_is_found_past_the_first_page_of_files(
+async def test_a_wide_pr_costs_one_read_of_the_file_at_its_head(
     reader: tuple[ProposedConfigs, StandinState],
 ) -> None:
-    """A PR with 150 changed files lists two pages; the broken file on the second is still judged."""
+    """A PR with 3,000 changed files, its broken config among them: the file is read at the head
+    and judged; the PR's list of files (30 pages) is never asked for."""
     proposed, state = reader
     files = state.repositories[REPO].pulls[34].files
-    files.update({f"-vendored/{n:03}.py": "pass\n" for n in range(150)})  # "-" sorts before "."
-    files[CONFIG_PATH] = "limits:\n  commands_per_hour: lots\n"  # listed 151st: on page 2
+    files.update({f"-vendored/{n:04}.py": "pass\n" for n in range(3000)})
+    files[CONFIG_PATH] = "limits:\n  commands_per_hour: lots\n"
 
     problems = await proposed.problems(7, REPO, 34, FIX)
 
     assert problems == ("line 2: limits.commands_per_hour: expected a whole number, got 'lots'",)
-    pages = state.calls_to("GET", f"/repos/{REPO}/pulls/34/files")
-    assert [call.query.get("per_page") for call in pages] == ["100", "100"]
+    assert state.calls_to("GET", f"/repos/{REPO}/pulls/34/files") == []
+    at_head = [
+        c for c in state.calls_to("GET", f"/repos/{REPO}/contents/{CONFIG_PATH}") if c.query.get("ref")
+    ]
+    assert [call.query["ref"] for call in at_head] == [FIX]
+
+
+async def test_a_head_with_the_default_branchs_file_proposes_nothing(
+    reader: tuple[ProposedConfigs, StandinState],
+) -> None:
+    """The same blob as the default branch's is no proposal, whatever the default branch's holds
+    (a broken file in force is reported where it is in force, not on every PR)."""
+    proposed, state = reader
+    state.repositories[REPO].files[CONFIG_PATH] = "tickets:\n  lable: x\n"
+
+    assert await proposed.problems(7, REPO, 34, FIX) == ()
+    state.repositories[REPO].pulls[34].files[CONFIG_PATH] = "tickets:\n  lable: y\n"
+    state.repositories[REPO].pulls[34].head_sha = "b" * 40
+    assert await proposed.problems(7, REPO, 34, "b" * 40) == (
+        "line 2: unknown key: tickets.lable (did you mean label?)",
+    )
 
 
 async def test_each_head_is_read_once(reader: tuple[ProposedConfigs, StandinState]) -> None:
@@ -66,10 +87,10 @@ async def test_each_head_is_read_once(reader: tuple[ProposedConfigs, StandinStat
 async def test_a_pull_request_github_does_not_know_has_no_problems(
     reader: tuple[ProposedConfigs, StandinState],
 ) -> None:
-    """A 404 for the PR's files (deleted, or another repository) is no problem to report."""
+    """A head GitHub does not know (a 404: the PR deleted, another repository's) has no problems."""
     proposed, _ = reader
 
-    assert await proposed.problems(7, REPO, 999, FIX) == ()
+    assert await proposed.problems(7, REPO, 999, "c" * 40) == ()
 
 
 async def test_a_refused_read_leaves_the_check_to_its_tickets(
@@ -78,7 +99,7 @@ async def test_a_refused_read_leaves_the_check_to_its_tickets(
     """A 403 (the app lacks a permission) is no problem to report: the check is still written."""
     proposed, state = reader
     state.repositories[REPO].pulls[34].files[CONFIG_PATH] = "tickets:\n  lable: x\n"
-    state.inject("GET", r"/pulls/34/files", Fault(status=403))
+    state.inject("GET", r"/contents/\.github/railyard\.yml", Fault(status=403))
 
     assert await proposed.problems(7, REPO, 34, FIX) == ()
 
@@ -89,7 +110,7 @@ async def test_a_server_error_is_raised_for_the_outbox_to_retry(
     """A 5xx is transient: raised (the effect is retried), and nothing is remembered for the head."""
     proposed, state = reader
     state.repositories[REPO].pulls[34].files[CONFIG_PATH] = "tickets:\n  lable: x\n"
-    state.inject("GET", r"/pulls/34/files", Fault(status=502))
+    state.inject("GET", r"/contents/\.github/railyard\.yml", Fault(status=502))
 
     with pytest.raises(TransientError):
         await proposed.problems(7, REPO, 34, FIX)
