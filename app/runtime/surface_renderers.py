@@ -10,6 +10,7 @@ latest state when the outbox writes, so a burst of changes becomes one write per
 from __future__ import annotations
 
 import time
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -46,6 +47,11 @@ from policies.states import Role, WorkState
 
 log = structlog.get_logger(__name__)
 
+RUNNER_ONLY_SECONDS = 600.0
+"""How long an unlinked PR's answer to "is its author only a runner?" is kept (a role given or
+taken meanwhile shows at the next push after it): as long as a role-less account's mark is."""
+RUNNER_ONLY_KEPT = 4096
+
 
 class Surfaces:
     """Renders the two surfaces from the latest state, for the outbox (text in `app.views.render`)."""
@@ -62,6 +68,8 @@ class Surfaces:
         self.ports = ports  # the handlers' ports: an acceptance is judged as a handler judges it
         self._clock = ports.clock if ports is not None else time.time
         self.proposed = ProposedConfigs(github, loader) if github is not None and loader is not None else None
+        # (repository, PR, author, policy version) -> (when asked, whether only a runner)
+        self._runner_only: OrderedDict[tuple[str, int, str, str], tuple[float, bool]] = OrderedDict()
 
     def renderers(self) -> dict[str, Renderer]:
         """The outbox renderers, by effect kind."""
@@ -233,15 +241,33 @@ class Surfaces:
         stored: tuple[PullRequest, set[int]] | None,
         loaded: LoadedConfig,
     ) -> bool:
-        """Whether the PR's author holds the runner role and no other (only asked of unlinked PRs)."""
+        """Whether the PR's author holds the runner role and no other (only asked of unlinked PRs).
+
+        Each push renders the check again, and anyone can push to their own fork's PR: the answer
+        is kept per PR, author and configuration for `RUNNER_ONLY_SECONDS`, and asked runner first,
+        a fork's author as an outsider (one organization-membership call when it is no member),
+        so that a role-less author costs one call, not one per team named."""
         if stored is None or stored[0].author is None or stored[1] or self.github is None:
             return False
-        author = stored[0].author
+        pull, author = stored[0], stored[0].author
+        key = (repository.casefold(), pull.number, author.casefold(), loaded.policy_version)
+        now = self._clock()
+        kept = self._runner_only.get(key)
+        if kept is not None and now - kept[0] < RUNNER_ONLY_SECONDS:
+            return kept[1]
         resolver = RoleResolver(self.github, installation, repository)
+        roles, outsider = loaded.config.roles, not pull.head_in_repository
         try:
-            return await resolver.roles(author, loaded.config.roles) == frozenset({Role.RUNNER})
+            runner = await resolver.roles(author, roles, [Role.RUNNER], first_only=True, outsider=outsider)
+            others = [role for role in Role if role is not Role.RUNNER]
+            only = bool(runner) and not await resolver.roles(author, roles, others, first_only=True)
         except CannotVerify:
-            return True  # never pass a PR on roles railyard could not check
+            return True  # never pass a PR on roles railyard could not check (nothing kept)
+        self._runner_only[key] = (now, only)
+        self._runner_only.move_to_end(key)
+        if len(self._runner_only) > RUNNER_ONLY_KEPT:
+            self._runner_only.popitem(last=False)
+        return only
 
     def _status_link(self, repository: str, number: int) -> str | None:
         """The status comment's address, once it has been written."""

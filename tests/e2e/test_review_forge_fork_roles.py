@@ -13,8 +13,6 @@ storm of check events or body edits asks nothing".
 
 from __future__ import annotations
 
-import pytest
-
 from support.world import REPO, World
 from tests.e2e.test_links import FORK_HEAD, outsiders_fork_pr
 
@@ -26,12 +24,6 @@ def membership_reads(world: World) -> int:
     return sum(1 for c in calls if c.path.startswith("/orgs/") and "/memberships/mallory" in c.path)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Surfaces._only_runner resolves the unlinked PR author's roles afresh on every check render "
-    "(one membership read per configured team, nothing kept): each push by a role-less fork author "
-    "costs six installation calls",
-)
 async def test_an_outsiders_pushes_to_an_unlinked_fork_pr_do_not_ask_her_roles_each_time(
     world: World,
 ) -> None:
