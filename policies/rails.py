@@ -192,6 +192,22 @@ class PullRequestFact:
     merge_commit: str | None = None
     mention: bool = False  # named by a fork's PR whose links do not count (SPEC: Links)
     base_ref: str | None = None
+    same_second_heads: tuple[str, ...] = ()
+    """Every head the PR was seen with at `updated_at` (sorted; () in snapshots from before it
+    was kept: `head_sha` alone). GitHub gives whole seconds: two pushes in one second leave two
+    observations that rank by sha, not by which came last, so `head_sha` may be the older
+    head. Each of these gets the check written again when the ticket changes (`heads`)."""
+
+    @property
+    def heads(self) -> tuple[str, ...]:
+        """The heads whose check follows the ticket: the same-second heads, or `head_sha`."""
+        if self.same_second_heads:
+            return self.same_second_heads
+        return (self.head_sha,) if self.head_sha else ()
+
+
+SAME_SECOND_HEADS = 8
+"""Heads kept for one second at most (the largest shas: a bound on pushes a second, not a choice)."""
 
 
 @dataclass(frozen=True)
@@ -296,7 +312,15 @@ def _join_pull_request(old: PullRequestFact | None, new: PullRequestFact) -> Pul
         winner,
         merged_while_linked=old.merged_while_linked or new.merged_while_linked,
         merge_commit=old.merge_commit or new.merge_commit,
+        same_second_heads=_same_second_heads(old, new),
     )
+
+
+def _same_second_heads(old: PullRequestFact, new: PullRequestFact) -> tuple[str, ...]:
+    """The heads of the newer second; of both, when they share it (a union: order never matters)."""
+    if old.updated_at != new.updated_at:
+        return (new if new.updated_at > old.updated_at else old).heads
+    return tuple(sorted(set(old.heads) | set(new.heads))[-SAME_SECOND_HEADS:])
 
 
 def join(rails: Rails, observation: Observation) -> Rails:
@@ -341,6 +365,7 @@ def pull_request_fact(o: PullRequestObserved) -> PullRequestFact:
         merge_commit=o.merge_commit if o.merged and o.linked_at_merge else None,
         mention=o.mention and not o.linked,
         base_ref=o.base_ref,
+        same_second_heads=(o.head_sha,) if o.head_sha else (),
     )
 
 

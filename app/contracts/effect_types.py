@@ -154,13 +154,15 @@ def project_fields(installation_id: int, repository: str, number: int) -> Effect
 
 
 def surfaces_for(installation_id: int, ticket: Ticket, *, projects: bool = True) -> list[Effect]:
-    """The status comment, the check on the head of every PR that links the ticket, and (unless
+    """The status comment, the check on the head(s) of every PR that links the ticket, and (unless
     the repository is known to name no project) the ticket's project items."""
     repository = ticket.key.repository
     effects = [status_comment(installation_id, repository, ticket.key.number)]
     for pr in sorted(ticket.rails.pull_requests.values(), key=lambda p: p.number):
         if pr.head_sha and (pr.merged_while_linked or (pr.linked and pr.open)):
-            effects.append(check_run(installation_id, repository, pr.number, pr.head_sha))
+            # Every head of the PR's last second: which of two same-second pushes is the head
+            # now, the record cannot tell (`PullRequestFact.same_second_heads`).
+            effects.extend(check_run(installation_id, repository, pr.number, head) for head in pr.heads)
     if projects:
         effects.append(project_fields(installation_id, repository, ticket.key.number))
     return effects

@@ -26,6 +26,7 @@ _CONVERTERS: dict[str, Callable[[Any], Any]] = {
     "kind": ReviewKind,
     "artifacts": tuple,
     "ci_checks": tuple,
+    "same_second_heads": tuple,
     "evidence": evidence_from_data,
 }
 

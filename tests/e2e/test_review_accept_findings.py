@@ -21,12 +21,6 @@ async def accepting(tmp_path: Path) -> AsyncIterator[Setup]:
         yield setup
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="two pull_request events in one second: the rail keeps the lexicographically larger "
-    "head sha (policies/rails.py _join_pull_request rank), not the PR's real head, so a lapse "
-    "re-renders the check on the wrong commit and the real head keeps a stale success",
-)
 async def test_a_lapse_turns_the_check_on_the_real_head_after_a_same_second_push(accepting: Setup) -> None:
     """rita accepts cody's work at FIX (ffff...). cody pushes an amended commit (same tree, sha
     aaaa...) in the same second GitHub last updated the PR: the check on the new head is green
