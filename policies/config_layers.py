@@ -87,3 +87,13 @@ def policy_version(own_sha: str | None, base: tuple[str, str] | None) -> str:
             raise ValueError("a policy version names at least one file")
         return used
     return own_sha if used is None else f"{own_sha}+{used}"
+
+
+def own_sha_of(version: str) -> str | None:
+    """The repository's own file's blob sha a `policy_version` names (None: it names none, the
+    organization's file or the defaults being in force)."""
+    own = version.partition("+")[0]
+    return own if _BLOB_SHA.fullmatch(own) else None
+
+
+_BLOB_SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")

@@ -235,11 +235,6 @@ class ConfigLoader:
             self._recent.popitem(last=False)
         return loaded
 
-    async def own_file(self, installation_id: int, repository: str) -> RepoFile | None:
-        """The repository's own file on its default branch, read now (a conditional request:
-        unchanged, it costs no rate limit), or None when it has none."""
-        return await self._fetch(installation_id, repository)
-
     async def layered_on(self, installation_id: int, repository: str, own: RepoFile | None) -> LoadedConfig:
         """What `own` (the repository's file, None: it has none) puts in force in `repository`,
         with the file it extends, or its organization's, read from their default branches now."""

@@ -9,6 +9,7 @@ import structlog
 from app.github.client import GitHubClient, GitHubError
 from app.github.config import CONFIG_PATH
 from app.github.config_loader import ConfigLoader, repo_file, unquoted
+from policies.config_layers import own_sha_of
 
 log = structlog.get_logger(__name__)
 
@@ -17,19 +18,20 @@ class ProposedConfigs:
     """The problems of `.github/railyard.yml` as a PR's head has it, when the PR changes the file.
 
     Asked by the check's renderer, so no handler needs to know. One read per head commit: the
-    file at the head (a 404 when the PR removes it or the repository has none), compared by blob
-    sha with the default branch's (a conditional read, free when unchanged); the same blob is no
-    proposal. Not the PR's list of changed files: that is a page per 100 files, up to 30, and
-    anyone may push a wide PR again and again (SPEC *Answers that cannot be forged or jammed*).
-    A head whose file differs only because the default branch's changed since it branched is
-    judged too (a file that was in force once: seldom a problem; a rebase settles it). The
-    answer is kept in memory per head, so re-rendering the check costs nothing. A file that says
-    `_extends` is judged as the server would read it once merged: laid over the file it names,
-    read from that repository's default branch (the loader's `layered_on`).
+    file at the head (a 404 when the PR removes it or the repository has none), compared by
+    blob sha with the default branch's as the configuration in force names it (read within the
+    last minute, as every render reads it); the same blob is no proposal. Not the PR's list of
+    changed files: that is a page per 100 files, up to 30, and anyone may push a wide PR again
+    and again (SPEC *Answers that cannot be forged or jammed*). A head whose file differs only
+    because the default branch's changed since it branched is judged too (a file that was in
+    force once: seldom a problem; a rebase settles it). The answer is kept in memory per head,
+    so re-rendering the check costs nothing. A file that says `_extends` is judged as the server
+    would read it once merged: laid over the file it names, read from that repository's default
+    branch (the loader's `layered_on`).
     """
 
     def __init__(self, github: GitHubClient, loader: ConfigLoader, cache_size: int = 1024) -> None:
-        """`github` reads the PR's files and the file at its head; `loader` what it extends."""
+        """`github` reads the file at a head; `loader` the configuration in force and what a file extends."""
         self._github, self._loader, self._cache_size = github, loader, cache_size
         self._by_head: OrderedDict[str, tuple[str, ...]] = OrderedDict()
 
@@ -64,9 +66,11 @@ class ProposedConfigs:
         proposed = repo_file(found)
         if proposed is None:
             return ()
-        in_force = await self._loader.own_file(installation, repository)  # a transient failure is raised
-        if in_force is not None and in_force.sha == proposed.sha:
-            return ()  # the PR does not change it
+        # The file in force as last read (within the loader's minute; a push to the default
+        # branch forgets it): the same blob is no proposal.
+        in_force = await self._loader.load(installation, repository)  # a transient failure is raised
+        if own_sha_of(in_force.policy_version) == proposed.sha:
+            return ()
         # What it extends is read like the file in force is: a transient failure is raised.
         loaded = await self._loader.layered_on(installation, repository, proposed)
         return own_problems(loaded.error.splitlines()) if loaded.error else ()

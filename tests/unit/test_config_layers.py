@@ -15,6 +15,7 @@ from policies.config_layers import (
     extends_target,
     merge_documents,
     organization_repository,
+    own_sha_of,
     policy_version,
 )
 
@@ -150,3 +151,11 @@ def test_the_policy_version_names_each_file_used_by_its_blob_sha() -> None:
     assert policy_version("aaa", ("acme/shared", "bbb")) == "aaa+shared@bbb"
     with pytest.raises(ValueError):
         policy_version(None, None)
+
+
+def test_the_own_files_blob_is_read_back_from_a_policy_version() -> None:
+    own, base = "a" * 40, "b" * 40
+    assert own_sha_of(policy_version(own, None)) == own
+    assert own_sha_of(policy_version(own, ("acme/.github", base))) == own
+    assert own_sha_of(policy_version(None, ("acme/.github", base))) is None  # the organization's only
+    assert own_sha_of("default") is None
