@@ -15,6 +15,7 @@ from tests.e2e.test_acceptance import AMENDED, Setup, _world, check, delivered, 
 
 @pytest.fixture
 async def plain(tmp_path: Path) -> AsyncIterator[Setup]:
+    """acme/web as tests/e2e/test_acceptance.py sets it up: cody in @acme/agents and @acme/reviewers."""
     async for setup in _world(tmp_path, CONFIG):
         yield setup
 
@@ -47,3 +48,33 @@ async def test_an_override_by_a_confirmed_maintainer_is_not_unverified_for_anoth
     await world.settle()
     assert not events(world, EventType.ACCEPTANCE_INVALIDATED)
     assert check(world, AMENDED)[0] == "success", check(world, AMENDED)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "app/runtime/surface_renderers.py Surfaces._only_runner keeps 'not only a runner' for ten "
+        "minutes per PR/author/policy version: a role taken away meanwhile (team membership, "
+        "which the policy version does not name) is not seen, and the check passes"
+    ),
+)
+async def test_a_push_after_the_author_is_left_only_a_runner_gets_link_the_ticket(plain: Setup) -> None:
+    """cody is in @acme/agents (runner) and @acme/reviewers: his PR that links no ticket gets
+    `checks.unlinked` (success). A maintainer removes him from @acme/reviewers, leaving him only a
+    runner; he pushes again a minute later. The check on the new head must say `link the ticket`
+    (SPEC: PRs opened by an account holding only the runner role); it is `success`, the answer
+    kept from the first head, although a new head is a fresh computation."""
+    world, _ = plain
+    opened = pull_request_payload("opened", 61, "Some work", head="7" * 40, ref="agent/x")
+    opened["pull_request"]["user"]["login"] = "cody"
+    await world.send("pull_request", opened)
+    await world.settle()
+    assert check(world, "7" * 40) == ("success", "no linked ticket")
+    del world.github.team_memberships[("acme", "reviewers", "cody")]
+    pushed = pull_request_payload(
+        "synchronize", 61, "Some work", head="8" * 40, ref="agent/x", updated="2026-11-30T10:01:00Z"
+    )
+    pushed["pull_request"]["user"]["login"] = "cody"
+    await world.send("pull_request", pushed)
+    await world.settle()
+    assert check(world, "8" * 40) == ("action_required", "link the ticket")
