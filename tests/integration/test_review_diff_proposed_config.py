@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from github_standin import StandinState
 from app.github.proposed_config import ProposedConfigs
+from github_standin import StandinState
 from support.world import REPO
 from tests.integration.test_proposed_config import CONFIG_PATH, reader  # noqa: F401 (fixture)
 
