@@ -8,7 +8,7 @@ import structlog
 
 from app.github.client import GitHubClient, GitHubError
 from app.github.config import CONFIG_PATH
-from app.github.config_loader import ConfigLoader, repo_file, unquoted
+from app.github.config_loader import ConfigLoader, RepoFile, repo_file, unquoted
 from policies.config_layers import own_sha_of
 
 log = structlog.get_logger(__name__)
@@ -20,11 +20,13 @@ class ProposedConfigs:
     Asked by the check's renderer, so no handler needs to know. One read per head commit: the
     file at the head (a 404 when the PR removes it or the repository has none), compared by
     blob sha with the default branch's as the configuration in force names it (read within the
-    last minute, as every render reads it); the same blob is no proposal. Not the PR's list of
-    changed files: that is a page per 100 files, up to 30, and anyone may push a wide PR again
-    and again (SPEC *Answers that cannot be forged or jammed*). A head whose file differs only
-    because the default branch's changed since it branched is judged too (a file that was in
-    force once: seldom a problem; a rebase settles it). The answer is kept in memory per head,
+    last minute, as every render reads it), and only when it differs, with the file of the
+    branch the PR targets (a backport into `release` proposes nothing by keeping release's
+    file); the same blob is no proposal. Not the PR's list of changed files: that is a page per
+    100 files, up to 30, and anyone may push a wide PR again and again (SPEC *Answers that
+    cannot be forged or jammed*). A head whose file differs only because its base's changed
+    since it branched is judged too (a file that was in force once: seldom a problem; a rebase
+    settles it). The answer is kept in memory per head,
     so re-rendering the check costs nothing. A file that says `_extends` is judged as the server
     would read it once merged: laid over the file it names, read from that repository's default
     branch (the loader's `layered_on`).
@@ -35,26 +37,43 @@ class ProposedConfigs:
         self._github, self._loader, self._cache_size = github, loader, cache_size
         self._by_head: OrderedDict[str, tuple[str, ...]] = OrderedDict()
 
-    async def problems(self, installation: int, repository: str, pull: int, head_sha: str) -> tuple[str, ...]:
-        """The file's problems at `head_sha` (the server's messages, one a line); () if fine or unchanged."""
+    async def problems(
+        self, installation: int, repository: str, pull: int, head_sha: str, base_ref: str | None = None
+    ) -> tuple[str, ...]:
+        """The file's problems at `head_sha` (the server's messages, one a line); () if fine or
+        unchanged. `base_ref`: the branch the PR targets, when known (else GitHub is asked)."""
         key = f"{repository.casefold()}#{pull}@{head_sha}"
         if key in self._by_head:
             self._by_head.move_to_end(key)
             return self._by_head[key]
-        found = await self._read(installation, repository, pull, head_sha)
+        found = await self._read(installation, repository, pull, head_sha, base_ref)
         self._by_head[key] = found
         if len(self._by_head) > self._cache_size:
             self._by_head.popitem(last=False)
         return found
 
-    async def _read(self, installation: int, repository: str, pull: int, head_sha: str) -> tuple[str, ...]:
+    async def _read(
+        self, installation: int, repository: str, pull: int, head_sha: str, base_ref: str | None
+    ) -> tuple[str, ...]:
         try:
-            found = await self._github.call(
-                "get_file", installation, repository=repository, path=CONFIG_PATH, params={"ref": head_sha}
+            proposed = await self._file_at(installation, repository, head_sha)
+            if proposed is None:
+                return ()
+            # The file in force as last read (within the loader's minute; a push to the default
+            # branch forgets it): the same blob is no proposal.
+            in_force = await self._loader.load(installation, repository)  # a transient failure is raised
+            if own_sha_of(in_force.policy_version) == proposed.sha:
+                return ()
+            # Nor is the file of the branch the PR targets (a backport into `release`).
+            base = await self._file_at(
+                installation, repository, base_ref or await self._base(installation, repository, pull)
             )
+            if base is not None and base.sha == proposed.sha:
+                return ()
         except GitHubError as error:
-            # The PR or its head is gone (404, 422), or the app cannot read it: the check is still
-            # written, judged on its tickets. Transient failures are raised, and the effect retried.
+            # The PR is gone (a 404), its head is a commit GitHub does not know (a 422), or the app
+            # cannot read them: the check is still written, judged on its tickets. Transient
+            # failures are raised, and the effect retried.
             if error.status not in (404, 422):
                 log.warning(
                     "cannot read the PR's configuration file",
@@ -63,17 +82,27 @@ class ProposedConfigs:
                     status=error.status,
                 )
             return ()
-        proposed = repo_file(found)
-        if proposed is None:
-            return ()
-        # The file in force as last read (within the loader's minute; a push to the default
-        # branch forgets it): the same blob is no proposal.
-        in_force = await self._loader.load(installation, repository)  # a transient failure is raised
-        if own_sha_of(in_force.policy_version) == proposed.sha:
-            return ()
         # What it extends is read like the file in force is: a transient failure is raised.
         loaded = await self._loader.layered_on(installation, repository, proposed)
         return own_problems(loaded.error.splitlines()) if loaded.error else ()
+
+    async def _file_at(self, installation: int, repository: str, ref: str) -> RepoFile | None:
+        """The file at `ref` (None: no file there, a 404)."""
+        try:
+            found = await self._github.call(
+                "get_file", installation, repository=repository, path=CONFIG_PATH, params={"ref": ref}
+            )
+        except GitHubError as error:
+            if error.status == 404:
+                return None
+            raise
+        return repo_file(found)
+
+    async def _base(self, installation: int, repository: str, pull: int) -> str:
+        """The branch the PR targets, as GitHub says it now."""
+        found = await self._github.call("get_pull", installation, repository=repository, number=pull)
+        base = found.get("base") if isinstance(found, dict) else None
+        return str(base.get("ref")) if isinstance(base, dict) and base.get("ref") else "HEAD"
 
 
 def own_problems(problems: list[str]) -> tuple[str, ...]:

@@ -138,7 +138,8 @@ class Surfaces:
         )
         if mentioned:
             result = outsiders_pull(result, mentioned)
-        problems = await self._proposed(installation, repository, pull, judged_at or head_sha)
+        base = stored[0].base_ref if stored else None
+        problems = await self._proposed(installation, repository, pull, judged_at or head_sha, base)
         if problems:
             result = blocked_by_config(result, problems)
         bodies = [await self._linked_body(installation, repository, n) for n in numbers]
@@ -196,12 +197,12 @@ class Surfaces:
         return Linked(number, ticket, validity, head_tree)
 
     async def _proposed(
-        self, installation: int, repository: str, pull: int, head_sha: str
+        self, installation: int, repository: str, pull: int, head_sha: str, base_ref: str | None
     ) -> tuple[str, ...]:
         """The problems of the `.github/railyard.yml` the PR proposes at its head, if it changes it."""
         if self.proposed is None:
             return ()
-        return await self.proposed.problems(installation, repository, pull, head_sha)
+        return await self.proposed.problems(installation, repository, pull, head_sha, base_ref)
 
     async def _linked_body(self, installation: int, repository: str, number: int) -> tuple[str, str | None]:
         view = await self._view(installation, repository, number)

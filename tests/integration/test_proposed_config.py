@@ -38,7 +38,7 @@ async def test_a_wide_pr_costs_one_read_of_the_file_at_its_head(
     reader: tuple[ProposedConfigs, StandinState],
 ) -> None:
     """A PR with 3,000 changed files, its broken config among them: the file is read at the head
-    and judged; the PR's list of files (30 pages) is never asked for."""
+    and at the base, and judged; the PR's list of files (30 pages) is never asked for."""
     proposed, state = reader
     files = state.repositories[REPO].pulls[34].files
     files.update({f"-vendored/{n:04}.py": "pass\n" for n in range(3000)})
@@ -48,10 +48,9 @@ async def test_a_wide_pr_costs_one_read_of_the_file_at_its_head(
 
     assert problems == ("line 2: limits.commands_per_hour: expected a whole number, got 'lots'",)
     assert state.calls_to("GET", f"/repos/{REPO}/pulls/34/files") == []
-    at_head = [
-        c for c in state.calls_to("GET", f"/repos/{REPO}/contents/{CONFIG_PATH}") if c.query.get("ref")
-    ]
-    assert [call.query["ref"] for call in at_head] == [FIX]
+    reads = state.calls_to("GET", f"/repos/{REPO}/contents/{CONFIG_PATH}")
+    # the head's file, then (it differs from the file in force) the base branch's
+    assert [call.query["ref"] for call in reads if call.query.get("ref")] == [FIX, "main"]
 
 
 async def test_a_head_with_the_default_branchs_file_proposes_nothing(

@@ -3,8 +3,6 @@ branch's): a PR that does not touch `.github/railyard.yml` is judged as if it pr
 
 from __future__ import annotations
 
-import pytest
-
 from app.github.proposed_config import ProposedConfigs
 from github_standin import StandinState
 from support.world import REPO
@@ -14,14 +12,6 @@ RELEASE_HEAD, BACKPORT = "7" * 40, "8" * 40
 RELEASE_FILE = "tickets:\n  lable: x\n"  # the release branch's old file: never in force, never read
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "app/github/proposed_config.py ProposedConfigs._read compares the head's file with the "
-        "default branch's, not with the PR's base: a backport PR into `release` that leaves "
-        "release's own file as it is gets that file's problems, and its check is action_required"
-    ),
-)
 async def test_a_backport_that_leaves_its_base_branchs_file_alone_proposes_nothing(
     reader: tuple[ProposedConfigs, StandinState],  # noqa: F811
 ) -> None:
@@ -41,4 +31,10 @@ async def test_a_backport_that_leaves_its_base_branchs_file_alone_proposes_nothi
         files={CONFIG_PATH: RELEASE_FILE, "src/fix.py": "pass\n"},
     )  # fmt: skip
 
-    assert await proposed.problems(7, REPO, 36, BACKPORT) == ()
+    assert await proposed.problems(7, REPO, 36, BACKPORT) == ()  # its base asked of GitHub
+    # A backport that does change release's file is judged.
+    state.repositories[REPO].pulls[36].files[CONFIG_PATH] = "limits:\n  commands_per_hour: lots\n"
+    state.repositories[REPO].pulls[36].head_sha = "9" * 40
+    assert await proposed.problems(7, REPO, 36, "9" * 40, "release") == (
+        "line 2: limits.commands_per_hour: expected a whole number, got 'lots'",
+    )
