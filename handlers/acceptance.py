@@ -103,29 +103,52 @@ async def _roles_now(
         # one there says nothing: the author's roles were asked for this command's row (an
         # override's, say), which may not be the ones the earlier decision needed.
         return actor_roles & wanted
+    repository = ticket.key.repository
     try:
         if review.reviewer_id is None:
-            return await services.roles.roles(
-                installation_id, ticket.key.repository, review.reviewer, rules, sorted(wanted)
-            )
+            return await _any_of(services, installation_id, repository, review.reviewer, rules, wanted)
         # Roles are asked of the account that decided, under the login it has now: the recorded
         # one may have been renamed away and registered by someone else since. A rename while
         # the roles are being asked would judge the old login, so a missing role is confirmed
         # under the login asked again (a second rename in that window is not chased further).
         login = await services.github.login_of(installation_id, review.reviewer_id)
-        repository = ticket.key.repository
-        held = await services.roles.roles(installation_id, repository, login, rules, sorted(wanted))
+        held = await _any_of(services, installation_id, repository, login, rules, wanted)
         if held & wanted:
             return held
         now_login = await services.github.login_of(installation_id, review.reviewer_id)
         if now_login == login:
             return held
-        return await services.roles.roles(installation_id, repository, now_login, rules, sorted(wanted))
+        return await _any_of(services, installation_id, repository, now_login, rules, wanted)
     except Missing:
         return frozenset()  # GitHub has no such account any more: it holds no role
     except CannotVerify as error:
         log.warning("acceptance_roles_unverified", ticket=str(ticket.key), error=str(error))
         return None
+
+
+async def _any_of(
+    services: Services,
+    installation_id: int,
+    repository: str,
+    login: str,
+    rules: Rules,
+    wanted: frozenset[Role],
+) -> frozenset[Role]:
+    """The first of `wanted` (in order) `login` holds, each asked on its own: one confirmed is
+    enough, whatever GitHub would not say about another (`CannotVerify` only when no role was
+    confirmed and one could not be asked)."""
+    unknown: CannotVerify | None = None
+    for role in sorted(wanted):
+        try:
+            held = await services.roles.roles(installation_id, repository, login, rules, [role])
+        except CannotVerify as error:
+            unknown = error
+            continue
+        if held:
+            return held
+    if unknown is not None:
+        raise unknown
+    return frozenset()
 
 
 async def validity_now(

@@ -48,8 +48,11 @@ from policies.states import Role, WorkState
 log = structlog.get_logger(__name__)
 
 RUNNER_ONLY_SECONDS = 600.0
-"""How long an unlinked PR's answer to "is its author only a runner?" is kept (a role given or
-taken meanwhile shows at the next push after it): as long as a role-less account's mark is."""
+"""How long an unlinked PR's author found without the runner role is taken to be without it:
+anyone may push to their own fork's PR, and a role-less account's roles are asked again once in
+ten minutes elsewhere too (docs/security.md). An author holding the runner role is asked at
+every push, so a role taken from a runner shows at once; the runner role given to an account
+shows at its first push ten minutes after it was last asked."""
 RUNNER_ONLY_KEPT = 4096
 
 
@@ -244,10 +247,11 @@ class Surfaces:
     ) -> bool:
         """Whether the PR's author holds the runner role and no other (only asked of unlinked PRs).
 
-        Each push renders the check again, and anyone can push to their own fork's PR: the answer
-        is kept per PR, author and configuration for `RUNNER_ONLY_SECONDS`, and asked runner first,
-        a fork's author as an outsider (one organization-membership call when it is no member),
-        so that a role-less author costs one call, not one per team named."""
+        Each push renders the check again, and anyone can push to their own fork's PR: it is
+        asked runner first, a fork's author as an outsider (one organization-membership call when
+        it is no member), and an author without the runner role is kept so per PR, author and
+        configuration for `RUNNER_ONLY_SECONDS`: a role-less author costs one call in ten
+        minutes, not one per team named on every push."""
         if stored is None or stored[0].author is None or stored[1] or self.github is None:
             return False
         pull, author = stored[0], stored[0].author
@@ -264,10 +268,11 @@ class Surfaces:
             only = bool(runner) and not await resolver.roles(author, roles, others, first_only=True)
         except CannotVerify:
             return True  # never pass a PR on roles railyard could not check (nothing kept)
-        self._runner_only[key] = (now, only)
-        self._runner_only.move_to_end(key)
-        if len(self._runner_only) > RUNNER_ONLY_KEPT:
-            self._runner_only.popitem(last=False)
+        if not runner:  # only an author without the runner role is kept (see RUNNER_ONLY_SECONDS)
+            self._runner_only[key] = (now, only)
+            self._runner_only.move_to_end(key)
+            if len(self._runner_only) > RUNNER_ONLY_KEPT:
+                self._runner_only.popitem(last=False)
         return only
 
     def _status_link(self, repository: str, number: int) -> str | None:

@@ -20,14 +20,6 @@ async def plain(tmp_path: Path) -> AsyncIterator[Setup]:
         yield setup
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "handlers/acceptance.py _roles_now asks every role an override could rest on, not the "
-        "first held: a confirmed repository_maintainer whose release_owner team cannot be read is "
-        "None (CannotVerify), and validity_now now marks it unverified, so the check blocks"
-    ),
-)
 async def test_an_override_by_a_confirmed_maintainer_is_not_unverified_for_another_roles_team(
     plain: Setup,
 ) -> None:
@@ -50,14 +42,6 @@ async def test_an_override_by_a_confirmed_maintainer_is_not_unverified_for_anoth
     assert check(world, AMENDED)[0] == "success", check(world, AMENDED)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "app/runtime/surface_renderers.py Surfaces._only_runner keeps 'not only a runner' for ten "
-        "minutes per PR/author/policy version: a role taken away meanwhile (team membership, "
-        "which the policy version does not name) is not seen, and the check passes"
-    ),
-)
 async def test_a_push_after_the_author_is_left_only_a_runner_gets_link_the_ticket(plain: Setup) -> None:
     """cody is in @acme/agents (runner) and @acme/reviewers: his PR that links no ticket gets
     `checks.unlinked` (success). A maintainer removes him from @acme/reviewers, leaving him only a
