@@ -164,3 +164,35 @@ async def test_a_proposed_file_extending_a_good_base_has_no_problems(
     )
 
     assert await proposed.problems(7, REPO, 34, FIX) == ()
+
+
+RELEASE_HEAD, BACKPORT = "7" * 40, "8" * 40
+RELEASE_FILE = "tickets:\n  lable: x\n"  # the release branch's old file: never in force
+
+
+async def test_a_backport_that_leaves_its_base_branchs_file_alone_proposes_nothing(
+    reader: tuple[ProposedConfigs, StandinState],
+) -> None:
+    """`release` carries an older `.github/railyard.yml` (only default branches count, so it is
+    in force nowhere). PR #36 backports a fix into `release` and does not touch the file: its
+    head has release's file, byte for byte: the file is compared with its base's, not only with
+    the one in force, and nothing is proposed. One that changes release's file is judged."""
+    proposed, state = reader
+    repository = state.repositories[REPO]
+    # The `release` branch itself, so a ref of `release` reads its files (the stand-in knows refs
+    # as the default branch's or a PR's head: #90 stands for the branch; its list of changed
+    # files is relative to `main`, where GitHub's for #36 would be relative to `release`).
+    state.add_pull(REPO, 90, head_ref="release", head_sha=RELEASE_HEAD, files={CONFIG_PATH: RELEASE_FILE})
+    repository.branches["release"] = RELEASE_HEAD
+    state.add_pull(
+        REPO, 36, head_ref="backport-12", head_sha=BACKPORT, base_ref="release",
+        files={CONFIG_PATH: RELEASE_FILE, "src/fix.py": "pass\n"},
+    )  # fmt: skip
+
+    assert await proposed.problems(7, REPO, 36, BACKPORT) == ()  # its base asked of GitHub
+    # A backport that does change release's file is judged.
+    state.repositories[REPO].pulls[36].files[CONFIG_PATH] = "limits:\n  commands_per_hour: lots\n"
+    state.repositories[REPO].pulls[36].head_sha = "9" * 40
+    assert await proposed.problems(7, REPO, 36, "9" * 40, "release") == (
+        "line 2: limits.commands_per_hour: expected a whole number, got 'lots'",
+    )

@@ -1,4 +1,6 @@
-"""Review of a759fe3..HEAD: failing tests (xfail, strict) for what the five changes got wrong."""
+"""The roles the `railyard` check asks, end to end: one confirmed role is enough to judge an
+override whatever GitHub will not say about another team, and a role taken from a runner shows
+on the next push of an unlinked PR."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""Review findings (acceptance validity), end to end: each test is a case where railyard shows an
-acceptance as holding although by the SPEC (*Acceptance that stays true*) it no longer does."""
+"""The `railyard` check follows an acceptance that stops holding (SPEC *Acceptance that stays
+true*), end to end: on the PR's real head when two pushes share one second, and never passing on
+a reviewer's role GitHub will not confirm."""
 
 from __future__ import annotations
 
