@@ -11,6 +11,7 @@ from handlers.acceptance import recheck
 from handlers.errors import CannotVerify
 from policies.states import Role, WorkState
 from tests.fakes.github import FakeGitHub
+from tests.fakes.ports import FakePorts
 from tests.fakes.roles import FakeRoles
 from tests.fakes.webhooks import INSTALLATION, REPOSITORY
 from tests.unit.handlers.steps import CAROL, KEY, RITA, claimed, say, ticket, world
@@ -32,16 +33,22 @@ class RenamedWhileAsked(FakeGitHub):
         return login
 
 
-async def test_a_rename_while_the_roles_are_asked_does_not_lapse_the_acceptance() -> None:
-    """rita accepts; while railyard re-judges, she renames to rita2 and her old login loses the team:
-    the missing role is confirmed under the login asked again, and the acceptance still holds."""
+async def accepted_by_rita() -> FakePorts:
+    """carol delivered #12 at SHA and rita accepted it, an hour ago: nothing has expired."""
     ports = world()
-    ports.clock.now = ACCEPTED_AT + 3600  # an hour after the comments: nothing has expired
+    ports.clock.now = ACCEPTED_AT + 3600
     ports.github.add_branch(REPOSITORY, "agent/12", SHA)
     ports.github.add_commit(REPOSITORY, SHA)
     await claimed(ports)
     await say(ports, "/deliver branch=agent/12 The fix.", by=CAROL)
     await say(ports, "/accept", by=RITA)
+    return ports
+
+
+async def test_a_rename_while_the_roles_are_asked_does_not_lapse_the_acceptance() -> None:
+    """rita accepts; while railyard re-judges, she renames to rita2 and her old login loses the team:
+    the missing role is confirmed under the login asked again, and the acceptance still holds."""
+    ports = await accepted_by_rita()
     assert ticket(ports).work is WorkState.ACCEPTED
     github = RenamedWhileAsked(renamed_to="rita2")
     github.__dict__.update({k: v for k, v in ports.github.__dict__.items() if k != "renamed_to"})
@@ -55,13 +62,7 @@ async def test_a_rename_while_the_roles_are_asked_does_not_lapse_the_acceptance(
 
 async def test_a_reviewer_who_lost_the_role_under_an_unchanged_login_lapses() -> None:
     """The same account, same login, no longer a reviewer: asked once more for the login, then judged."""
-    ports = world()
-    ports.clock.now = ACCEPTED_AT + 3600  # an hour after the comments: nothing has expired
-    ports.github.add_branch(REPOSITORY, "agent/12", SHA)
-    ports.github.add_commit(REPOSITORY, SHA)
-    await claimed(ports)
-    await say(ports, "/deliver branch=agent/12 The fix.", by=CAROL)
-    await say(ports, "/accept", by=RITA)
+    ports = await accepted_by_rita()
     ports.github.logins[RITA[1]] = "rita"
     ports.roles = FakeRoles({})
     validity = await recheck(ports.services, INSTALLATION, KEY)
@@ -72,13 +73,7 @@ async def test_a_reviewer_who_lost_the_role_under_an_unchanged_login_lapses() ->
 async def test_a_reviewer_github_will_not_confirm_leaves_the_acceptance_unverified() -> None:
     """GitHub will not say whether rita still reviews: nothing lapses (nothing was learned), the
     verdict says the roles were not confirmed, and what needs them (`require_roles`) is refused."""
-    ports = world()
-    ports.clock.now = ACCEPTED_AT + 3600
-    ports.github.add_branch(REPOSITORY, "agent/12", SHA)
-    ports.github.add_commit(REPOSITORY, SHA)
-    await claimed(ports)
-    await say(ports, "/deliver branch=agent/12 The fix.", by=CAROL)
-    await say(ports, "/accept", by=RITA)
+    ports = await accepted_by_rita()
     ports.github.logins[RITA[1]] = "rita"
     ports.roles = FakeRoles({}, unverifiable={"rita"})
     validity = await recheck(ports.services, INSTALLATION, KEY)
