@@ -1,0 +1,67 @@
+"""Review of 7ac6966: a PR's proposed `.github/railyard.yml` is compared with the file of the
+branch the PR targets, and the answer is kept per head. A PR opened into `release` whose head
+carries release's (broken) file proposes nothing there; retargeted to `main` without a push,
+the same head now replaces the default branch's file, the configuration in force, and its
+check must say so (SPEC *Configuration tools*: a PR that changes `.github/railyard.yml` gets
+the config's problems in its `railyard` check)."""
+
+from __future__ import annotations
+
+import pytest
+
+from support.world import CONFIG, REPO, World, pull_request_payload
+from tests.e2e.test_surfaces import check_on, verdict
+
+CONFIG_PATH = ".github/railyard.yml"
+RELEASE_HEAD, HEAD = "7" * 40, "6" * 40
+RELEASE_FILE = CONFIG + "tickets:\n  lable: ready\n"  # release's old file: in force nowhere
+BRANCH = "docs/tweak"  # links no ticket: the check is `checks.unlinked` (success)
+PROBLEM = "line 12: unknown key: tickets.lable (did you mean label?)"
+
+
+def release_branch(world: World) -> None:
+    """`release` exists and carries RELEASE_FILE (the stand-in reads a branch's files through a
+    PR whose head is that branch, as tests/integration/test_proposed_config.py does)."""
+    world.github.add_pull(REPO, 90, head_ref="release", head_sha=RELEASE_HEAD, files={CONFIG_PATH: RELEASE_FILE})
+    world.github.repositories[REPO].branches["release"] = RELEASE_HEAD
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "app/github/proposed_config.py ProposedConfigs.problems keys its answer by head only "
+        "(`repo#pull@head`) though 7ac6966 made it depend on the base, and "
+        "handlers/pull_requests.py _edit_changes_no_check renders no check for a retarget: a PR "
+        "retargeted from `release` to `main` keeps the success judged against release's file, "
+        "so a head that replaces the default branch's config with a broken one passes"
+    ),
+)
+async def test_a_pr_retargeted_to_the_default_branch_is_judged_on_the_file_it_proposes(world: World) -> None:
+    release_branch(world)
+    world.github.add_pull(
+        REPO, 61, head_ref=BRANCH, head_sha=HEAD, base_ref="release", files={CONFIG_PATH: RELEASE_FILE}
+    )
+    opened = pull_request_payload("opened", 61, "Tidy the docs", head=HEAD, ref=BRANCH, base="release")
+    await world.send("pull_request", opened)
+    # Into release the file is release's own: nothing proposed (the backport case of 7ac6966).
+    assert "cannot be used" not in check_on(world, HEAD).output["summary"]
+    assert verdict(world, HEAD) == ("success", "no linked ticket")
+
+    retarget = pull_request_payload(
+        "edited", 61, "Tidy the docs", head=HEAD, ref=BRANCH, base="main", updated="2026-11-30T10:05:00Z"
+    )
+    retarget["changes"] = {"base": {"ref": {"from": "release"}, "sha": {"from": RELEASE_HEAD}}}
+    world.github.repositories[REPO].pulls[61].base_ref = "main"
+    await world.send("pull_request", retarget)
+
+    # The same head now proposes release's broken file as the default branch's: blocked.
+    conclusion, title = verdict(world, HEAD)
+    assert (conclusion, title) == ("action_required", f"{CONFIG_PATH} in this PR: {PROBLEM}")
+
+
+async def test_the_same_head_opened_into_the_default_branch_is_blocked(world: World) -> None:
+    """The control: the same head, opened into `main` from the start, gets the problem."""
+    release_branch(world)
+    world.github.add_pull(REPO, 61, head_ref=BRANCH, head_sha=HEAD, files={CONFIG_PATH: RELEASE_FILE})
+    await world.send("pull_request", pull_request_payload("opened", 61, "Tidy the docs", head=HEAD, ref=BRANCH))
+    assert verdict(world, HEAD) == ("action_required", f"{CONFIG_PATH} in this PR: {PROBLEM}")
