@@ -22,7 +22,9 @@ PROBLEM = "line 12: unknown key: tickets.lable (did you mean label?)"
 def release_branch(world: World) -> None:
     """`release` exists and carries RELEASE_FILE (the stand-in reads a branch's files through a
     PR whose head is that branch, as tests/integration/test_proposed_config.py does)."""
-    world.github.add_pull(REPO, 90, head_ref="release", head_sha=RELEASE_HEAD, files={CONFIG_PATH: RELEASE_FILE})
+    world.github.add_pull(
+        REPO, 90, head_ref="release", head_sha=RELEASE_HEAD, files={CONFIG_PATH: RELEASE_FILE}
+    )
     world.github.repositories[REPO].branches["release"] = RELEASE_HEAD
 
 
@@ -63,5 +65,7 @@ async def test_the_same_head_opened_into_the_default_branch_is_blocked(world: Wo
     """The control: the same head, opened into `main` from the start, gets the problem."""
     release_branch(world)
     world.github.add_pull(REPO, 61, head_ref=BRANCH, head_sha=HEAD, files={CONFIG_PATH: RELEASE_FILE})
-    await world.send("pull_request", pull_request_payload("opened", 61, "Tidy the docs", head=HEAD, ref=BRANCH))
+    await world.send(
+        "pull_request", pull_request_payload("opened", 61, "Tidy the docs", head=HEAD, ref=BRANCH)
+    )
     assert verdict(world, HEAD) == ("action_required", f"{CONFIG_PATH} in this PR: {PROBLEM}")

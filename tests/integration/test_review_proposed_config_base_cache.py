@@ -30,7 +30,9 @@ async def test_the_answer_for_a_head_follows_the_base_it_is_asked_for(
     proposed, state = reader
     state.add_pull(REPO, 90, head_ref="release", head_sha=RELEASE_HEAD, files={CONFIG_PATH: RELEASE_FILE})
     state.repositories[REPO].branches["release"] = RELEASE_HEAD
-    state.add_pull(REPO, 61, head_ref="docs", head_sha=HEAD, base_ref="release", files={CONFIG_PATH: RELEASE_FILE})
+    state.add_pull(
+        REPO, 61, head_ref="docs", head_sha=HEAD, base_ref="release", files={CONFIG_PATH: RELEASE_FILE}
+    )
 
     assert await proposed.problems(7, REPO, 61, HEAD, "release") == ()
     state.repositories[REPO].pulls[61].base_ref = "main"  # retargeted, no push
