@@ -184,11 +184,14 @@ def _asks_mergeability(event: WebhookEvent) -> bool:
 def _edit_changes_no_check(
     action: str | None, pull: PullRequest, stored: PullAndTickets | None, linked: set[int], before: set[int]
 ) -> bool:
-    """Whether this is an edit after which the PR's check stays as it is: same head, same links
-    (the check of an unlinked PR asks its author's roles: an edit must not cost that again)."""
+    """Whether this is an edit after which the PR's check stays as it is: same head, same base,
+    same links (the check of an unlinked PR asks its author's roles: an edit must not cost that
+    again). A new base is judged again: what the PR's configuration file proposes is relative
+    to it (`ProposedConfigs`)."""
     if action != "edited" or stored is None:
         return False
-    return stored[0].head_sha == pull.head_sha and linked == before
+    same_base = stored[0].base_ref is None or stored[0].base_ref == pull.base_ref
+    return stored[0].head_sha == pull.head_sha and same_base and linked == before
 
 
 def _stored(seen: PullAndTickets | None) -> set[int]:

@@ -42,7 +42,8 @@ class ProposedConfigs:
     ) -> tuple[str, ...]:
         """The file's problems at `head_sha` (the server's messages, one a line); () if fine or
         unchanged. `base_ref`: the branch the PR targets, when known (else GitHub is asked)."""
-        key = f"{repository.casefold()}#{pull}@{head_sha}"
+        # The answer is relative to the base: a PR retargeted keeps its head and is judged again.
+        key = f"{repository.casefold()}#{pull}@{head_sha}>{base_ref or ''}"
         if key in self._by_head:
             self._by_head.move_to_end(key)
             return self._by_head[key]

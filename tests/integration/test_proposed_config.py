@@ -196,3 +196,21 @@ async def test_a_backport_that_leaves_its_base_branchs_file_alone_proposes_nothi
     assert await proposed.problems(7, REPO, 36, "9" * 40, "release") == (
         "line 2: limits.commands_per_hour: expected a whole number, got 'lots'",
     )
+
+
+async def test_the_answer_for_a_head_follows_the_base_it_is_asked_for(
+    reader: tuple[ProposedConfigs, StandinState],
+) -> None:
+    """Asked again for the same head under another base (a PR retargeted), it judges again."""
+    proposed, state = reader
+    state.add_pull(REPO, 90, head_ref="release", head_sha=RELEASE_HEAD, files={CONFIG_PATH: RELEASE_FILE})
+    state.repositories[REPO].branches["release"] = RELEASE_HEAD
+    state.add_pull(
+        REPO, 61, head_ref="docs", head_sha="6" * 40, base_ref="release", files={CONFIG_PATH: RELEASE_FILE}
+    )
+
+    assert await proposed.problems(7, REPO, 61, "6" * 40, "release") == ()
+    state.repositories[REPO].pulls[61].base_ref = "main"  # retargeted, no push
+    assert await proposed.problems(7, REPO, 61, "6" * 40, "main") == (
+        "line 2: unknown key: tickets.lable (did you mean label?)",
+    )

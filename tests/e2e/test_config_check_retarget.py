@@ -1,13 +1,11 @@
-"""Review of 7ac6966: a PR's proposed `.github/railyard.yml` is compared with the file of the
-branch the PR targets, and the answer is kept per head. A PR opened into `release` whose head
+"""A PR's proposed `.github/railyard.yml` is compared with the file of the branch the PR
+targets, and the answer is kept per head and base. A PR opened into `release` whose head
 carries release's (broken) file proposes nothing there; retargeted to `main` without a push,
 the same head now replaces the default branch's file, the configuration in force, and its
 check must say so (SPEC *Configuration tools*: a PR that changes `.github/railyard.yml` gets
 the config's problems in its `railyard` check)."""
 
 from __future__ import annotations
-
-import pytest
 
 from support.world import CONFIG, REPO, World, pull_request_payload
 from tests.e2e.test_surfaces import check_on, verdict
@@ -28,16 +26,6 @@ def release_branch(world: World) -> None:
     world.github.repositories[REPO].branches["release"] = RELEASE_HEAD
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "app/github/proposed_config.py ProposedConfigs.problems keys its answer by head only "
-        "(`repo#pull@head`) though 7ac6966 made it depend on the base, and "
-        "handlers/pull_requests.py _edit_changes_no_check renders no check for a retarget: a PR "
-        "retargeted from `release` to `main` keeps the success judged against release's file, "
-        "so a head that replaces the default branch's config with a broken one passes"
-    ),
-)
 async def test_a_pr_retargeted_to_the_default_branch_is_judged_on_the_file_it_proposes(world: World) -> None:
     release_branch(world)
     world.github.add_pull(
