@@ -98,7 +98,7 @@ async def on_pull_request(event: WebhookEvent, services: Services) -> None:
         linked = linked if counts else set()
         kept = links_kept(pull, linked, at_merge, of_merge, set(stored[1]) if stored else None)
         before = await uow.remember(pull, kept if counts else set())
-        same_check = _edit_changes_no_check(event.action, pull, stored, linked, before)
+        same_check = _edit_changes_no_check(event, pull, stored, linked, before)
         if pull.open and pull.head_sha and not same_check:
             # Every open PR gets the check on its head, linked or not (`checks.unlinked`).
             await uow.send(CheckRun(event.installation_id, repository, pull.number, pull.head_sha))
@@ -182,16 +182,18 @@ def _asks_mergeability(event: WebhookEvent) -> bool:
 
 
 def _edit_changes_no_check(
-    action: str | None, pull: PullRequest, stored: PullAndTickets | None, linked: set[int], before: set[int]
+    event: WebhookEvent, pull: PullRequest, stored: PullAndTickets | None, linked: set[int], before: set[int]
 ) -> bool:
     """Whether this is an edit after which the PR's check stays as it is: same head, same base,
     same links (the check of an unlinked PR asks its author's roles: an edit must not cost that
-    again). A new base is judged again: what the PR's configuration file proposes is relative
-    to it (`ProposedConfigs`)."""
-    if action != "edited" or stored is None:
+    again). A retarget is judged again, whatever is stored (a base kept before bases were, a
+    resync's, a same-second retarget's): what the PR's configuration file proposes is relative
+    to its base (`ProposedConfigs`)."""
+    if event.action != "edited" or stored is None:
         return False
-    same_base = stored[0].base_ref is None or stored[0].base_ref == pull.base_ref
-    return stored[0].head_sha == pull.head_sha and same_base and linked == before
+    if dig(event.payload, "changes", "base") is not None or stored[0].base_ref != pull.base_ref:
+        return False
+    return stored[0].head_sha == pull.head_sha and linked == before
 
 
 def _stored(seen: PullAndTickets | None) -> set[int]:

@@ -21,10 +21,10 @@ class ProposedConfigs:
     file at the head (a 404 when the PR removes it or the repository has none), compared by
     blob sha with the default branch's as the configuration in force names it (read within the
     last minute, as every render reads it), and only when it differs, with the file of the
-    branch the PR targets (a backport into `release` proposes nothing by keeping release's
-    file); the same blob is no proposal. Not the PR's list of changed files: that is a page per
-    100 files, up to 30, and anyone may push a wide PR again and again (SPEC *Answers that
-    cannot be forged or jammed*). A head whose file differs only because its base's changed
+    branch the PR targets as GitHub says it now (a backport into `release` proposes nothing by
+    keeping release's file); the same blob is no proposal. Not the PR's list of changed files:
+    that is a page per 100 files, up to 30, and anyone may push a wide PR again and again (SPEC
+    *Answers that cannot be forged or jammed*). A head whose file differs only because its base's changed
     since it branched is judged too (a file that was in force once: seldom a problem; a rebase
     settles it). The answer is kept in memory per head,
     so re-rendering the check costs nothing. A file that says `_extends` is judged as the server
@@ -41,13 +41,16 @@ class ProposedConfigs:
         self, installation: int, repository: str, pull: int, head_sha: str, base_ref: str | None = None
     ) -> tuple[str, ...]:
         """The file's problems at `head_sha` (the server's messages, one a line); () if fine or
-        unchanged. `base_ref`: the branch the PR targets, when known (else GitHub is asked)."""
+        unchanged. `base_ref`: the branch the PR targets as stored (the answer is kept under it;
+        GitHub is asked the base whenever it decides the answer)."""
         # The answer is relative to the base: a PR retargeted keeps its head and is judged again.
         key = f"{repository.casefold()}#{pull}@{head_sha}>{base_ref or ''}"
         if key in self._by_head:
             self._by_head.move_to_end(key)
             return self._by_head[key]
-        found = await self._read(installation, repository, pull, head_sha, base_ref)
+        found, keep = await self._read(installation, repository, pull, head_sha, base_ref)
+        if not keep:
+            return found
         self._by_head[key] = found
         if len(self._by_head) > self._cache_size:
             self._by_head.popitem(last=False)
@@ -55,22 +58,25 @@ class ProposedConfigs:
 
     async def _read(
         self, installation: int, repository: str, pull: int, head_sha: str, base_ref: str | None
-    ) -> tuple[str, ...]:
+    ) -> tuple[tuple[str, ...], bool]:
+        """The problems, and whether they may be kept for this head and `base_ref`."""
         try:
             proposed = await self._file_at(installation, repository, head_sha)
             if proposed is None:
-                return ()
+                return (), True
             # The file in force as last read (within the loader's minute; a push to the default
             # branch forgets it): the same blob is no proposal.
             in_force = await self._loader.load(installation, repository)  # a transient failure is raised
             if own_sha_of(in_force.policy_version) == proposed.sha:
-                return ()
-            # Nor is the file of the branch the PR targets (a backport into `release`).
-            base = await self._file_at(
-                installation, repository, base_ref or await self._base(installation, repository, pull)
-            )
+                return (), True
+            # Nor is the file of the branch the PR targets (a backport into `release`), as GitHub
+            # says it is now: the stored base may be behind a retarget (a same-second pair of
+            # them, a resync), and a head passed on a base it no longer has would stay passed.
+            base_now = await self._base(installation, repository, pull)
+            keep = base_now == base_ref  # else the answer is not the stored base's: asked again
+            base = await self._file_at(installation, repository, base_now)
             if base is not None and base.sha == proposed.sha:
-                return ()
+                return (), keep
         except GitHubError as error:
             # The PR is gone (a 404), its head is a commit GitHub does not know (a 422), or the app
             # cannot read them: the check is still written, judged on its tickets. Transient
@@ -82,10 +88,10 @@ class ProposedConfigs:
                     pull=pull,
                     status=error.status,
                 )
-            return ()
+            return (), True
         # What it extends is read like the file in force is: a transient failure is raised.
         loaded = await self._loader.layered_on(installation, repository, proposed)
-        return own_problems(loaded.error.splitlines()) if loaded.error else ()
+        return (own_problems(loaded.error.splitlines()) if loaded.error else ()), keep
 
     async def _file_at(self, installation: int, repository: str, ref: str) -> RepoFile | None:
         """The file at `ref` (None: no file there, a 404)."""

@@ -70,16 +70,19 @@ async def test_a_head_with_the_default_branchs_file_proposes_nothing(
 
 
 async def test_each_head_is_read_once(reader: tuple[ProposedConfigs, StandinState]) -> None:
-    """Asking again about the same head makes no call; a new head is read again."""
+    """Asking again about the same head and stored base makes no call; a new head is read again
+    (as is a head whose stored base is not GitHub's: nothing is kept for it)."""
     proposed, state = reader
     state.repositories[REPO].pulls[34].files[CONFIG_PATH] = "tickets:\n  lable: x\n"
-    first = await proposed.problems(7, REPO, 34, FIX)
+    first = await proposed.problems(7, REPO, 34, FIX, "main")
     calls = len(state.calls)
 
-    assert await proposed.problems(7, REPO, 34, FIX) == first
+    assert await proposed.problems(7, REPO, 34, FIX, "main") == first
     assert len(state.calls) == calls
+    assert await proposed.problems(7, REPO, 34, FIX, "release") == first
+    assert len(state.calls) > calls
     state.repositories[REPO].pulls[34].head_sha = "b" * 40
-    assert await proposed.problems(7, REPO, 34, "b" * 40) == first
+    assert await proposed.problems(7, REPO, 34, "b" * 40, "main") == first
     assert len(state.calls) > calls
 
 
