@@ -12,16 +12,20 @@ from pathlib import Path
 
 import pytest
 
+from support.ports import free_port
+
 RAILYARD = str(Path(sys.executable).parent / "railyard")
 UNREACHABLE_POSTGRES = "postgresql://railyard:hunter2@127.0.0.1:1/railyard"
 
 
 def railyard(tmp_path: Path, *argv: str, **env: str) -> subprocess.CompletedProcess[str]:
-    """Run the installed entry point in tmp_path (no .env there) with only `env` and PATH."""
+    """Run the installed entry point in tmp_path (no .env there) with only `env` and PATH (and a
+    port of its own: a `serve` that gets past its settings must not meet whatever holds 3000)."""
     clean = {
         "PATH": "/usr/bin:/bin",
         "HOME": str(tmp_path),
         "DATABASE_URL": f"sqlite:///{tmp_path}/r.db",
+        "PORT": str(free_port()),
         **env,
     }
     return subprocess.run(
