@@ -134,3 +134,29 @@ async def test_a_retarget_recorded_by_resync_before_its_delivery_is_still_judged
     await world.send("pull_request", edited)
 
     assert verdict(world, HEAD) == BLOCKED
+
+
+async def test_out_of_order_retargets_back_to_a_base_judged_before_are_judged_on_githubs_base(
+    world: World,
+) -> None:
+    release_branch(world)
+    world.github.add_pull(
+        REPO, 61, head_ref=BRANCH, head_sha=HEAD, base_ref="release", files={CONFIG_PATH: RELEASE_FILE}
+    )
+    opened = pull_request_payload("opened", 61, "Tidy the docs", head=HEAD, ref=BRANCH, base="release")
+    await world.send("pull_request", opened)
+    assert verdict(world, HEAD) == ("success", "no linked ticket")  # judged on release
+
+    world.github.repositories[REPO].pulls[61].base_ref = "main"
+    await world.send("pull_request", retarget("main", "release", "2026-11-30T10:05:00Z"))
+    assert verdict(world, HEAD) == BLOCKED
+
+    # Within one second: main -> release, then release -> main. GitHub's PR targets main; the
+    # deliveries are processed in the other order (a retry, another worker).
+    away = retarget("release", "main", "2026-11-30T10:06:00Z")
+    back = retarget("main", "release", "2026-11-30T10:06:00Z")
+    await world.send("pull_request", back)
+    await world.send("pull_request", away)
+
+    assert world.github.repositories[REPO].pulls[61].base_ref == "main"
+    assert verdict(world, HEAD) == BLOCKED

@@ -69,21 +69,24 @@ async def test_a_head_with_the_default_branchs_file_proposes_nothing(
     )
 
 
-async def test_each_head_is_read_once(reader: tuple[ProposedConfigs, StandinState]) -> None:
-    """Asking again about the same head and stored base makes no call; a new head is read again
-    (as is a head whose stored base is not GitHub's: nothing is kept for it)."""
+async def test_each_heads_file_is_read_once(reader: tuple[ProposedConfigs, StandinState]) -> None:
+    """Asking again about a head that keeps the file in force makes no call. One that proposes a
+    file reads it once; its PR's base is asked again each time (a retarget needs no push)."""
     proposed, state = reader
-    state.repositories[REPO].pulls[34].files[CONFIG_PATH] = "tickets:\n  lable: x\n"
-    first = await proposed.problems(7, REPO, 34, FIX, "main")
+    assert await proposed.problems(7, REPO, 34, FIX, "main") == ()
     calls = len(state.calls)
-
-    assert await proposed.problems(7, REPO, 34, FIX, "main") == first
+    assert await proposed.problems(7, REPO, 34, FIX, "main") == ()
     assert len(state.calls) == calls
-    assert await proposed.problems(7, REPO, 34, FIX, "release") == first
-    assert len(state.calls) > calls
+
+    state.repositories[REPO].pulls[34].files[CONFIG_PATH] = "tickets:\n  lable: x\n"
     state.repositories[REPO].pulls[34].head_sha = "b" * 40
+    first = await proposed.problems(7, REPO, 34, "b" * 40, "main")
+    assert first == ("line 2: unknown key: tickets.lable (did you mean label?)",)
+    calls = len(state.calls)
     assert await proposed.problems(7, REPO, 34, "b" * 40, "main") == first
-    assert len(state.calls) > calls
+    again = [(c.path, c.query.get("ref")) for c in state.calls[calls:]]
+    assert (f"/repos/{REPO}/contents/{CONFIG_PATH}", "b" * 40) not in again
+    assert (f"/repos/{REPO}/pulls/34", None) in again
 
 
 async def test_a_pull_request_github_does_not_know_has_no_problems(
@@ -215,5 +218,22 @@ async def test_the_answer_for_a_head_follows_the_base_it_is_asked_for(
     assert await proposed.problems(7, REPO, 61, "6" * 40, "release") == ()
     state.repositories[REPO].pulls[61].base_ref = "main"  # retargeted, no push
     assert await proposed.problems(7, REPO, 61, "6" * 40, "main") == (
+        "line 2: unknown key: tickets.lable (did you mean label?)",
+    )
+
+
+async def test_a_passing_404_on_the_pull_read_is_not_kept(
+    reader: tuple[ProposedConfigs, StandinState],
+) -> None:
+    """GitHub will not say the PR's base once (a 404 right after it opens): the stored base is
+    taken, the file judged, and nothing kept that a later answer could not correct."""
+    proposed, state = reader
+    state.repositories[REPO].pulls[34].files[CONFIG_PATH] = "tickets:\n  lable: x\n"
+    state.inject("GET", r"/pulls/34$", Fault(status=404))
+
+    await proposed.problems(7, REPO, 34, FIX, "main")  # the glitch: whatever it answers now
+
+    # GitHub answers again; the stored base was `main` all along, and main's file is not this one.
+    assert await proposed.problems(7, REPO, 34, FIX, "main") == (
         "line 2: unknown key: tickets.lable (did you mean label?)",
     )
