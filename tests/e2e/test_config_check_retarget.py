@@ -32,40 +32,18 @@ def release_branch(world: World) -> None:
     world.github.repositories[REPO].branches["release"] = RELEASE_HEAD
 
 
-async def test_a_pr_retargeted_to_the_default_branch_is_judged_on_the_file_it_proposes(world: World) -> None:
+BLOCKED = ("action_required", f"{CONFIG_PATH} in this PR: {PROBLEM}")
+
+
+async def opened_into_release(world: World) -> None:
+    """PR #61 opened into `release` with release's own file at its head: nothing proposed."""
     release_branch(world)
     world.github.add_pull(
         REPO, 61, head_ref=BRANCH, head_sha=HEAD, base_ref="release", files={CONFIG_PATH: RELEASE_FILE}
     )
     opened = pull_request_payload("opened", 61, "Tidy the docs", head=HEAD, ref=BRANCH, base="release")
     await world.send("pull_request", opened)
-    # Into release the file is release's own: nothing proposed (the backport case of 7ac6966).
-    assert "cannot be used" not in check_on(world, HEAD).output["summary"]
     assert verdict(world, HEAD) == ("success", "no linked ticket")
-
-    retarget = pull_request_payload(
-        "edited", 61, "Tidy the docs", head=HEAD, ref=BRANCH, base="main", updated="2026-11-30T10:05:00Z"
-    )
-    retarget["changes"] = {"base": {"ref": {"from": "release"}, "sha": {"from": RELEASE_HEAD}}}
-    world.github.repositories[REPO].pulls[61].base_ref = "main"
-    await world.send("pull_request", retarget)
-
-    # The same head now proposes release's broken file as the default branch's: blocked.
-    conclusion, title = verdict(world, HEAD)
-    assert (conclusion, title) == ("action_required", f"{CONFIG_PATH} in this PR: {PROBLEM}")
-
-
-async def test_the_same_head_opened_into_the_default_branch_is_blocked(world: World) -> None:
-    """The control: the same head, opened into `main` from the start, gets the problem."""
-    release_branch(world)
-    world.github.add_pull(REPO, 61, head_ref=BRANCH, head_sha=HEAD, files={CONFIG_PATH: RELEASE_FILE})
-    await world.send(
-        "pull_request", pull_request_payload("opened", 61, "Tidy the docs", head=HEAD, ref=BRANCH)
-    )
-    assert verdict(world, HEAD) == ("action_required", f"{CONFIG_PATH} in this PR: {PROBLEM}")
-
-
-BLOCKED = ("action_required", f"{CONFIG_PATH} in this PR: {PROBLEM}")
 
 
 def retarget(base: str, was: str, updated: str) -> dict:
@@ -76,14 +54,30 @@ def retarget(base: str, was: str, updated: str) -> dict:
     return payload
 
 
-async def test_a_pr_stored_before_bases_were_kept_is_judged_again_when_retargeted(world: World) -> None:
+async def test_a_pr_retargeted_to_the_default_branch_is_judged_on_the_file_it_proposes(world: World) -> None:
+    await opened_into_release(world)
+    # Into release the file is release's own: nothing proposed (a backport).
+    assert "cannot be used" not in check_on(world, HEAD).output["summary"]
+
+    world.github.repositories[REPO].pulls[61].base_ref = "main"
+    await world.send("pull_request", retarget("main", "release", "2026-11-30T10:05:00Z"))
+
+    # The same head now proposes release's broken file as the default branch's: blocked.
+    assert verdict(world, HEAD) == BLOCKED
+
+
+async def test_the_same_head_opened_into_the_default_branch_is_blocked(world: World) -> None:
+    """The control: the same head, opened into `main` from the start, gets the problem."""
     release_branch(world)
-    world.github.add_pull(
-        REPO, 61, head_ref=BRANCH, head_sha=HEAD, base_ref="release", files={CONFIG_PATH: RELEASE_FILE}
+    world.github.add_pull(REPO, 61, head_ref=BRANCH, head_sha=HEAD, files={CONFIG_PATH: RELEASE_FILE})
+    await world.send(
+        "pull_request", pull_request_payload("opened", 61, "Tidy the docs", head=HEAD, ref=BRANCH)
     )
-    opened = pull_request_payload("opened", 61, "Tidy the docs", head=HEAD, ref=BRANCH, base="release")
-    await world.send("pull_request", opened)
-    assert verdict(world, HEAD) == ("success", "no linked ticket")
+    assert verdict(world, HEAD) == BLOCKED
+
+
+async def test_a_pr_stored_before_bases_were_kept_is_judged_again_when_retargeted(world: World) -> None:
+    await opened_into_release(world)
     with world.database.write() as connection:  # the row as written before 0020: no base
         connection.execute(update(pulls.pull_requests).values(base_ref=None))
 
@@ -114,13 +108,7 @@ async def test_two_retargets_in_one_second_processed_out_of_order_leave_the_chec
 
 
 async def test_a_retarget_recorded_by_resync_before_its_delivery_is_still_judged(world: World) -> None:
-    release_branch(world)
-    world.github.add_pull(
-        REPO, 61, head_ref=BRANCH, head_sha=HEAD, base_ref="release", files={CONFIG_PATH: RELEASE_FILE}
-    )
-    opened = pull_request_payload("opened", 61, "Tidy the docs", head=HEAD, ref=BRANCH, base="release")
-    await world.send("pull_request", opened)
-    assert verdict(world, HEAD) == ("success", "no linked ticket")
+    await opened_into_release(world)
 
     # Retargeted to main during an outage; `railyard resync` then stores the PR as GitHub's pulls
     # API answers it (handlers/resync.py: pull_request_from + uow.remember, no check sent).
@@ -139,13 +127,7 @@ async def test_a_retarget_recorded_by_resync_before_its_delivery_is_still_judged
 async def test_out_of_order_retargets_back_to_a_base_judged_before_are_judged_on_githubs_base(
     world: World,
 ) -> None:
-    release_branch(world)
-    world.github.add_pull(
-        REPO, 61, head_ref=BRANCH, head_sha=HEAD, base_ref="release", files={CONFIG_PATH: RELEASE_FILE}
-    )
-    opened = pull_request_payload("opened", 61, "Tidy the docs", head=HEAD, ref=BRANCH, base="release")
-    await world.send("pull_request", opened)
-    assert verdict(world, HEAD) == ("success", "no linked ticket")  # judged on release
+    await opened_into_release(world)
 
     world.github.repositories[REPO].pulls[61].base_ref = "main"
     await world.send("pull_request", retarget("main", "release", "2026-11-30T10:05:00Z"))
