@@ -13,6 +13,10 @@ from policies.config_layers import own_sha_of
 
 log = structlog.get_logger(__name__)
 
+FILE_NOT_FOUND = "Not Found"
+"""GitHub's 404 for a file a commit does not have; one for a commit it does not know says "No
+commit found for the ref ...", and any 404 but this one is not kept for the head."""
+
 
 class ProposedConfigs:
     """The problems of `.github/railyard.yml` as a PR's head has it, when the PR changes the file.
@@ -46,11 +50,16 @@ class ProposedConfigs:
         not say its base now."""
         try:
             proposed = await self._head_file(installation, repository, head_sha)
-            if proposed is None:
-                return ()
             # The file in force as last read (within the loader's minute; a push to the default
             # branch forgets it): the same blob is no proposal.
             in_force = await self._loader.load(installation, repository)  # a transient failure is raised
+            if proposed is None:
+                # No file at the head: if the repository has one, the PR removes it, and what is
+                # in force once merged is the organization's file, or the defaults.
+                if own_sha_of(in_force.policy_version) is None:
+                    return ()
+                left = await self._loader.layered_on(installation, repository, None)
+                return own_problems(left.error.splitlines()) if left.error else ()
             if own_sha_of(in_force.policy_version) == proposed.sha:
                 return ()
             # Nor is the file of the branch the PR targets (a backport into `release`), as GitHub
@@ -78,24 +87,36 @@ class ProposedConfigs:
         return own_problems(loaded.error.splitlines()) if loaded.error else ()
 
     async def _head_file(self, installation: int, repository: str, head_sha: str) -> RepoFile | None:
-        """The file at the head, read once per head."""
+        """The file at the head, read once per head. A 404 that says GitHub does not know the
+        commit (yet: just after a push) says nothing about the file: not kept, read again at the
+        next render (and the check's own write fails on such a head, and is retried)."""
         key = f"{repository.casefold()}@{head_sha}"
         if key in self._at_head:
             self._at_head.move_to_end(key)
             return self._at_head[key]
-        found = self._at_head[key] = await self._file_at(installation, repository, head_sha)
+        try:
+            found = await self._file_at(installation, repository, head_sha, missing_ok=False)
+        except GitHubError as error:
+            if error.status != 404:
+                raise
+            if error.message != FILE_NOT_FOUND:  # "No commit found for the ref ...": not kept
+                return None
+            found = None
+        self._at_head[key] = found
         if len(self._at_head) > self._cache_size:
             self._at_head.popitem(last=False)
         return found
 
-    async def _file_at(self, installation: int, repository: str, ref: str) -> RepoFile | None:
-        """The file at `ref` (None: no file there, a 404)."""
+    async def _file_at(
+        self, installation: int, repository: str, ref: str, *, missing_ok: bool = True
+    ) -> RepoFile | None:
+        """The file at `ref` (None: no file there, a 404, unless not `missing_ok`)."""
         try:
             found = await self._github.call(
                 "get_file", installation, repository=repository, path=CONFIG_PATH, params={"ref": ref}
             )
         except GitHubError as error:
-            if error.status == 404:
+            if error.status == 404 and missing_ok:
                 return None
             raise
         return repo_file(found)

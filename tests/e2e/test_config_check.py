@@ -72,8 +72,8 @@ async def test_each_head_reads_the_file_at_it_once_and_lists_no_files(world: Wor
     assert contents_at(world, FIX) == 1 and len(world.github.calls_to("GET", FILES)) == 0
 
 
-async def test_a_pr_removing_the_config_is_not_judged_by_it(world: World) -> None:
-    """A PR that deletes the file leaves the defaults: nothing at its head, nothing to report."""
+async def test_a_pr_removing_the_config_onto_the_defaults_has_nothing_to_report(world: World) -> None:
+    """A PR that deletes the file leaves the defaults (acme has no organization file): nothing to report."""
     propose(world, None)
     await world.send("pull_request", pull_request_payload("opened", 34, "Fixes #12"))
     assert contents_at(world, FIX) == 1  # answered 404

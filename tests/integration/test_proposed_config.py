@@ -237,3 +237,20 @@ async def test_a_passing_404_on_the_pull_read_is_not_kept(
     assert await proposed.problems(7, REPO, 34, FIX, "main") == (
         "line 2: unknown key: tickets.lable (did you mean label?)",
     )
+
+
+ORG_FILE = "_extends: policy\nlimits:\n  commands_per_hour: 3\n"  # fine for acme/.github itself
+
+
+async def test_removing_the_own_file_onto_an_unusable_organization_file_is_reported(
+    reader: tuple[ProposedConfigs, StandinState],
+) -> None:
+    """A PR that deletes the repository's own file puts its organization's in force once merged:
+    judged as that (here a file that says `_extends`, which one others start from may not)."""
+    proposed, state = reader
+    state.add_repository("acme/policy", files={CONFIG_PATH: "limits:\n  attempts_per_ticket: 2\n"})
+    state.add_repository("acme/.github", files={CONFIG_PATH: ORG_FILE})
+    state.repositories[REPO].pulls[34].files[CONFIG_PATH] = None  # PR #34 deletes the file
+
+    problems = await proposed.problems(7, REPO, 34, FIX, "main")
+    assert problems and "acme/.github" in problems[-1]  # named, not quoted (another repository's)
