@@ -49,7 +49,9 @@ class ProposedConfigs:
         unchanged. `base_ref`: the branch the PR targets as stored, used only when GitHub will
         not say its base now."""
         try:
-            proposed = await self._head_file(installation, repository, head_sha)
+            known, proposed = await self._head_file(installation, repository, head_sha)
+            if not known:
+                return ()
             # The file in force as last read (within the loader's minute; a push to the default
             # branch forgets it): the same blob is no proposal.
             in_force = await self._loader.load(installation, repository)  # a transient failure is raised
@@ -86,26 +88,29 @@ class ProposedConfigs:
         loaded = await self._loader.layered_on(installation, repository, proposed)
         return own_problems(loaded.error.splitlines()) if loaded.error else ()
 
-    async def _head_file(self, installation: int, repository: str, head_sha: str) -> RepoFile | None:
-        """The file at the head, read once per head. A 404 that says GitHub does not know the
-        commit (yet: just after a push) says nothing about the file: not kept, read again at the
-        next render (and the check's own write fails on such a head, and is retried)."""
+    async def _head_file(
+        self, installation: int, repository: str, head_sha: str
+    ) -> tuple[bool, RepoFile | None]:
+        """Whether GitHub knows the head, and its file there, read once per head. A 404 that says
+        GitHub does not know the commit (yet: just after a push) says nothing about the file:
+        nothing is judged or kept, the next render reads it again (and the check's own write
+        fails on such a head, and is retried)."""
         key = f"{repository.casefold()}@{head_sha}"
         if key in self._at_head:
             self._at_head.move_to_end(key)
-            return self._at_head[key]
+            return True, self._at_head[key]
         try:
             found = await self._file_at(installation, repository, head_sha, missing_ok=False)
         except GitHubError as error:
             if error.status != 404:
                 raise
-            if error.message != FILE_NOT_FOUND:  # "No commit found for the ref ...": not kept
-                return None
+            if error.message != FILE_NOT_FOUND:  # "No commit found for the ref ..."
+                return False, None
             found = None
         self._at_head[key] = found
         if len(self._at_head) > self._cache_size:
             self._at_head.popitem(last=False)
-        return found
+        return True, found
 
     async def _file_at(
         self, installation: int, repository: str, ref: str, *, missing_ok: bool = True
