@@ -31,7 +31,9 @@ class ProposedConfigs:
     files, up to 30, and anyone may push a wide PR again and again (SPEC *Answers that cannot be
     forged or jammed*). A head whose file differs only because its base's changed since it
     branched is judged too (a file that was in force once: seldom a problem; a rebase settles
-    it). A file that says `_extends` is judged as the server would read it once merged: laid
+    it), and a head without the file, in a repository that has one, is judged as a removal:
+    by the organization's file it would leave in force (one that branched before the file was
+    added included). A file that says `_extends` is judged as the server would read it once merged: laid
     over the file it names, read from that repository's default branch (the loader's
     `layered_on`).
     """
