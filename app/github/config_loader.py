@@ -296,6 +296,19 @@ class ConfigLoader:
             self._layers.move_to_end(key)
         return loaded
 
+    def as_organization_file(self, file: RepoFile) -> tuple[str, ...]:
+        """What makes `file` unusable as the file other repositories start from (the owner's
+        `.github` repository's, for every repository without one and every one that extends it)
+        beyond its own problems: it may not extend another (one level only)."""
+        parsed = self._parsed(file)
+        if not parsed.has_extends:
+            return ()
+        return (
+            f"line {parsed.extends_line}: {EXTENDS_KEY}: the organization's file cannot extend "
+            "another (one level only): every repository without a file of its own, and every one "
+            "that extends it, would get the defaults and refuse its commands",
+        )
+
     def _parsed(self, file: RepoFile) -> ParsedFile:
         """The file read on its own, parsed once per blob sha."""
         unreadable = _unreadable(file)

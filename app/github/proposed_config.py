@@ -9,7 +9,7 @@ import structlog
 from app.github.client import GitHubClient, GitHubError
 from app.github.config import CONFIG_PATH
 from app.github.config_loader import ConfigLoader, RepoFile, repo_file, unquoted
-from policies.config_layers import own_sha_of
+from policies.config_layers import organization_repository, own_sha_of
 
 log = structlog.get_logger(__name__)
 
@@ -57,14 +57,9 @@ class ProposedConfigs:
             # The file in force as last read (within the loader's minute; a push to the default
             # branch forgets it): the same blob is no proposal.
             in_force = await self._loader.load(installation, repository)  # a transient failure is raised
-            if proposed is None:
-                # No file at the head: if the repository has one, the PR removes it, and what is
-                # in force once merged is the organization's file, or the defaults.
-                if own_sha_of(in_force.policy_version) is None:
-                    return ()
-                left = await self._loader.layered_on(installation, repository, None)
-                return own_problems(left.error.splitlines()) if left.error else ()
-            if own_sha_of(in_force.policy_version) == proposed.sha:
+            if proposed is None and own_sha_of(in_force.policy_version) is None:
+                return ()  # no file at the head, none in force: nothing changes
+            if proposed is not None and own_sha_of(in_force.policy_version) == proposed.sha:
                 return ()
             # Nor is the file of the branch the PR targets (a backport into `release`), as GitHub
             # says it is now, asked every time it decides: a stored base may be behind a retarget
@@ -72,6 +67,13 @@ class ProposedConfigs:
             # would stay passed. Only when GitHub will not say is the stored base taken.
             base_now = await self._base(installation, repository, pull) or base_ref
             base = await self._file_at(installation, repository, base_now) if base_now else None
+            if proposed is None:
+                if base is None:
+                    return ()  # a branch that never had the file: the PR removes nothing
+                # The PR removes the file: what is in force once merged is the organization's
+                # file, or the defaults.
+                left = await self._loader.layered_on(installation, repository, None)
+                return own_problems(left.error.splitlines()) if left.error else ()
             if base is not None and base.sha == proposed.sha:
                 return ()
         except GitHubError as error:
@@ -88,7 +90,10 @@ class ProposedConfigs:
             return ()
         # What it extends is read like the file in force is: a transient failure is raised.
         loaded = await self._loader.layered_on(installation, repository, proposed)
-        return own_problems(loaded.error.splitlines()) if loaded.error else ()
+        problems = own_problems(loaded.error.splitlines()) if loaded.error else ()
+        if organization_repository(repository) is None:  # the owner's `.github`: others start from it
+            problems = (*problems, *self._loader.as_organization_file(proposed))
+        return problems
 
     async def _head_file(
         self, installation: int, repository: str, head_sha: str

@@ -1,6 +1,7 @@
-"""Review of c7a8ccf/26a8190/37ac5ca (app/github/proposed_config.py, the `railyard` check's judge
-of the `.github/railyard.yml` a PR would put in force once merged; SPEC *Configuration tools*,
-*Organization defaults*)."""
+"""The `railyard` check's judge of the `.github/railyard.yml` a PR would put in force once merged,
+where other repositories are concerned (SPEC *Configuration tools*, *Organization defaults*): a
+PR to the owner's `.github` repository is judged as the file every repository without one starts
+from, and a PR into a branch that never had the file removes nothing."""
 
 from __future__ import annotations
 
@@ -36,12 +37,6 @@ async def reader() -> AsyncIterator[tuple[ProposedConfigs, ConfigLoader, Standin
             await github.close()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a PR of the organization's .github repository is judged only as that repository's own "
-    "file: one adding `_extends` passes, though once merged every repository without a file of its "
-    "own (and every one that extends .github) has an unusable configuration, every command refused",
-)
 async def test_an_organization_file_that_every_repository_without_one_cannot_use_is_reported(
     reader: tuple[ProposedConfigs, ConfigLoader, StandinState],
 ) -> None:
@@ -65,18 +60,13 @@ async def test_an_organization_file_that_every_repository_without_one_cannot_use
     org.files = {CONFIG_PATH: CONFIG}  # back to before the merge
     loader.forget(ORG)
 
-    assert await proposed.problems(7, ORG, 5, head, "main") != ()
+    [problem] = await proposed.problems(7, ORG, 5, head, "main")
+    assert problem.startswith("line 1: _extends: the organization's file cannot extend another")
 
 
 RELEASE_HEAD, BACKPORT = "7" * 40, "8" * 40
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a head without the file is judged as a removal whatever its base: a PR into a `release` "
-    "branch that never had the file (nothing it changes is in force) is blocked by the "
-    "organization's unusable file, where a head keeping release's file proposes nothing",
-)
 async def test_a_backport_into_a_branch_without_the_file_removes_nothing(
     reader: tuple[ProposedConfigs, ConfigLoader, StandinState],
 ) -> None:
