@@ -173,6 +173,20 @@ async def test_a_proposed_file_extending_a_good_base_has_no_problems(
 
 
 RELEASE_HEAD, BACKPORT = "7" * 40, "8" * 40
+
+
+def backport_into_release(state: StandinState, file: str | None) -> None:
+    """A `release` branch whose `.github/railyard.yml` is `file` (None: it has none), and PR #36
+    into it at BACKPORT, keeping that file and fixing `src/fix.py`. (The stand-in reads a
+    branch's files through a PR whose head is that branch: #90 stands for `release`.)"""
+    state.add_pull(REPO, 90, head_ref="release", head_sha=RELEASE_HEAD, files={CONFIG_PATH: file})
+    state.repositories[REPO].branches["release"] = RELEASE_HEAD
+    state.add_pull(
+        REPO, 36, head_ref="backport-12", head_sha=BACKPORT, base_ref="release",
+        files={CONFIG_PATH: file, "src/fix.py": "pass\n"},
+    )  # fmt: skip
+
+
 RELEASE_FILE = "tickets:\n  lable: x\n"  # the release branch's old file: never in force
 
 
@@ -184,16 +198,7 @@ async def test_a_backport_that_leaves_its_base_branchs_file_alone_proposes_nothi
     head has release's file, byte for byte: the file is compared with its base's, not only with
     the one in force, and nothing is proposed. One that changes release's file is judged."""
     proposed, state = reader
-    repository = state.repositories[REPO]
-    # The `release` branch itself, so a ref of `release` reads its files (the stand-in knows refs
-    # as the default branch's or a PR's head: #90 stands for the branch; its list of changed
-    # files is relative to `main`, where GitHub's for #36 would be relative to `release`).
-    state.add_pull(REPO, 90, head_ref="release", head_sha=RELEASE_HEAD, files={CONFIG_PATH: RELEASE_FILE})
-    repository.branches["release"] = RELEASE_HEAD
-    state.add_pull(
-        REPO, 36, head_ref="backport-12", head_sha=BACKPORT, base_ref="release",
-        files={CONFIG_PATH: RELEASE_FILE, "src/fix.py": "pass\n"},
-    )  # fmt: skip
+    backport_into_release(state, RELEASE_FILE)
 
     assert await proposed.problems(7, REPO, 36, BACKPORT) == ()  # its base asked of GitHub
     # A backport that does change release's file is judged.

@@ -17,6 +17,7 @@ from app.runtime.metrics import Metrics
 from github_standin import StandinState, running_standin
 from support.world import CONFIG, REPO, standin_state
 from tests.fakes import app_settings
+from tests.integration.test_proposed_config import BACKPORT, backport_into_release
 
 CONFIG_PATH = ".github/railyard.yml"
 ORG = "acme/.github"
@@ -64,9 +65,6 @@ async def test_an_organization_file_that_every_repository_without_one_cannot_use
     assert problem.startswith("line 1: _extends: the organization's file cannot extend another")
 
 
-RELEASE_HEAD, BACKPORT = "7" * 40, "8" * 40
-
-
 async def test_a_backport_into_a_branch_without_the_file_removes_nothing(
     reader: tuple[ProposedConfigs, ConfigLoader, StandinState],
 ) -> None:
@@ -76,15 +74,8 @@ async def test_a_backport_into_a_branch_without_the_file_removes_nothing(
     proposed, loader, state = reader
     state.add_repository("acme/policy", files={CONFIG_PATH: POLICY_FILE})
     state.add_repository(ORG, files={CONFIG_PATH: EXTENDING})
-    repository = state.repositories[REPO]
-    # `release` itself (the stand-in reads a branch's files through a PR whose head is it): no file.
-    state.add_pull(REPO, 90, head_ref="release", head_sha=RELEASE_HEAD, files={CONFIG_PATH: None})
-    repository.branches["release"] = RELEASE_HEAD
-    state.add_pull(
-        REPO, 36, head_ref="backport-12", head_sha=BACKPORT, base_ref="release",
-        files={CONFIG_PATH: None, "src/fix.py": "pass\n"},
-    )  # fmt: skip
-    assert CONFIG_PATH not in (repository.files_at("release") or {"-": ""})
+    backport_into_release(state, None)
+    assert CONFIG_PATH not in (state.repositories[REPO].files_at("release") or {"-": ""})
     assert (await loader.load(7, REPO)).error is None  # acme/web's own file, in force, fine
 
     assert await proposed.problems(7, REPO, 36, BACKPORT, "release") == ()
