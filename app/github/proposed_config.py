@@ -29,13 +29,15 @@ class ProposedConfigs:
     keeping release's file): the base is asked each time it decides, never kept, since a PR can
     be retargeted without a push. Never the PR's list of changed files: that is a page per 100
     files, up to 30, and anyone may push a wide PR again and again (SPEC *Answers that cannot be
-    forged or jammed*). A head whose file differs only because its base's changed since it
-    branched is judged too (a file that was in force once: seldom a problem; a rebase settles
-    it), and a head without the file, in a repository that has one, is judged as a removal:
-    by the organization's file it would leave in force (one that branched before the file was
-    added included). A file that says `_extends` is judged as the server would read it once merged: laid
-    over the file it names, read from that repository's default branch (the loader's
-    `layered_on`).
+    forged or jammed*).
+
+    A head whose file differs only because its base's changed since it branched is judged too
+    (a file that was in force once: seldom a problem; a rebase settles it). A head without the
+    file, into a base that has it, is judged as a removal: by the organization's file it would
+    leave in force (a branch made before the file was added included). A file that says
+    `_extends` is judged as the server would read it once merged: laid over the file it names,
+    read from that repository's default branch (the loader's `layered_on`). A PR to the owner's
+    `.github` repository is also judged as the file every repository without one starts from.
     """
 
     def __init__(self, github: GitHubClient, loader: ConfigLoader, cache_size: int = 1024) -> None:
