@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 
+from alembic import command
 from sqlalchemy import text
 
-from app.store.database import Database
+from app.store.database import Database, alembic_config
 
 
 def sqlite_database(path: Path) -> Database:
@@ -21,3 +24,14 @@ def reset_schema(database: Database) -> None:
     with database.engine.begin() as connection:
         connection.execute(text("DROP SCHEMA public CASCADE"))
         connection.execute(text("CREATE SCHEMA public"))
+
+
+@contextlib.contextmanager
+def migrated_back_to(database: Database, revision: str) -> Iterator[Database]:
+    """The database downgraded to `revision` for a migration's test, upgraded to head after."""
+    config = alembic_config(database.url)
+    command.downgrade(config, revision)
+    try:
+        yield database
+    finally:
+        command.upgrade(config, "head")

@@ -36,6 +36,7 @@ from policies.events import Event, EventType
 from policies.fold import apply_all
 from policies.model import Actor, Ticket, TicketKey
 from policies.states import Role, WorkState
+from support.databases import migrated_back_to
 from tests.fakes import REQUESTER, REVIEWER, RUNNER, Comments
 
 KEY, OTHER = TicketKey("acme/web", 12), TicketKey("acme/api", 3)
@@ -314,12 +315,8 @@ def _migration() -> Any:
 @pytest.fixture
 def before_0016(database: Database) -> Iterator[Database]:
     """The database at 0015, before the audit chain, brought back to head afterwards."""
-    config = alembic_config(database.url)
-    command.downgrade(config, "0016")
-    try:
+    with migrated_back_to(database, "0016"):
         yield database
-    finally:
-        command.upgrade(config, "head")
 
 
 def test_the_migration_chains_the_rows_stored_before_it_and_keeps_the_log_append_only(

@@ -14,6 +14,7 @@ from sqlalchemy import text
 from app.store.database import Database, alembic_config
 from app.store.intake import Received, row_of
 from app.store.queue import requeue
+from support.databases import migrated_back_to
 
 NOW = 1_800_000_000.0
 
@@ -21,12 +22,8 @@ NOW = 1_800_000_000.0
 @pytest.fixture
 def before_0026(database: Database) -> Iterator[Database]:
     """The database at 0025, before deliveries kept their repository's id, back to head afterwards."""
-    config = alembic_config(database.url)
-    command.downgrade(config, "0025")
-    try:
+    with migrated_back_to(database, "0025"):
         yield database
-    finally:
-        command.upgrade(config, "head")
 
 
 def stored(database: Database, delivery_id: str, status: str, key: str, payload: dict[str, object]) -> None:

@@ -14,6 +14,7 @@ from sqlalchemy.exc import IntegrityError
 from app.store.database import Database, alembic_config
 from app.store.gate_approvals import approved, bases, record
 from handlers.gate_ports import GateAnswer
+from support.databases import migrated_back_to
 
 M12, HEAD = "1" * 40, "e" * 40
 NOW = 1_800_000_000.0
@@ -26,12 +27,8 @@ OLD_ROW = (
 @pytest.fixture
 def before_0028(database: Database) -> Iterator[Database]:
     """The database at 0027, when the gate kept its approvals only, back to head afterwards."""
-    config = alembic_config(database.url)
-    command.downgrade(config, "0027")
-    try:
+    with migrated_back_to(database, "0027"):
         yield database
-    finally:
-        command.upgrade(config, "head")
 
 
 def test_rows_from_before_are_approvals_and_a_rejection_can_be_kept_after(before_0028: Database) -> None:

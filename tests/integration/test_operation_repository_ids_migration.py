@@ -17,6 +17,7 @@ from sqlalchemy.exc import DBAPIError
 from app.store.database import Database, alembic_config
 from app.store.repositories import repositories
 from app.store.tickets import operations, tickets
+from support.databases import migrated_back_to
 
 RENAMED = datetime(2026, 12, 1, tzinfo=UTC)  # acme/app renamed acme/tools (4242)
 REUSED = RENAMED + timedelta(days=2)  # a new repository (9999) took the name acme/app
@@ -25,12 +26,8 @@ REUSED = RENAMED + timedelta(days=2)  # a new repository (9999) took the name ac
 @pytest.fixture
 def before_0029(database: Database) -> Iterator[Database]:
     """The database at 0028, when operations kept their repository's name only, back to head after."""
-    config = alembic_config(database.url)
-    command.downgrade(config, "0028")
-    try:
+    with migrated_back_to(database, "0028"):
         yield database
-    finally:
-        command.upgrade(config, "head")
 
 
 def operation(connection: Connection, operation_id: str, name: str, at: datetime, **row: Any) -> None:

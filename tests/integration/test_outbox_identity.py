@@ -22,6 +22,7 @@ from app.runtime.outbox import Outbox
 from app.store.database import Database, alembic_config
 from app.store.effects import comment, effects_table, enqueue
 from app.store.repositories import place, place_before_write, repositories
+from support.databases import migrated_back_to
 from tests.fakes import GITHUB_API, StillClock, app_settings, private_key_pem, token_route
 
 OLD, NEW_NAME = "acme/web", "acme/web-old"
@@ -47,12 +48,8 @@ EFFECTS_0020 = table(
 @pytest.fixture
 def before_0021(database: Database) -> Iterator[Database]:
     """The database at 0020, before effects kept their repository's id, back to head afterwards."""
-    config = alembic_config(database.url)
-    command.downgrade(config, "0020")
-    try:
+    with migrated_back_to(database, "0020"):
         yield database
-    finally:
-        command.upgrade(config, "head")
 
 
 def ids_by_key(database: Database) -> dict[str, int | None]:

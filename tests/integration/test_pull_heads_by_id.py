@@ -14,6 +14,7 @@ from app.store import pulls
 from app.store.database import Database, alembic_config
 from app.store.repositories import place, repositories
 from handlers.observe import pull_request_from
+from support.databases import migrated_back_to
 from tests.fakes.github import pull_answer
 
 VAULT, FORK = 1, 2
@@ -46,12 +47,8 @@ def test_a_forks_pull_request_links_nothing_by_branch_after_the_repository_takes
 @pytest.fixture
 def before_0025(database: Database) -> Iterator[Database]:
     """The database at 0024, before PRs kept their repositories' ids, back to head afterwards."""
-    config = alembic_config(database.url)
-    command.downgrade(config, "0024")
-    try:
+    with migrated_back_to(database, "0024"):
         yield database
-    finally:
-        command.upgrade(config, "head")
 
 
 def test_the_migration_gives_ids_to_heads_named_like_their_repository_and_forks_stay_forks(

@@ -23,6 +23,7 @@ from app.store.tables import HeldObservationRow, PullRequestRow, TicketRow, Webh
 from app.store.tickets import TicketService
 from policies.commands import Claim, Publish
 from policies.model import TicketKey
+from support.databases import migrated_back_to
 from tests.fakes import REQUESTER, RUNNER, Comments
 
 tickets, deliveries, pulls = table(TicketRow), table(WebhookDeliveryRow), table(PullRequestRow)
@@ -52,12 +53,8 @@ def a_delivery(guid: str, repository: str, repository_id: int) -> dict[str, Any]
 @pytest.fixture
 def before_0015(database: Database) -> Iterator[Database]:
     """The database at 0014, before the identity migration, brought back to head afterwards."""
-    config = alembic_config(database.url)
-    command.downgrade(config, "0014")
-    try:
+    with migrated_back_to(database, "0014"):
         yield database
-    finally:
-        command.upgrade(config, "head")
 
 
 def test_the_migration_takes_each_repositorys_id_from_the_stored_payloads_that_agree(
