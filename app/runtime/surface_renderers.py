@@ -71,8 +71,8 @@ class Surfaces:
         self.ports = ports  # the handlers' ports: an acceptance is judged as a handler judges it
         self._clock = ports.clock if ports is not None else time.time
         self.proposed = ProposedConfigs(github, loader) if github is not None and loader is not None else None
-        # (repository, PR, author, policy version) -> (when asked, whether only a runner)
-        self._runner_only: OrderedDict[tuple[str, int, str, str], tuple[float, bool]] = OrderedDict()
+        # (repository, PR, author, policy version) -> when its author was found without the runner role
+        self._not_runner: OrderedDict[tuple[int | str, int, str, str], float] = OrderedDict()
 
     def renderers(self) -> dict[str, Renderer]:
         """The outbox renderers, by effect kind."""
@@ -255,11 +255,12 @@ class Surfaces:
         if stored is None or stored[0].author is None or stored[1] or self.github is None:
             return False
         pull, author = stored[0], stored[0].author
-        key = (repository.casefold(), pull.number, author.casefold(), loaded.policy_version)
+        where = pull.repository_id if pull.repository_id is not None else repository.casefold()
+        key = (where, pull.number, author.casefold(), loaded.policy_version)
         now = self._clock()
-        kept = self._runner_only.get(key)
-        if kept is not None and now - kept[0] < RUNNER_ONLY_SECONDS:
-            return kept[1]
+        asked = self._not_runner.get(key)
+        if asked is not None and now - asked < RUNNER_ONLY_SECONDS:
+            return False
         resolver = RoleResolver(self.github, installation, repository)
         roles, outsider = loaded.config.roles, not pull.head_in_repository
         try:
@@ -269,10 +270,10 @@ class Surfaces:
         except CannotVerify:
             return True  # never pass a PR on roles railyard could not check (nothing kept)
         if not runner:  # only an author without the runner role is kept (see RUNNER_ONLY_SECONDS)
-            self._runner_only[key] = (now, only)
-            self._runner_only.move_to_end(key)
-            if len(self._runner_only) > RUNNER_ONLY_KEPT:
-                self._runner_only.popitem(last=False)
+            self._not_runner[key] = now
+            self._not_runner.move_to_end(key)
+            if len(self._not_runner) > RUNNER_ONLY_KEPT:
+                self._not_runner.popitem(last=False)
         return only
 
     def _status_link(self, repository: str, number: int) -> str | None:
