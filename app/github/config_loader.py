@@ -134,12 +134,17 @@ def _in(name: str, problems: Sequence[str]) -> list[str]:
 def _base_problems(base: ParsedFile, name: str) -> list[str]:
     """What makes the file of `name` unusable as a base (one level only: its `_extends` too)."""
     problems = list(base.error.problems) if base.error is not None else []
-    if base.has_extends:
-        problems.append(
-            f"line {base.extends_line}: {EXTENDS_KEY}: not followed: a file other repositories "
-            "start from cannot extend another (one level only)"
-        )
-    return _in(name, problems)
+    return _in(name, [*problems, *_extends_as_base(base)])
+
+
+def _extends_as_base(base: ParsedFile) -> list[str]:
+    """A file other repositories start from may not extend another (one level only)."""
+    if not base.has_extends:
+        return []
+    return [
+        f"line {base.extends_line}: {EXTENDS_KEY}: not followed: a file other repositories "
+        "start from cannot extend another (one level only)"
+    ]
 
 
 def inherited(base: ParsedFile, name: str) -> RepositoryConfig:
@@ -299,15 +304,8 @@ class ConfigLoader:
     def as_organization_file(self, file: RepoFile) -> tuple[str, ...]:
         """What makes `file` unusable as the file other repositories start from (the owner's
         `.github` repository's, for every repository without one and every one that extends it)
-        beyond its own problems: it may not extend another (one level only)."""
-        parsed = self._parsed(file)
-        if not parsed.has_extends:
-            return ()
-        return (
-            f"line {parsed.extends_line}: {EXTENDS_KEY}: the organization's file cannot extend "
-            "another (one level only): every repository without a file of its own, and every one "
-            "that extends it, would get the defaults and refuse its commands",
-        )
+        beyond its own problems (`_extends_as_base`)."""
+        return tuple(_extends_as_base(self._parsed(file)))
 
     def _parsed(self, file: RepoFile) -> ParsedFile:
         """The file read on its own, parsed once per blob sha."""

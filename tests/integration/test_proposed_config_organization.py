@@ -62,7 +62,7 @@ async def test_an_organization_file_that_every_repository_without_one_cannot_use
     loader.forget(ORG)
 
     [problem] = await proposed.problems(7, ORG, 5, head, "main")
-    assert problem.startswith("line 1: _extends: the organization's file cannot extend another")
+    assert problem.startswith("line 1: _extends: not followed: a file other repositories start from")
 
 
 async def test_a_backport_into_a_branch_without_the_file_removes_nothing(
