@@ -34,6 +34,11 @@ class EffectKind(StrEnum):
 SURFACES = (EffectKind.STATUS_COMMENT, EffectKind.CHECK_RUN)
 """The kinds rendered from the latest state when the outbox writes them (coalescing)."""
 
+RENDER_NOTES = "railyard_notes"
+"""The key under which a renderer returns, beside what it writes, notes about what it judged
+(`{"unverified": True}`: a check that could not verify a reviewer's role). The outbox keeps them
+in the effect's result, never sends them, and leaves them out of the write's digest."""
+
 
 @dataclass(frozen=True)
 class Effect:

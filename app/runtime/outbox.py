@@ -39,7 +39,7 @@ from typing import Any
 import structlog
 from sqlalchemy.exc import DBAPIError
 
-from app.contracts.effect_types import EffectKind
+from app.contracts.effect_types import RENDER_NOTES, EffectKind
 from app.contracts.traces import TRACING, set_attribute, span
 from app.github.client import GitHubClient, GitHubError, GitHubUnavailable, NotFound, RateLimited
 from app.runtime.idle_polls import IdlePolls
@@ -287,9 +287,10 @@ class Outbox:
         renderer = self.renderers.get(row["kind"])
         previous: dict[str, Any] = dict(row["result"] or {})
         if renderer is not None:
-            payload = await renderer(row)
-            if payload is None:
+            rendered = await renderer(row)
+            if rendered is None:
                 return previous or None  # nothing to write any more
+            payload = {k: v for k, v in rendered.items() if k != RENDER_NOTES}
             digest = _digest(payload)
             again = bool((row["payload"] or {}).get("rerun"))  # Re-run pressed: write all the same
             if (
@@ -299,6 +300,9 @@ class Outbox:
             ):
                 return previous  # GitHub already shows exactly this: no write
             previous["digest"] = digest
+            previous.pop("notes", None)
+            if rendered.get(RENDER_NOTES):
+                previous["notes"] = dict(rendered[RENDER_NOTES])
         assert payload is not None
         kind, installation, repository = row["kind"], row["installation_id"], row["repository"]
         if kind == EffectKind.REACTION:

@@ -17,7 +17,7 @@ from typing import Any
 
 import structlog
 
-from app.contracts.effect_types import EffectKind, project_key, status_key
+from app.contracts.effect_types import RENDER_NOTES, EffectKind, project_key, status_key
 from app.github.client import GitHubClient
 from app.github.config import CONFIG_PATH, UnlinkedConclusion
 from app.github.config_loader import ConfigLoader, LoadedConfig, shown_error
@@ -147,7 +147,11 @@ class Surfaces:
             result = blocked_by_config(result, problems)
         bodies = [await self._linked_body(installation, repository, n) for n in numbers]
         link = next((link for link, _ in bodies if link), None)
-        return _check_payload(head_sha, result, bodies, link, problems)
+        payload = _check_payload(head_sha, result, bodies, link, problems)
+        if any(item.validity is not None and item.validity.unverified for item in tickets):
+            # Written again by the acceptance re-check once GitHub confirms the role (`rechecks`).
+            payload[RENDER_NOTES] = {"unverified": True}
+        return payload
 
     async def _mentioned(
         self, installation: int, repository: str, number: int, pull: PullRequest | None

@@ -139,6 +139,28 @@ def effect_result(connection: Connection, dedupe_key: str) -> dict[str, Any] | N
     return dict(result) if result else None
 
 
+def write_unverified_again(database: Database, effects: Sequence[Effect], now: float) -> list[str]:
+    """Enqueue again those of `effects` (surfaces) whose last write said it could not verify a
+    reviewer's role (the renderer's `unverified` note in its result) and that are not waiting to
+    be written already; their dedupe keys."""
+    if not effects:
+        return []
+    keys = [effect.dedupe_key for effect in effects]
+    found = select(effects_table.c.dedupe_key, effects_table.c.result).where(
+        effects_table.c.dedupe_key.in_(keys), effects_table.c.status == DONE
+    )
+    with database.write() as connection:
+        noted = {key for key, result in connection.execute(found) if _noted_unverified(result)}
+        again = [effect for effect in effects if effect.dedupe_key in noted]
+        enqueue(connection, again, now)
+    return [effect.dedupe_key for effect in again]
+
+
+def _noted_unverified(result: Any) -> bool:
+    notes = result.get("notes") if isinstance(result, dict) else None
+    return isinstance(notes, dict) and notes.get("unverified") is True
+
+
 class Hold(NamedTuple):
     """An effect as it stands when its write is about to leave (`EffectLeases.hold_to_perform`):
     its installation's status (`active`/`suspended`/`deleted`/None), the name and key it has

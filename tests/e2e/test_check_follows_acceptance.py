@@ -4,14 +4,15 @@ a reviewer's role GitHub will not confirm."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
 from policies.events import EventType
-from support.world import CONFIG, FIX, pull_request_payload
-from tests.e2e.test_acceptance import AMENDED, Setup, _world, check, delivered, events
+from support.world import CONFIG, FIX, World, pull_request_payload
+from tests.e2e.test_acceptance import AMENDED, Setup, _world, check, delivered, events, until
 
 
 @pytest.fixture
@@ -75,3 +76,66 @@ async def test_the_check_never_passes_on_a_reviewer_role_railyard_cannot_verify(
         "action_required",
         "#12: acceptance cannot be verified now: GitHub would not confirm the reviewer's role",
     )
+
+
+async def test_a_check_that_could_not_verify_turns_green_once_github_confirms_the_role(
+    accepting: Setup,
+) -> None:
+    """As above, but rita still reviews: only the members permission was withdrawn, so the
+    check on the amended head says it cannot verify her role. The permission is given back and
+    nobody pushes or presses Re-run: the acceptance re-check (every 50 ms here, hourly by
+    default) confirms rita's role and writes the check again, green. Before, it stayed blocked
+    until the next push, Re-run or change to the ticket."""
+    world, _ = accepting
+    await delivered(world)
+    await world.say("rita", "/accept")
+    withdrawn = {
+        id(installation): installation.permissions.pop("members", None)
+        for installation in world.github.installations.values()
+    }
+    await world.send(
+        "pull_request",
+        pull_request_payload("synchronize", 34, "Fixes #12", head=AMENDED, updated="2026-11-30T10:00:05Z"),
+    )
+    await world.settle()
+    assert check(world, AMENDED)[1].endswith("GitHub would not confirm the reviewer's role")
+    for installation in world.github.installations.values():
+        if withdrawn[id(installation)] is not None:
+            installation.permissions["members"] = withdrawn[id(installation)]
+    await until(lambda: check(world, AMENDED)[0] == "success")
+    assert check(world, AMENDED) == ("success", "the linked ticket is accepted at this commit")
+    assert await rewritten(world) == 1
+    assert not events(world, EventType.ACCEPTANCE_INVALIDATED)
+
+
+async def rewritten(world: World) -> object:
+    """How many checks the acceptance re-check has written again, as `/healthz` reports it."""
+    async with world.server.client.get("/healthz") as response:
+        report = await response.json()
+    return report["loops"]["acceptance_rechecks"]["checks_rewritten_total"]
+
+
+async def test_a_check_that_could_not_verify_is_not_written_again_while_github_still_will_not_say(
+    accepting: Setup,
+) -> None:
+    """The permission stays withdrawn: the re-check cannot confirm rita's role either, so the
+    check that says so is not rendered again (each round would cost the render's reads for the
+    same answer), and GitHub gets no second write."""
+    world, _ = accepting
+    await delivered(world)
+    await world.say("rita", "/accept")
+    for installation in world.github.installations.values():
+        installation.permissions.pop("members", None)
+    await world.send(
+        "pull_request",
+        pull_request_payload("synchronize", 34, "Fixes #12", head=AMENDED, updated="2026-11-30T10:00:05Z"),
+    )
+    await world.settle()
+    writes = world.github.calls_to("POST", "/repos/acme/web/check-runs")
+    writes += world.github.calls_to("PATCH", "/repos/acme/web/check-runs")
+    await asyncio.sleep(0.5)  # ten rounds of the re-check
+    await world.settle()
+    assert await rewritten(world) == 0
+    again = world.github.calls_to("POST", "/repos/acme/web/check-runs")
+    assert again + world.github.calls_to("PATCH", "/repos/acme/web/check-runs") == writes
+    assert check(world, AMENDED)[0] == "action_required"

@@ -9,9 +9,11 @@ from typing import Any
 import pytest
 from sqlalchemy import insert, select, text
 
+from app.contracts.effect_types import check_run
 from app.runtime import rechecks
 from app.runtime.rechecks import AcceptanceRechecks
 from app.store.database import Database
+from app.store.effects import EffectLeases, effects_table, enqueue, write_unverified_again
 from app.store.tickets import tickets
 from policies.model import TicketKey
 from tests.fakes import START
@@ -56,3 +58,30 @@ def test_one_tickets_unreadable_row_never_keeps_the_others_from_their_recheck(
     assert judged == [TicketKey("acme/web", 12), TicketKey("acme/web", 15)]
     assert [failed["ticket_id"] for failed in round_.failed] == [ids[14]]
     assert round_.judged == 2 and round_.ticket_failures == 1
+
+
+async def test_only_checks_last_written_unverified_and_not_pending_are_written_again(
+    database: Database,
+) -> None:
+    """Of three checks on a ticket's PR heads, the one whose last write could not verify the
+    reviewer's role is enqueued again; the one written with a verdict GitHub confirmed is not, nor
+    the unverified one already waiting to be written (it will be rendered anyway)."""
+    leases, now = EffectLeases(database, "outbox-a", lease_seconds=30), 1_000.0
+    heads = {"unverified": "a" * 40, "confirmed": "b" * 40, "pending": "c" * 40}
+    checks = {name: check_run(1, "acme/web", 34, sha) for name, sha in heads.items()}
+    with database.write() as connection:
+        enqueue(connection, list(checks.values()), now)
+    for row in await leases.claim_due(now, limit=5):
+        noted = row["dedupe_key"] != checks["confirmed"].dedupe_key
+        result = {"check_run_id": row["id"], **({"notes": {"unverified": True}} if noted else {})}
+        await leases.done(row, result, now)
+    with database.write() as connection:
+        enqueue(connection, [checks["pending"]], now + 5)
+    again = write_unverified_again(database, list(checks.values()), now + 10)
+    assert again == [checks["unverified"].dedupe_key]
+    with database.read() as connection:
+        pending = select(effects_table.c.dedupe_key).where(effects_table.c.status == "pending")
+        assert set(connection.execute(pending).scalars()) == {
+            checks["unverified"].dedupe_key,
+            checks["pending"].dedupe_key,
+        }
