@@ -306,3 +306,35 @@ async def test_a_chain_of_two_seen_by_the_guard_keeps_the_last_repositorys_write
     with world.database.read() as connection:
         held = dict(connection.execute(select(repositories.c.id, repositories.c.full_name)).all())
     assert held[99] == "acme/x" and held[98] == "acme/y"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the guard trusts the stored name of a known id without asking GitHub: a comment of the "
+    "renamed repository, delivered before any webhook says so, runs under the rules and permissions "
+    "of the new repository that took its name",
+)
+async def test_a_comment_delivered_before_the_renamed_webhook_is_not_judged_by_the_name_s_new_repository(
+    world: World,
+) -> None:
+    """cody delivers acme/web#12. mallory (no role in acme/web) writes `/accept` on it. Then, before
+    any webhook about it is processed, acme/web is renamed acme/web-old and mallory creates a new
+    acme/web (her own, no railyard.yml: admin holds every role) with an issue #12. The comment's
+    delivery (acme/web's id, its old name) is acme/web-old's: mallory holds no role there, so
+    #12 stays delivered. Today railyard reads the new repository's configuration and mallory's
+    permission there and records her acceptance on the old repository's ticket."""
+    await world.say("rachel", "/publish")
+    await world.say("cody", "/claim")
+    await world.say("cody", "/deliver branch=agent/12-fix\nUploads resume.")
+    assert world.ticket().work.value == "delivered"
+    payload = world.write("mallory", "/accept")
+    world.github.rename_repository(REPO, "acme/web-old")
+    world.github.add_repository(REPO, files={}, private=False)
+    world.github.add_issue(REPO, 12, title="Mine", body="Mine")
+    world.github.permissions[(REPO, "mallory")] = "admin"
+    await world.send("issue_comment", payload)
+    moved = TicketService(world.database).load(TicketKey("acme/web-old", 12))
+    here = TicketService(world.database).load(TicketKey(REPO, 12))
+    ticket = moved or here
+    assert ticket is not None
+    assert ticket.work.value == "delivered"
