@@ -92,12 +92,20 @@ async def on_comment_created(event: WebhookEvent, services: Services) -> None:
         return  # the app never acts on its own comments
     parsed = parse_comment(facts.body)
     await note_claimant_comment(facts, services, only_informational(facts.body, parsed))
-    if parsed.command is None and parsed.informational is None and not parsed.near_miss and not parsed.error:
+    if not answered(parsed):
         return
     with structlog.contextvars.bound_contextvars(
         repository=facts.repository, issue=facts.number, operation_id=str(facts.comment_id)
     ):
         await CommentCommand(facts, parsed, services).run()
+
+
+def answered(parsed: ParsedComment) -> bool:
+    """Whether railyard answers the comment: a command, `/status` or `/help`, or something it
+    takes for a mistyped one (anything else is conversation)."""
+    return bool(
+        parsed.command is not None or parsed.informational is not None or parsed.near_miss or parsed.error
+    )
 
 
 async def note_claimant_comment(facts: CommentFacts, services: Services, informational_only: bool) -> None:

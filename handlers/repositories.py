@@ -30,14 +30,35 @@ from urllib.parse import urlsplit, urlunsplit
 
 import structlog
 
+from handlers.comments import answered
 from handlers.errors import Missing, TransientError
 from handlers.holders import Unsettled, holders_moved
 from handlers.payloads import dig, dig_int, dig_str
 from handlers.ports import Services
 from handlers.routing import Router, WebhookEvent
+from policies.parser import parse_comment
 
 log = structlog.get_logger(__name__)
 router = Router()
+
+
+DECIDED_BY_NAME = frozenset({"issue_comment", "issues", "pull_request", "deployment_protection_rule"})
+"""Events whose handlers judge by the repository's name (its `.github/railyard.yml`, who holds
+which role there): commands, labels, a PR's links by a runner, a deployment's gate. For these
+(a comment only when railyard answers it) the guard asks GitHub the id's name even when the
+records give it the delivery's name (a conditional read: free while unchanged), so a delivery
+written before a rename nobody has told railyard about is never judged by the rules of a
+repository that took the name since."""
+
+
+def _judged_by_name(event: WebhookEvent) -> bool:
+    if event.event not in DECIDED_BY_NAME or event.installation_id is None:
+        return False
+    if event.event == "issue_comment":
+        return event.action == "created" and answered(
+            parse_comment(dig_str(event.payload, "comment", "body") or "")
+        )
+    return True
 
 
 async def identified(event: WebhookEvent, services: Services) -> WebhookEvent | None:
@@ -47,22 +68,40 @@ async def identified(event: WebhookEvent, services: Services) -> WebhookEvent | 
     if repository_id is None or name is None:
         return event  # an installation's or the app's own event: no one repository
     if await services.store.repository_at(repository_id) == name.casefold():
-        return event  # the usual case: one statement, no transaction
+        if not _judged_by_name(event):
+            return event  # the usual case: one statement, no transaction
+        asked = await _name_now(services, event, repository_id)
+        if asked is not None and asked.casefold() == name.casefold():
+            return event  # GitHub agrees: the name is still this id's
+        if asked is not None:
+            log.info("renamed, unseen: handled under the name GitHub gives it", repository_id=repository_id)
+        services.configs.forget(name)  # rules read for the name may be another repository's now
+        return await _follow(services, event, repository_id, name.casefold(), asked)
     async with services.store.read() as reads:  # both names read in one snapshot
         current = await reads.repository_at(repository_id)
         holder = None if current == name.casefold() else await reads.repository_named(name)
     if current == name.casefold():
         return event
-    created = _created_at(dig(event.payload, "repository", "created_at"))
     services.configs.forget(name)  # rules read for the name may be another repository's
     if current is None:
         if holder is not None:
             await _make_room(services, event, repository_id, name, placed=False)
+        created = _created_at(dig(event.payload, "repository", "created_at"))
         await _place(services, repository_id, name, created, event.installation_id)
         return event
-    now = await _name_now(services, event, repository_id) or await _name_where_kept(
-        services, event, repository_id, current
+    return await _follow(
+        services, event, repository_id, current, await _name_now(services, event, repository_id)
     )
+
+
+async def _follow(
+    services: Services, event: WebhookEvent, repository_id: int, current: str, asked: str | None
+) -> WebhookEvent | None:
+    """The records of `repository_id` (under `current`) and the delivery follow the name GitHub
+    gives the id now (`asked`, or asked where its records are kept); None: GitHub no longer knows
+    the id, or no installation reaches it (the delivery is dropped)."""
+    name = dig_str(event.payload, "repository", "full_name") or ""
+    now = asked or await _name_where_kept(services, event, repository_id, current)
     if now is None:
         log.warning("dropped: GitHub does not know the repository", repository_id=repository_id)
         return None
@@ -75,6 +114,7 @@ async def identified(event: WebhookEvent, services: Services) -> WebhookEvent | 
         log.info("renamed since it was sent: handled under its name now", repository_id=repository_id)
         event = renamed
     await _make_room(services, event, repository_id, now, placed=True)  # taken from another id?
+    created = _created_at(dig(event.payload, "repository", "created_at"))
     await _place(services, repository_id, now, created, event.installation_id)
     return event
 

@@ -308,12 +308,6 @@ async def test_a_chain_of_two_seen_by_the_guard_keeps_the_last_repositorys_write
     assert held[99] == "acme/x" and held[98] == "acme/y"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the guard trusts the stored name of a known id without asking GitHub: a comment of the "
-    "renamed repository, delivered before any webhook says so, runs under the rules and permissions "
-    "of the new repository that took its name",
-)
 async def test_a_comment_delivered_before_the_renamed_webhook_is_not_judged_by_the_name_s_new_repository(
     world: World,
 ) -> None:

@@ -49,9 +49,10 @@ class FakeGitHub:
     closing_faults: list[Exception] = field(default_factory=list)
     """Raised, one per read, by the next `closing_issues` reads (GraphQL failing)."""
     calls: list[Call] = field(default_factory=list)
-    names: dict[int, str] = field(default_factory=dict)
-    """Repositories' names now, by id (`GET /repositories/{id}`); an id not here is gone, and one
-    whose name `installations` gives another installation is out of the asking one's reach."""
+    names: dict[int, str] = field(default_factory=lambda: {REPOSITORY_ID: "acme/app"})
+    """Repositories' names now, by id (`GET /repositories/{id}`): the webhooks' repository
+    (`tests.fakes.webhooks.REPOSITORY`) to begin with. An id not here is gone, and one whose name
+    `installations` gives another installation is out of the asking one's reach."""
     logins: dict[int, str] = field(default_factory=dict)
     """Accounts' logins now, by id (`GET /user/{id}`); an id not here is no account GitHub has."""
     parents: dict[Key, tuple[str, ...]] = field(default_factory=dict)

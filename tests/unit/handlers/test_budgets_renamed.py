@@ -31,6 +31,7 @@ async def say(ports: FakePorts, body: str, by: tuple[str, int] = RACHEL, name: s
 def renamed_world(rules: Rules) -> FakePorts:
     """Fakes where #12 exists under both names (GitHub answers for the name it is asked)."""
     ports = world(rules)
+    ports.github.names[ID] = WEB
     for name in (WEB, SITE):
         ports.github.add_issue(name, issue_answer(12, assignees=(RACHEL,)))
     return ports

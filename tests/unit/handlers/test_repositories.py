@@ -43,6 +43,7 @@ async def test_a_new_repository_with_a_reused_name_never_touches_the_old_ones_ti
     await publish(ports, OLD, 12)
     old = ports.store.ticket(TicketKey(REPOSITORY, 12))
     assert old is not None
+    ports.github.names = {NEW: REPOSITORY}  # the old one deleted, its name taken
     await ports.dispatch("issue_comment", of(NEW, comment(12, "/claim", author=("nora", 404))))
     await publish(ports, NEW, 12)
     new = ports.store.ticket(TicketKey(REPOSITORY, 12))

@@ -90,6 +90,7 @@ async def test_an_acceptance_that_lapses_in_a_repository_that_reuses_a_name_is_r
     assert old is not None and old.review is not None and old.review.invalidated is not None
 
     await rename_away(ports)
+    ports.github.names[NEW] = REPOSITORY
     ports.roles = reviewers
     ports.github.add_issue(REPOSITORY, issue_answer(12, assignees=(RACHEL,)))
     await accepted_in(ports, NEW)
