@@ -167,16 +167,13 @@ async def merged_heads(
     deployed sha contains). A later PR linking an accepted ticket brings code of its own."""
     merged = sorted(p.number for p in ticket.rails.pull_requests.values() if p.merged_while_linked)
     heads: list[str | None] = []
-    for index, number in enumerate(merged):
+    for number in merged:
         pull = ticket.rails.pull_requests[number]
         if commits is not None:
             brings = pull.merge_commit is not None and pull.merge_commit in commits
-        else:  # the first merge is the one found contained; the others are asked
-            brings = index == 0 or (
-                pull.merge_commit is not None
-                and await services.ancestry.contains(
-                    installation_id, ticket.key.repository, pull.merge_commit, sha
-                )
+        else:  # each merge asked (compares cached): PRs merge in any order of their numbers
+            brings = pull.merge_commit is not None and await services.ancestry.contains(
+                installation_id, ticket.key.repository, pull.merge_commit, sha
             )
         if brings:
             heads.append(pull.head_sha)

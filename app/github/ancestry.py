@@ -55,10 +55,15 @@ class Ancestry:
     async def contains_ticket(
         self, installation_id: int, repository: str, ticket: MergedTicket, deployed: str
     ) -> bool:
-        """Whether `deployed` contains the ticket's merge: through its anchor when `deployed`
-        contains that (one shared compare), else by comparing the merge itself."""
+        """Whether `deployed` contains one of the ticket's merges: through its anchor when
+        `deployed` contains that (one shared compare), else by comparing each merge itself (a
+        ticket whose PRs merged in another order than their numbers is brought by whichever
+        merge the deployment has)."""
         if ticket.anchor is not None and await self.contains(
             installation_id, repository, ticket.anchor, deployed
         ):
             return True
-        return await self.contains(installation_id, repository, ticket.merge_commit, deployed)
+        for merge in ticket.merge_commits or (ticket.merge_commit,):
+            if await self.contains(installation_id, repository, merge, deployed):
+                return True
+        return False

@@ -24,9 +24,12 @@ class FakeAncestry:
     async def contains_ticket(
         self, installation_id: int, repository: str, ticket: MergedTicket, deployed: str
     ) -> bool:
-        """Through the ticket's anchor when `deployed` contains it, else by its merge (as the real one)."""
+        """Through the anchor when `deployed` contains it, else by each of its merges (as the real one)."""
         if ticket.anchor is not None and await self.contains(
             installation_id, repository, ticket.anchor, deployed
         ):
             return True
-        return await self.contains(installation_id, repository, ticket.merge_commit, deployed)
+        for merge in ticket.merge_commits or (ticket.merge_commit,):
+            if await self.contains(installation_id, repository, merge, deployed):
+                return True
+        return False

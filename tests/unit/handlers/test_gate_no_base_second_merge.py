@@ -4,8 +4,6 @@ requests is brought by either merge the deployed commit contains."""
 
 from __future__ import annotations
 
-import pytest
-
 from handlers.answers import DeploymentReview
 from policies.gate import Blocker, GateState
 from tests.fakes.github import issue_answer
@@ -21,17 +19,12 @@ def reviews(ports: FakePorts) -> list[DeploymentReview]:
     return [answer for answer in ports.store.answers if isinstance(answer, DeploymentReview)]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="without a base the gate asks containment of the lowest-numbered merged PR's merge "
-    "commit only (Rails.merge_commit): a ticket whose other PR's merge is deployed is not judged",
-)
 async def test_a_ticket_brought_by_its_higher_numbered_merge_is_judged_without_a_range() -> None:
     """#13 (published, never accepted) is linked by PR #40 and PR #41. PR #41 merges first
     (M_FIRST); PR #40 merges later (M_LATER). Production has no successful deployment yet. The
     first deployment is of M_FIRST (it contains #41's merge, not #40's): it brings #13's code,
-    unaccepted, so it must be rejected naming #13. Today #13 is asked only by #40's merge commit
-    (the lowest PR number's), which M_FIRST does not contain: no ticket, approved."""
+    unaccepted, so it must be rejected naming #13. Before the fix #13 was asked only by #40's merge
+    commit (the lowest PR number's), which M_FIRST does not contain: no ticket, approved."""
     ports = world(GATED)
     ports.clock.now = ACCEPTED_AT + 3600
     ports.github.add_issue(REPOSITORY, issue_answer(13, assignees=(RACHEL,)))
