@@ -417,3 +417,34 @@ async def test_the_watchdog_writes_nothing_for_a_deleted_repository_whose_name_i
         failed = text("SELECT last_error FROM outbox_effects WHERE status = 'failed'")
         errors = [row.last_error for row in connection.execute(failed)]
     assert errors and all("deleted" in error and "nothing written" in error for error in errors), errors
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="claim_overdue's operation id spells the repository's name: a rename during a lapse records it again",
+)
+async def test_a_rename_during_a_silence_does_not_record_its_claim_overdue_again(
+    watched: tuple[World, Wall],
+) -> None:
+    """#12 is claimed (`--check-in 60`) and silent past its limit: `claim_overdue` is recorded. The
+    repository is then renamed acme/web -> acme/web-next (GitHub's `renamed` webhook processed)
+    while the claimant stays silent: it is the same silence period of the same attempt, so the
+    watchdog must not record `claim_overdue` a second time (SPEC *Claim watchdog*: once per
+    silence period)."""
+    world, wall = watched
+    await world.say("rachel", "/publish")
+    await world.say("cody", "/claim --check-in 60")
+    wall.ahead = timedelta(minutes=61)
+    await eventually(world, 1)
+
+    moved = world.github.rename_repository(REPO, "acme/web-next")
+    guid, payload = repository_moved(world.github, "https://api.github.com", moved, REPO, 1, "max")
+    assert (await world.server.deliver("repository", json.dumps(payload).encode(), guid)).status == 202
+    await world.settle()
+    renamed = TicketKey("acme/web-next", 12)
+    assert TicketService(world.database).load(renamed) is not None
+    await asyncio.sleep(0.5)  # several more looks at the same silence, under the new name
+
+    history = TicketService(world.database).history(renamed)
+    found = [dict(r.event.data) for r in history if r.event.type is EventType.CLAIM_OVERDUE]
+    assert len(found) == 1, found
