@@ -323,3 +323,37 @@ def issue_event(action: str) -> dict[str, Any]:
     payload = event_payload("issues", "21-reopened.json", action=action)
     payload["issue"].update({"number": 12, "state": "closed" if action == "closed" else "open"})
     return payload
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="/deliver on a fork PR takes the fork's head ref as the attempt's branch in this repository: "
+    "pushes to the base repository's branch of that name count as the claimant's signs of life",
+)
+async def test_a_push_to_the_base_branch_named_like_a_fork_prs_head_is_no_sign_of_life(
+    handlers: tuple[Shell, StandinState],
+) -> None:
+    """The claimant adopts an outsider's fork PR (head `mallory/web:main`) and writes `/deliver` on
+    it; rita sends it back, opening attempt 2. The claimant then says nothing for over an hour,
+    while other people push to acme/web's own `main`. Those pushes are not to the attempt's
+    branch (a fork's branch name names nothing in this repository, SPEC *The repository rail*):
+    attempt 2 is overdue, silent since the send-back."""
+    services, state = handlers
+    state.repositories["acme/web"].files[".github/railyard.yml"] = CONFIG.replace(
+        'requester: ["rachel"]', 'requester: ["rachel"]\n  reviewer: ["rita"]'
+    )
+    state.add_pull(
+        "acme/web", 35, body="Fixes #12", head_ref="main", head_sha="d" * 40, head_repo="mallory/web",
+        user="mallory",
+    )  # fmt: skip
+    await say(services, "rachel", "/publish", minutes(0))
+    await say(services, CLAIMANT, "/claim", minutes(1))
+    await say(services, CLAIMANT, "/deliver\nAdopted mallory's fix.", minutes(5), number=35)
+    await say(services, "rita", "/send-back Needs a test.", minutes(10))
+    ticket = services.tickets.load(KEY)
+    assert ticket is not None and (ticket.work, ticket.attempt) == (WorkState.CLAIMED, 2)
+
+    assert ticket.attempt_branch == "main"  # the fork's head ref, taken as a branch of acme/web
+    await send(services, "push", push_payload("main", minutes(50)), "push-main-1")
+    found = check_claims(services.database, services.tickets, minutes(75))
+    assert [(f.silence.attempt, f.silence.silent_since) for f in found] == [(2, minutes(10))]
