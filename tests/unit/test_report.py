@@ -6,6 +6,7 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -230,3 +231,20 @@ def test_per_runner_costs_sum_to_the_per_model_costs(
     runners = sum((Decimal(r["cost_usd"]) for r in figures["runners"]), Decimal(0))
     models = sum((Decimal(m["cost_usd"]) for m in figures["models"]), Decimal(0))
     assert runners == models == sum((Decimal(str(c)) for _, _, c in deliveries), Decimal(0))
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="report_figures._accepted counts a renewal (`accepted` with `renews`) as another acceptance "
+    "of the delivery, with its own delivery-to-acceptance time",
+)
+def test_a_renewed_acceptance_is_not_a_second_acceptance_of_the_delivery() -> None:
+    """cody's delivery is accepted 60 minutes after it; its acceptance expires and rita renews it
+    (SPEC *Acceptance that stays true*: `accepted` with `renews: REVISION`) 30 days later. The
+    delivery was accepted once, 60 minutes after it was made: the runner's `accepted` is 1 and the
+    median delivery-to-acceptance is 60, not a month; the renewal is no new independent review."""
+    log = round_trip()
+    log.add(EventType.ACCEPTED, RITA, 160 + 30 * 24 * 60, attempt=2, review="independent", renews=5)
+    figures = report(log.events).to_json()
+    [runner] = figures["runners"]
+    assert (runner["accepted"], runner["median_minutes_delivery_to_acceptance"]) == (1, 60.0), runner
