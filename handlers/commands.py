@@ -401,7 +401,11 @@ class CommandRun:
                 return replace(command, commit=commit, pull_request=pull_number, tree=tree)
             if pull_number is not None:
                 found = await github.pull(f.installation_id, f.repository, pull_number)
-                branch = dig_str(found, "head", "ref")
+                own = same_repository(  # a fork's branch is no branch of this repository
+                    dig_int(found, "head", "repo", "id"), dig_int(found, "base", "repo", "id"),
+                    head_repository=dig_str(found, "head", "repo", "full_name"), repository=f.repository,
+                )  # fmt: skip
+                branch = dig_str(found, "head", "ref") if own else None
                 return replace(
                     command, commit=dig_str(found, "head", "sha"), branch=branch, pull_request=pull_number
                 )
