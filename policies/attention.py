@@ -161,9 +161,11 @@ def accepted_commit_not_merged(ticket: Ticket) -> bool:
 def review_overdue(ticket: Ticket, facts: RecordFacts) -> bool:
     """Whether the watchdog recorded the current delivery's wait for review overdue."""
     delivery = ticket.last_delivery
-    if ticket.work is not WorkState.DELIVERED or delivery is None or facts.review_overdue is None:
+    if ticket.work is not WorkState.DELIVERED or delivery is None:
         return False
-    key = ticket.key
+    if f"review:{delivery.operation_id}" in ticket.noticed:  # recorded under any name (`period_of`)
+        return True
+    key = ticket.key  # recorded before tickets noted it: by its operation id, under the name now
     return facts.review_overdue == review_overdue_operation_id(
         key.repository, key.number, delivery.operation_id
     )

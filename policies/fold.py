@@ -15,6 +15,7 @@ from decimal import Decimal
 from policies.events import RAIL_EVENT_TYPES, Event, EventType, RailEvent
 from policies.evidence import cost_of, evidence_from_data
 from policies.model import Delivery, Feedback, Review, Ticket, same_account, same_login
+from policies.notices import noticed
 from policies.rails import Rails, apply_rail_event
 from policies.reverts import with_revert
 from policies.states import DeploymentState, ReviewKind, WorkState
@@ -238,7 +239,7 @@ def _reopened(ticket: Ticket, event: Event) -> Ticket:
 
 
 def _recorded_only(ticket: Ticket, event: Event) -> Ticket:
-    """`claim_overdue` and `review_overdue` are history for people to read; they change nothing."""
+    """`deployment_gated` is history for people to read; it changes nothing."""
     return ticket
 
 
@@ -258,8 +259,8 @@ _APPLIERS: dict[EventType, Callable[[Ticket, Event], Ticket]] = {
     EventType.ACCEPTED: _accepted,
     EventType.SENT_BACK: _sent_back,
     EventType.REOPENED: _reopened,
-    EventType.CLAIM_OVERDUE: _recorded_only,
-    EventType.REVIEW_OVERDUE: _recorded_only,
+    EventType.CLAIM_OVERDUE: noticed,
+    EventType.REVIEW_OVERDUE: noticed,
     EventType.DEPLOYMENT_GATED: _recorded_only,
     EventType.ISSUE_CLOSED: _issue_closed,
     EventType.ISSUE_REOPENED: _issue_reopened,

@@ -198,6 +198,9 @@ class Ticket:
     reopened_at_attempt: int | None = None
     closed: bool = False  # the issue is closed on GitHub: shown, not watched; WorkState is untouched
     reverts: tuple[tuple[int, int], ...] = ()  # (merged PR, the merged PR that reverted it), sorted
+    # The watch periods recorded overdue lately (`policies.notices.period_of`): each is recorded
+    # once, whatever operation id it is noticed under (a rename changes the name ids spell).
+    noticed: tuple[str, ...] = ()
     rails: Rails = field(default_factory=Rails)
 
     @property

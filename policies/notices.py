@@ -10,7 +10,8 @@ ticket's flags beside the rails (`closed`, `reverts`, ...) or nothing at all.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 from policies.events import Event, EventType
@@ -161,6 +162,37 @@ def invalidated_operation_id(repository: str, number: int, acceptance: int) -> s
     return f"invalidated:{repository.casefold()}#{number}:{acceptance}"
 
 
+NOTICED_KEPT = 8
+"""How many recorded watch periods a ticket keeps (`Ticket.noticed`): only its current attempt's
+and delivery's can be noticed again, and each ends the ones before it."""
+
+
+def period_of(kind: EventType, data: Mapping[str, object]) -> str | None:
+    """The watch period a `claim_overdue` or `review_overdue` records, named without the
+    repository: a silence by its attempt and start, a deadline by its attempt, a wait for review
+    by its delivery; None for any other event."""
+    if kind is EventType.CLAIM_OVERDUE:
+        if data.get("reason") == "deadline":
+            return f"deadline:{data.get('attempt')}"
+        return f"silence:{data.get('attempt')}:{data.get('silent_since')}"
+    if kind is EventType.REVIEW_OVERDUE:
+        return f"review:{data.get('delivery')}"
+    return None
+
+
+def noticed(ticket: Ticket, event: Event) -> Ticket:
+    """`ticket` with the period `event` records noted (the latest `NOTICED_KEPT`)."""
+    period = period_of(event.type, event.data)
+    if period is None or period in ticket.noticed:
+        return ticket
+    return replace(ticket, noticed=(*ticket.noticed, period)[-NOTICED_KEPT:])
+
+
+def _once(ticket: Ticket, events: tuple[Event, ...]) -> tuple[Event, ...]:
+    """`events`, or nothing when the period they record is already on the ticket's record."""
+    return () if any(period_of(e.type, e.data) in ticket.noticed for e in events) else events
+
+
 def decide_notice(ticket: Ticket, notice: Notice, ctx: NoticeContext) -> tuple[Event, ...] | Refusal:
     """The event recording the notice, nothing when it no longer holds, a refusal for a non-ticket."""
     if not ticket.exists:
@@ -170,7 +202,7 @@ def decide_notice(ticket: Ticket, notice: Notice, ctx: NoticeContext) -> tuple[E
     if isinstance(notice, DescriptionEdited):
         return _edited(ticket, notice, ctx)
     if isinstance(notice, ReviewOverdueObserved):
-        return _review_overdue(ticket, notice, ctx)
+        return _once(ticket, _review_overdue(ticket, notice, ctx))
     if isinstance(notice, RevertObserved):
         return _reverted(ticket, notice, ctx)
     if isinstance(notice, DeploymentGated):
@@ -204,7 +236,7 @@ def decide_notice(ticket: Ticket, notice: Notice, ctx: NoticeContext) -> tuple[E
     event = Event(
         EventType.CLAIM_OVERDUE, ctx.actor, None, ctx.at, ctx.operation_id, ctx.policy_version, data
     )
-    return (event,)
+    return _once(ticket, (event,))
 
 
 def still_watched(ticket: Ticket, notice: OverdueObserved) -> bool:

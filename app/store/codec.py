@@ -133,6 +133,7 @@ def ticket_to_data(ticket: Ticket) -> dict[str, Any]:
         "reopened_at_attempt": ticket.reopened_at_attempt,
         "closed": ticket.closed,
         "reverts": [list(pair) for pair in ticket.reverts],
+        "noticed": list(ticket.noticed),
         "rails": rails_to_data(ticket.rails),
     }
 
@@ -171,6 +172,7 @@ def ticket_from_data(key: TicketKey, revision: int, data: Mapping[str, Any]) -> 
         reopened_at_attempt=data.get("reopened_at_attempt"),  # the same
         closed=data.get("closed", False),  # absent from snapshots written before it existed
         reverts=tuple((int(a), int(b)) for a, b in data.get("reverts") or ()),
+        noticed=tuple(str(period) for period in data.get("noticed") or ()),  # absent before it existed
         rails=rails_from_data(data["rails"]),
     )
 

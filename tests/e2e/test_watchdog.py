@@ -419,11 +419,6 @@ async def test_the_watchdog_writes_nothing_for_a_deleted_repository_whose_name_i
     assert errors and all("deleted" in error and "nothing written" in error for error in errors), errors
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="claim_overdue's operation id spells the repository's name: "
-    "a rename during a lapse records it again",
-)
 async def test_a_rename_during_a_silence_does_not_record_its_claim_overdue_again(
     watched: tuple[World, Wall],
 ) -> None:

@@ -231,6 +231,21 @@ def test_an_overdue_claim_is_recorded_with_the_data_spec_names() -> None:
     }
 
 
+def test_a_period_recorded_once_is_not_recorded_again_under_another_operation_id() -> None:
+    """The watchdog names a period's operation by the repository's name; after a rename the same
+    silence (or the same deadline) comes under another id. The ticket's record of what it noted
+    decides: the same period records nothing, a new silence of the same attempt does."""
+    ticket = claimed_ticket()
+    deadline = replace(OVERDUE, reason="deadline", deadline_at=at(200), max_attempt_hours=3)
+    for notice in (OVERDUE, deadline):
+        decision = decide_notice(ticket, notice, notice_ctx(300))
+        assert not isinstance(decision, Refusal) and len(decision) == 1
+        ticket = apply_all(ticket, decision)
+        assert decide_notice(ticket, notice, NoticeContext("railyard", "renamed-id", at(301), "v1")) == ()
+    later = replace(OVERDUE, silent_since=at(100))
+    assert [e.type for e in decide_notice(ticket, later, notice_ctx(400))] == [EventType.CLAIM_OVERDUE]
+
+
 @pytest.mark.parametrize(
     "change",
     [
@@ -283,8 +298,8 @@ def walked_tickets() -> list[Ticket]:
 def test_a_notice_event_never_moves_a_rail_or_the_claim(
     index: int, kind: EventType, data: dict[str, object]
 ) -> None:
-    """Folding a notice changes only the revision, `closed`, what is recorded of the description
-    and the over-budget flag."""
+    """Folding a notice changes only the revision, `closed`, what is recorded of the description,
+    the over-budget flag and the watch periods noted overdue."""
     before = walked_tickets()[index]
     event = Event(kind, "railyard", None, at(500), "op", "v1", data)
     after = apply(before, event)
@@ -296,6 +311,7 @@ def test_a_notice_event_never_moves_a_rail_or_the_claim(
         description_digest=before.description_digest,
         description_changed=before.description_changed,
         over_budget=before.over_budget,
+        noticed=before.noticed,
     )
     assert unchanged == before
     assert (after.work, after.rails, after.claimant, after.attempt) == (
