@@ -327,8 +327,8 @@ def _delivered(tally: _Tally, event: LoggedEvent, inside: bool) -> None:
 
 def _accepted(tally: _Tally, event: LoggedEvent, inside: bool) -> None:
     delivery = tally.delivered.get(event.ticket)
-    if not inside:
-        return
+    if not inside or event.data.get("renews") is not None:
+        return  # a renewal keeps an acceptance standing: no delivery accepted again, no new review
     if delivery is not None:
         figures = tally.runner(delivery[0], delivery[1])
         figures.accepted += 1

@@ -233,11 +233,6 @@ def test_per_runner_costs_sum_to_the_per_model_costs(
     assert runners == models == sum((Decimal(str(c)) for _, _, c in deliveries), Decimal(0))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="report_figures._accepted counts a renewal (`accepted` with `renews`) as another acceptance "
-    "of the delivery, with its own delivery-to-acceptance time",
-)
 def test_a_renewed_acceptance_is_not_a_second_acceptance_of_the_delivery() -> None:
     """cody's delivery is accepted 60 minutes after it; its acceptance expires and rita renews it
     (SPEC *Acceptance that stays true*: `accepted` with `renews: REVISION`) 30 days later. The
