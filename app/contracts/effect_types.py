@@ -118,6 +118,25 @@ def marker(dedupe_key: str) -> str:
     return f"<!-- railyard:effect:{hashlib.sha256(dedupe_key.encode()).hexdigest()[:20]} -->"
 
 
+EARLIER_KEYS_KEPT = 4
+
+
+def with_earlier_key(result: Mapping[str, Any] | None, key: str) -> dict[str, Any]:
+    """An effect's `result` once its key (`key`) was spelled anew for a renamed repository: the
+    key is kept (`earlier_keys`, the latest few), so a comment an earlier attempt created under
+    it is found by its marker (`marker`) instead of being created twice."""
+    kept = dict(result or {})
+    earlier = [k for k in kept.get("earlier_keys") or () if isinstance(k, str) and k != key]
+    kept["earlier_keys"] = [*earlier, key][-EARLIER_KEYS_KEPT:]
+    return kept
+
+
+def markers_of(dedupe_key: str, result: Mapping[str, Any] | None) -> list[str]:
+    """The markers a comment written for the effect may carry: its key's now, and its earlier keys'."""
+    earlier = (result or {}).get("earlier_keys") or ()
+    return [marker(dedupe_key), *(marker(k) for k in earlier if isinstance(k, str))]
+
+
 def status_key(repository: str, number: int) -> str:
     """The dedupe key of a ticket's one status comment."""
     return f"status:{repository.casefold()}#{number}"

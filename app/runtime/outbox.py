@@ -39,7 +39,7 @@ from typing import Any
 import structlog
 from sqlalchemy.exc import DBAPIError
 
-from app.contracts.effect_types import RENDER_NOTES, EffectKind
+from app.contracts.effect_types import RENDER_NOTES, EffectKind, markers_of
 from app.contracts.traces import TRACING, set_attribute, span
 from app.github.client import GitHubClient, GitHubError, GitHubUnavailable, NotFound, RateLimited
 from app.runtime.idle_polls import IdlePolls
@@ -387,8 +387,8 @@ class Outbox:
             if await self._edited(row, lambda: edit(existing_id)):
                 return {"comment_id": existing_id}
             log.warning("the comment was deleted; writing it again", comment_id=existing_id)
-        elif row["ambiguous"]:
-            found = await self._find_own_comment(row, number)
+        if row["ambiguous"]:  # an earlier attempt's create may have landed (after the delete, too)
+            found = await self._find_own_comment(row, number, other_than=existing_id)
             if found is not None:
                 log.info("found the comment an earlier attempt created", comment_id=found)
                 if row["kind"] in self.renderers:  # rendered again since: show the latest state
@@ -408,7 +408,7 @@ class Outbox:
         existing_id = (row["result"] or {}).get("check_run_id")
         if existing_id is None and row["ambiguous"]:
             existing_id = await self._find_own_check_run(row, payload)
-        if existing_id is not None:
+        if existing_id is not None:  # GitHub offers no way to delete a check-run: a 404 is rare
             update = {k: v for k, v in payload.items() if k != "head_sha"}
 
             def edit() -> Awaitable[Any]:
@@ -454,9 +454,12 @@ class Outbox:
                 raise _Deferred(allowed)
         await self._in_flight(row)
 
-    async def _find_own_comment(self, row: dict[str, Any], number: int) -> int | None:
-        """The comment carrying this effect's marker, written by this app, if any."""
-        wanted = marker(row["dedupe_key"])
+    async def _find_own_comment(
+        self, row: dict[str, Any], number: int, other_than: int | None = None
+    ) -> int | None:
+        """The comment carrying this effect's marker (its key's now or an earlier one's, before a
+        rename), written by this app, if any."""
+        wanted = markers_of(row["dedupe_key"], row["result"])
         since = datetime.fromtimestamp(row["created_at"] - 60, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         page = 1
         while True:
@@ -471,7 +474,9 @@ class Outbox:
                 return None
             for item in comments:
                 app = item.get("performed_via_github_app") or {}
-                if wanted in (item.get("body") or "") and app.get("id") == self.app_id:
+                body = item.get("body") or ""
+                mine = app.get("id") == self.app_id and item.get("id") != other_than
+                if mine and any(one in body for one in wanted):
                     return int(item["id"])
             page += 1
 

@@ -36,6 +36,7 @@ from typing import Any
 
 import structlog
 
+from app.contracts.effect_types import with_earlier_key
 from app.github.client import GitHubClient, GitHubError, GitHubUnavailable, NotFound
 from app.store.database import Database
 from app.store.hops import off_loop
@@ -113,6 +114,8 @@ class WriteTarget:
         )
         if moved is None:
             raise NoLongerPending
+        if moved[1] != row["dedupe_key"]:  # as `place` kept it: a create begun under it is found
+            row["result"] = with_earlier_key(row.get("result"), row["dedupe_key"])
         row["repository"], row["dedupe_key"] = moved
         return True
 

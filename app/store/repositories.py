@@ -23,9 +23,11 @@ Tickets created later take the id from here (`tickets._save_ticket`).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from sqlalchemy import Connection, Row, String, bindparam, case, cast, func, literal, select, update
 
+from app.contracts.effect_types import with_earlier_key
 from app.store.advisory import one_at_a_time
 from app.store.database import Database, insert_for
 from app.store.effects import CANCELLED, PENDING
@@ -262,7 +264,9 @@ def _move(connection: Connection, from_name: str, to_name: str, *, cancel: bool)
     head = _pulls.c.head_repository
     connection.execute(update(_pulls).where(func.lower(head) == from_name).values(head_repository=to_name))
     moved = connection.execute(
-        select(_outbox.c.id, _outbox.c.dedupe_key, _outbox.c.status).where(_outbox.c.repository == to_name)
+        select(_outbox.c.id, _outbox.c.dedupe_key, _outbox.c.status, _outbox.c.result).where(
+            _outbox.c.repository == to_name
+        )
     ).all()
     for row in moved:
         _rekey(connection, row, from_name, to_name, cancel=cancel)
@@ -274,7 +278,7 @@ def _retire_unheld(connection: Connection, name: str) -> None:
     tickets from before ids. Each row goes to a name of its own, `owner/name@unheld-ROW`, shown to
     nobody, and its pending writes are cancelled: no unique key (a ticket's or a PR's number, an
     observation's fingerprint, an installation's listing, an outbox key) can meet the moving rows."""
-    effects = select(_outbox.c.id, _outbox.c.dedupe_key, _outbox.c.status)
+    effects = select(_outbox.c.id, _outbox.c.dedupe_key, _outbox.c.status, _outbox.c.result)
     unheld = connection.execute(effects.where(func.lower(_outbox.c.repository) == name)).all()
     for keyed in _KEYED_BY_NAME:
         column = keyed.c.repository
@@ -285,10 +289,13 @@ def _retire_unheld(connection: Connection, name: str) -> None:
 
 
 def _rekey(
-    connection: Connection, row: Row[int, str, str], from_name: str, to_name: str, *, cancel: bool
+    connection: Connection, row: Row[int, str, str, Any], from_name: str, to_name: str, *, cancel: bool
 ) -> None:
     """The moved effect `row`'s key spelled with `to_name`; `cancel`: never sent if pending."""
-    values: dict[str, object] = {"dedupe_key": _renamed_key(row.dedupe_key, from_name, to_name)}
+    renamed = _renamed_key(row.dedupe_key, from_name, to_name)
+    values: dict[str, object] = {"dedupe_key": renamed}
+    if renamed != row.dedupe_key:  # a create begun under the old key is found by its marker
+        values["result"] = with_earlier_key(row.result, row.dedupe_key)
     if cancel and row.status == "pending":
         values |= {"status": CANCELLED, "last_error": REUSED}
     connection.execute(update(_outbox).where(_outbox.c.id == row.id).values(**values))

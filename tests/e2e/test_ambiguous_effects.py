@@ -23,12 +23,6 @@ COMMENTS_ANY_NAME = r"/issues/12/comments$"
 TOOLS = "acme/tools"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="outbox: after a deleted status comment is re-created and the create's answer is lost, "
-    "the retry edits the stale comment id again (404) and creates a second status comment without "
-    "looking for the one GitHub already made (app/runtime/outbox.py _comment_once)",
-)
 async def test_a_deleted_status_comment_written_again_through_a_502_appears_once(world: World) -> None:
     """rachel publishes #12 (one status comment); someone deletes it; cody claims, and GitHub
     creates the new status comment but answers 502. After the retry: one status comment."""
@@ -44,13 +38,6 @@ async def test_a_deleted_status_comment_written_again_through_a_502_appears_once
     assert len(world.status_comments()) == 1, world.status_comments()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="outbox: a rename rekeys the status comment's effect (status:acme/tools#12), and the "
-    "marker the retry looks for is the new key's, so the comment an ambiguous create made under the "
-    "old key's marker is not found and a second status comment is created "
-    "(app/store/repositories.py _rekey, app/runtime/outbox.py _find_own_comment)",
-)
 async def test_a_status_comment_whose_create_was_ambiguous_appears_once_after_a_rename(world: World) -> None:
     """rachel publishes #12; GitHub creates the status comment but answers 502, and then cannot
     list the issue's comments for a while (500). Meanwhile acme/web is renamed acme/tools and its
