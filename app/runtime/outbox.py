@@ -47,7 +47,7 @@ from app.runtime.metrics import Metrics
 from app.runtime.supervisor import Loop, RetryPolicy
 from app.runtime.write_target import NoLongerPending, WriteTarget
 from app.store.database import Database
-from app.store.effects import CANCELLED, FAILED, MIN_SURFACE_INTERVAL, EffectLeases, marker
+from app.store.effects import CANCELLED, FAILED, MIN_SURFACE_INTERVAL, EffectLeases, assignment_ahead, marker
 from app.store.installations import DELETED, SUSPENDED
 from app.store.limits import Limits, SharedLimits
 from app.store.queue import LEASE_SECONDS, worker_name
@@ -315,6 +315,9 @@ class Outbox:
             )
             return None
         if kind in (EffectKind.ASSIGN, EffectKind.UNASSIGN):
+            ahead = await asyncio.to_thread(assignment_ahead, self.database, row)
+            if ahead is not None:  # an earlier change's assignment first, whatever its backoff
+                raise _Deferred(max(ahead, self.clock()) + ASSIGNMENT_AFTER)
             await self.github.call(
                 "add_assignees" if kind == EffectKind.ASSIGN else "remove_assignees",
                 installation,
@@ -485,8 +488,13 @@ class _LeaseLost(Exception):  # noqa: N818 - control flow, not an error
     """Another outbox took the effect over (this one's lease expired): leave it to that one."""
 
 
+ASSIGNMENT_AFTER = 0.5
+"""Seconds an assignment waits after the time the one ahead of it for the same issue is due."""
+
+
 class _Deferred(Exception):  # noqa: N818 - control flow, not an error
-    """Not now: content-creating writes are spaced; try again at `until`."""
+    """Not now: content-creating writes are spaced, and an assignment waits for the one ahead of
+    it; try again at `until`."""
 
     def __init__(self, until: float) -> None:
         super().__init__(f"deferred until {until}")

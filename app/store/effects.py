@@ -8,7 +8,7 @@ from __future__ import annotations
 import contextvars
 import functools
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 from sqlalchemy import Connection, bindparam, case, func, select, update
@@ -154,6 +154,26 @@ def write_unverified_again(database: Database, effects: Sequence[Effect], now: f
         again = [effect for effect in effects if effect.dedupe_key in noted]
         enqueue(connection, again, now)
     return [effect.dedupe_key for effect in again]
+
+
+ASSIGNMENTS = (EffectKind.ASSIGN.value, EffectKind.UNASSIGN.value)
+
+
+def assignment_ahead(database: Database, row: Mapping[str, Any]) -> float | None:
+    """When an assignment (`assign`/`unassign`) enqueued before `row`'s for the same issue is due,
+    while one is still pending (in backoff, say): `row`'s waits for it, so GitHub ends with the
+    assignees the latest change wanted (a claim given up while its assignment was failing leaves
+    nobody assigned). None when none is ahead of it."""
+    ahead = select(effects_table.c.next_attempt_at, effects_table.c.payload).where(
+        effects_table.c.status == PENDING,
+        effects_table.c.kind.in_(ASSIGNMENTS),
+        effects_table.c.repository == row["repository"],
+        effects_table.c.id < row["id"],
+    )
+    number = (row["payload"] or {}).get("number")
+    with database.read() as connection:
+        due = [at for at, payload in connection.execute(ahead) if (payload or {}).get("number") == number]
+    return max(due) if due else None
 
 
 def _noted_unverified(result: Any) -> bool:

@@ -9,7 +9,6 @@ import json
 import time
 from typing import Any
 
-import pytest
 from sqlalchemy import select
 
 from app.store.effects import effect_counts, effects_table, retry_waiting_effects
@@ -81,12 +80,6 @@ def the_status_effect(world: World) -> dict[str, Any]:
         return dict(rows.mappings().one())
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="outbox: effects of one issue are performed in due order, not intended order; an "
-    "assignment in backoff is written after the later unassignment, leaving the released claimant "
-    "assigned (app/runtime/outbox.py run_once, app/store/effects.py _DUE)",
-)
 async def test_an_assignment_retried_after_the_claim_was_given_up_leaves_nobody_assigned(
     world: World,
 ) -> None:

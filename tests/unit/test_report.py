@@ -6,7 +6,6 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
