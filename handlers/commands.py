@@ -32,8 +32,9 @@ from handlers.answers import (
     SentBackNotice,
     Unassign,
 )
+from handlers.delivered_commit import resolved
 from handlers.errors import CannotVerify, Missing
-from handlers.observe import Source, delivered_branch, recheck_merged, tell_held
+from handlers.observe import Source, delivered_branch, merged_now, recheck_merged, tell_held
 from handlers.payloads import dig, dig_int, dig_str
 from handlers.ports import Outcome, Rules, Services, UnitOfWork
 from handlers.signs import signs_from_events
@@ -229,6 +230,10 @@ class CommandRun:
                 merged += await delivered_branch(
                     uow, services, f.repository, rules, number, command.branch, command.commit, operation
                 )
+            if outcome.replayed and isinstance(command, Publish | Deliver):
+                # The first run committed and then failed (or died) before its merge's deployments
+                # were checked: its retry checks them, as the first would have (nothing twice).
+                merged = await merged_now(uow, key)
             await self.keep(uow, outcome, rules)
             self.door_committed = True  # before the await: a commit that lands while it is cancelled counts
             await uow.commit()
@@ -382,39 +387,7 @@ class CommandRun:
                 labels=tuple(sorted(labels)),
             )
         if isinstance(command, Deliver):
-            return await self._resolve_delivery(command)
-        return command
-
-    async def _resolve_delivery(self, command: Deliver) -> Deliver | ArtifactNotFound:
-        """The commit: the given sha, else the branch head, else the linked PR's head."""
-        f, github = self.facts, self.services.github
-        pull_number = command.pull_request or (f.number if f.on_pull_request else None)
-        try:
-            if command.commit:
-                found = await github.commit(f.installation_id, f.repository, command.commit)
-                tree = dig_str(found, "commit", "tree", "sha")
-                return replace(command, commit=dig_str(found, "sha"), pull_request=pull_number, tree=tree)
-            if command.branch:
-                found = await github.branch(f.installation_id, f.repository, command.branch)
-                tree = dig_str(found, "commit", "commit", "tree", "sha")
-                commit = dig_str(found, "commit", "sha")
-                return replace(command, commit=commit, pull_request=pull_number, tree=tree)
-            if pull_number is not None:
-                found = await github.pull(f.installation_id, f.repository, pull_number)
-                own = same_repository(  # a fork's branch is no branch of this repository
-                    dig_int(found, "head", "repo", "id"), dig_int(found, "base", "repo", "id"),
-                    head_repository=dig_str(found, "head", "repo", "full_name"), repository=f.repository,
-                )  # fmt: skip
-                branch = dig_str(found, "head", "ref") if own else None
-                return replace(
-                    command, commit=dig_str(found, "head", "sha"), branch=branch, pull_request=pull_number
-                )
-        except Missing:
-            if command.commit:
-                return ArtifactNotFound("commit", command.commit, f.repository)
-            if command.branch:
-                return ArtifactNotFound("branch", command.branch, f.repository)
-            return ArtifactNotFound("pull request", str(pull_number), f.repository)
+            return await resolved(self.services.github, self.facts, command)
         return command
 
     async def _may_recheck(self, key: TicketKey) -> bool:

@@ -320,6 +320,12 @@ async def recheck_merged(
             await uow.commit()
 
 
+async def merged_now(uow: UnitOfWork, key: TicketKey) -> list[int]:
+    """The ticket's number when the record holds it merged (its deployments may be checked)."""
+    ticket = await uow.ticket(key)
+    return [key.number] if ticket is not None and ticket.rails.merge_commit is not None else []
+
+
 async def delivered_branch(
     uow: UnitOfWork, services: Services, repository: str, rules: Rules, number: int, branch: str,
     sha: str | None, operation: str,

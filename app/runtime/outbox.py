@@ -33,17 +33,17 @@ import json
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 import structlog
 from sqlalchemy.exc import DBAPIError
 
-from app.contracts.effect_types import RENDER_NOTES, EffectKind, markers_of
+from app.contracts.effect_types import RENDER_NOTES, EffectKind
 from app.contracts.traces import TRACING, set_attribute, span
 from app.github.client import GitHubClient, GitHubError, GitHubUnavailable, NotFound, RateLimited
 from app.runtime.idle_polls import IdlePolls
 from app.runtime.metrics import Metrics
+from app.runtime.own_writes import own_check_run, own_comment
 from app.runtime.supervisor import Loop, RetryPolicy
 from app.runtime.write_target import NoLongerPending, WriteTarget
 from app.store.database import Database
@@ -391,7 +391,7 @@ class Outbox:
                 return {"comment_id": existing_id}
             log.warning("the comment was deleted; writing it again", comment_id=existing_id)
         if row["ambiguous"]:  # an earlier attempt's create may have landed (after the delete, too)
-            found = await self._find_own_comment(row, number, other_than=existing_id)
+            found = await own_comment(self.github, self.app_id, row, number, other_than=existing_id)
             if found is not None:
                 log.info("found the comment an earlier attempt created", comment_id=found)
                 if row["kind"] in self.renderers:  # rendered again since: show the latest state
@@ -410,7 +410,7 @@ class Outbox:
         installation = row["installation_id"]
         existing_id = (row["result"] or {}).get("check_run_id")
         if existing_id is None and row["ambiguous"]:
-            existing_id = await self._find_own_check_run(row, payload)
+            existing_id = await own_check_run(self.github, self.app_id, row, payload)
         if existing_id is not None:  # GitHub offers no way to delete a check-run: a 404 is rare
             update = {k: v for k, v in payload.items() if k != "head_sha"}
 
@@ -429,23 +429,6 @@ class Outbox:
         )
         return {"check_run_id": created.get("id") if isinstance(created, dict) else None}
 
-    async def _find_own_check_run(self, row: dict[str, Any], payload: Mapping[str, Any]) -> int | None:
-        """This app's check of that name on that commit, if an earlier attempt created it."""
-        params: dict[str, Any] | None = {"check_name": payload["name"], "filter": "all", "per_page": 100}
-        while params is not None:
-            found, params = await self.github.call_page(
-                "list_check_runs",
-                row["installation_id"],
-                repository=row["repository"],
-                ref=payload["head_sha"],
-                params=params,
-            )
-            runs = found.get("check_runs") if isinstance(found, dict) else None
-            for run in runs or []:
-                if (run.get("app") or {}).get("id") == self.app_id and run.get("name") == payload["name"]:
-                    return int(run["id"])
-        return None
-
     async def _space_content_write(self, row: dict[str, Any]) -> None:
         """Take the installation's next content-write slot (shared by every process), then go.
 
@@ -456,32 +439,6 @@ class Outbox:
             if allowed is not None:
                 raise _Deferred(allowed)
         await self._in_flight(row)
-
-    async def _find_own_comment(
-        self, row: dict[str, Any], number: int, other_than: int | None = None
-    ) -> int | None:
-        """The comment carrying this effect's marker (its key's now or an earlier one's, before a
-        rename), written by this app, if any."""
-        wanted = markers_of(row["dedupe_key"], row["result"])
-        since = datetime.fromtimestamp(row["created_at"] - 60, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        page = 1
-        while True:
-            comments = await self.github.call(
-                "list_comments",
-                row["installation_id"],
-                repository=row["repository"],
-                number=number,
-                params={"since": since, "per_page": 100, "page": page},
-            )
-            if not isinstance(comments, list) or not comments:
-                return None
-            for item in comments:
-                app = item.get("performed_via_github_app") or {}
-                body = item.get("body") or ""
-                mine = app.get("id") == self.app_id and item.get("id") != other_than
-                if mine and any(one in body for one in wanted):
-                    return int(item["id"])
-            page += 1
 
 
 class _LeaseLost(Exception):  # noqa: N818 - control flow, not an error

@@ -4,20 +4,12 @@ after its commit must still be done by the retry."""
 
 from __future__ import annotations
 
-import pytest
-
 from app.store.queue import list_deliveries
 from github_standin import Fault
 from support.world import REPO, World, pull_request_payload
 from tests.e2e.test_rails_events import LATER, MERGE, deployment, deployment_state
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="handlers/commands.py _execute: recheck_merged runs after the /publish unit commits; a "
-    "transient failure there retries the delivery, whose replayed outcome is not fresh, so the held "
-    "merge's deployments are never checked again",
-)
 async def test_a_publish_that_tells_a_held_merge_checks_the_deployments_even_when_its_compare_failed_once(
     world: World,
 ) -> None:
