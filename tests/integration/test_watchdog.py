@@ -99,7 +99,7 @@ def test_an_overdue_claim_is_recorded_once_per_silence_period(database: Database
 
 
 def test_recording_overdue_never_changes_work_state_or_the_claim(database: Database) -> None:
-    """The ticket after `claim_overdue` is the ticket before, one revision on."""
+    """The ticket after `claim_overdue` is the ticket before, one revision on, noting the period."""
     service = TicketService(database)
     opened = claimed(service)
     before = service.load(KEY)
@@ -107,7 +107,8 @@ def test_recording_overdue_never_changes_work_state_or_the_claim(database: Datab
     after = service.load(KEY)
     assert before is not None and after is not None
     assert after.revision == before.revision + 1
-    assert replace(after, revision=before.revision) == before
+    assert replace(after, revision=before.revision, noticed=()) == before
+    assert len(after.noticed) == 1 and after.noticed[0].startswith("silence:1:")
     assert after.work is WorkState.CLAIMED and after.claimant == CLAIMANT
 
 
