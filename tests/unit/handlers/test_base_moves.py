@@ -98,3 +98,21 @@ async def test_one_push_looks_at_no_more_than_the_cap() -> None:
     await ports.dispatch("push", push("main", head=BASE_HEAD, pushed_at=PUSHED_AT))
     [listed] = [call for call in ports.github.calls if call.method == "open_pulls"]
     assert listed.args == (REPOSITORY, "main", MAX_PULLS_PER_PUSH)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the cap counts every open PR into the base, so newer unlinked PRs (an outsider's forks) "
+    "push the linked ones out of the window and the base move is never seen",
+)
+async def test_newer_unlinked_pull_requests_do_not_hide_a_linked_one_from_the_base_move() -> None:
+    """#34 links #12; anyone then opens `MAX_PULLS_PER_PUSH` PRs into main from forks (or a busy
+    repository simply has that many newer ones). main moves and #34 no longer merges: SPEC says a
+    push to a branch that open linked PRs target re-reads their mergeability, yet #34 is never read."""
+    ports = await pr_open_into_main(mergeable=False)
+    for number in range(100, 100 + MAX_PULLS_PER_PUSH):
+        ports.github.add_pull(
+            REPOSITORY, pull_answer(REPOSITORY, number, body="typo", head_repository="mallory/web")
+        )
+    await ports.dispatch("push", push("main", head=BASE_HEAD, pushed_at=PUSHED_AT))
+    assert ticket(ports).rails.integration is IntegrationState.BLOCKED
