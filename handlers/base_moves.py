@@ -2,9 +2,10 @@
 open linked PRs target re-reads their mergeability, so a conflict the base caused shows as
 `blocked` (GitHub's `mergeable: false`, `mergeable_state: dirty`).
 
-- Bounded: one list of the open PRs into the pushed branch (`GET .../pulls?state=open&base=`),
-  at most `MAX_PULLS_PER_PUSH` of them, newest first; only those railyard stores as linking a
-  ticket are read again (`GET .../pulls/{n}`), one read each.
+- Bounded: the open PRs railyard stores as linking a ticket and targeting the pushed branch
+  (a PR stored before bases were, whatever its base), at most `MAX_PULLS_PER_PUSH` of them,
+  newest first, are read again (`GET .../pulls/{n}`), one read each. PRs that link nothing cost
+  nothing and never take a linked PR's place.
 - Lazy answers: GitHub computes mergeability after it is asked, answering `mergeable: null`
   first. Such a PR is read again when the worker retries the delivery (`TransientError`, the
   queue's backoff), until `REREAD_WINDOW` after the push; then it is left to the next push.
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 from handlers.observe import REREAD_WINDOW as REREAD_WINDOW
 from handlers.observe import Told, branch_head, mergeability, record, reread_later
-from handlers.payloads import dig, dig_int, dig_str
+from handlers.payloads import dig, dig_str
 from handlers.ports import Services
 from handlers.pull_requests import source_of
 from handlers.pushes import push_time
@@ -26,7 +27,7 @@ from handlers.routing import Router, WebhookEvent
 router = Router()
 
 MAX_PULLS_PER_PUSH = 20
-"""At most this many open PRs into the pushed branch are looked at per push (the newest)."""
+"""At most this many open linked PRs into the pushed branch are read again per push (the newest)."""
 
 Targets = list[tuple[int, set[int]]]
 
@@ -66,16 +67,9 @@ async def on_base_moved(event: WebhookEvent, services: Services) -> None:
 
 
 async def _linked_targets(services: Services, installation_id: int, repository: str, branch: str) -> Targets:
-    """The open PRs into `branch` (at most `MAX_PULLS_PER_PUSH`) that railyard stores as linking
-    tickets, with those tickets."""
-    listed = await services.github.open_pulls(installation_id, repository, branch, MAX_PULLS_PER_PUSH)
-    numbers = sorted(
-        {n for n in (dig_int(p, "number") for p in listed[:MAX_PULLS_PER_PUSH]) if n is not None}
-    )
-    targets: Targets = []
+    """The open PRs railyard stores as linking tickets and targeting `branch` (the newest
+    `MAX_PULLS_PER_PUSH`), with those tickets: PRs that link nothing never use up the bound, so
+    nobody can hide a linked PR from the re-read by opening others."""
     async with services.store.read() as reads:
-        for number in numbers:
-            stored = await reads.stored_pull(repository, number)
-            if stored is not None and stored[0].open and stored[1]:
-                targets.append((number, stored[1]))
-    return targets
+        stored = await reads.open_linked_into(repository, branch)
+    return [(pull.number, linked) for pull, linked in stored[:MAX_PULLS_PER_PUSH]]

@@ -184,6 +184,9 @@ class Reads(AgentReads, GateReads, Protocol):
     ) -> list[PullAndTickets]:
         """Stored PRs with this head commit or head branch (a branch of `repository`, never a fork's)."""
 
+    async def open_linked_into(self, repository: str, branch: str) -> list[PullAndTickets]:
+        """Stored open PRs that link tickets and target `branch` (or an unknown base), newest first."""
+
     async def tickets_on_branch(
         self,
         repository: str,
@@ -333,9 +336,6 @@ class GitHubReads(Protocol):
 
     async def latest_status(self, installation_id: int, repository: str, deployment_id: int) -> Json | None:
         """A deployment's newest status, or None when it has none."""
-
-    async def open_pulls(self, installation_id: int, repository: str, base: str, limit: int) -> list[Json]:
-        """The open PRs whose base is branch `base`, newest first, at most `limit` (one page)."""
 
     async def check_runs(self, installation_id: int, repository: str, sha: str) -> list[Json]:
         """Every check run on a commit, every app's (`GET .../commits/{sha}/check-runs`, all pages)."""

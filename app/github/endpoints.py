@@ -65,7 +65,6 @@ ENDPOINTS: dict[str, Endpoint] = {
     "get_team_membership": Endpoint(
         "GET", "/orgs/{org}/teams/{team_slug}/memberships/{username}", ("members", "read")
     ),
-    "list_pulls": Endpoint("GET", "/repos/{repository}/pulls", ("pull_requests", "write")),
     "list_commit_pulls": Endpoint(
         "GET", "/repos/{repository}/commits/{sha}/pulls", ("pull_requests", "read")
     ),

@@ -138,12 +138,6 @@ class GitHubReadsAdapter:
             statuses[0] if isinstance(statuses, list) and statuses and isinstance(statuses[0], dict) else None
         )
 
-    async def open_pulls(self, installation_id: int, repository: str, base: str, limit: int) -> list[Json]:
-        """The open PRs into branch `base`, newest first: one page of at most `limit` (100 at most)."""
-        params = {"state": "open", "base": base, "per_page": min(limit, 100)}
-        listed = await self._get("list_pulls", installation_id, (404,), repository=repository, params=params)
-        return [item for item in listed if isinstance(item, dict)] if isinstance(listed, list) else []
-
     async def compare_commits(self, installation_id: int, repository: str, base: str, head: str) -> list[str]:
         """The commits `head` has and `base` does not, following every page (100 a page, at most
         `COMPARE_PAGES` pages: GitHub's own comparison stops far short of that). `Missing` too

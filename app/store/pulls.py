@@ -111,6 +111,24 @@ def pulls_where(
     return [(pull, linked) for pull, linked in found if head_ref is None or pull.head_in_repository]
 
 
+def open_linked_into(
+    connection: Connection, repository: str, branch: str
+) -> list[tuple[PullRequest, set[int]]]:
+    """Stored open PRs of a repository that link tickets and target `branch` (or whose target is
+    not known: stored before bases were), newest first."""
+    statement = (
+        select(pull_requests)
+        .where(
+            pull_requests.c.repository == repository.casefold(),
+            pull_requests.c.open.is_(True),
+            (pull_requests.c.base_ref == branch) | pull_requests.c.base_ref.is_(None),
+        )
+        .order_by(pull_requests.c.number.desc())
+    )
+    found = [(_pull(row), set(row.linked)) for row in connection.execute(statement)]
+    return [(pull, linked) for pull, linked in found if linked]
+
+
 def pulls_merged_as(
     connection: Connection, repository: str, merge_commits: Collection[str] | None
 ) -> list[tuple[PullRequest, set[int]]]:

@@ -256,6 +256,10 @@ class SqlReads(GateAnswerReads):
         """Stored PRs with this head."""
         return await self._run(pulls.pulls_where, repository, head_sha=head_sha, head_ref=head_ref)
 
+    async def open_linked_into(self, repository: str, branch: str) -> list[PullAndTickets]:
+        """Stored open PRs that link tickets and target `branch`, newest first."""
+        return await self._run(pulls.open_linked_into, repository, branch)
+
     async def tickets_on_branch(
         self,
         repository: str,

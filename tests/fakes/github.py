@@ -235,13 +235,6 @@ class FakeGitHub:
         self.calls.append(Call("latest_status", installation_id, (repository, deployment_id)))
         return self.statuses.get(_key(repository, deployment_id))
 
-    async def open_pulls(self, installation_id: int, repository: str, base: str, limit: int) -> list[Json]:
-        """The seeded open PRs into `base`, newest (highest number) first, at most `limit`."""
-        self.calls.append(Call("open_pulls", installation_id, (repository, base, limit)))
-        ours = [a for (repo, _), a in self.pulls.items() if repo == repository.casefold()]
-        into = [a for a in ours if a.get("state") == "open" and (a.get("base") or {}).get("ref") == base]
-        return sorted(into, key=lambda a: -int(a["number"]))[:limit]
-
     async def compare_commits(self, installation_id: int, repository: str, base: str, head: str) -> list[str]:
         """The commits `head` has and `base` does not, from the history seeded (oldest first)."""
         self.calls.append(Call("compare_commits", installation_id, (repository, base, head)))

@@ -328,18 +328,20 @@ class Records:
         self.pulls[row_key] = (stored, frozenset(linked))
         return before
 
-    def pulls_where(
-        self, repository: str, head_sha: str | None, head_ref: str | None
-    ) -> list[PullAndTickets]:
+    def pulls_where(self, repository: str, sha: str | None, ref: str | None) -> list[PullAndTickets]:
         """`pulls.pulls_where`: stored PRs with this head; a head branch never matches a fork's."""
         found = [
             (pull, set(linked))
             for (repo, _), (pull, linked) in self.pulls.items()
-            if repo == repository.casefold()
-            and (head_sha is None or pull.head_sha == head_sha)
-            and (head_ref is None or pull.head_ref == head_ref)
+            if repo == repository.casefold() and sha in (None, pull.head_sha) and ref in (None, pull.head_ref)
         ]
-        return [(pull, linked) for pull, linked in found if head_ref is None or pull.head_in_repository]
+        return [(pull, linked) for pull, linked in found if ref is None or pull.head_in_repository]
+
+    def open_linked_into(self, repository: str, branch: str) -> list[PullAndTickets]:
+        """`pulls.open_linked_into`."""
+        found = self.pulls_where(repository, None, None)
+        into = [(p, ls) for p, ls in found if p.open and ls and p.base_ref in (branch, None)]
+        return sorted(into, key=lambda item: -item[0].number)
 
     def stored_pull(self, repository: str, number: int) -> PullAndTickets | None:
         """`pulls.stored_pull`."""

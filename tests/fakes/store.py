@@ -79,6 +79,10 @@ class MemoryReads:
         """Stored PRs with this head commit or head branch."""
         return self.records.pulls_where(repository, head_sha, head_ref)
 
+    async def open_linked_into(self, repository: str, branch: str) -> list[PullAndTickets]:
+        """Stored open PRs that link tickets and target `branch`, newest first."""
+        return self.records.open_linked_into(repository, branch)
+
     async def tickets_on_branch(
         self,
         repository: str,

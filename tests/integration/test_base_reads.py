@@ -1,5 +1,5 @@
 """The reads behind "the base moves", through the app's own client against the GitHub stand-in:
-the open PRs into a branch, and mergeability GitHub computes only after it is asked."""
+mergeability GitHub computes only after it is asked."""
 
 from __future__ import annotations
 
@@ -21,19 +21,6 @@ async def standin() -> AsyncIterator[tuple[GitHubReadsAdapter, StandinState]]:
     state.add_pull(REPO, 36, base_ref="release", head_ref="hotfix")
     async with reads_over(state) as reads:
         yield reads, state
-
-
-async def test_the_open_pulls_into_a_branch_are_listed_newest_first_without_mergeability(
-    standin: tuple[GitHubReadsAdapter, StandinState],
-) -> None:
-    """`GET .../pulls?state=open&base=main`: only PRs into main, newest first, one page of `limit`;
-    a list never carries `mergeable` (GitHub computes it only for a single PR's read)."""
-    reads, _ = standin
-    listed = await reads.open_pulls(7, REPO, "main", 20)
-    assert [pull["number"] for pull in listed] == [35, 34]
-    assert all("mergeable" not in pull and pull["base"]["ref"] == "main" for pull in listed)
-    assert [pull["number"] for pull in await reads.open_pulls(7, REPO, "main", 1)] == [35]
-    assert [pull["number"] for pull in await reads.open_pulls(7, REPO, "release", 20)] == [36]
 
 
 async def test_after_the_base_moves_mergeability_is_null_until_github_has_computed_it(
