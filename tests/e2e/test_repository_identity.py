@@ -16,6 +16,7 @@ from sqlalchemy import insert, select
 from app.store.effects import effects_table
 from app.store.repositories import place, repositories
 from app.store.tickets import TicketService
+from app.web.app_keys import WORKER
 from github_standin.events import repository_moved
 from policies.model import TicketKey
 from support.payloads import example
@@ -332,3 +333,37 @@ async def test_a_comment_delivered_before_the_renamed_webhook_is_not_judged_by_t
     ticket = moved or here
     assert ticket is not None
     assert ticket.work.value == "delivered"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the guard asks GitHub the id's name only for comments, issues, PRs and gate requests: a "
+    "deployment sent before an unseen rename is judged by the environments of the name's new repository",
+)
+async def test_a_deployment_delivered_before_the_renamed_webhook_is_not_judged_by_the_name_s_new_repository(
+    world: World,
+) -> None:
+    """acme/web#12 merged (PR #50, merge ddd...). acme/web deploys it to production, its
+    configured environment; before that delivery is processed (and before any webhook about it),
+    acme/web is renamed acme/web-old and mallory creates a new acme/web whose railyard.yml names
+    no production environment. The deployment is acme/web-old's (its id): #12 is deployed.
+    Today it is judged by mallory's file and recorded nowhere: #12 stays not deployed for ever."""
+    merge = "d" * 40
+    await world.say("rachel", "/publish")
+    await world.say("cody", "/claim")
+    closed = pull_request_payload("closed", 50, "Fixes #12", merged=True, state="closed")
+    await world.send("pull_request", closed)
+    assert world.ticket().rails.merge_commit == merge
+    status: dict[str, Any] = json.loads(example("api.github.com", "deployment_status", "01-created.json"))
+    status["installation"] = {"id": 7}
+    status["repository"].update({"full_name": REPO, "name": "web", "id": world.github.repositories[REPO].id})
+    status["deployment"].update({"id": 900, "sha": merge, "environment": "production"})
+    status["deployment_status"].update({"id": 1, "state": "success", "environment": "production"})
+    world.github.rename_repository(REPO, "acme/web-old")
+    world.github.add_repository(
+        REPO, files={".github/railyard.yml": "deployments:\n  environments: [staging]\n"}
+    )
+    world.server.app[WORKER].services.configs.forget(REPO)  # a minute later: the file read anew
+    await world.send("deployment_status", status)
+    ticket = TicketService(world.database).load(TicketKey("acme/web-old", 12)) or world.ticket()
+    assert ticket.rails.deployment.value == "deployed"
