@@ -8,6 +8,7 @@ from handlers.observe import record
 from handlers.payloads import dig, dig_int, dig_str, time_or
 from handlers.ports import Services
 from handlers.pull_requests import source_of
+from handlers.repositories import still_named
 from handlers.routing import Router, WebhookEvent
 from policies.checks import CHECK_NAME, check_name
 from policies.ci import awaits_approval
@@ -77,6 +78,8 @@ async def on_check(event: WebhookEvent, services: Services) -> None:
             tickets |= linked
     if not tickets:
         return  # most checks are of commits no linked PR shows: nothing more to write
+    if not await still_named(event, services):  # `rules` judge it: the name must still be its repository's
+        return
     async with services.store.unit() as uow:
         await record(
             uow, services, repository, rules, [(n, observation) for n in sorted(tickets)], source_of(event)

@@ -42,13 +42,20 @@ log = structlog.get_logger(__name__)
 router = Router()
 
 
-DECIDED_BY_NAME = frozenset({"issue_comment", "issues", "pull_request", "deployment_protection_rule"})
+DECIDED_BY_NAME = frozenset(
+    {
+        "issue_comment", "issues", "pull_request", "deployment_protection_rule", "deployment",
+        "deployment_status", "merge_group", "push",
+    }
+)  # fmt: skip
 """Events whose handlers judge by the repository's name (its `.github/railyard.yml`, who holds
-which role there): commands, labels, a PR's links by a runner, a deployment's gate. For these
-(a comment only when railyard answers it) the guard asks GitHub the id's name even when the
-records give it the delivery's name (a conditional read: free while unchanged), so a delivery
-written before a rename nobody has told railyard about is never judged by the rules of a
-repository that took the name since."""
+which role there): commands, labels, a PR's links by a runner, a deployment's gate and its
+environments, a merge queue's check, a push's branch patterns. For these (a comment only when
+railyard answers it) the guard asks GitHub the id's name even when the records give it the
+delivery's name (a conditional read: free while unchanged), so a delivery written before a
+rename nobody has told railyard about is never judged by the rules of a repository that took
+the name since. A check's events are many and most concern no ticket: their handler asks
+(`still_named`) only before it records one on a ticket."""
 
 
 def _judged_by_name(event: WebhookEvent) -> bool:
@@ -91,6 +98,26 @@ async def identified(event: WebhookEvent, services: Services) -> WebhookEvent | 
         return event
     return await _follow(
         services, event, repository_id, current, await _name_now(services, event, repository_id)
+    )
+
+
+async def still_named(event: WebhookEvent, services: Services) -> bool:
+    """Before a handler records what `event` says on tickets under the repository's name: True
+    when GitHub still gives the delivery's repository id that name. Renamed since (no webhook
+    said so yet): the records follow the id and the delivery is tried again, under the name now
+    (`TransientError`); False when GitHub no longer knows the id (the delivery is dropped)."""
+    repository_id = dig_int(event.payload, "repository", "id")
+    name = dig_str(event.payload, "repository", "full_name")
+    if repository_id is None or name is None or event.installation_id is None:
+        return True
+    asked = await _name_now(services, event, repository_id)
+    if asked is not None and asked.casefold() == name.casefold():
+        return True
+    services.configs.forget(name)
+    if await _follow(services, event, repository_id, name.casefold(), asked) is None:
+        return False
+    raise TransientError(
+        "the repository was renamed since the delivery was sent: it runs again under its name now"
     )
 
 
@@ -257,4 +284,4 @@ async def on_repository_moved(event: WebhookEvent, services: Services) -> None:
     log.info("repository moved", repository=name, repository_id=dig_int(event.payload, "repository", "id"))
 
 
-__all__ = ["identified", "router"]
+__all__ = ["identified", "router", "still_named"]

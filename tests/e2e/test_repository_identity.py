@@ -335,11 +335,6 @@ async def test_a_comment_delivered_before_the_renamed_webhook_is_not_judged_by_t
     assert ticket.work.value == "delivered"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the guard asks GitHub the id's name only for comments, issues, PRs and gate requests: a "
-    "deployment sent before an unseen rename is judged by the environments of the name's new repository",
-)
 async def test_a_deployment_delivered_before_the_renamed_webhook_is_not_judged_by_the_name_s_new_repository(
     world: World,
 ) -> None:

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import pytest
+
 from handlers.answers import CheckRun
+from handlers.errors import TransientError
 from handlers.ports import Rules
+from policies.model import TicketKey
 from policies.rails import CheckFact, Rails
 from policies.states import IntegrationState
-from tests.fakes.github import pull_answer
+from tests.fakes.github import REPOSITORY_ID, issue_answer, pull_answer
 from tests.fakes.ports import APP_ID
 from tests.fakes.webhooks import INSTALLATION, REPOSITORY, check_run, pull_request
-from tests.unit.handlers.steps import answers_after, published, ticket, world
+from tests.unit.handlers.steps import RACHEL, answers_after, published, ticket, world
+from tests.unit.handlers.test_repositories import of, publish
 
 HEAD = "a" * 40
 REQUIRED = Rules("blob-sha-1", required_checks=("tests",))
@@ -217,3 +222,25 @@ async def test_a_fork_workflow_held_for_approval_blocks_a_required_check_until_i
     await ports.dispatch("check_run", check_run(HEAD, check_id=601, completed_at="2026-11-30T10:09:00Z"))
     await ports.dispatch("check_suite", _actions_suite(9, "success", 1, "2026-11-30T10:10:00Z"))
     assert ticket(ports).rails.integration is IntegrationState.PULL_REQUEST_OPEN
+
+
+async def test_a_check_of_a_repository_renamed_unseen_is_recorded_under_its_name_now() -> None:
+    """acme/app was renamed acme/tools and no webhook said so when a failing check of its linked
+    PR's head arrives: the check is judged by the rules of the repository that holds the name
+    now only after asking GitHub. The records follow the id, the delivery is tried again under
+    the new name, and the moved ticket is blocked (never judged under another repository's file)."""
+    ports = world(REQUIRED)
+    await publish(ports, REPOSITORY_ID, 12)
+    pull = pull_answer(REPOSITORY, 40, body="Fixes #12", head_sha=HEAD)
+    await ports.dispatch("pull_request", of(REPOSITORY_ID, pull_request("opened", pull)))
+    ports.github.names[REPOSITORY_ID] = "acme/tools"
+    ports.github.add_issue("acme/tools", issue_answer(12, assignees=(RACHEL,)))
+    with pytest.raises(TransientError):
+        await ports.dispatch("check_run", of(REPOSITORY_ID, check_run(HEAD, conclusion="failure")))
+    moved = ports.store.ticket(TicketKey("acme/tools", 12))
+    assert moved is not None and moved.rails.integration is IntegrationState.PULL_REQUEST_OPEN
+    await ports.dispatch(
+        "check_run", of(REPOSITORY_ID, check_run(HEAD, conclusion="failure")), delivery_id="again"
+    )
+    moved = ports.store.ticket(TicketKey("acme/tools", 12))
+    assert moved is not None and moved.rails.integration is IntegrationState.BLOCKED
