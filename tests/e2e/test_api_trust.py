@@ -7,6 +7,7 @@ import asyncio
 from typing import Any
 
 import aiohttp
+import pytest
 from sqlalchemy import text
 
 from app.web.api_routes import AGENT_API
@@ -94,3 +95,29 @@ async def test_naming_repositories_the_app_is_not_installed_on_keeps_nothing_of_
         after = connection.execute(text("SELECT count(*) FROM http_cache")).scalar()
         kept = connection.execute(text("SELECT url FROM http_cache WHERE url LIKE '%octo/public%'")).all()
     assert after == before and kept == []
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="an organization member without a role passes the org-membership shortcut and then has "
+    "every team of the role asked, on every request: 1 + teams installation calls each, not one",
+)
+async def test_an_organization_member_without_a_role_costs_at_most_one_call_per_request(world: World) -> None:
+    """SPEC: an account without a role can cause at most one installation-token call per request.
+    An acme member in none of the runner role's four teams sends /claim again and again: once it
+    is known to hold no role, each request costs GitHub at most one call (not one per team)."""
+    repository = world.github.repository(REPO)
+    assert repository is not None
+    repository.files[".github/railyard.yml"] = repository.files[".github/railyard.yml"].replace(
+        'runner: ["@acme/agents", "coder-bot[bot]"]',
+        'runner: ["@acme/agents", "@acme/ml", "@acme/contractors", "@acme/ops"]',
+    )
+    await world.say("rachel", "/publish")
+    world.github.org_members.add(("acme", "olga"))  # a member of the organization, in no such team
+    olga, costs = token(world, "olga"), []
+    for _ in range(4):
+        before = len(world.github.calls)
+        assert (await command(world, olga, "/claim"))[0] == 403
+        costs.append(len(installation_calls(world, before)))
+    print("installation calls per request:", costs)  # today [4, 5, 5, 5]
+    assert max(costs[1:]) <= 1
