@@ -9,8 +9,7 @@ reaction or a reply (`handlers.comments`), an API request its JSON answer (`hand
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -151,6 +150,8 @@ class CommandRun:
                 f.installation_id, f.repository, f.author, rules, deciding or roles_in_rows(command),
                 first_only=deciding is not None, outsider=f.outsider,
             )  # fmt: skip
+            if not roles and not f.outsider:  # none of these: is it role-less (then asked as a stranger)?
+                await self._roles_for_read(rules, asked=deciding or roles_in_rows(command))
             issue: Any | None = None
             completed: Command | ArtifactNotFound = command
             accepting = AcceptFacts()
@@ -327,17 +328,21 @@ class CommandRun:
 
     # -- finding the ticket ------------------------------------------------------------
 
-    async def _roles_for_read(self, rules: Rules) -> None:
+    async def _roles_for_read(self, rules: Rules, asked: Iterable[Role] = ()) -> None:
         """A pull request was read for a command whose roles are asked no further (it names no
         ticket of the PR, or it only asks for information): ask them now, whether the author holds
         any role at all, so that read is spent from the author's role-less requests only when it
-        holds none (`handlers.outsiders.settle`). GitHub not saying leaves them unknown."""
-        f = self.facts
-        with contextlib.suppress(CannotVerify):
+        holds none (`handlers.outsiders.settle`). Also asked when a command's author holds none of
+        the roles that command asked for: only an author holding no role at all is taken for
+        role-less (and asked as a stranger for ten minutes). GitHub not saying leaves them unknown."""
+        f, others = self.facts, tuple(role for role in Role if role not in set(asked))
+        try:
             self.roles = await self.services.roles.roles(
-                f.installation_id, f.repository, f.author, rules, tuple(Role), first_only=True,
+                f.installation_id, f.repository, f.author, rules, others, first_only=True,
                 outsider=f.outsider,
             )  # fmt: skip
+        except CannotVerify:
+            self.roles = None
 
     async def _ticket_number(self) -> int | None:
         """The issue itself; on a PR, the ticket it links (or the one named with #N)."""

@@ -203,7 +203,7 @@ class CommentCommand(CommandRun):
             log.info("outsider over budget", budget=admission.over.scope, author_id=c.author_id)
             return False
         self._admission = (admission, limit)
-        self.facts = replace(self.facts, outsider=admission.known)
+        self.facts = replace(self.facts, outsider=admission.outsider)
         return True
 
     def answers(self, outcome: Outcome) -> list[Answer]:

@@ -8,10 +8,10 @@ by one account cannot each get a role check past its share), given back once the
 found holding a role. An account found holding no role is marked for the hour: its later
 commands also spend, with every such account, ten times that share, checked before its roles
 are asked only once it is known role-less, so strangers spending the shared budget never refuse
-a caller who holds a role; and its roles are asked with the organization-membership shortcut.
-When strangers have spent the shared budget, a marked account still has its roles asked again
-once every ten minutes (a share of its own), so one that has been given a role since is heard
-within minutes, not after the hour; it stays within its own share of the hour all the same.
+a caller who holds a role. Its roles are asked in full again once every ten minutes (a share of
+its own, whatever strangers spent), so one that has been given a role since is heard within
+minutes, not after the hour; in between they are asked without a team read (it is taken to be in
+none of the role lists' teams), so its requests cost the installation no call per team.
 """
 
 from __future__ import annotations
@@ -31,6 +31,12 @@ class Admission:
     over: Budget | None = None
     retry_after: int = 0
     shared: bool = False
+    in_full: bool = False  # a known one's roles asked in full again (once in ten minutes)
+
+    @property
+    def outsider(self) -> bool:
+        """Whether its roles are asked as a stranger's: no team read (`RoleResolver.roles`)."""
+        return self.known and not self.in_full
 
 
 async def admit(budgets: Budgets, account_id: int, repository: Repository, limit: int) -> Admission:
@@ -42,14 +48,14 @@ async def admit(budgets: Budgets, account_id: int, repository: Repository, limit
         return Admission(False, mine, retry)
     if marked == 0:
         return Admission(False)
+    again = await budgets.spend(account_id, roles_again_budget(repository))
     retry = await budgets.spend(0, everyone)
     if retry is None:
-        return Admission(True, shared=True)
-    again = await budgets.spend(account_id, roles_again_budget(repository))
+        return Admission(True, shared=True, in_full=again is None)
     if again is not None:  # nothing asked: its own share is not spent waiting
         await budgets.refund(account_id, mine)
         return Admission(True, everyone, min(retry, again))
-    return Admission(True)
+    return Admission(True, in_full=True)
 
 
 async def settle(
@@ -71,6 +77,7 @@ async def settle(
         await budgets.spend(account_id, marker)
         if not admission.known:
             await budgets.spend(0, everyone)
+            await budgets.spend(account_id, roles_again_budget(repository))  # asked in full: now
         return
     if roleless is None and asked:
         return

@@ -289,7 +289,7 @@ class RolesAdapter:
     ) -> frozenset[Role]:
         """The roles `login` holds now, of `among` (only the first held, in order, if asked)."""
         return await RoleResolver(self._github, installation_id, repository).roles(
-            login, rules.roles, among=among, first_only=first_only, outsider=outsider
+            login, rules.roles, among=among, first_only=first_only, stranger=outsider
         )
 
     async def listed(

@@ -67,20 +67,31 @@ class RoleResolver:
         *,
         first_only: bool = False,
         outsider: bool = False,
+        stranger: bool = False,
     ) -> frozenset[Role]:
         """The roles `login` holds now under the role lists in force (of `among`, when only those
         matter; with `first_only`, just the first of `among`, in its order, that it holds).
 
-        `outsider`: the account was lately found without a role here, so each organization whose
-        teams would be asked is asked first whether the account is a member at all: one call
-        answers for all of that organization's teams (no team has a member the organization lacks).
+        `outsider`: the account is likely to hold no role here, so each organization whose teams
+        would be asked is asked first whether the account is a member at all: one call answers for
+        all of that organization's teams (no team has a member the organization lacks).
+
+        `stranger`: the account was found holding no role here within the last ten minutes
+        (`handlers.outsiders`): it is taken to be in none of the role lists' teams, which are not
+        asked (logins listed are still compared, the permission still asked where a role falls
+        back to it). Its roles are asked in full again once in ten minutes, so a team given to it
+        shows then, and its requests in between cost no team read.
         """
         held: set[Role] = set()
         order = (
             list(among) if first_only and among is not None else [r for r in Role if r in set(among or Role)]
         )
-        if outsider:
-            await self._strangers_to_orgs(login, [e for r in order for e in role_lists.get(r) or ()])
+        named = [e for r in order for e in role_lists.get(r) or ()]
+        if stranger:
+            for entry in (e for e in named if e.is_team):
+                self._teams[(str(entry.org).casefold(), str(entry.slug).casefold(), login.casefold())] = False
+        elif outsider:
+            await self._strangers_to_orgs(login, named)
         for role in order:
             entries = role_lists.get(role)
             if entries is None:

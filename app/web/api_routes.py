@@ -250,7 +250,7 @@ class AgentApi:
             account.is_bot,
             key,
             digest,
-            admission.known,
+            admission.outsider,
             served.holder,
         )
         run = ApiCommandRun(command, parsed, self._shell.ports, outcome_answer)

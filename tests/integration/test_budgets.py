@@ -132,9 +132,10 @@ async def test_comments_on_eight_tickets_at_once_run_no_more_commands_than_the_b
 async def test_an_account_found_role_less_is_admitted_again_once_in_ten_minutes_when_strangers_spent_the_rest(
     database: Database,
 ) -> None:
-    """Account 7 is found without a role; strangers spend every role-less request of the hour;
-    7 is admitted for one more role check in those ten minutes (it may hold a role now), not a
-    second, and again in the next ten minutes while its own share of the hour lasts."""
+    """Account 7 is found without a role (its roles asked in full: the ten minutes start);
+    strangers spend every role-less request of the hour. Within those ten minutes 7 is not
+    admitted; past them, once, for a role check in full (it may hold a role now), and not a
+    second time in the next ten minutes."""
     now = [T0]
     sql = SqlBudgets(database, lambda: now[0])
     first = await admit(sql, 7, "acme/web", 3)
@@ -144,12 +145,29 @@ async def test_an_account_found_role_less_is_admitted_again_once_in_ten_minutes_
             admission = await admit(sql, stranger, "acme/web", 3)
             if admission.over is None:
                 await settle(sql, stranger, "acme/web", 3, admission, roleless=True)
-    again = await admit(sql, 7, "acme/web", 3)
-    assert (again.known, again.over) == (True, None)
-    await settle(sql, 7, "acme/web", 3, again, roleless=True)
     assert (await admit(sql, 7, "acme/web", 3)).over is not None
     now[0] += 600
-    assert (await admit(sql, 7, "acme/web", 3)).over is None
+    again = await admit(sql, 7, "acme/web", 3)
+    assert (again.known, again.over, again.outsider) == (True, None, False)
+    await settle(sql, 7, "acme/web", 3, again, roleless=True)
+    assert (await admit(sql, 7, "acme/web", 3)).over is not None
+
+
+async def test_a_known_role_less_account_is_asked_as_a_stranger_between_its_checks_in_full(
+    database: Database,
+) -> None:
+    """Account 7, found without a role, keeps sending commands: within ten minutes of its last
+    check in full its roles are asked as a stranger's (no team read), then once in full again."""
+    now = [T0]
+    sql = SqlBudgets(database, lambda: now[0])
+    first = await admit(sql, 7, "acme/web", 30)
+    assert not first.outsider
+    await settle(sql, 7, "acme/web", 30, first, roleless=True)
+    later = await admit(sql, 7, "acme/web", 30)
+    assert (later.known, later.outsider) == (True, True)
+    await settle(sql, 7, "acme/web", 30, later, roleless=True)
+    now[0] += 600
+    assert not (await admit(sql, 7, "acme/web", 30)).outsider
 
 
 async def test_a_rename_gives_no_one_a_fresh_command_budget_in_the_database(database: Database) -> None:

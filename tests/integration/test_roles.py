@@ -193,3 +193,20 @@ async def test_a_listed_team_github_will_not_show_is_cannot_verify_not_a_no(gith
 
     with pytest.raises(CannotVerify, match="members"):
         await RolesAdapter(github).listed(7, REPO, "rita", AGENTS)
+
+
+STRANGER_TEAMS = TEAMS.replace("['@acme/product']", "['@acme/product', 'nora']")
+
+
+async def test_an_account_asked_as_a_stranger_costs_no_team_read(github: GitHubClient) -> None:
+    """Asked as a known role-less account (its roles asked in full within ten minutes), an
+    account is taken to be in none of the teams, which are not asked, whether it is a member of
+    the organization or not: its requests cost no call per team (SPEC: at most one call a
+    request). A login the list names still counts."""
+    teams = respx.get(url__regex=r".*/teams/.*/memberships/.*$")
+    members = respx.get(url__regex=r".*/orgs/acme/members/.*$")
+    roles = parse_repository_config(STRANGER_TEAMS).roles
+    among = [Role.REQUESTER, Role.TASK_OWNER]
+    assert await RoleResolver(github, 7, REPO).roles("mallory", roles, among, stranger=True) == frozenset()
+    assert await RoleResolver(github, 7, REPO).roles("nora", roles, among, stranger=True) == {Role.REQUESTER}
+    assert not teams.called and not members.called

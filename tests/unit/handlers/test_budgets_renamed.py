@@ -65,30 +65,31 @@ async def test_a_rename_does_not_restart_an_accounts_command_budget() -> None:
 
 async def test_a_rename_does_not_restart_a_role_less_accounts_requests() -> None:
     """`limits.outsider_requests_per_hour: 2`: nora, without a role, has her roles asked for two
-    `/claim`s on acme/web; after the rename her third, on acme/site, is silent and asks nothing."""
+    `/claim`s on acme/web (the runner role, then every other one: she holds none; then as a
+    stranger's); after the rename her third, on acme/site, is silent and asks nothing."""
     ports = renamed_world(Rules("blob-sha-1", outsider_requests_per_hour=2))
     await say(ports, "/publish")
     for _ in range(2):
         await say(ports, "/claim", by=NORA)
-    assert asked(ports, "nora") == 2
+    assert asked(ports, "nora") == 3
     await rename(ports)
     await say(ports, "/claim", by=NORA, name=SITE)
-    assert asked(ports, "nora") == 2
+    assert asked(ports, "nora") == 3
 
 
 async def test_a_rename_does_not_restart_the_shared_role_less_budget_nor_the_mark_nor_the_re_check() -> None:
     """`limits.outsider_requests_per_hour: 3` (all role-less accounts together: 30): nora is
-    found without a role, 29 strangers spend the rest of the shared budget, and nora's one
-    re-check of the ten minutes is spent, all on acme/web. After the rename she is still known
-    role-less on acme/site, the shared budget still spent and her re-check too: her next `/claim`
-    is silent and asks nothing (a fresh start would have asked her roles)."""
+    found without a role (her roles asked in full: her ten minutes start), and 29 strangers spend
+    the rest of the shared budget, all on acme/web. Her next `/claim` is silent and asks nothing.
+    After the rename she is still known role-less on acme/site, the shared budget still spent and
+    her ten minutes too: her next `/claim` is silent and asks nothing (a fresh start would ask)."""
     ports = renamed_world(Rules("blob-sha-1", outsider_requests_per_hour=3))
     await say(ports, "/publish")
     await say(ports, "/claim", by=NORA)
     for n in range(29):
         await say(ports, "/claim", by=(f"stranger{n}", 9000 + n))
-    await say(ports, "/claim", by=NORA)  # the shared budget spent: her roles asked again, once
-    assert asked(ports, "nora") == 2
+    await say(ports, "/claim", by=NORA)
+    assert asked(ports, "nora") == 2  # the runner role, then every other one: she holds none
     await rename(ports)
     await say(ports, "/claim", by=NORA, name=SITE)
     assert asked(ports, "nora") == 2
