@@ -9,6 +9,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from app.store.database import Database
 from app.store.tickets import TicketService
 from app.web.api_routes import AGENT_API
@@ -479,3 +481,24 @@ async def test_made_up_tokens_cost_github_a_bounded_number_of_checks(world: Worl
     assert statuses[:4] == [401] * 4 and 429 in statuses[4:20] and statuses[20:] == [401] * 5
     assert len(asked) <= 5
     assert (await call(world, live, "GET", f"{TICKETS}/12"))[0] == 200
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a 503 (GitHub failed before the door) keeps the command budget it spent: retries with "
+    "the same key are charged again until they are 429, though nothing ran (comments give it back)",
+)
+async def test_retries_of_a_command_github_could_not_answer_do_not_spend_the_budget(world: World) -> None:
+    """SPEC: 503 records nothing, retry with the same key. Two 503s under commands_per_hour 2:
+    the third try of the same key still applies, as a comment's retried delivery would."""
+    repository = world.github.repository(REPO)
+    assert repository is not None
+    repository.files[".github/railyard.yml"] += "limits:\n  commands_per_hour: 2\n"
+    await world.say("rachel", "/publish")
+    world.github.inject("GET", r"/teams/agents/memberships/cody$", Fault(status=502), Fault(status=502))
+    for _ in range(2):
+        assert (await command(world, "cody", "/claim", key="retry-me"))[0] == 503
+    assert world.ticket().work.value == "open"  # nothing ran
+    status, answer, _ = await command(world, "cody", "/claim", key="retry-me")
+    assert status == 200, answer
+    assert len([e for e in events(world) if e.type.value == "claimed"]) == 1
