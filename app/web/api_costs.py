@@ -27,7 +27,7 @@ from collections.abc import Callable
 
 from app.github.reads import rules_from
 from app.runtime.adapters import Adapters
-from app.store.budgets import spend
+from app.store.budgets import refund, spend
 from app.store.hops import off_loop
 from app.web.token_checks import TokenChecks
 from handlers.outsiders import Admission, admit, settle
@@ -72,13 +72,19 @@ class ApiCosts:
             return rules_from(known)
         return await self._shell.ports.configs.load(installation_id, repository)
 
-    async def command(self, account_id: int, repository_id: int, rules: Rules) -> None:
+    async def command(self, account_id: int, repository_id: int, rules: Rules) -> Budget:
         """Spend one of the account's commands in the repository (GitHub's id: a rename or a
-        transfer restarts no budget), refusals included."""
+        transfer restarts no budget), refusals included; the budget spent."""
         budget, now = command_budget(repository_id, rules.commands_per_hour), self._clock()
         retry = await off_loop(spend, self._shell.database, account_id, budget, now)
         if retry is not None:
             raise OverBudget(budget, retry)
+        return budget
+
+    async def command_back(self, account_id: int, budget: Budget) -> None:
+        """Give back a command that did not run (GitHub could not answer before the door, 503): a
+        retry with the same key is not charged again, as a comment's retried delivery is not."""
+        await off_loop(refund, self._shell.database, account_id, budget, self._clock())
 
     async def outsider_reserve(self, account_id: int, repository_id: int, rules: Rules) -> Admission:
         """Reserve one of the account's role-less requests before its roles are asked of GitHub

@@ -234,7 +234,7 @@ class AgentApi:
             policy = await self._policy(installation_id, repository)
             return _replay(served.kept, digest, served.ticket, self._now(), policy)
         rules = await self.costs.known_rules(installation_id, repository)
-        await self.costs.command(account.id, served.holder, rules)  # refusals included
+        spent = await self.costs.command(account.id, served.holder, rules)  # refusals included
         parsed = _parsed(text, expected)
         if not isinstance(parsed.command, Draft | Publish):
             ticket = served.ticket
@@ -258,13 +258,20 @@ class AgentApi:
             outcome = await run.run()
         except Missing:
             raise Refused(404, "no_such_issue", f"{repository}#{number} is not an issue") from None
+        except (GitHubError, TransientError):  # a 503: nothing ran unless the door committed
+            if not run.door_committed:
+                await self.costs.command_back(account.id, spent)
+            raise
         finally:
             roleless = None if run.roles is None else not run.roles
             await self.costs.outsider_settled(account.id, served.holder, rules, admission, roleless)
         if outcome is not None and outcome.elsewhere:  # the key's operation is another ticket's
             raise _key_reused()
         if outcome is None or run.kept is None:
-            raise _before_door(run.early, outcome.refusal if outcome is not None else None)
+            refused = _before_door(run.early, outcome.refusal if outcome is not None else None)
+            if refused.status == 503:  # it did not run: a retry with the same key is not charged
+                await self.costs.command_back(account.id, spent)
+            raise refused
         if run.kept.digest != digest:  # a request racing this one used the key for another command
             return _replay(run.kept, digest)
         headers = {"Idempotent-Replayed": "true" if outcome.replayed else "false"}

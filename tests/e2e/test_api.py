@@ -9,8 +9,6 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from app.store.database import Database
 from app.store.tickets import TicketService
 from app.web.api_routes import AGENT_API
@@ -483,11 +481,6 @@ async def test_made_up_tokens_cost_github_a_bounded_number_of_checks(world: Worl
     assert (await call(world, live, "GET", f"{TICKETS}/12"))[0] == 200
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a 503 (GitHub failed before the door) keeps the command budget it spent: retries with "
-    "the same key are charged again until they are 429, though nothing ran (comments give it back)",
-)
 async def test_retries_of_a_command_github_could_not_answer_do_not_spend_the_budget(world: World) -> None:
     """SPEC: 503 records nothing, retry with the same key. Two 503s under commands_per_hour 2:
     the third try of the same key still applies, as a comment's retried delivery would."""
