@@ -178,3 +178,26 @@ async def test_over_budget_429_is_a_refusal_exit_1(agents: ApiAgents) -> None:
     status, out, err = await agents.run("cody", "deliver", "--branch", "agent/12-fix", "--summary", "Done.")
     assert "429" in out, out
     assert status == 1, (status, out, err)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a re-run's claim replays the run's kept 'applied' answer when the claim was released "
+    "by /reopen (same attempt number): exit 0 'applied' though the agent holds nothing",
+)
+async def test_a_rerun_claim_after_the_ticket_was_reopened_is_not_reported_held(
+    agents: ApiAgents, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """docs/agents.md: a re-run's claim is reported as held (exit 0) *while the agent still holds
+    the ticket*. The run claimed, a reviewer reopened the ticket (open, no claimant, attempt still
+    1): the re-run's claim step must not tell the workflow it holds the claim."""
+    world = agents.world
+    monkeypatch.setenv("GITHUB_RUN_ATTEMPT", "1")
+    await world.say("rachel", "/publish")
+    assert (await agents.run("cody", "claim"))[0] == 0
+    await world.say("rita", "/reopen Wrong approach: talk to the storage team first.")
+    assert world.ticket().work.value == "open" and world.ticket().claimant is None
+    monkeypatch.setenv("GITHUB_RUN_ATTEMPT", "2")
+    status, out, _ = await agents.run("cody", "claim")
+    held = world.ticket().work.value == "claimed" and world.ticket().claimant == "cody"
+    assert status != 0 or held, out  # today: exit 0, "applied (replayed): ... claimed at revision 3"
