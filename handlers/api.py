@@ -25,6 +25,7 @@ from policies.model import Ticket
 from policies.parser import ParsedComment
 from policies.rails import RailPolicy
 from policies.refusals import Refusal, RefusalCode
+from policies.states import WorkState
 from policies.watchdog import Clocks
 
 Worded = Callable[[Outcome, Ticket | None, datetime, Clocks, RailPolicy], tuple[int, Mapping[str, Any]]]
@@ -124,10 +125,14 @@ class ApiCommandRun(CommandRun):
 
 def replays_an_earlier_attempt(kept: KeptAnswer, ticket: Ticket | None) -> bool:
     """Whether a kept "applied" answer was given to an attempt older than the ticket's current
-    one (a workflow re-run after a send-back sending its first delivery's key again): replaying
-    it as applied would report a change the current attempt never got."""
+    one (a workflow re-run after a send-back sending its first delivery's key again), or to the
+    current attempt since released (`/reopen` leaves the ticket open with the same attempt
+    number): replaying it as applied would report a claim or a delivery that no longer holds."""
     status = kept.body.get("status")
     attempt = status.get("attempt") if isinstance(status, Mapping) else None
     if kept.body.get("applied") is not True or not isinstance(attempt, int):
         return False
-    return ticket is not None and ticket.exists and attempt < ticket.attempt
+    if ticket is None or not ticket.exists:
+        return False
+    held = isinstance(status, Mapping) and status.get("work") in ("claimed", "delivered")
+    return attempt < ticket.attempt or (held and ticket.work in (WorkState.DRAFT, WorkState.OPEN))

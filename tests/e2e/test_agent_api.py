@@ -180,11 +180,6 @@ async def test_over_budget_429_is_a_refusal_exit_1(agents: ApiAgents) -> None:
     assert status == 1, (status, out, err)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a re-run's claim replays the run's kept 'applied' answer when the claim was released "
-    "by /reopen (same attempt number): exit 0 'applied' though the agent holds nothing",
-)
 async def test_a_rerun_claim_after_the_ticket_was_reopened_is_not_reported_held(
     agents: ApiAgents, monkeypatch: pytest.MonkeyPatch
 ) -> None:
