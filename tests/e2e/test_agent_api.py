@@ -196,3 +196,22 @@ async def test_a_rerun_claim_after_the_ticket_was_reopened_is_not_reported_held(
     status, out, _ = await agents.run("cody", "claim")
     held = world.ticket().work.value == "claimed" and world.ticket().claimant == "cody"
     assert status != 0 or held, out  # today: exit 0, "applied (replayed): ... claimed at revision 3"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="with --branch (and no --commit) the default delivery key holds no commit: a second "
+    "delivery of a new commit in the same run attempt reuses the first's key (422, exit 2)",
+)
+async def test_a_second_delivery_of_a_new_commit_in_the_same_job_is_a_new_command(agents: ApiAgents) -> None:
+    """docs/agents.md: the default key is made of the run id, the action, the issue and, for a
+    delivery, the commit and GITHUB_RUN_ATTEMPT (agent_core.default_key: "of a new commit is a new
+    command"). An agent that delivers its branch, is sent back, pushes a fix and delivers the
+    branch again within the same job gets its new delivery applied."""
+    await _delivered_then_sent_back(agents)
+    fixed = agents.world.github.repository(REPO)
+    assert fixed is not None
+    fixed.branches["agent/12-fix"] = "a" * 40  # the agent pushed a fix, in the same job
+    status, out, err = await agents.run("cody", "deliver", "--branch", "agent/12-fix", "--summary", "Two.")
+    assert status == 0, (out, err)  # today: exit 2, "not sent (idempotency_key_reused, HTTP 422)"
+    assert agents.world.ticket().last_delivery.attempt == 2
