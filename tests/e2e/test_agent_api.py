@@ -198,11 +198,6 @@ async def test_a_rerun_claim_after_the_ticket_was_reopened_is_not_reported_held(
     assert status != 0 or held, out  # today: exit 0, "applied (replayed): ... claimed at revision 3"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="with --branch (and no --commit) the default delivery key holds no commit: a second "
-    "delivery of a new commit in the same run attempt reuses the first's key (422, exit 2)",
-)
 async def test_a_second_delivery_of_a_new_commit_in_the_same_job_is_a_new_command(agents: ApiAgents) -> None:
     """docs/agents.md: the default key is made of the run id, the action, the issue and, for a
     delivery, the commit and GITHUB_RUN_ATTEMPT (agent_core.default_key: "of a new commit is a new
