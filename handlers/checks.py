@@ -44,9 +44,7 @@ def check_from(event: WebhookEvent, fallback: float, app_id: int | None = None) 
     at = dig_str(item, "completed_at") or dig_str(item, "updated_at") or dig_str(item, "started_at")
     conclusion = dig_str(item, "conclusion") if completed else None
     held = awaits_approval(
-        conclusion,
-        dig_str(item, "app", "slug"),
-        suite_without_runs=kind == "check_suite" and dig(item, "latest_check_runs_count") == 0,
+        conclusion, suite_without_runs=kind == "check_suite" and dig(item, "latest_check_runs_count") == 0
     )
     at_time = time_or(at, fallback)
     return CheckObserved(head_sha, name, conclusion, check_id, at_time, held, app, kind == "check_suite")

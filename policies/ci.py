@@ -33,21 +33,17 @@ PASSING_CONCLUSIONS = frozenset({"success", "neutral", "skipped"})
 HELD_SUITE_CONCLUSION = "action_required"
 WAITING_STATUS = "waiting"
 
-ACTIONS_APP_SLUG = "github-actions"
-
 __all__ = ["FAILING_CONCLUSIONS", "CheckSeen", "CiResult", "CiState", "awaits_approval", "ci_state"]
 
 
-def awaits_approval(
-    conclusion: str | None, app_slug: str | None, *, suite_without_runs: bool = False
-) -> bool:
-    """Whether a completed check (or check suite) ended `action_required` because GitHub waits for
-    someone to approve the run: GitHub Actions' conclusion for a workflow held for a maintainer's
-    approval (a fork's or a first-time contributor's PR), or any app's suite that has no runs yet.
-    Another app's `action_required` check run asks for something else, and stays a failing check."""
-    if conclusion != HELD_SUITE_CONCLUSION:
-        return False
-    return suite_without_runs or app_slug == ACTIONS_APP_SLUG
+def awaits_approval(conclusion: str | None, *, suite_without_runs: bool = False) -> bool:
+    """Whether a completed check suite ended `action_required` because GitHub waits for someone
+    to approve its run: a workflow held for a maintainer's approval (a fork's or a first-time
+    contributor's PR) completes `action_required` with no jobs, so its suite has no runs. A check
+    run that ends `action_required` asks for something else, whichever app wrote it (a workflow's
+    step writing a check with its `GITHUB_TOKEN` writes it as GitHub Actions), and stays a
+    failing check; so does a suite whose runs ran."""
+    return conclusion == HELD_SUITE_CONCLUSION and suite_without_runs
 
 
 class CiState(StrEnum):
@@ -98,7 +94,7 @@ def _newest_by_app_and_name(runs: Sequence[CheckSeen]) -> dict[str, list[CheckSe
 
 def _run_verdict(run: CheckSeen) -> CiState:
     if run.status == "completed":
-        if awaits_approval(run.conclusion, run.app_slug):
+        if awaits_approval(run.conclusion, suite_without_runs=run.suite):
             return CiState.AWAITING_APPROVAL
         return CiState.PASSED if run.conclusion in PASSING_CONCLUSIONS else CiState.FAILED
     return CiState.AWAITING_APPROVAL if run.status == WAITING_STATUS else CiState.PENDING

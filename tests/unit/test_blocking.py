@@ -32,18 +32,22 @@ def check(name: str, conclusion: str, held: bool = False, check_id: int = 7) -> 
     return CheckObserved(HEAD, name, conclusion, check_id, START + timedelta(minutes=40), held)
 
 
-def test_github_actions_action_required_awaits_approval_and_another_apps_does_not() -> None:
-    """`action_required` from GitHub Actions (or a suite without runs) waits to run; another app's fails."""
-    assert awaits_approval("action_required", "github-actions")
-    assert awaits_approval("action_required", "some-ci", suite_without_runs=True)
-    assert not awaits_approval("action_required", "some-ci")
-    assert not awaits_approval("failure", "github-actions")
+def test_only_a_suite_held_without_runs_awaits_approval() -> None:
+    """A suite that completed `action_required` with no runs waits to run (how GitHub holds a
+    workflow for approval, whichever app's); a check run's `action_required` is a failing check,
+    GitHub Actions' included (a workflow's step wrote it)."""
+    assert awaits_approval("action_required", suite_without_runs=True)
+    assert not awaits_approval("action_required")
+    assert not awaits_approval("failure", suite_without_runs=True)
 
 
-def test_ci_state_of_a_held_actions_run_is_awaiting_approval() -> None:
-    """The acceptance's CI state reads a held GitHub Actions run as awaiting approval, not failed."""
-    held = CheckSeen("build", "completed", "action_required", "github-actions", 3)
+def test_ci_state_of_a_held_workflow_is_awaiting_approval_and_of_an_action_required_run_failed() -> None:
+    """The acceptance's CI state reads a workflow held for approval (its suite, no runs) as awaiting
+    approval, not failed; a check run a step wrote `action_required` is a failure."""
+    held = CheckSeen("github-actions", "completed", "action_required", "github-actions", 3, suite=True)
     assert ci_state([held], ()).state is CiState.AWAITING_APPROVAL
+    written = CheckSeen("lint", "completed", "action_required", "github-actions", 4)
+    assert ci_state([written], ()).state is CiState.FAILED
 
 
 def test_a_held_workflow_blocks_with_its_own_reason() -> None:

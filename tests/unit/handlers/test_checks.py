@@ -170,21 +170,22 @@ async def test_re_run_of_another_app_or_another_check_does_nothing() -> None:
         assert not [a for a in answers_after(ports, before) if isinstance(a, CheckRun)]
 
 
-async def test_a_workflow_awaiting_approval_blocks_with_that_reason_not_as_a_failure() -> None:
-    """GitHub Actions' `action_required` (a run waiting for a maintainer's approval) is recorded as
-    awaiting approval; another app's `action_required` check is a failing check."""
+async def test_an_action_required_check_run_is_a_failing_check_whichever_app_wrote_it() -> None:
+    """A check run that ends `action_required` asks for something else than approval to run (a
+    held workflow has no runs): GitHub Actions' (a step wrote it) and another app's alike are
+    failing checks, never "awaiting approval"."""
     ports = world()
     await published(ports)
     pull = pull_answer(REPOSITORY, 40, body="Fixes #12", head_sha=HEAD)
     await ports.dispatch("pull_request", pull_request("opened", pull))
-    held = check_run(HEAD, name="build", conclusion="action_required", check_id=601)
-    held["check_run"]["app"] = {"slug": "github-actions"}
+    written = check_run(HEAD, name="build", conclusion="action_required", check_id=601)
+    written["check_run"]["app"] = {"slug": "github-actions"}
     other = check_run(HEAD, name="license", conclusion="action_required", check_id=602)
     other["check_run"]["app"] = {"slug": "license-bot"}
-    await ports.dispatch("check_run", held, delivery_id="held")
+    await ports.dispatch("check_run", written, delivery_id="held")
     await ports.dispatch("check_run", other, delivery_id="other")
     rails = ticket(ports).rails
-    assert named(rails, "build").awaiting_approval
+    assert not named(rails, "build").awaiting_approval
     assert not named(rails, "license").awaiting_approval
     assert rails.integration is IntegrationState.BLOCKED
 
