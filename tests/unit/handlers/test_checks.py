@@ -245,3 +245,23 @@ async def test_a_check_of_a_repository_renamed_unseen_is_recorded_under_its_name
     )
     moved = ports.store.ticket(TicketKey("acme/tools", 12))
     assert moved is not None and moved.rails.integration is IntegrationState.BLOCKED
+
+
+async def test_a_check_a_workflow_wrote_action_required_is_a_failing_check_not_a_held_run() -> None:
+    """A workflow ran (its suite has runs) and one of its steps wrote a `lint` check with the
+    workflow's GITHUB_TOKEN, concluding `action_required` ("fix these findings"): GitHub gives such
+    a run the GitHub Actions app. Nothing waits for approval to run, yet it reads "CI awaiting
+    approval to run" (SPEC: only a run GitHub holds for someone's approval reads so)."""
+    from policies.blocking import BlockReason, blocks
+
+    ports = world()
+    await published(ports)
+    pull = pull_answer(REPOSITORY, 40, body="Fixes #12", head_sha=HEAD)
+    await ports.dispatch("pull_request", pull_request("opened", pull))
+    written = check_run(HEAD, name="lint", conclusion="action_required", check_id=611)
+    written["check_run"]["app"] = {"id": 15368, "slug": "github-actions"}
+    await ports.dispatch("check_run", written, delivery_id="lint")
+    await ports.dispatch("check_suite", _actions_suite(9, "action_required", 2, "2026-11-30T10:10:00Z"))
+    rails = ticket(ports).rails
+    assert rails.integration is IntegrationState.BLOCKED
+    assert [b.reason for b in blocks(rails, Rules("blob-sha-1").rail_policy)] == [BlockReason.CHECK_FAILED]
