@@ -4,6 +4,7 @@ GitHub's own views*). On SQLite and on PostgreSQL."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -77,32 +78,33 @@ async def test_a_merged_revert_flags_the_accepted_ticket_reverted(views_world: W
 
 
 async def test_a_workflow_awaiting_approval_reads_awaiting_approval_to_run(views_world: World) -> None:
-    """GitHub Actions ends a check `action_required` while a maintainer must approve the run: the
-    rail is blocked, and the status comment says CI awaits approval, not that a check failed."""
+    """GitHub Actions holds a PR's workflow until a maintainer approves it: no job runs, and its
+    check suite completes `action_required` with no runs. The rail is blocked, and the status
+    comment says CI awaits approval, not that a check failed."""
     world = views_world
     await pull_request_34_open(world)
-    payload = event_payload("check_run", "02-completed.json")
-    payload["check_run"].update(
-        {"name": "build", "head_sha": FIX, "status": "completed", "conclusion": "action_required", "id": 77,
-         "completed_at": "2026-11-30T10:02:00Z"}
+    payload = event_payload("check_suite", "01-completed.json")
+    payload["check_suite"].update(
+        {"head_sha": FIX, "status": "completed", "conclusion": "action_required", "id": 77,
+         "latest_check_runs_count": 0, "updated_at": "2026-11-30T10:02:00Z",
+         "app": {"id": 15368, "slug": "github-actions", "name": "GitHub Actions"}}
     )  # fmt: skip
-    assert payload["check_run"]["app"]["slug"] == "github-actions"
-    await world.send("check_run", payload)
+    await world.send("check_suite", payload)
     assert world.ticket().rails.integration.value == "blocked"
     headline, status = status_comment(world)
     assert "Repository: blocked (#34: CI awaiting approval to run)" in headline
     assert "failed" not in headline
     assert status["blocked_by"] == [
-        {"pull_request": 34, "reason": "ci_awaiting_approval", "checks": ["build"]}
+        {"pull_request": 34, "reason": "ci_awaiting_approval", "checks": ["github-actions"]}
     ]
 
 
-@pytest.mark.xfail(strict=True, reason="a revert processed before the reverted PR's merge is never recorded")
 async def test_a_revert_delivered_before_the_merge_it_reverts_is_still_recorded(views_world: World) -> None:
     """#34 (`Fixes #12`) and its revert #41 merge; GitHub's deliveries of two PRs are keyed apart
     and may be handled in either order (a failed delivery of #34 redelivered later, say). Handled
-    revert first, the ticket ends merged with no `reverted`; SPEC: the recorded observations do
-    not depend on arrival order."""
+    revert first, it waits (the queue's backoff) for the merge it names to be recorded, and the
+    ticket ends merged and reverted; SPEC: the recorded observations do not depend on arrival
+    order."""
     world = views_world
     await pull_request_34_open(world)
     revert = pull_request_payload(
@@ -110,7 +112,7 @@ async def test_a_revert_delivered_before_the_merge_it_reverts_is_still_recorded(
         state="closed", updated="2026-11-30T12:00:00Z",
     )  # fmt: skip
     revert["pull_request"].update({"title": 'Revert "Resumable uploads"', "merge_commit_sha": REVERT_MERGE})
-    await world.send("pull_request", revert)
+    assert (await world.server.deliver("pull_request", json.dumps(revert).encode())).status == 202
     merged = pull_request_payload(
         "closed", 34, "Fixes #12", merged=True, state="closed", updated="2026-11-30T11:00:00Z"
     )
