@@ -74,8 +74,8 @@ async def settle(
     else for it, such as the pull request a comment was written on: that request is spent)."""
     mine, everyone, marker = outsider_budgets(repository, limit)
     if roleless:
-        await budgets.spend(account_id, marker)
-        if not admission.known:
+        if not admission.known:  # marked once (a known one is marked already)
+            await budgets.spend(account_id, marker)
             await budgets.spend(0, everyone)
             await budgets.spend(account_id, roles_again_budget(repository))  # asked in full: now
         return
@@ -84,3 +84,5 @@ async def settle(
     await budgets.refund(account_id, mine)
     if admission.shared:
         await budgets.refund(0, everyone)
+    if roleless is False and admission.known:  # found holding a role since: no stranger any more
+        await budgets.refund(account_id, marker)

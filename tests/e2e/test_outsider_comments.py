@@ -160,11 +160,6 @@ def _early_in_an_hour(wall: Wall) -> None:
     wall.ahead += timedelta(seconds=(now // 3600 + 1) * 3600 + 60 - now)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="an account found holding a role stays marked role-less for the hour: between its checks "
-    "in full its roles are asked as a stranger's, so a role its team gives is not seen",
-)
 async def test_an_account_found_holding_a_role_is_not_asked_as_a_stranger_afterwards(
     walled: tuple[World, Wall],
 ) -> None:
