@@ -51,6 +51,22 @@ async def test_a_lapse_turns_the_check_on_the_real_head_after_a_same_second_push
     )
 
 
+async def amended_without_the_members_permission(world: World) -> dict[int, str | None]:
+    """The installation loses the organization members permission (GitHub answers 403 to every
+    membership read); cody then pushes an amended commit (same tree, a later second). What each
+    installation had, by its `id()`."""
+    withdrawn = {
+        id(installation): installation.permissions.pop("members", None)
+        for installation in world.github.installations.values()
+    }
+    await world.send(
+        "pull_request",
+        pull_request_payload("synchronize", 34, "Fixes #12", head=AMENDED, updated="2026-11-30T10:00:05Z"),
+    )
+    await world.settle()
+    return withdrawn
+
+
 async def test_the_check_never_passes_on_a_reviewer_role_railyard_cannot_verify(accepting: Setup) -> None:
     """rita accepts at FIX and then leaves @acme/reviewers; meanwhile the installation no longer
     has the organization members permission, so GitHub answers 403 to every membership read. A push
@@ -64,13 +80,7 @@ async def test_the_check_never_passes_on_a_reviewer_role_railyard_cannot_verify(
     await world.say("rita", "/accept")
     assert check(world, FIX)[0] == "success"
     del world.github.team_memberships[("acme", "reviewers", "rita")]
-    for installation in world.github.installations.values():
-        installation.permissions.pop("members", None)
-    await world.send(
-        "pull_request",
-        pull_request_payload("synchronize", 34, "Fixes #12", head=AMENDED, updated="2026-11-30T10:00:05Z"),
-    )
-    await world.settle()
+    await amended_without_the_members_permission(world)
     assert not events(world, EventType.ACCEPTANCE_INVALIDATED)  # nothing recorded: it was not verified
     assert check(world, AMENDED) == (
         "action_required",
@@ -89,15 +99,7 @@ async def test_a_check_that_could_not_verify_turns_green_once_github_confirms_th
     world, _ = accepting
     await delivered(world)
     await world.say("rita", "/accept")
-    withdrawn = {
-        id(installation): installation.permissions.pop("members", None)
-        for installation in world.github.installations.values()
-    }
-    await world.send(
-        "pull_request",
-        pull_request_payload("synchronize", 34, "Fixes #12", head=AMENDED, updated="2026-11-30T10:00:05Z"),
-    )
-    await world.settle()
+    withdrawn = await amended_without_the_members_permission(world)
     assert check(world, AMENDED)[1].endswith("GitHub would not confirm the reviewer's role")
     for installation in world.github.installations.values():
         if withdrawn[id(installation)] is not None:
@@ -124,13 +126,7 @@ async def test_a_check_that_could_not_verify_is_not_written_again_while_github_s
     world, _ = accepting
     await delivered(world)
     await world.say("rita", "/accept")
-    for installation in world.github.installations.values():
-        installation.permissions.pop("members", None)
-    await world.send(
-        "pull_request",
-        pull_request_payload("synchronize", 34, "Fixes #12", head=AMENDED, updated="2026-11-30T10:00:05Z"),
-    )
-    await world.settle()
+    await amended_without_the_members_permission(world)
     writes = world.github.calls_to("POST", "/repos/acme/web/check-runs")
     writes += world.github.calls_to("PATCH", "/repos/acme/web/check-runs")
     await asyncio.sleep(0.5)  # ten rounds of the re-check
