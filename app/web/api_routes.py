@@ -32,7 +32,7 @@ import orjson
 import structlog
 from aiohttp import web
 
-from app.github.client import GitHubError
+from app.github.client import GitHubError, GitHubUnavailable, RateLimited
 from app.github.users import Account, BadToken, UserReads
 from app.runtime.adapters import Adapters
 from app.store.api_reads import ServedTicket, served_ticket
@@ -258,7 +258,7 @@ class AgentApi:
             outcome = await run.run()
         except Missing:
             raise Refused(404, "no_such_issue", f"{repository}#{number} is not an issue") from None
-        except (GitHubError, TransientError):  # a 503: nothing ran unless the door committed
+        except (GitHubUnavailable, RateLimited):  # GitHub itself failing: nothing ran before the door
             if not run.door_committed:
                 await self.costs.command_back(account.id, spent)
             raise
@@ -268,10 +268,7 @@ class AgentApi:
         if outcome is not None and outcome.elsewhere:  # the key's operation is another ticket's
             raise _key_reused()
         if outcome is None or run.kept is None:
-            refused = _before_door(run.early, outcome.refusal if outcome is not None else None)
-            if refused.status == 503:  # it did not run: a retry with the same key is not charged
-                await self.costs.command_back(account.id, spent)
-            raise refused
+            raise _before_door(run.early, outcome.refusal if outcome is not None else None)
         if run.kept.digest != digest:  # a request racing this one used the key for another command
             return _replay(run.kept, digest)
         headers = {"Idempotent-Replayed": "true" if outcome.replayed else "false"}
