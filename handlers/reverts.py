@@ -11,12 +11,9 @@ redelivery records nothing twice.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
-import structlog
-
-from handlers.errors import Missing, TransientError
-from handlers.observe import RETRY_SECONDS
+from handlers.errors import Missing
 from handlers.payloads import dig, dig_int, dig_str
 from handlers.ports import Reads, Services
 from handlers.routing import Router, WebhookEvent
@@ -31,10 +28,7 @@ from policies.reverts import (
 )
 
 router = Router()
-log = structlog.get_logger(__name__)
 Target = tuple[int, int]
-REVERT_WAIT = timedelta(minutes=10)
-"""How long after railyard received a revert it waits for the merge it names to be recorded."""
 """(a ticket's number, the PR of that ticket the revert undid)."""
 
 
@@ -59,16 +53,7 @@ async def on_revert_merged(event: WebhookEvent, services: Services) -> None:
     if not named and not commits:
         return
     async with services.store.read() as reads:
-        targets, unmerged = await revert_targets(reads, repository, named, commits)
-    now = services.clock()
-    waited = now - (event.received_at if event.received_at is not None else now)
-    if unmerged and waited < REVERT_WAIT.total_seconds():
-        # The named PR's merge may be on its way (another PR's deliveries are handled apart, in
-        # any order): tried again (the queue's backoff), then left, logged.
-        waiting = f"the merges of PRs {sorted(unmerged)} this PR reverts are not recorded yet"
-        raise TransientError(waiting, now + RETRY_SECONDS)
-    if unmerged:
-        log.info("a revert names PRs never recorded merged; left", pulls=sorted(unmerged))
+        targets = await revert_targets(reads, repository, named, commits)
     if not targets:
         return
     rules = await services.configs.load(event.installation_id, repository)
@@ -102,19 +87,15 @@ async def _reverted_by_commit(
 
 async def revert_targets(
     reads: Reads, repository: str, pulls: frozenset[int], commits: tuple[str, ...]
-) -> tuple[list[Target], set[int]]:
+) -> list[Target]:
     """The (ticket, merged PR) pairs the revert undoes: the tickets each named PR linked, and the
     tickets whose merged PR merged as one of `commits`. Whether that PR merged the ticket's
-    change is the core's to judge (`policies.reverts.revert_data`). Also the named PRs not
-    recorded as merged (yet)."""
+    change is the core's to judge (`policies.reverts.revert_data`)."""
     targets: set[Target] = set()
-    unmerged: set[int] = set()
     for number in sorted(pulls):
         stored = await reads.stored_pull(repository, number)
         if stored is not None and stored[0].merged:
             targets |= {(ticket, number) for ticket in stored[1]}
-        else:
-            unmerged.add(number)
     wanted = {sha.casefold() for sha in commits}
     if wanted:
         for merged in await reads.merged_tickets(repository):
@@ -123,4 +104,4 @@ async def revert_targets(
             targets |= {
                 (merged.number, pr.number) for pr in prs if (pr.merge_commit or "").casefold() in wanted
             }
-    return sorted(targets), unmerged
+    return sorted(targets)

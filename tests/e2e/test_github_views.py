@@ -99,12 +99,16 @@ async def test_a_workflow_awaiting_approval_reads_awaiting_approval_to_run(views
     ]
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="known limit (docs/operating.md, Reverts): a revert handled before the merge it names is "
+    "not recorded; waiting for it held the PR's own merge (a review's finding in the fix)",
+)
 async def test_a_revert_delivered_before_the_merge_it_reverts_is_still_recorded(views_world: World) -> None:
     """#34 (`Fixes #12`) and its revert #41 merge; GitHub's deliveries of two PRs are keyed apart
     and may be handled in either order (a failed delivery of #34 redelivered later, say). Handled
-    revert first, it waits (the queue's backoff) for the merge it names to be recorded, and the
-    ticket ends merged and reverted; SPEC: the recorded observations do not depend on arrival
-    order."""
+    revert first, the ticket should end merged and reverted all the same; SPEC: the recorded
+    observations do not depend on arrival order."""
     world = views_world
     await pull_request_34_open(world)
     revert = pull_request_payload(
