@@ -135,8 +135,8 @@ def resolve(args: argparse.Namespace, env: Mapping[str, str], summary_file: str 
     if action == "deliver":
         _check_delivery(summary, given.get("branch"), commit, artifacts)
         evidence = _evidence(given)
-    # A branch's delivery names no commit: what it says stands for it (a new one is a new command).
-    said = None if commit else "\n".join((str(given.get("branch") or ""), summary, *artifacts, *evidence))
+    # What a delivery says is in its key with its commit: a new one in the same job is a new command.
+    said = "\n".join((str(given.get("branch") or ""), summary, *artifacts, *evidence))
     key = (
         given["idempotency_key"]
         or default_key(env, action, given["issue"], commit, said)

@@ -138,8 +138,8 @@ def default_key(
     env: Mapping[str, str], action: str, issue: int, commit: str | None, said: str | None = None
 ) -> str | None:
     """The idempotency key of an Actions run: the run id, the action, the issue and, for a
-    delivery, the run attempt and the commit (a branch's delivery names none: a digest of what it
-    `said`, its branch, summary, artifacts and evidence, instead); None outside Actions.
+    delivery, the run attempt, the commit (a branch's delivery names none) and a digest of what
+    it `said` (its branch, summary, artifacts and evidence); None outside Actions.
 
     A try sent again within one run attempt (a timeout, a 503) replays. A delivery from a re-run
     (a new `GITHUB_RUN_ATTEMPT`, say after a send-back) or of a new commit is a new command; a
@@ -156,7 +156,7 @@ def default_key(
     attempt = env.get("GITHUB_RUN_ATTEMPT", "").strip() or "1"
     key = f"gha-{scope}-{run}.{attempt}-{action}-{issue}"
     if commit:
-        return f"{key}-{commit}"
+        key = f"{key}-{commit}"
     return f"{key}-{hashlib.sha256(said.encode()).hexdigest()[:16]}" if said else key
 
 

@@ -210,3 +210,51 @@ async def test_a_second_delivery_of_a_new_commit_in_the_same_job_is_a_new_comman
     status, out, err = await agents.run("cody", "deliver", "--branch", "agent/12-fix", "--summary", "Two.")
     assert status == 0, (out, err)  # today: exit 2, "not sent (idempotency_key_reused, HTTP 422)"
     assert agents.world.ticket().last_delivery.attempt == 2
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="known limit (docs/agents.md): a branch delivery's default key holds what it says, not the "
+    "branch's head; the same words after a new push in the same job are the same key",
+)
+async def test_a_second_delivery_of_a_new_commit_in_the_same_job_with_the_same_words_is_new(
+    agents: ApiAgents,
+) -> None:
+    """docs/agents.md: "a re-run's delivery, or a new delivery in the same job, is a new command".
+    An agent delivers its branch with a fixed summary (`--summary "One."`, as a workflow's
+    template would), is sent back, pushes a fix and delivers the branch again in the same job
+    with the same words. The default key digests branch, summary, artifacts and evidence, never
+    the commit the branch now holds: the new delivery reuses the first one's key and is answered
+    409 `earlier_attempt` (exit 1); the fix is never delivered without a hand-made key."""
+    await _delivered_then_sent_back(agents)
+    fixed = agents.world.github.repository(REPO)
+    assert fixed is not None
+    fixed.branches["agent/12-fix"] = "a" * 40  # the agent pushed a fix, in the same job
+    status, out, err = await agents.run("cody", "deliver", "--branch", "agent/12-fix", "--summary", "One.")
+    assert status == 0, (out, err)  # today: exit 1, "refused (earlier_attempt, HTTP 409)"
+    assert agents.world.ticket().last_delivery.attempt == 2
+
+
+async def test_a_second_artifact_delivery_in_the_same_job_is_a_new_command(
+    agents: ApiAgents, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """docs/agents.md: "a new delivery in the same job is a new command". Without `--branch` the
+    delivery names the workflow's commit (`GITHUB_SHA`, set in every Actions job), so the
+    default key holds that commit and nothing of what the delivery says (`said` is used only
+    when no commit is named). An agent delivers a report artifact, is sent back, and delivers a
+    new report in the same job: the same key with another body is answered 422
+    `idempotency_key_reused` (exit 2, "not sent"), as the branch delivery was before 15c1478."""
+    world = agents.world
+    monkeypatch.setenv("GITHUB_SHA", "1" * 40)  # main's head, the commit the workflow runs at
+    await world.say("rachel", "/publish")
+    assert (await agents.run("cody", "claim"))[0] == 0
+    first = ("--artifact", "https://reports.example/12/1", "--summary", "The first report.")
+    status, out, _ = await agents.run("cody", "deliver", *first)
+    assert status == 0, out
+    await asyncio.sleep(1.1)  # a comment's time is to the second: the review comes after the delivery
+    await world.say("rita", "/send-back The report misses the upload numbers.")
+    assert world.ticket().work.value == "claimed" and world.ticket().attempt == 2
+    second = ("--artifact", "https://reports.example/12/2", "--summary", "The report, with the numbers.")
+    status, out, err = await agents.run("cody", "deliver", *second)
+    assert status == 0, (out, err)  # today: exit 2, "not sent (idempotency_key_reused, HTTP 422)"
+    assert world.ticket().last_delivery.attempt == 2
