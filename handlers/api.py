@@ -134,5 +134,7 @@ def replays_an_earlier_attempt(kept: KeptAnswer, ticket: Ticket | None) -> bool:
         return False
     if ticket is None or not ticket.exists:
         return False
-    held = isinstance(status, Mapping) and status.get("work") in ("claimed", "delivered")
+    events = kept.body.get("events")
+    kinds = {e.get("type") for e in events if isinstance(e, Mapping)} if isinstance(events, list) else set()
+    held = bool(kinds & {"claimed", "delivered"})  # a claim or a delivery, which `/reopen` releases
     return attempt < ticket.attempt or (held and ticket.work in (WorkState.DRAFT, WorkState.OPEN))
