@@ -98,11 +98,19 @@ class ApiCosts:
         return admission
 
     async def outsider_settled(
-        self, account_id: int, repository_id: int, rules: Rules, admission: Admission, roleless: bool | None
+        self,
+        account_id: int,
+        repository_id: int,
+        rules: Rules,
+        admission: Admission,
+        roleless: bool | None,
+        *,
+        asked: bool = False,
     ) -> None:
-        """After the request: `roleless` as the role check found (None: never asked)."""
+        """After the request: `roleless` as the role check found (None: not known); `asked`:
+        GitHub was asked for it all the same (and failed), so the request stays spent."""
         limit = rules.outsider_requests_per_hour
-        await settle(self._budgets, account_id, repository_id, limit, admission, roleless)
+        await settle(self._budgets, account_id, repository_id, limit, admission, roleless, asked=asked)
 
     def read(self, account_id: int) -> None:
         """Spend one of the account's reads of the minute."""

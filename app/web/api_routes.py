@@ -254,17 +254,21 @@ class AgentApi:
             served.holder,
         )
         run = ApiCommandRun(command, parsed, self._shell.ports, outcome_answer)
+        failed = False  # GitHub failed before the door: the outsider request it asked for stays spent
         try:
             outcome = await run.run()
         except Missing:
             raise Refused(404, "no_such_issue", f"{repository}#{number} is not an issue") from None
         except (GitHubUnavailable, RateLimited):  # GitHub itself failing: nothing ran before the door
-            if not run.door_committed:
-                await self.costs.command_back(account.id, spent)
+            failed = True
+            if not run.door_committed:  # the command is given back; its calls stay within the
+                await self.costs.command_back(account.id, spent)  # account's role-less requests
             raise
         finally:
             roleless = None if run.roles is None else not run.roles
-            await self.costs.outsider_settled(account.id, served.holder, rules, admission, roleless)
+            await self.costs.outsider_settled(
+                account.id, served.holder, rules, admission, roleless, asked=failed
+            )
         if outcome is not None and outcome.elsewhere:  # the key's operation is another ticket's
             raise _key_reused()
         if outcome is None or run.kept is None:

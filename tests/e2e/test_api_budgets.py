@@ -49,3 +49,21 @@ async def test_commands_github_will_not_verify_still_spend_the_budget(world: Wor
     teams = [c for c in world.github.calls[before:] if c.auth == "installation" and "/teams/" in c.path]
     print(f"\nstatuses {statuses}; {len(teams)} team reads with the installation's token")
     assert 429 in statuses and len(teams) <= 3, (statuses, len(teams))
+
+
+async def test_an_outage_gives_an_account_without_a_role_no_free_calls(world: World) -> None:
+    """GitHub answers every team read 502 (an outage): the command budget of a request that
+    failed so is given back, but its role-less request stays spent, so mallory's requests that
+    make the installation call GitHub are still bounded by `outsider_requests_per_hour`, then 429."""
+    repository = world.github.repository(REPO)
+    assert repository is not None
+    repository.files[".github/railyard.yml"] += "limits:\n  outsider_requests_per_hour: 3\n"
+    await world.say("rachel", "/publish")
+    world.github.inject("GET", r"/teams/[^/]+/memberships/mallory$", *[Fault(status=502)] * 40)
+    mallory = token(world, "mallory")
+    before, statuses = len(world.github.calls), []
+    for _ in range(8):
+        statuses.append((await command(world, mallory, "/claim"))[0])
+    teams = [c for c in world.github.calls[before:] if c.auth == "installation" and "/teams/" in c.path]
+    assert statuses[:3] == [503] * 3 and set(statuses[3:]) == {429}, statuses
+    assert len({c.at for c in teams}) <= 3 * 6, len(teams)
