@@ -75,6 +75,7 @@ class CommandRun:
     def __init__(self, facts: CommandFacts, parsed: ParsedComment, services: Services) -> None:
         self.facts, self.parsed, self.services = facts, parsed, services
         self.roles: frozenset[Role] | None = None  # the author's roles, once resolved
+        self.roles_asked = False  # GitHub was asked for them (None after it: it would not say)
         self.door_committed = False  # the door's unit is committing: from then on the command may have run
         self.read_pull = False  # GitHub was asked for the PR the command was written on
         self.logins_now: dict[int, str | None] = {}
@@ -146,6 +147,7 @@ class CommandRun:
         f = self.facts  # the channel may know more of the author now (`outsider`)
         try:
             deciding = deciding_roles(command)  # then the first role held is all that counts
+            self.roles_asked = True
             roles = self.roles = await services.roles.roles(
                 f.installation_id, f.repository, f.author, rules, deciding or roles_in_rows(command),
                 first_only=deciding is not None, outsider=f.outsider,
@@ -336,6 +338,7 @@ class CommandRun:
         the roles that command asked for: only an author holding no role at all is taken for
         role-less (and asked as a stranger for ten minutes). GitHub not saying leaves them unknown."""
         f, others = self.facts, tuple(role for role in Role if role not in set(asked))
+        self.roles_asked = True
         try:
             self.roles = await self.services.roles.roles(
                 f.installation_id, f.repository, f.author, rules, others, first_only=True,

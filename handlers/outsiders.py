@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from handlers.ports import Budgets
-from policies.budgets import Budget, Repository, outsider_budgets, roles_again_budget
+from policies.budgets import Budget, Repository, outsider_budgets, role_holder_budget, roles_again_budget
 
 
 @dataclass(frozen=True)
@@ -84,5 +84,7 @@ async def settle(
     await budgets.refund(account_id, mine)
     if admission.shared:
         await budgets.refund(0, everyone)
-    if roleless is False and admission.known:  # found holding a role since: no stranger any more
-        await budgets.refund(account_id, marker)
+    if roleless is False:
+        await budgets.spend(account_id, role_holder_budget(repository))  # seen holding one this hour
+        if admission.known:  # found holding a role since: no stranger any more
+            await budgets.refund(account_id, marker)

@@ -63,6 +63,13 @@ def outsider_budgets(repository: Repository, limit: int) -> tuple[Budget, Budget
     )
 
 
+def role_holder_budget(repository: Repository) -> Budget:
+    """The mark that the account was found holding a role in the repository this hour (one
+    unit): an API command GitHub failed before the door is given back to such an account, never
+    to one GitHub could not place (`app.web.api_costs.ApiCosts.held_a_role`)."""
+    return Budget(f"holder:{_scope(repository)}", 1, 3600.0)
+
+
 def roles_again_budget(repository: Repository) -> Budget:
     """How often an account found without a role this hour may still have its roles asked again
     once all role-less accounts' requests are spent (by strangers, perhaps): once in ten

@@ -32,7 +32,7 @@ from app.store.hops import off_loop
 from app.web.token_checks import TokenChecks
 from handlers.outsiders import Admission, admit, settle
 from handlers.ports import Rules
-from policies.budgets import Budget, WindowCounter, command_budget
+from policies.budgets import Budget, WindowCounter, command_budget, role_holder_budget
 
 READS_PER_MINUTE = 600  # per account, per process
 LOOKUPS_PER_HOUR = 300  # repositories' installations asked of GitHub for one account, per process
@@ -80,6 +80,10 @@ class ApiCosts:
         if retry is not None:
             raise OverBudget(budget, retry)
         return budget
+
+    async def held_a_role(self, account_id: int, repository_id: int) -> bool:
+        """Whether the account was found holding a role in the repository this hour."""
+        return await self._budgets.spent(account_id, role_holder_budget(repository_id)) > 0
 
     async def command_back(self, account_id: int, budget: Budget) -> None:
         """Give back a command that did not run (GitHub could not answer before the door, 503): a

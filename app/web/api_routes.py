@@ -261,13 +261,17 @@ class AgentApi:
             raise Refused(404, "no_such_issue", f"{repository}#{number} is not an issue") from None
         except (GitHubUnavailable, RateLimited):  # GitHub itself failing: nothing ran before the door
             failed = True
-            if not run.door_committed:  # the command is given back; its calls stay within the
-                await self.costs.command_back(account.id, spent)  # account's role-less requests
+            # Given back only to an account seen holding a role this hour: GitHub cannot place
+            # anyone else now, and what it costs stays within its budgets.
+            if not run.door_committed and await self.costs.held_a_role(account.id, served.holder):
+                await self.costs.command_back(account.id, spent)
             raise
         finally:
             roleless = None if run.roles is None else not run.roles
+            unplaced = failed or (run.roles is None and run.roles_asked)  # asked; GitHub would not say
+            asked = unplaced and not await self.costs.held_a_role(account.id, served.holder)
             await self.costs.outsider_settled(
-                account.id, served.holder, rules, admission, roleless, asked=failed
+                account.id, served.holder, rules, admission, roleless, asked=asked
             )
         if outcome is not None and outcome.elsewhere:  # the key's operation is another ticket's
             raise _key_reused()
@@ -275,6 +279,9 @@ class AgentApi:
             raise _before_door(run.early, outcome.refusal if outcome is not None else None)
         if run.kept.digest != digest:  # a request racing this one used the key for another command
             return _replay(run.kept, digest)
+        if outcome.replayed:  # the door's replay (its kept answer pruned): judged as a kept one is
+            policy = await self._policy(installation_id, repository)
+            return _replay(run.kept, digest, served.ticket, self._now(), policy)
         headers = {"Idempotent-Replayed": "true" if outcome.replayed else "false"}
         return _json(run.kept.status, run.kept.body, headers)
 
