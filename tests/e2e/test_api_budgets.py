@@ -4,6 +4,8 @@ the budgets that bound what it costs the installation."""
 
 from __future__ import annotations
 
+import pytest
+
 from github_standin import Fault
 from support.world import REPO, World
 from tests.e2e.test_api import command, events, token
@@ -67,3 +69,32 @@ async def test_an_outage_gives_an_account_without_a_role_no_free_calls(world: Wo
     teams = [c for c in world.github.calls[before:] if c.auth == "installation" and "/teams/" in c.path]
     assert statuses[:3] == [503] * 3 and set(statuses[3:]) == {429}, statuses
     assert len({c.at for c in teams}) <= 3 * 6, len(teams)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a role GitHub will not verify (CannotVerify) settles as 'never asked': the role-less "
+    "request is given back, so only commands_per_hour bounds an account without a role",
+)
+async def test_a_role_github_will_not_verify_spends_the_role_less_request(world: World) -> None:
+    """SPEC *The API's costs*: an account without a role causes at most
+    `outsider_requests_per_hour` requests that call GitHub; docs/api.md: a 503 the caller can
+    repeat (a role GitHub will not verify) spends both budgets. With the command budget raised
+    above the role-less one (12 against 3), mallory's commands on an installation without the
+    organization members permission each ask GitHub a team with the installation's token, are
+    answered 503, and give the role-less request back: 12 such requests, none refused 429."""
+    repository = world.github.repository(REPO)
+    assert repository is not None
+    limits = "limits:\n  commands_per_hour: 12\n  outsider_requests_per_hour: 3\n"
+    repository.files[".github/railyard.yml"] += limits
+    await world.say("rachel", "/publish")
+    for installation in world.github.installations.values():
+        installation.permissions.pop("members", None)
+    mallory = token(world, "mallory")
+    before, statuses = len(world.github.calls), []
+    for _ in range(12):
+        statuses.append((await command(world, mallory, "/claim"))[0])
+    asking = {c.at for c in world.github.calls[before:] if c.auth == "installation" and "/teams/" in c.path}
+    print(f"\nstatuses {statuses}; {len(asking)} requests' team reads with the installation's token")
+    assert statuses[:3] == [503] * 3 and set(statuses[3:]) == {429}, statuses
+
