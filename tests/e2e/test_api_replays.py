@@ -4,7 +4,11 @@ longer holds (`handlers.api.replays_an_earlier_attempt`)."""
 from __future__ import annotations
 
 import asyncio
+import time
 
+import pytest
+
+from app.store.retention import prune_api_answers
 from support.world import World
 from tests.e2e.test_api import command, delivered
 
@@ -24,3 +28,33 @@ async def test_a_send_back_replayed_after_the_runner_gave_up_is_replayed_as_it_w
     assert world.ticket().work.value == "open" and world.ticket().attempt == 2
     again = await command(world, "rita", "/send-back The upload still restarts from zero.", key="sb-12")
     assert again[0] == 200 and again[1] == first[1], again
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="once the kept answer is pruned (24 h) the door's replay is answered without "
+    "replays_an_earlier_attempt: a claim /reopen released is reported applied",
+)
+async def test_a_claim_released_by_reopen_is_not_reported_applied_after_its_answer_was_pruned(
+    world: World,
+) -> None:
+    """docs/agents.md: a stored answer that applied to a claim a `/reopen` has released since is
+    never reported as applied (409 `earlier_attempt`); docs/security.md: a replayed key never
+    reports a change an earlier attempt got as applied. docs/api.md: kept answers are pruned
+    after 24 hours, a retry then gets the current outcome. cody claims #12 through the API
+    (`railyard agent claim`'s key has no run attempt: a re-run within GitHub's 30 days sends it
+    again), then gives the work up; a day later the key is sent again. The ticket is open and
+    unclaimed, yet the answer is 200 `applied: true` (and only the retry after that, finding
+    the answer the replay kept, says 409): the agent goes on working on a ticket it does not hold."""
+    assert (await command(world, "rachel", "/publish"))[0] == 200
+    first = await command(world, "cody", "/claim", key="gha-run-claim-12")
+    assert first[0] == 200 and first[1]["applied"] is True
+    await world.say("cody", "/reopen Giving this up: the storage team owns the uploader.")
+    assert world.ticket().work.value == "open"
+    prune_api_answers(world.database, time.time() + 25 * 3600, 24.0)  # a day later: housekeeping
+    again = await command(world, "cody", "/claim", key="gha-run-claim-12")
+    print(f"\nafter the prune: {again[0]} {again[1].get('applied')} work={world.ticket().work.value}")
+    third = await command(world, "cody", "/claim", key="gha-run-claim-12")
+    print(f"the retry after that: {third[0]} {third[1].get('applied')}")
+    assert world.ticket().work.value == "open"
+    assert again[1].get("applied") is not True, again
