@@ -6,8 +6,6 @@ from __future__ import annotations
 import asyncio
 import time
 
-import pytest
-
 from app.store.retention import prune_api_answers
 from support.world import World
 from tests.e2e.test_api import command, delivered
@@ -30,11 +28,6 @@ async def test_a_send_back_replayed_after_the_runner_gave_up_is_replayed_as_it_w
     assert again[0] == 200 and again[1] == first[1], again
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="once the kept answer is pruned (24 h) the door's replay is answered without "
-    "replays_an_earlier_attempt: a claim /reopen released is reported applied",
-)
 async def test_a_claim_released_by_reopen_is_not_reported_applied_after_its_answer_was_pruned(
     world: World,
 ) -> None:
