@@ -279,9 +279,11 @@ class AgentApi:
             raise _before_door(run.early, outcome.refusal if outcome is not None else None)
         if run.kept.digest != digest:  # a request racing this one used the key for another command
             return _replay(run.kept, digest)
-        if outcome.replayed:  # the door's replay (its kept answer pruned): judged as a kept one is
+        if outcome.replayed:  # the door's replay (its kept answer pruned, a racing retry's commit):
+            async with self._shell.ports.store.read() as reads:  # judged against the ticket now
+                now_ticket = await reads.ticket(TicketKey(repository, number))
             policy = await self._policy(installation_id, repository)
-            return _replay(run.kept, digest, served.ticket, self._now(), policy)
+            return _replay(run.kept, digest, now_ticket, self._now(), policy)
         headers = {"Idempotent-Replayed": "true" if outcome.replayed else "false"}
         return _json(run.kept.status, run.kept.body, headers)
 
