@@ -7,8 +7,6 @@ import asyncio
 import time
 from typing import Any
 
-import pytest
-
 from app.store.retention import prune_api_answers
 from github_standin import Fault
 from support.world import World
@@ -57,11 +55,6 @@ async def test_a_claim_released_by_reopen_is_not_reported_applied_after_its_answ
     assert again[1].get("applied") is not True, again
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the door's replay is judged against served.ticket, read before the run: a retry racing "
-    "its own claim is answered 409 earlier_attempt (status open) although the claim applied and holds",
-)
 async def test_a_retry_racing_its_own_claim_is_not_answered_that_the_claim_did_not_apply(
     world: World,
 ) -> None:
