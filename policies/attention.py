@@ -43,8 +43,9 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from policies.acceptance import recorded_validity
+from policies.events import EventType
 from policies.model import Ticket
-from policies.notices import review_overdue_operation_id
+from policies.notices import period_of, review_overdue_operation_id
 from policies.states import DeploymentState, IntegrationState, WorkState
 from policies.watchdog import Silence
 
@@ -163,7 +164,7 @@ def review_overdue(ticket: Ticket, facts: RecordFacts) -> bool:
     delivery = ticket.last_delivery
     if ticket.work is not WorkState.DELIVERED or delivery is None:
         return False
-    if f"review:{delivery.operation_id}" in ticket.noticed:  # recorded under any name (`period_of`)
+    if period_of(EventType.REVIEW_OVERDUE, {"delivery": delivery.operation_id}) in ticket.noticed:
         return True
     key = ticket.key  # recorded before tickets noted it: by its operation id, under the name now
     return facts.review_overdue == review_overdue_operation_id(
