@@ -164,10 +164,15 @@ def assignment_ahead(database: Database, row: Mapping[str, Any]) -> float | None
     while one is still pending (in backoff, say): `row`'s waits for it, so GitHub ends with the
     assignees the latest change wanted (a claim given up while its assignment was failing leaves
     nobody assigned). None when none is ahead of it."""
+    same = (  # the same repository: by GitHub's id when the effect has one, else by its name
+        effects_table.c.repository_id == row["repository_id"]
+        if row.get("repository_id") is not None
+        else effects_table.c.repository == row["repository"]
+    )
     ahead = select(effects_table.c.next_attempt_at, effects_table.c.payload).where(
         effects_table.c.status == PENDING,
         effects_table.c.kind.in_(ASSIGNMENTS),
-        effects_table.c.repository == row["repository"],
+        same,
         effects_table.c.id < row["id"],
     )
     number = (row["payload"] or {}).get("number")
