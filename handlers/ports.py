@@ -449,9 +449,8 @@ class Roles(Protocol):
         """The roles `login` holds now (of `among`); `CannotVerify` when GitHub will not say.
 
         `first_only`: only the first of `among`, in its order, that `login` holds (no more is asked
-        once found). `outsider`: found holding no role here within the last ten minutes
-        (`handlers.outsiders.Admission.outsider`): taken to be in none of the role lists' teams,
-        which are not asked (`RoleResolver.roles(stranger=True)`); logins listed still count.
+        once found). `outsider`: found role-less here within ten minutes (`Admission.outsider`):
+        taken to be in none of the role lists' teams, not asked (`RoleResolver` `stranger`).
         """
 
     async def listed(
