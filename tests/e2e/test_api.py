@@ -15,6 +15,7 @@ from app.web.api_routes import AGENT_API
 from github_standin import Fault, running_standin
 from policies.budgets import Budget
 from policies.model import TicketKey
+from support.windows import clear_of_a_window_end
 from support.world import REPO, World, standin_state
 from tests.fakes import app_settings, running_server
 
@@ -432,6 +433,7 @@ async def test_reads_are_limited_per_account(tmp_path: Path) -> None:
 
 
 async def reads_limited(world: World) -> None:
+    await clear_of_a_window_end(60.0, 15.0)  # reads count in clock minutes
     await world.say("rachel", "/publish")
     live = token(world, "rita")
     statuses = [(await call(world, live, "GET", f"{TICKETS}/12"))[0] for _ in range(7)]
