@@ -67,7 +67,7 @@ from sqlalchemy import make_url
 from app.contracts.database_url import normalize_database_url
 from app.store.database import Database
 from app.store.effects import retry_waiting_effects
-from app.store.queue import retry_waiting
+from app.store.queue_admin import retry_waiting
 from bench.api_calls import _endpoint
 from bench.chaos_actors import (
     ChaosStream,

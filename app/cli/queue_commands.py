@@ -11,7 +11,7 @@ from typing import Any, TextIO
 from app.cli.common import EXIT_NOT_FOUND, EXIT_RUNNING, EXIT_USAGE, ready, table
 from app.store.database import Database
 from app.store.delivery_leases import leased_now
-from app.store.queue import list_deliveries, requeue, retry_waiting
+from app.store.queue_admin import list_deliveries, requeue, retry_waiting
 
 
 def cmd_deliveries(args: argparse.Namespace, database: Database, out: TextIO, err: TextIO) -> int:

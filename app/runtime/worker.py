@@ -47,6 +47,11 @@ from handlers.routing import Router, WebhookEvent
 
 log = structlog.get_logger(__name__)
 
+CHAINED_AT_MOST = 16
+"""Deliveries of one ordering key a task runs in a row, each leased as the one before it was
+recorded (SQLite), before it goes back to the queue's claim: the claim takes the oldest first
+across keys, so one key's long run (a storm of one commit's check runs) delays another ticket's
+command by at most this many deliveries a slot."""
 CLAIM_HERE_PAUSE = 1.0
 """Seconds the worker claims on a thread after a claim on the event loop ran past its budget."""
 
@@ -78,6 +83,7 @@ class Worker:
         self._wakeup = asyncio.Event()
         self._last_claim = 0.0
         self._running: set[asyncio.Task[None]] = set()
+        self._stop = asyncio.Event()  # the loop's, once it runs (`_step`)
         self._claims_here_from = 0.0  # monotonic time from which a claim may run on the loop again
         self._polls = IdlePolls(self.poll_seconds, self.idle_poll_max_seconds, clock=self.clock)
 
@@ -103,6 +109,7 @@ class Worker:
 
     async def _step(self, stop: asyncio.Event) -> bool:
         """Claim what fits; True when more may be claimable at once."""
+        self._stop = stop
         free = self.concurrency - len(self._running)
         if free and await self._yield_to_intake(stop):
             free = 1  # still flooded: one delivery per yield, so processing never stops
@@ -188,19 +195,38 @@ class Worker:
         self._wakeup.clear()
 
     async def process(self, delivery: ClaimedDelivery) -> None:
-        """Run one delivery's handlers and record the outcome on the queue, in a span of the
-        trace its intake began (stored with it: a retry after a restart continues it)."""
+        """Run one delivery's handlers and record the outcome on the queue; then, in the same
+        task, each delivery of its ordering key that recording it leased (`_process`)."""
+        following: ClaimedDelivery | None = delivery
+        for chained in range(CHAINED_AT_MOST + 1):
+            if following is None:
+                return
+            following = await self._traced(following, chain=chained < CHAINED_AT_MOST)
+
+    async def _traced(self, delivery: ClaimedDelivery, chain: bool) -> ClaimedDelivery | None:
+        """`_process`, in a span of the trace its intake began (stored with it: a retry after a
+        restart continues it)."""
         if not TRACING.on:
-            return await self._process(delivery)
+            return await self._process(delivery, chain)
         attributes: dict[str, Attribute] = {
             "railyard.delivery": delivery.delivery_id,
             "railyard.attempt": delivery.attempt,
             "github.event": event_label(delivery.event),  # the header is not signed: a name railyard knows
         }
         with span("railyard.delivery", attributes, kind=SpanKind.CONSUMER, parent=delivery.traceparent):
-            await self._process(delivery)
+            return await self._process(delivery, chain)
 
-    async def _process(self, delivery: ClaimedDelivery) -> None:
+    def _chains(self) -> bool:
+        """Whether a finished delivery may lease its key's next one at once (SQLite): not while
+        stopping, nor while the intake is flooded (then new work waits its turn, `_step`)."""
+        busy = self.intake_busy is not None and self.intake_busy()
+        return self.database.is_sqlite and not self._stop.is_set() and not busy
+
+    async def _process(self, delivery: ClaimedDelivery, chain: bool = False) -> ClaimedDelivery | None:
+        """Run the handlers, record the outcome; with `chain`, the key's next delivery when
+        recording it leased that one too (a run of one ticket's or one commit's deliveries then
+        costs no claim each)."""
+        following = None
         started, began = time.perf_counter(), self.clock()
         enqueued = watch_enqueued()  # this delivery's task's own context
         with structlog.contextvars.bound_contextvars(
@@ -212,7 +238,7 @@ class Worker:
                     "lease lost while the handlers ran; stopped them, another worker has the delivery"
                 )
                 self.metrics.processed.labels(delivery.event, "lease_lost").inc()
-                return
+                return None
             status, note, retry_at = ran
             now = self.clock()
             if retry_at is not None:
@@ -220,7 +246,9 @@ class Worker:
                 kept = await self.queue.retry_on_loop(delivery, retry_at, note or "", began)
                 self._polls.due_at(retry_at)
             else:
-                kept = await self.queue.complete_on_loop(delivery, status, now, note, began)
+                chain = chain and self._chains()
+                completing = self.queue.complete_on_loop(delivery, status, now, note, began, chain=chain)
+                kept, following = await completing
             if not kept:
                 log.warning("lease lost before the outcome was recorded; another worker took it over")
             if enqueued[0] and self.processed is not None:
@@ -228,6 +256,7 @@ class Worker:
             set_attribute("railyard.outcome", status)
             self.metrics.processed.labels(delivery.event, status).inc()
             self.metrics.processing_seconds.labels(delivery.event).observe(time.perf_counter() - started)
+        return following
 
     async def _run_holding_lease(
         self, delivery: ClaimedDelivery

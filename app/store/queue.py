@@ -11,6 +11,7 @@ taken up again. On PostgreSQL, `FOR UPDATE SKIP LOCKED` lets any number of worke
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import socket
@@ -20,12 +21,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import bindparam, func, or_, select, update
+from sqlalchemy import func, select, update
 
 from app.store.connection_setup import commit_sqlite
 from app.store.database import Database, NotNowError
-from app.store.delivery_keys import key_by_id
-from app.store.delivery_status import PENDING, REJECTED
+from app.store.delivery_status import PENDING
 from app.store.hops import off_loop
 from app.store.queue_statements import (
     CLAIM_IN_WINDOW_POSTGRES,
@@ -37,6 +37,7 @@ from app.store.queue_statements import (
     LEASE_SQLITE,
     LEASED_SQLITE,
     MAX_WINDOW,
+    NEXT_OF_KEY_SQLITE,
     RUN_AFTER_CHANGE_POSTGRES,
     SQLITE_INDEX,
     WINDOW_POSTGRES,
@@ -104,6 +105,10 @@ class ClaimedDelivery:
     """When railyard received it (railyard's clock): a comment in it was written before then."""
     traceparent: str | None = None
     """The intake span's W3C traceparent: the worker's span continues that trace (None: off)."""
+
+
+Finished = tuple[bool, "ClaimedDelivery | None"]
+"""Whether the lease was still held when the outcome was written, and the delivery chained to it."""
 
 
 class DeliveryQueue:
@@ -253,16 +258,22 @@ class DeliveryQueue:
         )
 
     def _finish(
-        self, claimed: ClaimedDelivery, values: dict[str, Any], outcome: str, started: float, here: bool
-    ) -> bool:
+        self,
+        claimed: ClaimedDelivery,
+        values: dict[str, Any],
+        outcome: str,
+        started: float,
+        here: bool,
+        chain_at: float | None = None,
+    ) -> Finished:
         # Straight to the driver, as bookkeeping: this runs for every delivery, and SQLAlchemy's
         # execution around the statements costs more than they do.
         if not self.database.is_sqlite:
-            return self._finish_postgres(claimed, values, outcome, started)
+            return self._finish_postgres(claimed, values, outcome, started), None
         # `here`: on the event loop, all of it or NotNowError with nothing written
         bookkeeping = self.database.bookkeeping_here() if here else self.database.bookkeeping()
         with bookkeeping as cursor:
-            return self._finish_on(cursor, claimed, values, outcome, started)
+            return self._finish_on(cursor, claimed, values, outcome, started, chain_at)
 
     def _finish_postgres(
         self, claimed: ClaimedDelivery, values: dict[str, Any], outcome: str, started: float
@@ -273,18 +284,24 @@ class DeliveryQueue:
         return bool(row[0])
 
     async def _finish_on_loop(
-        self, claimed: ClaimedDelivery, values: dict[str, Any], outcome: str, started: float
-    ) -> bool:
+        self,
+        claimed: ClaimedDelivery,
+        values: dict[str, Any],
+        outcome: str,
+        started: float,
+        chain_at: float | None = None,
+    ) -> Finished:
         """`_finish` without blocking the event loop: PostgreSQL's statement on the loop's own
         connections; SQLite's on the loop when it can be done at once (`bookkeeping_here`),
         else on a thread."""
         if self.database.is_sqlite:
             with contextlib.suppress(NotNowError):
-                return self._finish(claimed, values, outcome, started, here=True)
-            return await off_loop(self._finish, claimed, values, outcome, started, here=False)
+                return self._finish(claimed, values, outcome, started, here=True, chain_at=chain_at)
+            on_thread = functools.partial(self._finish, here=False, chain_at=chain_at)
+            return await off_loop(on_thread, claimed, values, outcome, started)
         finishing = self._finishing_postgres(claimed, values, outcome, started)
         rows = await self.database.bookkeep_on_loop(*finishing)
-        return bool(rows[0][0])
+        return bool(rows[0][0]), None
 
     def _finishing_postgres(
         self, claimed: ClaimedDelivery, values: dict[str, Any], outcome: str, started: float
@@ -315,8 +332,10 @@ class DeliveryQueue:
         values: dict[str, Any],
         outcome: str,
         started: float,
-    ) -> bool:
-        """SQLite: the outcome and the run's record, one transaction; False when the lease was lost."""
+        chain_at: float | None = None,
+    ) -> Finished:
+        """SQLite: the outcome and the run's record, one transaction; False when the lease was
+        lost. With `chain_at` (now), the key's next delivery, if due and free, leased in it too."""
         run = {
             "delivery_seq": claimed.seq,
             "worker": self.owner,
@@ -334,8 +353,14 @@ class DeliveryQueue:
         cursor.execute(change, [*values.values(), claimed.seq, self.owner, claimed.attempt])
         kept: bool = cursor.rowcount == 1
         cursor.execute(INSERT_RUN, {**run, "lease_kept": kept})
+        following = None
+        if kept and chain_at is not None:
+            rows = cursor.execute(NEXT_OF_KEY_SQLITE, {"finished": claimed.seq, "now": chain_at, "limit": 1})
+            rows = rows.fetchall()
+            if rows and self._lease_sqlite(cursor, rows, chain_at):
+                following = self._claimed(rows[0])
         commit_sqlite(cursor)
-        return kept
+        return kept, following
 
     def complete(
         self,
@@ -351,26 +376,37 @@ class DeliveryQueue:
 
         `here`: on the event loop, SQLite only, all of it or `NotNowError` (`Database.bookkeeping_here`).
         """
-        return self._finish(claimed, _completed(status, now, note), status, started or now, here)
+        return self._finish(claimed, _completed(status, now, note), status, started or now, here)[0]
 
     async def complete_on_loop(
-        self, claimed: ClaimedDelivery, status: str, now: float, note: str | None = None, started: float = 0.0
-    ) -> bool:
-        """`complete`, from the event loop without blocking it (`_finish_on_loop`)."""
-        return await self._finish_on_loop(claimed, _completed(status, now, note), status, started or now)
+        self,
+        claimed: ClaimedDelivery,
+        status: str,
+        now: float,
+        note: str | None = None,
+        started: float = 0.0,
+        *,
+        chain: bool = False,
+    ) -> Finished:
+        """`complete`, from the event loop without blocking it (`_finish_on_loop`). With `chain`
+        (SQLite), the same transaction leases the key's next delivery when it is due and free:
+        a run of one ticket's (or one commit's) deliveries costs one transaction each, not a
+        claim and a finish; on PostgreSQL none is (the claim's statement takes it)."""
+        values = _completed(status, now, note)
+        return await self._finish_on_loop(claimed, values, status, started or now, now if chain else None)
 
     def retry(
         self, claimed: ClaimedDelivery, at: float, error: str, started: float = 0.0, *, here: bool = False
     ) -> bool:
         """Put a delivery back, due at `at`; later deliveries for its ticket wait behind it
         (`here` as for `complete`)."""
-        return self._finish(claimed, _retried(at, error), "retry", started or at, here)
+        return self._finish(claimed, _retried(at, error), "retry", started or at, here)[0]
 
     async def retry_on_loop(
         self, claimed: ClaimedDelivery, at: float, error: str, started: float = 0.0
     ) -> bool:
         """`retry`, from the event loop without blocking it (`_finish_on_loop`)."""
-        return await self._finish_on_loop(claimed, _retried(at, error), "retry", started or at)
+        return (await self._finish_on_loop(claimed, _retried(at, error), "retry", started or at))[0]
 
     def extend(self, claimed: ClaimedDelivery, now: float) -> bool:
         """Renew the lease of a delivery still being processed; False when it is no longer this claim's.
@@ -419,71 +455,3 @@ def queue_depth(database: Database) -> tuple[int, float | None]:
             select(func.count(), func.min(deliveries.c.received_at)).where(deliveries.c.status == PENDING)
         ).one()
     return int(row[0]), row[1]
-
-
-def list_deliveries(database: Database, status: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
-    """The newest stored deliveries, optionally of one status."""
-    statement = select(
-        deliveries.c.delivery_id,
-        deliveries.c.event,
-        deliveries.c.action,
-        deliveries.c.status,
-        deliveries.c.attempts,
-        deliveries.c.repository,
-        deliveries.c.received_at,
-        deliveries.c.processed_at,
-        deliveries.c.last_error,
-    ).order_by(deliveries.c.seq.desc())
-    if status is not None:
-        statement = statement.where(deliveries.c.status == status)
-    with database.read() as connection:
-        return [dict(row) for row in connection.execute(statement.limit(limit)).mappings()]
-
-
-def requeue(database: Database, delivery_ids: Sequence[str], now: float) -> list[str]:
-    """Process stored deliveries again (after a failure, or after an outage); returns those queued.
-
-    Re-running is safe: every state change is keyed by its operation id. A delivery rejected
-    at the door (its payload is not of its event) is never processed, so it is not found. One a
-    worker is running now (its lease not yet run out) is left to it: queued again it would run
-    twice at once (`app.store.delivery_leases` says which those were).
-    """
-    found: list[str] = []
-    with database.write() as connection:
-        for delivery_id in delivery_ids:
-            result = connection.execute(
-                update(deliveries)
-                .where(
-                    deliveries.c.delivery_id == bindparam("b_id"),
-                    deliveries.c.payload.is_not(None),
-                    deliveries.c.status != REJECTED,
-                    or_(deliveries.c.lease_until.is_(None), deliveries.c.lease_until <= now),
-                )
-                .values(status=PENDING, next_attempt_at=now, lease_until=None, lease_owner=None, attempts=0),
-                {"b_id": delivery_id},
-            )
-            if result.rowcount:
-                key_by_id(connection, delivery_id)
-                found.append(delivery_id)
-    return found
-
-
-def retry_waiting(database: Database, now: float) -> list[str]:
-    """Make every delivery waiting for its next try due now (once an outage is over); their ids.
-
-    Only deliveries a failed try put back are moved: the tries already counted stay counted, and
-    one that a worker holds (its lease not yet run out) is left to it.
-    """
-    with database.write() as connection:
-        rows = connection.execute(
-            update(deliveries)
-            .where(
-                deliveries.c.status == PENDING,
-                deliveries.c.next_attempt_at > now,
-                deliveries.c.lease_until.is_(None),
-                deliveries.c.attempts > 0,
-            )
-            .values(next_attempt_at=now)
-            .returning(deliveries.c.delivery_id)
-        )
-        return [str(row.delivery_id) for row in rows]

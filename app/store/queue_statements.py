@@ -87,6 +87,16 @@ IN_WINDOW_SQLITE = (
     + _DUE
 )
 _IN_WINDOW = _CLAIMED_COLUMNS + "FROM webhook_deliveries d WHERE d.seq = ANY(:seqs) AND" + _DUE
+NEXT_OF_KEY_SQLITE = (
+    _CLAIMED_COLUMNS  # noqa: S608 - constants
+    + "FROM webhook_deliveries d WHERE d.seq = (SELECT MIN(h.seq) FROM webhook_deliveries h"
+    + SQLITE_INDEX
+    + " WHERE h.status = 'pending' AND h.ordering_key = "
+    "(SELECT f.ordering_key FROM webhook_deliveries f WHERE f.seq = :finished)) AND" + _DUE
+)
+"""SQLite: the head of a just finished delivery's ordering key (its next pending delivery, none
+older being pending), if it is due and free: what `DeliveryQueue.complete_and_next` leases in the
+finishing transaction. A delivery without a key has no next."""
 LEASE_SQLITE = (
     "UPDATE webhook_deliveries SET lease_until = ?, lease_owner = ?, attempts = attempts + 1 "
     "WHERE seq IN ({marks}) AND status = 'pending' AND (lease_until IS NULL OR lease_until < ?)"

@@ -10,7 +10,7 @@ import json
 import pytest
 
 from app.store.database import Database
-from app.store.queue import list_deliveries, requeue
+from app.store.queue_admin import list_deliveries, requeue
 from app.store.tickets import TicketService
 from github_standin import repository_id
 from policies.model import TicketKey

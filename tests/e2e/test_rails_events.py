@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from app.store.queue import list_deliveries
+from app.store.queue_admin import list_deliveries
 from github_standin import repository_id
 from support.world import CONFIG, FIX, REPO, World, event_payload, pull_request_payload
 from tests.fakes import FIXTURES

@@ -4,7 +4,7 @@ after its commit must still be done by the retry."""
 
 from __future__ import annotations
 
-from app.store.queue import list_deliveries
+from app.store.queue_admin import list_deliveries
 from github_standin import Fault
 from support.world import REPO, World, pull_request_payload
 from tests.e2e.test_rails_events import LATER, MERGE, deployment, deployment_state

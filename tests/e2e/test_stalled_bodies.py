@@ -12,7 +12,7 @@ from structlog.testing import capture_logs
 from yarl import URL
 
 from app.store.database import Database
-from app.store.queue import list_deliveries
+from app.store.queue_admin import list_deliveries
 from app.web.bodies import IN_FLIGHT_BYTES
 from app.web.server import BODIES
 from github_standin import running_standin

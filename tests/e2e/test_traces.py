@@ -21,7 +21,7 @@ from sqlalchemy import text
 
 from app.contracts.traces import TRACING
 from app.store.database import Database
-from app.store.queue import requeue
+from app.store.queue_admin import requeue
 from github_standin import running_standin
 from support.world import FIX, World, standin_state
 from tests.fakes import app_settings, running_server

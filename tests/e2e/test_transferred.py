@@ -6,7 +6,7 @@ from __future__ import annotations
 from sqlalchemy import select
 
 from app.store.effects import effects_table
-from app.store.queue import list_deliveries
+from app.store.queue_admin import list_deliveries
 from support.world import REPO, World
 
 

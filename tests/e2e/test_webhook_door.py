@@ -22,7 +22,7 @@ from structlog.testing import capture_logs
 
 from app.store.database import Database
 from app.store.installations import status_of
-from app.store.queue import list_deliveries, requeue
+from app.store.queue_admin import list_deliveries, requeue
 from app.web.server import WORKER
 from tests.fakes import drained, example, process_intake_settings, running_server, signed_headers
 

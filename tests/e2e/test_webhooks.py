@@ -10,7 +10,7 @@ import pytest
 from app.contracts.webhook_payloads import SUBSCRIBED_EVENTS, UNLISTED_EVENTS
 from app.store.database import Database
 from app.store.installations import active_repositories, status_of
-from app.store.queue import list_deliveries
+from app.store.queue_admin import list_deliveries
 from github_standin import repository_id
 from support.world import REPO, World
 from tests.fakes import FIXTURES, drained, example, process_intake_settings, running_server, signed_headers

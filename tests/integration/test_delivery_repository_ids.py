@@ -13,7 +13,7 @@ from sqlalchemy import text
 
 from app.store.database import Database, alembic_config
 from app.store.intake import Received, row_of
-from app.store.queue import requeue
+from app.store.queue_admin import requeue
 from support.databases import migrated_back_to
 
 NOW = 1_800_000_000.0

@@ -13,15 +13,8 @@ from app.store import queue as queue_module
 from app.store.database import Database
 from app.store.delivery_status import DONE, REJECTED
 from app.store.intake import IncomingDelivery, write_batch
-from app.store.queue import (
-    ClaimedDelivery,
-    DeliveryQueue,
-    deliveries,
-    list_deliveries,
-    requeue,
-    retry_waiting,
-    runs,
-)
+from app.store.queue import ClaimedDelivery, DeliveryQueue, deliveries, runs
+from app.store.queue_admin import list_deliveries, requeue, retry_waiting
 from tests.conftest import sqlite_database
 
 NOW = 1_800_000_000.0

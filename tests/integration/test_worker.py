@@ -16,7 +16,8 @@ from app.runtime.metrics import Metrics
 from app.store.database import Database
 from app.store.effects import enqueue
 from app.store.intake import IncomingDelivery, write_batch
-from app.store.queue import ClaimedDelivery, DeliveryQueue, deliveries, list_deliveries, runs
+from app.store.queue import ClaimedDelivery, DeliveryQueue, deliveries, runs
+from app.store.queue_admin import list_deliveries
 from handlers.ports import Services
 from handlers.routing import Router, WebhookEvent
 from tests.conftest import sqlite_database

@@ -8,7 +8,7 @@ from pathlib import Path
 from app.bootstrap import wire
 from app.runtime.metrics import Metrics
 from app.store.intake import IncomingDelivery, write_batch
-from app.store.queue import list_deliveries
+from app.store.queue_admin import list_deliveries
 from handlers.errors import TransientError
 from handlers.ports import Services
 from handlers.routing import Router, WebhookEvent
