@@ -1,0 +1,69 @@
+"""What one signed-in page costs the installation, whoever asks: a person who holds no
+permission anywhere (an outsider with a free GitHub account) pays one page read for a page
+(docs/what-people-see.md, app.web.page_costs), and a page's own asks of GitHub must not grow
+with the number of repositories railyard keeps tickets of."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from support.web_world import WebWorld, say_in, web_world
+
+SERVED = 30  # public repositories railyard keeps tickets of, besides the world's own
+
+
+@pytest.fixture
+async def web(tmp_path: Path) -> AsyncIterator[WebWorld]:
+    """The server with sign-in; a ticket in each of SERVED public acme repositories."""
+    async with web_world(tmp_path) as world:
+        for n in range(SERVED):
+            name = f"acme/pub{n:02d}"
+            repository = world.github.add_repository(name, files={}, private=False)
+            repository.branches["main"] = "3" * 40
+            world.github.add_issue(name, 1, title="Public work", body="Docs")
+            world.github.permissions[(name, "olivia")] = "admin"
+            await say_in(world, name, "olivia", "/publish --no-code", 1)
+        yield world
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="/tickets asks GitHub `GET /repos/{o}/{r}` once for every repository railyard serves that "
+    "the person's installation lists do not name (page_views.repositories_page), per token and per "
+    "concurrent request, for one page read: an outsider's every sign-in (and every parallel load) "
+    "costs as many GitHub calls as railyard serves repositories",
+)
+async def test_an_outsiders_repository_list_costs_github_calls_bounded_by_the_page_not_the_record(
+    web: WebWorld,
+) -> None:
+    """rita holds no permission on any repository. Signing in and opening /tickets three times
+    (each sign-in a new token), then five loads at once, should cost GitHub a bounded number of
+    calls each, not one per served repository each time."""
+    asked: list[int] = []
+    async with web.browser_session() as client:
+        for _ in range(3):
+            web.github.oauth.approving = "rita"
+            client.cookie_jar.clear()
+            async with client.get("/tickets/acme/nothing") as response:  # lands asking no repository
+                assert response.status == 404
+            web.github.calls.clear()
+            async with client.get("/tickets") as response:
+                assert response.status == 200 and 'href="/tickets/acme/pub00"' in await response.text()
+            asked.append(len(web.github.calls_to("GET", "/repos/")))
+        client.cookie_jar.clear()
+        async with client.get("/tickets/acme/nothing") as response:
+            assert response.status == 404
+        web.github.calls.clear()
+
+        async def load() -> int:
+            async with client.get("/tickets") as response:
+                return response.status
+
+        assert await asyncio.gather(*[load() for _ in range(5)]) == [200] * 5
+        asked.append(len(web.github.calls_to("GET", "/repos/")))
+    # SERVED calls at each sign-in; the parallel loads each ask afresh (30 / 30 / 30 / ~100 today)
+    assert max(asked) <= 5, f"GitHub calls per /tickets: {asked}"
