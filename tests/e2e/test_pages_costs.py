@@ -9,8 +9,11 @@ import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import orjson
 import pytest
 
+from app.store.web_sessions import SESSIONS_PER_ACCOUNT
+from app.web.oauth import SIGN_IN
 from support.web_world import WebWorld, say_in, web_world
 
 SERVED = 30  # public repositories railyard keeps tickets of, besides the world's own
@@ -67,3 +70,37 @@ async def test_an_outsiders_repository_list_costs_github_calls_bounded_by_the_pa
         asked.append(len(web.github.calls_to("GET", "/repos/")))
     # SERVED calls at each sign-in; the parallel loads each ask afresh (30 / 30 / 30 / ~100 today)
     assert max(asked) <= 5, f"GitHub calls per /tickets: {asked}"
+
+
+READ_ONLY = 150  # acme repositories mallory may read (two pages of GitHub's installation list)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="app.web.access keeps each token's installation list and the whole GitHub answers behind it "
+    "(_checked: 1,000 tokens; _etags: 20,000 full pages of 100 repositories) whether or not the token's "
+    "session still lives: an account that holds at most 10 sessions makes the server keep one more "
+    "copy of everything it can read at every sign-in",
+)
+async def test_signing_in_again_and_again_keeps_no_more_in_memory_than_the_accounts_live_sessions(
+    tmp_path: Path,
+) -> None:
+    """mallory can read 150 acme repositories (a read-only member: no railyard role). She signs
+    in 25 times (each sign-in a new GitHub token; an account keeps at most 10 sessions, the
+    eleventh ends the oldest). What sign-in keeps in memory for her should be bounded by her
+    live sessions, not grow with every sign-in."""
+    async with web_world(tmp_path) as web:
+        for n in range(READ_ONLY):
+            web.github.add_repository(f"acme/lib{n:03d}", files={}, private=True)
+            web.github.permissions[(f"acme/lib{n:03d}", "mallory")] = "read"
+        access = web.server.app[SIGN_IN].access
+        for _ in range(25):
+            async with web.browser_session() as client:
+                web.github.oauth.approving = "mallory"
+                async with client.get("/tickets/acme/nothing") as response:
+                    assert response.status == 404
+        tokens = {key for key in access._checked} | {key for key, _ in access._etags}
+        kept = sum(len(orjson.dumps(body)) for _, body, _ in access._etags.values())
+        assert len(tokens) <= SESSIONS_PER_ACCOUNT, (
+            f"{len(tokens)} tokens' caches kept for one account, {kept // 1024} KB of GitHub's JSON"
+        )
