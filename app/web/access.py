@@ -26,6 +26,7 @@ import httpx
 from app.github.client import API_VERSION, USER_AGENT
 from app.github.endpoints import ENDPOINTS
 from app.settings import Settings
+from app.store.web_sessions import SESSIONS_PER_ACCOUNT
 
 RECHECK_SECONDS = 300.0
 _MAX_PAGES = 50  # 5,000 repositories a person can read through one installation
@@ -81,6 +82,8 @@ class Access:
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     # (token hash, lowercase full name) -> (what GitHub said of that one repository, when)
     _single: OrderedDict[tuple[str, str], tuple[Readable | None, float]] = field(default_factory=OrderedDict)
+    # account id -> the hashes of its tokens, oldest sign-in first (`_signed_in`)
+    _tokens: OrderedDict[int, OrderedDict[str, None]] = field(default_factory=OrderedDict)
 
     @property
     def client(self) -> httpx.AsyncClient:
@@ -129,7 +132,21 @@ class Access:
             raise
         if not isinstance(body, dict) or not isinstance(body.get("id"), int):
             raise AccessError(502, "GitHub's answer to GET /user had no account id")
+        self._signed_in(body["id"], token)
         return Person(body["id"], str(body.get("login", "")))
+
+    def _signed_in(self, account_id: int, token: str) -> None:
+        """Note the account's token: past `SESSIONS_PER_ACCOUNT` of them (its oldest session is
+        ended by then, `app.store.web_sessions`), the oldest token's caches are dropped, so signing
+        in again and again keeps no more than the account's live sessions' worth."""
+        tokens = self._tokens.setdefault(account_id, OrderedDict())
+        self._tokens.move_to_end(account_id)
+        tokens[_token_key(token)] = None
+        tokens.move_to_end(_token_key(token))
+        while len(tokens) > SESSIONS_PER_ACCOUNT:
+            self._forget_key(tokens.popitem(last=False)[0])
+        while len(self._tokens) > _REMEMBERED:
+            self._tokens.popitem(last=False)
 
     async def readable(self, token: str, *, fresh: bool = False) -> dict[str, Readable]:
         """The repositories (lowercase full name -> Readable) the token can read, at most 5 minutes old."""
@@ -202,7 +219,9 @@ class Access:
 
     def forget(self, token: str) -> None:
         """Drop what is cached for `token` (on sign-out)."""
-        key = _token_key(token)
+        self._forget_key(_token_key(token))
+
+    def _forget_key(self, key: str) -> None:
         self._checked.pop(key, None)
         for cached in [k for k in self._etags if k[0] == key]:
             del self._etags[cached]
@@ -252,18 +271,45 @@ class Access:
         next_url = response.links.get("next", {}).get("url")
         if response.status_code == 401:
             raise AccessError(401, "GitHub no longer accepts this sign-in")
+        if _rate_limited(response):  # the person's own limit: GitHub did not answer, nothing is kept
+            raise AccessError(502, f"GitHub's rate limit for this sign-in (answered {response.status_code})")
         if response.status_code in (301, 403, 404):  # 301: a renamed repository's old name is none
             status = 403 if response.status_code == 403 else 404
             raise AccessError(status, f"GitHub answered {response.status_code}")
         if response.status_code != 200:
             raise AccessError(502, f"GitHub answered {response.status_code}")
-        body = response.json()
+        body = _kept(response.json())
         if etag := response.headers.get("ETag"):
             self._etags[key] = (etag, body, next_url)
             self._etags.move_to_end(key)
             while len(self._etags) > ETAGS_KEPT:
                 self._etags.popitem(last=False)
         return body, next_url
+
+
+def _rate_limited(response: httpx.Response) -> bool:
+    """GitHub's answer when the token's rate limit is spent (a 429, or a 403 saying so)."""
+    headers = response.headers
+    limited = headers.get("x-ratelimit-remaining") == "0" or "retry-after" in headers
+    return response.status_code == 429 or (response.status_code == 403 and limited)
+
+
+_READ_KEYS = frozenset(
+    {"id", "login", "full_name", "private", "permissions", "installations", "repositories"}
+)
+
+
+def _kept(body: Any) -> Any:
+    """Of a GitHub answer, what sign-in reads (ids, names, `private`, `permissions.pull`, the
+    lists of them): a page of 100 repositories kept for its ETag is then some 10 KB, not 500."""
+    if isinstance(body, list):
+        return [_kept(item) for item in body]
+    if not isinstance(body, dict):
+        return body
+    kept = {key: _kept(value) for key, value in body.items() if key in _READ_KEYS}
+    if isinstance(permissions := body.get("permissions"), dict):
+        kept["permissions"] = {"pull": permissions.get("pull")}
+    return kept
 
 
 def _can_pull(repository: dict[str, Any]) -> bool:

@@ -83,12 +83,6 @@ async def test_a_revoked_token_at_the_one_repository_check_sends_to_sign_in_not_
             assert r.status == 303, (r.status, await r.text())
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="app.web.access reads GitHub's 403 'rate limit exceeded' as 'this token cannot list "
-    "installations' / 'cannot read this repository' and keeps that for five minutes: a "
-    "rate-limited re-check shows the person a 404 (and an empty list) instead of GitHub's 502 page",
-)
 async def test_a_rate_limited_recheck_says_github_did_not_answer_not_that_nothing_is_readable(
     web: WebWorld,
 ) -> None:

@@ -75,13 +75,6 @@ async def test_an_outsiders_repository_list_costs_github_calls_bounded_by_the_pa
 READ_ONLY = 150  # acme repositories mallory may read (two pages of GitHub's installation list)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="app.web.access keeps each token's installation list and the whole GitHub answers behind it "
-    "(_checked: 1,000 tokens; _etags: 20,000 full pages of 100 repositories) whether or not the token's "
-    "session still lives: an account that holds at most 10 sessions makes the server keep one more "
-    "copy of everything it can read at every sign-in",
-)
 async def test_signing_in_again_and_again_keeps_no_more_in_memory_than_the_accounts_live_sessions(
     tmp_path: Path,
 ) -> None:
