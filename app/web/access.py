@@ -29,6 +29,8 @@ from app.settings import Settings
 from app.store.web_sessions import SESSIONS_PER_ACCOUNT
 
 RECHECK_SECONDS = 300.0
+PUBLIC_SECONDS = 60.0
+"""How long a repository GitHub said is public is listed on `/tickets` to anyone without asking."""
 _MAX_PAGES = 50  # 5,000 repositories a person can read through one installation
 _REMEMBERED = 1000  # tokens whose lists are kept
 ETAGS_KEPT = 20 * _REMEMBERED  # conditional answers kept, across every token and address
@@ -82,6 +84,9 @@ class Access:
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     # (token hash, lowercase full name) -> (what GitHub said of that one repository, when)
     _single: OrderedDict[tuple[str, str], tuple[Readable | None, float]] = field(default_factory=OrderedDict)
+    _asking: dict[tuple[str, str], asyncio.Future[Readable | None]] = field(default_factory=dict)
+    # lowercase full name -> a repository GitHub said is public, and when (`seen_public`)
+    _public: OrderedDict[str, tuple[Readable, float]] = field(default_factory=OrderedDict)
     # account id -> the hashes of its tokens, oldest sign-in first (`_signed_in`)
     _tokens: OrderedDict[int, OrderedDict[str, None]] = field(default_factory=OrderedDict)
 
@@ -176,27 +181,60 @@ class Access:
         self._remember(key, _Checked(repositories, self.clock()))
         return repositories
 
-    async def one(self, token: str, full_name: str) -> Readable | None:
-        """The repository, when GitHub says the token can read it (`GET /repos/{owner}/{repo}`)."""
-        key = (_token_key(token), full_name.lower())
+    async def one(self, token: str, full_name: str, account_id: int | None = None) -> Readable | None:
+        """The repository, when GitHub says the token can read it (`GET /repos/{owner}/{repo}`).
+
+        The answer is kept for the account (`account_id`; else for the token) for at most
+        `RECHECK_SECONDS`: its next sign-in's token reads what the last one could. Asks of one
+        repository for one account at the same moment share GitHub's one answer."""
+        holder = f"account:{account_id}" if account_id is not None else _token_key(token)
+        key = (holder, full_name.lower())
         cached = self._single.get(key)
         if cached is not None and self.clock() - cached[1] < RECHECK_SECONDS:
             return cached[0]
+        if (asking := self._asking.get(key)) is not None:
+            return await asyncio.shield(asking)
+        asking = asyncio.get_running_loop().create_future()
+        self._asking[key] = asking
+        try:
+            found = await self._ask_one(token, full_name)
+        except BaseException as error:
+            asking.set_exception(error)
+            asking.exception()  # retrieved: an ask nobody shared is not "never retrieved"
+            raise
+        finally:
+            del self._asking[key]
+        asking.set_result(found)
+        self._single[key] = (found, self.clock())
+        self._single.move_to_end(key)
+        if found is not None and not found.private:  # readable by anyone signed in, for /tickets
+            self._public[full_name.lower()] = (found, self.clock())
+            self._public.move_to_end(full_name.lower())
+            while len(self._public) > _REMEMBERED * 10:
+                self._public.popitem(last=False)
+        while len(self._single) > _REMEMBERED * 10:
+            self._single.popitem(last=False)
+        return found
+
+    def seen_public(self, full_name: str) -> Readable | None:
+        """The repository, when GitHub said it is public to anyone's ask in the last
+        `PUBLIC_SECONDS`: `/tickets` lists it without asking again for every person (the board
+        itself asks for the person, `one`)."""
+        seen = self._public.get(full_name.lower())
+        return seen[0] if seen is not None and self.clock() - seen[1] < PUBLIC_SECONDS else None
+
+    async def _ask_one(self, token: str, full_name: str) -> Readable | None:
         owner, _, name = full_name.partition("/")
         try:
             body, _ = await self._get(token, f"/repos/{quote(owner, safe='')}/{quote(name, safe='')}")
         except AccessError as error:
             if error.status not in (403, 404):
                 raise
-            body = None
-        found = None
+            return None
         if isinstance(body, dict) and _can_pull(body):
             name = str(body.get("full_name") or full_name)
-            found = Readable(name, bool(body.get("private")), 0, _id_of(body))
-        self._single[key] = (found, self.clock())
-        while len(self._single) > _REMEMBERED * 10:
-            self._single.popitem(last=False)
-        return found
+            return Readable(name, bool(body.get("private")), 0, _id_of(body))
+        return None
 
     async def revoke(self, token: str) -> bool:
         """Ask GitHub to revoke the token (`DELETE /applications/{client_id}/token`, authorized by

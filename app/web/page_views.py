@@ -89,7 +89,7 @@ async def repository_of(
     name = f"{request.match_info['owner']}/{request.match_info['repo']}".lower()
     found = readable.get(name)
     if found is None and name in await served(request):
-        found = await request.app[SIGN_IN].access.one(session.token, name)
+        found = await request.app[SIGN_IN].access.one(session.token, name, session.person.account_id)
     if found is None or not await is_ours(request.app[READS].listing, name, found.repository_id):
         return None
     return found
@@ -106,9 +106,10 @@ async def repositories_page(
     request: web.Request, session: Session, readable: dict[str, Readable]
 ) -> web.Response:
     """`/tickets`: the repositories the person can read, each linking to its board."""
-    shown = dict(readable)
+    shown, access = dict(readable), request.app[SIGN_IN].access
     for name in sorted(await served(request) - set(readable)):
-        if (found := await request.app[SIGN_IN].access.one(session.token, name)) is not None:
+        found = access.seen_public(name) or await access.one(session.token, name, session.person.account_id)
+        if found is not None:
             shown[name] = found
     return html_response(document.repositories(shown.values(), **who(session)))
 
