@@ -43,19 +43,47 @@ def _when(text: object) -> float:
         return 0.0
 
 
+OVERLAP_SECONDS = 300.0
+"""How far back past where the last pass began a pass reads again (GitHub may list a delivery a
+little after its time)."""
+
+
+@dataclass
+class RecoveryPass:
+    """Where recovery's reading of GitHub's list (newest first) stands between rounds.
+
+    A pass reads from the newest delivery back to where the last finished pass began (less
+    `OVERLAP_SECONDS`), or to the lookback's start; a round reads at most `max_pages` of it and the
+    next round goes on from the page it stopped at, so a busy installation's older failures are
+    reached in later rounds instead of never."""
+
+    covered_from: float = 0.0  # where the last finished pass began: every older delivery was read
+    resume: dict[str, str] | None = None  # the next (older) page of the pass under way
+    began: float = 0.0  # the newest delivery of the pass under way
+
+
 async def recover_missed_deliveries(
-    database: Database, github: GitHubClient, now: float, lookback_hours: float = 72.0, max_pages: int = 20
+    database: Database,
+    github: GitHubClient,
+    now: float,
+    lookback_hours: float = 72.0,
+    max_pages: int = 20,
+    reading: RecoveryPass | None = None,
 ) -> list[str]:
-    """Ask GitHub to redeliver failed deliveries that never reached the database; return their guids."""
-    cutoff = now - lookback_hours * 3600
+    """Ask GitHub to redeliver failed deliveries that never reached the database; return their guids.
+
+    `reading`: where the last round stopped (kept by `Maintenance`); None reads one pass from
+    the newest delivery, at most `max_pages`."""
+    reading = reading or RecoveryPass()
+    stop_at = max(now - lookback_hours * 3600, reading.covered_from - OVERLAP_SECONDS)
     arrived: set[str] = set()
     failed: dict[str, int] = {}
-    params: dict[str, str] | None = {"per_page": "100"}
+    params: dict[str, str] | None = reading.resume or {"per_page": "100"}
+    began, finished = (reading.began if reading.resume else 0.0), False
     for _ in range(max_pages):
-        if params is None:
-            break
         page, params = await github.call_page("list_hook_deliveries", None, params=params)
         if not isinstance(page, list) or not page:
+            finished = True
             break
         for item in page:
             if not isinstance(item, dict):  # one odd item never stops the others being read
@@ -65,17 +93,18 @@ async def recover_missed_deliveries(
                 arrived.add(guid)
             elif guid and isinstance(item.get("id"), int):
                 failed.setdefault(guid, item["id"])
-        if (
-            min((_when(item.get("delivered_at")) for item in page if isinstance(item, dict)), default=0.0)
-            < cutoff
-        ):
+        times = [_when(item.get("delivered_at")) for item in page if isinstance(item, dict)]
+        began = max([began, *times])
+        if params is None or min(times, default=0.0) < stop_at:
+            finished = True
             break
+    if finished:
+        reading.covered_from, reading.resume, reading.began = began or reading.covered_from, None, 0.0
+    else:
+        reading.resume, reading.began = params, began
     missing = [guid for guid in failed if guid not in arrived]
-    missing = [
-        guid
-        for guid in missing
-        if guid not in await asyncio.to_thread(stored_delivery_ids, database, missing)
-    ]
+    stored = await asyncio.to_thread(stored_delivery_ids, database, missing)
+    missing = [guid for guid in missing if guid not in stored]
     asked = []
     for guid in missing:
         try:
@@ -108,6 +137,7 @@ class Maintenance:
 
     def __post_init__(self) -> None:
         self._next_retention = self._next_recovery = self._next_prune = 0.0
+        self._reading = RecoveryPass()  # where recovery's reading of GitHub's list stands
 
     def loop(self) -> Loop:
         """Housekeeping as a supervised loop: a round that fails is logged and retried after a backoff."""
@@ -149,7 +179,8 @@ class Maintenance:
                 log.info("retention", http_cache_evicted=evicted)
         if self.github is not None and now >= self._next_recovery:
             try:
-                await recover_missed_deliveries(self.database, self.github, self.clock())
+                reading = self._reading
+                await recover_missed_deliveries(self.database, self.github, self.clock(), reading=reading)
             except (TransientError, GitHubError) as error:
                 # GitHub away is not housekeeping failing: it is asked again next time.
                 log.warning("could not check GitHub for missed deliveries", error=str(error))
