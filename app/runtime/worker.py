@@ -307,7 +307,11 @@ class Worker:
         if not handlers or delivery.payload is None:
             return IGNORED, None, None
         if self._uninstalled(delivery):
-            return IGNORED, "installation removed or suspended", None
+            status, changes_ahead = await self.queue.installation_now(delivery)
+            if changes_ahead:  # an `unsuspend` received before it may still be processed
+                return self._backoff(delivery, TransientError("the installation's earlier event comes first"))
+            if status in (DELETED, SUSPENDED):
+                return IGNORED, "installation removed or suspended", None
         try:
             # Decoding is inside: a payload that cannot be read fails its delivery, not the worker.
             event = WebhookEvent(

@@ -34,6 +34,7 @@ from app.store.queue_statements import (
     CLAIMABLE_SQLITE,
     IN_WINDOW_SQLITE,
     INSERT_RUN,
+    INSTALLATION_NOW,
     LEASE_SQLITE,
     LEASED_SQLITE,
     MAX_WINDOW,
@@ -407,6 +408,13 @@ class DeliveryQueue:
     ) -> bool:
         """`retry`, from the event loop without blocking it (`_finish_on_loop`)."""
         return (await self._finish_on_loop(claimed, _retried(at, error), "retry", started or at))[0]
+
+    async def installation_now(self, claimed: ClaimedDelivery) -> tuple[str | None, bool]:
+        """The delivery's installation's status now (not when it was claimed), and whether one
+        of the installation's own events received before it is still to be processed."""
+        asked = (claimed.installation_id, f"installation:{claimed.installation_id}", claimed.seq)
+        row = await self.database.point_read_here(INSTALLATION_NOW, asked)
+        return (None, False) if row is None else (row[0], bool(row[1]))
 
     def extend(self, claimed: ClaimedDelivery, now: float) -> bool:
         """Renew the lease of a delivery still being processed; False when it is no longer this claim's.

@@ -97,6 +97,12 @@ NEXT_OF_KEY_SQLITE = (
 """SQLite: the head of a just finished delivery's ordering key (its next pending delivery, none
 older being pending), if it is due and free: what `DeliveryQueue.complete_and_next` leases in the
 finishing transaction. A delivery without a key has no next."""
+INSTALLATION_NOW = (
+    "SELECT (SELECT i.status FROM installations i WHERE i.id = ?), EXISTS (SELECT 1 FROM "
+    "webhook_deliveries d WHERE d.status = 'pending' AND d.ordering_key = ? AND d.seq < ?)"
+)
+"""An installation's status now, and whether one of its own events received before a delivery
+is still to be processed (pending: waiting, in backoff or running)."""
 LEASE_SQLITE = (
     "UPDATE webhook_deliveries SET lease_until = ?, lease_owner = ?, attempts = attempts + 1 "
     "WHERE seq IN ({marks}) AND status = 'pending' AND (lease_until IS NULL OR lease_until < ?)"

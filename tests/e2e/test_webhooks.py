@@ -10,6 +10,7 @@ import pytest
 from app.contracts.webhook_payloads import SUBSCRIBED_EVENTS, UNLISTED_EVENTS
 from app.store.database import Database
 from app.store.installations import active_repositories, status_of
+from app.store.intake import Received, row_of, write_batch
 from app.store.queue_admin import list_deliveries
 from github_standin import repository_id
 from support.world import REPO, World
@@ -222,3 +223,33 @@ async def test_uninstalling_stops_all_actions_and_keeps_the_records(sqlite_url: 
     statuses = {d["delivery_id"]: (d["status"], d["last_error"]) for d in list_deliveries(database)}
     assert statuses["after-uninstall"] == ("ignored", "installation removed or suspended")
     assert statuses["installed"][0] == "done"
+
+
+async def test_a_delivery_received_after_an_unsuspend_is_acted_on(sqlite_url: str) -> None:
+    """GitHub sends nothing of a suspended installation but its `installation` events: what
+    arrives after `unsuspend` was sent after it, and must be acted on. With a backlog (the
+    server was restarting, or busy), the `unsuspend` and the next delivery wait together; the
+    later one must not be judged by the status from before the earlier one ran."""
+    created = json.loads(example("api.github.com", "installation", "02-created.json"))
+    installation_id = created["installation"]["id"]
+    suspend = {**created, "action": "suspend"}
+    unsuspend = {**created, "action": "unsuspend"}
+    later = json.loads(PING)
+    later["installation"] = {"id": installation_id}
+    database = Database(sqlite_url)
+    async with running_server(process_intake_settings(sqlite_url)) as server:
+        await server.deliver("installation", json.dumps(created).encode(), "installed")
+        await server.deliver("installation", json.dumps(suspend).encode(), "suspended")
+        await drained(database)
+    assert status_of(database, installation_id) == "suspended"
+    # Received while the server was down (stored, acknowledged, not yet processed), in this order.
+    backlog = [
+        row_of(Received("unsuspended", "installation", True, 1.0), json.dumps(unsuspend).encode()),
+        row_of(Received("after-unsuspend", "ping", True, 2.0), json.dumps(later).encode()),
+    ]
+    assert write_batch(database, backlog) == [True, True]
+    async with running_server(process_intake_settings(sqlite_url)):
+        await drained(database)
+    assert status_of(database, installation_id) == "active"
+    statuses = {d["delivery_id"]: (d["status"], d["last_error"]) for d in list_deliveries(database)}
+    assert statuses["after-unsuspend"] == ("done", None)
