@@ -135,3 +135,26 @@ async def test_a_check_that_could_not_verify_is_not_written_again_while_github_s
     again = world.github.calls_to("POST", "/repos/acme/web/check-runs")
     assert again + world.github.calls_to("PATCH", "/repos/acme/web/check-runs") == writes
     assert check(world, AMENDED)[0] == "action_required"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the re-check judges only the reviewer's roles, never whether the account is now an agent "
+    "(a Bot or listed under agents:), which can never make that decision: the acceptance keeps holding",
+)
+async def test_an_acceptance_stops_holding_once_its_reviewer_is_an_agent(accepting: Setup) -> None:
+    """rita (a reviewer) accepts; she is then added to @acme/agents, which `agents:` lists: her
+    account is now an agent, and an agent can never `/accept` in any form, whatever roles it holds
+    (SPEC: valid only while the account still holds a role that could make that decision). The
+    `/status` re-check records nothing and the check on the PR's head stays green."""
+    world, _ = accepting
+    await delivered(world)
+    await world.say("rita", "/accept")
+    assert check(world, FIX)[0] == "success"
+    world.github.team_memberships[("acme", "agents", "rita")] = "active"
+    await world.say("rita", "/accept")  # refused as an agent now: she could not make this decision
+    assert [r for r in world.replies() if "agents never accept" in r]
+    await world.say("olivia", "/status")
+    await world.send("pull_request", pull_request_payload("synchronize", 34, "Fixes #12", head=AMENDED))
+    await world.settle()
+    assert check(world, AMENDED)[0] == "action_required", check(world, AMENDED)
