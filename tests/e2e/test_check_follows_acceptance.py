@@ -12,7 +12,7 @@ import pytest
 
 from policies.events import EventType
 from support.world import CONFIG, FIX, World, pull_request_payload
-from tests.e2e.test_acceptance import AMENDED, Setup, _world, check, delivered, events, until
+from tests.e2e.test_acceptance import AMENDED, CHANGED, Setup, _world, check, delivered, events, until
 
 
 @pytest.fixture
@@ -158,3 +158,39 @@ async def test_an_acceptance_stops_holding_once_its_reviewer_is_an_agent(accepti
     await world.send("pull_request", pull_request_payload("synchronize", 34, "Fixes #12", head=AMENDED))
     await world.settle()
     assert check(world, AMENDED)[0] == "action_required", check(world, AMENDED)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a lapse rewrites the check only on the PR's current head(s): the run railyard wrote "
+    "`success` on the accepted commit stays green, and a force-push back to it passes at once",
+)
+async def test_a_lapse_leaves_no_green_check_on_the_accepted_commit_a_force_push_can_return_to(
+    accepting: Setup,
+) -> None:
+    """rita accepts cody's work at FIX: the check on FIX is green. cody pushes CHANGED (its check
+    asks for review), and rita then leaves @acme/reviewers: the lapse is recorded and the check
+    on CHANGED says so. The `railyard` run on FIX still says success: when cody force-pushes the
+    branch back to FIX (with auto-merge on, or a maintainer's click), GitHub counts that run for
+    the PR's new head before railyard has heard of the push, and merges on an acceptance the
+    record already says no longer holds."""
+    world, _ = accepting
+    await delivered(world)
+    await world.say("rita", "/accept")
+    assert check(world, FIX)[0] == "success"
+    changed = pull_request_payload(
+        "synchronize", 34, "Fixes #12", head=CHANGED, updated="2026-11-30T10:00:05Z"
+    )
+    world.github.repositories["acme/web"].pulls[34].head_sha = CHANGED
+    await world.send("pull_request", changed)
+    assert check(world, CHANGED) == ("action_required", "#12: accepted commit differs from head")
+
+    del world.github.team_memberships[("acme", "reviewers", "rita")]
+    await world.say("olivia", "/status")
+    await world.settle()
+    [lapse] = events(world, EventType.ACCEPTANCE_INVALIDATED)
+    assert lapse["reason"] == "reviewer_lost_role"
+    assert check(world, CHANGED)[1] == "#12: acceptance no longer holds: the reviewer lost the role"
+    # cody force-pushes the branch back to FIX: GitHub shows FIX's runs on PR #34 at once.
+    world.github.repositories["acme/web"].pulls[34].head_sha = FIX
+    assert check(world, FIX)[0] == "action_required", check(world, FIX)
