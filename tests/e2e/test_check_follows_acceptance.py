@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from policies.events import EventType
-from support.world import CONFIG, FIX, World, pull_request_payload
+from support.world import CONFIG, FIX, REPO, World, pull_request_payload
 from tests.e2e.test_acceptance import AMENDED, CHANGED, Setup, _world, check, delivered, events, until
 
 
@@ -194,3 +194,33 @@ async def test_a_lapse_leaves_no_green_check_on_the_accepted_commit_a_force_push
     # cody force-pushes the branch back to FIX: GitHub shows FIX's runs on PR #34 at once.
     world.github.repositories["acme/web"].pulls[34].head_sha = FIX
     assert check(world, FIX)[0] == "action_required", check(world, FIX)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="while .github/railyard.yml cannot be used, the acceptance re-check judges the reviewer's "
+    "roles under the defaults (write permission: reviewer) instead of the file's, or as unverified",
+)
+async def test_a_broken_configuration_never_lets_a_reviewer_without_the_files_role_keep_an_acceptance(
+    accepting: Setup,
+) -> None:
+    """rita (write permission on acme/web) accepts as a member of @acme/reviewers, the file's
+    only reviewers. A commit on the default branch leaves the file with an unknown key: commands
+    are refused until it is fixed, since nobody's roles can be read from it. rita then leaves the
+    team. The hourly re-check and the check on a new head judge rita's roles under the defaults
+    instead (write permission makes her a reviewer): nothing is recorded and the check is green;
+    with the file intact, the same departure is recorded `reviewer_lost_role`."""
+    world, _ = accepting
+    world.github.permissions[(REPO, "rita")] = "write"
+    await delivered(world)
+    await world.say("rita", "/accept")
+    assert check(world, FIX)[0] == "success"
+    world.github.repositories[REPO].files[".github/railyard.yml"] = CONFIG + "typo_key: 1\n"
+    await world.say("olivia", "/status")  # read at once: the file cannot be used
+    del world.github.team_memberships[("acme", "reviewers", "rita")]
+    await world.send(
+        "pull_request",
+        pull_request_payload("synchronize", 34, "Fixes #12", head=AMENDED, updated="2026-11-30T10:00:05Z"),
+    )
+    await world.settle()
+    assert check(world, AMENDED)[0] == "action_required", check(world, AMENDED)
