@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from support.world import FIX, REPO, World, event_payload, pull_request_payload
 
 APP_ID = 1  # the e2e server's APP_ID
@@ -49,3 +51,23 @@ async def test_re_run_of_the_suite_writes_the_check_again(world: World) -> None:
     written = check_writes(world)
     await world.send("check_suite", rerequested("check_suite", "08-rerequested.json"))
     assert check_writes(world) == written + 1
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the check renderer takes a PR railyard has no row for as linking no ticket (it never reads "
+    "the PR's body): a Re-run of a PR whose `opened` webhook was lost writes `success: no linked ticket`",
+)
+async def test_re_run_on_a_pull_request_railyard_never_heard_of_judges_the_tickets_it_links(
+    world: World,
+) -> None:
+    """#12 is a claimed ticket; PR #34 on GitHub says `Fixes #12`, but its `opened` webhook never
+    reached railyard (GitHub does not redeliver on its own). Someone presses Re-run on this app's
+    suite on FIX: the check railyard writes must judge #12 (awaiting delivery), not pass the PR
+    as one that links nothing."""
+    await world.say("rachel", "/publish")
+    await world.say("cody", "/claim")
+    assert world.github.repositories[REPO].pulls[34].body == "Fixes #12"
+    await world.send("check_suite", rerequested("check_suite", "08-rerequested.json"))
+    [run] = [r for r in world.github.check_runs.values() if r.head_sha == FIX and r.name == "railyard"]
+    assert run.conclusion == "action_required", (run.conclusion, run.output["title"])
