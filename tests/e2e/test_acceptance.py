@@ -438,3 +438,36 @@ async def test_an_accept_that_read_a_description_edited_after_its_comment_is_fla
     status = status_object(world)
     assert (status["work"], status["description_changed"]) == ("accepted", "acceptance")
     assert "The description changed after acceptance" in world.status_comments()[0]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="/deliver resolves the branch head when it runs, not when it was written, and the stale "
+    "rule compares only comment times: an /accept written before that resolution binds code pushed after it",
+)
+async def test_an_accept_never_binds_a_commit_pushed_after_it_was_written(accepting: Setup) -> None:
+    """cody writes `/deliver branch=agent/12-fix` (the branch at FIX) and rita, reading FIX, writes
+    `/accept` right after. railyard is behind (a backlog, or GitHub unreachable and the command
+    retried): before it runs the `/deliver`, cody pushes CHANGED to the branch and the PR. The
+    delivery resolves the branch head as it is then, CHANGED, and rita's earlier `/accept` (written
+    after the `/deliver` comment, so not stale) binds CHANGED, a commit that did not exist when she
+    wrote it: the check on the PR's head CHANGED is green."""
+    world, _ = accepting
+    await world.say("rachel", "/publish")
+    await world.say("cody", "/claim")
+    await world.send("pull_request", pull_request_payload("opened", 34, "Fixes #12"))
+    deliver = world.write("cody", "/deliver branch=agent/12-fix Resumable uploads with a retry cap.")
+    accept = world.write("rita", "/accept")
+    repository = world.github.repositories[REPO]
+    repository.branches["agent/12-fix"] = repository.pulls[34].head_sha = CHANGED  # pushed after both
+    for payload in (deliver, accept):
+        response = await world.server.deliver("issue_comment", json.dumps(payload).encode())
+        assert response.status == 202
+    await world.settle()
+    await world.send(
+        "pull_request",
+        pull_request_payload("synchronize", 34, "Fixes #12", head=CHANGED, updated="2026-11-30T10:00:05Z"),
+    )
+    review = world.ticket().review
+    assert review is None or review.commit != CHANGED, "rita's /accept bound a commit pushed after it"
+    assert check(world, CHANGED)[0] == "action_required"
