@@ -13,7 +13,7 @@ from github_standin import account_id
 from support.world import FIX, REPO, World, pull_request_payload
 
 
-def shown(world: World, sha: str) -> tuple[str | None, str]:
+def shown(world: World, sha: str) -> tuple[str | None, str | None]:
     """(conclusion, title) of the `railyard` run GitHub counts on `sha`: railyard's newest one
     (the stand-in's `filter=latest`: the highest id of each name and app)."""
     runs = [r for r in world.github.check_runs.values() if r.head_sha == sha and r.name == "railyard"]
