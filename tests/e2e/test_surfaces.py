@@ -5,12 +5,15 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from app.contracts.effect_types import status_key
 from app.store.effects import marker
 from github_standin import Fault
 from support.world import FIX, REPO, World, event_payload, pull_request_payload
 
 NEW_HEAD = "a" * 40
+MAIN_SHA = "9" * 40  # the base commit a queue branch names
 
 
 def status_writes(world: World, number: int = 12) -> tuple[int, int]:
@@ -155,3 +158,27 @@ async def test_invisible_text_in_a_summary_never_reaches_the_status_comment(worl
     assert "Uploads resume." in status
     invisible = {chr(c) for c in range(0xE0000, 0xE0080)} | {"\u200b", "\u200e", "\u200f", "\u061c"}
     assert not invisible & set(status)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a merge-queue commit's check is written once, when the queue asks: no later change to "
+    "the ticket (a reopen, a lapse) writes it again, so the queue merges on a stale success",
+)
+async def test_a_reopen_while_queued_turns_the_merge_queue_commits_check(world: World) -> None:
+    """#12 accepted at FIX; PR #34 enters the merge queue and its group commit gets the check,
+    green. While the queue's CI still runs, the ticket's owner reopens #12 (a regression: the
+    acceptance was wrong). The check on #34's head turns, but GitHub merges a queued PR on its
+    group commit's required checks, and railyard's run there still says success."""
+    await delivered_on_pull_request(world)
+    await world.say("rita", "/accept")
+    group = event_payload("merge_group", "01-checks_requested.json")
+    group["merge_group"].update(
+        {"head_sha": "c" * 40, "head_ref": f"refs/heads/gh-readonly-queue/main/pr-34-{MAIN_SHA}"}
+    )
+    await world.send("merge_group", group)
+    assert check_on(world, "c" * 40).conclusion == "success"
+    await world.say("olivia", "/reopen Uploads corrupt files over 2 GB in staging.")
+    assert world.ticket().work.value == "open"
+    assert verdict(world, FIX)[0] == "action_required"
+    assert verdict(world, "c" * 40)[0] == "action_required", verdict(world, "c" * 40)
