@@ -15,6 +15,7 @@ from typing import Any
 
 import structlog
 
+from handlers.agents import is_agent
 from handlers.ci import ci_of
 from handlers.errors import CannotVerify, Missing
 from handlers.payloads import dig, dig_str
@@ -112,6 +113,8 @@ async def _roles_now(
         # the roles are being asked would judge the old login, so a missing role is confirmed
         # under the login asked again (a second rename in that window is not chased further).
         login = await services.github.login_of(installation_id, review.reviewer_id)
+        if await is_agent(services, installation_id, repository, login, review.reviewer_id, False, rules):
+            return frozenset()  # an agent now (agents never accept): it could not make this decision
         held = await _any_of(services, installation_id, repository, login, rules, wanted)
         if held & wanted:
             return held

@@ -137,11 +137,6 @@ async def test_a_check_that_could_not_verify_is_not_written_again_while_github_s
     assert check(world, AMENDED)[0] == "action_required"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the re-check judges only the reviewer's roles, never whether the account is now an agent "
-    "(a Bot or listed under agents:), which can never make that decision: the acceptance keeps holding",
-)
 async def test_an_acceptance_stops_holding_once_its_reviewer_is_an_agent(accepting: Setup) -> None:
     """rita (a reviewer) accepts; she is then added to @acme/agents, which `agents:` lists: her
     account is now an agent, and an agent can never `/accept` in any form, whatever roles it holds
