@@ -98,6 +98,9 @@ async def _roles_now(
     will not say (then the role is not judged this time, and nothing is recorded for it)."""
     review = ticket.review
     assert review is not None
+    if rules.error is not None:  # the file cannot be used: who holds its roles cannot be read from it
+        log.warning("acceptance_roles_unverified", ticket=str(ticket.key), error="configuration unusable")
+        return None
     wanted = ROLES_FOR[review.kind]
     if actor_id is not None and review.reviewer_id == actor_id and actor_roles & wanted:
         # The command's author is the reviewer and was found holding one already. Not finding

@@ -191,11 +191,6 @@ async def test_a_lapse_leaves_no_green_check_on_the_accepted_commit_a_force_push
     assert check(world, FIX)[0] == "action_required", check(world, FIX)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="while .github/railyard.yml cannot be used, the acceptance re-check judges the reviewer's "
-    "roles under the defaults (write permission: reviewer) instead of the file's, or as unverified",
-)
 async def test_a_broken_configuration_never_lets_a_reviewer_without_the_files_role_keep_an_acceptance(
     accepting: Setup,
 ) -> None:
