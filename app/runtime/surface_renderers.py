@@ -122,7 +122,9 @@ class Surfaces:
         stored = await off_loop(self._stored_pull, repository, pull)
         numbers = sorted(stored[1]) if stored else []
         mentioned = (
-            await self._mentioned(installation, repository, pull, stored[0]) if stored and not numbers else []
+            await self._mentioned(installation, repository, pull, stored[0] if stored else None)
+            if not numbers
+            else []
         )
         numbers = numbers or mentioned
         loaded = await self._config(installation, repository)
@@ -158,11 +160,9 @@ class Surfaces:
     ) -> list[int]:
         """The tickets an outsider's fork PR names (its links only mention them, and move no
         rail): its merge would count for them, so its check never passes (`outsiders_pull`).
-        Nothing for any other PR."""
-        if pull is None or self.ports is None:
-            return []
-        moves = pull.links_count
-        if moves:
+        So too for a PR railyard has no row for (its `opened` never arrived: a Re-run asks), whose
+        links it cannot tell apart. Nothing for any other PR."""
+        if self.ports is None or (pull is not None and pull.links_count):
             return []
         try:
             found = await self.ports.github.pull(installation, repository, number)

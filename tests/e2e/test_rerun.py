@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
-
 from support.world import FIX, REPO, World, event_payload, pull_request_payload
 
 APP_ID = 1  # the e2e server's APP_ID
@@ -53,11 +51,6 @@ async def test_re_run_of_the_suite_writes_the_check_again(world: World) -> None:
     assert check_writes(world) == written + 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the check renderer takes a PR railyard has no row for as linking no ticket (it never reads "
-    "the PR's body): a Re-run of a PR whose `opened` webhook was lost writes `success: no linked ticket`",
-)
 async def test_re_run_on_a_pull_request_railyard_never_heard_of_judges_the_tickets_it_links(
     world: World,
 ) -> None:
