@@ -29,7 +29,7 @@ from app.runtime.project_sync import problems_in, project_name, wanted_payload
 from app.store.database import Database
 from app.store.effects import effect_result
 from app.store.hops import off_loop
-from app.store.pulls import stored_pull
+from app.store.pulls import pulls_where, stored_pull
 from app.store.signs import read_shown_now
 from app.store.tickets import TicketService
 from app.views.project_text import project_options
@@ -121,6 +121,8 @@ class Surfaces:
         pull, head_sha = int(row["payload"]["pull_request"]), str(row["payload"]["head_sha"])
         stored = await off_loop(self._stored_pull, repository, pull)
         numbers = sorted(stored[1]) if stored else []
+        if not row["payload"].get("merge_group"):  # GitHub keeps one list of runs per commit
+            numbers = sorted(set(numbers) | await off_loop(self._linked_at_head, repository, head_sha))
         mentioned = (
             await self._mentioned(installation, repository, pull, stored[0] if stored else None)
             if not numbers
@@ -297,6 +299,15 @@ class Surfaces:
             found = problems_in(effect_result(connection, project_key(repository, number)))
         names = (project_name(p.owner, p.number) for p in loaded.config.projects)
         return tuple((name, found[name]) for name in names if found.get(name))
+
+    def _linked_at_head(self, repository: str, head_sha: str) -> set[int]:
+        """The tickets every open PR whose head is `head_sha` links: GitHub keeps check runs per
+        commit, and a PR's branch protection reads the newest `railyard` run on its head
+        whichever PR it was written for, so every PR on one commit is given the same verdict
+        (an outsider's unlinked PR on a linked PR's commit never writes a success over it)."""
+        with self.database.read() as connection:
+            found = pulls_where(connection, repository, head_sha=head_sha)
+        return {number for pull, linked in found if pull.open for number in linked}
 
     def _stored_pull(self, repository: str, number: int) -> tuple[PullRequest, set[int]] | None:
         with self.database.read() as connection:

@@ -7,8 +7,6 @@ newest run of each name and app by default, `filter=latest`), whichever PR raily
 
 from __future__ import annotations
 
-import pytest
-
 from github_standin import account_id
 from support.world import FIX, REPO, World, pull_request_payload
 
@@ -36,11 +34,6 @@ async def outsiders_unlinked_pr_on(world: World, sha: str) -> None:
     await world.send("pull_request", payload)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="check runs are written per (PR, commit) but GitHub keeps them per commit: an outsider's "
-    "unlinked PR on the same head writes a newer `railyard` success over the linked PR's action_required",
-)
 async def test_an_outsiders_unlinked_pr_on_the_same_commit_does_not_pass_the_linked_prs_check(
     world: World,
 ) -> None:
