@@ -30,6 +30,9 @@ def decided_before_delivery(ctx: Context, delivery: Delivery) -> bool:
 
     - An API decision runs when it arrives, and the delivery it decides on was recorded before
       that: never stale.
+    - A comment decision railyard received before it recorded the delivery (its `at`, when the
+      `/deliver`'s branch or pull request was resolved to a commit): written before that
+      commit was known, it may refer to another (a push between the two).
     - A comment decision on a comment delivery: (created_at, id) against (created_at, id),
       exact, since ids order comments written in the same second.
     - A comment decision on an API delivery: a comment received before the delivery was
@@ -41,6 +44,10 @@ def decided_before_delivery(ctx: Context, delivery: Delivery) -> bool:
     """
     if ctx.comment_id is None or ctx.comment_at is None or delivery.comment_at is None:
         return False
+    if ctx.received_at is not None and ctx.received_at < delivery.at:
+        # Received before railyard recorded the delivery (both on its clock): the delivered commit
+        # was resolved from a branch or PR head after it was written, and may be one it never saw.
+        return True
     if delivery.comment_id is not None:
         return (ctx.comment_at, ctx.comment_id) < (delivery.comment_at, delivery.comment_id)
     if ctx.received_at is not None and ctx.received_at < delivery.comment_at:

@@ -440,11 +440,6 @@ async def test_an_accept_that_read_a_description_edited_after_its_comment_is_fla
     assert "The description changed after acceptance" in world.status_comments()[0]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="/deliver resolves the branch head when it runs, not when it was written, and the stale "
-    "rule compares only comment times: an /accept written before that resolution binds code pushed after it",
-)
 async def test_an_accept_never_binds_a_commit_pushed_after_it_was_written(accepting: Setup) -> None:
     """cody writes `/deliver branch=agent/12-fix` (the branch at FIX) and rita, reading FIX, writes
     `/accept` right after. railyard is behind (a backlog, or GitHub unreachable and the command
