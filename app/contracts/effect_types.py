@@ -182,11 +182,17 @@ def surfaces_for(installation_id: int, ticket: Ticket, *, projects: bool = True)
     the repository is known to name no project) the ticket's project items."""
     repository = ticket.key.repository
     effects = [status_comment(installation_id, repository, ticket.key.number)]
+    accepted = ticket.review.commit if ticket.review is not None else None
     for pr in sorted(ticket.rails.pull_requests.values(), key=lambda p: p.number):
         if pr.head_sha and (pr.merged_while_linked or (pr.linked and pr.open)):
             # Every head of the PR's last second: which of two same-second pushes is the head
             # now, the record cannot tell (`PullRequestFact.same_second_heads`).
-            effects.extend(check_run(installation_id, repository, pr.number, head) for head in pr.heads)
+            heads = list(pr.heads)
+            if accepted and pr.open and accepted not in heads:
+                # The accepted commit's check too: a lapse turns it, so a force-push back to
+                # it finds no success GitHub would count before railyard hears the push.
+                heads.append(accepted)
+            effects.extend(check_run(installation_id, repository, pr.number, head) for head in heads)
     if projects:
         effects.append(project_fields(installation_id, repository, ticket.key.number))
     return effects

@@ -155,11 +155,6 @@ async def test_an_acceptance_stops_holding_once_its_reviewer_is_an_agent(accepti
     assert check(world, AMENDED)[0] == "action_required", check(world, AMENDED)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a lapse rewrites the check only on the PR's current head(s): the run railyard wrote "
-    "`success` on the accepted commit stays green, and a force-push back to it passes at once",
-)
 async def test_a_lapse_leaves_no_green_check_on_the_accepted_commit_a_force_push_can_return_to(
     accepting: Setup,
 ) -> None:
