@@ -23,6 +23,7 @@ from app.store.held import held
 from app.store.intake import IncomingDelivery, write_batch
 from app.store.queue import deliveries
 from app.store.retention import DAY, Retention, apply_retention, prune_held_observations
+from handlers.errors import TransientError
 from handlers.ports import KeptAnswer
 from policies.budgets import Budget
 from policies.rails import CheckObserved, DeploymentObserved
@@ -248,3 +249,50 @@ async def test_a_503_behind_two_thousand_newer_deliveries_is_still_redelivered(
         asked += await recover_missed_deliveries(database, github, NOW + 600 * round_, reading=reading)
     assert "guid-lost" in asked
     assert [call.request.url.path for call in redeliver.calls] == ["/api/v3/app/hook/deliveries/1/attempts"]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="recovery moves its place in GitHub's list before asking for the redeliveries: a round "
+    "that GitHub's 5xx (or a rate limit) ends part-way leaves the failures not yet asked behind it for good",
+)
+@respx.mock
+async def test_failures_a_round_could_not_ask_for_are_asked_for_in_a_later_round(
+    database: Database, github: GitHubClient
+) -> None:
+    """The database was away for a moment a quarter of an hour ago: two deliveries got a 503.
+    Since then 100 more arrived, so the two are on GitHub's second page. Recovery's round finds
+    them, but GitHub answers its first redelivery with a 502 (it is away for a moment too):
+    the round ends there, and `Maintenance` tries again ten minutes later. The two must still
+    be asked for (SPEC: a 503 is "a failure that recovery redelivers"), as they were before
+    rounds went on from where the last one stopped."""
+    newer = [_listed(10_000 - n, f"guid-ok-{n}", 202, 60.0 + 10 * n) for n in range(100)]
+    listed = [*newer, _listed(2, "guid-lost-a", 503, 1_200.0), _listed(1, "guid-lost-b", 503, 1_210.0)]
+
+    def page(request: httpx.Request) -> httpx.Response:
+        start = int(request.url.params.get("cursor", "0"))
+        headers = {}
+        if start + 100 < len(listed):
+            headers["Link"] = (
+                f'<{GITHUB_API}/app/hook/deliveries?per_page=100&cursor={start + 100}>; rel="next"'
+            )
+        return httpx.Response(200, json=listed[start : start + 100], headers=headers)
+
+    answers = iter([httpx.Response(502, json={"message": "Server Error"})])
+
+    def redelivered(request: httpx.Request) -> httpx.Response:
+        return next(answers, httpx.Response(202, json={}))
+
+    respx.get(f"{GITHUB_API}/app/hook/deliveries").mock(side_effect=page)
+    redeliver = respx.post(url__regex=rf"{GITHUB_API}/app/hook/deliveries/\d+/attempts").mock(
+        side_effect=redelivered
+    )
+    asked: list[str] = []
+    reading = RecoveryPass()  # kept between rounds, as `Maintenance` keeps it
+    for round_ in range(3):  # three rounds, ten minutes apart
+        try:
+            asked += await recover_missed_deliveries(database, github, NOW + 600 * round_, reading=reading)
+        except TransientError:  # as `Maintenance` does: GitHub away, asked again next time
+            continue
+    assert redeliver.calls, "the round found the failures"
+    assert sorted(asked) == ["guid-lost-a", "guid-lost-b"], [c.request.url.path for c in redeliver.calls]
