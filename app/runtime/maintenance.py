@@ -43,6 +43,8 @@ def _when(text: object) -> float:
         return 0.0
 
 
+MAX_UNASKED = 10_000
+"""Failed deliveries kept to ask for in a later round at most (the oldest go first past it)."""
 OVERLAP_SECONDS = 300.0
 """How far back past where the last pass began a pass reads again (GitHub may list a delivery a
 little after its time)."""
@@ -60,6 +62,9 @@ class RecoveryPass:
     covered_from: float = 0.0  # where the last finished pass began: every older delivery was read
     resume: dict[str, str] | None = None  # the next (older) page of the pass under way
     began: float = 0.0  # the newest delivery of the pass under way
+    # Failed deliveries found and not yet asked for (guid -> when GitHub sent it, its hook
+    # delivery id): a round that ends early (GitHub away, a rate limit) leaves them to the next.
+    unasked: dict[str, tuple[float, int]] = field(default_factory=dict)
 
 
 async def recover_missed_deliveries(
@@ -75,9 +80,10 @@ async def recover_missed_deliveries(
     `reading`: where the last round stopped (kept by `Maintenance`); None reads one pass from
     the newest delivery, at most `max_pages`."""
     reading = reading or RecoveryPass()
-    stop_at = max(now - lookback_hours * 3600, reading.covered_from - OVERLAP_SECONDS)
+    cutoff = now - lookback_hours * 3600
+    stop_at = max(cutoff, reading.covered_from - OVERLAP_SECONDS)
     arrived: set[str] = set()
-    failed: dict[str, int] = {}
+    failed: dict[str, tuple[float, int]] = {}
     params: dict[str, str] | None = reading.resume or {"per_page": "100"}
     began, finished = (reading.began if reading.resume else 0.0), False
     for _ in range(max_pages):
@@ -92,7 +98,7 @@ async def recover_missed_deliveries(
             if isinstance(status_code, int) and 200 <= status_code < 300:
                 arrived.add(guid)
             elif guid and isinstance(item.get("id"), int):
-                failed.setdefault(guid, item["id"])
+                failed.setdefault(guid, (_when(item.get("delivered_at")), item["id"]))
         times = [_when(item.get("delivered_at")) for item in page if isinstance(item, dict)]
         began = max([began, *times])
         if params is None or min(times, default=0.0) < stop_at:
@@ -102,18 +108,32 @@ async def recover_missed_deliveries(
         reading.covered_from, reading.resume, reading.began = began or reading.covered_from, None, 0.0
     else:
         reading.resume, reading.began = params, began
-    missing = [guid for guid in failed if guid not in arrived]
-    stored = await asyncio.to_thread(stored_delivery_ids, database, missing)
-    missing = [guid for guid in missing if guid not in stored]
+    unasked = reading.unasked
+    for guid, found in failed.items():
+        if guid not in arrived:
+            unasked.setdefault(guid, found)
+    for guid in [g for g, (at, _) in unasked.items() if g in arrived or at < cutoff]:
+        del unasked[guid]  # arrived since, or too old for GitHub to send again
+    while len(unasked) > MAX_UNASKED:
+        del unasked[min(unasked, key=lambda g: unasked[g][0])]
+    stored = await asyncio.to_thread(stored_delivery_ids, database, list(unasked))
     asked = []
-    for guid in missing:
+    # Oldest first, as GitHub first sent them: each redelivery is sent at once, and the queue
+    # takes them in the order they come.
+    for guid in sorted(unasked, key=lambda g: unasked[g]):
+        if guid in stored:
+            del unasked[guid]
+            continue
         try:
-            await github.call("redeliver", None, delivery_id=failed[guid])
+            await github.call("redeliver", None, delivery_id=unasked[guid][1])
         except GitHubError as error:
             # GitHub refuses this one (too old, gone): the others are still asked for, and the
-            # next round does not stop at it again and again. GitHub away (transient) ends the round.
+            # next round does not stop at it again and again. GitHub away (transient) ends the
+            # round, and what is left is asked for in the next.
             log.warning("GitHub would not redeliver a delivery", guid=guid, error=str(error))
+            del unasked[guid]
             continue
+        del unasked[guid]
         asked.append(guid)
         log.info("asked GitHub to redeliver a delivery that never arrived", guid=guid)
     return asked

@@ -251,11 +251,6 @@ async def test_a_503_behind_two_thousand_newer_deliveries_is_still_redelivered(
     assert [call.request.url.path for call in redeliver.calls] == ["/api/v3/app/hook/deliveries/1/attempts"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="recovery moves its place in GitHub's list before asking for the redeliveries: a round "
-    "that GitHub's 5xx (or a rate limit) ends part-way leaves the failures not yet asked behind it for good",
-)
 @respx.mock
 async def test_failures_a_round_could_not_ask_for_are_asked_for_in_a_later_round(
     database: Database, github: GitHubClient
@@ -298,12 +293,6 @@ async def test_failures_a_round_could_not_ask_for_are_asked_for_in_a_later_round
     assert sorted(asked) == ["guid-lost-a", "guid-lost-b"], [c.request.url.path for c in redeliver.calls]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="recovery asks for the lost deliveries newest first (GitHub's list order): GitHub sends them "
-    "back in that order, railyard stores and processes them so, and an installation's suspend lost "
-    "before its unsuspend is applied last (every later delivery then ignored as 'suspended')",
-)
 @respx.mock
 async def test_lost_deliveries_are_asked_for_in_the_order_github_first_sent_them(
     database: Database, github: GitHubClient
