@@ -64,12 +64,10 @@ def remember(connection: Connection, pull: PullRequest, linked: set[int]) -> set
         "head_repository_id": pull.head_repository_id,
     }
     statement = insert_for(connection)(pull_requests).values(**values)
-    connection.execute(
-        statement.on_conflict_do_update(
-            index_elements=["repository", "number"],
-            set_={k: v for k, v in values.items() if k not in ("repository", "number")},
-        )
-    )
+    updated = {k: v for k, v in values.items() if k not in ("repository", "number")}
+    if not pull.open:  # out of any merge queue: its queue commit is no longer written
+        updated["queue_head"] = None
+    connection.execute(statement.on_conflict_do_update(index_elements=["repository", "number"], set_=updated))
     return before
 
 

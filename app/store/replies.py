@@ -16,10 +16,11 @@ from typing import Literal
 
 from sqlalchemy import Connection, delete, func, insert, select
 
-from app.contracts.effect_types import Effect, LimitedReply, comment, reaction
+from app.contracts.effect_types import Effect, EffectKind, LimitedReply, comment, reaction
 from app.store.advisory import one_at_a_time
 from app.store.database import Database
 from app.store.effects import enqueue
+from app.store.queue_heads import note_queue_head
 from app.store.tables import ReplyRow, table
 
 REPLY_WINDOW = timedelta(minutes=10)
@@ -112,5 +113,8 @@ def enqueue_rendered(connection: Connection, rendered: list[Effect | LimitedRepl
     for item in rendered:
         if isinstance(item, LimitedReply):
             enqueue_reply(connection, item, now)
-        else:
-            enqueue(connection, [item], now)
+            continue
+        enqueue(connection, [item], now)
+        if item.kind is EffectKind.CHECK_RUN and item.payload.get("merge_group"):
+            pull, head_sha = int(item.payload["pull_request"]), str(item.payload["head_sha"])
+            note_queue_head(connection, item.repository, pull, head_sha)

@@ -31,6 +31,7 @@ from app.store.database import Database
 from app.store.effects import Effect, enqueue
 from app.store.hops import off_loop
 from app.store.operation_rows import own_operation_id, refusals, repository_of, stored_outcome
+from app.store.queue_heads import queued_checks
 from app.store.replies import enqueue_reply
 from app.store.repositories import repository_named
 from app.store.tables import OperationRow, TicketEventRow, TicketRow, table
@@ -304,7 +305,8 @@ def _show(
     elif not remembered:
         connection.execute(_TICKET_HEARD_FROM, {**where, "installation_id": installation_id})
     if surfaces is not None and installation_id is not None:
-        enqueue(connection, surfaces(installation_id, ticket), now)
+        queued = queued_checks(connection, installation_id, ticket)
+        enqueue(connection, [*surfaces(installation_id, ticket), *queued], now)
 
 
 def _execute_once(

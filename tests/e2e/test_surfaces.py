@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
-
 from app.contracts.effect_types import status_key
 from app.store.effects import marker
 from github_standin import Fault
@@ -160,11 +158,6 @@ async def test_invisible_text_in_a_summary_never_reaches_the_status_comment(worl
     assert not invisible & set(status)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a merge-queue commit's check is written once, when the queue asks: no later change to "
-    "the ticket (a reopen, a lapse) writes it again, so the queue merges on a stale success",
-)
 async def test_a_reopen_while_queued_turns_the_merge_queue_commits_check(world: World) -> None:
     """#12 accepted at FIX; PR #34 enters the merge queue and its group commit gets the check,
     green. While the queue's CI still runs, the ticket's owner reopens #12 (a regression: the
