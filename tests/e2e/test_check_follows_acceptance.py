@@ -13,6 +13,7 @@ import pytest
 from policies.events import EventType
 from support.world import CONFIG, FIX, REPO, World, pull_request_payload
 from tests.e2e.test_acceptance import AMENDED, CHANGED, Setup, _world, check, delivered, events, until
+from tests.e2e.test_shared_head_checks import shown
 
 
 @pytest.fixture
@@ -209,3 +210,31 @@ async def test_a_broken_configuration_never_lets_a_reviewer_without_the_files_ro
     )
     await world.settle()
     assert check(world, AMENDED)[0] == "action_required", check(world, AMENDED)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the accepted commit's check is written for every open PR linking the ticket, judged by "
+    "that PR's other tickets: a PR linking #12 and #13 writes action_required on #34's head",
+)
+async def test_another_pr_linking_the_ticket_does_not_judge_the_accepted_prs_head_by_its_own_tickets(
+    accepting: Setup,
+) -> None:
+    """#12 is delivered on PR #34 (head FIX, `Fixes #12`) and #13 is a published ticket nobody
+    delivered. PR #35 (head eeee..., `Fixes #12` and `Closes #13`) is open too. rita accepts #12
+    at FIX: PR #34 links only #12, accepted at its head, so its check on FIX is green. Each change
+    to #12 now also writes the check on #12's accepted commit FIX for PR #35, judged by #35's
+    tickets: #13 is not accepted at FIX, so railyard writes action_required on FIX, and branch
+    protection (which reads the newest `railyard` run on the commit) holds #34 — a commit that
+    is no head of #35's. Anyone who can open a PR linking #12 and another ticket jams #34."""
+    world, _ = accepting
+    world.github.repositories[REPO].issues[13].body = "Cap upload retries"
+    await world.say("rachel", "/publish", 13)
+    assert world.ticket(13).work.value == "open"
+    opened = pull_request_payload("opened", 35, "Fixes #12\nCloses #13", head="e" * 40, ref="agent/both")
+    await world.send("pull_request", opened)
+    await delivered(world)
+    await world.say("rita", "/accept")
+    await world.settle()
+    assert world.ticket().review is not None and world.ticket().review.commit == FIX
+    assert shown(world, FIX) == ("success", "the linked ticket is accepted at this commit"), shown(world, FIX)
