@@ -7,6 +7,8 @@ newest run of each name and app by default, `filter=latest`), whichever PR raily
 
 from __future__ import annotations
 
+import pytest
+
 from github_standin import account_id
 from support.world import FIX, REPO, World, pull_request_payload
 
@@ -51,4 +53,60 @@ async def test_an_outsiders_unlinked_pr_on_the_same_commit_does_not_pass_the_lin
     await outsiders_unlinked_pr_on(world, FIX)
     await world.settle()
     assert world.ticket().work.value == "delivered"  # nobody accepted anything
+    assert shown(world, FIX)[0] == "action_required", shown(world, FIX)
+
+
+async def accepted_on_34_with_13_open(world: World) -> None:
+    """#12 delivered on PR #34 (head FIX) and accepted by rita: the check on FIX is green. #13
+    is a published ticket nobody claimed."""
+    world.github.repositories[REPO].issues[13].body = "Cap upload retries"
+    await world.say("rachel", "/publish", 13)
+    assert world.ticket(13).work.value == "open"
+    await world.say("rachel", "/publish")
+    await world.say("cody", "/claim")
+    await world.send("pull_request", pull_request_payload("opened", 34, "Fixes #12"))
+    await world.say("cody", "/deliver branch=agent/12-fix Resumable uploads with a retry cap.")
+    await world.say("rita", "/accept")
+    await world.settle()
+    assert shown(world, FIX)[0] == "success"
+
+
+async def fork_pr_on(
+    world: World, login: str, number: int, body: str, sha: str, *, state: str = "open"
+) -> None:
+    """`login` opens (or closes) PR `number` from their fork `login/web`, head `sha`."""
+    action = "opened" if state == "open" else "closed"
+    if state == "open":
+        world.github.add_pull(
+            REPO, number, body=body, head_ref="patch-1", head_sha=sha, head_repo=f"{login}/web", user=login
+        )
+    else:
+        world.github.repositories[REPO].pulls[number].state = "closed"
+    payload = pull_request_payload(
+        action, number, body, head=sha, ref="patch-1", head_repo=f"{login}/web", state=state,
+        updated="2026-11-30T10:00:09Z" if state == "open" else "2026-11-30T10:00:19Z",
+    )  # fmt: skip
+    pull = payload["pull_request"]
+    pull["user"] = {**pull["user"], "login": login, "id": account_id(login), "type": "User"}
+    await world.send("pull_request", payload)
+    await world.settle()
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the check of an outsider's fork PR judges only the tickets PRs on its head link: its "
+    "own body's tickets (mentions) are dropped once another PR on the commit links one",
+)
+async def test_an_outsiders_pr_naming_an_unaccepted_ticket_never_passes_on_an_accepted_prs_commit(
+    world: World,
+) -> None:
+    """#12 is accepted at FIX (PR #34). mallory, who holds no role, opens fork PR #99 whose head
+    is FIX and whose body says `Fixes #13`, a ticket nobody claimed. docs/durability.md: an
+    outsider's fork PR's merge still counts for the tickets its body names, so its check "passes
+    only once they are accepted at its head". railyard writes success for #99: the tickets PR
+    #34 links on FIX stand in for #99's own, and #99's `Fixes #13` is never judged. A maintainer
+    merging #99 (its check green) merges #13 without anyone accepting it."""
+    await accepted_on_34_with_13_open(world)
+    await fork_pr_on(world, "mallory", 99, "Fixes #13", FIX)
+    assert world.ticket(13).work.value == "open"
     assert shown(world, FIX)[0] == "action_required", shown(world, FIX)
