@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import pytest
 
+from app.store.tickets import TicketService
 from github_standin import account_id
+from policies.model import TicketKey
 from support.world import FIX, REPO, World, pull_request_payload
+from tests.e2e.test_rerun import rerequested
 
 
 def shown(world: World, sha: str) -> tuple[str | None, str | None]:
@@ -109,4 +112,55 @@ async def test_an_outsiders_pr_naming_an_unaccepted_ticket_never_passes_on_an_ac
     await accepted_on_34_with_13_open(world)
     await fork_pr_on(world, "mallory", 99, "Fixes #13", FIX)
     assert world.ticket(13).work.value == "open"
+    assert shown(world, FIX)[0] == "action_required", shown(world, FIX)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="closing a PR writes no check: the other open PRs on its head keep the verdict over the "
+    "closed PR's tickets until a push, Re-run or a change to their own tickets",
+)
+async def test_closing_the_pr_that_shared_a_head_gives_the_other_pr_its_own_verdict_back(
+    world: World,
+) -> None:
+    """#12 is accepted at FIX (PR #34, green). cody, a runner, opens PR #36 from his fork whose
+    head is also FIX and whose body says `Closes #13` (his links count): every PR on FIX is now
+    judged over #12 and #13, so FIX's check asks for #13's claim — as it should while both are
+    open. A maintainer closes #36. PR #34 links only #12, accepted at FIX, yet FIX's check stays
+    action_required: a closed PR gets no check, and nothing writes #34's again, so anyone whose
+    PR links count (a runner's fork PR, an agent's) jams an accepted PR for as long as nobody
+    pushes or presses Re-run, even after the PR is closed."""
+    await accepted_on_34_with_13_open(world)
+    await fork_pr_on(world, "cody", 36, "Closes #13", FIX)
+    assert shown(world, FIX) == ("action_required", "#13: awaiting claim")
+    await fork_pr_on(world, "cody", 36, "Closes #13", FIX, state="closed")
+    await world.send("check_run", rerequested("check_run", "08-rerequested.json"))  # Re-run on #34
+    await world.settle()
+    assert shown(world, FIX)[0] == "success", shown(world, FIX)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a change to a ticket rewrites only its linked PRs' runs: an unlinked PR's newer run on "
+    "the same commit keeps the success it was given, and GitHub counts that one",
+)
+async def test_a_lapse_turns_the_run_an_unlinked_pr_wrote_on_the_same_commit(world: World) -> None:
+    """#12 is accepted at FIX (PR #34, green). mallory (no role) then opens her unlinked fork PR
+    #99 whose head is FIX: its run, the newest `railyard` run on FIX, is given #34's verdict,
+    success — right at that moment. rita then leaves @acme/reviewers and the lapse is recorded:
+    railyard writes PR #34's own run again (action_required), but not #99's, which links no
+    ticket; #99's newer success is still the run GitHub counts on FIX, so #34 merges on an
+    acceptance the record says no longer holds — what c993fba set out to close, in the other
+    order. (A closed PR's run stays too: the test above.)"""
+    await accepted_on_34_with_13_open(world)
+    await outsiders_unlinked_pr_on(world, FIX)
+    await world.settle()
+    assert shown(world, FIX)[0] == "success"
+    del world.github.team_memberships[("acme", "reviewers", "rita")]
+    await world.say("olivia", "/status")
+    await world.settle()
+    assert any(
+        r.event.type.value == "acceptance_invalidated"
+        for r in TicketService(world.database).history(TicketKey(REPO, 12))
+    )
     assert shown(world, FIX)[0] == "action_required", shown(world, FIX)
