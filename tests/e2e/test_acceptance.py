@@ -466,3 +466,37 @@ async def test_an_accept_never_binds_a_commit_pushed_after_it_was_written(accept
     review = world.ticket().review
     assert review is None or review.commit != CHANGED, "rita's /accept bound a commit pushed after it"
     assert check(world, CHANGED)[0] == "action_required"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the stale rule compares when railyard received the /accept with when it recorded the "
+    "delivery: an /accept written before the push but received after the late /deliver binds it",
+)
+async def test_an_accept_received_late_never_binds_a_commit_pushed_after_it_was_written(
+    accepting: Setup,
+) -> None:
+    """As above, but GitHub's webhook for rita's `/accept` reaches railyard only after it has run
+    the late `/deliver` (a failed delivery GitHub or railyard's recovery sends again minutes
+    later): the delivery bound CHANGED, pushed after rita wrote `/accept` about FIX. Her comment
+    was received after the delivery was recorded and written after the `/deliver` comment, so
+    it is not stale, and it binds CHANGED, which did not exist when she wrote it."""
+    world, _ = accepting
+    await world.say("rachel", "/publish")
+    await world.say("cody", "/claim")
+    await world.send("pull_request", pull_request_payload("opened", 34, "Fixes #12"))
+    deliver = world.write("cody", "/deliver branch=agent/12-fix Resumable uploads with a retry cap.")
+    accept = world.write("rita", "/accept")
+    repository = world.github.repositories[REPO]
+    repository.branches["agent/12-fix"] = repository.pulls[34].head_sha = CHANGED  # pushed after both
+    for payload in (deliver, accept):
+        response = await world.server.deliver("issue_comment", json.dumps(payload).encode())
+        assert response.status == 202
+        await world.settle()  # the /accept's webhook arrives after the /deliver ran
+    await world.send(
+        "pull_request",
+        pull_request_payload("synchronize", 34, "Fixes #12", head=CHANGED, updated="2026-11-30T10:00:05Z"),
+    )
+    review = world.ticket().review
+    assert review is None or review.commit != CHANGED, "rita's /accept bound a commit pushed after it"
+    assert check(world, CHANGED)[0] == "action_required"
