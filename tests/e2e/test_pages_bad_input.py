@@ -4,6 +4,7 @@ at the one-repository check is the 502 page (or sign-in again), as at the reposi
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import re
 from collections.abc import AsyncIterator
@@ -134,3 +135,32 @@ async def test_a_secondary_rate_limit_without_headers_says_github_did_not_answer
         async with client.get("/tickets/acme/vault", allow_redirects=False) as r:
             after_status = r.status
     assert (limited_status, after_status) == (502, 200), (limited_status, after_status, text[-300:])
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="asks of one repository for one account at the same moment share the first ask's "
+    "outcome, its token's 401 included: another live session of the account is sent to sign in",
+)
+async def test_a_dead_tokens_401_does_not_sign_out_the_accounts_other_session(web: WebWorld) -> None:
+    """rita is signed in twice (a laptop whose token GitHub no longer accepts, a phone whose
+    token is live). Both load acme/web's board, which she reads only through GitHub's answer
+    about it alone, at the same moment: the phone's ask waits for the laptop's, whose token
+    GitHub answers 401, and the phone — whose token GitHub accepts — is sent to sign in again
+    with its cookie cleared, as if its own sign-in had been revoked. One after the other, the
+    phone's board is 200."""
+    laptop, phone = web.browser_session(), web.browser_session()
+    async with laptop, phone:
+        await land_without_asking_one_repository(web, laptop, "rita")
+        await land_without_asking_one_repository(web, phone, "rita")
+        # GitHub answers the laptop's ask (the first) 401, half a second late: its token expired.
+        web.github.inject("GET", r"^/repos/acme/web$", Fault(status=401, delay=0.5))
+
+        async def board(client: object) -> int:
+            async with client.get("/tickets/acme/web", allow_redirects=False) as r:  # type: ignore[attr-defined]
+                return int(r.status)
+
+        first = asyncio.ensure_future(board(laptop))
+        await asyncio.sleep(0.2)  # the laptop's ask is in flight
+        statuses = tuple(await asyncio.gather(first, board(phone)))
+    assert statuses == (303, 200), statuses
