@@ -4,7 +4,7 @@ refusals. Pure: shared by the engine's guards."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from policies.clocks import whole_second
@@ -21,6 +21,12 @@ def command_label(command: Command) -> str:
     return f"/{command.name.value}"
 
 
+RESOLVED_SLACK = timedelta(seconds=1)
+"""A comment written (GitHub's whole second) more than this before railyard recorded the delivery
+was written before its commit was resolved: GitHub's second and railyard's clock are a second
+apart at most, so a review written right after the delivery showed is never refused."""
+
+
 def decided_before_delivery(ctx: Context, delivery: Delivery) -> bool:
     """Whether the decision in `ctx` was written before `delivery` was, as far as can be known.
 
@@ -31,8 +37,9 @@ def decided_before_delivery(ctx: Context, delivery: Delivery) -> bool:
     - An API decision runs when it arrives, and the delivery it decides on was recorded before
       that: never stale.
     - A comment decision railyard received before it recorded the delivery (its `at`, when the
-      `/deliver`'s branch or pull request was resolved to a commit): written before that
-      commit was known, it may refer to another (a push between the two).
+      `/deliver`'s branch or pull request was resolved to a commit), or written more than
+      `RESOLVED_SLACK` before that by GitHub's clock (received late: a redelivery): written
+      before that commit was known, it may refer to another (a push between the two).
     - A comment decision on a comment delivery: (created_at, id) against (created_at, id),
       exact, since ids order comments written in the same second.
     - A comment decision on an API delivery: a comment received before the delivery was
@@ -48,6 +55,8 @@ def decided_before_delivery(ctx: Context, delivery: Delivery) -> bool:
         # Received before railyard recorded the delivery (both on its clock): the delivered commit
         # was resolved from a branch or PR head after it was written, and may be one it never saw.
         return True
+    if ctx.comment_at < delivery.at - RESOLVED_SLACK:
+        return True  # written (GitHub's clock) before the recording, however late it arrived
     if delivery.comment_id is not None:
         return (ctx.comment_at, ctx.comment_id) < (delivery.comment_at, delivery.comment_id)
     if ctx.received_at is not None and ctx.received_at < delivery.comment_at:

@@ -25,10 +25,12 @@ import httpx
 
 from app.github.client import API_VERSION, USER_AGENT
 from app.github.endpoints import ENDPOINTS
+from app.github.rate_limits import rate_limit_until
 from app.settings import Settings
 from app.store.web_sessions import SESSIONS_PER_ACCOUNT
 
 RECHECK_SECONDS = 300.0
+_FAILED = object()  # a shared ask that failed: each waiter asks with its own token
 PUBLIC_SECONDS = 60.0
 """How long a repository GitHub said is public is listed on `/tickets` to anyone without asking."""
 _MAX_PAGES = 50  # 5,000 repositories a person can read through one installation
@@ -84,7 +86,7 @@ class Access:
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     # (token hash, lowercase full name) -> (what GitHub said of that one repository, when)
     _single: OrderedDict[tuple[str, str], tuple[Readable | None, float]] = field(default_factory=OrderedDict)
-    _asking: dict[tuple[str, str], asyncio.Future[Readable | None]] = field(default_factory=dict)
+    _asking: dict[tuple[str, str], asyncio.Future[object]] = field(default_factory=dict)
     # lowercase full name -> a repository GitHub said is public, and when (`seen_public`)
     _public: OrderedDict[str, tuple[Readable, float]] = field(default_factory=OrderedDict)
     # account id -> the hashes of its tokens, oldest sign-in first (`_signed_in`)
@@ -193,14 +195,16 @@ class Access:
         if cached is not None and self.clock() - cached[1] < RECHECK_SECONDS:
             return cached[0]
         if (asking := self._asking.get(key)) is not None:
-            return await asyncio.shield(asking)
+            shared = await asyncio.shield(asking)
+            if shared is not _FAILED:
+                return shared  # type: ignore[return-value]
+            return await self._ask_one(token, full_name)  # its own token's answer, not another's
         asking = asyncio.get_running_loop().create_future()
         self._asking[key] = asking
         try:
             found = await self._ask_one(token, full_name)
-        except BaseException as error:
-            asking.set_exception(error)
-            asking.exception()  # retrieved: an ask nobody shared is not "never retrieved"
+        except BaseException:
+            asking.set_result(_FAILED)  # the others ask with their own tokens (a 401 is this one's)
             raise
         finally:
             del self._asking[key]
@@ -326,10 +330,9 @@ class Access:
 
 
 def _rate_limited(response: httpx.Response) -> bool:
-    """GitHub's answer when the token's rate limit is spent (a 429, or a 403 saying so)."""
-    headers = response.headers
-    limited = headers.get("x-ratelimit-remaining") == "0" or "retry-after" in headers
-    return response.status_code == 429 or (response.status_code == 403 and limited)
+    """GitHub's answer when the token's rate limit is spent: a 429, or a 403 saying so in its
+    headers or, a secondary limit's, in its message (as the app's own calls read it)."""
+    return rate_limit_until(response, time.time()) is not None
 
 
 _READ_KEYS = frozenset(

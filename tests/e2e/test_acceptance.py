@@ -468,11 +468,6 @@ async def test_an_accept_never_binds_a_commit_pushed_after_it_was_written(accept
     assert check(world, CHANGED)[0] == "action_required"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the stale rule compares when railyard received the /accept with when it recorded the "
-    "delivery: an /accept written before the push but received after the late /deliver binds it",
-)
 async def test_an_accept_received_late_never_binds_a_commit_pushed_after_it_was_written(
     accepting: Setup,
 ) -> None:
@@ -487,6 +482,9 @@ async def test_an_accept_received_late_never_binds_a_commit_pushed_after_it_was_
     await world.send("pull_request", pull_request_payload("opened", 34, "Fixes #12"))
     deliver = world.write("cody", "/deliver branch=agent/12-fix Resumable uploads with a retry cap.")
     accept = world.write("rita", "/accept")
+    now = datetime.now(UTC)
+    for payload, ago in ((deliver, 60), (accept, 30)):  # written a minute and half a minute ago
+        payload["comment"]["created_at"] = (now - timedelta(seconds=ago)).strftime("%Y-%m-%dT%H:%M:%SZ")
     repository = world.github.repositories[REPO]
     repository.branches["agent/12-fix"] = repository.pulls[34].head_sha = CHANGED  # pushed after both
     for payload in (deliver, accept):

@@ -108,12 +108,6 @@ async def test_a_rate_limited_recheck_says_github_did_not_answer_not_that_nothin
     assert (limited_status, after_status) == (502, 200), (limited_status, after_status, text[-300:])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="app.web.access takes a 403 as a rate limit only with x-ratelimit-remaining 0 or "
-    "Retry-After: GitHub's secondary limit answered without them (its message says so; the app's "
-    "own client reads it as a limit) is 'cannot read', kept five minutes for the account",
-)
 async def test_a_secondary_rate_limit_without_headers_says_github_did_not_answer(web: WebWorld) -> None:
     """As above, but GitHub answers the re-check with its secondary rate limit ("You have
     exceeded a secondary rate limit"), a 403 that names no time (GitHub's docs: then wait a
@@ -137,11 +131,6 @@ async def test_a_secondary_rate_limit_without_headers_says_github_did_not_answer
     assert (limited_status, after_status) == (502, 200), (limited_status, after_status, text[-300:])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="asks of one repository for one account at the same moment share the first ask's "
-    "outcome, its token's 401 included: another live session of the account is sent to sign in",
-)
 async def test_a_dead_tokens_401_does_not_sign_out_the_accounts_other_session(web: WebWorld) -> None:
     """rita is signed in twice (a laptop whose token GitHub no longer accepts, a phone whose
     token is live). Both load acme/web's board, which she reads only through GitHub's answer

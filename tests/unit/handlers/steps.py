@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 from handlers.answers import Answer, Reply
 from handlers.ports import Rules
 from policies.model import Ticket, TicketKey
@@ -47,9 +49,14 @@ async def say(
     bot: bool = False,
     via_app: int | None = None,
     comment_id: int | None = None,
-    created_at: str = "2026-11-30T10:00:00Z",
+    created_at: str | None = None,
 ) -> int:
-    """Post a comment on the issue (or PR) and run it through the handlers; its comment id."""
+    """Post a comment on the issue (or PR) and run it through the handlers; its comment id.
+
+    Written (`created_at`, GitHub's whole second) at the ports' clock unless given: a comment is
+    processed as it is written, as GitHub sends it."""
+    if created_at is None:
+        created_at = datetime.fromtimestamp(ports.clock.now, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     payload = comment(
         number, body, author=by, on_pull_request=on_pull_request, bot=bot, via_app=via_app,
         comment_id=comment_id, created_at=created_at,

@@ -350,6 +350,7 @@ async def test_a_unit_that_fails_writes_nothing(monkeypatch: pytest.MonkeyPatch)
 async def test_the_claimants_comment_is_a_sign_of_life() -> None:
     """Any later comment by the claimant on the issue moves the attempt's sign of life forward."""
     ports = world()
+    ports.clock.now = datetime(2026, 11, 30, 10, 0, tzinfo=UTC).timestamp()  # claimed at 10:00
     await claimed(ports)
     await say(ports, "Still on it.", by=CAROL, created_at="2026-11-30T12:00:00Z")
     sign = ports.store.sign_of_life(KEY, 1)

@@ -70,7 +70,10 @@ async def accepted_in(ports: FakePorts, repository_id: int) -> None:
         ("/deliver branch=agent/12 The fix.", CAROL),
         ("/accept", RITA),
     ):
-        await ports.dispatch("issue_comment", of(repository_id, comment(12, body, author=by)))
+        written = datetime.fromtimestamp(ports.clock.now, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        await ports.dispatch(
+            "issue_comment", of(repository_id, comment(12, body, author=by, created_at=written))
+        )
 
 
 async def test_an_acceptance_that_lapses_in_a_repository_that_reuses_a_name_is_recorded_once() -> None:
