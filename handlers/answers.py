@@ -37,6 +37,8 @@ class CheckRun:
     merge_group: bool = False
     rerun: bool = False
     """Someone pressed Re-run: write the check even if GitHub already shows exactly this."""
+    shared_only: bool = False
+    """The PR was closed: write the commit's check again only for the open PRs that share it."""
 
 
 # -- acknowledgements -------------------------------------------------------------------

@@ -102,6 +102,9 @@ async def on_pull_request(event: WebhookEvent, services: Services) -> None:
         if pull.open and pull.head_sha and not same_check:
             # Every open PR gets the check on its head, linked or not (`checks.unlinked`).
             await uow.send(CheckRun(event.installation_id, repository, pull.number, pull.head_sha))
+        elif event.action == "closed" and pull.head_sha:  # the PRs left on its head: their verdict
+            left = CheckRun(event.installation_id, repository, pull.number, pull.head_sha, shared_only=True)
+            await uow.send(left)
         await uow.commit()
     newer = stored[0] if stored and stored[0].updated_at > pull.updated_at else None
     if event.action == "closed" and newer is None and counts:

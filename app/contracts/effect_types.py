@@ -151,11 +151,26 @@ def status_comment(installation_id: int, repository: str, number: int) -> Effect
 
 
 def check_run(
-    installation_id: int, repository: str, pull: int, head_sha: str, *, merge_group: bool = False
+    installation_id: int,
+    repository: str,
+    pull: int,
+    head_sha: str,
+    *,
+    merge_group: bool = False,
+    only_ticket: int | None = None,
+    shared_only: bool = False,
 ) -> Effect:
-    """Write the `railyard` check on one commit of a PR (its head, or a merge-queue commit)."""
-    key = f"check:{repository.casefold()}:{pull}:{head_sha}"
-    payload = {"pull_request": pull, "head_sha": head_sha, "merge_group": merge_group}
+    """Write the `railyard` check on one commit (a PR's head, an accepted commit, a merge-queue
+    commit), judged by every open PR whose head it is, else by `pull`. One per commit, as GitHub
+    keeps them: whichever PR asks, the one run is written again. `only_ticket`: at a commit no
+    open PR has as head, judge only that ticket of `pull`'s; `shared_only`: write only if an open
+    PR has it as head (`pull` was closed: the others' verdict is theirs again)."""
+    key = f"check:{repository.casefold()}:{head_sha}"
+    payload: dict[str, Any] = {"pull_request": pull, "head_sha": head_sha, "merge_group": merge_group}
+    if only_ticket is not None:
+        payload["only_ticket"] = only_ticket
+    if shared_only:
+        payload["shared_only"] = True
     return Effect(EffectKind.CHECK_RUN, installation_id, repository, key, payload, coalesce=True)
 
 
@@ -187,12 +202,13 @@ def surfaces_for(installation_id: int, ticket: Ticket, *, projects: bool = True)
         if pr.head_sha and (pr.merged_while_linked or (pr.linked and pr.open)):
             # Every head of the PR's last second: which of two same-second pushes is the head
             # now, the record cannot tell (`PullRequestFact.same_second_heads`).
-            heads = list(pr.heads)
-            if accepted and pr.open and accepted not in heads:
-                # The accepted commit's check too: a lapse turns it, so a force-push back to
-                # it finds no success GitHub would count before railyard hears the push.
-                heads.append(accepted)
-            effects.extend(check_run(installation_id, repository, pr.number, head) for head in heads)
+            effects.extend(check_run(installation_id, repository, pr.number, head) for head in pr.heads)
+            if accepted and pr.open and accepted not in pr.heads:
+                # The accepted commit's check too, judged on this ticket alone unless an open PR
+                # has it as head: a lapse turns it, so a force-push back to it finds no success
+                # GitHub would count before railyard hears the push.
+                only = ticket.key.number
+                effects.append(check_run(installation_id, repository, pr.number, accepted, only_ticket=only))
     if projects:
         effects.append(project_fields(installation_id, repository, ticket.key.number))
     return effects

@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -54,6 +55,20 @@ ten minutes elsewhere too (docs/security.md). An author holding the runner role 
 every push, so a role taken from a runner shows at once; the runner role given to an account
 shows at its first push ten minutes after it was last asked."""
 RUNNER_ONLY_KEPT = 4096
+SHARED_AT_MOST = 8
+"""Open PRs on one head commit judged for its check at most; past them the check does not pass
+(anyone may open PRs on a commit: each costs the check's reads)."""
+
+
+@dataclass(frozen=True)
+class Judged:
+    """One PR's verdict at a commit, with what its check's summary shows."""
+
+    result: Verdict
+    tickets: list[Linked]
+    bodies: list[tuple[str, str | None]]
+    link: str | None
+    problems: Sequence[str]
 
 
 class Surfaces:
@@ -116,25 +131,62 @@ class Surfaces:
         }
 
     async def check_run(self, row: Mapping[str, Any]) -> Mapping[str, Any] | None:
-        """The check's conclusion, title and summary for the PR's tickets at this commit."""
-        installation, repository = row["installation_id"], row["repository"]
-        pull, head_sha = int(row["payload"]["pull_request"]), str(row["payload"]["head_sha"])
+        """The check on one commit: GitHub keeps check runs per commit, and a PR's branch
+        protection reads the newest `railyard` run on its head whichever PR it was written for,
+        so the commit is judged by every open PR whose head it is (at most `SHARED_AT_MOST`), the
+        strictest verdict first; by the effect's own PR when none is (a merge-queue commit, an
+        accepted commit the head moved from, a PR railyard has no row for)."""
+        installation, repository, asked = row["installation_id"], row["repository"], row["payload"]
+        pull, head_sha = int(asked["pull_request"]), str(asked["head_sha"])
+        merge_group = bool(asked.get("merge_group"))
+        sharing = [] if merge_group else await off_loop(self._open_at_head, repository, head_sha)
+        if not sharing and asked.get("shared_only"):
+            return None  # the PR closed and none is left on its head: nothing of anyone's to say
+        loaded = await self._config(installation, repository)
+        judged = [
+            await self._judged(installation, repository, number, head_sha, merge_group, loaded, None)
+            for number in sharing[:SHARED_AT_MOST]
+        ] or [
+            await self._judged(
+                installation, repository, pull, head_sha, merge_group, loaded, asked.get("only_ticket")
+            )
+        ]
+        chosen = next((j for j in judged if j.result.conclusion is not Conclusion.SUCCESS), judged[0])
+        result = chosen.result
+        if len(sharing) > SHARED_AT_MOST:
+            result = Verdict(
+                Conclusion.ACTION_REQUIRED,
+                f"{len(sharing)} open pull requests share this commit",
+                result.lines,
+            )
+        payload = _check_payload(head_sha, result, chosen.bodies, chosen.link, chosen.problems)
+        if any(item.validity is not None and item.validity.unverified for j in judged for item in j.tickets):
+            # Written again by the acceptance re-check once GitHub confirms the role (`rechecks`).
+            payload[RENDER_NOTES] = {"unverified": True}
+        return payload
+
+    async def _judged(
+        self,
+        installation: int,
+        repository: str,
+        pull: int,
+        head_sha: str,
+        merge_group: bool,
+        loaded: Any,
+        only: int | None,
+    ) -> Judged:
+        """One PR's verdict at `head_sha`: its tickets (or only `only` of them), judged there."""
         stored = await off_loop(self._stored_pull, repository, pull)
-        numbers = sorted(stored[1]) if stored else []
-        if not row["payload"].get("merge_group"):  # GitHub keeps one list of runs per commit
-            numbers = sorted(set(numbers) | await off_loop(self._linked_at_head, repository, head_sha))
+        numbers = [only] if only is not None else sorted(stored[1]) if stored else []
         mentioned = (
             await self._mentioned(installation, repository, pull, stored[0] if stored else None)
             if not numbers
             else []
         )
         numbers = numbers or mentioned
-        loaded = await self._config(installation, repository)
         # A merge-queue commit carries the PR's work: judge it by what was accepted at the PR's head.
         judged_at = (
-            await self._queued_head(installation, repository, pull, stored)
-            if row["payload"].get("merge_group")
-            else head_sha
+            await self._queued_head(installation, repository, pull, stored) if merge_group else head_sha
         )
         tickets = [await self._linked(installation, repository, n, judged_at) for n in numbers]
         result = verdict(
@@ -151,11 +203,7 @@ class Surfaces:
             result = blocked_by_config(result, problems)
         bodies = [await self._linked_body(installation, repository, n) for n in numbers]
         link = next((link for link, _ in bodies if link), None)
-        payload = _check_payload(head_sha, result, bodies, link, problems)
-        if any(item.validity is not None and item.validity.unverified for item in tickets):
-            # Written again by the acceptance re-check once GitHub confirms the role (`rechecks`).
-            payload[RENDER_NOTES] = {"unverified": True}
-        return payload
+        return Judged(result, tickets, bodies, link, problems)
 
     async def _mentioned(
         self, installation: int, repository: str, number: int, pull: PullRequest | None
@@ -300,14 +348,11 @@ class Surfaces:
         names = (project_name(p.owner, p.number) for p in loaded.config.projects)
         return tuple((name, found[name]) for name in names if found.get(name))
 
-    def _linked_at_head(self, repository: str, head_sha: str) -> set[int]:
-        """The tickets every open PR whose head is `head_sha` links: GitHub keeps check runs per
-        commit, and a PR's branch protection reads the newest `railyard` run on its head
-        whichever PR it was written for, so every PR on one commit is given the same verdict
-        (an outsider's unlinked PR on a linked PR's commit never writes a success over it)."""
+    def _open_at_head(self, repository: str, head_sha: str) -> list[int]:
+        """The open PRs whose head is `head_sha`, lowest number first."""
         with self.database.read() as connection:
             found = pulls_where(connection, repository, head_sha=head_sha)
-        return {number for pull, linked in found if pull.open for number in linked}
+        return sorted(pull.number for pull, _ in found if pull.open)
 
     def _stored_pull(self, repository: str, number: int) -> tuple[PullRequest, set[int]] | None:
         with self.database.read() as connection:

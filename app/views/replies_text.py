@@ -75,6 +75,7 @@ def render(answer: Answer) -> Effect | LimitedReply:
             answer.pull,
             answer.head_sha,
             merge_group=answer.merge_group,
+            shared_only=answer.shared_only,
         )
     if isinstance(answer, DeploymentReview):
         state, body = answer.decision.state.value, gate_comment(answer.decision)

@@ -212,11 +212,6 @@ async def test_a_broken_configuration_never_lets_a_reviewer_without_the_files_ro
     assert check(world, AMENDED)[0] == "action_required", check(world, AMENDED)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the accepted commit's check is written for every open PR linking the ticket, judged by "
-    "that PR's other tickets: a PR linking #12 and #13 writes action_required on #34's head",
-)
 async def test_another_pr_linking_the_ticket_does_not_judge_the_accepted_prs_head_by_its_own_tickets(
     accepting: Setup,
 ) -> None:

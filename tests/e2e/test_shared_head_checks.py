@@ -7,8 +7,6 @@ newest run of each name and app by default, `filter=latest`), whichever PR raily
 
 from __future__ import annotations
 
-import pytest
-
 from app.store.tickets import TicketService
 from github_standin import account_id
 from policies.model import TicketKey
@@ -95,11 +93,6 @@ async def fork_pr_on(
     await world.settle()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the check of an outsider's fork PR judges only the tickets PRs on its head link: its "
-    "own body's tickets (mentions) are dropped once another PR on the commit links one",
-)
 async def test_an_outsiders_pr_naming_an_unaccepted_ticket_never_passes_on_an_accepted_prs_commit(
     world: World,
 ) -> None:
@@ -115,11 +108,6 @@ async def test_an_outsiders_pr_naming_an_unaccepted_ticket_never_passes_on_an_ac
     assert shown(world, FIX)[0] == "action_required", shown(world, FIX)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="closing a PR writes no check: the other open PRs on its head keep the verdict over the "
-    "closed PR's tickets until a push, Re-run or a change to their own tickets",
-)
 async def test_closing_the_pr_that_shared_a_head_gives_the_other_pr_its_own_verdict_back(
     world: World,
 ) -> None:
@@ -139,11 +127,6 @@ async def test_closing_the_pr_that_shared_a_head_gives_the_other_pr_its_own_verd
     assert shown(world, FIX)[0] == "success", shown(world, FIX)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a change to a ticket rewrites only its linked PRs' runs: an unlinked PR's newer run on "
-    "the same commit keeps the success it was given, and GitHub counts that one",
-)
 async def test_a_lapse_turns_the_run_an_unlinked_pr_wrote_on_the_same_commit(world: World) -> None:
     """#12 is accepted at FIX (PR #34, green). mallory (no role) then opens her unlinked fork PR
     #99 whose head is FIX: its run, the newest `railyard` run on FIX, is given #34's verdict,
