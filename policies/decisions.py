@@ -4,7 +4,7 @@ refusals. Pure: shared by the engine's guards."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from policies.clocks import whole_second
@@ -21,16 +21,6 @@ def command_label(command: Command) -> str:
     return f"/{command.name.value}"
 
 
-RESOLVED_LATE = timedelta(seconds=30)
-"""A `/deliver` railyard recorded more than this after it was written (a backlog, an outage, a
-redelivery) had its branch or pull request resolved to a commit late: a decision written before
-that recording may have seen another head. One recorded sooner is resolved as written (a push
-in between is the known limit of resolving at execution, `docs/commands.md`)."""
-RESOLVED_SLACK = timedelta(seconds=1)
-"""GitHub's whole second against railyard's clock: a comment written more than this before the
-recording was written before it."""
-
-
 def decided_before_delivery(ctx: Context, delivery: Delivery) -> bool:
     """Whether the decision in `ctx` was written before `delivery` was, as far as can be known.
 
@@ -40,10 +30,6 @@ def decided_before_delivery(ctx: Context, delivery: Delivery) -> bool:
 
     - An API decision runs when it arrives, and the delivery it decides on was recorded before
       that: never stale.
-    - A delivery recorded more than `RESOLVED_LATE` after its `/deliver` was written (its
-      branch or pull request resolved to a commit late): a comment decision railyard received
-      before the recording, or written (GitHub's clock) more than `RESOLVED_SLACK` before it,
-      was made before that commit was known, and may refer to another (a push between the two).
     - A comment decision on a comment delivery: (created_at, id) against (created_at, id),
       exact, since ids order comments written in the same second.
     - A comment decision on an API delivery: a comment received before the delivery was
@@ -55,13 +41,6 @@ def decided_before_delivery(ctx: Context, delivery: Delivery) -> bool:
     """
     if ctx.comment_id is None or ctx.comment_at is None or delivery.comment_at is None:
         return False
-    if delivery.at - delivery.comment_at > RESOLVED_LATE:
-        # Resolved late: a decision received (railyard's clock) or written (GitHub's) before the
-        # recording may bind a commit pushed after the reviewer looked.
-        if ctx.received_at is not None and ctx.received_at < delivery.at:
-            return True
-        if ctx.comment_at < delivery.at - RESOLVED_SLACK:
-            return True
     if delivery.comment_id is not None:
         return (ctx.comment_at, ctx.comment_id) < (delivery.comment_at, delivery.comment_id)
     if ctx.received_at is not None and ctx.received_at < delivery.comment_at:
