@@ -7,6 +7,8 @@ newest run of each name and app by default, `filter=latest`), whichever PR raily
 
 from __future__ import annotations
 
+import pytest
+
 from app.store.tickets import TicketService
 from github_standin import account_id
 from policies.model import TicketKey
@@ -147,3 +149,33 @@ async def test_a_lapse_turns_the_run_an_unlinked_pr_wrote_on_the_same_commit(wor
         for r in TicketService(world.database).history(TicketKey(REPO, 12))
     )
     assert shown(world, FIX)[0] == "action_required", shown(world, FIX)
+
+
+@pytest.mark.xfail(
+    strict=True, reason="a synchronize writes only the PR's new head: the commit it left keeps its verdict"
+)
+async def test_a_push_that_moves_the_blocking_pr_off_the_commit_gives_the_other_pr_its_verdict_back(
+    world: World,
+) -> None:
+    """#12 is accepted at FIX (PR #34, green). cody (a runner) opens fork PR #36 whose head is
+    also FIX and whose body says `Closes #13` (unclaimed): FIX's run shows #36's verdict, the
+    strictest, action_required — as it should while both are on FIX. cody then pushes #36 on to
+    another commit. Nothing writes FIX's run again: the `synchronize` writes only #36's new head,
+    and the closed path (`shared_only`) runs only when a PR closes. PR #34, alone on FIX and
+    accepted there, stays action_required for good (closing #36 now writes its new head, not
+    FIX); docs/what-people-see.md says the run is given back to the PRs left on the commit."""
+    await accepted_on_34_with_13_open(world)
+    await fork_pr_on(world, "cody", 36, "Closes #13", FIX)
+    assert shown(world, FIX) == ("action_required", "#13: awaiting claim")
+    pushed = "b" * 40
+    world.github.repositories[REPO].pulls[36].head_sha = pushed
+    payload = pull_request_payload(
+        "synchronize", 36, "Closes #13", head=pushed, ref="patch-1", head_repo="cody/web",
+        updated="2026-11-30T10:00:29Z",
+    )  # fmt: skip
+    pull = payload["pull_request"]
+    pull["user"] = {**pull["user"], "login": "cody", "id": account_id("cody"), "type": "User"}
+    await world.send("pull_request", payload)
+    await world.settle()
+    assert shown(world, pushed)[0] == "action_required"  # #36's own verdict, on its new head
+    assert shown(world, FIX)[0] == "success", shown(world, FIX)
