@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from app.contracts.effect_types import status_key
 from app.store.effects import marker
 from github_standin import Fault
@@ -175,3 +177,32 @@ async def test_a_reopen_while_queued_turns_the_merge_queue_commits_check(world: 
     assert world.ticket().work.value == "open"
     assert verdict(world, FIX)[0] == "action_required"
     assert verdict(world, "c" * 40)[0] == "action_required", verdict(world, "c" * 40)
+
+
+@pytest.mark.xfail(
+    strict=True, reason="queue_head is whichever merge_group was processed last, not the newest commit"
+)
+async def test_a_late_merge_group_for_an_older_queue_commit_does_not_take_the_queue_head(
+    world: World,
+) -> None:
+    """#12 accepted at FIX; PR #34 enters the merge queue. GitHub builds group commit c…c, then
+    (the PR ahead of it left the queue) rebuilds it as b…b. The `checks_requested` for b…b is
+    processed first; the one for c…c arrives late (a delivery that failed, redelivered by
+    recovery). Both get the check, green. `note_queue_head` keeps whichever was processed last,
+    c…c, so when olivia reopens #12 while #34 waits, railyard turns the check on c…c, a commit
+    the queue no longer merges, and b…b, the one GitHub merges on, stays success."""
+    await delivered_on_pull_request(world)
+    await world.say("rita", "/accept")
+    group = event_payload("merge_group", "01-checks_requested.json")
+    ref = f"refs/heads/gh-readonly-queue/main/pr-34-{MAIN_SHA}"
+    older = {**group["merge_group"], "head_sha": "c" * 40, "head_ref": ref}
+    older["head_commit"] = {**older["head_commit"], "id": "c" * 40, "timestamp": "2026-11-30T10:05:00Z"}
+    newer = {**group["merge_group"], "head_sha": "b" * 40, "head_ref": ref}
+    newer["head_commit"] = {**newer["head_commit"], "id": "b" * 40, "timestamp": "2026-11-30T10:09:00Z"}
+    await world.send("merge_group", {**group, "merge_group": newer})
+    await world.send("merge_group", {**group, "merge_group": older})  # late: redelivered
+    assert check_on(world, "b" * 40).conclusion == "success"
+    await world.say("olivia", "/reopen Uploads corrupt files over 2 GB in staging.")
+    assert world.ticket().work.value == "open"
+    assert verdict(world, "c" * 40)[0] == "action_required"
+    assert verdict(world, "b" * 40)[0] == "action_required", verdict(world, "b" * 40)
