@@ -12,7 +12,7 @@ import pytest
 from app.store.tickets import TicketService
 from github_standin import account_id
 from policies.model import TicketKey
-from support.world import FIX, REPO, World, pull_request_payload
+from support.world import FIX, REPO, World, event_payload, pull_request_payload
 from tests.e2e.test_rerun import rerequested
 
 
@@ -179,3 +179,32 @@ async def test_a_push_that_moves_the_blocking_pr_off_the_commit_gives_the_other_
     await world.settle()
     assert shown(world, pushed)[0] == "action_required"  # #36's own verdict, on its new head
     assert shown(world, FIX)[0] == "success", shown(world, FIX)
+
+
+@pytest.mark.xfail(
+    strict=True, reason="a PR head's render ignores the queued PR whose queue commit it is (and vice versa)"
+)
+async def test_an_unlinked_pr_on_a_merge_queue_commit_does_not_pass_the_queued_pr(world: World) -> None:
+    """#12 is accepted at FIX (PR #34, green) and #34 enters the merge queue: GitHub builds group
+    commit c…c, railyard writes success there. olivia reopens #12 while #34 waits: the run on c…c
+    turns action_required (the queue must not merge it). mallory (no role) pushes that queue
+    commit, public in the base repository as `gh-readonly-queue/main/pr-34-…`, to her fork and
+    opens unlinked PR #99 with it as head. The commit's one run is now judged by the open PRs
+    whose head it is, #99 alone (`_open_at_head`: the queued PR is no PR's head there), and gets
+    `checks.unlinked` success: the queue merges #34 on the success, its ticket reopened."""
+    await accepted_on_34_with_13_open(world)
+    queued = "c" * 40
+    group = event_payload("merge_group", "01-checks_requested.json")
+    group["merge_group"].update(
+        {"head_sha": queued, "head_ref": f"refs/heads/gh-readonly-queue/main/pr-34-{'9' * 40}"}
+    )
+    await world.send("merge_group", group)
+    await world.settle()
+    assert shown(world, queued)[0] == "success"
+    await world.say("olivia", "/reopen Uploads corrupt files over 2 GB in staging.")
+    await world.settle()
+    assert shown(world, queued)[0] == "action_required"
+    await outsiders_unlinked_pr_on(world, queued)
+    await world.settle()
+    assert world.ticket().work.value == "open"
+    assert shown(world, queued)[0] == "action_required", shown(world, queued)
