@@ -233,3 +233,48 @@ async def test_another_pr_linking_the_ticket_does_not_judge_the_accepted_prs_hea
     await world.settle()
     assert world.ticket().review is not None and world.ticket().review.commit == FIX
     assert shown(world, FIX) == ("success", "the linked ticket is accepted at this commit"), shown(world, FIX)
+
+
+@pytest.mark.xfail(
+    strict=True, reason="the accepted commit's one run is judged on whichever ticket's change wrote it last"
+)
+async def test_a_lapse_on_a_two_ticket_prs_accepted_commit_is_not_undone_by_the_other_tickets_change(
+    accepting: Setup,
+) -> None:
+    """PR #34 links #12 and #13 and cody delivers both at FIX; rita accepts #12 there. cody pushes
+    CHANGED; rita leaves @acme/reviewers and #12's lapse is recorded: the run on FIX (no open PR's
+    head now) is written judged on #12 alone, action_required, so a force-push back to FIX finds
+    no success (03855a7). rex then accepts #13, delivered at FIX too: that change writes FIX's one
+    run again judged on #13 alone — success. cody force-pushes #34 back to FIX: GitHub counts
+    that success for #34, whose #12 no longer holds, before railyard hears the push."""
+    world, _ = accepting
+    world.github.team_memberships[("acme", "reviewers", "rex")] = "active"
+    world.github.repositories[REPO].issues[13].body = "Cap upload retries"
+    world.github.repositories[REPO].pulls[34].body = "Fixes #12\nCloses #13"
+    for number in (12, 13):
+        await world.say("rachel", "/publish", number)
+        await world.say("cody", "/claim", number)
+    await world.send("pull_request", pull_request_payload("opened", 34, "Fixes #12\nCloses #13"))
+    for number in (12, 13):
+        await world.say("cody", "/deliver branch=agent/12-fix Resumable uploads with a retry cap.", number)
+    await world.say("rita", "/accept")
+    world.github.repositories[REPO].pulls[34].head_sha = CHANGED
+    await world.send(
+        "pull_request",
+        pull_request_payload(
+            "synchronize", 34, "Fixes #12\nCloses #13", head=CHANGED, updated="2026-11-30T10:00:05Z"
+        ),
+    )
+    del world.github.team_memberships[("acme", "reviewers", "rita")]
+    await world.say("olivia", "/status")
+    await world.settle()
+    assert [lapse["reason"] for lapse in events(world, EventType.ACCEPTANCE_INVALIDATED)] == [
+        "reviewer_lost_role"
+    ]
+    assert shown(world, FIX)[0] == "action_required"  # the lapse turned the accepted commit's run
+    await world.say("rex", "/accept", 13)
+    await world.settle()
+    assert world.ticket(13).work.value == "accepted" and world.ticket(13).review.commit == FIX
+    # cody force-pushes the branch back to FIX: GitHub shows FIX's newest run on PR #34 at once.
+    world.github.repositories[REPO].pulls[34].head_sha = FIX
+    assert shown(world, FIX)[0] == "action_required", shown(world, FIX)
