@@ -13,7 +13,7 @@ import pytest
 from policies.events import EventType
 from support.world import CONFIG, FIX, REPO, World, pull_request_payload
 from tests.e2e.test_acceptance import AMENDED, CHANGED, Setup, _world, check, delivered, events, until
-from tests.e2e.test_shared_head_checks import shown
+from tests.e2e.test_shared_head_checks import outsiders_unlinked_pr_on, shown
 
 
 @pytest.fixture
@@ -275,6 +275,40 @@ async def test_a_lapse_on_a_two_ticket_prs_accepted_commit_is_not_undone_by_the_
     await world.say("rex", "/accept", 13)
     await world.settle()
     assert world.ticket(13).work.value == "accepted" and world.ticket(13).review.commit == FIX
+    # cody force-pushes the branch back to FIX: GitHub shows FIX's newest run on PR #34 at once.
+    world.github.repositories[REPO].pulls[34].head_sha = FIX
+    assert shown(world, FIX)[0] == "action_required", shown(world, FIX)
+
+
+@pytest.mark.xfail(
+    strict=True, reason="an open PR on the accepted commit replaces the lapsed ticket's judgement there"
+)
+async def test_a_lapse_turns_the_accepted_commit_even_while_an_unlinked_pr_sits_on_it(
+    accepting: Setup,
+) -> None:
+    """rita accepts #12 at FIX; cody pushes CHANGED to PR #34. mallory (no role, or anyone's
+    helper) opens unlinked fork PR #99 whose head is FIX: FIX's one run is judged by #99 alone,
+    `checks.unlinked` success. rita leaves @acme/reviewers and the lapse is recorded: the write at
+    the accepted commit (`only_ticket=12`) is judged by the open PRs on FIX instead, #99, and
+    says success again. cody force-pushes #34 back to FIX: GitHub counts that success for #34
+    before railyard hears the push — what the accepted commit's write exists to prevent."""
+    world, _ = accepting
+    await delivered(world)
+    await world.say("rita", "/accept")
+    world.github.repositories[REPO].pulls[34].head_sha = CHANGED
+    changed = pull_request_payload(
+        "synchronize", 34, "Fixes #12", head=CHANGED, updated="2026-11-30T10:00:05Z"
+    )
+    await world.send("pull_request", changed)
+    await outsiders_unlinked_pr_on(world, FIX)
+    await world.settle()
+    del world.github.team_memberships[("acme", "reviewers", "rita")]
+    await world.say("olivia", "/status")
+    await world.settle()
+    assert [lapse["reason"] for lapse in events(world, EventType.ACCEPTANCE_INVALIDATED)] == [
+        "reviewer_lost_role"
+    ]
+    assert shown(world, CHANGED)[0] == "action_required"
     # cody force-pushes the branch back to FIX: GitHub shows FIX's newest run on PR #34 at once.
     world.github.repositories[REPO].pulls[34].head_sha = FIX
     assert shown(world, FIX)[0] == "action_required", shown(world, FIX)
