@@ -247,3 +247,30 @@ async def test_a_check_pending_under_the_old_per_pr_key_does_not_outlive_the_upg
         for r in TicketService(world.database).history(TicketKey(REPO, 12))
     )
     assert shown(world, FIX)[0] == "action_required", shown(world, FIX)
+
+
+@pytest.mark.xfail(strict=True, reason="an edit that changes only an outsider's mentions writes no check")
+async def test_an_outsider_dropping_the_ticket_its_pr_named_gives_the_shared_commit_its_verdict_back(
+    world: World,
+) -> None:
+    """#12 is accepted at FIX (PR #34, green). mallory (no role) opens fork PR #99 whose head is
+    FIX and whose body says `Fixes #13`: its merge would count for #13, so FIX's one run shows
+    #99's action_required — as it should. mallory edits #99's body to drop the mention (`Tidy the
+    README.`). Her PR's links never counted, so stored links before and after are both empty and
+    `_edit_changes_no_check` calls it an edit that changes no check: FIX is not written again,
+    and PR #34, accepted at its head with nothing left on the commit that cannot pass, stays
+    action_required (and #99's own check keeps naming #13)."""
+    await accepted_on_34_with_13_open(world)
+    await fork_pr_on(world, "mallory", 99, "Fixes #13", FIX)
+    assert shown(world, FIX)[0] == "action_required"
+    world.github.repositories[REPO].pulls[99].body = "Tidy the README."
+    payload = pull_request_payload(
+        "edited", 99, "Tidy the README.", head=FIX, ref="patch-1", head_repo="mallory/web",
+        updated="2026-11-30T10:00:29Z",
+    )  # fmt: skip
+    payload["changes"] = {"body": {"from": "Fixes #13"}}
+    pull = payload["pull_request"]
+    pull["user"] = {**pull["user"], "login": "mallory", "id": account_id("mallory"), "type": "User"}
+    await world.send("pull_request", payload)
+    await world.settle()
+    assert shown(world, FIX)[0] == "success", shown(world, FIX)
