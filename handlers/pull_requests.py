@@ -105,6 +105,11 @@ async def on_pull_request(event: WebhookEvent, services: Services) -> None:
         elif event.action == "closed" and pull.head_sha:  # the PRs left on its head: their verdict
             left = CheckRun(event.installation_id, repository, pull.number, pull.head_sha, shared_only=True)
             await uow.send(left)
+        old_head = stored[0].head_sha if stored and stored[0].updated_at <= pull.updated_at else None
+        if old_head and old_head != pull.head_sha:  # pushed off a commit other PRs may share
+            await uow.send(
+                CheckRun(event.installation_id, repository, pull.number, old_head, shared_only=True)
+            )
         await uow.commit()
     newer = stored[0] if stored and stored[0].updated_at > pull.updated_at else None
     if event.action == "closed" and newer is None and counts:
@@ -196,6 +201,8 @@ def _edit_changes_no_check(
         return False
     if dig(event.payload, "changes", "base") is not None or stored[0].base_ref != pull.base_ref:
         return False
+    if not pull.links_count and dig(event.payload, "changes", "body") is not None:
+        return False  # an outsider's PR: the tickets its body names (stored nowhere) may have changed
     return stored[0].head_sha == pull.head_sha and linked == before
 
 

@@ -157,18 +157,15 @@ def check_run(
     head_sha: str,
     *,
     merge_group: bool = False,
-    only_ticket: int | None = None,
     shared_only: bool = False,
 ) -> Effect:
     """Write the `railyard` check on one commit (a PR's head, an accepted commit, a merge-queue
-    commit), judged by every open PR whose head it is, else by `pull`. One per commit, as GitHub
-    keeps them: whichever PR asks, the one run is written again. `only_ticket`: at a commit no
-    open PR has as head, judge only that ticket of `pull`'s; `shared_only`: write only if an open
-    PR has it as head (`pull` was closed: the others' verdict is theirs again)."""
+    commit), judged by every open PR whose head it is and by `pull`'s tickets accepted at it,
+    else by `pull` (`app.runtime.surface_renderers`). One per commit, as GitHub keeps them:
+    whichever PR asks, the one run is written again. `shared_only`: `pull` left the commit
+    (closed, pushed over): write only what is still judged there."""
     key = f"check:{repository.casefold()}:{head_sha}"
     payload: dict[str, Any] = {"pull_request": pull, "head_sha": head_sha, "merge_group": merge_group}
-    if only_ticket is not None:
-        payload["only_ticket"] = only_ticket
     if shared_only:
         payload["shared_only"] = True
     return Effect(EffectKind.CHECK_RUN, installation_id, repository, key, payload, coalesce=True)
@@ -204,11 +201,9 @@ def surfaces_for(installation_id: int, ticket: Ticket, *, projects: bool = True)
             # now, the record cannot tell (`PullRequestFact.same_second_heads`).
             effects.extend(check_run(installation_id, repository, pr.number, head) for head in pr.heads)
             if accepted and pr.open and accepted not in pr.heads:
-                # The accepted commit's check too, judged on this ticket alone unless an open PR
-                # has it as head: a lapse turns it, so a force-push back to it finds no success
-                # GitHub would count before railyard hears the push.
-                only = ticket.key.number
-                effects.append(check_run(installation_id, repository, pr.number, accepted, only_ticket=only))
+                # The accepted commit's check too: a lapse turns it, so a force-push back to it
+                # finds no success GitHub would count before railyard hears the push.
+                effects.append(check_run(installation_id, repository, pr.number, accepted))
     if projects:
         effects.append(project_fields(installation_id, repository, ticket.key.number))
     return effects

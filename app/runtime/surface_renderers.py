@@ -133,37 +133,55 @@ class Surfaces:
     async def check_run(self, row: Mapping[str, Any]) -> Mapping[str, Any] | None:
         """The check on one commit: GitHub keeps check runs per commit, and a PR's branch
         protection reads the newest `railyard` run on its head whichever PR it was written for,
-        so the commit is judged by every open PR whose head it is (at most `SHARED_AT_MOST`), the
-        strictest verdict first; by the effect's own PR when none is (a merge-queue commit, an
-        accepted commit the head moved from, a PR railyard has no row for)."""
+        so the commit is judged by every open PR whose head it is (at most `SHARED_AT_MOST`), and
+        by the effect's own PR's tickets accepted at it (a force-push back to an accepted commit
+        finds no success a lapse took back), the strictest verdict shown; by the effect's own PR
+        alone when neither (its head, a merge-queue commit, a PR railyard has no row for)."""
         installation, repository, asked = row["installation_id"], row["repository"], row["payload"]
         pull, head_sha = int(asked["pull_request"]), str(asked["head_sha"])
         merge_group = bool(asked.get("merge_group"))
         sharing = [] if merge_group else await off_loop(self._open_at_head, repository, head_sha)
-        if not sharing and asked.get("shared_only"):
-            return None  # the PR closed and none is left on its head: nothing of anyone's to say
         loaded = await self._config(installation, repository)
         judged = [
             await self._judged(installation, repository, number, head_sha, merge_group, loaded, None)
             for number in sharing[:SHARED_AT_MOST]
-        ] or [
-            await self._judged(
-                installation, repository, pull, head_sha, merge_group, loaded, asked.get("only_ticket")
-            )
         ]
+        accepted = (
+            [] if merge_group or pull in sharing else await self._accepted_at(repository, pull, head_sha)
+        )
+        if accepted:
+            judged.append(
+                await self._judged(installation, repository, pull, head_sha, False, loaded, accepted)
+            )
+        if not judged:
+            if asked.get("shared_only"):
+                return None  # the PR left the commit and nothing else is judged there
+            judged = [await self._judged(installation, repository, pull, head_sha, merge_group, loaded, None)]
         chosen = next((j for j in judged if j.result.conclusion is not Conclusion.SUCCESS), judged[0])
         result = chosen.result
         if len(sharing) > SHARED_AT_MOST:
-            result = Verdict(
-                Conclusion.ACTION_REQUIRED,
-                f"{len(sharing)} open pull requests share this commit",
-                result.lines,
-            )
+            many = f"{len(sharing)} open pull requests share this commit"
+            result = Verdict(Conclusion.ACTION_REQUIRED, many, result.lines)
         payload = _check_payload(head_sha, result, chosen.bodies, chosen.link, chosen.problems)
         if any(item.validity is not None and item.validity.unverified for j in judged for item in j.tickets):
             # Written again by the acceptance re-check once GitHub confirms the role (`rechecks`).
             payload[RENDER_NOTES] = {"unverified": True}
         return payload
+
+    async def _accepted_at(self, repository: str, pull: int, head_sha: str) -> list[int]:
+        """The tickets `pull` links whose acceptance binds `head_sha` (the accepted commit)."""
+        stored = await off_loop(self._stored_pull, repository, pull)
+        found = []
+        for number in sorted(stored[1]) if stored else []:
+            ticket = await self._load(repository, number)
+            review = ticket.review if ticket is not None else None
+            if (
+                review is not None
+                and review.commit is not None
+                and review.commit.casefold() == head_sha.casefold()
+            ):
+                found.append(number)
+        return found
 
     async def _judged(
         self,
@@ -173,11 +191,11 @@ class Surfaces:
         head_sha: str,
         merge_group: bool,
         loaded: Any,
-        only: int | None,
+        only: Sequence[int] | None,
     ) -> Judged:
         """One PR's verdict at `head_sha`: its tickets (or only `only` of them), judged there."""
         stored = await off_loop(self._stored_pull, repository, pull)
-        numbers = [only] if only is not None else sorted(stored[1]) if stored else []
+        numbers = list(only) if only is not None else sorted(stored[1]) if stored else []
         mentioned = (
             await self._mentioned(installation, repository, pull, stored[0] if stored else None)
             if not numbers

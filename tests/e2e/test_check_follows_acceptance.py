@@ -235,9 +235,6 @@ async def test_another_pr_linking_the_ticket_does_not_judge_the_accepted_prs_hea
     assert shown(world, FIX) == ("success", "the linked ticket is accepted at this commit"), shown(world, FIX)
 
 
-@pytest.mark.xfail(
-    strict=True, reason="the accepted commit's one run is judged on whichever ticket's change wrote it last"
-)
 async def test_a_lapse_on_a_two_ticket_prs_accepted_commit_is_not_undone_by_the_other_tickets_change(
     accepting: Setup,
 ) -> None:
@@ -280,9 +277,6 @@ async def test_a_lapse_on_a_two_ticket_prs_accepted_commit_is_not_undone_by_the_
     assert shown(world, FIX)[0] == "action_required", shown(world, FIX)
 
 
-@pytest.mark.xfail(
-    strict=True, reason="an open PR on the accepted commit replaces the lapsed ticket's judgement there"
-)
 async def test_a_lapse_turns_the_accepted_commit_even_while_an_unlinked_pr_sits_on_it(
     accepting: Setup,
 ) -> None:

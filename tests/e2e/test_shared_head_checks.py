@@ -155,9 +155,6 @@ async def test_a_lapse_turns_the_run_an_unlinked_pr_wrote_on_the_same_commit(wor
     assert shown(world, FIX)[0] == "action_required", shown(world, FIX)
 
 
-@pytest.mark.xfail(
-    strict=True, reason="a synchronize writes only the PR's new head: the commit it left keeps its verdict"
-)
 async def test_a_push_that_moves_the_blocking_pr_off_the_commit_gives_the_other_pr_its_verdict_back(
     world: World,
 ) -> None:
@@ -249,7 +246,6 @@ async def test_a_check_pending_under_the_old_per_pr_key_does_not_outlive_the_upg
     assert shown(world, FIX)[0] == "action_required", shown(world, FIX)
 
 
-@pytest.mark.xfail(strict=True, reason="an edit that changes only an outsider's mentions writes no check")
 async def test_an_outsider_dropping_the_ticket_its_pr_named_gives_the_shared_commit_its_verdict_back(
     world: World,
 ) -> None:
