@@ -18,7 +18,8 @@ from typing import Any
 
 import structlog
 
-from app.contracts.effect_types import RENDER_NOTES, EffectKind, project_key, status_key
+from app.contracts.effect_types import RENDER_NOTES, Effect, EffectKind, project_key, status_key
+from app.contracts.effect_types import check_run as check_run_effect
 from app.github.client import GitHubClient
 from app.github.config import CONFIG_PATH, UnlinkedConclusion
 from app.github.config_loader import ConfigLoader, LoadedConfig, shown_error
@@ -28,7 +29,7 @@ from app.github.roles import CannotVerify, RoleResolver
 from app.runtime.outbox import Renderer
 from app.runtime.project_sync import problems_in, project_name, wanted_payload
 from app.store.database import Database
-from app.store.effects import effect_result
+from app.store.effects import effect_result, enqueue
 from app.store.hops import off_loop
 from app.store.pulls import pulls_where, stored_pull
 from app.store.signs import read_shown_now
@@ -140,6 +141,11 @@ class Surfaces:
         installation, repository, asked = row["installation_id"], row["repository"], row["payload"]
         pull, head_sha = int(asked["pull_request"]), str(asked["head_sha"])
         merge_group = bool(asked.get("merge_group"))
+        per_commit = check_run_effect(installation, repository, pull, head_sha, merge_group=merge_group)
+        if row.get("dedupe_key", per_commit.dedupe_key) != per_commit.dedupe_key:
+            # Kept under a PR's key before one run per commit: written under the commit's, once.
+            await off_loop(self._enqueue, per_commit)
+            return None
         sharing = [] if merge_group else await off_loop(self._open_at_head, repository, head_sha)
         loaded = await self._config(installation, repository)
         judged = [
@@ -365,6 +371,10 @@ class Surfaces:
             found = problems_in(effect_result(connection, project_key(repository, number)))
         names = (project_name(p.owner, p.number) for p in loaded.config.projects)
         return tuple((name, found[name]) for name in names if found.get(name))
+
+    def _enqueue(self, effect: Effect) -> None:
+        with self.database.write() as connection:
+            enqueue(connection, [effect], time.time())
 
     def _open_at_head(self, repository: str, head_sha: str) -> list[int]:
         """The open PRs whose head is `head_sha`, lowest number first."""
