@@ -1,4 +1,4 @@
-"""The newest merge-queue commit GitHub built for each open PR (`pull_requests.queue_head`).
+"""The merge-queue commits GitHub built for each open PR, the last few (`pull_requests.queue_heads`).
 
 GitHub merges a queued PR on the required checks of the queue's commit, not the PR's head: the
 `railyard` check there is written when the queue asks (`handlers.merge_queue`), and again with
@@ -17,28 +17,37 @@ from policies.model import Ticket
 pull_requests = table(PullRequestRow)
 
 
+QUEUE_HEADS_KEPT = 5
+"""Queue commits kept per PR: GitHub rebuilds a queue's commits as PRs ahead leave it, and a
+`checks_requested` may be processed late (a redelivery), so the newest is not the last seen."""
+
+
 def note_queue_head(connection: Connection, repository: str, number: int, head_sha: str) -> None:
-    """The newest merge-queue commit GitHub built for the PR (`merge_group` `checks_requested`)."""
+    """A merge-queue commit GitHub built for the PR (`merge_group` `checks_requested`)."""
     where = (pull_requests.c.repository == repository.casefold(), pull_requests.c.number == number)
-    connection.execute(update(pull_requests).where(*where).values(queue_head=head_sha))
+    kept = connection.execute(select(pull_requests.c.queue_heads).where(*where)).scalar()
+    earlier = [h for h in kept or [] if h != head_sha][-(QUEUE_HEADS_KEPT - 1) :]
+    heads = [*earlier, head_sha]
+    connection.execute(update(pull_requests).where(*where).values(queue_heads=heads))
 
 
 def queued_checks(connection: Connection, installation_id: int, ticket: Ticket) -> list[Effect]:
-    """The check on the merge-queue commit of each open PR that links the ticket: GitHub merges a
-    queued PR on that commit's checks, so a change to the ticket while it waits (a `/reopen`, a
-    lapse) writes it again, as it writes the PR's own."""
+    """The check on the merge-queue commits of each open PR that links the ticket: GitHub merges
+    a queued PR on its queue commit's checks, so a change to the ticket while it waits (a
+    `/reopen`, a lapse) writes them again, as it writes the PR's own."""
     numbers = [n for n, pr in ticket.rails.pull_requests.items() if pr.open and pr.linked]
     if not numbers:
         return []
     repository = ticket.key.repository
     rows = connection.execute(
-        select(pull_requests.c.number, pull_requests.c.queue_head, pull_requests.c.head_sha).where(
+        select(pull_requests.c.number, pull_requests.c.queue_heads).where(
             pull_requests.c.repository == repository.casefold(),
             pull_requests.c.number.in_(numbers),
             pull_requests.c.open.is_(True),
-            pull_requests.c.queue_head.is_not(None),
         )
     )
     return [
-        check_run(installation_id, repository, row.number, row.queue_head, merge_group=True) for row in rows
+        check_run(installation_id, repository, row.number, head, merge_group=True)
+        for row in rows
+        for head in row.queue_heads or []
     ]

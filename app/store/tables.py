@@ -324,9 +324,9 @@ class PullRequestRow(SQLModel, table=True):
     # head): kept from 0025 on, ids from before it filled in where the repository's was known.
     repository_id: int | None = Field(default=None, sa_column=Column(BigInteger, nullable=True))
     head_repository_id: int | None = Field(default=None, sa_column=Column(BigInteger, nullable=True))
-    # The newest merge-queue commit GitHub built for it while open at this head (from 0032): its
-    # check is written again with the PR's (`app.store.pulls.queued_checks`).
-    queue_head: str | None = None
+    # The merge-queue commits GitHub built for it while open at this head, the last few (from
+    # 0032): their check is written again with the PR's (`app.store.queue_heads.queued_checks`).
+    queue_heads: list[str] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
 
 
 class HeldObservationRow(SQLModel, table=True):

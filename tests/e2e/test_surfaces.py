@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
-
 from app.contracts.effect_types import status_key
 from app.store.effects import marker
 from github_standin import Fault
@@ -179,9 +177,6 @@ async def test_a_reopen_while_queued_turns_the_merge_queue_commits_check(world: 
     assert verdict(world, "c" * 40)[0] == "action_required", verdict(world, "c" * 40)
 
 
-@pytest.mark.xfail(
-    strict=True, reason="queue_head is whichever merge_group was processed last, not the newest commit"
-)
 async def test_a_late_merge_group_for_an_older_queue_commit_does_not_take_the_queue_head(
     world: World,
 ) -> None:

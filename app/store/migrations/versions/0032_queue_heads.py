@@ -1,4 +1,4 @@
-"""`pull_requests.queue_head`: the newest merge-queue commit GitHub built for an open PR.
+"""`pull_requests.queue_heads`: the merge-queue commits GitHub built for an open PR (the last few).
 
 GitHub merges a queued PR on the required checks of the queue's commit, not the PR's head. The
 `railyard` check there was written once, when the queue asked; a change to the ticket while the
@@ -21,9 +21,9 @@ depends_on = None
 
 def upgrade() -> None:
     with op.batch_alter_table("pull_requests") as table:
-        table.add_column(sa.Column("queue_head", sa.String(), nullable=True))
+        table.add_column(sa.Column("queue_heads", sa.JSON(), nullable=True))
 
 
 def downgrade() -> None:
     with op.batch_alter_table("pull_requests") as table:
-        table.drop_column("queue_head")
+        table.drop_column("queue_heads")
