@@ -189,7 +189,8 @@ async def test_a_push_that_moves_the_blocking_pr_off_the_commit_gives_the_other_
 
 @pytest.mark.xfail(
     strict=True,
-    reason="known limit (docs/what-people-see.md): a PR head's render ignores the queued PR whose queue commit it is (and vice versa)",
+    reason="known limit (docs/what-people-see.md): a PR head's render ignores the queued PR "
+    "whose queue commit it is (and vice versa)",
 )
 async def test_an_unlinked_pr_on_a_merge_queue_commit_does_not_pass_the_queued_pr(world: World) -> None:
     """#12 is accepted at FIX (PR #34, green) and #34 enters the merge queue: GitHub builds group
