@@ -306,3 +306,41 @@ async def test_a_lapse_turns_the_accepted_commit_even_while_an_unlinked_pr_sits_
     # cody force-pushes the branch back to FIX: GitHub shows FIX's newest run on PR #34 at once.
     world.github.repositories[REPO].pulls[34].head_sha = FIX
     assert shown(world, FIX)[0] == "action_required", shown(world, FIX)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a commit is judged by the asking PR's accepted tickets only: another PR's write drops a lapse",
+)
+async def test_an_unlinked_pr_opened_on_the_accepted_commit_after_a_lapse_does_not_write_success_there(
+    accepting: Setup,
+) -> None:
+    """rita accepts #12 at FIX; cody pushes CHANGED to PR #34; rita leaves @acme/reviewers and the
+    lapse is recorded: FIX's one run turns action_required (the accepted commit's write, judged by
+    #34's tickets accepted there), so a force-push back to FIX finds no success. mallory (no role)
+    then opens unlinked fork PR #99 whose head is FIX. Its write of FIX's one run is judged by the
+    open PRs on FIX (#99) and by the asking PR's tickets accepted at FIX — #99's, none: #12's
+    lapse there is not judged, and `checks.unlinked` success becomes the newest run on FIX. cody
+    force-pushes #34 back to FIX: GitHub counts that success for #34 before railyard hears the
+    push (the variant, in the other order, of the test above: 'an unlinked PR sitting on an
+    accepted commit hides nothing')."""
+    world, _ = accepting
+    await delivered(world)
+    await world.say("rita", "/accept")
+    world.github.repositories[REPO].pulls[34].head_sha = CHANGED
+    changed = pull_request_payload(
+        "synchronize", 34, "Fixes #12", head=CHANGED, updated="2026-11-30T10:00:05Z"
+    )
+    await world.send("pull_request", changed)
+    del world.github.team_memberships[("acme", "reviewers", "rita")]
+    await world.say("olivia", "/status")
+    await world.settle()
+    assert [lapse["reason"] for lapse in events(world, EventType.ACCEPTANCE_INVALIDATED)] == [
+        "reviewer_lost_role"
+    ]
+    assert shown(world, FIX)[0] == "action_required"  # the lapse turned the accepted commit's run
+    await outsiders_unlinked_pr_on(world, FIX)
+    await world.settle()
+    # cody force-pushes the branch back to FIX: GitHub shows FIX's newest run on PR #34 at once.
+    world.github.repositories[REPO].pulls[34].head_sha = FIX
+    assert shown(world, FIX)[0] == "action_required", shown(world, FIX)
