@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from policies.events import EventType
-from support.world import CONFIG, FIX, REPO, World, pull_request_payload
+from support.world import CONFIG, FIX, REPO, World, event_payload, pull_request_payload
 from tests.e2e.test_acceptance import AMENDED, CHANGED, Setup, _world, check, delivered, events, until
 from tests.e2e.test_shared_head_checks import outsiders_unlinked_pr_on, shown
 
@@ -344,3 +344,39 @@ async def test_an_unlinked_pr_opened_on_the_accepted_commit_after_a_lapse_does_n
     # cody force-pushes the branch back to FIX: GitHub shows FIX's newest run on PR #34 at once.
     world.github.repositories[REPO].pulls[34].head_sha = FIX
     assert shown(world, FIX)[0] == "action_required", shown(world, FIX)
+
+
+@pytest.mark.xfail(strict=True, reason="a push's late synchronize forgets the queue commits built after it")
+async def test_a_late_synchronize_does_not_forget_the_queue_commit_built_on_its_head(
+    accepting: Setup,
+) -> None:
+    """rita accepts #12 at FIX. cody amends the commit (AMENDED, same tree) and #34 enters the
+    merge queue at once; the `synchronize` for the push is redelivered late (a failed delivery),
+    after the `merge_group` `checks_requested` for the queue commit c…c built on AMENDED. c…c is
+    judged at GitHub's head, AMENDED: same content, success, and kept as #34's queue commit. The
+    late `synchronize` then moves #34's stored head FIX -> AMENDED, and `remember` takes that for a
+    push after the queue (`queue_heads` forgotten) though the queue commit is built on it: the PR
+    is still queued on c…c. olivia reopens #12 while #34 waits: the heads turn, c…c is not written
+    again and stays success, and the queue merges #34 on it (docs: a change to the ticket while
+    the PR waits in the queue writes it again on the PR's last five queue commits)."""
+    world, _ = accepting
+    await delivered(world)
+    await world.say("rita", "/accept")
+    assert check(world, FIX)[0] == "success"
+    world.github.repositories[REPO].pulls[34].head_sha = AMENDED  # its webhook not processed yet
+    queued = "c" * 40
+    group = event_payload("merge_group", "01-checks_requested.json")
+    group["merge_group"].update(
+        {"head_sha": queued, "head_ref": f"refs/heads/gh-readonly-queue/main/pr-34-{'9' * 40}"}
+    )
+    await world.send("merge_group", group)
+    await world.settle()
+    assert shown(world, queued) == ("success", "the linked ticket is accepted at this commit")
+    late = pull_request_payload("synchronize", 34, "Fixes #12", head=AMENDED, updated="2026-11-30T10:00:05Z")
+    await world.send("pull_request", late)  # redelivered: the push came before the queue
+    await world.settle()
+    await world.say("olivia", "/reopen Uploads corrupt files over 2 GB in staging.")
+    await world.settle()
+    assert world.ticket().work.value == "open"
+    assert shown(world, AMENDED)[0] == "action_required"
+    assert shown(world, queued)[0] == "action_required", shown(world, queued)
