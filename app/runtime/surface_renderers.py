@@ -56,6 +56,8 @@ ten minutes elsewhere too (docs/security.md). An author holding the runner role 
 every push, so a role taken from a runner shows at once; the runner role given to an account
 shows at its first push ten minutes after it was last asked."""
 RUNNER_ONLY_KEPT = 4096
+ACCEPTED_KEPT = 10
+"""Tickets accepted at one commit whose judgement its check keeps (the newest numbers)."""
 SHARED_AT_MOST = 8
 """Open PRs on one head commit judged for its check at most; past them the check does not pass
 (anyone may open PRs on a commit: each costs the check's reads)."""
@@ -152,9 +154,12 @@ class Surfaces:
             await self._judged(installation, repository, number, head_sha, merge_group, loaded, None)
             for number in sharing[:SHARED_AT_MOST]
         ]
-        accepted = (
-            [] if merge_group or pull in sharing else await self._accepted_at(repository, pull, head_sha)
-        )
+        # Tickets accepted at this commit: the asking PR's, and those an earlier write here judged
+        # (kept in its result): whichever PR asks next, a lapse at an accepted commit stays shown.
+        notes = (row.get("result") or {}).get("notes") or {}
+        kept = {n for n in notes.get("accepted") or [] if isinstance(n, int) and not isinstance(n, bool)}
+        asking = [] if merge_group or pull in sharing else await self._accepted_at(repository, pull, head_sha)
+        accepted = sorted(kept | set(asking))[-ACCEPTED_KEPT:]
         if accepted:
             judged.append(
                 await self._judged(installation, repository, pull, head_sha, False, loaded, accepted)
@@ -169,9 +174,12 @@ class Surfaces:
             many = f"{len(sharing)} open pull requests share this commit"
             result = Verdict(Conclusion.ACTION_REQUIRED, many, result.lines)
         payload = _check_payload(head_sha, result, chosen.bodies, chosen.link, chosen.problems)
+        kept_notes: dict[str, Any] = {"accepted": accepted} if accepted else {}
         if any(item.validity is not None and item.validity.unverified for j in judged for item in j.tickets):
             # Written again by the acceptance re-check once GitHub confirms the role (`rechecks`).
-            payload[RENDER_NOTES] = {"unverified": True}
+            kept_notes["unverified"] = True
+        if kept_notes:
+            payload[RENDER_NOTES] = kept_notes
         return payload
 
     async def _accepted_at(self, repository: str, pull: int, head_sha: str) -> list[int]:

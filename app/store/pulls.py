@@ -39,7 +39,6 @@ def remember(connection: Connection, pull: PullRequest, linked: set[int]) -> set
             pull_requests.c.linked,
             pull_requests.c.updated_at,
             pull_requests.c.merged,
-            pull_requests.c.head_sha,
         ).where(pull_requests.c.repository == repository, pull_requests.c.number == pull.number)
     ).first()
     before = set(row.linked) if row else set()
@@ -68,8 +67,8 @@ def remember(connection: Connection, pull: PullRequest, linked: set[int]) -> set
     }
     statement = insert_for(connection)(pull_requests).values(**values)
     updated = {k: v for k, v in values.items() if k not in ("repository", "number")}
-    if not pull.open or (row is not None and row.head_sha != pull.head_sha):
-        updated["queue_heads"] = None  # closed, or pushed: out of any merge queue
+    if not pull.open:  # out of any merge queue (a push may be an amend it keeps: kept, 5 at most)
+        updated["queue_heads"] = None
     connection.execute(statement.on_conflict_do_update(index_elements=["repository", "number"], set_=updated))
     return before
 

@@ -25,7 +25,9 @@ QUEUE_HEADS_KEPT = 5
 def note_queue_head(connection: Connection, repository: str, number: int, head_sha: str) -> None:
     """A merge-queue commit GitHub built for the PR (`merge_group` `checks_requested`)."""
     where = (pull_requests.c.repository == repository.casefold(), pull_requests.c.number == number)
-    kept = connection.execute(select(pull_requests.c.queue_heads).where(*where)).scalar()
+    # The row locked while the list is read and written (PostgreSQL; SQLite's writes take turns):
+    # two queue commits noted at once both stay.
+    kept = connection.execute(select(pull_requests.c.queue_heads).where(*where).with_for_update()).scalar()
     earlier = [h for h in kept or [] if h != head_sha][-(QUEUE_HEADS_KEPT - 1) :]
     heads = [*earlier, head_sha]
     connection.execute(update(pull_requests).where(*where).values(queue_heads=heads))

@@ -308,10 +308,6 @@ async def test_a_lapse_turns_the_accepted_commit_even_while_an_unlinked_pr_sits_
     assert shown(world, FIX)[0] == "action_required", shown(world, FIX)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a commit is judged by the asking PR's accepted tickets only: another PR's write drops a lapse",
-)
 async def test_an_unlinked_pr_opened_on_the_accepted_commit_after_a_lapse_does_not_write_success_there(
     accepting: Setup,
 ) -> None:
@@ -346,7 +342,6 @@ async def test_an_unlinked_pr_opened_on_the_accepted_commit_after_a_lapse_does_n
     assert shown(world, FIX)[0] == "action_required", shown(world, FIX)
 
 
-@pytest.mark.xfail(strict=True, reason="a push's late synchronize forgets the queue commits built after it")
 async def test_a_late_synchronize_does_not_forget_the_queue_commit_built_on_its_head(
     accepting: Setup,
 ) -> None:

@@ -16,9 +16,6 @@ KEPT, EARLIER, LATER = "a" * 40, "b" * 40, "c" * 40
 
 
 @pytest.mark.postgres
-@pytest.mark.xfail(
-    strict=True, reason="note_queue_head reads then writes the list with no lock: one of two at once is lost"
-)
 def test_two_queue_commits_noted_at_once_are_both_kept(database: Database) -> None:
     """PR #34 is queued; GitHub rebuilds its group commit as the PR ahead leaves the queue, and
     two `checks_requested` (b…b, c…c) are processed at once by two workers (PostgreSQL, READ
