@@ -384,8 +384,8 @@ async def _demo(args: argparse.Namespace, out: TextIO) -> int:
                 story = Story(state, Webhooks(state, standin.url), database, clock)
                 await story.play()
                 await overdue_recorded(database, TicketKey(REPO, 4))
+                _write_state(url, standin.url, settings.database_url)  # before it says to use it
                 _announce(out, url, standin.url, database, time.monotonic() - started)
-                _write_state(url, standin.url, settings.database_url)
                 await stop.wait()
             finally:
                 _remove_state()
