@@ -204,7 +204,7 @@ class Surfaces:
         pull: int,
         head_sha: str,
         merge_group: bool,
-        loaded: Any,
+        loaded: LoadedConfig,
         only: Sequence[int] | None,
     ) -> Judged:
         """One PR's verdict at `head_sha`: its tickets (or only `only` of them), judged there."""

@@ -35,11 +35,9 @@ def remember(connection: Connection, pull: PullRequest, linked: set[int]) -> set
     branch reported afterwards changes nothing the deployment gate reads."""
     repository = pull.repository.casefold()
     row = connection.execute(
-        select(
-            pull_requests.c.linked,
-            pull_requests.c.updated_at,
-            pull_requests.c.merged,
-        ).where(pull_requests.c.repository == repository, pull_requests.c.number == pull.number)
+        select(pull_requests.c.linked, pull_requests.c.updated_at, pull_requests.c.merged).where(
+            pull_requests.c.repository == repository, pull_requests.c.number == pull.number
+        )
     ).first()
     before = set(row.linked) if row else set()
     if row is not None and row.updated_at > pull.updated_at.timestamp():
@@ -67,7 +65,7 @@ def remember(connection: Connection, pull: PullRequest, linked: set[int]) -> set
     }
     statement = insert_for(connection)(pull_requests).values(**values)
     updated = {k: v for k, v in values.items() if k not in ("repository", "number")}
-    if not pull.open:  # out of any merge queue (a push may be an amend it keeps: kept, 5 at most)
+    if not pull.open:  # out of any merge queue (a push is kept: the queue may keep an amend's commit)
         updated["queue_heads"] = None
     connection.execute(statement.on_conflict_do_update(index_elements=["repository", "number"], set_=updated))
     return before
