@@ -30,7 +30,6 @@ from app.settings import Settings
 from app.store.web_sessions import SESSIONS_PER_ACCOUNT
 
 RECHECK_SECONDS = 300.0
-_FAILED = object()  # a shared ask that failed: each waiter asks with its own token
 PUBLIC_SECONDS = 60.0
 """How long a repository GitHub said is public is listed on `/tickets` to anyone without asking."""
 _MAX_PAGES = 50  # 5,000 repositories a person can read through one installation
@@ -86,7 +85,8 @@ class Access:
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     # (token hash, lowercase full name) -> (what GitHub said of that one repository, when)
     _single: OrderedDict[tuple[str, str], tuple[Readable | None, float]] = field(default_factory=OrderedDict)
-    _asking: dict[tuple[str, str], asyncio.Future[object]] = field(default_factory=dict)
+    # an ask under way -> (whether GitHub answered it, the answer): a failed one is asked again
+    _asking: dict[tuple[str, str], asyncio.Future[tuple[bool, Readable | None]]] = field(default_factory=dict)
     # lowercase full name -> a repository GitHub said is public, and when (`seen_public`)
     _public: OrderedDict[str, tuple[Readable, float]] = field(default_factory=OrderedDict)
     # account id -> the hashes of its tokens, oldest sign-in first (`_signed_in`)
@@ -195,20 +195,20 @@ class Access:
         if cached is not None and self.clock() - cached[1] < RECHECK_SECONDS:
             return cached[0]
         if (asking := self._asking.get(key)) is not None:
-            shared = await asyncio.shield(asking)
-            if shared is not _FAILED:
-                return shared  # type: ignore[return-value]
+            answered, shared = await asyncio.shield(asking)
+            if answered:
+                return shared
             return await self._ask_one(token, full_name)  # its own token's answer, not another's
         asking = asyncio.get_running_loop().create_future()
         self._asking[key] = asking
         try:
             found = await self._ask_one(token, full_name)
         except BaseException:
-            asking.set_result(_FAILED)  # the others ask with their own tokens (a 401 is this one's)
+            asking.set_result((False, None))  # the others ask with their own tokens (a 401 is this one's)
             raise
         finally:
             del self._asking[key]
-        asking.set_result(found)
+        asking.set_result((True, found))
         self._single[key] = (found, self.clock())
         self._single.move_to_end(key)
         if found is not None and not found.private:  # readable by anyone signed in, for /tickets
