@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from handlers.gate import MERGE_WAIT_TRIES
+from handlers.errors import TransientError
+from handlers.gate import GIVE_UP_AFTER, MERGE_WAIT_TRIES
+from handlers.ports import Rules
 from policies.events import EventType
+from policies.gate import GateState
 from policies.model import TicketKey
 from tests.fakes.github import REPOSITORY_ID
 from tests.fakes.webhooks import REPOSITORY, deployment_protection_rule, deployment_status
@@ -16,6 +19,7 @@ from tests.unit.handlers.test_gate import (
     M12,
     accepted_and_merged,
     gated,
+    gated_world,
     reviews,
 )
 from tests.unit.handlers.test_repositories import renamed
@@ -52,3 +56,29 @@ async def test_a_request_answered_before_a_rename_is_not_judged_again_after_it()
     recorded = [dict(r.event.data) for r in history if r.event.type is EventType.DEPLOYMENT_GATED]
     assert recorded == [], recorded
     assert [review.key for review in reviews(ports)] == [first.key]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the file is read fresh outside `_judged_or_refused`: a read of it that keeps failing "
+    "escapes GIVE_UP_AFTER, so the request is retried until the worker gives up and GitHub never "
+    "gets an answer",
+)
+async def test_a_request_whose_configuration_read_keeps_failing_is_rejected_unjudged() -> None:
+    """GitHub fails the `.github/railyard.yml` read (a 502 on the contents API) for longer than
+    GIVE_UP_AFTER: the gate, which reads the file fresh before judging, must still answer,
+    rejecting unjudged (deployment-gate.md, *Reads that keep failing*: never left without an
+    answer once the worker's retries run out)."""
+    ports = await gated_world()
+    cached = ports.configs.load
+
+    async def contents_down(installation_id: int, repository: str, *, fresh: bool = False) -> Rules:
+        if fresh:
+            raise TransientError("get_file: 502")
+        return await cached(installation_id, repository)
+
+    ports.configs.load = contents_down  # type: ignore[method-assign]
+    arrived = ports.clock.now - GIVE_UP_AFTER - 60
+    await ports.dispatch("deployment_protection_rule", deployment_protection_rule(HEAD), received_at=arrived)
+    [review] = reviews(ports)
+    assert review.decision.state is GateState.REJECTED and review.decision.unjudged
