@@ -89,6 +89,13 @@ class ProtectionRequest:
             return str(self.deployment_id)
         return f"run-{self.run_id}@{self.sha}#{self.delivery_id}"
 
+    def answered_as(self) -> tuple[int, str, str, str] | None:
+        """The request as its kept answer is keyed (`gate_approvals`: GitHub's repository id, the
+        environment casefolded, the sha, the request), which a rename does not change."""
+        if self.repository_id is None:
+            return None
+        return (self.repository_id, self.environment.casefold(), self.sha.lower(), self.request)
+
     def answer_key(self) -> str:
         """The key of GitHub's one answer to this request (`DeploymentReview`)."""
         return f"{self.repository.casefold()}:{self.run_id}:{self.environment}:{self.request}"
@@ -373,15 +380,36 @@ async def _judged_or_refused(
             deployment_id=request.deployment_id, repository_id=repository_id,
         )  # fmt: skip
     except Exception as error:  # a gate that cannot judge retries a while, then rejects and says so
-        waited = None if event.received_at is None else services.clock() - event.received_at
-        if waited is None or waited < GIVE_UP_AFTER:
-            if isinstance(error, TransientError):
-                raise
-            raise TransientError(f"judging failed ({type(error).__name__}): tried again") from error
-        log.warning(
-            "gate request rejected: judging kept failing", minutes=round(waited / 60), error=str(error)[:200]
-        )
+        _retried_until_given_up(event, services, error, "judging")
     return GateFindings(decide_gate([], [], Unticketed(rules.unticketed), unjudged=True), None)
+
+
+def _retried_until_given_up(event: WebhookEvent, services: Services, error: Exception, what: str) -> None:
+    """Raise `TransientError` (the worker backs off and runs the request again) until
+    `GIVE_UP_AFTER` after the request arrived; past it, say so and return: it is rejected unjudged."""
+    waited = None if event.received_at is None else services.clock() - event.received_at
+    if waited is None or waited < GIVE_UP_AFTER:
+        if isinstance(error, TransientError):
+            raise error
+        raise TransientError(f"{what} failed ({type(error).__name__}): tried again") from error
+    log.warning(
+        f"gate request rejected: {what} kept failing", minutes=round(waited / 60), error=str(error)[:200]
+    )
+
+
+async def _rules(event: WebhookEvent, services: Services, *, fresh: bool) -> Rules | None:
+    """The repository's `.github/railyard.yml` (read now when `fresh`); None once reading it still
+    fails `GIVE_UP_AFTER` after the request arrived (until then a failure is retried): the request
+    is then rejected unjudged, so GitHub is never left without an answer."""
+    request = request_from(event)
+    assert request is not None and event.installation_id is not None
+    try:
+        if fresh:
+            return await services.configs.load(event.installation_id, request.repository, fresh=True)
+        return await services.configs.load(event.installation_id, request.repository)
+    except Exception as error:
+        _retried_until_given_up(event, services, error, "reading .github/railyard.yml")
+        return None
 
 
 def _unjudged(decision: GateDecision) -> bool:
@@ -416,32 +444,37 @@ async def on_protection_rule(event: WebhookEvent, services: Services) -> None:
     if request is None or event.installation_id is None:
         return
     installation, repository = event.installation_id, request.repository
-    rules = await services.configs.load(installation, repository)
+    rules = await _rules(event, services, fresh=False)
     read_now = False
-    if not answerable(request.environment, rules):
+    if rules is not None and not answerable(request.environment, rules):
         # GitHub asks only where railyard is a rule of the environment: a file read a minute ago
         # may predate the environment's line in `deployments.gate`. Read it now before dropping
         # the request, which GitHub would otherwise wait on until the rule times out.
-        rules, read_now = await services.configs.load(installation, repository, fresh=True), True
-        if not answerable(request.environment, rules):
+        rules, read_now = await _rules(event, services, fresh=True), True
+        if rules is not None and not answerable(request.environment, rules):
             return
     async with services.store.read() as reads:
-        # Its closes by GitHub's id: one stored under an older name is waited for too.
+        # Its closes by GitHub's id: one stored under an older name is waited for too, and its
+        # answer by GitHub's id too: one answered before a rename is answered after it.
         answered, merge_runs = await reads.gate_backlog(
-            repository, request.answer_key(), request.repository_id
+            repository, request.answer_key(), request.repository_id, request.answered_as()
         )
     if answered:
         return  # run again (a crash after its commit, a redelivery by hand): its answer is recorded
-    if not read_now:  # a decision relies on the file (roles, expiry, the gate): read now, as a command's
-        rules = await services.configs.load(installation, repository, fresh=True)
-        if not answerable(request.environment, rules):
+    if (
+        rules is not None and not read_now
+    ):  # a decision relies on the file (roles, expiry, the gate): read now
+        rules = await _rules(event, services, fresh=True)
+        if rules is not None and not answerable(request.environment, rules):
             return
     if merge_runs is not None and merge_runs <= MERGE_WAIT_TRIES:
         # What the deployment brings is read from the merges recorded; one stored but not yet
         # processed may be in it (gate requests have no order): judge once it is recorded.
         raise TransientError(f"a pull request of {repository} closed and is not processed yet")
     repository_id = await repository_id_of(services, repository, request.repository_id)
-    if merge_runs is not None:
+    if rules is None:  # the file could not be read for GIVE_UP_AFTER: rejected unjudged, answered
+        findings = GateFindings(decide_gate([], [], Unticketed.REJECT, unjudged=True), None)
+    elif merge_runs is not None:
         log.warning("gate request rejected: a merge is not processed", merge_runs=merge_runs)
         findings = GateFindings(
             decide_gate([], [], Unticketed(rules.unticketed), merges_unrecorded=True), None
@@ -452,6 +485,7 @@ async def on_protection_rule(event: WebhookEvent, services: Services) -> None:
         base = await _base_if_known(services, installation, request, repository_id)
         findings = GateFindings(findings.decision, base)
     decision, now = findings.decision, datetime.fromtimestamp(services.clock(), UTC)
+    policy_version = rules.policy_version if rules is not None else ""
     async with services.store.unit() as uow:
         for verdict in decision.tickets:
             notice = DeploymentGated(
@@ -459,7 +493,7 @@ async def on_protection_rule(event: WebhookEvent, services: Services) -> None:
                 verdict.blocker.value if verdict.blocker else None, request.deployment_id, request.run_id,
             )  # fmt: skip
             operation = gated_operation_id(repository, verdict.number, request.environment, request.request)
-            context = NoticeContext(RECHECK_ACTOR, operation, now, rules.policy_version)
+            context = NoticeContext(RECHECK_ACTOR, operation, now, policy_version)
             await uow.execute(
                 TicketKey(repository, verdict.number), notice, context, installation_id=installation
             )

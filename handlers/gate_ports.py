@@ -28,9 +28,13 @@ class GateReads(Protocol):
     """Which deployed commits the gate itself approved, where its answers began, and how far its
     repository's merges are from being recorded."""
 
-    async def gate_backlog(self, repository: str, answer: str, rid: int | None) -> tuple[bool, int | None]:
-        """Whether gate request `answer` was answered; the fewest runs of a pending close of the
-        repository (by GitHub's id `rid` when known, whatever its name was then; None: none)."""
+    async def gate_backlog(
+        self, repository: str, answer: str, rid: int | None, kept: tuple[int, str, str, str] | None = None
+    ) -> tuple[bool, int | None]:
+        """Whether gate request `answer` was answered (its answer in the outbox under that key, or
+        kept as `kept`: repository id, environment casefolded, sha, request, whatever the name was
+        then); the fewest runs of a pending close of the repository (by GitHub's id `rid` when
+        known, whatever its name was then; None: none)."""
 
     async def gate_approved(
         self, repository_id: int, environment: str, shas: Collection[str]

@@ -8,17 +8,32 @@ from sqlalchemy import Connection, and_, or_, select, text
 from app.contracts.effect_types import review_dedupe_key
 from app.store.delivery_status import PENDING
 from app.store.effects import effects_table
+from app.store.gate_approvals import gate_approvals
 from app.store.queue import deliveries
 
 
 def gate_backlog(
-    connection: Connection, repository: str, answer: str, repository_id: int | None = None
+    connection: Connection,
+    repository: str,
+    answer: str,
+    repository_id: int | None = None,
+    kept: tuple[int, str, str, str] | None = None,
 ) -> tuple[bool, int | None]:
-    """Whether the answer to the protection-rule request `answer` is in the outbox already, and
-    the fewest runs of the repository's pending `pull_request.closed` deliveries (`merge_runs`)."""
+    """Whether the answer to the protection-rule request `answer` is in the outbox already, or
+    kept in `gate_approvals` as `kept` (repository id, environment casefolded, sha, request: a
+    rename since changes none of them, where it changes the outbox key's name), and the fewest
+    runs of the repository's pending `pull_request.closed` deliveries (`merge_runs`)."""
     sent = connection.execute(
         select(effects_table.c.id).where(effects_table.c.dedupe_key == review_dedupe_key(answer)).limit(1)
     ).first()
+    if sent is None and kept is not None:
+        columns = gate_approvals.c
+        identity = (columns.repository_id, columns.environment, columns.sha, columns.request)
+        sent = connection.execute(
+            select(columns.run_id)
+            .where(*(column == value for column, value in zip(identity, kept, strict=True)))
+            .limit(1)
+        ).first()
     return sent is not None, merge_runs(connection, repository, repository_id)
 
 

@@ -27,10 +27,13 @@ class GateAnswerReads:
 
     _session: _Statements
 
-    async def gate_backlog(self, repository: str, answer: str, rid: int | None) -> tuple[bool, int | None]:
-        """Whether the gate request `answer` was answered; the fewest runs of a pending close (of
-        GitHub's repository `rid`, when known, whatever its name was)."""
-        return await self._session.run(gate_backlog, repository, answer, rid)
+    async def gate_backlog(
+        self, repository: str, answer: str, rid: int | None, kept: tuple[int, str, str, str] | None = None
+    ) -> tuple[bool, int | None]:
+        """Whether the gate request `answer` was answered (by its outbox key, or its kept answer
+        `kept`, by GitHub's id); the fewest runs of a pending close (of GitHub's repository `rid`,
+        when known, whatever its name was)."""
+        return await self._session.run(gate_backlog, repository, answer, rid, kept)
 
     async def gate_approved(
         self, repository_id: int, environment: str, shas: Collection[str]

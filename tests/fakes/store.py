@@ -105,9 +105,15 @@ class MemoryReads:
             and (wanted is None or pull.merge_commit in wanted)
         ]
 
-    async def gate_backlog(self, repository: str, answer: str, rid: int | None) -> tuple[bool, int | None]:
-        """`gate_reads.gate_backlog`: the answer sent already; the fewest runs of a pending close."""
+    async def gate_backlog(
+        self, repository: str, answer: str, rid: int | None, kept: tuple[int, str, str, str] | None = None
+    ) -> tuple[bool, int | None]:
+        """`gate_reads.gate_backlog`: the answer sent already (by key, or kept by id); the fewest
+        runs of a pending close."""
         sent = any(isinstance(item, DeploymentReview) and item.key == answer for item in self.records.answers)
+        sent = sent or any(
+            (a.repository_id, a.environment, a.sha, a.request) == kept for a in self.records.gate_approvals
+        )
         name = repository.casefold()
 
         def ours(at: str, kept: int | None) -> bool:  # as `merge_runs`: by id, else by name

@@ -7,9 +7,11 @@ from app.contracts.effect_types import deployment_review
 from app.store.database import Database
 from app.store.delivery_status import DONE
 from app.store.effects import enqueue
+from app.store.gate_approvals import record
 from app.store.gate_reads import gate_backlog, merge_runs
 from app.store.intake import IncomingDelivery, write_batch
 from app.store.queue import DeliveryQueue
+from handlers.gate_ports import GateAnswer
 
 NOW = 1_800_000_000.0
 
@@ -82,6 +84,24 @@ def test_an_answered_request_is_known_by_its_key(database: Database) -> None:
     with database.read() as connection:
         assert gate_backlog(connection, "acme/web", "acme/web:4242:production:900") == (True, None)
         assert gate_backlog(connection, "acme/web", "acme/web:4242:production:901") == (False, None)
+
+
+def test_an_answer_kept_before_a_rename_is_found_by_the_repository_id(database: Database) -> None:
+    """The outbox key spells the name the request had; the kept answer does not: after a rename
+    (another key), the same request is still known as answered, by GitHub's id, environment
+    (casefolded), sha and request, and another request of the run is not."""
+    answer = GateAnswer(1001, "production", "a" * 40, 4242, "900", 900, False, NOW)
+    with database.write() as connection:
+        record(connection, answer)
+    kept = (1001, "production", "a" * 40, "900")
+    with database.read() as connection:
+        assert gate_backlog(connection, "acme/site", "acme/site:4242:production:900", 1001, kept)[0]
+        assert not gate_backlog(
+            connection, "acme/site", "acme/site:4242:production:901", 1001, (*kept[:3], "901")
+        )[0]
+        assert not gate_backlog(
+            connection, "acme/site", "acme/site:4242:production:900", 2002, (2002, *kept[1:])
+        )[0]
 
 
 def test_a_close_stored_before_a_rename_is_found_by_the_repository_id(database: Database) -> None:

@@ -1,8 +1,7 @@
-"""Review (gate): holes in the deployment gate found by review, each an xfail until fixed."""
+"""The gate after a rename, and when its configuration cannot be read: a request answered once is
+never judged again, and one whose file cannot be read is still answered (rejected unjudged)."""
 
 from __future__ import annotations
-
-import pytest
 
 from handlers.errors import TransientError
 from handlers.gate import GIVE_UP_AFTER, MERGE_WAIT_TRIES
@@ -25,12 +24,6 @@ from tests.unit.handlers.test_gate import (
 from tests.unit.handlers.test_repositories import renamed
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the answer's outbox key and the deployment_gated operation id spell the repository's "
-    "name, and a rename does not rekey `gate:` effects: the same request run again after a rename "
-    "is judged again, answered again and recorded as a decision GitHub was never told",
-)
 async def test_a_request_answered_before_a_rename_is_not_judged_again_after_it() -> None:
     """The request for HEAD (deployment 900) is answered under acme/app: rejected unjudged (a merge
     not processed in time), nothing recorded on #12. The merge is processed, the repository is
@@ -58,12 +51,6 @@ async def test_a_request_answered_before_a_rename_is_not_judged_again_after_it()
     assert [review.key for review in reviews(ports)] == [first.key]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the file is read fresh outside `_judged_or_refused`: a read of it that keeps failing "
-    "escapes GIVE_UP_AFTER, so the request is retried until the worker gives up and GitHub never "
-    "gets an answer",
-)
 async def test_a_request_whose_configuration_read_keeps_failing_is_rejected_unjudged() -> None:
     """GitHub fails the `.github/railyard.yml` read (a 502 on the contents API) for longer than
     GIVE_UP_AFTER: the gate, which reads the file fresh before judging, must still answer,
