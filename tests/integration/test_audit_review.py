@@ -1,0 +1,76 @@
+"""Review of the audit chain (review-audit): edits `railyard audit verify` should name and does
+not, each pinned as a strict xfail until fixed."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from sqlalchemy import text
+
+from app.store import audit_log as audit_store
+from app.store.database import Database
+from app.store.tickets import TicketService
+from policies.notices import DeploymentGated, IssueStateObserved, NoticeContext
+from tests.fakes import START, Comments
+from tests.integration.test_audit import KEY, lifecycle, run, tampering, ticket_id
+
+SHA = "c" * 40
+
+
+def delete_last_events(database: Database, count: int) -> None:
+    """The ticket's last `count` events deleted and its row's revision lowered to match, nothing
+    else touched (no digest computed, the snapshot and the state columns left as they are)."""
+    with tampering(database) as connection:
+        revision = connection.execute(
+            text("SELECT revision FROM tickets WHERE id = :id"), {"id": ticket_id(database, KEY)}
+        ).scalar_one()
+        connection.execute(
+            text("DELETE FROM ticket_events WHERE ticket_id = :id AND revision > :keep"),
+            {"id": ticket_id(database, KEY), "keep": revision - count},
+        )
+        connection.execute(
+            text("UPDATE tickets SET revision = :keep WHERE id = :id"),
+            {"id": ticket_id(database, KEY), "keep": revision - count},
+        )
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the snapshot does not bind the row to its last event: a deleted last event whose fold "
+    "changes no field (deployment_gated) leaves a row the remaining events replay to exactly",
+)
+def test_a_deleted_deployment_gate_decision_with_the_revision_lowered_is_named(database: Database) -> None:
+    """acme/web#12 accepted, then the deployment gate's rejection recorded on it (revision 6).
+    Deleting that record and lowering `tickets.revision` to 5 (no digest recomputed, snapshot
+    untouched) is the case docs/audit.md says verify's replay names; it does not."""
+    service, comments = TicketService(database), Comments()
+    lifecycle(service, comments, KEY)
+    gated = DeploymentGated("production", SHA, "rejected", "not_accepted", deployment_id=7, run_id=8)
+    context = NoticeContext("railyard", "gate:acme/web#12:production:1", START + timedelta(hours=1))
+    assert service.execute(KEY, gated, context).applied
+    assert audit_store.verify(database) == audit_store.Verified(events=6, tickets=1)
+    delete_last_events(database, 1)
+    found = audit_store.verify(database)
+    assert found.broken_ticket == KEY, found
+    status, out, _ = run(database, "audit", "verify")
+    assert status == 1 and "acme/web#12" in out
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="two deleted last events whose folds cancel out (issue closed, then reopened) leave a "
+    "snapshot equal to the replay of what remains: verify passes",
+)
+def test_deleted_last_events_that_cancel_out_are_named(database: Database) -> None:
+    """The issue closed and reopened after the acceptance (revisions 6 and 7); both rows deleted
+    and the row's revision lowered to 5: the log lost two events and verify says every chain holds."""
+    service, comments = TicketService(database), Comments()
+    lifecycle(service, comments, KEY)
+    close = NoticeContext("olivia", "issue-closed:d-1", START + timedelta(hours=1), actor_id=77)
+    reopen = NoticeContext("olivia", "issue-reopened:d-2", START + timedelta(hours=2), actor_id=77)
+    assert service.execute(KEY, IssueStateObserved(closed=True), close).applied
+    assert service.execute(KEY, IssueStateObserved(closed=False), reopen).applied
+    assert audit_store.verify(database) == audit_store.Verified(events=7, tickets=1)
+    delete_last_events(database, 2)
+    assert audit_store.verify(database).broken_ticket == KEY
