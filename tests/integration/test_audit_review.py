@@ -74,3 +74,24 @@ def test_deleted_last_events_that_cancel_out_are_named(database: Database) -> No
     assert audit_store.verify(database) == audit_store.Verified(events=7, tickets=1)
     delete_last_events(database, 2)
     assert audit_store.verify(database).broken_ticket == KEY
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="_Replay folds each row before the chain has checked it and catches only KeyError, "
+    "TypeError and ValueError: an edited row whose data is not an object stops verify with an "
+    "unexpected AttributeError instead of naming the revision",
+)
+def test_an_event_whose_data_was_edited_to_a_list_is_named_not_a_crash(database: Database) -> None:
+    """The acceptance (revision 5) of acme/web#12 has its `data` replaced by `[]` (no digest
+    recomputed): its chain breaks at 5, and verify must say so, exit 1 naming the row."""
+    service, comments = TicketService(database), Comments()
+    lifecycle(service, comments, KEY)
+    with tampering(database) as connection:
+        connection.execute(
+            text("UPDATE ticket_events SET data = '[]' WHERE ticket_id = :id AND revision = 5"),
+            {"id": ticket_id(database, KEY)},
+        )
+    status, out, err = run(database, "audit", "verify")
+    assert "unexpected" not in err, err
+    assert status == 1 and "acme/web#12: the audit chain breaks at revision 5" in out, (status, out, err)
