@@ -3,16 +3,18 @@ not, each pinned as a strict xfail until fixed."""
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from sqlalchemy import text
 
 from app.store import audit_log as audit_store
 from app.store.database import Database
-from app.store.tickets import TicketService
+from app.store.tickets import TicketService, delivery_cost_since
+from policies.commands import Claim, Deliver, Publish
+from policies.evidence import evidence_from
 from policies.notices import DeploymentGated, IssueStateObserved, NoticeContext
-from tests.fakes import START, Comments
+from tests.fakes import REQUESTER, RUNNER, START, Comments
 from tests.integration.test_audit import KEY, lifecycle, run, tampering, ticket_id
 
 SHA = "c" * 40
@@ -95,3 +97,38 @@ def test_an_event_whose_data_was_edited_to_a_list_is_named_not_a_crash(database:
     status, out, err = run(database, "audit", "verify")
     assert "unexpected" not in err, err
     assert status == 1 and "acme/web#12: the audit chain breaks at revision 5" in out, (status, out, err)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the digest covers `at` as a parsed instant, but on SQLite railyard compares the stored "
+    "text (export --since, report windows, the monthly cost budget): an `at` rewritten as the same "
+    "instant in another offset keeps every digest and moves the event out of those windows",
+)
+def test_an_event_time_rewritten_in_another_offset_is_named(database: Database) -> None:
+    """acme/web#12's delivery (revision 4, $5 reported) at 2026-11-30 09:00:03Z has its stored `at`
+    rewritten as `2026-11-29T19:00:03-14:00`: the same instant, so no digest changes and a kept
+    export shows the same time, yet `audit export --since 2026-11-30` and the runner's cost since
+    then no longer see it. verify must name the row."""
+    if database.engine.dialect.name != "sqlite":
+        pytest.skip("PostgreSQL's timestamptz stores the instant, not the text")
+    service, comments = TicketService(database), Comments()
+    assert service.execute(KEY, Publish("Fix the upload"), comments.context(REQUESTER)).applied
+    assert service.execute(KEY, Claim(branch="agent/12"), comments.context(RUNNER)).applied
+    deliver = Deliver("Done", branch="agent/12", commit="a" * 40, evidence=evidence_from(cost="5"))
+    assert service.execute(KEY, deliver, comments.context(RUNNER)).applied
+    since = datetime(2026, 11, 30, tzinfo=UTC)
+    with database.read() as connection:
+        at = connection.execute(text("SELECT at FROM ticket_events WHERE revision = 4")).scalar_one()
+        assert at == "2026-11-30 09:00:03.000000"
+        assert delivery_cost_since(connection, "acme/web", None, since) == "5"  # the fakes store no actor_id
+    with tampering(database) as connection:
+        connection.execute(
+            text("UPDATE ticket_events SET at = '2026-11-29T19:00:03.000000-14:00' WHERE revision = 4")
+        )
+    _, exported, _ = run(database, "audit", "export", "--since", "2026-11-30")
+    assert '"revision":4' not in exported  # the delivery left the nightly export's window
+    with database.read() as connection:  # and the runner's reported cost since then
+        assert delivery_cost_since(connection, "acme/web", None, since) == "0"
+    found = audit_store.verify(database)
+    assert (found.broken_ticket, found.broken_revision) == (KEY, 4), found
