@@ -58,6 +58,10 @@ operations = table(OperationRow)
 
 # Statements are built once: building them per call costs more than the fsync.
 _SELECT_OPERATION = select(operations).where(operations.c.operation_id == bindparam("b_operation"))
+SNAPSHOT_REVISION = "revision"
+"""The revision a snapshot was written at, kept in it: `audit verify` then names a row whose last
+events were deleted and whose revision was lowered to match, even when their folds changed no field
+(a `deployment_gated`, a close and its reopen). Snapshots written before it was kept have none."""
 _SELECT_TICKET = select(tickets.c.id, tickets.c.revision, tickets.c.snapshot).where(
     tickets.c.repository == bindparam("b_repository"), tickets.c.number == bindparam("b_number")
 )
@@ -380,7 +384,7 @@ def _save_ticket(
         "work": after.work.value if after.work else None,
         "integration": after.rails.integration.value,
         "deployment": after.rails.deployment.value,
-        "snapshot": ticket_to_data(after),
+        "snapshot": {**ticket_to_data(after), SNAPSHOT_REVISION: after.revision},
         "updated_at": context.at,
     }
     if installation_id is not None:

@@ -1,5 +1,5 @@
-"""Review of the audit chain (review-audit): edits `railyard audit verify` should name and does
-not, each pinned as a strict xfail until fixed."""
+"""What `railyard audit verify` names beyond an edited digest: last events deleted whose folds
+changed no field, an event's data edited into a non-object, and a time spelled another way."""
 
 from __future__ import annotations
 
@@ -37,11 +37,6 @@ def delete_last_events(database: Database, count: int) -> None:
         )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the snapshot does not bind the row to its last event: a deleted last event whose fold "
-    "changes no field (deployment_gated) leaves a row the remaining events replay to exactly",
-)
 def test_a_deleted_deployment_gate_decision_with_the_revision_lowered_is_named(database: Database) -> None:
     """acme/web#12 accepted, then the deployment gate's rejection recorded on it (revision 6).
     Deleting that record and lowering `tickets.revision` to 5 (no digest recomputed, snapshot
@@ -59,11 +54,6 @@ def test_a_deleted_deployment_gate_decision_with_the_revision_lowered_is_named(d
     assert status == 1 and "acme/web#12" in out
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="two deleted last events whose folds cancel out (issue closed, then reopened) leave a "
-    "snapshot equal to the replay of what remains: verify passes",
-)
 def test_deleted_last_events_that_cancel_out_are_named(database: Database) -> None:
     """The issue closed and reopened after the acceptance (revisions 6 and 7); both rows deleted
     and the row's revision lowered to 5: the log lost two events and verify says every chain holds."""
@@ -78,12 +68,6 @@ def test_deleted_last_events_that_cancel_out_are_named(database: Database) -> No
     assert audit_store.verify(database).broken_ticket == KEY
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="_Replay folds each row before the chain has checked it and catches only KeyError, "
-    "TypeError and ValueError: an edited row whose data is not an object stops verify with an "
-    "unexpected AttributeError instead of naming the revision",
-)
 def test_an_event_whose_data_was_edited_to_a_list_is_named_not_a_crash(database: Database) -> None:
     """The acceptance (revision 5) of acme/web#12 has its `data` replaced by `[]` (no digest
     recomputed): its chain breaks at 5, and verify must say so, exit 1 naming the row."""
@@ -99,12 +83,6 @@ def test_an_event_whose_data_was_edited_to_a_list_is_named_not_a_crash(database:
     assert status == 1 and "acme/web#12: the audit chain breaks at revision 5" in out, (status, out, err)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the digest covers `at` as a parsed instant, but on SQLite railyard compares the stored "
-    "text (export --since, report windows, the monthly cost budget): an `at` rewritten as the same "
-    "instant in another offset keeps every digest and moves the event out of those windows",
-)
 def test_an_event_time_rewritten_in_another_offset_is_named(database: Database) -> None:
     """acme/web#12's delivery (revision 4, $5 reported) at 2026-11-30 09:00:03Z has its stored `at`
     rewritten as `2026-11-29T19:00:03-14:00`: the same instant, so no digest changes and a kept
