@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import pytest
+
 from handlers.ports import Rules
 from policies.events import EventType
 from policies.states import WorkState
+from tests.fakes.github import user
 from tests.fakes.webhooks import issue
-from tests.unit.handlers.steps import KEY, published, ticket, world
+from tests.unit.handlers.steps import KEY, NORA, claimed, published, ticket, world
 
 LABELLED = Rules("blob-sha-1", ticket_label="ticket")
 
@@ -44,3 +47,43 @@ async def test_closing_an_issue_that_is_no_ticket_records_nothing() -> None:
     ports = world()
     await ports.dispatch("issues", issue("closed", 12))
     assert ports.store.ticket(KEY) is None
+
+
+def _edited_by(author: tuple[str, int], n: int) -> dict[str, object]:
+    """`issues.edited` of #12 by `author` (the issue's author), the body toggled between two texts."""
+    texts = ("Stop retrying forever.", "Stop retrying forever!")
+    body, old = texts if n % 2 else texts[::-1]
+    payload = issue("edited", 12)
+    payload["issue"].update(
+        {"title": "Retries", "body": body, "updated_at": f"2026-11-30T10:{n:02d}:00Z", "user": user(*author)}
+    )
+    payload["changes"] = {"body": {"from": old}}
+    payload["sender"] = user(*author)
+    return payload
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="every issues.edited by a role-less issue author records description_changed: no budget, "
+    "a new revision (rev=N commands turn stale) and a status-comment rewrite each, without bound",
+)
+async def test_an_issue_authors_edits_cannot_jam_the_ticket() -> None:
+    """The issue's author holds no role (anyone may open an issue that a requester then publishes)
+    and may edit it at will: forty edits in an hour, toggling one character, must not each record
+    an event, move the revision and rewrite the status comment (PR edits are bounded this way:
+    docs/durability.md, *Editing a PR cannot jam a ticket*; an outsider's comments cost at most
+    `limits.outsider_requests_per_hour`)."""
+    ports = world()
+    await claimed(ports)
+    before = ticket(ports).revision
+    shown = len(ports.store.records.shown)
+    for n in range(40):
+        await ports.dispatch("issues", _edited_by(NORA, n), delivery_id=f"d-edit-{n}")
+    changed = [r for r in ports.store.history(KEY) if r.event.type is EventType.DESCRIPTION_CHANGED]
+    assert len(changed) >= 1, "the edit is recorded"
+    limit = Rules("v").outsider_requests_per_hour
+    assert ticket(ports).revision - before <= limit, (
+        f"{ticket(ports).revision - before} revisions from one role-less account's 40 edits"
+    )
+    writes = len(ports.store.records.shown) - shown  # each enqueues the status comment (and checks)
+    assert writes <= limit, f"{writes} status-comment writes enqueued"
