@@ -444,3 +444,39 @@ async def test_a_rename_during_a_silence_does_not_record_its_claim_overdue_again
     history = TicketService(world.database).history(renamed)
     found = [dict(r.event.data) for r in history if r.event.type is EventType.CLAIM_OVERDUE]
     assert len(found) == 1, found
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="watch_notices shows the attempt's latest silence claim_overdue whatever signs of life "
+    "followed: a status comment rewritten after the claimant spoke still says they gave none",
+)
+async def test_a_status_comment_written_after_a_sign_of_life_no_longer_says_the_claimant_is_silent(
+    watched: tuple[World, Wall],
+) -> None:
+    """`/claim --check-in 60`, an hour of silence recorded overdue, then the claimant comments: the
+    silence is over (the board's attention drops `claim_overdue`, the hidden line's `watch` starts
+    a new silence). The next time the status comment is written (a `/status`, any change) it must
+    not still say "has given no sign of life since" the old silence's start."""
+    from app.store.listing import Listing
+    from policies.attention import attention
+
+    world, wall = watched
+    await world.say("rachel", "/publish")
+    await world.say("cody", "/claim --check-in 60")
+    wall.ahead = timedelta(minutes=61)
+    await eventually(world, 1)
+    await world.outbox_settled()
+    [before] = world.status_comments()
+    assert "**Claim overdue.**" in before
+
+    spoke = wall.now().replace(microsecond=0)
+    await world.say(
+        "cody", "Still on it, tests pass locally.", created_at=spoke.strftime("%Y-%m-%dT%H:%M:%SZ")
+    )
+    await world.say("rachel", "/status")  # the status comment is written again from the record
+    [after] = world.status_comments()
+    assert after != before, "the status comment was written again"
+    [item] = [i for i in Listing(world.database).every() if i.ticket.key.number == 12]
+    assert "claim_overdue" not in attention(item.ticket, item.facts, wall.now()), "the board: not overdue"
+    assert "has given no sign of life" not in after, after.split("### What remains")[0]
