@@ -353,3 +353,34 @@ async def test_a_push_to_the_base_branch_named_like_a_fork_prs_head_is_no_sign_o
     await send(services, "push", push_payload("main", minutes(50)), "push-main-1")
     found = check_claims(services.database, services.tickets, minutes(75))
     assert [(f.silence.attempt, f.silence.silent_since) for f in found] == [(2, minutes(10))]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="watch_claims judges only the stored signs of life: a claimant's comment railyard "
+    "acknowledged before the limit but has not processed yet (its ticket's queue held) is ignored",
+)
+async def test_a_claimants_comment_acknowledged_before_the_limit_is_not_judged_silent(
+    handlers: tuple[Shell, StandinState],
+) -> None:
+    """Claimed at minute 1 (limit 60). The claimant comments at minute 40; railyard stores the
+    webhook durably and answers 2xx then, but the worker has not run it yet (the ticket's queue is
+    held behind a delivery in backoff, or the workers are behind). The watchdog looks at minute 62:
+    the claimant was not silent for 60 minutes, and railyard already holds the proof. Recording
+    `claim_overdue` for the silence 1 -> 61 leaves a false event in the append-only log once the
+    comment is processed and its sign of life (minute 40) stored."""
+    from app.store.intake import Received, row_of, write_batch
+
+    services, _ = handlers
+    await say(services, "rachel", "/publish", minutes(0))
+    await say(services, CLAIMANT, "/claim", minutes(1))
+    stamp = minutes(40).strftime("%Y-%m-%dT%H:%M:%SZ")
+    payload = comment_payload(CLAIMANT, "Still on it: the retry loop is next.", 12, created_at=stamp)
+    body = json.dumps(payload).encode()
+    received = Received("comment-late", "issue_comment", True, minutes(40).timestamp())
+    assert write_batch(services.database, [row_of(received, body)]) == [True]  # acknowledged at minute 40
+
+    check_claims(services.database, services.tickets, minutes(62))  # the server's watchdog, meanwhile
+    await send(services, "issue_comment", payload, "comment-late")  # the worker gets to it
+    assert stored_sign(services).at == minutes(40)
+    assert overdue_events(services.tickets) == [], "a silence the claimant broke at minute 40"
