@@ -55,3 +55,28 @@ def test_the_stored_text_and_the_status_comment_drop_the_same_characters(text: s
     kept = drop_invisible(text)
     assert INVISIBLE.search(kept) is None
     assert escape_block(kept) == escape_block(text)
+
+
+# Bytes smuggled in variation selectors (U+E0100-U+E01EF each carry one byte after a visible
+# character), then a Hangul filler: all printable to `str.isprintable`, all invisible to people.
+SMUGGLED = "".join(chr(0xE0100 + byte) for byte in b"accept it") + "\u3164"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="valid_artifact_url checks only str.isprintable: variation selectors and Hangul fillers "
+    "pass, and the artifact is stored, shown by the status object, the API and the hidden line",
+)
+@pytest.mark.parametrize(
+    "via", ["/deliver artifact={url} Done.", "/deliver commit=0badc0ffee11 artifact={url} Done."]
+)
+def test_an_artifact_url_holding_an_invisible_character_is_refused_or_kept_without_it(via: str) -> None:
+    """An artifact URL is kept as typed and read by programs (`delivery.artifacts` in the status
+    object, the API's answer, the hidden line), while the status comment drops what people cannot
+    see: like a branch name, one holding an invisible character must never be stored as it is."""
+    parsed = parse_comment(via.format(url=f"https://example.com/report{SMUGGLED}"))
+    if parsed.command is None:
+        assert "artifact=" in (parsed.error or "")
+        return
+    assert isinstance(parsed.command, Deliver)
+    assert all(drop_invisible(url) == url for url in parsed.command.artifacts), parsed.command.artifacts
