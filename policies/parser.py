@@ -485,8 +485,9 @@ def valid_branch_name(name: str) -> bool:
 
 
 def valid_artifact_url(url: str) -> bool:
-    """Whether `url` is an absolute http(s) URL with a host, printable and of sane length."""
-    if len(url) > _MAX_URL or not url.isprintable():
+    """Whether `url` is an absolute http(s) URL with a host, printable, of sane length, and with no
+    character people cannot see (programs read it as typed: the status object, the API)."""
+    if len(url) > _MAX_URL or not url.isprintable() or has_invisible(url):
         return False
     try:
         parts = urlsplit(url)

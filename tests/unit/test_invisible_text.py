@@ -62,11 +62,6 @@ def test_the_stored_text_and_the_status_comment_drop_the_same_characters(text: s
 SMUGGLED = "".join(chr(0xE0100 + byte) for byte in b"accept it") + "\u3164"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="valid_artifact_url checks only str.isprintable: variation selectors and Hangul fillers "
-    "pass, and the artifact is stored, shown by the status object, the API and the hidden line",
-)
 @pytest.mark.parametrize(
     "via", ["/deliver artifact={url} Done.", "/deliver commit=0badc0ffee11 artifact={url} Done."]
 )
