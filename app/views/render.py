@@ -218,7 +218,7 @@ def _notices(view: StatusView) -> list[str]:
         ]
     lines += description_notice(view.ticket) + budget_notice(view.ticket) + revert_notice(view.ticket)
     lines += acceptance_notices(view.ticket, recorded_validity(view.ticket, view.now))
-    lines += watch_notices(view.ticket, view.events)
+    lines += watch_notices(view.ticket, view.events, view.clocks)
     lines += project_notices(view.project_problems)
     return lines
 

@@ -9,6 +9,7 @@ from app.views.markdown import escape_inline
 from policies.events import Event, EventType
 from policies.model import Ticket
 from policies.states import WorkState
+from policies.watchdog import Clocks
 
 
 def who(login: str | None) -> str:
@@ -21,10 +22,16 @@ def when(at: datetime | None) -> str:
     return at.strftime("%Y-%m-%d %H:%M UTC") if at else "unknown time"
 
 
-def watch_notices(ticket: Ticket, events: Sequence[Event]) -> list[str]:
-    """The lines for the current attempt's `claim_overdue` and the current delivery's `review_overdue`."""
+def watch_notices(ticket: Ticket, events: Sequence[Event], clocks: Clocks | None = None) -> list[str]:
+    """The lines for the current attempt's `claim_overdue` and the current delivery's `review_overdue`.
+
+    A silence recorded overdue is shown only while no sign of life came after it began (`clocks`:
+    the watchdog's stored facts), as the board's attention code judges it: once the claimant
+    speaks, a new silence starts and the old one is over."""
     lines: list[str] = []
     overdue = _current_overdue(ticket, events)
+    if overdue is not None and _spoken_since(overdue, clocks):
+        overdue = None
     if overdue is not None:
         data = overdue.data
         if data.get("reason") == "deadline":
@@ -66,6 +73,18 @@ def _current_review_overdue(ticket: Ticket, events: Sequence[Event]) -> Event | 
         if event.type in (EventType.CLAIMED, EventType.SENT_BACK, EventType.DELIVERED, EventType.ACCEPTED):
             return None
     return None
+
+
+def _spoken_since(overdue: Event, clocks: Clocks | None) -> bool:
+    """Whether a silence's `claim_overdue` is over: a sign of life of its attempt came after the
+    silence began (a deadline passed stays passed)."""
+    watch = clocks.watch if clocks is not None else None
+    if overdue.data.get("reason") == "deadline" or watch is None or watch.last_sign_of_life is None:
+        return False
+    since = _time(overdue.data.get("silent_since"))
+    return (
+        watch.attempt == overdue.data.get("attempt") and since is not None and watch.last_sign_of_life > since
+    )
 
 
 def _current_overdue(ticket: Ticket, events: Sequence[Event]) -> Event | None:

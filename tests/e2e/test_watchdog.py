@@ -446,11 +446,6 @@ async def test_a_rename_during_a_silence_does_not_record_its_claim_overdue_again
     assert len(found) == 1, found
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="watch_notices shows the attempt's latest silence claim_overdue whatever signs of life "
-    "followed: a status comment rewritten after the claimant spoke still says they gave none",
-)
 async def test_a_status_comment_written_after_a_sign_of_life_no_longer_says_the_claimant_is_silent(
     watched: tuple[World, Wall],
 ) -> None:
