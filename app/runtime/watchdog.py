@@ -23,7 +23,7 @@ import structlog
 
 from app.runtime.supervisor import Loop
 from app.store.database import Database
-from app.store.signs import Unwatchable, Waiting, Watched, watched_claims, watched_deliveries
+from app.store.signs import Unwatchable, Waiting, Watched, proof_pending, watched_claims, watched_deliveries
 from app.store.tickets import EffectsFor, TicketService
 from policies.model import TicketKey
 from policies.notices import (
@@ -180,6 +180,16 @@ def check_claims(
     return watch_claims(database, service, now, repository=repository, record=record, effects=effects).overdue
 
 
+def _unheard(database: Database, item: Watched, late: Silence) -> bool:
+    """Whether a delivery received before the silence's limit passed still waits to be processed:
+    it may be the claimant's sign of life (acknowledged, held, not yet seen), so the silence is not
+    recorded yet. The watchdog looks again next round."""
+    with database.read() as connection:
+        return proof_pending(
+            connection, item.ticket_id, item.ticket.key.repository, late.deadline.timestamp()
+        )
+
+
 def _check(
     service: TicketService, item: Watched, now: datetime, record: bool, effects: EffectsFor | None
 ) -> tuple[OverdueClaim | None, list[Clock]]:
@@ -187,6 +197,8 @@ def _check(
     key, watch = item.ticket.key, item.watch
     silence = current_silence(watch)
     late = overdue(watch, now)
+    if late is not None and _unheard(service.database, item, late):
+        late = None  # judged again once what railyard holds is processed
     recorded = late is not None and record and _record(service, item, late, now, effects)
     clocks = [
         Clock(

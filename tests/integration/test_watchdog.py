@@ -355,11 +355,6 @@ async def test_a_push_to_the_base_branch_named_like_a_fork_prs_head_is_no_sign_o
     assert [(f.silence.attempt, f.silence.silent_since) for f in found] == [(2, minutes(10))]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="watch_claims judges only the stored signs of life: a claimant's comment railyard "
-    "acknowledged before the limit but has not processed yet (its ticket's queue held) is ignored",
-)
 async def test_a_claimants_comment_acknowledged_before_the_limit_is_not_judged_silent(
     handlers: tuple[Shell, StandinState],
 ) -> None:
