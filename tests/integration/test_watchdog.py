@@ -379,3 +379,49 @@ async def test_a_claimants_comment_acknowledged_before_the_limit_is_not_judged_s
     await send(services, "issue_comment", payload, "comment-late")  # the worker gets to it
     assert stored_sign(services).at == minutes(40)
     assert overdue_events(services.tickets) == [], "a silence the claimant broke at minute 40"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="watch_claims reads every watch (its sign of life) at the start of the round, but asks "
+    "whether a delivery is pending only later, in another transaction, ticket by ticket: a comment "
+    "processed in between is neither pending nor in the watch judged, and the silence is recorded",
+)
+def test_a_held_comment_processed_while_the_round_runs_is_not_judged_silent(
+    database: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Claimed with a 30-minute limit. The claimant comments at minute 20; railyard stores the
+    webhook then (acknowledged) but the ticket's queue is held. At minute 40 the watchdog's round
+    reads every claimed ticket's watch; before it reaches this ticket (earlier tickets recorded,
+    another write waited on), the worker runs the comment: its sign of life (minute 20) is stored
+    and the delivery is done. The round then finds nothing pending, judges the watch it read
+    before the sign, and records a silence the claimant broke at minute 20, for ever."""
+    from sqlalchemy import update
+
+    from app.runtime import watchdog
+    from app.store.delivery_status import DONE
+    from app.store.intake import Received, row_of, write_batch
+    from app.store.queue import deliveries
+
+    service = TicketService(database)
+    opened = claimed(service, check_in=30)
+    said = opened + timedelta(minutes=20)
+    payload = comment_payload(CLAIMANT, "Still on it.", 12, created_at=said.strftime("%Y-%m-%dT%H:%M:%SZ"))
+    received = Received("comment-held", "issue_comment", True, said.timestamp())
+    assert write_batch(database, [row_of(received, json.dumps(payload).encode())]) == [True]
+
+    checked = watchdog._check
+
+    def worker_runs_first(*arguments: Any) -> Any:
+        # The worker gets to the held comment between the round's read and this ticket's check:
+        # the handler stores the sign of life, then the queue marks the delivery done.
+        record_sign_of_life(database, Heard(KEY, 1, said, "comment", "comment-held"))
+        with database.write() as connection:
+            connection.execute(
+                update(deliveries).where(deliveries.c.delivery_id == "comment-held").values(status=DONE)
+            )
+        return checked(*arguments)
+
+    monkeypatch.setattr(watchdog, "_check", worker_runs_first)
+    check_claims(database, service, opened + timedelta(minutes=40))
+    assert overdue_events(service) == [], "a silence the claimant broke at minute 20"
