@@ -425,3 +425,33 @@ def test_a_held_comment_processed_while_the_round_runs_is_not_judged_silent(
     monkeypatch.setattr(watchdog, "_check", worker_runs_first)
     check_claims(database, service, opened + timedelta(minutes=40))
     assert overdue_events(service) == [], "a silence the claimant broke at minute 20"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="only the silence waits for the repository's pending deliveries (_unheard): the "
+    "attempt's deadline is recorded while the runner's /deliver, acknowledged before it, waits "
+    "unprocessed in the queue",
+)
+def test_a_deadline_is_not_recorded_while_a_deliver_acknowledged_before_it_waits(database: Database) -> None:
+    """Claimed with `claims.max_attempt_hours: 1` (silence limit 240). The runner writes
+    `/deliver` at minute 50; railyard stores the webhook and answers 2xx then, but the ticket's
+    queue is held (a delivery in backoff ahead of it, workers behind). The watchdog looks at minute
+    70: the silence is left alone since a delivery of the repository waits, yet the deadline is
+    recorded, `claim_overdue` "passed its deadline" for an attempt delivered in time, for ever,
+    once the /deliver runs (the same held queue the silence was fixed for; `review_overdue` and a
+    reviewer's held `/accept` likewise)."""
+    from app.store.intake import Received, row_of, write_batch
+
+    service = TicketService(database)
+    opened = claimed(service, check_in=None)
+    limits = Heard(KEY, 1, opened, "claim", "claim-1", max_silence_minutes=240, max_attempt_hours=1)
+    record_sign_of_life(database, limits)
+    said = opened + timedelta(minutes=50)
+    stamp = said.strftime("%Y-%m-%dT%H:%M:%SZ")
+    payload = comment_payload(CLAIMANT, f"/deliver commit={'a' * 40} Done.", 12, created_at=stamp)
+    received = Received("deliver-held", "issue_comment", True, said.timestamp())
+    assert write_batch(database, [row_of(received, json.dumps(payload).encode())]) == [True]
+
+    check_claims(database, service, opened + timedelta(minutes=70))
+    assert overdue_events(service) == [], "a deadline the runner met: its /deliver came at minute 50"
