@@ -110,3 +110,28 @@ def test_an_event_time_rewritten_in_another_offset_is_named(database: Database) 
         assert delivery_cost_since(connection, "acme/web", None, since) == "0"
     found = audit_store.verify(database)
     assert (found.broken_ticket, found.broken_revision) == (KEY, 4), found
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="verify reads `at` through the UTC column type before its text is compared with the "
+    "canonical spelling: a stored time that is no time at all raises ValueError out of verify "
+    "(and export) instead of being named a break at its row",
+)
+def test_an_event_time_rewritten_as_no_time_at_all_is_named_not_a_crash(database: Database) -> None:
+    """acme/web#12's delivery (revision 4) has its stored `at` rewritten as text that is not a time
+    (`2026-11-31 09:00:03.000000`, a day November lacks). docs/audit.md: a time not spelled as
+    railyard writes it is named a break at its revision, and verify never crashes on edited data;
+    here verify stops with "unexpected ValueError", naming no ticket, and the nightly export that
+    keeps the chain heads elsewhere stops too."""
+    if database.engine.dialect.name != "sqlite":
+        pytest.skip("PostgreSQL's timestamptz stores only instants")
+    lifecycle(TicketService(database), Comments(), KEY)
+    with tampering(database) as connection:
+        connection.execute(
+            text("UPDATE ticket_events SET at = :at WHERE ticket_id = :id AND revision = 4"),
+            {"at": "2026-11-31 09:00:03.000000", "id": ticket_id(database, KEY)},
+        )
+    status, out, err = run(database, "audit", "verify")
+    assert "unexpected" not in err, err
+    assert status == 1 and "acme/web#12: the audit chain breaks at revision 4" in out, (status, out, err)
