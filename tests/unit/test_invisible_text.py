@@ -75,3 +75,26 @@ def test_an_artifact_url_holding_an_invisible_character_is_refused_or_kept_witho
         return
     assert isinstance(parsed.command, Deliver)
     assert all(drop_invisible(url) == url for url in parsed.command.artifacts), parsed.command.artifacts
+
+
+# Default-ignorable characters the set leaves out, all printable to `str.isprintable`: the
+# Mongolian free variation selectors (four of them, two bits each: a byte in four) and the Khmer
+# inherent vowels. Browsers draw none of them.
+FREE_SELECTORS = "".join(
+    "\u180b\u180c\u180d\u180f"[(byte >> shift) & 3] for byte in b"ok" for shift in (6, 4, 2, 0)
+)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="policies.text.INVISIBLE lists the variation selectors U+FE00-U+FE0D and U+E0100-U+E01EF "
+    "but not the Mongolian free variation selectors (U+180B-U+180D, U+180F) nor the Khmer inherent "
+    "vowels (U+17B4, U+17B5): an artifact URL carrying them passes valid_artifact_url and is stored",
+)
+@pytest.mark.parametrize("hidden", [FREE_SELECTORS, "\u17b4\u17b5"], ids=["mongolian", "khmer"])
+def test_an_artifact_url_holding_a_default_ignorable_character_is_refused(hidden: str) -> None:
+    """`/deliver artifact=https://example.com/report<hidden>`: people see the plain URL on GitHub,
+    while the status object, the API and the hidden line carry the characters as typed (what the
+    variation-selector fix meant to stop), so the argument must be refused like a branch name."""
+    parsed = parse_comment(f"/deliver commit=0badc0ffee11 artifact=https://example.com/report{hidden} Done.")
+    assert parsed.command is None and "artifact=" in (parsed.error or ""), parsed.command
