@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Generator, Iterable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from types import SimpleNamespace
 from typing import Any
 
@@ -398,3 +399,11 @@ def proof_pending(connection: Connection, ticket_id: int, repository: str, befor
     )
     found = select(columns.delivery_id).where(columns.status == PENDING, columns.received_at < before, ours)
     return connection.execute(found.limit(1)).first() is not None
+
+
+def heard_since(connection: Connection, ticket_id: int, attempt: int, since: datetime) -> bool:
+    """Whether a sign of life of the ticket's attempt later than `since` is stored."""
+    later = select(signs_of_life.c.id).where(
+        signs_of_life.c.ticket_id == ticket_id, signs_of_life.c.attempt == attempt, signs_of_life.c.at > since
+    )
+    return connection.execute(later.limit(1)).first() is not None
