@@ -22,6 +22,7 @@ INVISIBLE = re.compile(
     "[\x00-\x08\x0e-\x1b\x1f\x7f-\x84\x86-\x9f\u202a-\u202e\u2066-\u2069]"  # controls, bidi overrides
     "|[\U000e0000-\U000e007f]"  # tag characters: invisible text
     "|[\u200b-\u200f\u2060-\u2064\ufeff\u180e\u00ad\u061c\u115f\u1160\u3164\uffa0\u034f]"  # invisible
+    "|[\u180b-\u180d\u180f\u17b4\u17b5]"  # Mongolian free variation selectors, Khmer inherent vowels
     "|[\U000e0100-\U000e01ef\ufe00-\ufe0d]"  # variation selectors beyond text/emoji presentation
 )
 _SELECTOR_RUNS = re.compile("(?<=[\ufe0e\ufe0f])[\ufe0e\ufe0f]+")  # after the drop: keep the first

@@ -13,7 +13,7 @@ import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import UTC, datetime
 from itertools import groupby
 from typing import Any
 
@@ -59,8 +59,7 @@ def verify(database: Database, repository: str | None = None) -> Verified:
             tickets.c.work.label("ticket_work"), tickets.c.integration.label("ticket_integration"),
             tickets.c.deployment.label("ticket_deployment"),
             case((last, tickets.c.snapshot), else_=None).label("ticket_snapshot"),
-            *_event_columns(),
-            *([cast(events_table.c.at, String).label("at_text")] if database.is_sqlite else []),
+            *_event_columns(stored_text=database.is_sqlite),
         )
         .select_from(tickets.outerjoin(events_table, events_table.c.ticket_id == tickets.c.id))
         .order_by(tickets.c.id, events_table.c.revision)
@@ -125,10 +124,13 @@ def export(
             }
 
 
-def _event_columns() -> list[Any]:
+def _event_columns(stored_text: bool = False) -> list[Any]:
+    """The event columns the chain reads; `stored_text`: `at` as SQLite stores it (text, read by
+    `_Replay`), so a row edited into no time at all is named, not a failed read of the column."""
     columns = events_table.c
+    at = cast(columns.at, String).label("at") if stored_text else columns.at
     return [
-        columns.revision, columns.type, columns.actor, columns.actor_id, columns.role, columns.at,
+        columns.revision, columns.type, columns.actor, columns.actor_id, columns.role, at,
         columns.operation_id, columns.policy_version, columns.data, columns.digest,
     ]  # fmt: skip
 
@@ -144,8 +146,20 @@ def _with_first(first: Any, rest: Iterator[Any]) -> Iterator[Any]:
     yield from rest
 
 
-_WRITTEN_AT = re.compile(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\.\d{6}")
+_WRITTEN_AT = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}")
 """How a time is stored on SQLite when railyard writes it (UTC, to the microsecond)."""
+_NO_TIME = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def _written_time(text: str) -> tuple[datetime, bool]:
+    """A stored time's text as the column type reads it (UTC), and whether railyard wrote it so;
+    text that is no time reads as the epoch, not written."""
+    try:
+        at = datetime.fromisoformat(text)
+    except ValueError:
+        return _NO_TIME, False
+    at = at.replace(tzinfo=UTC) if at.tzinfo is None else at.astimezone(UTC)
+    return at, _WRITTEN_AT.fullmatch(text) is not None
 
 
 class _Replay:
@@ -165,16 +179,18 @@ class _Replay:
             if row["revision"] is None:
                 continue
             self.count += 1
+            written = True
+            if isinstance(row["at"], str):  # SQLite's stored text, read as it is (`_event_columns`)
+                # A time not spelled as railyard writes it, even the same instant in another offset,
+                # keeps a digest that covers the instant, but not SQLite's comparisons of the text
+                # (`export --since`, a month's cost); and text that is no time cannot be read at all.
+                # Either is a break at its row, never a crash.
+                at, written = _written_time(row["at"])
+                row = {**row, "at": at}
             if self.unreadable is None:
                 self._fold(row)
             event = audit_event(row)
-            text = row.get("at_text")
-            if text is not None and not _WRITTEN_AT.fullmatch(text):
-                # The same instant spelled otherwise (another offset) keeps the digest, which covers
-                # the instant, but not SQLite's comparisons of the text (`export --since`, a month's
-                # cost): a time railyard did not write is a break at its row.
-                event = replace(event, digest=None)
-            yield event
+            yield event if written else replace(event, digest=None)
 
     def _fold(self, row: Any) -> None:
         try:

@@ -112,12 +112,6 @@ def test_an_event_time_rewritten_in_another_offset_is_named(database: Database) 
     assert (found.broken_ticket, found.broken_revision) == (KEY, 4), found
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="verify reads `at` through the UTC column type before its text is compared with the "
-    "canonical spelling: a stored time that is no time at all raises ValueError out of verify "
-    "(and export) instead of being named a break at its row",
-)
 def test_an_event_time_rewritten_as_no_time_at_all_is_named_not_a_crash(database: Database) -> None:
     """acme/web#12's delivery (revision 4) has its stored `at` rewritten as text that is not a time
     (`2026-11-31 09:00:03.000000`, a day November lacks). docs/audit.md: a time not spelled as

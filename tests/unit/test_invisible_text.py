@@ -85,12 +85,6 @@ FREE_SELECTORS = "".join(
 )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="policies.text.INVISIBLE lists the variation selectors U+FE00-U+FE0D and U+E0100-U+E01EF "
-    "but not the Mongolian free variation selectors (U+180B-U+180D, U+180F) nor the Khmer inherent "
-    "vowels (U+17B4, U+17B5): an artifact URL carrying them passes valid_artifact_url and is stored",
-)
 @pytest.mark.parametrize("hidden", [FREE_SELECTORS, "\u17b4\u17b5"], ids=["mongolian", "khmer"])
 def test_an_artifact_url_holding_a_default_ignorable_character_is_refused(hidden: str) -> None:
     """`/deliver artifact=https://example.com/report<hidden>`: people see the plain URL on GitHub,
