@@ -23,15 +23,7 @@ import structlog
 
 from app.runtime.supervisor import Loop
 from app.store.database import Database
-from app.store.signs import (
-    Unwatchable,
-    Waiting,
-    Watched,
-    heard_since,
-    proof_pending,
-    watched_claims,
-    watched_deliveries,
-)
+from app.store.signs import Unwatchable, Waiting, Watched, watched_claims, watched_deliveries
 from app.store.tickets import EffectsFor, TicketService
 from policies.model import TicketKey
 from policies.notices import (
@@ -188,22 +180,6 @@ def check_claims(
     return watch_claims(database, service, now, repository=repository, record=record, effects=effects).overdue
 
 
-def _unheard(
-    database: Database, item: Watched | Waiting, before: datetime, silent_since: datetime | None = None
-) -> bool:
-    """Whether the record may not have heard everything railyard holds of the ticket up to `before`
-    (a limit's end), read in one snapshot: a delivery of its repository received by then still
-    waits to be processed (the claimant's comment or push, the runner's `/deliver`, a reviewer's
-    `/accept`, acknowledged and held), or, for a silence that began at `silent_since`, a later
-    sign of life was stored since this round read the watch. Nothing is recorded then; the
-    watchdog looks again next round."""
-    with database.read() as connection:
-        attempt = item.ticket.attempt
-        if silent_since is not None and heard_since(connection, item.ticket_id, attempt, silent_since):
-            return True
-        return proof_pending(connection, item.ticket_id, item.ticket.key.repository, before.timestamp())
-
-
 def _check(
     service: TicketService, item: Watched, now: datetime, record: bool, effects: EffectsFor | None
 ) -> tuple[OverdueClaim | None, list[Clock]]:
@@ -211,8 +187,6 @@ def _check(
     key, watch = item.ticket.key, item.watch
     silence = current_silence(watch)
     late = overdue(watch, now)
-    if late is not None and _unheard(service.database, item, late.deadline, late.silent_since):
-        late = None  # judged again once what railyard holds is processed
     recorded = late is not None and record and _record(service, item, late, now, effects)
     clocks = [
         Clock(
@@ -242,10 +216,7 @@ def _check(
         )
         operation = deadline_operation_id(key.repository, key.number, watch.attempt)
         noted = (
-            past
-            and record
-            and not _unheard(service.database, item, found.due_at)
-            and _notify(service, key, notice, operation, item.policy_version, now, effects)
+            past and record and _notify(service, key, notice, operation, item.policy_version, now, effects)
         )
         clocks.append(
             Clock(
@@ -274,12 +245,7 @@ def _check_review(
         wait.attempt, wait.runner, wait.delivered_at, wait.hours, wait.delivery, due_at
     )
     operation = review_overdue_operation_id(key.repository, key.number, wait.delivery)
-    noted = (
-        past
-        and record
-        and not _unheard(service.database, item, due_at)
-        and _notify(service, key, notice, operation, item.policy_version, now, effects)
-    )
+    noted = past and record and _notify(service, key, notice, operation, item.policy_version, now, effects)
     minutes = int((due_at - wait.delivered_at).total_seconds() // 60)
     return Clock(
         key, REVIEW, wait.attempt, wait.runner, wait.delivered_at, minutes, due_at, now - due_at, noted

@@ -9,19 +9,17 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Generator, Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from types import SimpleNamespace
 from typing import Any
 
-from sqlalchemy import Column, Connection, Select, bindparam, case, func, select, type_coerce
+from sqlalchemy import Column, Connection, Select, bindparam, case, select, type_coerce
 from sqlalchemy.types import NullType
 
 from app.store.attempt_rows import attempts
 from app.store.codec import ticket_from_data
 from app.store.database import Database, dialect_insert
-from app.store.delivery_status import PENDING
 from app.store.hops import off_loop
-from app.store.tables import SignOfLifeRow, WebhookDeliveryRow, table
+from app.store.tables import SignOfLifeRow, table
 from app.store.tickets import history, history_here, load, load_here, tickets
 from handlers.ports import Heard, RecordedEvent
 from policies.door import normalize_key
@@ -380,30 +378,3 @@ def read_clocks(database: Database, ticket: Ticket) -> Clocks:
     """`clocks` in a read transaction of its own."""
     with database.read() as connection:
         return clocks(connection, ticket.key, ticket)
-
-
-_DELIVERIES = table(WebhookDeliveryRow)
-
-
-def proof_pending(connection: Connection, ticket_id: int, repository: str, before: float) -> bool:
-    """Whether a delivery of the ticket's repository received before `before` (epoch seconds) is
-    still to be processed: acknowledged, so railyard holds it, and it may be the claimant's sign of
-    life (a comment, a push, a PR) the watchdog has not seen yet. By GitHub's id when the ticket
-    has one (a rename since changes nothing), else by name."""
-    columns = _DELIVERIES.c
-    rid = connection.execute(select(tickets.c.repository_id).where(tickets.c.id == ticket_id)).scalar()
-    ours = (
-        columns.repository_id == rid
-        if rid is not None
-        else func.lower(columns.repository) == repository.casefold()
-    )
-    found = select(columns.delivery_id).where(columns.status == PENDING, columns.received_at < before, ours)
-    return connection.execute(found.limit(1)).first() is not None
-
-
-def heard_since(connection: Connection, ticket_id: int, attempt: int, since: datetime) -> bool:
-    """Whether a sign of life of the ticket's attempt later than `since` is stored."""
-    later = select(signs_of_life.c.id).where(
-        signs_of_life.c.ticket_id == ticket_id, signs_of_life.c.attempt == attempt, signs_of_life.c.at > since
-    )
-    return connection.execute(later.limit(1)).first() is not None
