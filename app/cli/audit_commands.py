@@ -81,9 +81,9 @@ def _cell(value: Any) -> str:
 def _moment(text: str) -> datetime | None:
     try:
         moment = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
-    except ValueError:
+        return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+    except (ValueError, OverflowError):  # not a time, or one UTC cannot hold (year 1 at +01:00)
         return None
-    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
 
 
 def _ready(database: Database, err: TextIO) -> bool:

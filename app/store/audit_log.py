@@ -93,7 +93,12 @@ def export(
 ) -> Iterator[dict[str, Any]]:
     """Every event (of `repository`, at or after `since`), ticket by ticket in revision order."""
     query: Select[Any] = (
-        select(tickets.c.id.label("ticket_id"), tickets.c.repository, tickets.c.number, *_event_columns())
+        select(
+            tickets.c.id.label("ticket_id"),
+            tickets.c.repository,
+            tickets.c.number,
+            *_event_columns(stored_text=database.is_sqlite),
+        )
         .select_from(events_table.join(tickets, tickets.c.id == events_table.c.ticket_id))
         .order_by(tickets.c.id, events_table.c.revision)
     )
@@ -118,10 +123,19 @@ def export(
                 "via": data.get("via") if isinstance(data, dict) else None,
                 "operation_id": row["operation_id"],
                 "policy_version": row["policy_version"],
-                "at": audit.utc_text(row["at"]),
+                "at": _exported_time(row["at"]),
                 "digest": row["digest"],
                 "data": audit.normal(data),
             }
+
+
+def _exported_time(at: datetime | str) -> str:
+    """An event's time as the export writes it: UTC text; on SQLite, a stored text that is no time
+    at all is written as it is stored (its row's digest then fails, as `verify` says)."""
+    if isinstance(at, str):
+        parsed, _ = _written_time(at)
+        return audit.utc_text(parsed) if parsed is not _NO_TIME else at
+    return audit.utc_text(at)
 
 
 def _event_columns(stored_text: bool = False) -> list[Any]:

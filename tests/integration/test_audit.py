@@ -443,6 +443,7 @@ def test_audit_verify_exits_1_naming_what_of_a_ticket_row_its_events_do_not_repl
         ("audit", "verify", "--repo", "acme"),
         ("audit", "export", "--repo", "acme/web#1"),
         ("audit", "export", "--since", "yesterday"),
+        ("audit", "export", "--since", "0001-01-01T00:00:00+01:00"),  # before what UTC can hold
     ],
 )
 def test_bad_audit_arguments_exit_2_with_a_clear_error(database: Database, argv: tuple[str, ...]) -> None:

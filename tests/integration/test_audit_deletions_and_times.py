@@ -3,6 +3,7 @@ changed no field, an event's data edited into a non-object, and a time spelled a
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -129,3 +130,22 @@ def test_an_event_time_rewritten_as_no_time_at_all_is_named_not_a_crash(database
     status, out, err = run(database, "audit", "verify")
     assert "unexpected" not in err, err
     assert status == 1 and "acme/web#12: the audit chain breaks at revision 4" in out, (status, out, err)
+
+
+def test_an_export_writes_a_time_that_is_no_time_as_stored(database: Database) -> None:
+    """The same edited row (`at` no time at all): `audit export` still writes every event, that
+    one's time as it is stored (its digest then fails against it, as verify says), never a crash."""
+    if database.engine.dialect.name != "sqlite":
+        pytest.skip("PostgreSQL's timestamptz stores only instants")
+    lifecycle(TicketService(database), Comments(), KEY)
+    with tampering(database) as connection:
+        connection.execute(
+            text("UPDATE ticket_events SET at = :at WHERE ticket_id = :id AND revision = 4"),
+            {"at": "2026-11-31 09:00:03.000000", "id": ticket_id(database, KEY)},
+        )
+    status, out, err = run(database, "audit", "export")
+    assert status == 0 and "unexpected" not in err, err
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert [row["revision"] for row in rows] == [1, 2, 3, 4, 5]
+    assert rows[3]["at"] == "2026-11-31 09:00:03.000000"
+    assert rows[2]["at"].endswith("Z")
