@@ -332,16 +332,16 @@ def _retried_until_given_up(event: WebhookEvent, services: Services, error: Exce
     )
 
 
-async def _rules(event: WebhookEvent, services: Services, *, fresh: bool) -> Rules | None:
+async def _rules(
+    event: WebhookEvent, services: Services, installation: int, repository: str, *, fresh: bool
+) -> Rules | None:
     """The repository's `.github/railyard.yml` (read now when `fresh`); None once reading it still
     fails `GIVE_UP_AFTER` after the request arrived (until then a failure is retried): the request
     is then rejected unjudged, so GitHub is never left without an answer."""
-    request = request_from(event)
-    assert request is not None and event.installation_id is not None
     try:
         if fresh:
-            return await services.configs.load(event.installation_id, request.repository, fresh=True)
-        return await services.configs.load(event.installation_id, request.repository)
+            return await services.configs.load(installation, repository, fresh=True)
+        return await services.configs.load(installation, repository)
     except Exception as error:
         _retried_until_given_up(event, services, error, "reading .github/railyard.yml")
         return None
@@ -379,13 +379,13 @@ async def on_protection_rule(event: WebhookEvent, services: Services) -> None:
     if request is None or event.installation_id is None:
         return
     installation, repository = event.installation_id, request.repository
-    rules = await _rules(event, services, fresh=False)
+    rules = await _rules(event, services, installation, repository, fresh=False)
     read_now = False
     if rules is not None and not answerable(request.environment, rules):
         # GitHub asks only where railyard is a rule of the environment: a file read a minute ago
         # may predate the environment's line in `deployments.gate`. Read it now before dropping
         # the request, which GitHub would otherwise wait on until the rule times out.
-        rules, read_now = await _rules(event, services, fresh=True), True
+        rules, read_now = await _rules(event, services, installation, repository, fresh=True), True
         if rules is not None and not answerable(request.environment, rules):
             return
     async with services.store.read() as reads:
@@ -399,7 +399,7 @@ async def on_protection_rule(event: WebhookEvent, services: Services) -> None:
     if (
         rules is not None and not read_now
     ):  # a decision relies on the file (roles, expiry, the gate): read now
-        rules = await _rules(event, services, fresh=True)
+        rules = await _rules(event, services, installation, repository, fresh=True)
         if rules is not None and not answerable(request.environment, rules):
             return
     if merge_runs is not None and merge_runs <= MERGE_WAIT_TRIES:

@@ -133,8 +133,8 @@ def _exported_time(at: datetime | str) -> str:
     """An event's time as the export writes it: UTC text; on SQLite, a stored text that is no time
     at all is written as it is stored (its row's digest then fails, as `verify` says)."""
     if isinstance(at, str):
-        parsed, _ = _written_time(at)
-        return audit.utc_text(parsed) if parsed is not _NO_TIME else at
+        parsed = _stored_time(at)
+        return audit.utc_text(parsed) if parsed is not None else at
     return audit.utc_text(at)
 
 
@@ -163,17 +163,16 @@ def _with_first(first: Any, rest: Iterator[Any]) -> Iterator[Any]:
 _WRITTEN_AT = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}")
 """How a time is stored on SQLite when railyard writes it (UTC, to the microsecond)."""
 _NO_TIME = datetime(1970, 1, 1, tzinfo=UTC)
+"""What the replay folds for a stored time that is no time (its row is a break whatever it reads)."""
 
 
-def _written_time(text: str) -> tuple[datetime, bool]:
-    """A stored time's text as the column type reads it (UTC), and whether railyard wrote it so;
-    text that is no time reads as the epoch, not written."""
+def _stored_time(text: str) -> datetime | None:
+    """A stored time's text as the column type reads it (UTC); None when it is no time UTC holds."""
     try:
         at = datetime.fromisoformat(text)
-    except ValueError:
-        return _NO_TIME, False
-    at = at.replace(tzinfo=UTC) if at.tzinfo is None else at.astimezone(UTC)
-    return at, _WRITTEN_AT.fullmatch(text) is not None
+        return at.replace(tzinfo=UTC) if at.tzinfo is None else at.astimezone(UTC)
+    except (ValueError, OverflowError):
+        return None
 
 
 class _Replay:
@@ -199,8 +198,9 @@ class _Replay:
                 # keeps a digest that covers the instant, but not SQLite's comparisons of the text
                 # (`export --since`, a month's cost); and text that is no time cannot be read at all.
                 # Either is a break at its row, never a crash.
-                at, written = _written_time(row["at"])
-                row = {**row, "at": at}
+                at = _stored_time(row["at"])
+                written = at is not None and _WRITTEN_AT.fullmatch(row["at"]) is not None
+                row = {**row, "at": at or _NO_TIME}
             if self.unreadable is None:
                 self._fold(row)
             event = audit_event(row)
