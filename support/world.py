@@ -178,6 +178,16 @@ def event_payload(event: str, name: str, **changes: Any) -> dict[str, Any]:
     return payload
 
 
+def merge_group_payload(head_sha: str, number: int = 34, base: str = "9" * 40) -> dict[str, Any]:
+    """`merge_group.checks_requested` for the queue commit `head_sha` GitHub built for PR `number`
+    on `base` (its `gh-readonly-queue/main/pr-N-BASE` branch)."""
+    group = event_payload("merge_group", "01-checks_requested.json")
+    group["merge_group"].update(
+        {"head_sha": head_sha, "head_ref": f"refs/heads/gh-readonly-queue/main/pr-{number}-{base}"}
+    )
+    return group
+
+
 def pull_request_payload(
     action: str,
     number: int,

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from policies.events import EventType
-from support.world import CONFIG, FIX, REPO, World, event_payload, pull_request_payload
+from support.world import CONFIG, FIX, REPO, World, merge_group_payload, pull_request_payload
 from tests.e2e.test_acceptance import AMENDED, CHANGED, Setup, _world, check, delivered, events, until
 from tests.e2e.test_shared_head_checks import outsiders_unlinked_pr_on, shown
 
@@ -22,6 +22,22 @@ async def accepting(tmp_path: Path) -> AsyncIterator[Setup]:
     config = CONFIG + "acceptance:\n  expires_after_days: 1\nagents: ['@acme/agents']\n"
     async for setup in _world(tmp_path, config):
         yield setup
+
+
+async def pushed_changed(world: World) -> None:
+    """cody pushes CHANGED to PR #34 (`Fixes #12`), and its `synchronize` is processed."""
+    world.github.repositories[REPO].pulls[34].head_sha = CHANGED
+    changed = pull_request_payload(
+        "synchronize", 34, "Fixes #12", head=CHANGED, updated="2026-11-30T10:00:05Z"
+    )
+    await world.send("pull_request", changed)
+
+
+async def rita_leaves_the_reviewers(world: World) -> None:
+    """rita leaves @acme/reviewers; olivia's `/status` has railyard look (the lapse is recorded)."""
+    del world.github.team_memberships[("acme", "reviewers", "rita")]
+    await world.say("olivia", "/status")
+    await world.settle()
 
 
 async def test_a_lapse_turns_the_check_on_the_real_head_after_a_same_second_push(accepting: Setup) -> None:
@@ -41,9 +57,7 @@ async def test_a_lapse_turns_the_check_on_the_real_head_after_a_same_second_push
     await world.settle()
     assert check(world, AMENDED)[0] == "success"  # legitimately green at this point
 
-    del world.github.team_memberships[("acme", "reviewers", "rita")]
-    await world.say("olivia", "/status")
-    await world.settle()
+    await rita_leaves_the_reviewers(world)
     [lapse] = events(world, EventType.ACCEPTANCE_INVALIDATED)
     assert lapse["reason"] == "reviewer_lost_role"
     assert check(world, AMENDED) == (
@@ -169,16 +183,10 @@ async def test_a_lapse_leaves_no_green_check_on_the_accepted_commit_a_force_push
     await delivered(world)
     await world.say("rita", "/accept")
     assert check(world, FIX)[0] == "success"
-    changed = pull_request_payload(
-        "synchronize", 34, "Fixes #12", head=CHANGED, updated="2026-11-30T10:00:05Z"
-    )
-    world.github.repositories["acme/web"].pulls[34].head_sha = CHANGED
-    await world.send("pull_request", changed)
+    await pushed_changed(world)
     assert check(world, CHANGED) == ("action_required", "#12: accepted commit differs from head")
 
-    del world.github.team_memberships[("acme", "reviewers", "rita")]
-    await world.say("olivia", "/status")
-    await world.settle()
+    await rita_leaves_the_reviewers(world)
     [lapse] = events(world, EventType.ACCEPTANCE_INVALIDATED)
     assert lapse["reason"] == "reviewer_lost_role"
     assert check(world, CHANGED)[1] == "#12: acceptance no longer holds: the reviewer lost the role"
@@ -262,9 +270,7 @@ async def test_a_lapse_on_a_two_ticket_prs_accepted_commit_is_not_undone_by_the_
             "synchronize", 34, "Fixes #12\nCloses #13", head=CHANGED, updated="2026-11-30T10:00:05Z"
         ),
     )
-    del world.github.team_memberships[("acme", "reviewers", "rita")]
-    await world.say("olivia", "/status")
-    await world.settle()
+    await rita_leaves_the_reviewers(world)
     assert [lapse["reason"] for lapse in events(world, EventType.ACCEPTANCE_INVALIDATED)] == [
         "reviewer_lost_role"
     ]
@@ -289,16 +295,10 @@ async def test_a_lapse_turns_the_accepted_commit_even_while_an_unlinked_pr_sits_
     world, _ = accepting
     await delivered(world)
     await world.say("rita", "/accept")
-    world.github.repositories[REPO].pulls[34].head_sha = CHANGED
-    changed = pull_request_payload(
-        "synchronize", 34, "Fixes #12", head=CHANGED, updated="2026-11-30T10:00:05Z"
-    )
-    await world.send("pull_request", changed)
+    await pushed_changed(world)
     await outsiders_unlinked_pr_on(world, FIX)
     await world.settle()
-    del world.github.team_memberships[("acme", "reviewers", "rita")]
-    await world.say("olivia", "/status")
-    await world.settle()
+    await rita_leaves_the_reviewers(world)
     assert [lapse["reason"] for lapse in events(world, EventType.ACCEPTANCE_INVALIDATED)] == [
         "reviewer_lost_role"
     ]
@@ -323,14 +323,8 @@ async def test_an_unlinked_pr_opened_on_the_accepted_commit_after_a_lapse_does_n
     world, _ = accepting
     await delivered(world)
     await world.say("rita", "/accept")
-    world.github.repositories[REPO].pulls[34].head_sha = CHANGED
-    changed = pull_request_payload(
-        "synchronize", 34, "Fixes #12", head=CHANGED, updated="2026-11-30T10:00:05Z"
-    )
-    await world.send("pull_request", changed)
-    del world.github.team_memberships[("acme", "reviewers", "rita")]
-    await world.say("olivia", "/status")
-    await world.settle()
+    await pushed_changed(world)
+    await rita_leaves_the_reviewers(world)
     assert [lapse["reason"] for lapse in events(world, EventType.ACCEPTANCE_INVALIDATED)] == [
         "reviewer_lost_role"
     ]
@@ -360,11 +354,7 @@ async def test_a_late_synchronize_does_not_forget_the_queue_commit_built_on_its_
     assert check(world, FIX)[0] == "success"
     world.github.repositories[REPO].pulls[34].head_sha = AMENDED  # its webhook not processed yet
     queued = "c" * 40
-    group = event_payload("merge_group", "01-checks_requested.json")
-    group["merge_group"].update(
-        {"head_sha": queued, "head_ref": f"refs/heads/gh-readonly-queue/main/pr-34-{'9' * 40}"}
-    )
-    await world.send("merge_group", group)
+    await world.send("merge_group", merge_group_payload(queued))
     await world.settle()
     assert shown(world, queued) == ("success", "the linked ticket is accepted at this commit")
     late = pull_request_payload("synchronize", 34, "Fixes #12", head=AMENDED, updated="2026-11-30T10:00:05Z")

@@ -16,7 +16,7 @@ from app.store.effects import effects_table
 from app.store.tickets import TicketService
 from github_standin import account_id, repository_id
 from policies.model import TicketKey
-from support.world import FIX, REPO, World, event_payload, pull_request_payload
+from support.world import FIX, REPO, World, merge_group_payload, pull_request_payload
 from tests.e2e.test_rerun import rerequested
 
 
@@ -202,11 +202,7 @@ async def test_an_unlinked_pr_on_a_merge_queue_commit_does_not_pass_the_queued_p
     `checks.unlinked` success: the queue merges #34 on the success, its ticket reopened."""
     await accepted_on_34_with_13_open(world)
     queued = "c" * 40
-    group = event_payload("merge_group", "01-checks_requested.json")
-    group["merge_group"].update(
-        {"head_sha": queued, "head_ref": f"refs/heads/gh-readonly-queue/main/pr-34-{'9' * 40}"}
-    )
-    await world.send("merge_group", group)
+    await world.send("merge_group", merge_group_payload(queued))
     await world.settle()
     assert shown(world, queued)[0] == "success"
     await world.say("olivia", "/reopen Uploads corrupt files over 2 GB in staging.")

@@ -113,12 +113,9 @@ def test_an_event_time_rewritten_in_another_offset_is_named(database: Database) 
     assert (found.broken_ticket, found.broken_revision) == (KEY, 4), found
 
 
-def test_an_event_time_rewritten_as_no_time_at_all_is_named_not_a_crash(database: Database) -> None:
-    """acme/web#12's delivery (revision 4) has its stored `at` rewritten as text that is not a time
-    (`2026-11-31 09:00:03.000000`, a day November lacks). docs/audit.md: a time not spelled as
-    railyard writes it is named a break at its revision, and verify never crashes on edited data;
-    here verify stops with "unexpected ValueError", naming no ticket, and the nightly export that
-    keeps the chain heads elsewhere stops too."""
+def delivery_time_rewritten_as_no_time(database: Database) -> None:
+    """acme/web#12's lifecycle, then its delivery's (revision 4) stored `at` rewritten as text that
+    is no time (`2026-11-31 ...`, a day November lacks); SQLite only (PostgreSQL stores instants)."""
     if database.engine.dialect.name != "sqlite":
         pytest.skip("PostgreSQL's timestamptz stores only instants")
     lifecycle(TicketService(database), Comments(), KEY)
@@ -127,6 +124,15 @@ def test_an_event_time_rewritten_as_no_time_at_all_is_named_not_a_crash(database
             text("UPDATE ticket_events SET at = :at WHERE ticket_id = :id AND revision = 4"),
             {"at": "2026-11-31 09:00:03.000000", "id": ticket_id(database, KEY)},
         )
+
+
+def test_an_event_time_rewritten_as_no_time_at_all_is_named_not_a_crash(database: Database) -> None:
+    """acme/web#12's delivery (revision 4) has its stored `at` rewritten as text that is not a time
+    (`2026-11-31 09:00:03.000000`, a day November lacks). docs/audit.md: a time not spelled as
+    railyard writes it is named a break at its revision, and verify never crashes on edited data;
+    here verify stops with "unexpected ValueError", naming no ticket, and the nightly export that
+    keeps the chain heads elsewhere stops too."""
+    delivery_time_rewritten_as_no_time(database)
     status, out, err = run(database, "audit", "verify")
     assert "unexpected" not in err, err
     assert status == 1 and "acme/web#12: the audit chain breaks at revision 4" in out, (status, out, err)
@@ -135,14 +141,7 @@ def test_an_event_time_rewritten_as_no_time_at_all_is_named_not_a_crash(database
 def test_an_export_writes_a_time_that_is_no_time_as_stored(database: Database) -> None:
     """The same edited row (`at` no time at all): `audit export` still writes every event, that
     one's time as it is stored (its digest then fails against it, as verify says), never a crash."""
-    if database.engine.dialect.name != "sqlite":
-        pytest.skip("PostgreSQL's timestamptz stores only instants")
-    lifecycle(TicketService(database), Comments(), KEY)
-    with tampering(database) as connection:
-        connection.execute(
-            text("UPDATE ticket_events SET at = :at WHERE ticket_id = :id AND revision = 4"),
-            {"at": "2026-11-31 09:00:03.000000", "id": ticket_id(database, KEY)},
-        )
+    delivery_time_rewritten_as_no_time(database)
     status, out, err = run(database, "audit", "export")
     assert status == 0 and "unexpected" not in err, err
     rows = [json.loads(line) for line in out.splitlines()]
