@@ -27,13 +27,15 @@ def gate_backlog(
         select(effects_table.c.id).where(effects_table.c.dedupe_key == review_dedupe_key(answer)).limit(1)
     ).first()
     if sent is None and kept is not None:
+        repository_id_kept, environment, sha, request = kept
         columns = gate_approvals.c
-        identity = (columns.repository_id, columns.environment, columns.sha, columns.request)
-        sent = connection.execute(
-            select(columns.run_id)
-            .where(*(column == value for column, value in zip(identity, kept, strict=True)))
-            .limit(1)
-        ).first()
+        answered = select(columns.run_id).where(
+            columns.repository_id == repository_id_kept,
+            columns.environment == environment,
+            columns.sha == sha,
+            columns.request == request,
+        )
+        sent = connection.execute(answered).first()
     return sent is not None, merge_runs(connection, repository, repository_id)
 
 

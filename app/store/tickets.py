@@ -56,12 +56,13 @@ tickets = table(TicketRow)
 events_table = table(TicketEventRow)
 operations = table(OperationRow)
 
-# Statements are built once: building them per call costs more than the fsync.
-_SELECT_OPERATION = select(operations).where(operations.c.operation_id == bindparam("b_operation"))
 SNAPSHOT_REVISION = "revision"
 """The revision a snapshot was written at, kept in it: `audit verify` then names a row whose last
 events were deleted and whose revision was lowered to match, even when their folds changed no field
 (a `deployment_gated`, a close and its reopen). Snapshots written before it was kept have none."""
+
+# Statements are built once: building them per call costs more than the fsync.
+_SELECT_OPERATION = select(operations).where(operations.c.operation_id == bindparam("b_operation"))
 _SELECT_TICKET = select(tickets.c.id, tickets.c.revision, tickets.c.snapshot).where(
     tickets.c.repository == bindparam("b_repository"), tickets.c.number == bindparam("b_number")
 )
