@@ -8,6 +8,7 @@ newest run of each name and app by default, `filter=latest`), whichever PR raily
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import pytest
 from sqlalchemy import insert
@@ -30,17 +31,7 @@ def shown(world: World, sha: str) -> tuple[str | None, str | None]:
 
 async def outsiders_unlinked_pr_on(world: World, sha: str) -> None:
     """mallory (no role) opens PR #99 from her fork whose head is `sha`, linking no ticket."""
-    world.github.add_pull(
-        REPO, 99, body="Tidy the README.", head_ref="patch-1", head_sha=sha, head_repo="mallory/web",
-        user="mallory",
-    )  # fmt: skip
-    payload = pull_request_payload(
-        "opened", 99, "Tidy the README.", head=sha, ref="patch-1", head_repo="mallory/web",
-        updated="2026-11-30T10:00:09Z",
-    )  # fmt: skip
-    pull = payload["pull_request"]
-    pull["user"] = {**pull["user"], "login": "mallory", "id": account_id("mallory"), "type": "User"}
-    await world.send("pull_request", payload)
+    await fork_pr_on(world, "mallory", 99, "Tidy the README.", sha)
 
 
 async def lapse_of_12(world: World) -> None:
@@ -100,14 +91,21 @@ async def fork_pr_on(
         )
     else:
         world.github.repositories[REPO].pulls[number].state = "closed"
+    updated = "2026-11-30T10:00:09Z" if state == "open" else "2026-11-30T10:00:19Z"
+    await world.send("pull_request", fork_payload(action, login, number, body, sha, updated, state=state))
+    await world.settle()
+
+
+def fork_payload(
+    action: str, login: str, number: int, body: str, sha: str, updated: str, *, state: str = "open"
+) -> dict[str, Any]:
+    """A `pull_request` delivery of `login`'s PR `number` from their fork `login/web`, head `sha`."""
     payload = pull_request_payload(
-        action, number, body, head=sha, ref="patch-1", head_repo=f"{login}/web", state=state,
-        updated="2026-11-30T10:00:09Z" if state == "open" else "2026-11-30T10:00:19Z",
-    )  # fmt: skip
+        action, number, body, head=sha, ref="patch-1", head_repo=f"{login}/web", state=state, updated=updated
+    )
     pull = payload["pull_request"]
     pull["user"] = {**pull["user"], "login": login, "id": account_id(login), "type": "User"}
-    await world.send("pull_request", payload)
-    await world.settle()
+    return payload
 
 
 async def test_an_outsiders_pr_naming_an_unaccepted_ticket_never_passes_on_an_accepted_prs_commit(
@@ -175,12 +173,7 @@ async def test_a_push_that_moves_the_blocking_pr_off_the_commit_gives_the_other_
     assert shown(world, FIX) == ("action_required", "#13: awaiting claim")
     pushed = "b" * 40
     world.github.repositories[REPO].pulls[36].head_sha = pushed
-    payload = pull_request_payload(
-        "synchronize", 36, "Closes #13", head=pushed, ref="patch-1", head_repo="cody/web",
-        updated="2026-11-30T10:00:29Z",
-    )  # fmt: skip
-    pull = payload["pull_request"]
-    pull["user"] = {**pull["user"], "login": "cody", "id": account_id("cody"), "type": "User"}
+    payload = fork_payload("synchronize", "cody", 36, "Closes #13", pushed, "2026-11-30T10:00:29Z")
     await world.send("pull_request", payload)
     await world.settle()
     assert shown(world, pushed)[0] == "action_required"  # #36's own verdict, on its new head
